@@ -1,0 +1,256 @@
+//! The blob store: complete bodies named by their SHA-256, and the partial
+//! files of downloads in progress.
+//!
+//! A body becomes visible only by `rename` of a fully written, fsynced
+//! temporary file, so a blob file is always complete. Temporary files live in
+//! `tmp/` and are deleted at start-up: after a crash they are the only trace
+//! of an unfinished download. This module does no network I/O and knows
+//! nothing of keys; the index maps keys to blobs.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256, Sha512};
+
+use crate::error::StoreError;
+
+/// The `blobs/` and `tmp/` folders under the cache directory.
+#[derive(Debug)]
+pub struct BlobStore {
+    blobs: PathBuf,
+    tmp: PathBuf,
+    next_temp: AtomicU64,
+}
+
+impl BlobStore {
+    /// Opens (creating) the folders under `cache_dir` and deletes every
+    /// leftover temporary file.
+    pub fn open(cache_dir: &Path) -> Result<Self, StoreError> {
+        let blobs = cache_dir.join("blobs").join("sha256");
+        let tmp = cache_dir.join("tmp");
+        for dir in [&blobs, &tmp] {
+            fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
+        }
+        let store = BlobStore { blobs, tmp, next_temp: AtomicU64::new(0) };
+        let removed = store.clear_temp()?;
+        if removed > 0 {
+            tracing::info!(removed, "removed partial downloads left by an earlier run");
+        }
+        Ok(store)
+    }
+
+    fn clear_temp(&self) -> Result<usize, StoreError> {
+        let mut removed = 0;
+        let entries = fs::read_dir(&self.tmp).map_err(|e| StoreError::io("list", &self.tmp, e))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    /// Where the blob with this hash lives (whether or not it exists).
+    pub fn path(&self, sha256: &str) -> PathBuf {
+        let fan = sha256.get(..2).unwrap_or("__");
+        self.blobs.join(fan).join(sha256)
+    }
+
+    /// Opens a complete blob for reading.
+    pub fn open_blob(&self, sha256: &str) -> std::io::Result<File> {
+        File::open(self.path(sha256))
+    }
+
+    /// Length of a blob on disk, if it exists.
+    pub fn blob_len(&self, sha256: &str) -> Option<u64> {
+        fs::metadata(self.path(sha256)).ok().map(|m| m.len())
+    }
+
+    /// Creates a new temporary file for a download.
+    pub fn temp(&self) -> Result<TempBlob, StoreError> {
+        let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
+        let path = self.tmp.join(format!("{}-{n}.part", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("create", &path, e))?;
+        Ok(TempBlob {
+            path,
+            file: Arc::new(file),
+            sha256: Sha256::new(),
+            sha512: Sha512::new(),
+            written: 0,
+            promoted: false,
+        })
+    }
+
+    /// Makes a finished temporary file a blob: fsync, rename into place,
+    /// fsync the folder. Blocking; call it off the async threads.
+    pub fn promote(&self, mut temp: TempBlob, sha256: &str) -> Result<PathBuf, StoreError> {
+        temp.file.sync_all().map_err(|e| StoreError::io("fsync", &temp.path, e))?;
+        let target = self.path(sha256);
+        let dir = target.parent().unwrap_or(&self.blobs).to_path_buf();
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create folder", &dir, e))?;
+        fs::rename(&temp.path, &target).map_err(|e| StoreError::io("rename into", &target, e))?;
+        temp.promoted = true;
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| StoreError::io("fsync folder", &dir, e))?;
+        Ok(target)
+    }
+
+    /// Deletes a blob no entry refers to any more. Readers that have it open
+    /// keep reading it.
+    pub fn remove(&self, sha256: &str) {
+        let path = self.path(sha256);
+        if let Err(e) = fs::remove_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove unreferenced blob");
+            }
+        }
+    }
+
+    /// Deletes every blob whose hash is not in `referenced` (left behind when a
+    /// crash fell between the rename and the index commit). Returns how many.
+    pub fn sweep_orphans(&self, referenced: &HashSet<String>) -> Result<usize, StoreError> {
+        let mut removed = 0;
+        let fans = fs::read_dir(&self.blobs).map_err(|e| StoreError::io("list", &self.blobs, e))?;
+        for fan in fans.flatten() {
+            let Ok(blobs) = fs::read_dir(fan.path()) else { continue };
+            for blob in blobs.flatten() {
+                let name = blob.file_name();
+                if !referenced.contains(name.to_string_lossy().as_ref()) {
+                    let path = blob.path();
+                    fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// A download being written: a temporary file plus the running hashes of what
+/// was written. Dropped without being promoted, it deletes its file.
+#[derive(Debug)]
+pub struct TempBlob {
+    path: PathBuf,
+    file: Arc<File>,
+    sha256: Sha256,
+    sha512: Sha512,
+    written: u64,
+    promoted: bool,
+}
+
+/// The hashes of a finished body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyHashes {
+    /// Lower-case hex SHA-256.
+    pub sha256: String,
+    /// Lower-case hex SHA-512.
+    pub sha512: String,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+impl TempBlob {
+    /// Appends bytes, updating the hashes.
+    pub fn append(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
+        (&*self.file).write_all(chunk).map_err(|e| StoreError::io("write", &self.path, e))?;
+        self.sha256.update(chunk);
+        self.sha512.update(chunk);
+        self.written += chunk.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// A handle readers use (with positioned reads) while the download goes
+    /// on; it stays valid after the file is renamed into the blob store.
+    pub fn reader(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
+    /// The hashes of everything appended.
+    pub fn hashes(&self) -> BodyHashes {
+        BodyHashes {
+            sha256: hex::encode(self.sha256.clone().finalize()),
+            sha512: hex::encode(self.sha512.clone().finalize()),
+            size: self.written,
+        }
+    }
+}
+
+impl Drop for TempBlob {
+    fn drop(&mut self) {
+        if !self.promoted {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promoted_blob_is_complete_and_named_by_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path()).unwrap();
+        let mut temp = store.temp().unwrap();
+        temp.append(b"hello ").unwrap();
+        temp.append(b"world").unwrap();
+        let hashes = temp.hashes();
+        assert_eq!(hashes.sha256, "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+        store.promote(temp, &hashes.sha256).unwrap();
+        assert_eq!(fs::read(store.path(&hashes.sha256)).unwrap(), b"hello world");
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn dropped_temp_file_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path()).unwrap();
+        let mut temp = store.temp().unwrap();
+        temp.append(b"partial").unwrap();
+        drop(temp);
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn leftover_partial_files_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("tmp")).unwrap();
+        fs::write(dir.path().join("tmp").join("99-1.part"), b"half a download").unwrap();
+        BlobStore::open(dir.path()).unwrap();
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn orphans_are_swept_and_referenced_blobs_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path()).unwrap();
+        let mut keep = HashSet::new();
+        for body in [&b"kept"[..], &b"orphan"[..]] {
+            let mut temp = store.temp().unwrap();
+            temp.append(body).unwrap();
+            let sha = temp.hashes().sha256;
+            store.promote(temp, &sha).unwrap();
+            if body == b"kept" {
+                keep.insert(sha);
+            }
+        }
+        assert_eq!(store.sweep_orphans(&keep).unwrap(), 1);
+        let kept = keep.iter().next().unwrap();
+        assert!(store.path(kept).exists());
+    }
+}

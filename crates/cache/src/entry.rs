@@ -1,0 +1,81 @@
+//! What the index knows about one cached body.
+//!
+//! An [`Entry`] is the unit the cache serves: a complete, verified body in the
+//! blob store plus the few response headers worth replaying and the validators
+//! needed to revalidate it. It never describes a partial download.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// How an entry ages. The side decides the class when it classifies a request;
+/// the window of a revalidated entry comes from configuration at lookup time,
+/// so changing the window applies to entries cached before the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// Content that never changes under its name (`pool/**`, by-hash paths):
+    /// cached forever once complete, never revalidated.
+    Immutable,
+    /// Content that changes under its name (`InRelease`, index files by name):
+    /// revalidated with a conditional request once its window has passed.
+    Revalidated,
+}
+
+impl Class {
+    /// The name used in logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Immutable => "immutable",
+            Class::Revalidated => "revalidated",
+        }
+    }
+}
+
+/// The validators an upstream gave for a representation, replayed in a
+/// conditional request when the entry is revalidated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Validators {
+    /// The upstream's `ETag`, verbatim (quotes included).
+    pub etag: Option<String>,
+    /// The upstream's `Last-Modified`, verbatim.
+    pub last_modified: Option<String>,
+}
+
+impl Validators {
+    /// True when there is nothing to make a conditional request with.
+    pub fn is_empty(&self) -> bool {
+        self.etag.is_none() && self.last_modified.is_none()
+    }
+}
+
+/// One complete cached body and its metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Lower-case hex SHA-256 of the body: the blob's name in the store.
+    pub sha256: String,
+    /// Body length in bytes.
+    pub size: u64,
+    /// Response headers worth replaying to clients (`Content-Type`, ...), in
+    /// the order the upstream sent them. Validators are kept apart.
+    pub headers: Vec<(String, String)>,
+    /// Validators for revalidation and for answering conditional requests.
+    pub validators: Validators,
+    /// When the body was last confirmed current by the upstream (a fetch or a
+    /// `304`), in seconds since the Unix epoch.
+    pub fetched_at: u64,
+    /// How this entry ages.
+    pub class: Class,
+}
+
+impl Entry {
+    /// The time the upstream last confirmed this entry.
+    pub fn fetched_at_time(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.fetched_at)
+    }
+}
+
+/// Seconds since the Unix epoch for `t`, saturating at the epoch.
+pub fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}

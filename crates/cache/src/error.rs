@@ -1,0 +1,92 @@
+//! Errors of the cache: what failed, on which file or key, and why.
+
+use std::path::PathBuf;
+
+/// A failure of the persistent store (disk or index).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file-system operation failed.
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What the store was doing ("create", "rename", ...).
+        action: &'static str,
+        /// The file or folder concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The index database failed.
+    #[error("cache index {}: {message}", path.display())]
+    Index {
+        /// The database file.
+        path: PathBuf,
+        /// What redb said.
+        message: String,
+    },
+    /// An index record could not be decoded (written by an incompatible
+    /// version, or damaged).
+    #[error("cache index record for {key:?} is unreadable: {message}")]
+    Record {
+        /// The record's key.
+        key: String,
+        /// The decoder's complaint.
+        message: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io { action, path: path.into(), source }
+    }
+}
+
+/// Why a shared fetch did not produce a cacheable body. Every waiter of the
+/// fetch gets the same error.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The upstream could not be asked or did not answer (connect failure,
+    /// reset, timeout before the response head).
+    #[error("upstream request failed: {0}")]
+    Upstream(String),
+    /// The body broke off after the head.
+    #[error("upstream body failed after {received} bytes: {message}")]
+    Body {
+        /// Bytes received before the failure.
+        received: u64,
+        /// What went wrong.
+        message: String,
+    },
+    /// No body bytes arrived for too long.
+    #[error("upstream body stalled after {received} bytes (no data for {idle_secs} s)")]
+    Stalled {
+        /// Bytes received before the stall.
+        received: u64,
+        /// The idle limit that ran out.
+        idle_secs: u64,
+    },
+    /// The body's length differs from what the upstream or the index promised.
+    #[error("upstream body has {actual} bytes, {expected} were expected")]
+    Length {
+        /// The promised length.
+        expected: u64,
+        /// The length received (so far, when it overran).
+        actual: u64,
+    },
+    /// The body does not match its published checksum.
+    #[error("upstream body fails its {algorithm} check: expected {expected}, got {actual}")]
+    Checksum {
+        /// `SHA256` or `SHA512`.
+        algorithm: &'static str,
+        /// The published hash (hex).
+        expected: String,
+        /// The hash of what arrived (hex).
+        actual: String,
+    },
+    /// The body could not be stored.
+    #[error("cache store failed: {0}")]
+    Store(#[from] StoreError),
+    /// The task leading the fetch ended without an outcome.
+    #[error("shared fetch ended without an outcome")]
+    Abandoned,
+}

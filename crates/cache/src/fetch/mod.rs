@@ -1,0 +1,259 @@
+//! Shared fetches: one upstream request per key, however many clients ask.
+//!
+//! The first client to miss a key starts a fetch; it runs in a task of its
+//! own, so no client leaving (the first one included) cancels it for the
+//! others or for the cache. The body goes to a temporary file while it
+//! arrives, and every waiter streams from that file up to what has been
+//! written, so a late joiner gets the bytes already there at once and the
+//! rest as they come. A waiter never receives the last byte before the body
+//! is verified and committed: a body that turns out wrong (a checksum or
+//! length mismatch, a broken upstream) reaches every client as an error,
+//! never as a complete response.
+//!
+//! This module knows nothing of sockets: the caller hands it a future that
+//! asks the upstream (see [`StartFetch`]).
+
+mod body;
+mod leader;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::combinators::BoxBody;
+use tokio::sync::watch;
+
+pub use body::FetchBody;
+
+use crate::entry::{Class, Entry, Validators};
+use crate::error::FetchError;
+use crate::store::Store;
+
+/// An error type any body or transport error converts into.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// The body of an upstream answer, as the fetch consumes it.
+pub type UpstreamBody = BoxBody<Bytes, BoxError>;
+/// The future that sends the upstream request and yields its answer head.
+pub type StartFetch = Pin<Box<dyn Future<Output = Result<http::Response<UpstreamBody>, FetchError>> + Send>>;
+
+/// What the body must match before it is cached. Empty: only the upstream's
+/// own `Content-Length` is checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// Exact length in bytes.
+    pub size: Option<u64>,
+    /// Lower-case hex SHA-256.
+    pub sha256: Option<String>,
+    /// Lower-case hex SHA-512.
+    pub sha512: Option<String>,
+}
+
+/// What to fetch and how to treat the answer.
+#[derive(Debug, Clone)]
+pub struct FetchSpec {
+    /// The cache key the answer is stored under.
+    pub key: String,
+    /// How the stored entry will age.
+    pub class: Class,
+    /// What the body must match.
+    pub expected: Expected,
+    /// The cached entry being revalidated, when the request is conditional:
+    /// a `304` then refreshes it instead of failing.
+    pub revalidating: Option<Arc<Entry>>,
+    /// How long the body may send nothing before the fetch fails.
+    pub idle_timeout: Duration,
+}
+
+/// The head of a body being downloaded.
+#[derive(Debug)]
+pub struct Head {
+    /// Headers worth replaying (see [`kept_headers`]).
+    pub headers: Vec<(String, String)>,
+    /// The upstream's validators.
+    pub validators: Validators,
+    /// The upstream's `Content-Length`, when it sent one.
+    pub content_length: Option<u64>,
+    /// The temporary file, read with positioned reads.
+    reader: Arc<File>,
+}
+
+/// An upstream answer that is passed to the client but not cached (a `404`,
+/// a `5xx`, ...). Its body is kept in memory, up to a small limit.
+#[derive(Debug)]
+pub struct PassedAnswer {
+    /// The upstream's status.
+    pub status: StatusCode,
+    /// The upstream's headers, hop-by-hop ones and `Content-Length` removed.
+    pub headers: Vec<(String, String)>,
+    /// The upstream's body (truncated at [`PASSED_BODY_LIMIT`]).
+    pub body: Bytes,
+}
+
+/// The most of a passed-through answer's body that is kept.
+pub const PASSED_BODY_LIMIT: usize = 64 * 1024;
+
+/// Where a fetch stands. Waiters watch it change.
+#[derive(Debug, Clone)]
+pub enum Phase {
+    /// The upstream has not answered yet.
+    Asking,
+    /// A `200` body is being downloaded.
+    Streaming(Arc<Head>),
+    /// The body is complete, verified and cached.
+    Done(Arc<Entry>),
+    /// The upstream confirmed the cached entry (`304`); it was refreshed.
+    NotModified(Arc<Entry>),
+    /// The upstream answered something not cacheable; pass it on.
+    Passed(Arc<PassedAnswer>),
+    /// The fetch failed; nothing was cached.
+    Failed(Arc<FetchError>),
+}
+
+impl Phase {
+    /// The name used in logs.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Phase::Asking => "asking",
+            Phase::Streaming(_) => "streaming",
+            Phase::Done(_) => "done",
+            Phase::NotModified(_) => "not-modified",
+            Phase::Passed(_) => "passed",
+            Phase::Failed(_) => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Progress {
+    phase: Phase,
+    /// Body bytes written to the temporary file.
+    written: u64,
+}
+
+/// One fetch in progress, shared by its waiters.
+#[derive(Debug)]
+pub struct Fetch {
+    key: String,
+    progress: watch::Receiver<Progress>,
+}
+
+/// A client's place in a fetch.
+#[derive(Debug)]
+pub struct Joined {
+    /// The fetch.
+    pub fetch: Arc<Fetch>,
+    /// True for the client whose miss started it.
+    pub started: bool,
+}
+
+impl Fetch {
+    /// The key being fetched.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Waits until the upstream has answered (or the fetch failed) and
+    /// returns where the fetch then stands; never [`Phase::Asking`].
+    pub async fn answered(&self) -> Phase {
+        let mut progress = self.progress.clone();
+        loop {
+            let phase = progress.borrow_and_update().phase.clone();
+            if !matches!(phase, Phase::Asking) {
+                return phase;
+            }
+            if progress.changed().await.is_err() {
+                let phase = progress.borrow().phase.clone();
+                return match phase {
+                    Phase::Asking => Phase::Failed(Arc::new(FetchError::Abandoned)),
+                    other => other,
+                };
+            }
+        }
+    }
+
+    /// The bytes `start..end` (`end`: to the end of the body) of a body being
+    /// downloaded, streamed as they arrive.
+    pub fn body(&self, head: &Head, start: u64, end: Option<u64>) -> FetchBody {
+        FetchBody::new(self.progress.clone(), Arc::clone(&head.reader), start, end)
+    }
+}
+
+/// The registry of fetches in progress.
+#[derive(Debug)]
+pub struct Fetches {
+    store: Arc<Store>,
+    inflight: Mutex<HashMap<String, Arc<Fetch>>>,
+}
+
+impl Fetches {
+    /// A registry storing into `store`.
+    pub fn new(store: Arc<Store>) -> Arc<Self> {
+        Arc::new(Fetches { store, inflight: Mutex::new(HashMap::new()) })
+    }
+
+    /// Joins the fetch of `spec.key` in progress, or starts one with `start`
+    /// (called only then). The fetch runs on its own task.
+    pub fn join(self: &Arc<Self>, spec: FetchSpec, start: impl FnOnce() -> StartFetch) -> Joined {
+        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(fetch) = inflight.get(&spec.key) {
+            return Joined { fetch: Arc::clone(fetch), started: false };
+        }
+        let (tx, rx) = watch::channel(Progress { phase: Phase::Asking, written: 0 });
+        let fetch = Arc::new(Fetch { key: spec.key.clone(), progress: rx });
+        inflight.insert(spec.key.clone(), Arc::clone(&fetch));
+        drop(inflight);
+        let registration = Registration { fetches: Arc::clone(self), fetch: Arc::clone(&fetch) };
+        tokio::spawn(leader::lead(Arc::clone(&self.store), spec, start(), tx, registration));
+        Joined { fetch, started: true }
+    }
+
+    /// How many fetches are in progress.
+    pub fn in_progress(&self) -> usize {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// Removes a fetch from the registry when its leader ends, however it ends
+/// (a panic included), so a dead fetch never captures its key.
+struct Registration {
+    fetches: Arc<Fetches>,
+    fetch: Arc<Fetch>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut inflight = self.fetches.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if inflight.get(&self.fetch.key).is_some_and(|f| Arc::ptr_eq(f, &self.fetch)) {
+            inflight.remove(&self.fetch.key);
+        }
+    }
+}
+
+/// The response headers a cache entry keeps and replays: those that describe
+/// the representation. Validators are kept apart, in [`Validators`].
+pub fn kept_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    const KEPT: [http::HeaderName; 4] = [
+        http::header::CONTENT_TYPE,
+        http::header::CONTENT_ENCODING,
+        http::header::CONTENT_DISPOSITION,
+        http::header::CONTENT_LANGUAGE,
+    ];
+    KEPT.iter()
+        .flat_map(|name| headers.get_all(name).iter().map(move |v| (name, v)))
+        .filter_map(|(name, v)| Some((name.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// The validators in response headers.
+pub fn validators(headers: &http::HeaderMap) -> Validators {
+    let text = |name| headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok()).map(str::to_string);
+    Validators { etag: text(http::header::ETAG), last_modified: text(http::header::LAST_MODIFIED) }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,217 @@
+//! Shared-fetch scenarios against a scripted upstream body.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use sha2::Digest;
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::Cache;
+
+/// An upstream whose body the test feeds chunk by chunk.
+struct ScriptedUpstream {
+    chunks: mpsc::Sender<Result<Bytes, BoxError>>,
+}
+
+fn start_with(
+    calls: &Arc<AtomicUsize>,
+    content_length: Option<u64>,
+) -> (ScriptedUpstream, impl FnOnce() -> StartFetch) {
+    let (tx, rx) = mpsc::channel::<Result<Bytes, BoxError>>(64);
+    let calls = Arc::clone(calls);
+    let start = move || -> StartFetch {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|chunk| (chunk.map(http_body::Frame::data), rx))
+            });
+            let mut answer = http::Response::builder().status(200);
+            if let Some(len) = content_length {
+                answer = answer.header("content-length", len);
+            }
+            Ok(answer.body(StreamBody::new(stream).boxed()).unwrap())
+        })
+    };
+    (ScriptedUpstream { chunks: tx }, start)
+}
+
+fn spec(key: &str, expected: Expected) -> FetchSpec {
+    FetchSpec {
+        key: key.into(),
+        class: Class::Immutable,
+        expected,
+        revalidating: None,
+        idle_timeout: Duration::from_secs(30),
+    }
+}
+
+async fn read_all(cache: &Cache, fetch: &Fetch) -> Result<Vec<u8>, BoxError> {
+    let head = match fetch.answered().await {
+        Phase::Streaming(head) => head,
+        Phase::Done(entry) => return Ok(read_entry(cache, &entry)),
+        Phase::Failed(error) => return Err(error.to_string().into()),
+        other => panic!("expected a streaming fetch, got {}", other.as_str()),
+    };
+    let collected = fetch.body(&head, 0, None).collect().await?;
+    Ok(collected.to_bytes().to_vec())
+}
+
+/// Reads a committed entry (the fetch finished before the reader looked).
+fn read_entry(cache: &Cache, entry: &Entry) -> Vec<u8> {
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut cache.open_body(entry).unwrap(), &mut body).unwrap();
+    body
+}
+
+#[tokio::test]
+async fn concurrent_misses_make_one_upstream_request_and_all_get_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, Some(6));
+    let first = cache.fetch(spec("k", Expected::default()), start);
+    assert!(first.started);
+    let mut joined = vec![];
+    for _ in 0..5 {
+        let (_, never) = start_with(&calls, None);
+        let j = cache.fetch(spec("k", Expected::default()), never);
+        assert!(!j.started);
+        joined.push(j.fetch);
+    }
+    let readers: Vec<_> = joined
+        .into_iter()
+        .chain([first.fetch])
+        .map(|f| {
+            let cache = cache.clone();
+            tokio::spawn(async move { read_all(&cache, &f).await.unwrap() })
+        })
+        .collect();
+    upstream.chunks.send(Ok(Bytes::from_static(b"abc"))).await.unwrap();
+    upstream.chunks.send(Ok(Bytes::from_static(b"def"))).await.unwrap();
+    drop(upstream);
+    for reader in readers {
+        assert_eq!(reader.await.unwrap(), b"abcdef");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let entry = cache.lookup("k").unwrap();
+    assert_eq!(entry.size, 6);
+}
+
+#[tokio::test]
+async fn waiters_get_bytes_before_the_download_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, Some(8));
+    let joined = cache.fetch(spec("k", Expected::default()), start);
+    upstream.chunks.send(Ok(Bytes::from_static(b"first"))).await.unwrap();
+    let Phase::Streaming(head) = joined.fetch.answered().await else { panic!("not streaming") };
+    let mut body = joined.fetch.body(&head, 0, None);
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.unwrap().unwrap().unwrap();
+    // Everything but the held-back last byte arrives while the upstream is
+    // still sending.
+    assert_eq!(frame.into_data().unwrap(), Bytes::from_static(b"firs"));
+    upstream.chunks.send(Ok(Bytes::from_static(b"end"))).await.unwrap();
+    drop(upstream);
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(rest, Bytes::from_static(b"tend"));
+}
+
+#[tokio::test]
+async fn a_waiter_leaving_does_not_cancel_the_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, None);
+    let joined = cache.fetch(spec("k", Expected::default()), start);
+    upstream.chunks.send(Ok(Bytes::from_static(b"part one "))).await.unwrap();
+    let Phase::Streaming(head) = joined.fetch.answered().await else { panic!("not streaming") };
+    drop(joined.fetch.body(&head, 0, None));
+    drop(joined);
+    upstream.chunks.send(Ok(Bytes::from_static(b"part two"))).await.unwrap();
+    drop(upstream);
+    for _ in 0..100 {
+        if cache.lookup("k").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(cache.lookup("k").unwrap().size, 17);
+}
+
+#[tokio::test]
+async fn an_upstream_failure_reaches_every_waiter_and_nothing_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, Some(100));
+    let a = cache.fetch(spec("k", Expected::default()), start).fetch;
+    let (_, never) = start_with(&calls, None);
+    let b = cache.fetch(spec("k", Expected::default()), never).fetch;
+    let readers: Vec<_> = [a, b]
+        .into_iter()
+        .map(|f| {
+            let cache = cache.clone();
+            tokio::spawn(async move { read_all(&cache, &f).await })
+        })
+        .collect();
+    upstream.chunks.send(Ok(Bytes::from_static(b"some"))).await.unwrap();
+    upstream.chunks.send(Err("connection reset".into())).await.unwrap();
+    for reader in readers {
+        assert!(reader.await.unwrap().is_err());
+    }
+    assert!(cache.lookup("k").is_none());
+    assert_eq!(std::fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn a_short_body_is_an_error_not_a_cached_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, Some(10));
+    let fetch = cache.fetch(spec("k", Expected::default()), start).fetch;
+    upstream.chunks.send(Ok(Bytes::from_static(b"12345"))).await.unwrap();
+    drop(upstream);
+    assert!(read_all(&cache, &fetch).await.is_err());
+    assert!(cache.lookup("k").is_none());
+}
+
+#[tokio::test]
+async fn a_body_failing_its_checksum_never_completes_for_a_waiter() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, None);
+    let expected = Expected { sha256: Some(hex::encode(sha2::Sha256::digest(b"right"))), ..Expected::default() };
+    let fetch = cache.fetch(spec("k", expected.clone()), start).fetch;
+    upstream.chunks.send(Ok(Bytes::from_static(b"wrong"))).await.unwrap();
+    drop(upstream);
+    assert!(read_all(&cache, &fetch).await.is_err());
+    assert!(cache.lookup("k").is_none());
+
+    // The same bytes that do match are cached.
+    let (upstream, start) = start_with(&calls, None);
+    let fetch = cache.fetch(spec("k", expected), start).fetch;
+    upstream.chunks.send(Ok(Bytes::from_static(b"right"))).await.unwrap();
+    drop(upstream);
+    assert_eq!(read_all(&cache, &fetch).await.unwrap(), b"right");
+    assert!(cache.lookup("k").is_some());
+}
+
+#[tokio::test]
+async fn a_range_of_a_download_in_progress_is_streamed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (upstream, start) = start_with(&calls, Some(10));
+    let fetch = cache.fetch(spec("k", Expected::default()), start).fetch;
+    upstream.chunks.send(Ok(Bytes::from_static(b"0123456789"))).await.unwrap();
+    drop(upstream);
+    let Phase::Streaming(head) = fetch.answered().await else { panic!("not streaming") };
+    let part = fetch.body(&head, 3, Some(7)).collect().await.unwrap().to_bytes();
+    assert_eq!(part, Bytes::from_static(b"3456"));
+}

@@ -1,0 +1,156 @@
+//! The index: cache key → [`Entry`], persisted in redb and mirrored in memory.
+//!
+//! Every lookup is answered from the in-memory map, so a cache hit costs no
+//! disk access and no blocking call; writes go to redb first (a durable,
+//! crash-safe commit) and only then into the map, so what a reader sees is
+//! always on disk. Writes block on fsync: callers run them off the async
+//! threads.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use redb::{Database, ReadableTable, TableDefinition};
+
+use crate::entry::Entry;
+use crate::error::StoreError;
+
+const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+
+/// The persistent key → entry map.
+pub struct Index {
+    path: PathBuf,
+    db: Database,
+    entries: RwLock<HashMap<String, Arc<Entry>>>,
+    /// How many entries name each blob, so a blob is deleted when its last
+    /// entry goes (two keys may hold the same bytes).
+    blob_refs: Mutex<HashMap<String, usize>>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Index {
+    /// Opens or creates the index file and loads every record. Records that
+    /// cannot be decoded are reported and skipped (they are dropped at the
+    /// next write of that key).
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let db = Database::create(path).map_err(|e| index_error(path, e))?;
+        let index = Index {
+            path: path.to_path_buf(),
+            db,
+            entries: RwLock::new(HashMap::new()),
+            blob_refs: Mutex::new(HashMap::new()),
+        };
+        index.load()?;
+        Ok(index)
+    }
+
+    fn load(&self) -> Result<(), StoreError> {
+        let path = &self.path;
+        let txn = self.db.begin_write().map_err(|e| index_error(path, e))?;
+        // Opening the table in a write transaction creates it on first use.
+        txn.open_table(ENTRIES).map_err(|e| index_error(path, e))?;
+        txn.commit().map_err(|e| index_error(path, e))?;
+
+        let txn = self.db.begin_read().map_err(|e| index_error(path, e))?;
+        let table = txn.open_table(ENTRIES).map_err(|e| index_error(path, e))?;
+        let mut entries = HashMap::new();
+        for row in table.iter().map_err(|e| index_error(path, e))? {
+            let (key, value) = row.map_err(|e| index_error(path, e))?;
+            let key = key.value().to_string();
+            match serde_json::from_slice::<Entry>(value.value()) {
+                Ok(entry) => {
+                    entries.insert(key, Arc::new(entry));
+                }
+                Err(e) => tracing::warn!(key, error = %e, "skipping unreadable cache index record"),
+            }
+        }
+        let mut refs = HashMap::new();
+        for entry in entries.values() {
+            *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
+        }
+        *self.entries.write().unwrap_or_else(|p| p.into_inner()) = entries;
+        *self.blob_refs.lock().unwrap_or_else(|p| p.into_inner()) = refs;
+        Ok(())
+    }
+
+    /// The entry for `key`, if any.
+    pub fn get(&self, key: &str) -> Option<Arc<Entry>> {
+        self.entries.read().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
+    /// Every key and entry (for start-up checks and maintenance).
+    pub fn snapshot(&self) -> Vec<(String, Arc<Entry>)> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.iter().map(|(k, v)| (k.clone(), Arc::clone(v))).collect()
+    }
+
+    /// Number of entries and the sum of their body sizes.
+    pub fn totals(&self) -> (usize, u64) {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        (entries.len(), entries.values().map(|e| e.size).sum())
+    }
+
+    /// Writes `entry` under `key` durably. Returns the hash of a blob that no
+    /// entry refers to any more (the replaced entry's), for the caller to
+    /// delete. Blocking.
+    pub fn put(&self, key: &str, entry: Entry) -> Result<(Arc<Entry>, Option<String>), StoreError> {
+        let record = serde_json::to_vec(&entry).map_err(|e| StoreError::Record {
+            key: key.to_string(),
+            message: e.to_string(),
+        })?;
+        self.write(|table| table.insert(key, record.as_slice()).map(|_| ()))?;
+        let entry = Arc::new(entry);
+        let previous = self
+            .entries
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), Arc::clone(&entry));
+        let mut refs = self.blob_refs.lock().unwrap_or_else(|p| p.into_inner());
+        *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
+        let freed = previous.and_then(|old| release(&mut refs, &old.sha256));
+        Ok((entry, freed))
+    }
+
+    /// Removes `key`. Returns the hash of a blob no entry refers to any more.
+    /// Blocking.
+    pub fn remove(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.write(|table| table.remove(key).map(|_| ()))?;
+        let previous = self.entries.write().unwrap_or_else(|p| p.into_inner()).remove(key);
+        let mut refs = self.blob_refs.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(previous.and_then(|old| release(&mut refs, &old.sha256)))
+    }
+
+    fn write(
+        &self,
+        change: impl FnOnce(&mut redb::Table<'_, &str, &[u8]>) -> Result<(), redb::StorageError>,
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let txn = self.db.begin_write().map_err(|e| index_error(path, e))?;
+        {
+            let mut table = txn.open_table(ENTRIES).map_err(|e| index_error(path, e))?;
+            change(&mut table).map_err(|e| index_error(path, e))?;
+        }
+        txn.commit().map_err(|e| index_error(path, e))
+    }
+}
+
+/// Drops one reference to `sha256`; returns it when none is left.
+fn release(refs: &mut HashMap<String, usize>, sha256: &str) -> Option<String> {
+    let count = refs.get_mut(sha256)?;
+    *count -= 1;
+    if *count == 0 {
+        refs.remove(sha256);
+        Some(sha256.to_string())
+    } else {
+        None
+    }
+}
+
+fn index_error(path: &Path, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Index { path: path.to_path_buf(), message: e.to_string() }
+}

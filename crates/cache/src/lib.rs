@@ -1,0 +1,70 @@
+//! pkgproxy's cache: one persistent store for every side.
+//!
+//! Owns the blob store (bodies named by SHA-256), the crash-safe index (cache
+//! key → entry, in redb), the freshness rule, and shared fetches (one
+//! upstream request per key, streamed to every waiter). It opens no sockets:
+//! what to send upstream is the caller's business, handed in as a future.
+
+mod blobs;
+mod entry;
+mod error;
+pub mod fetch;
+pub mod freshness;
+mod index;
+mod store;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use blobs::BodyHashes;
+pub use entry::{unix_secs, Class, Entry, Validators};
+pub use error::{FetchError, StoreError};
+pub use fetch::{Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, StartFetch, UpstreamBody};
+pub use freshness::{freshness, ClientDirectives, Freshness};
+pub use store::Store;
+
+/// The cache as the server uses it: lookups, bodies and shared fetches.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    store: Arc<Store>,
+    fetches: Arc<fetch::Fetches>,
+}
+
+impl Cache {
+    /// Opens the cache under `dir`, repairing what a crash may have left.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        let store = Arc::new(Store::open(dir)?);
+        let fetches = fetch::Fetches::new(Arc::clone(&store));
+        Ok(Cache { store, fetches })
+    }
+
+    /// The entry for `key`, if any (answered from memory).
+    pub fn lookup(&self, key: &str) -> Option<Arc<Entry>> {
+        self.store.lookup(key)
+    }
+
+    /// Opens the body of a cached entry.
+    pub fn open_body(&self, entry: &Entry) -> std::io::Result<std::fs::File> {
+        self.store.open_body(entry)
+    }
+
+    /// Joins or starts the shared fetch for `spec.key`.
+    pub fn fetch(&self, spec: FetchSpec, start: impl FnOnce() -> StartFetch) -> Joined {
+        self.fetches.join(spec, start)
+    }
+
+    /// Number of entries and bytes of bodies.
+    pub fn totals(&self) -> (usize, u64) {
+        self.store.totals()
+    }
+
+    /// Fetches in progress.
+    pub fn fetches_in_progress(&self) -> usize {
+        self.fetches.in_progress()
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        self.store.dir()
+    }
+}

@@ -1,0 +1,180 @@
+//! The store: the index and the blob store kept consistent with each other.
+//!
+//! The order of a write is what makes the cache crash-safe: the body is
+//! fsynced and renamed into the blob store before the index commit that makes
+//! it visible, so an index entry never names a missing or partial blob. At
+//! open, entries whose blob is missing or of the wrong length are dropped and
+//! blobs no entry names are deleted.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::blobs::{BlobStore, BodyHashes, TempBlob};
+use crate::entry::Entry;
+use crate::error::StoreError;
+use crate::index::Index;
+
+/// The persistent cache on disk.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    blobs: BlobStore,
+    index: Index,
+}
+
+impl Store {
+    /// Opens the store under `dir`, repairing what a crash may have left.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
+        let blobs = BlobStore::open(dir)?;
+        let index = Index::open(&dir.join("index.redb"))?;
+        let store = Store { dir: dir.to_path_buf(), blobs, index };
+        store.repair()?;
+        Ok(store)
+    }
+
+    fn repair(&self) -> Result<(), StoreError> {
+        let mut referenced = HashSet::new();
+        for (key, entry) in self.index.snapshot() {
+            if self.blobs.blob_len(&entry.sha256) == Some(entry.size) {
+                referenced.insert(entry.sha256.clone());
+            } else {
+                tracing::warn!(key, sha256 = entry.sha256, "dropping cache entry whose body is missing or damaged");
+                self.index.remove(&key)?;
+            }
+        }
+        let swept = self.blobs.sweep_orphans(&referenced)?;
+        if swept > 0 {
+            tracing::info!(swept, "removed bodies no cache entry refers to");
+        }
+        Ok(())
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The entry for `key`, if any. Answered from memory.
+    pub fn lookup(&self, key: &str) -> Option<Arc<Entry>> {
+        self.index.get(key)
+    }
+
+    /// Opens the body of `entry` for reading.
+    pub fn open_body(&self, entry: &Entry) -> std::io::Result<File> {
+        self.blobs.open_blob(&entry.sha256)
+    }
+
+    /// Number of entries and bytes of bodies.
+    pub fn totals(&self) -> (usize, u64) {
+        self.index.totals()
+    }
+
+    /// Starts a download's temporary file.
+    pub fn temp(&self) -> Result<TempBlob, StoreError> {
+        self.blobs.temp()
+    }
+
+    /// Makes a finished download the entry for `key`. `entry.sha256` and
+    /// `entry.size` must be those of `hashes`. Blocking.
+    pub fn commit(&self, key: &str, temp: TempBlob, hashes: &BodyHashes, entry: Entry) -> Result<Arc<Entry>, StoreError> {
+        debug_assert_eq!(entry.sha256, hashes.sha256);
+        if self.blobs.blob_len(&hashes.sha256) == Some(hashes.size) {
+            // The same bytes are already stored (under another key or an
+            // earlier fetch); the temporary file is dropped and deleted.
+            drop(temp);
+        } else {
+            self.blobs.promote(temp, &hashes.sha256)?;
+        }
+        let (entry, freed) = self.index.put(key, entry)?;
+        if let Some(sha256) = freed {
+            self.blobs.remove(&sha256);
+        }
+        Ok(entry)
+    }
+
+    /// Replaces the metadata of `key`'s entry (after a `304`) without touching
+    /// its body. Blocking.
+    pub fn update(&self, key: &str, entry: Entry) -> Result<Arc<Entry>, StoreError> {
+        let (entry, freed) = self.index.put(key, entry)?;
+        if let Some(sha256) = freed {
+            self.blobs.remove(&sha256);
+        }
+        Ok(entry)
+    }
+
+    /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
+    pub fn remove(&self, key: &str) -> Result<(), StoreError> {
+        if let Some(sha256) = self.index.remove(key)? {
+            self.blobs.remove(&sha256);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::{Class, Validators};
+
+    fn store_body(store: &Store, key: &str, body: &[u8]) -> Arc<Entry> {
+        let mut temp = store.temp().unwrap();
+        temp.append(body).unwrap();
+        let hashes = temp.hashes();
+        let entry = Entry {
+            sha256: hashes.sha256.clone(),
+            size: hashes.size,
+            headers: vec![("content-type".into(), "application/octet-stream".into())],
+            validators: Validators { etag: Some("\"1\"".into()), last_modified: None },
+            fetched_at: 1_700_000_000,
+            class: Class::Immutable,
+        };
+        store.commit(key, temp, &hashes, entry).unwrap()
+    }
+
+    #[test]
+    fn entries_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let stored = {
+            let store = Store::open(dir.path()).unwrap();
+            store_body(&store, "apt/debian/pool/a.deb", b"package bytes")
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let entry = store.lookup("apt/debian/pool/a.deb").unwrap();
+        assert_eq!(entry, stored);
+        let mut body = Vec::new();
+        std::io::Read::read_to_end(&mut store.open_body(&entry).unwrap(), &mut body).unwrap();
+        assert_eq!(body, b"package bytes");
+        assert_eq!(store.totals(), (1, 13));
+    }
+
+    #[test]
+    fn an_entry_whose_body_is_damaged_is_dropped_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = {
+            let store = Store::open(dir.path()).unwrap();
+            store_body(&store, "k", b"0123456789")
+        };
+        let blob = BlobStore::open(dir.path()).unwrap().path(&entry.sha256);
+        std::fs::write(&blob, b"01234").unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.lookup("k").is_none());
+        assert!(!blob.exists());
+    }
+
+    #[test]
+    fn replacing_an_entry_frees_its_old_body_but_not_a_shared_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let old = store_body(&store, "a", b"old");
+        store_body(&store, "b", b"old");
+        store_body(&store, "a", b"new");
+        // "b" still holds the old bytes.
+        assert!(store.blobs.path(&old.sha256).exists());
+        store.remove("b").unwrap();
+        assert!(!store.blobs.path(&old.sha256).exists());
+        assert_eq!(store.totals(), (1, 3));
+    }
+}

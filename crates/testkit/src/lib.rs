@@ -1,0 +1,15 @@
+//! Test support for pkgproxy: fake upstreams and real-client drivers.
+//!
+//! Owns everything tests need around the proxy, and nothing the proxy itself
+//! uses: [`origin`] is a fake upstream HTTP server with request recording
+//! and fault switches, [`aptrepo`] builds a real signed Debian repository
+//! with the Debian tools, and [`aptclient`] drives a real `apt-get` in a
+//! sandbox. Everything here listens on or talks to 127.0.0.1 only.
+
+pub mod aptclient;
+pub mod aptrepo;
+pub mod origin;
+
+pub use aptclient::{AptOutput, AptSandbox};
+pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
+pub use origin::{Origin, RecordedRequest};
