@@ -1,1 +1,11 @@
-//! placeholder
+//! The sides: one module per client ecosystem (apt now; snap, go, registry
+//! and lxd later). A side turns a request into a [`Decision`]: refuse it, or
+//! cache it under a key with a freshness class and what the body must
+//! match. Sides open no sockets and keep no state of their own beyond
+//! configuration; the server carries out their decisions.
+
+pub mod apt;
+mod decision;
+pub mod path;
+
+pub use decision::{CachedRequest, Decision, Refusal, Side, Target};

@@ -14,17 +14,21 @@
 //!
 //! Layout under the directory passed to [`AptRepoBuilder::build`]:
 //! `www/` is what to serve ([`AptRepo::root`]), the repository itself is
-//! `www/debian/` (suite `testing`, component `main`), and `gnupg/`, `build/`
-//! and `keyring.gpg` sit beside `www/` so they are never served.
+//! `www/debian/` (suite `testing`, component `main`), and `gnupg/`, `build/`,
+//! `staging/` and `keyring.gpg` sit beside `www/` so they are never served.
+//! Keep that directory's path short (a tempdir is fine): gpg-agent's socket
+//! lives in `gnupg/` and Unix socket paths are limited to about 100 bytes.
 
 use std::fs;
-use std::io::{BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256, Sha512};
+
+mod deb;
 
 /// The suite (and codename) every repository here publishes.
 pub const SUITE: &str = "testing";
@@ -254,37 +258,73 @@ impl AptRepo {
     /// Regenerates `Packages*`, their by-hash copies, `Release`, `InRelease`
     /// and `Release.gpg` from what is in `pool/` now.
     ///
-    /// Old by-hash files are kept, as real archives keep them for a while.
-    /// Each file is replaced by a rename, so a server never sees half a file.
+    /// The indexes are made in a staging tree (so the old `Release` is never
+    /// listed in the new one), then published in the order a mirror uses:
+    /// by-hash copies, indexes, then the Release files. Each file is replaced
+    /// by a rename, so a server never sees half a file. Old by-hash files are
+    /// kept, as real archives keep them for a while.
     pub fn rebuild_indexes(&self) {
-        let repo = self.repo_dir();
-        for dir in BINARY_DIRS {
-            let dir = repo.join(dir);
-            let packages = run(Command::new("apt-ftparchive")
-                .args(["packages", "pool/main"])
-                .current_dir(&repo));
-            let gz = run(Command::new("gzip").args(["-9", "-n", "-c"]).arg(self.tmp_file(&packages)));
-            let xz = run(Command::new("xz").args(["-c"]).arg(self.tmp_file(&packages)));
-            for (name, content) in [("Packages", &packages), ("Packages.gz", &gz), ("Packages.xz", &xz)] {
-                self.publish(&dir.join(name), content);
-                let sha256 = hex::encode(Sha256::digest(content));
-                let sha512 = hex::encode(Sha512::digest(content));
-                self.publish(&dir.join("by-hash/SHA256").join(sha256), content);
-                self.publish(&dir.join("by-hash/SHA512").join(sha512), content);
-            }
+        let staging = self.work.join("staging");
+        if staging.exists() {
+            fs::remove_dir_all(&staging).expect("clear staging indexes");
         }
+        fs::create_dir_all(&staging).expect("create staging indexes");
+        let indexes = self.stage_indexes(&staging);
         let release = run(Command::new("apt-ftparchive")
             .args(release_options())
             .args(["release", "dists/testing"])
-            .current_dir(&repo));
-        let dists = repo.join("dists").join(SUITE);
-        let release_tmp = self.tmp_file(&release);
-        let inrelease = self.sign(&["--clearsign"], &release_tmp);
-        let detached = self.sign(&["--armor", "--detach-sign"], &release_tmp);
-        self.publish(&dists.join("InRelease"), &inrelease);
-        self.publish(&dists.join("Release.gpg"), &detached);
-        self.publish(&dists.join("Release"), &release);
+            .current_dir(&staging));
+        let release_path = staging.join("Release");
+        fs::write(&release_path, &release).expect("write staging Release");
+        let inrelease = self.sign(&["--clearsign"], &release_path);
+        let detached = self.sign(&["--armor", "--detach-sign"], &release_path);
         self.stop_agent();
+
+        let repo = self.repo_dir();
+        for dir in BINARY_DIRS {
+            let by_hash = repo.join(dir).join("by-hash");
+            for (_, content) in &indexes {
+                let sha256 = hex::encode(Sha256::digest(content));
+                let sha512 = hex::encode(Sha512::digest(content));
+                self.publish(&by_hash.join("SHA256").join(sha256), content);
+                self.publish(&by_hash.join("SHA512").join(sha512), content);
+            }
+        }
+        for dir in BINARY_DIRS {
+            for (name, content) in &indexes {
+                self.publish(&repo.join(dir).join(name), content);
+            }
+        }
+        let dists = repo.join("dists").join(SUITE);
+        self.publish(&dists.join("Release"), &release);
+        self.publish(&dists.join("Release.gpg"), &detached);
+        self.publish(&dists.join("InRelease"), &inrelease);
+        fs::remove_dir_all(&staging).expect("remove staging indexes");
+    }
+
+    /// Writes `Packages`, `.gz` and `.xz` for the pool into both index
+    /// directories under `staging`, and returns their names and contents
+    /// (the same for both: every package is `Architecture: all`).
+    fn stage_indexes(&self, staging: &Path) -> [(&'static str, Vec<u8>); 3] {
+        let packages = run(Command::new("apt-ftparchive")
+            .args(["packages", "pool/main"])
+            .current_dir(self.repo_dir()));
+        let plain = staging.join("Packages");
+        fs::write(&plain, &packages).expect("write staging Packages");
+        let gz = run(Command::new("gzip").args(["-9", "-n", "-c"]).arg(&plain));
+        let xz = run(Command::new("xz").arg("-c").arg(&plain));
+        let indexes = [
+            ("Packages", packages),
+            ("Packages.gz", gz),
+            ("Packages.xz", xz),
+        ];
+        for dir in BINARY_DIRS {
+            fs::create_dir_all(staging.join(dir)).expect("create staging index dir");
+            for (name, content) in &indexes {
+                fs::write(staging.join(dir).join(name), content).expect("write staging index");
+            }
+        }
+        indexes
     }
 
     fn gnupg_home(&self) -> PathBuf {
@@ -293,17 +333,22 @@ impl AptRepo {
 
     fn gpg(&self) -> Command {
         let mut cmd = Command::new("gpg");
-        cmd.env("GNUPGHOME", self.gnupg_home()).arg("--batch").arg("--yes");
+        cmd.env("GNUPGHOME", self.gnupg_home())
+            .arg("--batch")
+            .arg("--yes");
         cmd
     }
 
     fn generate_key(&self) {
-        run(self.gpg().args(["--passphrase", "", "--quick-gen-key"]).args([
-            "pkgproxy test <t@example.invalid>",
-            "ed25519",
-            "sign",
-            "never",
-        ]));
+        run(self
+            .gpg()
+            .args(["--passphrase", "", "--quick-gen-key"])
+            .args([
+                "pkgproxy test <t@example.invalid>",
+                "ed25519",
+                "sign",
+                "never",
+            ]));
         let key = run(self.gpg().arg("--export"));
         fs::write(&self.keyring, key).expect("write keyring");
         self.stop_agent();
@@ -321,18 +366,36 @@ impl AptRepo {
             .args(["--kill", "gpg-agent"]));
     }
 
-    /// Writes `content` to a scratch file beside `www/` and returns its path.
-    fn tmp_file(&self, content: &[u8]) -> PathBuf {
-        let path = self.work.join("scratch");
-        fs::write(&path, content).expect("write scratch file");
-        path
-    }
-
     /// Atomically puts `content` at `path`, creating parent directories.
+    ///
+    /// An unchanged file is left alone, so its validators stay the same. A
+    /// changed one gets an mtime at least a whole second after the old one:
+    /// `Last-Modified` has one-second resolution, and a rebuild within the
+    /// same second would otherwise answer apt's `If-Modified-Since` with 304.
     fn publish(&self, path: &Path, content: &[u8]) {
+        let old = fs::metadata(path).ok();
+        if old
+            .as_ref()
+            .is_some_and(|m| m.len() == content.len() as u64)
+            && fs::read(path).is_ok_and(|c| c == content)
+        {
+            return;
+        }
         fs::create_dir_all(path.parent().unwrap()).expect("create index dir");
         let tmp = self.work.join("publish.tmp");
         fs::write(&tmp, content).expect("write index file");
+        if let Some(old_mtime) = old.and_then(|m| m.modified().ok()) {
+            let whole_secs = old_mtime
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs();
+            let mtime = SystemTime::now().max(UNIX_EPOCH + Duration::from_secs(whole_secs + 1));
+            let file = fs::File::options()
+                .write(true)
+                .open(&tmp)
+                .expect("open index file");
+            file.set_modified(mtime).expect("set index file mtime");
+        }
         fs::rename(&tmp, path).expect("move index file into place");
     }
 
@@ -348,15 +411,7 @@ impl AptRepo {
                 fs::remove_file(&old.deb_path).expect("remove replaced .deb");
             }
         }
-        let staging = self.work.join("build").join(&spec.name);
-        write_package_tree(&staging, &spec);
-        let tmp_deb = self.work.join("build").join(&file_name);
-        run(Command::new("dpkg-deb")
-            .args(["-Znone", "--root-owner-group", "--build"])
-            .arg(&staging)
-            .arg(&tmp_deb));
-        fs::rename(&tmp_deb, &deb_path).expect("move .deb into the pool");
-        fs::remove_dir_all(&staging).expect("remove staging tree");
+        deb::build(&self.work.join("build"), &spec, &deb_path);
         let deb_size = fs::metadata(&deb_path).expect("stat .deb").len();
         self.packages.push(Package {
             spec,
@@ -379,65 +434,13 @@ fn release_options() -> Vec<String> {
         ("Acquire-By-Hash", "yes"),
     ]
     .iter()
-    .flat_map(|(k, v)| ["-o".to_owned(), format!("APT::FTPArchive::Release::{k}={v}")])
-    .collect()
-}
-
-/// Lays out the package's file tree (`DEBIAN/control` and the payload).
-fn write_package_tree(staging: &Path, spec: &PackageSpec) {
-    if staging.exists() {
-        fs::remove_dir_all(staging).expect("clear old staging tree");
-    }
-    let control_dir = staging.join("DEBIAN");
-    let share = staging.join("usr/share").join(&spec.name);
-    fs::create_dir_all(&control_dir).expect("create DEBIAN");
-    fs::create_dir_all(&share).expect("create usr/share/<name>");
-    // dpkg-deb insists on 0755..0775 for DEBIAN, whatever the umask.
-    fs::set_permissions(&control_dir, fs::Permissions::from_mode(0o755)).expect("chmod DEBIAN");
-    let mut control = format!(
-        "Package: {}\nVersion: {}\nArchitecture: all\nMaintainer: pkgproxy tests <t@example.invalid>\n",
-        spec.name, spec.version
-    );
-    if let Some(depends) = &spec.depends {
-        control.push_str(&format!("Depends: {depends}\n"));
-    }
-    control.push_str(&format!(
-        "Installed-Size: {}\nDescription: pkgproxy test package {}\n",
-        spec.payload_size.div_ceil(1024),
-        spec.name
-    ));
-    fs::write(control_dir.join("control"), control).expect("write control");
-    let seed = fnv1a(format!("{}\0{}\0{}", spec.name, spec.version, spec.payload_size).as_bytes());
-    write_payload(&share.join("payload"), seed, spec.payload_size);
-}
-
-/// Writes `size` bytes of xorshift64* output: deterministic, fast, and
-/// incompressible enough that the `.deb` is about as big as the payload.
-fn write_payload(path: &Path, seed: u64, size: u64) {
-    let file = fs::File::create(path).expect("create payload");
-    let mut out = BufWriter::with_capacity(1 << 16, file);
-    let mut state = seed | 1;
-    let mut block = [0u8; 8192];
-    let mut left = size;
-    while left > 0 {
-        for word in block.chunks_exact_mut(8) {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            word.copy_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-        }
-        let n = left.min(block.len() as u64) as usize;
-        out.write_all(&block[..n]).expect("write payload");
-        left -= n as u64;
-    }
-    out.flush().expect("flush payload");
-}
-
-/// FNV-1a, to seed each package's payload from its identity.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    .flat_map(|(k, v)| {
+        [
+            "-o".to_owned(),
+            format!("APT::FTPArchive::Release::{k}={v}"),
+        ]
     })
+    .collect()
 }
 
 /// Runs `cmd`, returning its stdout; panics with its stderr if it fails.

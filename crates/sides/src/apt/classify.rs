@@ -1,0 +1,233 @@
+//! Turning a proxied apt request into a decision: which archive, which cache
+//! key, how it ages, and what its body must match.
+
+use std::net::IpAddr;
+
+use pkgproxy_cache::{Class, Expected};
+
+use super::archives::Archive;
+use crate::decision::{CachedRequest, Decision, Refusal, Side, Target};
+use crate::path::checked_path;
+
+pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
+    if target.scheme != "http" {
+        return Decision::Refuse(Refusal::bad_request("only http:// URLs are proxied (https:// goes through CONNECT)"));
+    }
+    let path = match checked_path(&target.raw_path) {
+        Ok(path) => path,
+        Err(refusal) => return Decision::Refuse(refusal),
+    };
+    for archive in archives {
+        for mirror in &archive.mirrors {
+            if let Some(relative) = mirror.relative(&target.host, target.port, &path) {
+                return decide(archive, relative, target);
+            }
+        }
+    }
+    Decision::Refuse(unknown_target(archives, target))
+}
+
+fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
+    let host = &target.host;
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        if let Some(kind) = pkgproxy_upstream::local_kind(ip) {
+            return Refusal::forbidden(format!(
+                "{host} is a {kind}: only configured archives may be on local addresses"
+            ));
+        }
+    }
+    let on_known_host = archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on_host(host));
+    if on_known_host {
+        Refusal::forbidden(format!("{} is not under a known archive on {host}", target.raw_path))
+    } else {
+        Refusal::forbidden(format!(
+            "{host} is not a known archive host; add it to an [[apt.archive]] in the configuration to proxy it"
+        ))
+    }
+}
+
+fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {
+    let (class, expected) = if relative.starts_with("pool/") {
+        (Class::Immutable, Expected::default())
+    } else if relative.starts_with("dists/") {
+        match by_hash(relative) {
+            Some(expected) => (Class::Immutable, expected),
+            None => (Class::Revalidated, Expected::default()),
+        }
+    } else {
+        return Decision::Refuse(Refusal::forbidden(format!(
+            "only dists/ and pool/ of archive {} are proxied",
+            archive.name
+        )));
+    };
+    if relative.ends_with('/') {
+        return Decision::Refuse(Refusal::forbidden("folder listings are not proxied"));
+    }
+    let port = if target.port == 80 { String::new() } else { format!(":{}", target.port) };
+    let host = if target.host.contains(':') { format!("[{}]", target.host) } else { target.host.clone() };
+    let upstream = match format!("http://{host}{port}{}", target.raw_path).parse() {
+        Ok(uri) => uri,
+        Err(_) => return Decision::Refuse(Refusal::bad_request("request target is not a valid URL")),
+    };
+    Decision::Cache(CachedRequest {
+        side: Side::Apt,
+        key: format!("apt/{}/{relative}", archive.name),
+        upstream,
+        class,
+        expected,
+    })
+}
+
+/// For `dists/**/by-hash/<ALGORITHM>/<hex>`: any path is immutable, and the
+/// hash in it is what the body must match (for the algorithms we check).
+fn by_hash(relative: &str) -> Option<Expected> {
+    let (_, tail) = relative.rsplit_once("/by-hash/")?;
+    let (algorithm, hash) = tail.split_once('/')?;
+    let hex_of = |len: usize| (hash.len() == len && hash.bytes().all(|b| b.is_ascii_hexdigit())).then(|| hash.to_ascii_lowercase());
+    let mut expected = Expected::default();
+    match algorithm {
+        "SHA256" => expected.sha256 = hex_of(64),
+        "SHA512" => expected.sha512 = hex_of(128),
+        _ => {}
+    }
+    Some(expected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apt::{AptSide, ArchiveConfig, DEFAULT_INDEX_TTL};
+
+    fn side() -> AptSide {
+        let local = ArchiveConfig {
+            name: "local".into(),
+            mirrors: vec!["http://127.0.0.1:8001/debian".into(), "http://127.0.0.1:8002/debian/".into()],
+        };
+        AptSide::new(&[local], DEFAULT_INDEX_TTL).unwrap()
+    }
+
+    fn target(host: &str, port: u16, path: &str) -> Target {
+        Target { scheme: "http".into(), host: host.into(), port, raw_path: path.into() }
+    }
+
+    fn cached(decision: Decision) -> CachedRequest {
+        match decision {
+            Decision::Cache(request) => request,
+            Decision::Refuse(refusal) => panic!("refused: {refusal:?}"),
+        }
+    }
+
+    fn refused(decision: Decision) -> Refusal {
+        match decision {
+            Decision::Refuse(refusal) => refusal,
+            Decision::Cache(request) => panic!("cached as {}", request.key),
+        }
+    }
+
+    #[test]
+    fn equivalent_debian_mirrors_share_one_key() {
+        let side = side();
+        let path = "/debian/pool/main/h/hello/hello_2.10-3_amd64.deb";
+        let keys: Vec<String> = ["deb.debian.org", "ftp.de.debian.org", "httpredir.debian.org", "ftp.debian.org"]
+            .iter()
+            .map(|host| cached(side.classify(&target(host, 80, path))).key)
+            .collect();
+        assert!(keys.iter().all(|k| k == "apt/debian/pool/main/h/hello/hello_2.10-3_amd64.deb"), "{keys:?}");
+    }
+
+    #[test]
+    fn ubuntu_mirrors_share_one_key_and_ports_is_its_own_archive() {
+        let side = side();
+        let path = "/ubuntu/dists/noble/InRelease";
+        let a = cached(side.classify(&target("archive.ubuntu.com", 80, path))).key;
+        let b = cached(side.classify(&target("de.archive.ubuntu.com", 80, path))).key;
+        let c = cached(side.classify(&target("security.ubuntu.com", 80, path))).key;
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        let ports = cached(side.classify(&target("ports.ubuntu.com", 80, "/ubuntu-ports/dists/noble/InRelease"))).key;
+        assert_eq!(ports, "apt/ubuntu-ports/dists/noble/InRelease");
+    }
+
+    #[test]
+    fn configured_mirrors_share_one_key_and_keep_their_own_upstream() {
+        let side = side();
+        let a = cached(side.classify(&target("127.0.0.1", 8001, "/debian/dists/testing/InRelease")));
+        let b = cached(side.classify(&target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
+        assert_eq!(a.key, b.key);
+        assert_eq!(a.key, "apt/local/dists/testing/InRelease");
+        assert_eq!(b.upstream.to_string(), "http://127.0.0.1:8002/debian/dists/testing/InRelease");
+    }
+
+    #[test]
+    fn pool_and_by_hash_are_immutable_other_dists_revalidated() {
+        let side = side();
+        let pool = cached(side.classify(&target("deb.debian.org", 80, "/debian/pool/main/a/a.deb")));
+        assert_eq!(pool.class, Class::Immutable);
+        let index = cached(side.classify(&target("deb.debian.org", 80, "/debian/dists/bookworm/main/binary-amd64/Packages.xz")));
+        assert_eq!(index.class, Class::Revalidated);
+        let release = cached(side.classify(&target("deb.debian.org", 80, "/debian/dists/bookworm/InRelease")));
+        assert_eq!(release.class, Class::Revalidated);
+        let sha = "a".repeat(128);
+        let by_hash = cached(side.classify(&target(
+            "deb.debian.org",
+            80,
+            &format!("/debian/dists/bookworm/main/binary-amd64/by-hash/SHA512/{sha}"),
+        )));
+        assert_eq!(by_hash.class, Class::Immutable);
+        assert_eq!(by_hash.expected.sha512.as_deref(), Some(sha.as_str()));
+    }
+
+    #[test]
+    fn foreign_hosts_and_non_archive_paths_are_forbidden() {
+        let side = side();
+        assert_eq!(refused(side.classify(&target("example.com", 80, "/debian/pool/a.deb"))).status, 403);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/README"))).status, 403);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/etc/passwd"))).status, 403);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 8080, "/debian/pool/a.deb"))).status, 403);
+    }
+
+    #[test]
+    fn local_targets_are_forbidden_unless_configured() {
+        let side = side();
+        let loopback = refused(side.classify(&target("127.0.0.1", 9999, "/debian/pool/a.deb")));
+        assert_eq!(loopback.status, 403);
+        assert!(loopback.reason.contains("loopback"), "{}", loopback.reason);
+        let link_local = refused(side.classify(&target("169.254.169.254", 80, "/debian/pool/a.deb")));
+        assert!(link_local.reason.contains("link-local"), "{}", link_local.reason);
+        let v6 = refused(side.classify(&target("fe80::1", 80, "/debian/pool/a.deb")));
+        assert!(v6.reason.contains("link-local"), "{}", v6.reason);
+    }
+
+    #[test]
+    fn climbing_paths_are_bad_requests() {
+        let side = side();
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/pool/../../etc/passwd"))).status, 400);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/pool/%2e%2e/x"))).status, 400);
+    }
+
+    #[test]
+    fn tunnels_go_to_port_443_of_archive_hosts_only() {
+        let side = side();
+        assert!(side.allows_tunnel("deb.debian.org", 443).is_ok());
+        assert!(side.allows_tunnel("ftp.fr.debian.org", 443).is_ok());
+        assert_eq!(side.allows_tunnel("deb.debian.org", 22).unwrap_err().status, 403);
+        assert_eq!(side.allows_tunnel("example.com", 443).unwrap_err().status, 403);
+    }
+
+    #[test]
+    fn bad_archive_configuration_is_refused() {
+        let bad = |name: &str, mirrors: &[&str]| {
+            AptSide::new(
+                &[ArchiveConfig { name: name.into(), mirrors: mirrors.iter().map(|m| m.to_string()).collect() }],
+                DEFAULT_INDEX_TTL,
+            )
+            .unwrap_err()
+        };
+        assert!(matches!(bad("Bad Name", &["http://x/debian"]), AptConfigError::BadName(_)));
+        assert!(matches!(bad("x", &[]), AptConfigError::NoMirrors(_)));
+        assert!(matches!(bad("x", &["ftp://x/debian"]), AptConfigError::BadMirror { .. }));
+        assert!(matches!(bad("x", &["http://x/debian?q=1"]), AptConfigError::BadMirror { .. }));
+    }
+
+    use crate::apt::AptConfigError;
+}

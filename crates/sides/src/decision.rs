@@ -1,0 +1,81 @@
+//! What a side decides about a request.
+
+use pkgproxy_cache::{Class, Expected};
+
+/// The client ecosystems pkgproxy serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// apt, as a forward proxy.
+    Apt,
+}
+
+impl Side {
+    /// Every side, in the order stats list them.
+    pub const ALL: [Side; 1] = [Side::Apt];
+
+    /// The name used in logs, metrics and cache keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Apt => "apt",
+        }
+    }
+}
+
+/// The target of a forward-proxy request, as the client named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `http` (the only scheme a forward proxy is asked for in clear).
+    pub scheme: String,
+    /// The host, lower-cased, without brackets for IPv6.
+    pub host: String,
+    /// The port (defaulted from the scheme).
+    pub port: u16,
+    /// The path exactly as the client sent it (still percent-encoded).
+    pub raw_path: String,
+}
+
+/// A request the side will not serve, with the status and the plain-text
+/// reason the client gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `400` for malformed requests, `403` for targets outside the policy.
+    pub status: u16,
+    /// Why, in one English sentence.
+    pub reason: String,
+}
+
+impl Refusal {
+    /// A `403 Forbidden` with `reason`.
+    pub fn forbidden(reason: impl Into<String>) -> Self {
+        Refusal { status: 403, reason: reason.into() }
+    }
+
+    /// A `400 Bad Request` with `reason`.
+    pub fn bad_request(reason: impl Into<String>) -> Self {
+        Refusal { status: 400, reason: reason.into() }
+    }
+}
+
+/// A request to serve through the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedRequest {
+    /// The side that decided.
+    pub side: Side,
+    /// The cache key: the same for every mirror of one archive.
+    pub key: String,
+    /// Where to fetch it from (absolute `http://` URI).
+    pub upstream: http::Uri,
+    /// How the cached entry ages.
+    pub class: Class,
+    /// What the body must match.
+    pub expected: Expected,
+}
+
+/// A side's verdict on a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Refuse it.
+    Refuse(Refusal),
+    /// Serve it through the cache.
+    Cache(CachedRequest),
+}

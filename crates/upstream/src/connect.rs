@@ -1,0 +1,104 @@
+//! The one place a socket to an upstream is opened: resolve, apply the
+//! address policy, connect with a timeout, tune the socket, count it.
+//! Private to the crate; the transport and the dialer reach it.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use crate::counters::Counters;
+use crate::error::UpstreamError;
+use crate::resolve::{AddressPolicy, Resolver};
+
+/// TCP keepalive idle time on upstream connections, so a peer or middlebox
+/// that vanished is noticed on an idle pooled connection.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    resolver: Arc<Resolver>,
+    policy: Arc<AddressPolicy>,
+    timeout: Duration,
+    counters: Arc<Counters>,
+}
+
+impl Connector {
+    pub(crate) fn new(resolver: Resolver, policy: AddressPolicy, timeout: Duration, counters: Arc<Counters>) -> Self {
+        Connector { resolver: Arc::new(resolver), policy: Arc::new(policy), timeout, counters }
+    }
+
+    /// Opens a TCP connection to `host:port`, trying each allowed address.
+    pub(crate) async fn connect(&self, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
+        let addresses = self.resolver.resolve(host, port).await?;
+        let addresses = self.policy.allowed(host, addresses).inspect_err(|_| self.counters.refusal())?;
+        let attempt = self.connect_any(host, &addresses);
+        match tokio::time::timeout(self.timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(UpstreamError::ConnectTimeout { host: host.to_string(), secs: self.timeout.as_secs() }),
+        }
+    }
+
+    async fn connect_any(&self, host: &str, addresses: &[SocketAddr]) -> Result<TcpStream, UpstreamError> {
+        let mut last = None;
+        for address in addresses {
+            #[allow(clippy::disallowed_methods)] // the one place upstream sockets are opened
+            let attempt = TcpStream::connect(address).await;
+            match attempt {
+                Ok(stream) => {
+                    self.counters.connection();
+                    tune(&stream);
+                    return Ok(stream);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let source = last.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no addresses"));
+        Err(UpstreamError::Connect { host: host.to_string(), source })
+    }
+}
+
+fn tune(stream: &TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let keepalive = socket2::TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(Duration::from_secs(10));
+    let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive);
+}
+
+/// The connector as hyper-util's pooled client calls it.
+impl tower_service::Service<http::Uri> for Connector {
+    type Response = TokioIo<TcpStream>;
+    type Error = UpstreamError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let connector = self.clone();
+        Box::pin(async move {
+            let (host, port) = host_port(&uri)?;
+            connector.connect(&host, port).await.map(TokioIo::new)
+        })
+    }
+}
+
+/// The host and port a URI names (port defaulting by scheme).
+pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError> {
+    let bad = |reason| UpstreamError::BadTarget { uri: uri.to_string(), reason };
+    let host = uri.host().ok_or_else(|| bad("no host"))?;
+    let port = match (uri.port_u16(), uri.scheme_str()) {
+        (Some(port), _) => port,
+        (None, Some("http")) => 80,
+        (None, _) => return Err(bad("only http:// upstreams are supported")),
+    };
+    if uri.scheme_str() != Some("http") {
+        return Err(bad("only http:// upstreams are supported"));
+    }
+    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}

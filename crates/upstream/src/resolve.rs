@@ -1,0 +1,171 @@
+//! Name resolution and the address policy.
+//!
+//! Fixed addresses (`host:port` → socket addresses) are consulted before DNS,
+//! so an operator can pin a mirror and a test can send `deb.debian.org` to a
+//! fake on 127.0.0.1 without touching the system. The policy refuses targets
+//! on loopback, private and link-local addresses unless their host is
+//! trusted: a public mirror name that resolves into the local network (DNS
+//! rebinding, a hostile resolver) is not followed.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+
+use crate::error::UpstreamError;
+
+/// Resolves `host:port` to socket addresses.
+#[derive(Debug, Clone, Default)]
+pub struct Resolver {
+    fixed: HashMap<(String, u16), Vec<SocketAddr>>,
+}
+
+impl Resolver {
+    /// Pins `host:port` to `addresses` (consulted before DNS).
+    pub fn pin(&mut self, host: &str, port: u16, addresses: Vec<SocketAddr>) {
+        self.fixed.insert((host.to_ascii_lowercase(), port), addresses);
+    }
+
+    /// True when `host` has a pinned address on some port.
+    pub fn is_pinned(&self, host: &str) -> bool {
+        self.fixed.keys().any(|(h, _)| h.eq_ignore_ascii_case(host))
+    }
+
+    /// The addresses of `host:port`.
+    pub(crate) async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, UpstreamError> {
+        if let Some(fixed) = self.fixed.get(&(host.to_ascii_lowercase(), port)) {
+            return Ok(fixed.clone());
+        }
+        if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            return Ok(vec![SocketAddr::new(ip, port)]);
+        }
+        #[allow(clippy::disallowed_methods)] // the one resolver of the program
+        let found = tokio::net::lookup_host((host, port)).await;
+        let addresses: Vec<SocketAddr> =
+            found.map_err(|source| UpstreamError::Resolve { host: host.to_string(), source })?.collect();
+        if addresses.is_empty() {
+            let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no addresses");
+            return Err(UpstreamError::Resolve { host: host.to_string(), source });
+        }
+        Ok(addresses)
+    }
+}
+
+/// Which hosts may be reached on local addresses.
+#[derive(Debug, Clone, Default)]
+pub struct AddressPolicy {
+    trusted: HashSet<String>,
+}
+
+impl AddressPolicy {
+    /// Lets `host` resolve to loopback, private or link-local addresses (a
+    /// configured archive on the local network).
+    pub fn trust(&mut self, host: &str) {
+        self.trusted.insert(host.to_ascii_lowercase());
+    }
+
+    /// True when `host` was trusted.
+    pub fn is_trusted(&self, host: &str) -> bool {
+        self.trusted.contains(&host.to_ascii_lowercase())
+    }
+
+    /// The addresses of `addresses` that `host` may be connected to, or why
+    /// none may.
+    pub(crate) fn allowed(&self, host: &str, addresses: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, UpstreamError> {
+        if self.is_trusted(host) {
+            return Ok(addresses);
+        }
+        let mut refused = None;
+        let allowed: Vec<SocketAddr> = addresses
+            .into_iter()
+            .filter(|a| match local_kind(a.ip()) {
+                Some(reason) => {
+                    refused.get_or_insert((a.ip(), reason));
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        match (allowed.is_empty(), refused) {
+            (true, Some((address, reason))) => Err(UpstreamError::Forbidden { host: host.to_string(), address, reason }),
+            _ => Ok(allowed),
+        }
+    }
+}
+
+/// Why an address counts as local, or `None` for a public one.
+pub fn local_kind(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => {
+            if v4.is_loopback() {
+                Some("loopback address")
+            } else if v4.is_link_local() {
+                Some("link-local address")
+            } else if v4.is_private() || v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64 {
+                Some("private address")
+            } else if v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() {
+                Some("not a unicast address")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return local_kind(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                Some("loopback address")
+            } else if first & 0xffc0 == 0xfe80 {
+                Some("link-local address")
+            } else if first & 0xfe00 == 0xfc00 {
+                Some("private address")
+            } else if v6.is_unspecified() || v6.is_multicast() {
+                Some("not a unicast address")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn local_addresses_are_recognised() {
+        for local in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "0.0.0.0"] {
+            assert!(local_kind(local.parse().unwrap()).is_some(), "{local} should be local");
+        }
+        for public in ["151.101.2.132", "2a04:4e42::644", "8.8.8.8"] {
+            assert!(local_kind(public.parse().unwrap()).is_none(), "{public} should be public");
+        }
+    }
+
+    #[test]
+    fn untrusted_hosts_may_not_reach_local_addresses() {
+        let policy = AddressPolicy::default();
+        let err = policy.allowed("deb.debian.org", vec![addr("127.0.0.1:80")]).unwrap_err();
+        assert!(err.is_forbidden());
+        let mixed = policy.allowed("deb.debian.org", vec![addr("10.0.0.1:80"), addr("151.101.2.132:80")]).unwrap();
+        assert_eq!(mixed, vec![addr("151.101.2.132:80")]);
+    }
+
+    #[test]
+    fn trusted_hosts_may() {
+        let mut policy = AddressPolicy::default();
+        policy.trust("mirror.lan");
+        assert_eq!(policy.allowed("MIRROR.lan", vec![addr("192.168.0.5:80")]).unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn pinned_addresses_win_over_dns() {
+        let mut resolver = Resolver::default();
+        resolver.pin("deb.debian.org", 80, vec![addr("127.0.0.1:8080")]);
+        assert_eq!(resolver.resolve("DEB.debian.org", 80).await.unwrap(), vec![addr("127.0.0.1:8080")]);
+        assert_eq!(resolver.resolve("127.0.0.2", 81).await.unwrap(), vec![addr("127.0.0.2:81")]);
+    }
+}

@@ -1,0 +1,71 @@
+//! The upstream HTTP transport: a pooled HTTP/1.1 client over the
+//! [`Connector`](crate::connect::Connector). Every upstream request of every
+//! side goes through [`Transport::send`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use crate::connect::{host_port, Connector};
+use crate::counters::Counters;
+use crate::error::UpstreamError;
+
+/// The body type of upstream requests (pkgproxy only sends `GET` and `HEAD`).
+pub type TransportBody = Empty<Bytes>;
+
+/// The one HTTP client of the program.
+#[derive(Debug, Clone)]
+pub struct Transport {
+    client: Client<Connector, TransportBody>,
+    counters: Arc<Counters>,
+}
+
+impl Transport {
+    pub(crate) fn new(connector: Connector, pool_idle_timeout: Duration, counters: Arc<Counters>) -> Self {
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(pool_idle_timeout)
+            .pool_timer(TokioTimer::new())
+            .pool_max_idle_per_host(32)
+            .build(connector);
+        Transport { client, counters }
+    }
+
+    /// Sends `request` (absolute URI) and returns the answer's head; the body
+    /// streams from the returned response.
+    pub async fn send(&self, request: http::Request<TransportBody>) -> Result<http::Response<Incoming>, UpstreamError> {
+        let (host, _) = host_port(request.uri())?;
+        self.counters.request();
+        self.client.request(request).await.map_err(|e| request_error(host, e))
+    }
+}
+
+/// Unwraps hyper-util's error to the connector's own, when that is the cause.
+fn request_error(host: String, error: hyper_util::client::legacy::Error) -> UpstreamError {
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        if let Some(upstream) = cause.downcast_ref::<UpstreamError>() {
+            return clone_connect_error(upstream, &host);
+        }
+        source = cause.source();
+    }
+    let message = match std::error::Error::source(&error) {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
+    };
+    UpstreamError::Request { host, message }
+}
+
+fn clone_connect_error(error: &UpstreamError, host: &str) -> UpstreamError {
+    match error {
+        UpstreamError::Forbidden { host, address, reason } => {
+            UpstreamError::Forbidden { host: host.clone(), address: *address, reason }
+        }
+        UpstreamError::ConnectTimeout { host, secs } => UpstreamError::ConnectTimeout { host: host.clone(), secs: *secs },
+        other => UpstreamError::Request { host: host.to_string(), message: other.to_string() },
+    }
+}
