@@ -29,6 +29,10 @@ pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
 
 fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
     let host = &target.host;
+    let on_known_host = archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on_host(host));
+    if on_known_host {
+        return Refusal::forbidden(format!("{} is not under a known archive on {host}", target.raw_path));
+    }
     if let Ok(ip) = host.parse::<IpAddr>() {
         if let Some(kind) = pkgproxy_upstream::local_kind(ip) {
             return Refusal::forbidden(format!(
@@ -36,14 +40,9 @@ fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
             ));
         }
     }
-    let on_known_host = archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on_host(host));
-    if on_known_host {
-        Refusal::forbidden(format!("{} is not under a known archive on {host}", target.raw_path))
-    } else {
-        Refusal::forbidden(format!(
-            "{host} is not a known archive host; add it to an [[apt.archive]] in the configuration to proxy it"
-        ))
-    }
+    Refusal::forbidden(format!(
+        "{host} is not a known archive host; add it to an [[apt.archive]] in the configuration to proxy it"
+    ))
 }
 
 fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {

@@ -1,0 +1,5 @@
+//! The pkgproxy daemon.
+
+fn main() -> std::process::ExitCode {
+    pkgproxy_cli::daemon::main()
+}

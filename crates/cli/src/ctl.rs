@@ -1,0 +1,168 @@
+//! `pkgproxyctl`: asks a running pkgproxy over its control sockets and prints
+//! the answer for people (or as JSON with `-json`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use clap::{Parser, Subcommand};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+use crate::paths;
+
+/// pkgproxyctl's flags.
+#[derive(Debug, Parser)]
+#[command(name = "pkgproxyctl", version, about = "Inspect and control a running pkgproxy.")]
+struct Flags {
+    /// The daemon's read-only control socket (as the daemon's -stats-socket-path).
+    #[arg(long, global = true, env = "PKGPROXY_STATS_SOCKET_PATH", value_name = "PATH")]
+    stats_socket_path: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the daemon's version, cache and counters.
+    Info {
+        /// Print the daemon's JSON answer as it is.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs pkgproxyctl.
+pub fn main() -> ExitCode {
+    let flags = Flags::parse_from(crate::args::normalise(std::env::args_os()));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    match runtime.block_on(run(flags)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("pkgproxyctl: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(flags: Flags) -> anyhow::Result<()> {
+    let stats_socket = flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket);
+    match flags.command {
+        Command::Info { json } => {
+            let info = get(&stats_socket, "/pkgproxy/v1/info").await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&info)?);
+            } else {
+                print!("{}", render_info(&info));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `GET path` on a control socket, answered with JSON.
+async fn get(socket: &Path, path: &str) -> anyhow::Result<Value> {
+    let stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .with_context(|| format!("cannot reach pkgproxy at {} (is it running?)", socket.display()))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let request = http::Request::get(path).header("host", "pkgproxy").body(Empty::<Bytes>::new())?;
+    let response = sender.send_request(request).await?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    let value: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
+    if !status.is_success() {
+        bail!("{path}: {status}: {}", value["error"].as_str().unwrap_or("no reason given"));
+    }
+    Ok(value)
+}
+
+fn render_info(info: &Value) -> String {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let mut out = String::new();
+    out += &format!(
+        "pkgproxy {}, up {}, listening on {}\n",
+        info["version"].as_str().unwrap_or("?"),
+        humantime::format_duration(std::time::Duration::from_secs(n(&info["uptime_seconds"]))),
+        info["listen_address"].as_str().unwrap_or("?"),
+    );
+    let cache = &info["cache"];
+    out += &format!(
+        "cache:    {}: {} entries, {}, {} fetches in progress\n",
+        info["cache_dir"].as_str().unwrap_or("?"),
+        n(&cache["entries"]),
+        size(n(&cache["size_bytes"])),
+        n(&cache["fetches_in_progress"]),
+    );
+    if let Some(sides) = info["sides"].as_object() {
+        for (name, side) in sides {
+            out += &format!(
+                "{:<9} {} requests: {} hits, {} misses, {} revalidated, {} stale, {} refused; {} from cache, {} from upstream\n",
+                format!("{name}:"),
+                n(&side["requests"]),
+                n(&side["hits"]),
+                n(&side["misses"]),
+                n(&side["revalidations"]),
+                n(&side["stale_served"]),
+                n(&side["refused"]),
+                size(n(&side["bytes_from_cache"])),
+                size(n(&side["bytes_from_upstream"])),
+            );
+        }
+    }
+    let upstream = &info["upstream"];
+    out += &format!(
+        "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",
+        n(&upstream["requests"]),
+        n(&upstream["connections"]),
+        n(&upstream["tunnels"]),
+        n(&upstream["refused"]),
+    );
+    out
+}
+
+/// A byte count for people.
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(20 * 1024 * 1024), "20.0 MiB");
+    }
+
+    #[test]
+    fn info_renders_every_side_line() {
+        let info = serde_json::json!({
+            "version": "0.1.0", "uptime_seconds": 61, "listen_address": "[::]:3142", "cache_dir": "/c",
+            "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0},
+            "sides": {"apt": {"requests": 3, "hits": 2, "misses": 1, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
+            "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0}
+        });
+        let text = render_info(&info);
+        assert!(text.contains("apt:      3 requests: 2 hits, 1 misses"), "{text}");
+        assert!(text.contains("2 entries, 2.0 KiB"), "{text}");
+        assert!(text.contains("up 1m 1s"), "{text}");
+    }
+}

@@ -1,0 +1,287 @@
+//! The `pkgproxy` daemon's command line: flags (with one dash or two), their
+//! `PKGPROXY_*` variables, the configuration file, the listening sockets,
+//! logging and signals. A bad value stops the daemon before it serves,
+//! with a message naming the flag or the variable it came from.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
+use pkgproxy_server::config::{ConfigFile, Overrides};
+use pkgproxy_server::{Listeners, Settings};
+use tokio::net::{TcpListener, UnixListener};
+
+use crate::paths;
+
+const ABOUT: &str = "A caching proxy for package managers: apt fetches each package through it once, \
+and gets it from the cache from then on.";
+
+const AFTER_HELP: &str = "\
+Every flag can be spelt with one dash or two (-addr or --addr), and can also be given in the \
+environment as PKGPROXY_<NAME> (PKGPROXY_ADDR, PKGPROXY_CACHE_DIR, ...); a flag wins over its variable.
+
+Point apt at pkgproxy with a file in /etc/apt/apt.conf.d/ holding:
+    Acquire::http::Proxy \"http://HOST:3142/\";
+
+The configuration file (TOML, optional) holds what flags cannot say well:
+    [apt]
+    index_ttl = \"5m\"                 # like -apt-index-ttl
+    [[apt.archive]]                  # an archive of your own, or more mirrors of a built-in one
+    name = \"local\"
+    mirrors = [\"http://mirror.lan/debian\", \"http://10.0.0.2/debian\"]
+    [upstream]
+    connect_timeout = \"10s\"          # TCP connect to an upstream
+    head_timeout = \"60s\"             # request sent -> answer head received
+    idle_timeout = \"60s\"             # an upstream body that sends nothing
+    resolve = [\"deb.debian.org:80:192.0.2.10\"]   # host:port:address, consulted before DNS";
+
+/// The daemon's flags.
+#[derive(Debug, Parser)]
+#[command(name = "pkgproxy", version, about = ABOUT, after_help = AFTER_HELP)]
+struct Flags {
+    /// Address to listen on for proxy requests: [HOST]:PORT, HOST an IP address or
+    /// `localhost`; `:PORT` listens on every interface.
+    #[arg(long, env = "PKGPROXY_ADDR", default_value = ":3142", value_name = "[HOST]:PORT")]
+    addr: String,
+
+    /// Cache directory. Default: $CACHE_DIRECTORY if set, /var/cache/pkgproxy as root,
+    /// else the user's cache folder + /pkgproxy.
+    #[arg(long, env = "PKGPROXY_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+
+    /// Read-only control socket (GET /pkgproxy/v1/info). Default: stats.sock in
+    /// $RUNTIME_DIRECTORY, /run/pkgproxy as root, else the user's runtime folder.
+    #[arg(long, env = "PKGPROXY_STATS_SOCKET_PATH", value_name = "PATH")]
+    stats_socket_path: Option<PathBuf>,
+
+    /// Read-write control socket. Default: admin.sock beside the stats socket's default.
+    #[arg(long, env = "PKGPROXY_ADMIN_SOCKET_PATH", value_name = "PATH")]
+    admin_socket_path: Option<PathBuf>,
+
+    /// Optional TOML configuration file (see below).
+    #[arg(long, env = "PKGPROXY_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Log level: error, warn, info, debug or trace, or a tracing filter such as
+    /// `info,pkgproxy_cache=debug`. Default: info, or $RUST_LOG when set.
+    #[arg(long, env = "PKGPROXY_LOG_LEVEL", value_name = "LEVEL")]
+    log_level: Option<String>,
+
+    /// How long apt's dists/ files fetched by name (InRelease, Packages.xz, ...) are
+    /// served without revalidation, e.g. 5m, 30s, 0s. Default: 5m.
+    #[arg(long, env = "PKGPROXY_APT_INDEX_TTL", value_name = "DURATION")]
+    apt_index_ttl: Option<String>,
+}
+
+/// Where a flag's value came from, for error messages.
+fn source_of(matches: &ArgMatches, id: &str, env: &str) -> String {
+    let flag = format!("-{}", id.replace('_', "-"));
+    match matches.value_source(id) {
+        Some(ValueSource::EnvVariable) => format!("{flag} (from ${env})"),
+        _ => flag,
+    }
+}
+
+/// The daemon's configuration, validated.
+struct Daemon {
+    addr: SocketAddr,
+    stats_socket: PathBuf,
+    admin_socket: PathBuf,
+    log_filter: tracing_subscriber::EnvFilter,
+    settings: Settings,
+}
+
+fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
+    let matches = Flags::command().get_matches_from(args);
+    let flags = Flags::from_arg_matches(&matches).expect("clap checked the flags");
+
+    let addr = parse_addr(&flags.addr).with_context(|| source_of(&matches, "addr", "PKGPROXY_ADDR"))?;
+    let log_filter = log_filter(flags.log_level.as_deref())
+        .with_context(|| source_of(&matches, "log_level", "PKGPROXY_LOG_LEVEL"))?;
+    let apt_index_ttl = flags
+        .apt_index_ttl
+        .as_deref()
+        .map(|v| humantime::parse_duration(v).with_context(|| format!("{v:?} is not a duration (e.g. 5m, 30s)")))
+        .transpose()
+        .with_context(|| source_of(&matches, "apt_index_ttl", "PKGPROXY_APT_INDEX_TTL"))?;
+    let file = match &flags.config {
+        Some(path) => ConfigFile::load(path).with_context(|| source_of(&matches, "config", "PKGPROXY_CONFIG"))?,
+        None => ConfigFile::default(),
+    };
+    let cache_dir = non_empty(flags.cache_dir, &matches, "cache_dir", "PKGPROXY_CACHE_DIR")?
+        .unwrap_or_else(paths::default_cache_dir);
+    let stats_socket = non_empty(flags.stats_socket_path, &matches, "stats_socket_path", "PKGPROXY_STATS_SOCKET_PATH")?
+        .unwrap_or_else(paths::default_stats_socket);
+    let admin_socket = non_empty(flags.admin_socket_path, &matches, "admin_socket_path", "PKGPROXY_ADMIN_SOCKET_PATH")?
+        .unwrap_or_else(paths::default_admin_socket);
+    if stats_socket == admin_socket {
+        bail!("-stats-socket-path and -admin-socket-path must differ (both are {})", stats_socket.display());
+    }
+    let overrides = Overrides { apt_index_ttl };
+    let settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
+        Some(path) => format!("configuration file {}", path.display()),
+        None => "configuration".to_string(),
+    })?;
+    Ok(Daemon { addr, stats_socket, admin_socket, log_filter, settings })
+}
+
+fn non_empty(value: Option<PathBuf>, matches: &ArgMatches, id: &str, env: &str) -> anyhow::Result<Option<PathBuf>> {
+    match value {
+        Some(path) if path.as_os_str().is_empty() => bail!("{}: must not be empty", source_of(matches, id, env)),
+        other => Ok(other),
+    }
+}
+
+/// Parses `-addr`: `:PORT` (every interface), `IP:PORT`, `[IPv6]:PORT` or
+/// `localhost:PORT`.
+fn parse_addr(value: &str) -> anyhow::Result<SocketAddr> {
+    let (host, port) = value.rsplit_once(':').with_context(|| format!("{value:?} is not [HOST]:PORT"))?;
+    let port: u16 = port.parse().with_context(|| format!("{port:?} in {value:?} is not a port number"))?;
+    let ip = match host.trim_start_matches('[').trim_end_matches(']') {
+        "" => Ipv6Addr::UNSPECIFIED.into(),
+        "localhost" => Ipv4Addr::LOCALHOST.into(),
+        ip => ip.parse().with_context(|| format!("{host:?} in {value:?} is not an IP address or localhost"))?,
+    };
+    Ok(SocketAddr::new(ip, port))
+}
+
+fn log_filter(level: Option<&str>) -> anyhow::Result<tracing_subscriber::EnvFilter> {
+    let text = match level {
+        Some(level) => level.to_string(),
+        None => std::env::var("RUST_LOG").ok().filter(|v| !v.is_empty()).unwrap_or_else(|| "info".to_string()),
+    };
+    let known = ["error", "warn", "info", "debug", "trace", "off"];
+    let simple = !text.contains(['=', ',']);
+    if simple && !known.contains(&text.to_ascii_lowercase().as_str()) {
+        bail!("{text:?} is not a log level (error, warn, info, debug, trace)");
+    }
+    tracing_subscriber::EnvFilter::try_new(&text).with_context(|| format!("{text:?} is not a log filter"))
+}
+
+/// Binds the proxy listener; `[::]` listens on IPv4 too, falling back to
+/// `0.0.0.0` where IPv6 is off.
+fn bind_proxy(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let bind = |addr: SocketAddr| -> std::io::Result<std::net::TcpListener> {
+        let domain = socket2::Domain::for_address(addr);
+        let socket = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+        if addr.is_ipv6() {
+            socket.set_only_v6(false)?;
+        }
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(1024)?;
+        Ok(socket.into())
+    };
+    let listener = match bind(addr) {
+        Err(e) if addr.ip() == Ipv6Addr::UNSPECIFIED && e.kind() == std::io::ErrorKind::AddrNotAvailable => {
+            bind(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), addr.port()))
+        }
+        other => other,
+    }
+    .with_context(|| format!("cannot listen on {addr}"))?;
+    Ok(TcpListener::from_std(listener)?)
+}
+
+/// Binds a control socket, replacing a stale socket file but never one a
+/// running daemon still answers on.
+fn bind_socket(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            bail!("{} exists and is not a socket", path.display());
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            bail!("{} is in use by another running pkgproxy", path.display());
+        }
+        std::fs::remove_file(path).with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+    }
+    let listener = UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
+    Ok(listener)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+async fn serve(daemon: Daemon) -> anyhow::Result<()> {
+    let listeners = Listeners {
+        proxy: bind_proxy(daemon.addr).context("-addr")?,
+        stats: bind_socket(&daemon.stats_socket, 0o666).context("-stats-socket-path")?,
+        admin: bind_socket(&daemon.admin_socket, 0o600).context("-admin-socket-path")?,
+    };
+    let result = pkgproxy_server::run(daemon.settings, listeners, shutdown_signal()).await;
+    for socket in [&daemon.stats_socket, &daemon.admin_socket] {
+        let _ = std::fs::remove_file(socket);
+    }
+    Ok(result?)
+}
+
+/// Runs the daemon; the exit code is non-zero when it could not start.
+pub fn main() -> ExitCode {
+    let args = crate::args::normalise(std::env::args_os());
+    let daemon = match parse(args) {
+        Ok(daemon) => daemon,
+        Err(error) => {
+            eprintln!("pkgproxy: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt()
+        .with_env_filter(daemon.log_filter.clone())
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("pkgproxy: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(daemon)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("pkgproxy: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_addr(":3142").unwrap(), "[::]:3142".parse().unwrap());
+        assert_eq!(parse_addr("127.0.0.1:0").unwrap(), "127.0.0.1:0".parse().unwrap());
+        assert_eq!(parse_addr("[::1]:80").unwrap(), "[::1]:80".parse().unwrap());
+        assert_eq!(parse_addr("localhost:80").unwrap(), "127.0.0.1:80".parse().unwrap());
+        assert!(parse_addr("3142").is_err());
+        assert!(parse_addr(":99999").is_err());
+        assert!(parse_addr("example.com:80").is_err());
+    }
+
+    #[test]
+    fn log_levels() {
+        assert!(log_filter(Some("debug")).is_ok());
+        assert!(log_filter(Some("info,pkgproxy_cache=debug")).is_ok());
+        assert!(log_filter(Some("loud")).is_err());
+    }
+}

@@ -1,0 +1,8 @@
+//! The thin binaries: `pkgproxy` (flags, environment, sockets, signals, then
+//! `pkgproxy_server::run`) and `pkgproxyctl` (a client of the control
+//! sockets). Everything they share about the command line lives here too.
+
+pub mod args;
+pub mod ctl;
+pub mod daemon;
+mod paths;

@@ -1,0 +1,138 @@
+//! The TOML configuration file, as written. Unknown keys are errors, so a
+//! typo is reported at start rather than silently ignored.
+//!
+//! ```toml
+//! [apt]
+//! index_ttl = "5m"          # freshness window of dists/** files fetched by name
+//!
+//! [[apt.archive]]           # an archive of your own, or more mirrors of a built-in one
+//! name = "local"
+//! mirrors = ["http://127.0.0.1:8001/debian", "http://127.0.0.1:8002/debian"]
+//!
+//! [upstream]
+//! connect_timeout = "10s"   # TCP connect to an upstream
+//! head_timeout = "60s"      # request sent → answer head received
+//! idle_timeout = "60s"      # an upstream body sending nothing
+//! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address, before DNS
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// `[apt]`.
+    #[serde(default)]
+    pub apt: AptSection,
+    /// `[upstream]`.
+    #[serde(default)]
+    pub upstream: UpstreamSection,
+}
+
+/// `[apt]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AptSection {
+    /// Freshness window of `dists/**` files fetched by name.
+    #[serde(default, with = "humantime_serde")]
+    pub index_ttl: Option<Duration>,
+    /// `[[apt.archive]]` tables.
+    #[serde(default)]
+    pub archive: Vec<ArchiveSection>,
+}
+
+/// One `[[apt.archive]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveSection {
+    /// The archive's name (a built-in name adds mirrors to it).
+    pub name: String,
+    /// Base URLs of its mirrors.
+    pub mirrors: Vec<String>,
+}
+
+/// `[upstream]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSection {
+    /// TCP connect timeout.
+    #[serde(default, with = "humantime_serde")]
+    pub connect_timeout: Option<Duration>,
+    /// Time allowed for an answer's head.
+    #[serde(default, with = "humantime_serde")]
+    pub head_timeout: Option<Duration>,
+    /// Time a body may send nothing.
+    #[serde(default, with = "humantime_serde")]
+    pub idle_timeout: Option<Duration>,
+    /// Fixed addresses, `host:port:address`.
+    #[serde(default)]
+    pub resolve: Vec<String>,
+}
+
+/// A configuration file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// It could not be read.
+    #[error("cannot read configuration file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is not valid TOML or has unknown or mistyped keys.
+    #[error("configuration file {}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (names the key and the line).
+        message: String,
+    },
+}
+
+impl ConfigFile {
+    /// Reads and parses `path`.
+    pub fn load(path: &Path) -> Result<Self, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| FileError::Read { path: path.to_path_buf(), source })?;
+        Self::parse(&text).map_err(|message| FileError::Parse { path: path.to_path_buf(), message })
+    }
+
+    /// Parses the text of a configuration file.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("file.rs");
+        let example: String = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| l.trim_start_matches("//!").trim_start())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let file = ConfigFile::parse(&example).unwrap();
+        assert_eq!(file.apt.archive[0].mirrors.len(), 2);
+        assert_eq!(file.upstream.resolve.len(), 1);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = ConfigFile::parse("[apt]\nindex_tll = \"5m\"\n").unwrap_err();
+        assert!(err.contains("index_tll"), "{err}");
+        let err = ConfigFile::parse("[apt]\nindex_ttl = \"five minutes\"\n").unwrap_err();
+        assert!(err.contains("index_ttl"), "{err}");
+    }
+}

@@ -1,0 +1,125 @@
+//! The daemon's settings: the raw configuration file, and the validated
+//! [`Settings`] the server runs with. Flags and environment variables are the
+//! command line's business; they arrive here already merged.
+
+mod file;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pkgproxy_sides::apt::{AptConfigError, AptSide, ArchiveConfig};
+use pkgproxy_upstream::{AddressPolicy, Resolver, UpstreamConfig};
+
+pub use file::{ConfigFile, FileError};
+
+/// Everything the server needs to run, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where the cache lives.
+    pub cache_dir: PathBuf,
+    /// The apt side.
+    pub apt: AptSide,
+    /// The way out.
+    pub upstream: UpstreamConfig,
+    /// How long an upstream may take to send its answer's head.
+    pub upstream_head_timeout: Duration,
+    /// How long an upstream body may send nothing before the fetch fails.
+    pub upstream_idle_timeout: Duration,
+}
+
+/// Settings that cannot be used, naming the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// An apt archive is wrong.
+    #[error("{0}")]
+    Apt(#[from] AptConfigError),
+    /// A `[upstream] resolve` entry is wrong.
+    #[error("upstream.resolve entry {entry:?}: {reason}")]
+    Resolve {
+        /// The entry.
+        entry: String,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// Values given on the command line or in the environment, which win over
+/// the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `-apt-index-ttl`.
+    pub apt_index_ttl: Option<Duration>,
+}
+
+impl Settings {
+    /// Validates the file's contents, with `overrides` applied.
+    pub fn new(cache_dir: PathBuf, file: &ConfigFile, overrides: &Overrides) -> Result<Self, SettingsError> {
+        let archives: Vec<ArchiveConfig> = file
+            .apt
+            .archive
+            .iter()
+            .map(|a| ArchiveConfig { name: a.name.clone(), mirrors: a.mirrors.clone() })
+            .collect();
+        let index_ttl = overrides.apt_index_ttl.or(file.apt.index_ttl).unwrap_or(pkgproxy_sides::apt::DEFAULT_INDEX_TTL);
+        let apt = AptSide::new(&archives, index_ttl)?;
+
+        let mut resolver = Resolver::default();
+        let mut policy = AddressPolicy::default();
+        for entry in &file.upstream.resolve {
+            let (host, port, address) = parse_resolve(entry)?;
+            resolver.pin(&host, port, vec![address]);
+            policy.trust(&host);
+        }
+        for host in apt.trusted_hosts() {
+            policy.trust(&host);
+        }
+        let defaults = UpstreamConfig::default();
+        let upstream = UpstreamConfig {
+            resolver,
+            policy,
+            connect_timeout: file.upstream.connect_timeout.unwrap_or(defaults.connect_timeout),
+            pool_idle_timeout: defaults.pool_idle_timeout,
+        };
+        Ok(Settings {
+            cache_dir,
+            apt,
+            upstream,
+            upstream_head_timeout: file.upstream.head_timeout.unwrap_or(Duration::from_secs(60)),
+            upstream_idle_timeout: file.upstream.idle_timeout.unwrap_or(Duration::from_secs(60)),
+        })
+    }
+}
+
+/// Parses `host:port:address` (curl's `--resolve` syntax; an IPv6 address in
+/// brackets).
+fn parse_resolve(entry: &str) -> Result<(String, u16, SocketAddr), SettingsError> {
+    let bad = |reason| SettingsError::Resolve { entry: entry.to_string(), reason };
+    let mut parts = entry.splitn(3, ':');
+    let (Some(host), Some(port), Some(address)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad("expected host:port:address"));
+    };
+    if host.is_empty() {
+        return Err(bad("empty host"));
+    }
+    let port: u16 = port.parse().map_err(|_| bad("port is not a number"))?;
+    let address = address.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = address.parse().map_err(|_| bad("address is not an IP address"))?;
+    Ok((host.to_ascii_lowercase(), port, SocketAddr::new(ip, port)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_entries_parse_like_curl() {
+        let (host, port, address) = parse_resolve("deb.debian.org:80:127.0.0.1").unwrap();
+        assert_eq!((host.as_str(), port), ("deb.debian.org", 80));
+        assert_eq!(address, "127.0.0.1:80".parse().unwrap());
+        let (_, _, v6) = parse_resolve("x:8080:[::1]").unwrap();
+        assert_eq!(v6, "[::1]:8080".parse().unwrap());
+        assert!(parse_resolve("x:80").is_err());
+        assert!(parse_resolve("x:http:1.2.3.4").is_err());
+    }
+}

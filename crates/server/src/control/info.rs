@@ -1,0 +1,79 @@
+//! `GET /pkgproxy/v1/info`: what the daemon is and how it is doing.
+
+use std::collections::BTreeMap;
+
+use pkgproxy_sides::Side;
+use pkgproxy_upstream::CountersSnapshot;
+use serde::{Deserialize, Serialize};
+
+use crate::stats::SideSnapshot;
+use crate::state::State;
+
+/// The answer of `/pkgproxy/v1/info`.
+#[derive(Debug, Serialize)]
+pub struct Info {
+    /// pkgproxy's version.
+    pub version: &'static str,
+    /// Seconds since start.
+    pub uptime_seconds: u64,
+    /// The proxy listener's address.
+    pub listen_address: String,
+    /// The cache directory.
+    pub cache_dir: String,
+    /// The cache's contents.
+    pub cache: CacheInfo,
+    /// Counters per side.
+    pub sides: BTreeMap<&'static str, SideSnapshot>,
+    /// What went out through the one way out.
+    pub upstream: UpstreamInfo,
+}
+
+/// The cache part of [`Info`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CacheInfo {
+    /// Bytes of cached bodies.
+    pub size_bytes: u64,
+    /// Cached entries.
+    pub entries: u64,
+    /// Shared fetches in progress.
+    pub fetches_in_progress: u64,
+}
+
+/// The upstream part of [`Info`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UpstreamInfo {
+    /// HTTP requests sent upstream.
+    pub requests: u64,
+    /// TCP connections opened upstream (requests and tunnels).
+    pub connections: u64,
+    /// CONNECT tunnels opened.
+    pub tunnels: u64,
+    /// Connections refused by the address policy.
+    pub refused: u64,
+}
+
+impl From<CountersSnapshot> for UpstreamInfo {
+    fn from(c: CountersSnapshot) -> Self {
+        UpstreamInfo { requests: c.requests, connections: c.connections, tunnels: c.tunnels, refused: c.refused }
+    }
+}
+
+impl Info {
+    /// Reads everything now.
+    pub fn gather(state: &State) -> Self {
+        let (entries, size) = state.cache.totals();
+        Info {
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_seconds: state.started.elapsed().as_secs(),
+            listen_address: state.listen.to_string(),
+            cache_dir: state.cache.dir().display().to_string(),
+            cache: CacheInfo {
+                size_bytes: size,
+                entries: entries as u64,
+                fetches_in_progress: state.cache.fetches_in_progress() as u64,
+            },
+            sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
+            upstream: state.upstream.counters.snapshot().into(),
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The gateway: accepts connections on the proxy listener and the control
+//! sockets and serves HTTP/1.1 on them (keep-alive, pipelined requests
+//! answered in order, CONNECT upgrades). Requests go to `proxy` or `control`;
+//! nothing here decides anything about caching.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::body::ResponseBody;
+use crate::state::State;
+use crate::{control, proxy};
+
+/// How long a client may take to send a request's head (idle keep-alive
+/// connections included).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Serves the proxy listener until `shutdown`.
+pub async fn serve_proxy(listener: TcpListener, state: Arc<State>, shutdown: CancellationToken, tracker: TaskTracker) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.cancelled() => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let _ = stream.set_nodelay(true);
+                let state = Arc::clone(&state);
+                let handler = move |request| proxy::handle(Arc::clone(&state), request);
+                let span = tracing::debug_span!("connection", %peer);
+                tracker.spawn(serve_connection(stream, handler, shutdown.clone()).instrument(span));
+            }
+            Err(error) => accept_failed(error).await,
+        }
+    }
+}
+
+/// Serves a control socket until `shutdown`.
+pub async fn serve_control(
+    listener: UnixListener,
+    state: Arc<State>,
+    role: control::Role,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.cancelled() => return,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let state = Arc::clone(&state);
+                let handler = move |request| control::handle(Arc::clone(&state), role, request);
+                tracker.spawn(serve_connection(stream, handler, shutdown.clone()));
+            }
+            Err(error) => accept_failed(error).await,
+        }
+    }
+}
+
+/// Running out of file descriptors must not spin the accept loop.
+async fn accept_failed(error: std::io::Error) {
+    tracing::warn!(%error, "accept failed");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+async fn serve_connection<S, H, F>(stream: S, handler: H, shutdown: CancellationToken)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
+    F: Future<Output = Response<ResponseBody>> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    let service = service_fn(move |request| {
+        let handler = Arc::clone(&handler);
+        async move { Ok::<_, Infallible>(handler(request).await) }
+    });
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true)
+        .pipeline_flush(true)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        _ = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "connection ended with an error");
+    }
+}

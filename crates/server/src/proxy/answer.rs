@@ -1,0 +1,203 @@
+//! Building answers: from a cached entry, from a download in progress, from
+//! an upstream answer passed on, and plain-text errors. Every answer built
+//! here carries `Via`; cache answers say how they were served in
+//! `X-Pkgproxy-Cache`.
+
+use std::sync::Arc;
+
+use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED};
+use http::{HeaderMap, Method, Response, StatusCode};
+use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
+
+use super::plan::{plan, Plan, Representation};
+use crate::body::{FileBody, ResponseBody};
+use crate::headers::{add_via, strip_hop_by_hop, VIA};
+
+/// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// A fresh cached entry.
+    Hit,
+    /// A cached entry the upstream just confirmed.
+    Revalidated,
+    /// A stale cached entry, the upstream being unavailable.
+    Stale,
+    /// Bytes from the upstream.
+    Miss,
+}
+
+impl Served {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Served::Hit => "hit",
+            Served::Revalidated => "revalidated",
+            Served::Stale => "stale",
+            Served::Miss => "miss",
+        }
+    }
+}
+
+/// The marker header naming how an answer was served.
+pub const CACHE_STATUS: &str = "x-pkgproxy-cache";
+
+/// What the client asked, as far as building the answer is concerned.
+#[derive(Debug)]
+pub struct Asked<'a> {
+    /// `GET` or `HEAD`.
+    pub method: &'a Method,
+    /// The client's headers (conditionals, `Range`).
+    pub headers: &'a HeaderMap,
+}
+
+/// A plain-text answer (errors and refusals).
+pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {
+    let mut body = message.to_string();
+    body.push('\n');
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(http::header::VIA, VIA);
+    response
+}
+
+/// Answers from a cached entry. Returns the answer and the body bytes it
+/// sends.
+pub fn from_entry(asked: &Asked<'_>, entry: &Entry, file: std::fs::File, served: Served) -> (Response<ResponseBody>, u64) {
+    let rep = Representation {
+        etag: entry.validators.etag.as_deref(),
+        last_modified: entry.validators.last_modified.as_deref(),
+        length: Some(entry.size),
+    };
+    let decided = plan(asked.method, asked.headers, &rep);
+    let mut response = Response::new(ResponseBody::Empty);
+    describe(response.headers_mut(), &entry.headers, &rep, served);
+    let sent = match decided {
+        Plan::NotModified => not_modified(&mut response),
+        Plan::Unsatisfiable => unsatisfiable(&mut response, entry.size),
+        Plan::Full => {
+            set_length(&mut response, entry.size);
+            body_if_get(asked, &mut response, || ResponseBody::File(FileBody::new(file, 0, entry.size)), entry.size)
+        }
+        Plan::Partial { start, end } => {
+            partial(&mut response, start, end, entry.size);
+            let len = end - start + 1;
+            body_if_get(asked, &mut response, || ResponseBody::File(FileBody::new(file, start, len)), len)
+        }
+    };
+    (response, sent)
+}
+
+/// Answers from a download in progress.
+pub fn from_fetch(asked: &Asked<'_>, fetch: &Arc<Fetch>, head: &Head) -> Response<ResponseBody> {
+    let rep = Representation {
+        etag: head.validators.etag.as_deref(),
+        last_modified: head.validators.last_modified.as_deref(),
+        length: head.content_length,
+    };
+    let decided = plan(asked.method, asked.headers, &rep);
+    let mut response = Response::new(ResponseBody::Empty);
+    describe(response.headers_mut(), &head.headers, &rep, Served::Miss);
+    match decided {
+        Plan::NotModified => {
+            not_modified(&mut response);
+        }
+        Plan::Unsatisfiable => {
+            unsatisfiable(&mut response, head.content_length.unwrap_or(0));
+        }
+        Plan::Full => {
+            if let Some(length) = head.content_length {
+                set_length(&mut response, length);
+            }
+            body_if_get(asked, &mut response, || ResponseBody::Fetch(fetch.body(head, 0, None)), 0);
+        }
+        Plan::Partial { start, end } => {
+            partial(&mut response, start, end, head.content_length.unwrap_or(end + 1));
+            body_if_get(asked, &mut response, || ResponseBody::Fetch(fetch.body(head, start, Some(end + 1))), 0);
+        }
+    }
+    response
+}
+
+/// Passes on an upstream answer that was not cached.
+pub fn passed(asked: &Asked<'_>, answer: &PassedAnswer) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::Empty);
+    *response.status_mut() = answer.status;
+    let headers = response.headers_mut();
+    for (name, value) in &answer.headers {
+        if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+            headers.append(name, value);
+        }
+    }
+    strip_hop_by_hop(headers);
+    add_via(headers);
+    headers.insert(CACHE_STATUS, HeaderValue::from_static(Served::Miss.as_str()));
+    let bodiless = answer.status == StatusCode::NOT_MODIFIED || answer.status == StatusCode::NO_CONTENT;
+    if !bodiless {
+        set_length(&mut response, answer.body.len() as u64);
+        if *asked.method == Method::GET {
+            *response.body_mut() = ResponseBody::full(answer.body.clone());
+        }
+    }
+    response
+}
+
+fn describe(headers: &mut HeaderMap, kept: &[(String, String)], rep: &Representation<'_>, served: Served) {
+    for (name, value) in kept {
+        if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+            headers.append(name, value);
+        }
+    }
+    if !headers.contains_key(CONTENT_TYPE) {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    }
+    if let Some(etag) = rep.etag.and_then(|v| HeaderValue::from_str(v).ok()) {
+        headers.insert(ETAG, etag);
+    }
+    if let Some(lm) = rep.last_modified.and_then(|v| HeaderValue::from_str(v).ok()) {
+        headers.insert(LAST_MODIFIED, lm);
+    }
+    if rep.length.is_some() {
+        headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    }
+    headers.insert(http::header::VIA, VIA);
+    headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
+}
+
+fn set_length(response: &mut Response<ResponseBody>, length: u64) {
+    response.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(length));
+}
+
+fn body_if_get(asked: &Asked<'_>, response: &mut Response<ResponseBody>, body: impl FnOnce() -> ResponseBody, len: u64) -> u64 {
+    if *asked.method == Method::GET {
+        *response.body_mut() = body();
+        len
+    } else {
+        0
+    }
+}
+
+fn not_modified(response: &mut Response<ResponseBody>) -> u64 {
+    *response.status_mut() = StatusCode::NOT_MODIFIED;
+    let headers = response.headers_mut();
+    headers.remove(CONTENT_TYPE);
+    headers.remove(ACCEPT_RANGES);
+    0
+}
+
+fn unsatisfiable(response: &mut Response<ResponseBody>, length: u64) -> u64 {
+    *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_RANGE, HeaderValue::from_str(&format!("bytes */{length}")).expect("digits"));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(0));
+    0
+}
+
+fn partial(response: &mut Response<ResponseBody>, start: u64, end: u64, length: u64) {
+    *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+    let headers = response.headers_mut();
+    let range = format!("bytes {start}-{end}/{length}");
+    headers.insert(CONTENT_RANGE, HeaderValue::from_str(&range).expect("digits"));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(end - start + 1));
+}

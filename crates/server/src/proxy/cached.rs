@@ -1,0 +1,103 @@
+//! Serving a request through the cache: a fresh entry is answered at once;
+//! otherwise the client joins the key's shared fetch (a revalidation when an
+//! entry is cached) and gets what it brings. A stale entry is served when
+//! the upstream cannot be asked or fails, so clients keep working while a
+//! mirror is down.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use http::{Response, StatusCode};
+use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, Phase};
+use pkgproxy_sides::CachedRequest;
+
+use super::answer::{self, Asked, Served};
+use super::fetching;
+use crate::body::ResponseBody;
+use crate::state::State;
+
+/// Answers `asked` for the decided `request`.
+pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest) -> Response<ResponseBody> {
+    let stats = state.stats.side(request.side);
+    stats.request();
+    let cached = state.cache.lookup(&request.key);
+    if let Some(entry) = &cached {
+        let directives = ClientDirectives::from_headers(asked.headers);
+        let window = state.settings.apt.index_ttl();
+        if freshness(entry, SystemTime::now(), window, directives) == Freshness::Fresh {
+            return from_cache(state, asked, &request, entry, Served::Hit);
+        }
+    }
+
+    let spec = FetchSpec {
+        key: request.key.clone(),
+        class: request.class,
+        expected: request.expected.clone(),
+        revalidating: cached.clone().filter(|e| !e.validators.is_empty()),
+        idle_timeout: state.settings.upstream_idle_timeout,
+    };
+    let conditional = spec.revalidating.clone();
+    let joined = state.cache.fetch(spec, || fetching::start(state, &request, asked, conditional.as_deref()));
+    let phase = joined.fetch.answered().await;
+    match phase {
+        Phase::Streaming(head) => {
+            stats.miss();
+            answer::from_fetch(asked, &joined.fetch, &head)
+        }
+        Phase::Done(entry) => {
+            stats.miss();
+            from_cache(state, asked, &request, &entry, Served::Miss)
+        }
+        Phase::NotModified(entry) => {
+            stats.revalidated();
+            from_cache(state, asked, &request, &entry, Served::Revalidated)
+        }
+        Phase::Passed(passed) if passed.status.is_server_error() && cached.is_some() => {
+            stale(state, asked, &request, cached.as_ref(), &format!("upstream answered {}", passed.status))
+        }
+        Phase::Passed(passed) => {
+            stats.miss();
+            answer::passed(asked, &passed)
+        }
+        Phase::Failed(error) if cached.is_some() => stale(state, asked, &request, cached.as_ref(), &error.to_string()),
+        Phase::Failed(error) => {
+            stats.miss();
+            answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"))
+        }
+        Phase::Asking => answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: fetch ended without an answer"),
+    }
+}
+
+fn stale(
+    state: &Arc<State>,
+    asked: &Asked<'_>,
+    request: &CachedRequest,
+    cached: Option<&Arc<Entry>>,
+    why: &str,
+) -> Response<ResponseBody> {
+    let entry = cached.expect("callers check that an entry is cached");
+    tracing::info!(key = request.key, reason = why, "revalidation failed; serving the cached entry");
+    state.stats.side(request.side).stale();
+    from_cache(state, asked, request, entry, Served::Stale)
+}
+
+fn from_cache(
+    state: &Arc<State>,
+    asked: &Asked<'_>,
+    request: &CachedRequest,
+    entry: &Entry,
+    served: Served,
+) -> Response<ResponseBody> {
+    let file = match state.cache.open_body(entry) {
+        Ok(file) => file,
+        Err(error) => {
+            tracing::error!(key = request.key, %error, "cached body cannot be opened");
+            return answer::text(StatusCode::INTERNAL_SERVER_ERROR, "pkgproxy: cached body cannot be read");
+        }
+    };
+    let (response, sent) = answer::from_entry(asked, entry, file, served);
+    if served != Served::Miss {
+        state.stats.side(request.side).hit(sent);
+    }
+    response
+}

@@ -1,0 +1,59 @@
+//! The request path of the proxy listener: route a request to the tunnel or
+//! to a side, carry out the side's decision, and answer.
+
+pub mod answer;
+mod cached;
+mod fetching;
+pub mod plan;
+mod tunnel;
+
+use std::sync::Arc;
+
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use pkgproxy_sides::{Decision, Refusal, Target};
+
+use crate::body::ResponseBody;
+use crate::state::State;
+use answer::Asked;
+
+/// Answers one request from a client of the proxy listener.
+pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+    if request.method() == Method::CONNECT {
+        return tunnel::handle(&state, request).await;
+    }
+    let Some(target) = target(&request) else {
+        return answer::text(
+            StatusCode::NOT_FOUND,
+            "pkgproxy is a forward proxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";",
+        );
+    };
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        let mut response = answer::text(StatusCode::METHOD_NOT_ALLOWED, "pkgproxy serves GET and HEAD only");
+        response.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let asked = Asked { method: request.method(), headers: request.headers() };
+    match state.settings.apt.classify(&target) {
+        Decision::Refuse(refusal) => {
+            state.stats.side(pkgproxy_sides::Side::Apt).refused();
+            refuse(&refusal)
+        }
+        Decision::Cache(decided) => cached::serve(&state, &asked, decided).await,
+    }
+}
+
+/// The target of an absolute-form request; `None` for origin-form.
+fn target(request: &Request<Incoming>) -> Option<Target> {
+    let uri = request.uri();
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Some(Target { scheme, host, port, raw_path: uri.path().to_string() })
+}
+
+/// The answer to a refused request.
+pub fn refuse(refusal: &Refusal) -> Response<ResponseBody> {
+    let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+    answer::text(status, &format!("pkgproxy: {}", refusal.reason))
+}

@@ -1,0 +1,28 @@
+//! What every request handler shares: settings, the cache, the way out and
+//! the counters. Built once in `run` and passed down, never global.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use pkgproxy_cache::Cache;
+use pkgproxy_upstream::Upstream;
+
+use crate::config::Settings;
+use crate::stats::Stats;
+
+/// The server's shared state.
+#[derive(Debug)]
+pub struct State {
+    /// Validated settings.
+    pub settings: Settings,
+    /// The cache.
+    pub cache: Cache,
+    /// The one way out.
+    pub upstream: Upstream,
+    /// Per-side counters.
+    pub stats: Stats,
+    /// When the server started (for uptime).
+    pub started: Instant,
+    /// The proxy's listening address.
+    pub listen: SocketAddr,
+}
