@@ -53,6 +53,11 @@ impl Mirror {
         path.strip_prefix(self.prefix.as_str())?.strip_prefix('/')
     }
 
+    /// True when the mirror lives on `host:port` (any path).
+    pub fn is_on(&self, host: &str, port: u16) -> bool {
+        self.port == port && self.host.matches(host)
+    }
+
     /// True when the mirror lives on `host` (any port, any path).
     pub fn is_on_host(&self, host: &str) -> bool {
         self.host.matches(host)

@@ -29,7 +29,7 @@ pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
 
 fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
     let host = &target.host;
-    let on_known_host = archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on_host(host));
+    let on_known_host = archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on(host, target.port));
     if on_known_host {
         return Refusal::forbidden(format!("{} is not under a known archive on {host}", target.raw_path));
     }
