@@ -36,7 +36,7 @@ The configuration file (TOML, optional) holds what flags cannot say well:
     connect_timeout = \"10s\"          # TCP connect to an upstream
     head_timeout = \"60s\"             # request sent -> answer head received
     idle_timeout = \"60s\"             # an upstream body that sends nothing
-    resolve = [\"deb.debian.org:80:192.0.2.10\"]   # host:port:address, consulted before DNS";
+    resolve = [\"deb.debian.org:80:192.0.2.10\"]   # host:port:address[:port], consulted before DNS";
 
 /// The daemon's flags.
 #[derive(Debug, Parser)]

@@ -4,12 +4,16 @@
 //! uses: [`origin`] is a fake upstream HTTP server with request recording
 //! and fault switches, [`aptrepo`] builds a real signed Debian repository
 //! with the Debian tools, and [`aptclient`] drives a real `apt-get` in a
-//! sandbox. Everything here listens on or talks to 127.0.0.1 only.
+//! sandbox, [`daemon`] runs the real pkgproxy binary and [`client`] talks to
+//! it as a proxy client. Everything here listens on or talks to 127.0.0.1 only.
 
 pub mod aptclient;
 pub mod aptrepo;
+pub mod client;
+pub mod daemon;
 pub mod origin;
 
 pub use aptclient::{AptOutput, AptSandbox};
 pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
 pub use origin::{Origin, RecordedRequest};
+pub use daemon::Daemon;

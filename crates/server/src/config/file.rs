@@ -13,7 +13,7 @@
 //! connect_timeout = "10s"   # TCP connect to an upstream
 //! head_timeout = "60s"      # request sent → answer head received
 //! idle_timeout = "60s"      # an upstream body sending nothing
-//! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address, before DNS
+//! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address[:port], before DNS
 //! ```
 
 use std::path::{Path, PathBuf};

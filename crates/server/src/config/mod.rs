@@ -92,7 +92,8 @@ impl Settings {
 }
 
 /// Parses `host:port:address` (curl's `--resolve` syntax; an IPv6 address in
-/// brackets).
+/// brackets), where the address may carry a port of its own
+/// (`host:443:127.0.0.1:8443`) to send the connection elsewhere.
 fn parse_resolve(entry: &str) -> Result<(String, u16, SocketAddr), SettingsError> {
     let bad = |reason| SettingsError::Resolve { entry: entry.to_string(), reason };
     let mut parts = entry.splitn(3, ':');
@@ -103,6 +104,9 @@ fn parse_resolve(entry: &str) -> Result<(String, u16, SocketAddr), SettingsError
         return Err(bad("empty host"));
     }
     let port: u16 = port.parse().map_err(|_| bad("port is not a number"))?;
+    if let Ok(with_port) = address.parse::<SocketAddr>() {
+        return Ok((host.to_ascii_lowercase(), port, with_port));
+    }
     let address = address.trim_start_matches('[').trim_end_matches(']');
     let ip: std::net::IpAddr = address.parse().map_err(|_| bad("address is not an IP address"))?;
     Ok((host.to_ascii_lowercase(), port, SocketAddr::new(ip, port)))
@@ -119,6 +123,8 @@ mod tests {
         assert_eq!(address, "127.0.0.1:80".parse().unwrap());
         let (_, _, v6) = parse_resolve("x:8080:[::1]").unwrap();
         assert_eq!(v6, "[::1]:8080".parse().unwrap());
+        let (_, port, elsewhere) = parse_resolve("deb.debian.org:443:127.0.0.1:8443").unwrap();
+        assert_eq!((port, elsewhere), (443, "127.0.0.1:8443".parse().unwrap()));
         assert!(parse_resolve("x:80").is_err());
         assert!(parse_resolve("x:http:1.2.3.4").is_err());
     }

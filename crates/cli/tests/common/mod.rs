@@ -1,0 +1,44 @@
+//! What the end-to-end tests share: the daemon binary, the shared test
+//! repository and an origin serving it, and configuration snippets.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use pkgproxy_testkit::{AptRepo, Daemon, Origin};
+
+/// The daemon under test.
+pub const PKGPROXY: &str = env!("CARGO_BIN_EXE_pkgproxy");
+
+/// An `[[apt.archive]]` table for `name` with `mirrors`.
+pub fn archive(name: &str, mirrors: &[String]) -> String {
+    let quoted: Vec<String> = mirrors.iter().map(|m| format!("{m:?}")).collect();
+    format!("[[apt.archive]]\nname = {name:?}\nmirrors = [{}]\n", quoted.join(", "))
+}
+
+/// The shared repository served by a fresh origin, and a daemon that knows
+/// the origin as archive `local`.
+pub async fn origin_and_daemon() -> (&'static AptRepo, Origin, Daemon) {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    (repo, origin, daemon)
+}
+
+/// The counters of the one way out, from `/pkgproxy/v1/info`.
+pub async fn upstream_counts(daemon: &Daemon) -> (u64, u64) {
+    let info = daemon.info().await;
+    let upstream = &info["upstream"];
+    (upstream["requests"].as_u64().unwrap(), upstream["connections"].as_u64().unwrap())
+}
+
+/// Hex SHA-256 of a file.
+pub fn sha256_file(path: &std::path::Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("read file")))
+}
+
+/// Hex SHA-256 of bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}

@@ -1,0 +1,88 @@
+//! A minimal HTTP client for tests that talks to pkgproxy as a forward
+//! proxy (absolute-form request targets), either through hyper or as raw
+//! bytes on a socket when a test needs to send what a well-behaved client
+//! would not (`..` segments, pipelined requests).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// An answer read in full.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lower-case.
+    pub headers: http::HeaderMap,
+    /// Body.
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Sends `GET url` (or another method) through the proxy at `proxy_addr`
+/// with `headers`, returning the streaming answer.
+pub async fn proxy_request(
+    proxy_addr: &str,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+) -> http::Response<Incoming> {
+    let stream = TcpStream::connect(proxy_addr).await.expect("connect to pkgproxy");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(connection);
+    let uri: http::Uri = url.parse().expect("URL");
+    let mut request = http::Request::builder().method(method).uri(uri.clone());
+    request = request.header("host", uri.authority().expect("absolute URL").as_str());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Empty::<Bytes>::new()).expect("request");
+    sender.send_request(request).await.expect("answer")
+}
+
+/// Sends a request through the proxy and reads the whole answer.
+pub async fn proxy_get(proxy_addr: &str, url: &str, headers: &[(&str, &str)]) -> Answer {
+    proxy_fetch(proxy_addr, "GET", url, headers).await
+}
+
+/// As [`proxy_get`] with any method.
+pub async fn proxy_fetch(proxy_addr: &str, method: &str, url: &str, headers: &[(&str, &str)]) -> Answer {
+    let response = proxy_request(proxy_addr, method, url, headers).await;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    Answer { status, headers, body }
+}
+
+/// Writes `raw` to the proxy and reads until the connection closes or
+/// `timeout` passes; returns what came back.
+pub async fn raw_exchange(proxy_addr: &str, raw: &[u8], timeout: Duration) -> Vec<u8> {
+    let mut stream = TcpStream::connect(proxy_addr).await.expect("connect to pkgproxy");
+    stream.write_all(raw).await.expect("write");
+    let mut received = Vec::new();
+    let mut buf = vec![0; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) | Ok(Err(_)) => return received,
+            Ok(Ok(n)) => received.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// The status code of the first answer in raw bytes.
+pub fn first_status(raw: &[u8]) -> u16 {
+    let text = String::from_utf8_lossy(raw);
+    text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}

@@ -1,0 +1,166 @@
+//! The pkgproxy daemon as a test runs it: the real binary, in its own
+//! process, on `127.0.0.1:0`, with a cache and control sockets in a
+//! temporary folder. The test finds the bound address through the stats
+//! socket, as an operator would, and can `kill -9` and restart it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+/// A running pkgproxy.
+pub struct Daemon {
+    binary: PathBuf,
+    dir: tempfile::TempDir,
+    config: Option<String>,
+    extra_args: Vec<String>,
+    child: Option<Child>,
+    proxy_addr: String,
+}
+
+impl Daemon {
+    /// Starts `binary` with `config` (the TOML file's text, if any) and
+    /// waits until it serves.
+    pub async fn start(binary: impl Into<PathBuf>, config: Option<&str>) -> Daemon {
+        Self::start_with(binary, config, &[]).await
+    }
+
+    /// As [`Daemon::start`], with extra command-line arguments.
+    pub async fn start_with(binary: impl Into<PathBuf>, config: Option<&str>, args: &[&str]) -> Daemon {
+        let mut daemon = Daemon {
+            binary: binary.into(),
+            dir: tempfile::Builder::new().prefix("pkgproxy-test").tempdir().expect("temp dir"),
+            config: config.map(str::to_string),
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            child: None,
+            proxy_addr: String::new(),
+        };
+        daemon.spawn().await;
+        daemon
+    }
+
+    /// The cache directory.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    /// The stats socket.
+    pub fn stats_socket(&self) -> PathBuf {
+        self.dir.path().join("stats.sock")
+    }
+
+    /// The daemon's log (stderr) so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// `host:port` of the proxy listener.
+    pub fn proxy_addr(&self) -> &str {
+        &self.proxy_addr
+    }
+
+    /// `http://host:port/`, as apt's `Acquire::http::Proxy` wants it.
+    pub fn proxy_url(&self) -> String {
+        format!("http://{}/", self.proxy_addr)
+    }
+
+    async fn spawn(&mut self) {
+        let dir = self.dir.path();
+        let mut args = vec![
+            "-addr".to_string(),
+            "127.0.0.1:0".to_string(),
+            "-cache-dir".to_string(),
+            path_arg(&dir.join("cache")),
+            "-stats-socket-path".to_string(),
+            path_arg(&self.stats_socket()),
+            "-admin-socket-path".to_string(),
+            path_arg(&dir.join("admin.sock")),
+            "-log-level".to_string(),
+            "debug".to_string(),
+        ];
+        if let Some(config) = &self.config {
+            let path = dir.join("pkgproxy.toml");
+            std::fs::write(&path, config).expect("write config");
+            args.extend(["-config".to_string(), path_arg(&path)]);
+        }
+        args.extend(self.extra_args.iter().cloned());
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("daemon.log"))
+            .expect("daemon log");
+        let child = Command::new(&self.binary)
+            .args(&args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start pkgproxy");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("pkgproxy exited at start with {status}:\n{}", self.log());
+            }
+            if let Ok(info) = self.try_info().await {
+                self.proxy_addr = info["listen_address"].as_str().expect("listen_address").to_string();
+                return;
+            }
+            assert!(Instant::now() < deadline, "pkgproxy did not come up:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `GET /pkgproxy/v1/info` on the stats socket.
+    pub async fn info(&self) -> Value {
+        self.try_info().await.expect("stats socket answers")
+    }
+
+    async fn try_info(&self) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let (status, body) = unix_get(&self.stats_socket(), "/pkgproxy/v1/info").await?;
+        if status != 200 {
+            return Err(format!("info answered {status}").into());
+        }
+        Ok(serde_json::from_slice(&body)?)
+    }
+
+    /// `kill -9`: no chance to clean up.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("SIGKILL");
+            child.wait().expect("reap");
+        }
+    }
+
+    /// Starts the daemon again on the same cache (after [`Daemon::kill9`]).
+    pub async fn restart(&mut self) {
+        self.kill9();
+        self.spawn().await;
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn path_arg(path: &Path) -> String {
+    path.to_str().expect("UTF-8 temp path").to_string()
+}
+
+/// `GET path` on a Unix socket; returns the status and body.
+pub async fn unix_get(socket: &Path, path: &str) -> Result<(u16, Bytes), Box<dyn std::error::Error + Send + Sync>> {
+    let stream = tokio::net::UnixStream::connect(socket).await?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let request = http::Request::get(path).header("host", "pkgproxy").body(Empty::<Bytes>::new())?;
+    let response = sender.send_request(request).await?;
+    let status = response.status().as_u16();
+    Ok((status, response.into_body().collect().await?.to_bytes()))
+}
