@@ -1,0 +1,193 @@
+//! pkgproxy as an HTTP/1.1 proxy: ranges and conditionals answered from the
+//! cache (RFC 9110), refusals of what it must not proxy, pipelining, CONNECT.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{archive, origin_and_daemon, sha256, PKGPROXY};
+use pkgproxy_testkit::client::{first_status, proxy_fetch, proxy_get, raw_exchange};
+use pkgproxy_testkit::{AptRepo, Daemon, Origin};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ranges_and_conditionals_from_the_cache_follow_rfc_9110() {
+    let (repo, origin, daemon) = origin_and_daemon().await;
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));
+    let deb = std::fs::read(repo.deb_path("pkgproxy-small1")).unwrap();
+    let len = deb.len();
+    let proxy = daemon.proxy_addr();
+
+    let full = proxy_get(proxy, &url, &[]).await;
+    assert_eq!(full.status, 200);
+    assert_eq!(full.body, deb);
+    let etag = full.header("etag").expect("an ETag from the origin").to_string();
+    let last_modified = full.header("last-modified").expect("Last-Modified").to_string();
+    origin.clear_requests();
+
+    let part = proxy_get(proxy, &url, &[("range", "bytes=10-19")]).await;
+    assert_eq!(part.status, 206);
+    assert_eq!(part.header("content-range"), Some(format!("bytes 10-19/{len}").as_str()));
+    assert_eq!(part.body, deb[10..20]);
+
+    let resume = proxy_get(proxy, &url, &[("range", "bytes=100-"), ("if-range", &last_modified)]).await;
+    assert_eq!(resume.status, 206, "apt's resume with If-Range of the same date");
+    assert_eq!(resume.body, deb[100..]);
+
+    let suffix = proxy_get(proxy, &url, &[("range", "bytes=-5")]).await;
+    assert_eq!(suffix.status, 206);
+    assert_eq!(suffix.body, deb[len - 5..]);
+
+    let changed = proxy_get(proxy, &url, &[("range", "bytes=100-"), ("if-range", "\"another\"")]).await;
+    assert_eq!(changed.status, 200, "a stale If-Range gets the whole body");
+    assert_eq!(changed.body, deb);
+
+    let beyond = proxy_get(proxy, &url, &[("range", &format!("bytes={len}-"))]).await;
+    assert_eq!(beyond.status, 416);
+    assert_eq!(beyond.header("content-range"), Some(format!("bytes */{len}").as_str()));
+
+    let several = proxy_get(proxy, &url, &[("range", "bytes=0-1,5-6")]).await;
+    assert_eq!(several.status, 200);
+
+    let inm = proxy_get(proxy, &url, &[("if-none-match", &etag)]).await;
+    assert_eq!(inm.status, 304);
+    assert!(inm.body.is_empty());
+    assert_eq!(inm.header("etag"), Some(etag.as_str()));
+
+    let ims = proxy_get(proxy, &url, &[("if-modified-since", &last_modified)]).await;
+    assert_eq!(ims.status, 304);
+    let older = proxy_get(proxy, &url, &[("if-modified-since", "Thu, 01 Jan 1970 00:00:00 GMT")]).await;
+    assert_eq!(older.status, 200);
+
+    let head = proxy_fetch(proxy, "HEAD", &url, &[]).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-length"), Some(len.to_string().as_str()));
+    assert!(head.body.is_empty());
+
+    assert_eq!(origin.requests().len(), 0, "all of these are answered from the cache");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_on_a_miss_is_served_from_the_download_in_progress() {
+    let (repo, origin, daemon) = origin_and_daemon().await;
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
+    let deb = std::fs::read(repo.deb_path("pkgproxy-big")).unwrap();
+    let part = proxy_get(daemon.proxy_addr(), &url, &[("range", "bytes=1000-1999")]).await;
+    assert_eq!(part.status, 206);
+    assert_eq!(part.body, deb[1000..2000]);
+    // The whole file was fetched once, for the cache, without a Range.
+    let seen = origin.requests_matching("pkgproxy-big");
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].header("range").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_pkgproxy_must_not_proxy_is_refused_with_the_documented_status() {
+    let (_, origin, daemon) = origin_and_daemon().await;
+    let proxy = daemon.proxy_addr();
+    let base = origin.url();
+    let cases: Vec<(String, u16, &str)> = vec![
+        ("GET http://example.com/debian/pool/main/a.deb HTTP/1.1\r\nHost: example.com\r\n\r\n".into(), 403, "foreign host"),
+        ("GET http://127.0.0.1:1/debian/pool/main/a.deb HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n".into(), 403, "loopback target"),
+        ("GET http://169.254.169.254/latest/meta-data HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n".into(), 403, "link-local target"),
+        ("GET http://[fe80::1]/debian/pool/a.deb HTTP/1.1\r\nHost: [fe80::1]\r\n\r\n".into(), 403, "IPv6 link-local target"),
+        ("GET http://10.1.2.3/debian/pool/a.deb HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n".into(), 403, "private target"),
+        (format!("GET {base}/debian/README HTTP/1.1\r\nHost: x\r\n\r\n"), 403, "not an archive path"),
+        (format!("GET {base}/debian/pool/../../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), 400, "dot-dot path"),
+        (format!("GET {base}/debian/pool/%2e%2e/%2E%2E/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), 400, "encoded dot-dot"),
+        (format!("GET {base}/debian/pool/a%00b.deb HTTP/1.1\r\nHost: x\r\n\r\n"), 400, "NUL"),
+        (format!("GET {base}/debian/pool/{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(3000)), 400, "over-long path"),
+        (format!("POST {base}/debian/pool/a.deb HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), 405, "POST"),
+        ("CONNECT deb.debian.org:22 HTTP/1.1\r\nHost: deb.debian.org:22\r\n\r\n".into(), 403, "CONNECT to port 22"),
+        ("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n".into(), 403, "CONNECT to a foreign host"),
+        ("GET /debian/dists/testing/InRelease HTTP/1.1\r\nHost: x\r\n\r\n".into(), 404, "origin-form request"),
+    ];
+    for (raw, want, what) in cases {
+        let raw = raw.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1);
+        let answer = raw_exchange(proxy, raw.as_bytes(), Duration::from_secs(5)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert_eq!(first_status(&answer), want, "{what}: {text}");
+        if want != 405 {
+            assert!(text.contains("pkgproxy"), "{what}: the body says why: {text}");
+        }
+    }
+    assert_eq!(origin.requests().len(), 0, "nothing refused reached the origin");
+    let info = daemon.info().await;
+    assert_eq!(info["upstream"]["connections"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pipelined_requests_are_answered_in_order() {
+    let (repo, origin, daemon) = origin_and_daemon().await;
+    let names = ["pkgproxy-small2", "pkgproxy-hello", "pkgproxy-small1"];
+    let mut raw = String::new();
+    for name in names {
+        raw += &format!("GET {}{} HTTP/1.1\r\nHost: x\r\n\r\n", origin.url(), repo.deb_url_path(name));
+    }
+    raw += &format!("GET {}{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", origin.url(), repo.deb_url_path(names[0]));
+    let answer = raw_exchange(daemon.proxy_addr(), raw.as_bytes(), Duration::from_secs(20)).await;
+    // Find each body in the byte stream, in request order.
+    let mut at = 0;
+    for name in names.iter().chain([&names[0]]) {
+        let deb = std::fs::read(repo.deb_path(name)).unwrap();
+        let found = answer[at..].windows(deb.len()).position(|w| w == deb.as_slice());
+        let offset = found.unwrap_or_else(|| panic!("{name} missing or out of order"));
+        at += offset + deb.len();
+    }
+    assert_eq!(at, answer.len(), "nothing after the last answer");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_to_port_443_of_an_archive_host_is_a_blind_tunnel() {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    // deb.debian.org:443 is sent to the origin, which speaks plain HTTP: a
+    // blind tunnel does not care what flows through it.
+    let config = format!("[upstream]\nresolve = [\"deb.debian.org:443:{}\"]\n", origin.addr());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let raw = "CONNECT deb.debian.org:443 HTTP/1.1\r\nHost: deb.debian.org:443\r\n\r\n\
+               GET /debian/dists/testing/Release HTTP/1.1\r\nHost: deb.debian.org\r\nConnection: close\r\n\r\n";
+    let answer = raw_exchange(daemon.proxy_addr(), raw.as_bytes(), Duration::from_secs(10)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert_eq!(first_status(&answer), 200, "{text}");
+    let release = std::fs::read_to_string(repo.repo_dir().join("dists/testing/Release")).unwrap();
+    assert!(text.contains(&release), "the tunnel carried the origin's answer: {text}");
+    let info = daemon.info().await;
+    assert_eq!(info["upstream"]["tunnels"], 1);
+    assert_eq!(info["cache"]["entries"], 0, "tunnels are not cached");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_404_is_passed_on_and_not_cached() {
+    let (_, origin, daemon) = origin_and_daemon().await;
+    let url = format!("{}/debian/pool/main/nothing_1.0_all.deb", origin.url());
+    for _ in 0..2 {
+        let answer = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+        assert_eq!(answer.status, 404);
+    }
+    assert_eq!(origin.count_path("nothing_1.0"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_upstream_is_a_502_with_a_reason() {
+    // A port nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = archive("gone", &[format!("http://127.0.0.1:{port}/debian")]);
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let url = format!("http://127.0.0.1:{port}/debian/pool/main/a.deb");
+    let answer = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+    assert_eq!(answer.status, 502);
+    assert!(String::from_utf8_lossy(&answer.body).contains("connect"), "{:?}", answer.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_index_is_served_when_the_mirror_is_down() {
+    let (_, origin, daemon) = origin_and_daemon().await;
+    let url = format!("{}/debian/dists/testing/InRelease", origin.url());
+    let first = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+    assert_eq!(first.status, 200);
+    origin.set_status_override("/debian/dists/testing/InRelease", Some(503));
+    let again = proxy_get(daemon.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"));
+    assert_eq!(sha256(&again.body), sha256(&first.body));
+}
