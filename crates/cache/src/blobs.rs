@@ -99,9 +99,7 @@ impl BlobStore {
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create folder", &dir, e))?;
         fs::rename(&temp.path, &target).map_err(|e| StoreError::io("rename into", &target, e))?;
         temp.promoted = true;
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| StoreError::io("fsync folder", &dir, e))?;
+        File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("fsync folder", &dir, e))?;
         Ok(target)
     }
 

@@ -99,17 +99,12 @@ impl Index {
     /// entry refers to any more (the replaced entry's), for the caller to
     /// delete. Blocking.
     pub fn put(&self, key: &str, entry: Entry) -> Result<(Arc<Entry>, Option<String>), StoreError> {
-        let record = serde_json::to_vec(&entry).map_err(|e| StoreError::Record {
-            key: key.to_string(),
-            message: e.to_string(),
-        })?;
+        let record = serde_json::to_vec(&entry)
+            .map_err(|e| StoreError::Record { key: key.to_string(), message: e.to_string() })?;
         self.write(|table| table.insert(key, record.as_slice()).map(|_| ()))?;
         let entry = Arc::new(entry);
-        let previous = self
-            .entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_string(), Arc::clone(&entry));
+        let previous =
+            self.entries.write().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::clone(&entry));
         let mut refs = self.blob_refs.lock().unwrap_or_else(|p| p.into_inner());
         *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
         let freed = previous.and_then(|old| release(&mut refs, &old.sha256));

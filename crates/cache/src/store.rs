@@ -79,7 +79,13 @@ impl Store {
 
     /// Makes a finished download the entry for `key`. `entry.sha256` and
     /// `entry.size` must be those of `hashes`. Blocking.
-    pub fn commit(&self, key: &str, temp: TempBlob, hashes: &BodyHashes, entry: Entry) -> Result<Arc<Entry>, StoreError> {
+    pub fn commit(
+        &self,
+        key: &str,
+        temp: TempBlob,
+        hashes: &BodyHashes,
+        entry: Entry,
+    ) -> Result<Arc<Entry>, StoreError> {
         debug_assert_eq!(entry.sha256, hashes.sha256);
         if self.blobs.blob_len(&hashes.sha256) == Some(hashes.size) {
             // The same bytes are already stored (under another key or an

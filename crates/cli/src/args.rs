@@ -54,7 +54,10 @@ mod tests {
 
     #[test]
     fn values_and_positionals_are_left_alone() {
-        assert_eq!(run(&["pkgproxyctl", "offline", "-json", "--", "-x"]), ["pkgproxyctl", "offline", "--json", "--", "-x"]);
+        assert_eq!(
+            run(&["pkgproxyctl", "offline", "-json", "--", "-x"]),
+            ["pkgproxyctl", "offline", "--json", "--", "-x"]
+        );
         assert_eq!(run(&["pkgproxy", "-addr", "-1"]), ["pkgproxy", "--addr", "-1"]);
     }
 }

@@ -40,10 +40,8 @@ async fn built_in_debian_mirror_names_share_one_entry() {
     let repo = AptRepo::shared_default();
     let origin = Origin::serve(repo.root()).await;
     // Two public mirror names, both pinned to the test's origin.
-    let config = format!(
-        "[upstream]\nresolve = [\"deb.debian.org:80:{0}\", \"ftp.de.debian.org:80:{0}\"]\n",
-        origin.addr()
-    );
+    let config =
+        format!("[upstream]\nresolve = [\"deb.debian.org:80:{0}\", \"ftp.de.debian.org:80:{0}\"]\n", origin.addr());
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let path = repo.deb_url_path("pkgproxy-small1");
     let first = proxy_get(daemon.proxy_addr(), &format!("http://deb.debian.org{path}"), &[]).await;

@@ -86,14 +86,34 @@ async fn what_pkgproxy_must_not_proxy_is_refused_with_the_documented_status() {
     let proxy = daemon.proxy_addr();
     let base = origin.url();
     let cases: Vec<(String, u16, &str)> = vec![
-        ("GET http://example.com/debian/pool/main/a.deb HTTP/1.1\r\nHost: example.com\r\n\r\n".into(), 403, "foreign host"),
-        ("GET http://127.0.0.1:1/debian/pool/main/a.deb HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n".into(), 403, "loopback target"),
-        ("GET http://169.254.169.254/latest/meta-data HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n".into(), 403, "link-local target"),
-        ("GET http://[fe80::1]/debian/pool/a.deb HTTP/1.1\r\nHost: [fe80::1]\r\n\r\n".into(), 403, "IPv6 link-local target"),
+        (
+            "GET http://example.com/debian/pool/main/a.deb HTTP/1.1\r\nHost: example.com\r\n\r\n".into(),
+            403,
+            "foreign host",
+        ),
+        (
+            "GET http://127.0.0.1:1/debian/pool/main/a.deb HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n".into(),
+            403,
+            "loopback target",
+        ),
+        (
+            "GET http://169.254.169.254/latest/meta-data HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n".into(),
+            403,
+            "link-local target",
+        ),
+        (
+            "GET http://[fe80::1]/debian/pool/a.deb HTTP/1.1\r\nHost: [fe80::1]\r\n\r\n".into(),
+            403,
+            "IPv6 link-local target",
+        ),
         ("GET http://10.1.2.3/debian/pool/a.deb HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n".into(), 403, "private target"),
         (format!("GET {base}/debian/README HTTP/1.1\r\nHost: x\r\n\r\n"), 403, "not an archive path"),
         (format!("GET {base}/debian/pool/../../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), 400, "dot-dot path"),
-        (format!("GET {base}/debian/pool/%2e%2e/%2E%2E/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), 400, "encoded dot-dot"),
+        (
+            format!("GET {base}/debian/pool/%2e%2e/%2E%2E/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"),
+            400,
+            "encoded dot-dot",
+        ),
         (format!("GET {base}/debian/pool/a%00b.deb HTTP/1.1\r\nHost: x\r\n\r\n"), 400, "NUL"),
         (format!("GET {base}/debian/pool/{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(3000)), 400, "over-long path"),
         (format!("POST {base}/debian/pool/a.deb HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), 405, "POST"),
@@ -123,7 +143,11 @@ async fn pipelined_requests_are_answered_in_order() {
     for name in names {
         raw += &format!("GET {}{} HTTP/1.1\r\nHost: x\r\n\r\n", origin.url(), repo.deb_url_path(name));
     }
-    raw += &format!("GET {}{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", origin.url(), repo.deb_url_path(names[0]));
+    raw += &format!(
+        "GET {}{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        origin.url(),
+        repo.deb_url_path(names[0])
+    );
     let answer = raw_exchange(daemon.proxy_addr(), raw.as_bytes(), Duration::from_secs(20)).await;
     // Find each body in the byte stream, in request order.
     let mut at = 0;

@@ -53,11 +53,15 @@ pub enum ServerError {
 
 /// Runs the server until `shutdown` completes, then lets requests in flight
 /// finish (for up to ten seconds).
-pub async fn run(settings: Settings, listeners: Listeners, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
+pub async fn run(
+    settings: Settings,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
     let cache_dir = settings.cache_dir.clone();
-    let cache = tokio::task::spawn_blocking(move || Cache::open(&cache_dir))
-        .await
-        .map_err(|e| ServerError::Cache(StoreError::Index { path: settings.cache_dir.clone(), message: e.to_string() }))??;
+    let cache = tokio::task::spawn_blocking(move || Cache::open(&cache_dir)).await.map_err(|e| {
+        ServerError::Cache(StoreError::Index { path: settings.cache_dir.clone(), message: e.to_string() })
+    })??;
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
     let upstream = Upstream::new(settings.upstream.clone());
     let state = Arc::new(state::State {

@@ -65,11 +65,7 @@ impl AptOutput {
 impl std::fmt::Display for AptOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let timed_out = if self.timed_out { " (timed out)" } else { "" };
-        write!(
-            f,
-            "{}{timed_out}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status, self.stdout, self.stderr
-        )
+        write!(f, "{}{timed_out}\n--- stdout ---\n{}\n--- stderr ---\n{}", self.status, self.stdout, self.stderr)
     }
 }
 
@@ -92,10 +88,7 @@ impl AptSandbox {
     /// `Acquire::http::Proxy`; `None` connects directly. `source_base` is the
     /// repository URL, e.g. `http://127.0.0.1:PORT/debian`.
     pub fn new(proxy_url: Option<&str>, source_base: &str, keyring: &Path) -> AptSandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("pkgproxy-apt-")
-            .tempdir()
-            .expect("create apt sandbox dir");
+        let dir = tempfile::Builder::new().prefix("pkgproxy-apt-").tempdir().expect("create apt sandbox dir");
         let sb = dir.path();
         for sub in [
             "etc/apt/apt.conf.d",
@@ -114,18 +107,10 @@ impl AptSandbox {
         fs::write(sb.join("var/lib/dpkg/status"), "").expect("write empty dpkg status");
         let key = sb.join("keys/archive-keyring.gpg");
         fs::copy(keyring, &key).expect("copy keyring into the sandbox");
-        let source = format!(
-            "deb [signed-by={}] {} testing main\n",
-            key.display(),
-            source_base.trim_end_matches('/')
-        );
+        let source = format!("deb [signed-by={}] {} testing main\n", key.display(), source_base.trim_end_matches('/'));
         fs::write(sb.join("etc/apt/sources.list"), source).expect("write sources.list");
         fs::write(sb.join("apt.conf"), apt_conf(sb, proxy_url)).expect("write apt.conf");
-        AptSandbox {
-            dir,
-            options: Vec::new(),
-            timeout: DEFAULT_TIMEOUT,
-        }
+        AptSandbox { dir, options: Vec::new(), timeout: DEFAULT_TIMEOUT }
     }
 
     /// Passes `-o key=value` to every later run, e.g. `("Acquire::Retries", "0")`.
@@ -208,16 +193,9 @@ impl AptSandbox {
             .env("APT_CONFIG", self.config_path())
             .env("LC_ALL", "C")
             .env("DEBIAN_FRONTEND", "noninteractive");
-        for var in [
-            "http_proxy",
-            "HTTP_PROXY",
-            "https_proxy",
-            "HTTPS_PROXY",
-            "no_proxy",
-            "NO_PROXY",
-            "all_proxy",
-            "ALL_PROXY",
-        ] {
+        for var in
+            ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"]
+        {
             cmd.env_remove(var);
         }
         for (key, value) in &self.options {
@@ -274,12 +252,7 @@ fn wait_with_deadline(mut child: Child, timeout: Duration) -> AptOutput {
         }
         thread::sleep(Duration::from_millis(10));
     };
-    AptOutput {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-        timed_out,
-    }
+    AptOutput { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap(), timed_out }
 }
 
 fn drain(mut stream: impl Read + Send + 'static) -> thread::JoinHandle<String> {

@@ -38,10 +38,7 @@ pub const COMPONENT: &str = "main";
 pub const URL_PREFIX: &str = "/debian";
 
 /// The index directories, relative to the repository.
-const BINARY_DIRS: [&str; 2] = [
-    "dists/testing/main/binary-all",
-    "dists/testing/main/binary-amd64",
-];
+const BINARY_DIRS: [&str; 2] = ["dists/testing/main/binary-all", "dists/testing/main/binary-amd64"];
 
 /// What to put in one package.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,12 +56,7 @@ pub struct PackageSpec {
 impl PackageSpec {
     /// A package with no dependencies.
     pub fn new(name: &str, version: &str, payload_size: u64) -> Self {
-        PackageSpec {
-            name: name.to_owned(),
-            version: version.to_owned(),
-            payload_size,
-            depends: None,
-        }
+        PackageSpec { name: name.to_owned(), version: version.to_owned(), payload_size, depends: None }
     }
 
     /// Sets the `Depends:` field.
@@ -306,18 +298,12 @@ impl AptRepo {
     /// directories under `staging`, and returns their names and contents
     /// (the same for both: every package is `Architecture: all`).
     fn stage_indexes(&self, staging: &Path) -> [(&'static str, Vec<u8>); 3] {
-        let packages = run(Command::new("apt-ftparchive")
-            .args(["packages", "pool/main"])
-            .current_dir(self.repo_dir()));
+        let packages = run(Command::new("apt-ftparchive").args(["packages", "pool/main"]).current_dir(self.repo_dir()));
         let plain = staging.join("Packages");
         fs::write(&plain, &packages).expect("write staging Packages");
         let gz = run(Command::new("gzip").args(["-9", "-n", "-c"]).arg(&plain));
         let xz = run(Command::new("xz").arg("-c").arg(&plain));
-        let indexes = [
-            ("Packages", packages),
-            ("Packages.gz", gz),
-            ("Packages.xz", xz),
-        ];
+        let indexes = [("Packages", packages), ("Packages.gz", gz), ("Packages.xz", xz)];
         for dir in BINARY_DIRS {
             fs::create_dir_all(staging.join(dir)).expect("create staging index dir");
             for (name, content) in &indexes {
@@ -333,22 +319,17 @@ impl AptRepo {
 
     fn gpg(&self) -> Command {
         let mut cmd = Command::new("gpg");
-        cmd.env("GNUPGHOME", self.gnupg_home())
-            .arg("--batch")
-            .arg("--yes");
+        cmd.env("GNUPGHOME", self.gnupg_home()).arg("--batch").arg("--yes");
         cmd
     }
 
     fn generate_key(&self) {
-        run(self
-            .gpg()
-            .args(["--passphrase", "", "--quick-gen-key"])
-            .args([
-                "pkgproxy test <t@example.invalid>",
-                "ed25519",
-                "sign",
-                "never",
-            ]));
+        run(self.gpg().args(["--passphrase", "", "--quick-gen-key"]).args([
+            "pkgproxy test <t@example.invalid>",
+            "ed25519",
+            "sign",
+            "never",
+        ]));
         let key = run(self.gpg().arg("--export"));
         fs::write(&self.keyring, key).expect("write keyring");
         self.stop_agent();
@@ -361,9 +342,7 @@ impl AptRepo {
 
     /// gpg starts an agent per home; stop it so none outlives the test.
     fn stop_agent(&self) {
-        run(Command::new("gpgconf")
-            .env("GNUPGHOME", self.gnupg_home())
-            .args(["--kill", "gpg-agent"]));
+        run(Command::new("gpgconf").env("GNUPGHOME", self.gnupg_home()).args(["--kill", "gpg-agent"]));
     }
 
     /// Atomically puts `content` at `path`, creating parent directories.
@@ -374,26 +353,16 @@ impl AptRepo {
     /// same second would otherwise answer apt's `If-Modified-Since` with 304.
     fn publish(&self, path: &Path, content: &[u8]) {
         let old = fs::metadata(path).ok();
-        if old
-            .as_ref()
-            .is_some_and(|m| m.len() == content.len() as u64)
-            && fs::read(path).is_ok_and(|c| c == content)
-        {
+        if old.as_ref().is_some_and(|m| m.len() == content.len() as u64) && fs::read(path).is_ok_and(|c| c == content) {
             return;
         }
         fs::create_dir_all(path.parent().unwrap()).expect("create index dir");
         let tmp = self.work.join("publish.tmp");
         fs::write(&tmp, content).expect("write index file");
         if let Some(old_mtime) = old.and_then(|m| m.modified().ok()) {
-            let whole_secs = old_mtime
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs();
+            let whole_secs = old_mtime.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
             let mtime = SystemTime::now().max(UNIX_EPOCH + Duration::from_secs(whole_secs + 1));
-            let file = fs::File::options()
-                .write(true)
-                .open(&tmp)
-                .expect("open index file");
+            let file = fs::File::options().write(true).open(&tmp).expect("open index file");
             file.set_modified(mtime).expect("set index file mtime");
         }
         fs::rename(&tmp, path).expect("move index file into place");
@@ -413,12 +382,7 @@ impl AptRepo {
         }
         deb::build(&self.work.join("build"), &spec, &deb_path);
         let deb_size = fs::metadata(&deb_path).expect("stat .deb").len();
-        self.packages.push(Package {
-            spec,
-            filename,
-            deb_path,
-            deb_size,
-        });
+        self.packages.push(Package { spec, filename, deb_path, deb_size });
     }
 }
 
@@ -434,26 +398,15 @@ fn release_options() -> Vec<String> {
         ("Acquire-By-Hash", "yes"),
     ]
     .iter()
-    .flat_map(|(k, v)| {
-        [
-            "-o".to_owned(),
-            format!("APT::FTPArchive::Release::{k}={v}"),
-        ]
-    })
+    .flat_map(|(k, v)| ["-o".to_owned(), format!("APT::FTPArchive::Release::{k}={v}")])
     .collect()
 }
 
 /// Runs `cmd`, returning its stdout; panics with its stderr if it fails.
 fn run(cmd: &mut Command) -> Vec<u8> {
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let output = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     if !output.status.success() {
-        panic!(
-            "{cmd:?} failed with {}:\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
+        panic!("{cmd:?} failed with {}:\n{}", output.status, String::from_utf8_lossy(&output.stderr));
     }
     output.stdout
 }

@@ -88,11 +88,8 @@ impl Daemon {
             args.extend(["-config".to_string(), path_arg(&path)]);
         }
         args.extend(self.extra_args.iter().cloned());
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("daemon.log"))
-            .expect("daemon log");
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.join("daemon.log")).expect("daemon log");
         let child = Command::new(&self.binary)
             .args(&args)
             .env_remove("RUST_LOG")

@@ -15,5 +15,5 @@ pub mod origin;
 
 pub use aptclient::{AptOutput, AptSandbox};
 pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
-pub use origin::{Origin, RecordedRequest};
 pub use daemon::Daemon;
+pub use origin::{Origin, RecordedRequest};

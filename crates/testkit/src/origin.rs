@@ -52,10 +52,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The first value of header `name` (case-insensitive), if it was sent.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     fn of<B>(req: &Request<B>) -> Self {
@@ -67,16 +64,8 @@ impl RecordedRequest {
                 (n.as_str().to_owned(), value)
             })
             .collect();
-        let path = req
-            .uri()
-            .path_and_query()
-            .map_or("/", |pq| pq.as_str())
-            .to_owned();
-        RecordedRequest {
-            method: req.method().as_str().to_owned(),
-            path,
-            headers,
-        }
+        let path = req.uri().path_and_query().map_or("/", |pq| pq.as_str()).to_owned();
+        RecordedRequest { method: req.method().as_str().to_owned(), path, headers }
     }
 }
 
@@ -121,9 +110,7 @@ impl Origin {
     ///
     /// Must be called inside a tokio runtime, which then runs the server.
     pub async fn serve(root: impl Into<PathBuf>) -> Origin {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0 for the fake origin");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0 for the fake origin");
         let addr = listener.local_addr().expect("local_addr of the origin");
         let shared = Arc::new(Shared {
             root: root.into(),
@@ -133,11 +120,7 @@ impl Origin {
             status_overrides: Mutex::new(HashMap::new()),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
-        Origin {
-            addr,
-            shared,
-            accept,
-        }
+        Origin { addr, shared, accept }
     }
 
     /// The address it listens on.
@@ -163,22 +146,12 @@ impl Origin {
     /// The requests whose path contains `needle`.
     pub fn requests_matching(&self, needle: &str) -> Vec<RecordedRequest> {
         let requests = self.shared.requests.lock().unwrap();
-        requests
-            .iter()
-            .filter(|r| r.path.contains(needle))
-            .cloned()
-            .collect()
+        requests.iter().filter(|r| r.path.contains(needle)).cloned().collect()
     }
 
     /// How many requests satisfy `pred`.
     pub fn count(&self, pred: impl Fn(&RecordedRequest) -> bool) -> usize {
-        self.shared
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| pred(r))
-            .count()
+        self.shared.requests.lock().unwrap().iter().filter(|r| pred(r)).count()
     }
 
     /// How many requests had a path containing `needle`.
@@ -248,17 +221,11 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         async move { Ok::<_, Infallible>(respond(shared, req).await) }
     });
     // Errors here are clients hanging up mid-body, which fault tests do on purpose.
-    let _ = hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
+    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
 }
 
 async fn respond(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
-    shared
-        .requests
-        .lock()
-        .unwrap()
-        .push(RecordedRequest::of(&req));
+    shared.requests.lock().unwrap().push(RecordedRequest::of(&req));
     let path = req.uri().path();
     if let Some(code) = shared.status_override(path) {
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -282,9 +249,7 @@ async fn respond(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
 }
 
 fn empty_body() -> Body {
-    Empty::<Bytes>::new()
-        .map_err(|never| match never {})
-        .boxed()
+    Empty::<Bytes>::new().map_err(|never| match never {}).boxed()
 }
 
 fn bare(status: StatusCode) -> Response<Body> {

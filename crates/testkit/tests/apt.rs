@@ -9,11 +9,7 @@ use pkgproxy_testkit::{AptRepo, AptSandbox, Origin, PackageSpec};
 /// A runtime whose worker thread runs the origin while the test thread
 /// blocks on apt-get.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
 }
 
 fn sandbox(origin: &Origin, repo: &AptRepo) -> AptSandbox {
@@ -24,34 +20,12 @@ fn sandbox(origin: &Origin, repo: &AptRepo) -> AptSandbox {
 #[test]
 fn shared_default_repo_is_a_signed_by_hash_repository() {
     let repo = AptRepo::shared_default();
-    let names: Vec<&str> = repo
-        .packages()
-        .iter()
-        .map(|p| p.spec.name.as_str())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "pkgproxy-hello",
-            "pkgproxy-big",
-            "pkgproxy-small1",
-            "pkgproxy-small2"
-        ]
-    );
-    assert_eq!(
-        repo.deb_filename("pkgproxy-hello"),
-        "pool/main/pkgproxy-hello_1.0-1_all.deb"
-    );
-    assert_eq!(
-        repo.deb_path("pkgproxy-hello"),
-        repo.root()
-            .join("debian/pool/main/pkgproxy-hello_1.0-1_all.deb")
-    );
+    let names: Vec<&str> = repo.packages().iter().map(|p| p.spec.name.as_str()).collect();
+    assert_eq!(names, ["pkgproxy-hello", "pkgproxy-big", "pkgproxy-small1", "pkgproxy-small2"]);
+    assert_eq!(repo.deb_filename("pkgproxy-hello"), "pool/main/pkgproxy-hello_1.0-1_all.deb");
+    assert_eq!(repo.deb_path("pkgproxy-hello"), repo.root().join("debian/pool/main/pkgproxy-hello_1.0-1_all.deb"));
     let big = fs::metadata(repo.deb_path("pkgproxy-big")).unwrap().len();
-    assert!(
-        big > 20 * 1024 * 1024 && big < 21 * 1024 * 1024,
-        "{big} bytes"
-    );
+    assert!(big > 20 * 1024 * 1024 && big < 21 * 1024 * 1024, "{big} bytes");
 
     let dists = repo.root().join("debian/dists/testing");
     let release = fs::read_to_string(dists.join("Release")).unwrap();
@@ -65,9 +39,7 @@ fn shared_default_repo_is_a_signed_by_hash_repository() {
         let packages = fs::read_to_string(dir.join("Packages")).unwrap();
         assert!(packages.contains("Depends: pkgproxy-big"), "{packages}");
         for hash in ["SHA256", "SHA512"] {
-            let copies = fs::read_dir(dir.join("by-hash").join(hash))
-                .unwrap()
-                .count();
+            let copies = fs::read_dir(dir.join("by-hash").join(hash)).unwrap().count();
             assert_eq!(copies, 3, "{arch} {hash}: Packages, .gz, .xz");
         }
     }
@@ -82,11 +54,7 @@ fn apt_updates_and_downloads_straight_from_the_origin() {
 
     apt.update().assert_success();
     assert_eq!(origin.count_path("/debian/dists/testing/InRelease"), 1);
-    assert!(
-        origin.count_path("/by-hash/SHA512/") >= 1,
-        "{:#?}",
-        origin.requests()
-    );
+    assert!(origin.count_path("/by-hash/SHA512/") >= 1, "{:#?}", origin.requests());
 
     apt.download(&["pkgproxy-hello"]).assert_success();
     let got = fs::read(apt.downloaded("pkgproxy-hello")).unwrap();
@@ -158,10 +126,7 @@ fn added_and_replaced_packages_are_republished() {
         .package("pkgproxy-b", "1.0-1", 2000)
         .depends("pkgproxy-b", "pkgproxy-a")
         .build(tmp.path());
-    assert_eq!(
-        repo.package("pkgproxy-b").spec.depends.as_deref(),
-        Some("pkgproxy-a")
-    );
+    assert_eq!(repo.package("pkgproxy-b").spec.depends.as_deref(), Some("pkgproxy-a"));
     let rt = runtime();
     let origin = rt.block_on(Origin::serve(repo.root()));
     let apt = sandbox(&origin, &repo);
@@ -171,23 +136,12 @@ fn added_and_replaced_packages_are_republished() {
     repo.add_package("pkgproxy-a", "1.1-1", 1500);
     repo.add(PackageSpec::new("pkgproxy-c", "1:2.0-1", 100).depends("pkgproxy-a (>= 1.1)"));
     assert!(!old_a.exists(), "the replaced .deb leaves the pool");
-    assert_eq!(
-        repo.deb_filename("pkgproxy-c"),
-        "pool/main/pkgproxy-c_2.0-1_all.deb"
-    );
+    assert_eq!(repo.deb_filename("pkgproxy-c"), "pool/main/pkgproxy-c_2.0-1_all.deb");
     let release = fs::read_to_string(repo.root().join("debian/dists/testing/Release")).unwrap();
-    let listed: Vec<&str> = release
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
+    let listed: Vec<&str> = release.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert!(listed.contains(&"main/binary-amd64/Packages.xz"), "{release}");
     assert!(
-        listed.contains(&"main/binary-amd64/Packages.xz"),
-        "{release}"
-    );
-    assert!(
-        !listed
-            .iter()
-            .any(|f| f.ends_with("Release") || f.contains("by-hash")),
+        !listed.iter().any(|f| f.ends_with("Release") || f.contains("by-hash")),
         "a rebuilt Release lists only the indexes: {release}"
     );
 
@@ -195,14 +149,9 @@ fn added_and_replaced_packages_are_republished() {
     apt.download(&["pkgproxy-a", "pkgproxy-c"]).assert_success();
     for name in ["pkgproxy-a", "pkgproxy-c"] {
         let got = fs::read(apt.downloaded(name)).unwrap();
-        assert!(
-            got == fs::read(repo.deb_path(name)).unwrap(),
-            "{name} differs"
-        );
+        assert!(got == fs::read(repo.deb_path(name)).unwrap(), "{name} differs");
     }
-    assert!(apt
-        .downloaded("pkgproxy-a")
-        .ends_with("pkgproxy-a_1.1-1_all.deb"));
+    assert!(apt.downloaded("pkgproxy-a").ends_with("pkgproxy-a_1.1-1_all.deb"));
 }
 
 #[test]
@@ -212,20 +161,14 @@ fn a_proxy_url_routes_every_request_through_that_proxy() {
     // The origin answers absolute-form requests by path, so it can stand in
     // for a proxy; the source itself points at a port nobody listens on.
     let proxy = rt.block_on(Origin::serve(repo.root()));
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let source = format!("http://{dead}/debian");
-    let apt = AptSandbox::new(Some(&proxy.url()), &source, repo.keyring())
-        .option("Acquire::Retries", "0");
+    let apt = AptSandbox::new(Some(&proxy.url()), &source, repo.keyring()).option("Acquire::Retries", "0");
     apt.update().assert_success();
     apt.download(&["pkgproxy-small2"]).assert_success();
     let requests = proxy.requests();
     assert!(requests.len() >= 3, "{requests:#?}");
     let target = dead.to_string();
-    assert!(requests
-        .iter()
-        .all(|r| r.header("host") == Some(target.as_str())));
+    assert!(requests.iter().all(|r| r.header("host") == Some(target.as_str())));
     assert_eq!(proxy.count_path(&repo.deb_url_path("pkgproxy-small2")), 1);
 }

@@ -66,7 +66,8 @@ impl Upstream {
     /// Builds the way out.
     pub fn new(config: UpstreamConfig) -> Self {
         let counters = Arc::new(Counters::default());
-        let connector = connect::Connector::new(config.resolver, config.policy, config.connect_timeout, Arc::clone(&counters));
+        let connector =
+            connect::Connector::new(config.resolver, config.policy, config.connect_timeout, Arc::clone(&counters));
         let transport = Transport::new(connector.clone(), config.pool_idle_timeout, Arc::clone(&counters));
         let dialer = Dialer::new(connector, Arc::clone(&counters));
         Upstream { transport, dialer, counters }

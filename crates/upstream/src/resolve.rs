@@ -85,7 +85,9 @@ impl AddressPolicy {
             })
             .collect();
         match (allowed.is_empty(), refused) {
-            (true, Some((address, reason))) => Err(UpstreamError::Forbidden { host: host.to_string(), address, reason }),
+            (true, Some((address, reason))) => {
+                Err(UpstreamError::Forbidden { host: host.to_string(), address, reason })
+            }
             _ => Ok(allowed),
         }
     }
@@ -137,7 +139,19 @@ mod tests {
 
     #[test]
     fn local_addresses_are_recognised() {
-        for local in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "0.0.0.0"] {
+        for local in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "0.0.0.0",
+        ] {
             assert!(local_kind(local.parse().unwrap()).is_some(), "{local} should be local");
         }
         for public in ["151.101.2.132", "2a04:4e42::644", "8.8.8.8"] {

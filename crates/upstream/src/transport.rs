@@ -27,6 +27,7 @@ pub struct Transport {
 
 impl Transport {
     pub(crate) fn new(connector: Connector, pool_idle_timeout: Duration, counters: Arc<Counters>) -> Self {
+        #[allow(clippy::disallowed_methods)] // the one HTTP client of the program
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(pool_idle_timeout)
             .pool_timer(TokioTimer::new())
@@ -65,7 +66,9 @@ fn clone_connect_error(error: &UpstreamError, host: &str) -> UpstreamError {
         UpstreamError::Forbidden { host, address, reason } => {
             UpstreamError::Forbidden { host: host.clone(), address: *address, reason }
         }
-        UpstreamError::ConnectTimeout { host, secs } => UpstreamError::ConnectTimeout { host: host.clone(), secs: *secs },
+        UpstreamError::ConnectTimeout { host, secs } => {
+            UpstreamError::ConnectTimeout { host: host.clone(), secs: *secs }
+        }
         other => UpstreamError::Request { host: host.to_string(), message: other.to_string() },
     }
 }

@@ -11,8 +11,8 @@ use http_body_util::BodyExt;
 use tokio::sync::watch;
 
 use super::{
-    kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, StartFetch,
-    UpstreamBody, PASSED_BODY_LIMIT,
+    kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, StartFetch, UpstreamBody,
+    PASSED_BODY_LIMIT,
 };
 use crate::blobs::TempBlob;
 use crate::entry::{unix_secs, Entry};
@@ -49,7 +49,9 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, start: StartFetch, progress: 
             Ok(entry) => Phase::Done(entry),
             Err(error) => Phase::Failed(Arc::new(error)),
         },
-        (StatusCode::NOT_MODIFIED, Some(cached)) => Phase::NotModified(refresh(store, spec, cached, &parts.headers).await),
+        (StatusCode::NOT_MODIFIED, Some(cached)) => {
+            Phase::NotModified(refresh(store, spec, cached, &parts.headers).await)
+        }
         (status, _) => Phase::Passed(Arc::new(pass(status, &parts.headers, body, spec).await)),
     }
 }
@@ -62,10 +64,8 @@ async fn download(
     mut body: UpstreamBody,
     progress: &watch::Sender<Progress>,
 ) -> Result<Arc<Entry>, FetchError> {
-    let content_length = headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let content_length =
+        headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if let (Some(declared), Some(expected)) = (content_length, spec.expected.size) {
         if declared != expected {
             return Err(FetchError::Length { expected, actual: declared });
@@ -135,10 +135,7 @@ fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &crate::blobs::BodyHashe
             return Err(FetchError::Length { expected, actual: hashes.size });
         }
     }
-    let checks = [
-        ("SHA256", &spec.expected.sha256, &hashes.sha256),
-        ("SHA512", &spec.expected.sha512, &hashes.sha512),
-    ];
+    let checks = [("SHA256", &spec.expected.sha256, &hashes.sha256), ("SHA512", &spec.expected.sha512, &hashes.sha512)];
     for (algorithm, expected, actual) in checks {
         if let Some(expected) = expected {
             if !expected.eq_ignore_ascii_case(actual) {

@@ -98,7 +98,8 @@ pub enum FileError {
 impl ConfigFile {
     /// Reads and parses `path`.
     pub fn load(path: &Path) -> Result<Self, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FileError::Read { path: path.to_path_buf(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| FileError::Read { path: path.to_path_buf(), source })?;
         Self::parse(&text).map_err(|message| FileError::Parse { path: path.to_path_buf(), message })
     }
 

@@ -61,7 +61,8 @@ impl Settings {
             .iter()
             .map(|a| ArchiveConfig { name: a.name.clone(), mirrors: a.mirrors.clone() })
             .collect();
-        let index_ttl = overrides.apt_index_ttl.or(file.apt.index_ttl).unwrap_or(pkgproxy_sides::apt::DEFAULT_INDEX_TTL);
+        let index_ttl =
+            overrides.apt_index_ttl.or(file.apt.index_ttl).unwrap_or(pkgproxy_sides::apt::DEFAULT_INDEX_TTL);
         let apt = AptSide::new(&archives, index_ttl)?;
 
         let mut resolver = Resolver::default();

@@ -6,8 +6,8 @@ use pkgproxy_sides::Side;
 use pkgproxy_upstream::CountersSnapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::stats::SideSnapshot;
 use crate::state::State;
+use crate::stats::SideSnapshot;
 
 /// The answer of `/pkgproxy/v1/info`.
 #[derive(Debug, Serialize)]

@@ -64,7 +64,12 @@ pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {
 
 /// Answers from a cached entry. Returns the answer and the body bytes it
 /// sends.
-pub fn from_entry(asked: &Asked<'_>, entry: &Entry, file: std::fs::File, served: Served) -> (Response<ResponseBody>, u64) {
+pub fn from_entry(
+    asked: &Asked<'_>,
+    entry: &Entry,
+    file: std::fs::File,
+    served: Served,
+) -> (Response<ResponseBody>, u64) {
     let rep = Representation {
         etag: entry.validators.etag.as_deref(),
         last_modified: entry.validators.last_modified.as_deref(),
@@ -169,7 +174,12 @@ fn set_length(response: &mut Response<ResponseBody>, length: u64) {
     response.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(length));
 }
 
-fn body_if_get(asked: &Asked<'_>, response: &mut Response<ResponseBody>, body: impl FnOnce() -> ResponseBody, len: u64) -> u64 {
+fn body_if_get(
+    asked: &Asked<'_>,
+    response: &mut Response<ResponseBody>,
+    body: impl FnOnce() -> ResponseBody,
+    len: u64,
+) -> u64 {
     if *asked.method == Method::GET {
         *response.body_mut() = body();
         len

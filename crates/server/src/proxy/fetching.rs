@@ -18,13 +18,19 @@ use crate::headers::add_via;
 use crate::state::State;
 
 /// The future that asks the upstream for `request`.
-pub fn start(state: &Arc<State>, request: &CachedRequest, asked: &Asked<'_>, conditional: Option<&Entry>) -> StartFetch {
+pub fn start(
+    state: &Arc<State>,
+    request: &CachedRequest,
+    asked: &Asked<'_>,
+    conditional: Option<&Entry>,
+) -> StartFetch {
     let mut upstream_request = http::Request::get(request.upstream.clone())
         .body(Default::default())
         .expect("a parsed URI makes a valid request");
     let headers = upstream_request.headers_mut();
     let agent = asked.headers.get(USER_AGENT).cloned();
-    headers.insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
+    headers
+        .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
     add_via(headers);
     if let Some(entry) = conditional {
         let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());

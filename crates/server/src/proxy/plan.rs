@@ -96,7 +96,10 @@ enum RangeSpec {
     /// Not a single byte range we serve: answer with the whole body.
     Ignored,
     Unsatisfiable,
-    Bytes { start: u64, end: u64 },
+    Bytes {
+        start: u64,
+        end: u64,
+    },
 }
 
 /// Parses a `Range` header for a body of `length` bytes. Several ranges are

@@ -126,8 +126,14 @@ pub fn builtin() -> Vec<Archive> {
                 exact("security-cdn.debian.org", "/debian-security"),
             ],
         ),
-        archive("debian-debug", vec![exact("deb.debian.org", "/debian-debug"), exact("debug.mirrors.debian.org", "/debian-debug")]),
-        archive("debian-archive", vec![exact("archive.debian.org", "/debian"), exact("archive.debian.org", "/debian-archive")]),
+        archive(
+            "debian-debug",
+            vec![exact("deb.debian.org", "/debian-debug"), exact("debug.mirrors.debian.org", "/debian-debug")],
+        ),
+        archive(
+            "debian-archive",
+            vec![exact("archive.debian.org", "/debian"), exact("archive.debian.org", "/debian-archive")],
+        ),
         archive(
             "ubuntu",
             vec![
@@ -136,7 +142,10 @@ pub fn builtin() -> Vec<Archive> {
                 country("", ".archive.ubuntu.com", "/ubuntu"),
             ],
         ),
-        archive("ubuntu-ports", vec![exact("ports.ubuntu.com", "/ubuntu-ports"), country("", ".ports.ubuntu.com", "/ubuntu-ports")]),
+        archive(
+            "ubuntu-ports",
+            vec![exact("ports.ubuntu.com", "/ubuntu-ports"), country("", ".ports.ubuntu.com", "/ubuntu-ports")],
+        ),
         archive("ubuntu-old-releases", vec![exact("old-releases.ubuntu.com", "/ubuntu")]),
     ]
 }

@@ -82,7 +82,9 @@ fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {
 fn by_hash(relative: &str) -> Option<Expected> {
     let (_, tail) = relative.rsplit_once("/by-hash/")?;
     let (algorithm, hash) = tail.split_once('/')?;
-    let hex_of = |len: usize| (hash.len() == len && hash.bytes().all(|b| b.is_ascii_hexdigit())).then(|| hash.to_ascii_lowercase());
+    let hex_of = |len: usize| {
+        (hash.len() == len && hash.bytes().all(|b| b.is_ascii_hexdigit())).then(|| hash.to_ascii_lowercase())
+    };
     let mut expected = Expected::default();
     match algorithm {
         "SHA256" => expected.sha256 = hex_of(64),
@@ -162,7 +164,11 @@ mod tests {
         let side = side();
         let pool = cached(side.classify(&target("deb.debian.org", 80, "/debian/pool/main/a/a.deb")));
         assert_eq!(pool.class, Class::Immutable);
-        let index = cached(side.classify(&target("deb.debian.org", 80, "/debian/dists/bookworm/main/binary-amd64/Packages.xz")));
+        let index = cached(side.classify(&target(
+            "deb.debian.org",
+            80,
+            "/debian/dists/bookworm/main/binary-amd64/Packages.xz",
+        )));
         assert_eq!(index.class, Class::Revalidated);
         let release = cached(side.classify(&target("deb.debian.org", 80, "/debian/dists/bookworm/InRelease")));
         assert_eq!(release.class, Class::Revalidated);

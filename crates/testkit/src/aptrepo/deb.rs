@@ -20,10 +20,7 @@ pub(super) fn build(build_dir: &Path, spec: &PackageSpec, dest: &Path) {
     let staging = build_dir.join(&spec.name);
     write_package_tree(&staging, spec);
     let tmp_deb = build_dir.join(spec.deb_file_name());
-    run(Command::new("dpkg-deb")
-        .args(["-Znone", "--root-owner-group", "--build"])
-        .arg(&staging)
-        .arg(&tmp_deb));
+    run(Command::new("dpkg-deb").args(["-Znone", "--root-owner-group", "--build"]).arg(&staging).arg(&tmp_deb));
     fs::rename(&tmp_deb, dest).expect("move .deb into the pool");
     fs::remove_dir_all(&staging).expect("remove staging tree");
 }
@@ -80,9 +77,7 @@ fn write_payload(path: &Path, seed: u64, size: u64) {
 
 /// FNV-1a, to seed each package's payload from its identity.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]
@@ -92,11 +87,7 @@ mod tests {
     #[test]
     fn payload_is_deterministic_and_sized_exactly() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b, c) = (
-            dir.path().join("a"),
-            dir.path().join("b"),
-            dir.path().join("c"),
-        );
+        let (a, b, c) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("c"));
         write_payload(&a, 7, 100_003);
         write_payload(&b, 7, 100_003);
         write_payload(&c, 8, 100_003);

@@ -52,20 +52,11 @@ struct Validators {
 
 impl Validators {
     fn of(meta: &Metadata) -> Self {
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .unwrap_or_default();
+        let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).unwrap_or_default();
         Validators {
             size: meta.len(),
             modified: UNIX_EPOCH + Duration::from_secs(mtime.as_secs()),
-            etag: format!(
-                "\"{:x}-{:x}.{:x}\"",
-                meta.len(),
-                mtime.as_secs(),
-                mtime.subsec_nanos()
-            ),
+            etag: format!("\"{:x}-{:x}.{:x}\"", meta.len(), mtime.as_secs(), mtime.subsec_nanos()),
         }
     }
 
@@ -97,15 +88,11 @@ pub(super) async fn serve_file(
     };
     let (status, start, len) = match range {
         RangeRequest::Whole => (StatusCode::OK, 0, v.size),
-        RangeRequest::Part { first, last } => {
-            (StatusCode::PARTIAL_CONTENT, first, last - first + 1)
-        }
+        RangeRequest::Part { first, last } => (StatusCode::PARTIAL_CONTENT, first, last - first + 1),
         RangeRequest::Unsatisfiable => {
             let mut response = bare(StatusCode::RANGE_NOT_SATISFIABLE);
             let value = format!("bytes */{}", v.size);
-            response
-                .headers_mut()
-                .insert(header::CONTENT_RANGE, value.parse().unwrap());
+            response.headers_mut().insert(header::CONTENT_RANGE, value.parse().unwrap());
             return Ok(response);
         }
     };
@@ -217,10 +204,7 @@ fn parse_range(value: &str, size: u64) -> RangeRequest {
                 RangeRequest::Unsatisfiable
             } else {
                 let first = size.saturating_sub(suffix);
-                RangeRequest::Part {
-                    first,
-                    last: size - 1,
-                }
+                RangeRequest::Part { first, last: size - 1 }
             }
         }
         _ => RangeRequest::Whole,
@@ -240,11 +224,7 @@ struct BodyState {
 /// Streams `len` bytes from `file` in chunks. Under a rate limit each chunk
 /// is held back for its share of a second, so `n` bytes take `n / rate`.
 fn file_body(shared: Arc<Shared>, file: File, len: u64) -> Body {
-    let state = BodyState {
-        file,
-        remaining: len,
-        shared,
-    };
+    let state = BodyState { file, remaining: len, shared };
     let chunks = futures_util::stream::unfold(state, |mut st| async move {
         if st.remaining == 0 {
             return None;
@@ -254,10 +234,7 @@ fn file_body(shared: Arc<Shared>, file: File, len: u64) -> Body {
         let chunk = rate.map_or(CHUNK_BYTES, |r| (r / 4).clamp(1, CHUNK_BYTES));
         let mut buf = vec![0u8; st.remaining.min(chunk) as usize];
         let item = match st.file.read(&mut buf).await {
-            Ok(0) => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "file shrank while being served",
-            )),
+            Ok(0) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being served")),
             Ok(n) => {
                 if let Some(rate) = rate {
                     let share = Duration::from_secs_f64(n as f64 / rate as f64);
@@ -310,9 +287,6 @@ mod tests {
         assert_eq!(resolve(root, "/a/%2e%2e/b"), None);
         assert_eq!(resolve(root, "/../etc/passwd"), None);
         assert_eq!(resolve(root, "/a%2f..%2f..%2fx"), None);
-        assert_eq!(
-            resolve(root, "/pkg_1.0%2b1.deb"),
-            Some(root.join("pkg_1.0+1.deb"))
-        );
+        assert_eq!(resolve(root, "/pkg_1.0%2b1.deb"), Some(root.join("pkg_1.0+1.deb")));
     }
 }

@@ -1,0 +1,114 @@
+//! The daemon's command line: both flag spellings, `PKGPROXY_*` variables,
+//! and bad values refused at start with the flag or variable named.
+
+mod common;
+
+use std::process::Command;
+
+use common::PKGPROXY;
+use pkgproxy_testkit::daemon::unix_get;
+
+/// Runs the daemon with `args` and `env`, expecting it to refuse to start.
+fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(PKGPROXY);
+    command
+        .args(["-cache-dir", dir.path().join("c").to_str().unwrap()])
+        .args(["-stats-socket-path", dir.path().join("s.sock").to_str().unwrap()])
+        .args(["-admin-socket-path", dir.path().join("a.sock").to_str().unwrap()])
+        .args(["-addr", "127.0.0.1:0"])
+        .args(args);
+    for var in
+        ["PKGPROXY_ADDR", "PKGPROXY_CACHE_DIR", "PKGPROXY_CONFIG", "PKGPROXY_LOG_LEVEL", "PKGPROXY_APT_INDEX_TTL"]
+    {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    let output = command.output().unwrap();
+    assert!(!output.status.success(), "pkgproxy {args:?} {env:?} should refuse to start");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn bad_values_are_refused_naming_the_flag_or_variable() {
+    let err = refused(&["--addr", "nonsense"], &[]);
+    assert!(err.contains("-addr"), "{err}");
+    let err = refused(&["-log-level", "loud"], &[]);
+    assert!(err.contains("-log-level"), "{err}");
+    let err = refused(&["-apt-index-ttl", "soon"], &[]);
+    assert!(err.contains("-apt-index-ttl"), "{err}");
+    let err = refused(&[], &[("PKGPROXY_APT_INDEX_TTL", "soon")]);
+    assert!(err.contains("PKGPROXY_APT_INDEX_TTL"), "{err}");
+    let err = refused(&["-config", "/nonexistent/pkgproxy.toml"], &[]);
+    assert!(err.contains("-config") && err.contains("/nonexistent/pkgproxy.toml"), "{err}");
+    let err = refused(&["-no-such-flag"], &[]);
+    assert!(err.contains("no-such-flag"), "{err}");
+}
+
+#[test]
+fn bad_configuration_files_are_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |text: &str| {
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let err = refused(&["-config", &write("[apt]\nindex_tll = \"5m\"\n")], &[]);
+    assert!(err.contains("index_tll"), "{err}");
+    let err = refused(&["-config", &write("[[apt.archive]]\nname = \"x\"\nmirrors = [\"ftp://x/debian\"]\n")], &[]);
+    assert!(err.contains("apt.archive") && err.contains("ftp://x/debian"), "{err}");
+    let err = refused(&["-config", &write("[upstream]\nresolve = [\"nonsense\"]\n")], &[]);
+    assert!(err.contains("upstream.resolve"), "{err}");
+}
+
+#[test]
+fn help_documents_every_flag_and_its_variable() {
+    let output = Command::new(PKGPROXY).arg("-help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for flag in [
+        "--addr",
+        "--cache-dir",
+        "--stats-socket-path",
+        "--admin-socket-path",
+        "--config",
+        "--log-level",
+        "--apt-index-ttl",
+    ] {
+        assert!(help.contains(flag), "help lacks {flag}:\n{help}");
+    }
+    for var in ["PKGPROXY_ADDR", "PKGPROXY_CACHE_DIR", "PKGPROXY_STATS_SOCKET_PATH", "PKGPROXY_CONFIG"] {
+        assert!(help.contains(var), "help lacks {var}:\n{help}");
+    }
+    assert!(help.contains("Acquire::http::Proxy"), "help says how to point apt at it");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn variables_configure_the_daemon_and_flags_win_over_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.sock");
+    let mut child = Command::new(PKGPROXY)
+        .env("PKGPROXY_ADDR", "127.0.0.1:0")
+        .env("PKGPROXY_CACHE_DIR", dir.path().join("from-variable"))
+        .env("PKGPROXY_STATS_SOCKET_PATH", &stats)
+        .env("PKGPROXY_ADMIN_SOCKET_PATH", dir.path().join("admin.sock"))
+        .args(["--cache-dir", dir.path().join("from-flag").to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut info = None;
+    for _ in 0..200 {
+        if let Ok((200, body)) = unix_get(&stats, "/pkgproxy/v1/info").await {
+            info = Some(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let info = info.expect("the daemon serves its stats socket at the variable's path");
+    assert!(info["listen_address"].as_str().unwrap().starts_with("127.0.0.1:"), "{info}");
+    assert!(info["cache_dir"].as_str().unwrap().ends_with("from-flag"), "the flag wins: {info}");
+    assert!(dir.path().join("from-flag").join("index.redb").exists());
+    assert!(!dir.path().join("from-variable").exists());
+}
