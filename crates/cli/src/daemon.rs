@@ -12,7 +12,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 use pkgproxy_server::config::{ConfigFile, Overrides};
 use pkgproxy_server::{Listeners, Settings};
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::UnixListener;
 
 use crate::paths;
 
@@ -163,7 +163,7 @@ fn log_filter(level: Option<&str>) -> anyhow::Result<tracing_subscriber::EnvFilt
 
 /// Binds the proxy listener; `[::]` listens on IPv4 too, falling back to
 /// `0.0.0.0` where IPv6 is off.
-fn bind_proxy(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+fn bind_proxy(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
     let bind = |addr: SocketAddr| -> std::io::Result<std::net::TcpListener> {
         let domain = socket2::Domain::for_address(addr);
         let socket = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
@@ -183,7 +183,7 @@ fn bind_proxy(addr: SocketAddr) -> anyhow::Result<TcpListener> {
         other => other,
     }
     .with_context(|| format!("cannot listen on {addr}"))?;
-    Ok(TcpListener::from_std(listener)?)
+    Ok(listener)
 }
 
 /// Binds a control socket, replacing a stale socket file but never one a

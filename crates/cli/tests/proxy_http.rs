@@ -67,6 +67,26 @@ async fn ranges_and_conditionals_from_the_cache_follow_rfc_9110() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_client_reading_a_large_hit_slowly_does_not_make_pkgproxy_buffer_it() {
+    use http_body_util::BodyExt;
+    let (repo, origin, daemon) = origin_and_daemon().await;
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
+    assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
+    let before = daemon.rss_kib();
+    // Four clients take the first bytes of the 20 MiB hit, then stop reading.
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        let mut body = pkgproxy_testkit::client::proxy_request(daemon.proxy_addr(), "GET", &url, &[]).await.into_body();
+        body.frame().await.expect("a first frame").expect("data");
+        stalled.push(body);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let grown = daemon.rss_kib().saturating_sub(before);
+    assert!(grown < 16 * 1024, "pkgproxy grew by {grown} KiB for four stalled 20 MiB downloads");
+    drop(stalled);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_range_on_a_miss_is_served_from_the_download_in_progress() {
     let (repo, origin, daemon) = origin_and_daemon().await;
     let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));

@@ -2,6 +2,10 @@
 //! sockets and serves HTTP/1.1 on them (keep-alive, pipelined requests
 //! answered in order, CONNECT upgrades). Requests go to `proxy` or `control`;
 //! nothing here decides anything about caching.
+//!
+//! hyper's `pipeline_flush` is deliberately off: it makes the connection
+//! buffer a body without bound (a whole 100 MiB file per client), and
+//! pipelined requests are answered in order without it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -92,7 +96,6 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
-        .pipeline_flush(true)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(connection);

@@ -32,8 +32,9 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// The sockets the server serves.
 #[derive(Debug)]
 pub struct Listeners {
-    /// The proxy listener (`-addr`).
-    pub proxy: TcpListener,
+    /// The proxy listener (`-addr`), non-blocking. Every proxy thread accepts
+    /// on its own handle of it.
+    pub proxy: std::net::TcpListener,
     /// `stats.sock`.
     pub stats: UnixListener,
     /// `admin.sock`.
@@ -49,6 +50,39 @@ pub enum ServerError {
     /// The listener's address could not be read.
     #[error("proxy listener: {0}")]
     Listener(std::io::Error),
+    /// A proxy thread could not be started.
+    #[error("cannot start a proxy thread: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Starts one proxy thread: a single-threaded runtime that accepts on its
+/// own handle of the listener and serves the connections it accepts.
+///
+/// A connection stays on the thread that accepted it, as in nginx's worker
+/// processes: a cache hit then costs no cross-thread wake-up, which on a
+/// work-stealing runtime took a fifth of the CPU time of small hits.
+fn proxy_thread(
+    number: usize,
+    listener: std::net::TcpListener,
+    state: Arc<state::State>,
+    token: CancellationToken,
+    tracker: TaskTracker,
+) -> Result<(), ServerError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServerError::Runtime)?;
+    std::thread::Builder::new()
+        .name(format!("pkgproxy-proxy-{number}"))
+        .spawn(move || {
+            runtime.block_on(async move {
+                match TcpListener::from_std(listener) {
+                    Ok(listener) => gateway::serve_proxy(listener, state, token, tracker.clone()).await,
+                    Err(error) => tracing::error!(%error, "proxy thread cannot use the listener"),
+                }
+                // Serve the connections this thread accepted until they end.
+                tracker.wait().await;
+            });
+        })
+        .map_err(ServerError::Runtime)?;
+    Ok(())
 }
 
 /// Runs the server until `shutdown` completes, then lets requests in flight
@@ -77,7 +111,10 @@ pub async fn run(
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
-    tracker.spawn(gateway::serve_proxy(listeners.proxy, Arc::clone(&state), token.clone(), tracker.clone()));
+    for number in 0..state.settings.proxy_threads.max(1) {
+        let listener = listeners.proxy.try_clone().map_err(ServerError::Listener)?;
+        proxy_thread(number, listener, Arc::clone(&state), token.clone(), tracker.clone())?;
+    }
     for (listener, role) in [(listeners.stats, control::Role::Stats), (listeners.admin, control::Role::Admin)] {
         tracker.spawn(gateway::serve_control(listener, Arc::clone(&state), role, token.clone(), tracker.clone()));
     }

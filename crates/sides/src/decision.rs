@@ -34,6 +34,16 @@ pub struct Target {
     pub raw_path: String,
 }
 
+impl Target {
+    /// The absolute URI to ask the upstream with. Built only on a miss, not
+    /// for every hit.
+    pub fn uri(&self) -> Option<http::Uri> {
+        let port = if self.port == 80 { String::new() } else { format!(":{}", self.port) };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        format!("{}://{host}{port}{}", self.scheme, self.raw_path).parse().ok()
+    }
+}
+
 /// A request the side will not serve, with the status and the plain-text
 /// reason the client gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,8 +73,8 @@ pub struct CachedRequest {
     pub side: Side,
     /// The cache key: the same for every mirror of one archive.
     pub key: String,
-    /// Where to fetch it from (absolute `http://` URI).
-    pub upstream: http::Uri,
+    /// Where to fetch it from: the mirror the client named.
+    pub upstream: Target,
     /// How the cached entry ages.
     pub class: Class,
     /// What the body must match.

@@ -126,6 +126,14 @@ impl Daemon {
         Ok(serde_json::from_slice(&body)?)
     }
 
+    /// The daemon's resident memory in KiB (`VmRSS`).
+    pub fn rss_kib(&self) -> u64 {
+        let pid = self.child.as_ref().expect("daemon running").id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
+        line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmRSS value")
+    }
+
     /// `kill -9`: no chance to clean up.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

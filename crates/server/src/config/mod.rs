@@ -26,6 +26,8 @@ pub struct Settings {
     pub upstream_head_timeout: Duration,
     /// How long an upstream body may send nothing before the fetch fails.
     pub upstream_idle_timeout: Duration,
+    /// Threads serving the proxy listener (one per core by default).
+    pub proxy_threads: usize,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -88,6 +90,7 @@ impl Settings {
             upstream,
             upstream_head_timeout: file.upstream.head_timeout.unwrap_or(Duration::from_secs(60)),
             upstream_idle_timeout: file.upstream.idle_timeout.unwrap_or(Duration::from_secs(60)),
+            proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         })
     }
 }

@@ -24,9 +24,12 @@ pub fn start(
     asked: &Asked<'_>,
     conditional: Option<&Entry>,
 ) -> StartFetch {
-    let mut upstream_request = http::Request::get(request.upstream.clone())
-        .body(Default::default())
-        .expect("a parsed URI makes a valid request");
+    let Some(uri) = request.upstream.uri() else {
+        let url = format!("{}{}", request.upstream.host, request.upstream.raw_path);
+        return Box::pin(async move { Err(FetchError::Upstream(format!("{url} is not a valid URL"))) });
+    };
+    let mut upstream_request =
+        http::Request::get(uri).body(Default::default()).expect("a parsed URI makes a valid request");
     let headers = upstream_request.headers_mut();
     let agent = asked.headers.get(USER_AGENT).cloned();
     headers

@@ -62,16 +62,10 @@ fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {
     if relative.ends_with('/') {
         return Decision::Refuse(Refusal::forbidden("folder listings are not proxied"));
     }
-    let port = if target.port == 80 { String::new() } else { format!(":{}", target.port) };
-    let host = if target.host.contains(':') { format!("[{}]", target.host) } else { target.host.clone() };
-    let upstream = match format!("http://{host}{port}{}", target.raw_path).parse() {
-        Ok(uri) => uri,
-        Err(_) => return Decision::Refuse(Refusal::bad_request("request target is not a valid URL")),
-    };
     Decision::Cache(CachedRequest {
         side: Side::Apt,
         key: format!("apt/{}/{relative}", archive.name),
-        upstream,
+        upstream: target.clone(),
         class,
         expected,
     })
@@ -156,7 +150,7 @@ mod tests {
         let b = cached(side.classify(&target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
         assert_eq!(a.key, b.key);
         assert_eq!(a.key, "apt/local/dists/testing/InRelease");
-        assert_eq!(b.upstream.to_string(), "http://127.0.0.1:8002/debian/dists/testing/InRelease");
+        assert_eq!(b.upstream.uri().unwrap().to_string(), "http://127.0.0.1:8002/debian/dists/testing/InRelease");
     }
 
     #[test]
