@@ -19,6 +19,9 @@ use crate::entry::{unix_secs, Entry};
 use crate::error::FetchError;
 use crate::store::Store;
 
+/// How many new bytes make waiters worth waking.
+const PUBLISH_STEP: u64 = 128 * 1024;
+
 pub(super) async fn lead(
     store: Arc<Store>,
     spec: FetchSpec,
@@ -83,6 +86,7 @@ async fn download(
     let entry_validators = head.validators.clone();
     progress.send_modify(|p| p.phase = Phase::Streaming(Arc::new(head)));
 
+    let mut published = 0;
     loop {
         let frame = match tokio::time::timeout(spec.idle_timeout, body.frame()).await {
             Err(_) => {
@@ -98,7 +102,12 @@ async fn download(
         let Ok(data) = frame.into_data() else { continue };
         append(&mut temp, &data, limit)?;
         let written = temp.written();
-        progress.send_modify(|p| p.written = written);
+        // Waking every waiter for every small chunk costs more than it
+        // brings; they read all that is there when they wake.
+        if published == 0 || written - published >= PUBLISH_STEP {
+            progress.send_modify(|p| p.written = written);
+            published = written;
+        }
     }
 
     let hashes = temp.hashes();
