@@ -9,6 +9,10 @@
 
 mod archives;
 mod classify;
+pub mod deb822;
+pub mod index;
+pub mod packages;
+pub mod release;
 
 use std::time::Duration;
 
