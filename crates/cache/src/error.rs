@@ -83,6 +83,9 @@ pub enum FetchError {
         /// The hash of what arrived (hex).
         actual: String,
     },
+    /// The side's check refused the complete body.
+    #[error("upstream body refused: {0}")]
+    Rejected(String),
     /// The body could not be stored.
     #[error("cache store failed: {0}")]
     Store(#[from] StoreError),

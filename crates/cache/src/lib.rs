@@ -19,7 +19,10 @@ use std::sync::Arc;
 pub use blobs::BodyHashes;
 pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
-pub use fetch::{Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, StartFetch, UpstreamBody};
+pub use fetch::{
+    BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, StartFetch, UpstreamBody,
+    Verifier,
+};
 pub use freshness::{freshness, ClientDirectives, Freshness};
 pub use store::Store;
 
@@ -51,6 +54,13 @@ impl Cache {
     /// Joins or starts the shared fetch for `spec.key`.
     pub fn fetch(&self, spec: FetchSpec, start: impl FnOnce() -> StartFetch) -> Joined {
         self.fetches.join(spec, start)
+    }
+
+    /// Makes `key` an entry for bytes the store already holds under their
+    /// SHA-256 (fetched under another name), if it holds them with this
+    /// size. Blocking.
+    pub fn adopt(&self, key: &str, sha256: &str, size: u64, class: Class) -> Result<Option<Arc<Entry>>, StoreError> {
+        self.store.adopt(key, sha256, size, class)
     }
 
     /// Number of entries and bytes of bodies.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::blobs::{BlobStore, BodyHashes, TempBlob};
-use crate::entry::Entry;
+use crate::entry::{unix_secs, Class, Entry, Validators};
 use crate::error::StoreError;
 use crate::index::Index;
 
@@ -111,6 +111,23 @@ impl Store {
         Ok(entry)
     }
 
+    /// Makes `key` an entry for a blob already stored (see
+    /// [`Cache::adopt`](crate::Cache::adopt)). Blocking.
+    pub fn adopt(&self, key: &str, sha256: &str, size: u64, class: Class) -> Result<Option<Arc<Entry>>, StoreError> {
+        if self.blobs.blob_len(sha256) != Some(size) {
+            return Ok(None);
+        }
+        let entry = Entry {
+            sha256: sha256.to_string(),
+            size,
+            headers: vec![],
+            validators: Validators::default(),
+            fetched_at: unix_secs(std::time::SystemTime::now()),
+            class,
+        };
+        self.update(key, entry).map(Some)
+    }
+
     /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
         if let Some(sha256) = self.index.remove(key)? {
@@ -123,7 +140,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::{Class, Validators};
 
     fn store_body(store: &Store, key: &str, body: &[u8]) -> Arc<Entry> {
         let mut temp = store.temp().unwrap();

@@ -18,6 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pkgproxy_cache::{Cache, StoreError};
+use pkgproxy_sides::apt::index::IndexError;
+use pkgproxy_sides::apt::Apt;
 use pkgproxy_upstream::Upstream;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
@@ -47,6 +49,12 @@ pub enum ServerError {
     /// The cache could not be opened.
     #[error("cannot open the cache: {0}")]
     Cache(#[from] StoreError),
+    /// The apt index could not be opened.
+    #[error("cannot open the apt index: {0}")]
+    AptIndex(#[from] IndexError),
+    /// Start-up failed otherwise.
+    #[error("cannot start: {0}")]
+    Start(String),
     /// The listener's address could not be read.
     #[error("proxy listener: {0}")]
     Listener(std::io::Error),
@@ -92,15 +100,19 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    let cache_dir = settings.cache_dir.clone();
-    let cache = tokio::task::spawn_blocking(move || Cache::open(&cache_dir)).await.map_err(|e| {
-        ServerError::Cache(StoreError::Index { path: settings.cache_dir.clone(), message: e.to_string() })
-    })??;
+    let (cache_dir, apt_side) = (settings.cache_dir.clone(), settings.apt.clone());
+    let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Apt), ServerError> {
+        let cache = Cache::open(&cache_dir)?;
+        let apt = Apt::open(apt_side, &cache_dir)?;
+        Ok((cache, apt))
+    });
+    let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
     let upstream = Upstream::new(settings.upstream.clone());
     let state = Arc::new(state::State {
         settings,
         cache,
+        apt,
         upstream,
         stats: stats::Stats::default(),
         started: Instant::now(),

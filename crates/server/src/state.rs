@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use pkgproxy_cache::Cache;
+use pkgproxy_sides::apt::Apt;
 use pkgproxy_upstream::Upstream;
 
 use crate::config::Settings;
@@ -17,6 +18,8 @@ pub struct State {
     pub settings: Settings,
     /// The cache.
     pub cache: Cache,
+    /// The apt side, with its index.
+    pub apt: Apt,
     /// The one way out.
     pub upstream: Upstream,
     /// Per-side counters.

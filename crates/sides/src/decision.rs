@@ -1,6 +1,8 @@
 //! What a side decides about a request.
 
-use pkgproxy_cache::{Class, Expected};
+use std::sync::Arc;
+
+use pkgproxy_cache::{Class, Expected, Verifier};
 
 /// The client ecosystems pkgproxy serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,7 +69,7 @@ impl Refusal {
 }
 
 /// A request to serve through the cache.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CachedRequest {
     /// The side that decided.
     pub side: Side,
@@ -77,12 +79,16 @@ pub struct CachedRequest {
     pub upstream: Target,
     /// How the cached entry ages.
     pub class: Class,
-    /// What the body must match.
+    /// What the body must match. A cached entry that does not match it is
+    /// superseded: never served, refetched.
     pub expected: Expected,
+    /// The side's hooks into a fetch of it (lookups on a miss, checks and
+    /// learning from the body).
+    pub verifier: Option<Arc<dyn Verifier>>,
 }
 
 /// A side's verdict on a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Decision {
     /// Refuse it.
     Refuse(Refusal),

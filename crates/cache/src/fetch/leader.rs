@@ -10,6 +10,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use tokio::sync::watch;
 
+use super::BodyReader;
 use super::{
     kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, StartFetch, UpstreamBody,
     PASSED_BODY_LIMIT,
@@ -29,6 +30,10 @@ pub(super) async fn lead(
     progress: watch::Sender<Progress>,
     registration: Registration,
 ) {
+    let mut spec = spec;
+    if let Some(verifier) = &spec.verifier {
+        spec.expected = spec.expected.clone().or(verifier.expected());
+    }
     let phase = run(&store, &spec, start, &progress).await;
     match &phase {
         Phase::Failed(error) => tracing::warn!(key = spec.key, %error, "fetch failed"),
@@ -112,6 +117,14 @@ async fn download(
 
     let hashes = temp.hashes();
     verify(spec, limit, &hashes)?;
+    let body = temp.reader();
+    if let Some(verifier) = &spec.verifier {
+        let (verifier, body, hashes) = (Arc::clone(verifier), Arc::clone(&body), hashes.clone());
+        tokio::task::spawn_blocking(move || verifier.check(&mut BodyReader::new(&body), &hashes))
+            .await
+            .map_err(|_| FetchError::Abandoned)?
+            .map_err(FetchError::Rejected)?;
+    }
     let entry = Entry {
         sha256: hashes.sha256.clone(),
         size: hashes.size,
@@ -120,11 +133,15 @@ async fn download(
         fetched_at: unix_secs(SystemTime::now()),
         class: spec.class,
     };
-    let (store, key) = (Arc::clone(store), spec.key.clone());
-    tokio::task::spawn_blocking(move || store.commit(&key, temp, &hashes, entry))
+    let (store, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
+    let entry = tokio::task::spawn_blocking(move || store.commit(&key, temp, &hashes, entry))
         .await
-        .map_err(|_| FetchError::Abandoned)?
-        .map_err(FetchError::from)
+        .map_err(|_| FetchError::Abandoned)??;
+    if let Some(verifier) = &spec.verifier {
+        let verifier = Arc::clone(verifier);
+        tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &committed_hashes));
+    }
+    Ok(entry)
 }
 
 fn append(temp: &mut TempBlob, data: &Bytes, limit: Option<u64>) -> Result<(), FetchError> {

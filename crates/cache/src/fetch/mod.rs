@@ -15,6 +15,7 @@
 
 mod body;
 mod leader;
+mod verify;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -29,6 +30,7 @@ use http_body_util::combinators::BoxBody;
 use tokio::sync::watch;
 
 pub use body::FetchBody;
+pub use verify::{BodyReader, Verifier};
 
 use crate::entry::{Class, Entry, Validators};
 use crate::error::FetchError;
@@ -67,6 +69,8 @@ pub struct FetchSpec {
     pub revalidating: Option<Arc<Entry>>,
     /// How long the body may send nothing before the fetch fails.
     pub idle_timeout: Duration,
+    /// The side's hooks, if it has any for this request.
+    pub verifier: Option<Arc<dyn Verifier>>,
 }
 
 /// The head of a body being downloaded.

@@ -45,6 +45,7 @@ fn spec(key: &str, expected: Expected) -> FetchSpec {
         expected,
         revalidating: None,
         idle_timeout: Duration::from_secs(30),
+        verifier: None,
     }
 }
 
@@ -214,4 +215,60 @@ async fn a_range_of_a_download_in_progress_is_streamed() {
     let Phase::Streaming(head) = fetch.answered().await else { panic!("not streaming") };
     let part = fetch.body(&head, 3, Some(7)).collect().await.unwrap().to_bytes();
     assert_eq!(part, Bytes::from_static(b"3456"));
+}
+
+/// A verifier that expects a size, refuses bodies starting with `old`, and
+/// records what it learnt.
+#[derive(Debug, Default)]
+struct Judge {
+    learnt: std::sync::Mutex<Vec<String>>,
+}
+
+impl Verifier for Judge {
+    fn expected(&self) -> Expected {
+        Expected { size: Some(5), ..Expected::default() }
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, _: &crate::BodyHashes) -> Result<(), String> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(body, &mut text).unwrap();
+        if text.starts_with("old") {
+            Err("older than the one held".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn committed(&self, body: &mut BodyReader<'_>, _: &crate::BodyHashes) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(body, &mut text).unwrap();
+        self.learnt.lock().unwrap().push(text);
+    }
+}
+
+#[tokio::test]
+async fn a_side_s_verifier_expects_checks_and_learns() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let judge = Arc::new(Judge::default());
+    let with_judge =
+        |key: &str| FetchSpec { verifier: Some(judge.clone() as Arc<dyn Verifier>), ..spec(key, Expected::default()) };
+
+    for (key, body, cached) in [("a", "old!!", false), ("b", "toolong", false), ("c", "new!!", true)] {
+        let (upstream, start) = start_with(&calls, None);
+        let fetch = cache.fetch(with_judge(key), start).fetch;
+        upstream.chunks.send(Ok(Bytes::from(body))).await.unwrap();
+        drop(upstream);
+        let result = read_all(&cache, &fetch).await;
+        assert_eq!(result.is_ok(), cached, "{key}: {body}");
+        assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
+    }
+    for _ in 0..100 {
+        if !judge.learnt.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*judge.learnt.lock().unwrap(), ["new!!"]);
 }

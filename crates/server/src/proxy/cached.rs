@@ -20,12 +20,16 @@ use crate::state::State;
 pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest) -> Response<ResponseBody> {
     let stats = state.stats.side(request.side);
     stats.request();
-    let cached = state.cache.lookup(&request.key);
-    if let Some(entry) = &cached {
-        let directives = ClientDirectives::from_headers(asked.headers);
-        let window = state.settings.apt.index_ttl();
-        if freshness(entry, SystemTime::now(), window, directives) == Freshness::Fresh {
+    let cached = usable(state.cache.lookup(&request.key), &request);
+    match &cached {
+        Some(entry) if is_fresh(state, asked, &request, entry) => {
             return from_cache(state, asked, &request, entry, Served::Hit);
+        }
+        Some(_) => {}
+        None => {
+            if let Some(entry) = adopt(state, &request).await {
+                return from_cache(state, asked, &request, &entry, Served::Hit);
+            }
         }
     }
 
@@ -35,6 +39,7 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         expected: request.expected.clone(),
         revalidating: cached.clone().filter(|e| !e.validators.is_empty()),
         idle_timeout: state.settings.upstream_idle_timeout,
+        verifier: request.verifier.clone(),
     };
     let conditional = spec.revalidating.clone();
     let joined = state.cache.fetch(spec, || fetching::start(state, &request, asked, conditional.as_deref()));
@@ -65,6 +70,54 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
             answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"))
         }
         Phase::Asking => answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: fetch ended without an answer"),
+    }
+}
+
+/// The cached entry, unless what the side now expects of the key says it is
+/// superseded (a newer `Release` lists other bytes): such an entry is never
+/// served, not even stale, since the client would reject it.
+fn usable(entry: Option<Arc<Entry>>, request: &CachedRequest) -> Option<Arc<Entry>> {
+    let entry = entry?;
+    let expected = &request.expected;
+    let sha_ok = expected.sha256.as_ref().is_none_or(|sha| sha.eq_ignore_ascii_case(&entry.sha256));
+    let size_ok = expected.size.is_none_or(|size| size == entry.size);
+    if sha_ok && size_ok {
+        Some(entry)
+    } else {
+        tracing::debug!(key = request.key, "cached entry superseded by what the index now expects");
+        None
+    }
+}
+
+/// Whether a usable entry may be served without asking the upstream. An
+/// entry matching the checksum the side expects is current by definition
+/// (the `Release` naming it was revalidated); others follow the freshness
+/// rule.
+fn is_fresh(state: &State, asked: &Asked<'_>, request: &CachedRequest, entry: &Entry) -> bool {
+    if request.expected.sha256.is_some() {
+        return true;
+    }
+    let directives = ClientDirectives::from_headers(asked.headers);
+    let window = state.apt.side().index_ttl();
+    freshness(entry, SystemTime::now(), window, directives) == Freshness::Fresh
+}
+
+/// Serves the expected bytes when the store already holds them under
+/// another name (an index file fetched by name whose by-hash copy is
+/// cached): no upstream request at all.
+async fn adopt(state: &Arc<State>, request: &CachedRequest) -> Option<Arc<Entry>> {
+    let (Some(sha256), Some(size)) = (request.expected.sha256.clone(), request.expected.size) else {
+        return None;
+    };
+    let (cache, key, class) = (state.cache.clone(), request.key.clone(), request.class);
+    let adopted = tokio::task::spawn_blocking(move || cache.adopt(&key, &sha256, size, class)).await;
+    match adopted {
+        Ok(Ok(entry)) => entry,
+        Ok(Err(error)) => {
+            tracing::warn!(key = request.key, %error, "cannot adopt a stored copy");
+            None
+        }
+        Err(_) => None,
     }
 }
 

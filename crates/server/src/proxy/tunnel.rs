@@ -22,7 +22,7 @@ pub async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Response<
         return refuse(&Refusal::bad_request("CONNECT needs host:port"));
     };
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-    if let Err(refusal) = state.settings.apt.allows_tunnel(&host, port) {
+    if let Err(refusal) = state.apt.side().allows_tunnel(&host, port) {
         return refuse(&refusal);
     }
     let upstream = match state.upstream.dialer.dial(&host, port).await {

@@ -68,6 +68,7 @@ fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {
         upstream: target.clone(),
         class,
         expected,
+        verifier: None,
     })
 }
 

@@ -11,12 +11,14 @@ mod archives;
 mod classify;
 pub mod deb822;
 pub mod index;
+mod integrity;
 pub mod packages;
 pub mod release;
 
 use std::time::Duration;
 
 pub use archives::{builtin, Archive, HostPattern, Mirror};
+pub use integrity::Apt;
 
 use crate::decision::{Decision, Refusal, Target};
 

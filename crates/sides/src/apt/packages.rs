@@ -167,7 +167,10 @@ SHA256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     #[test]
     fn complete_stanzas_are_reported_and_the_rest_skipped() {
         let found = collect(INDEX.as_bytes());
-        assert_eq!(found, [("pool/main/h/hello/hello_1.0_all.deb".to_string(), 1234), ("pool/main/l/last.deb".to_string(), 5)]);
+        assert_eq!(
+            found,
+            [("pool/main/h/hello/hello_1.0_all.deb".to_string(), 1234), ("pool/main/l/last.deb".to_string(), 5)]
+        );
     }
 
     #[test]

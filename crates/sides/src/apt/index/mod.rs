@@ -107,7 +107,8 @@ impl AptIndex {
     /// `archive`) lies in expects of that file, if any Release held lists it.
     pub fn index_file(&self, archive: &str, relative: &str) -> Option<FileSum> {
         let releases = self.releases.read().unwrap_or_else(|p| p.into_inner());
-        suite_splits(relative).find_map(|(suite, file)| releases.get(&format!("{archive}/{suite}"))?.files.get(file).copied())
+        suite_splits(relative)
+            .find_map(|(suite, file)| releases.get(&format!("{archive}/{suite}"))?.files.get(file).copied())
     }
 
     /// The name of the file a Release of `archive` lists with `sha256` in the

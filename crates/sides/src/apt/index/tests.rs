@@ -19,8 +19,14 @@ fn a_newer_release_replaces_an_older_one_and_not_the_reverse() {
     let dir = tempfile::tempdir().unwrap();
     let index = AptIndex::open(&dir.path().join("apt.redb")).unwrap();
     let suite = "debian/dists/stable";
-    assert_eq!(index.offer_release(suite, release(100, &[("main/binary-amd64/Packages", 1)])).unwrap(), Offer::Accepted);
-    assert_eq!(index.offer_release(suite, release(200, &[("main/binary-amd64/Packages", 2)])).unwrap(), Offer::Accepted);
+    assert_eq!(
+        index.offer_release(suite, release(100, &[("main/binary-amd64/Packages", 1)])).unwrap(),
+        Offer::Accepted
+    );
+    assert_eq!(
+        index.offer_release(suite, release(200, &[("main/binary-amd64/Packages", 2)])).unwrap(),
+        Offer::Accepted
+    );
     let older = index.offer_release(suite, release(150, &[("main/binary-amd64/Packages", 3)])).unwrap();
     assert!(matches!(older, Offer::Older { .. }));
     let sum = index.index_file("debian", "dists/stable/main/binary-amd64/Packages").unwrap();

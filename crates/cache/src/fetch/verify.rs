@@ -1,0 +1,70 @@
+//! What a side can add to a fetch: expectations looked up only when a fetch
+//! starts, a last check of the complete body before it is committed, and
+//! learning from it afterwards. The cache calls these; it does not know
+//! what they mean (the apt side checks `Release` dates and learns
+//! `Packages` indexes through them).
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+
+use crate::blobs::BodyHashes;
+use crate::fetch::Expected;
+
+/// A side's hooks into a fetch. Every method runs on a blocking thread
+/// except [`Verifier::expected`], which must be quick.
+pub trait Verifier: Send + Sync + std::fmt::Debug {
+    /// What the body must match, beyond what the request already said
+    /// (looked up when the fetch starts, not on every hit).
+    fn expected(&self) -> Expected {
+        Expected::default()
+    }
+
+    /// Judges the complete body before it is committed; an `Err` keeps it
+    /// out of the cache and fails the fetch for every waiter with the reason.
+    fn check(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Learns from the committed body, off every client's path.
+    fn committed(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) {}
+}
+
+/// Reads a body from its start with positioned reads, leaving the file's
+/// cursor alone.
+#[derive(Debug)]
+pub struct BodyReader<'a> {
+    file: &'a File,
+    pos: u64,
+}
+
+impl<'a> BodyReader<'a> {
+    /// A reader of `file` from its first byte.
+    pub fn new(file: &'a File) -> Self {
+        BodyReader { file, pos: 0 }
+    }
+}
+
+impl Read for BodyReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Expected {
+    /// `self`, with what `other` says where `self` says nothing.
+    pub fn or(self, other: Expected) -> Expected {
+        Expected {
+            size: self.size.or(other.size),
+            sha256: self.sha256.or(other.sha256),
+            sha512: self.sha512.or(other.sha512),
+        }
+    }
+
+    /// True when nothing is expected.
+    pub fn is_empty(&self) -> bool {
+        self.size.is_none() && self.sha256.is_none() && self.sha512.is_none()
+    }
+}

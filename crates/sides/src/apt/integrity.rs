@@ -1,0 +1,183 @@
+//! The apt side with its index: which checksum every request must meet and
+//! what is learnt from what passes through.
+//!
+//! - `InRelease`/`Release`: parsed before they are cached; one older than
+//!   the suite's Release held (a lagging mirror) is refused, so clients keep
+//!   the newer one.
+//! - `dists/**` files fetched by name: must match the size and SHA-256 the
+//!   suite's Release lists; a cached copy that does not is superseded.
+//! - `by-hash` files: checked against the hash in their path (by the
+//!   classification); when the Release names them a `Packages` index, it is
+//!   learnt.
+//! - `pool/**`: must match the newest `Packages` index that named it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pkgproxy_cache::{BodyHashes, BodyReader, Expected, Verifier};
+
+use super::index::{AptIndex, IndexError, Offer};
+use super::packages::Compression;
+use super::release::{self, hex32};
+use super::AptSide;
+use crate::decision::{Decision, Target};
+
+/// The largest `Release` parsed (Debian's are well under a megabyte).
+const MAX_RELEASE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The apt side at run time: its configuration and its index.
+#[derive(Debug, Clone)]
+pub struct Apt {
+    side: AptSide,
+    index: Arc<AptIndex>,
+}
+
+impl Apt {
+    /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
+    pub fn open(side: AptSide, cache_dir: &Path) -> Result<Self, IndexError> {
+        let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
+        Ok(Apt { side, index: Arc::new(index) })
+    }
+
+    /// The configuration.
+    pub fn side(&self) -> &AptSide {
+        &self.side
+    }
+
+    /// The index.
+    pub fn index(&self) -> &AptIndex {
+        &self.index
+    }
+
+    /// Decides what to do with a request, with what the index knows.
+    pub fn classify(&self, target: &Target) -> Decision {
+        let mut request = match self.side.classify(target) {
+            Decision::Cache(request) => request,
+            refused => return refused,
+        };
+        let Some((archive, relative)) = request.key.strip_prefix("apt/").and_then(|k| k.split_once('/')) else {
+            return Decision::Cache(request);
+        };
+        let (archive, relative) = (archive.to_string(), relative.to_string());
+        let index = Arc::clone(&self.index);
+        let verifier: Arc<dyn Verifier> = if relative.starts_with("pool/") {
+            Arc::new(PoolFile { index, archive, filename: relative })
+        } else if let Some(dir) = by_hash_folder(&relative) {
+            Arc::new(ByHash { index, archive, folder: dir.to_string() })
+        } else if let Some(suite) = release_suite(&relative) {
+            Arc::new(ReleaseFile { index, suite: format!("{archive}/{suite}") })
+        } else {
+            if let Some(sum) = index.index_file(&archive, &relative) {
+                request.expected.size = Some(sum.size);
+                request.expected.sha256 = Some(hex(&sum.sha256));
+            }
+            match Compression::of_packages(&relative) {
+                Some(compression) => Arc::new(PackagesIndex { index, archive, compression }),
+                None => return Decision::Cache(request),
+            }
+        };
+        request.verifier = Some(verifier);
+        Decision::Cache(request)
+    }
+}
+
+/// `dists/<suite...>` of a `dists/<suite...>/InRelease` or `.../Release`.
+fn release_suite(relative: &str) -> Option<&str> {
+    let (suite, name) = relative.rsplit_once('/')?;
+    matches!(name, "InRelease" | "Release").then_some(suite)
+}
+
+/// The folder holding the file a `.../by-hash/<ALGORITHM>/<hash>` path names.
+fn by_hash_folder(relative: &str) -> Option<&str> {
+    relative.rsplit_once("/by-hash/").map(|(folder, _)| folder)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A `pool/` file: what the newest `Packages` index said of it.
+#[derive(Debug)]
+struct PoolFile {
+    index: Arc<AptIndex>,
+    archive: String,
+    filename: String,
+}
+
+impl Verifier for PoolFile {
+    fn expected(&self) -> Expected {
+        match self.index.pool_file(&self.archive, &self.filename) {
+            Some(sum) => Expected { size: Some(sum.size), sha256: Some(hex(&sum.sha256)), sha512: None },
+            None => Expected::default(),
+        }
+    }
+}
+
+/// An `InRelease` or `Release`: parsed and offered to the index before it is
+/// cached.
+#[derive(Debug)]
+struct ReleaseFile {
+    index: Arc<AptIndex>,
+    suite: String,
+}
+
+impl Verifier for ReleaseFile {
+    fn check(&self, body: &mut BodyReader<'_>, _: &BodyHashes) -> Result<(), String> {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(body, MAX_RELEASE_BYTES), &mut bytes)
+            .map_err(|e| format!("cannot read the Release: {e}"))?;
+        let parsed = release::parse(&bytes).map_err(|e| e.to_string())?;
+        match self.index.offer_release(&self.suite, parsed).map_err(|e| e.to_string())? {
+            Offer::Accepted => Ok(()),
+            Offer::Older { offered, held } => Err(format!(
+                "the upstream's Release for {} is older ({} s) than the one already held ({} s): a mirror lagging behind",
+                self.suite,
+                unix(offered),
+                unix(held)
+            )),
+        }
+    }
+}
+
+fn unix(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A `Packages` index fetched by name: learnt once committed.
+#[derive(Debug)]
+struct PackagesIndex {
+    index: Arc<AptIndex>,
+    archive: String,
+    compression: Compression,
+}
+
+impl Verifier for PackagesIndex {
+    fn committed(&self, body: &mut BodyReader<'_>, _: &BodyHashes) {
+        learn(&self.index, &self.archive, self.compression, body);
+    }
+}
+
+/// A by-hash file: learnt when the Release names it a `Packages` index.
+#[derive(Debug)]
+struct ByHash {
+    index: Arc<AptIndex>,
+    archive: String,
+    folder: String,
+}
+
+impl Verifier for ByHash {
+    fn committed(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) {
+        let Some(sha256) = hex32(&hashes.sha256) else { return };
+        let Some(name) = self.index.name_by_hash(&self.archive, &self.folder, &sha256) else { return };
+        if let Some(compression) = Compression::of_packages(&name) {
+            learn(&self.index, &self.archive, compression, body);
+        }
+    }
+}
+
+fn learn(index: &AptIndex, archive: &str, compression: Compression, body: &mut BodyReader<'_>) {
+    match index.learn_packages(archive, compression.reader(body)) {
+        Ok(learnt) => tracing::debug!(archive, learnt, "learnt a Packages index"),
+        Err(error) => tracing::warn!(archive, %error, "cannot learn a Packages index"),
+    }
+}
