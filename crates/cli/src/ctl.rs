@@ -114,6 +114,9 @@ fn render_info(info: &Value) -> String {
             );
         }
     }
+    let apt_index = &info["apt_index"];
+    out +=
+        &format!("apt index: {} suites, {} pool files known\n", n(&apt_index["suites"]), n(&apt_index["pool_files"]));
     let upstream = &info["upstream"];
     out += &format!(
         "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",

@@ -23,6 +23,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -128,6 +129,8 @@ impl AptRepoBuilder {
             work: dir.to_path_buf(),
             keyring: dir.join("keyring.gpg"),
             packages: Vec::new(),
+            first_date: SystemTime::now() - Duration::from_secs(86_400),
+            generation: AtomicU64::new(0),
         };
         let pool = repo.repo_dir().join("pool").join(COMPONENT);
         fs::create_dir_all(&pool).expect("create pool/main");
@@ -155,6 +158,12 @@ pub struct AptRepo {
     keyring: PathBuf,
     /// The packages currently in the pool, in the order added.
     packages: Vec<Package>,
+    /// The `Date:` of the first Release (a day in the past: apt refuses
+    /// Releases dated in the future).
+    first_date: SystemTime,
+    /// Releases published so far; each is dated a minute after the last, so
+    /// generations are ordered however fast a test rebuilds.
+    generation: AtomicU64,
 }
 
 impl AptRepo {
@@ -262,8 +271,12 @@ impl AptRepo {
         }
         fs::create_dir_all(&staging).expect("create staging indexes");
         let indexes = self.stage_indexes(&staging);
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst);
+        let date = httpdate::fmt_http_date(self.first_date + Duration::from_secs(60 * generation));
         let release = run(Command::new("apt-ftparchive")
             .args(release_options())
+            .arg("-o")
+            .arg(format!("APT::FTPArchive::Release::Date={date}"))
             .args(["release", "dists/testing"])
             .current_dir(&staging));
         let release_path = staging.join("Release");

@@ -23,8 +23,10 @@ pub struct Answer {
     pub status: u16,
     /// Headers, names lower-case.
     pub headers: http::HeaderMap,
-    /// Body.
+    /// Body (what arrived of it, when it broke off).
     pub body: Bytes,
+    /// False when the body broke off (the connection was cut mid-body).
+    pub complete: bool,
 }
 
 impl Answer {
@@ -66,8 +68,19 @@ pub async fn proxy_fetch(proxy_addr: &str, method: &str, url: &str, headers: &[(
     let response = proxy_request(proxy_addr, method, url, headers).await;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let body = response.into_body().collect().await.expect("body").to_bytes();
-    Answer { status, headers, body }
+    let mut body = response.into_body();
+    let mut received = Vec::new();
+    let mut complete = true;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => received.extend_from_slice(frame.data_ref().map_or(&[][..], |d| d.as_ref())),
+            Err(_) => {
+                complete = false;
+                break;
+            }
+        }
+    }
+    Answer { status, headers, body: Bytes::from(received), complete }
 }
 
 /// Writes `raw` to the proxy and reads until the connection closes or

@@ -180,6 +180,25 @@ impl Fetch {
         }
     }
 
+    /// Waits until the fetch has ended (done, refreshed, passed on or
+    /// failed) and returns how.
+    pub async fn finished(&self) -> Phase {
+        let mut progress = self.progress.clone();
+        loop {
+            let phase = progress.borrow_and_update().phase.clone();
+            if !matches!(phase, Phase::Asking | Phase::Streaming(_)) {
+                return phase;
+            }
+            if progress.changed().await.is_err() {
+                let phase = progress.borrow().phase.clone();
+                return match phase {
+                    Phase::Asking | Phase::Streaming(_) => Phase::Failed(Arc::new(FetchError::Abandoned)),
+                    other => other,
+                };
+            }
+        }
+    }
+
     /// The bytes `start..end` (`end`: to the end of the body) of a body being
     /// downloaded, streamed as they arrive.
     pub fn body(&self, head: &Head, start: u64, end: Option<u64>) -> FetchBody {

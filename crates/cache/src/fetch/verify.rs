@@ -20,6 +20,13 @@ pub trait Verifier: Send + Sync + std::fmt::Debug {
         Expected::default()
     }
 
+    /// True when [`Verifier::check`] may refuse a body that is otherwise
+    /// sound: clients then wait for the verdict instead of streaming a body
+    /// that may be withdrawn (and can be given the cached copy instead).
+    fn judges_body(&self) -> bool {
+        false
+    }
+
     /// Judges the complete body before it is committed; an `Err` keeps it
     /// out of the cache and fails the fetch for every waiter with the reason.
     fn check(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {

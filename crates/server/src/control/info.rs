@@ -26,6 +26,17 @@ pub struct Info {
     pub sides: BTreeMap<&'static str, SideSnapshot>,
     /// What went out through the one way out.
     pub upstream: UpstreamInfo,
+    /// What the apt index has learnt.
+    pub apt_index: AptIndexInfo,
+}
+
+/// The apt index part of [`Info`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AptIndexInfo {
+    /// Suites whose `Release` is known.
+    pub suites: u64,
+    /// Pool files whose size and SHA-256 a `Packages` index gave.
+    pub pool_files: u64,
 }
 
 /// The cache part of [`Info`].
@@ -74,6 +85,10 @@ impl Info {
             },
             sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
             upstream: state.upstream.counters.snapshot().into(),
+            apt_index: {
+                let (suites, pool_files) = state.apt.index().counts();
+                AptIndexInfo { suites: suites as u64, pool_files }
+            },
         }
     }
 }

@@ -43,7 +43,8 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
     };
     let conditional = spec.revalidating.clone();
     let joined = state.cache.fetch(spec, || fetching::start(state, &request, asked, conditional.as_deref()));
-    let phase = joined.fetch.answered().await;
+    let judged = request.verifier.as_ref().is_some_and(|v| v.judges_body());
+    let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
     match phase {
         Phase::Streaming(head) => {
             stats.miss();

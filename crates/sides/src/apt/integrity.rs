@@ -122,6 +122,10 @@ struct ReleaseFile {
 }
 
 impl Verifier for ReleaseFile {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
     fn check(&self, body: &mut BodyReader<'_>, _: &BodyHashes) -> Result<(), String> {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut std::io::Read::take(body, MAX_RELEASE_BYTES), &mut bytes)

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-use redb::{Database, Durability, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use super::packages;
 use super::release::{FileSum, Release};
@@ -184,6 +184,13 @@ impl AptIndex {
         let n = batch.len();
         batch.clear();
         Ok(n)
+    }
+
+    /// How many suites' Releases and how many pool files the index knows.
+    pub fn counts(&self) -> (usize, u64) {
+        let suites = self.releases.read().unwrap_or_else(|p| p.into_inner()).len();
+        let pool = self.db.begin_read().ok().and_then(|txn| txn.open_table(POOL).ok()?.len().ok()).unwrap_or(0);
+        (suites, pool)
     }
 
     /// What the newest `Packages` index learnt says of `archive`'s pool file
