@@ -109,3 +109,32 @@ fn memory_for_a_million_pool_entries() {
     assert_eq!(learnt, 1_000_000);
     assert_eq!(index.pool_file("debian", "pool/main/p/pkg7/pkg7_1.0-7_amd64.deb").unwrap().size, 7);
 }
+
+mod records {
+    use super::super::encoding::{decode_release, decode_sum, encode_release};
+    use crate::apt::release::{FileSum, Release};
+    use proptest::prelude::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    proptest! {
+        #[test]
+        fn damaged_records_decode_to_nothing_or_something_not_a_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode_release(&bytes);
+            let _ = decode_sum(&bytes);
+        }
+
+        #[test]
+        fn releases_round_trip(
+            files in prop::collection::btree_map("[ -~]{0,40}", (any::<u64>(), any::<[u8; 32]>()), 0..20),
+            date in prop::option::of(0u64..4_000_000_000),
+            by_hash in any::<bool>(),
+        ) {
+            let release = Release {
+                date: date.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+                acquire_by_hash: by_hash,
+                files: files.into_iter().map(|(p, (size, sha256))| (p, FileSum { size, sha256 })).collect(),
+            };
+            prop_assert_eq!(decode_release(&encode_release(&release)), Some(release));
+        }
+    }
+}
