@@ -3,6 +3,11 @@
 //! entry is cached) and gets what it brings. A stale entry is served when
 //! the upstream cannot be asked or fails, so clients keep working while a
 //! mirror is down.
+//!
+//! What the side expects of the key overrides all of that: an entry that
+//! does not match the expected checksum is superseded (never served, not
+//! even stale), one that matches needs no revalidation, and expected bytes
+//! the store holds under another name are served without a fetch.
 
 use std::sync::Arc;
 use std::time::SystemTime;
