@@ -83,6 +83,14 @@ pub enum FetchError {
         /// The hash of what arrived (hex).
         actual: String,
     },
+    /// The offline switch refused the upstream request: nothing was sent.
+    #[error("{message}")]
+    Refused {
+        /// What the switch said.
+        message: String,
+        /// How long until the host may be tried (`None` in offline mode).
+        retry_after: Option<std::time::Duration>,
+    },
     /// The side's check refused the complete body.
     #[error("upstream body refused: {0}")]
     Rejected(String),

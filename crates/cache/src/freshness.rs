@@ -62,13 +62,26 @@ pub enum Freshness {
     Stale,
 }
 
+/// How long revalidated entries stay fresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// This long (the side's configuration).
+    For(Duration),
+    /// For ever: offline mode froze freshness, and not even a client's
+    /// `max-age=0` makes an entry old enough to revalidate.
+    Frozen,
+}
+
 /// Decides the freshness of `entry` at `now`.
 ///
-/// `window` is how long a revalidated entry stays fresh (the side's
-/// configuration). Immutable entries are always fresh: a client's `max-age=0`
-/// (which `apt-get update` sends on every request, by-hash files included)
-/// cannot make content that never changes any newer.
-pub fn freshness(entry: &Entry, now: SystemTime, window: Duration, client: ClientDirectives) -> Freshness {
+/// Immutable entries are always fresh: a client's `max-age=0` (which
+/// `apt-get update` sends on every request, by-hash files included) cannot
+/// make content that never changes any newer.
+pub fn freshness(entry: &Entry, now: SystemTime, window: Window, client: ClientDirectives) -> Freshness {
+    let window = match window {
+        Window::Frozen => return Freshness::Fresh,
+        Window::For(window) => window,
+    };
     if entry.class == Class::Immutable {
         return Freshness::Fresh;
     }
@@ -107,7 +120,7 @@ mod tests {
         ClientDirectives::from_headers(&headers)
     }
 
-    const WINDOW: Duration = Duration::from_secs(300);
+    const WINDOW: Window = Window::For(Duration::from_secs(300));
 
     #[test]
     fn immutable_entries_never_age_even_under_max_age_zero() {
@@ -151,7 +164,15 @@ mod tests {
     fn zero_window_always_revalidates() {
         let now = SystemTime::now();
         let e = entry(Class::Revalidated, now);
-        assert_eq!(freshness(&e, now, Duration::ZERO, ClientDirectives::default()), Freshness::Stale);
+        assert_eq!(freshness(&e, now, Window::For(Duration::ZERO), ClientDirectives::default()), Freshness::Stale);
+    }
+
+    #[test]
+    fn frozen_freshness_ignores_age_and_max_age_zero() {
+        let now = SystemTime::now();
+        let old = entry(Class::Revalidated, now - Duration::from_secs(86400 * 30));
+        assert_eq!(freshness(&old, now, Window::Frozen, directives("max-age=0")), Freshness::Fresh);
+        assert_eq!(freshness(&old, now, Window::Frozen, directives("no-cache")), Freshness::Fresh);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use fetch::{
     BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, StartFetch, UpstreamBody,
     Verifier,
 };
-pub use freshness::{freshness, ClientDirectives, Freshness};
+pub use freshness::{freshness, ClientDirectives, Freshness, Window};
 pub use store::Store;
 
 /// The cache as the server uses it: lookups, bodies and shared fetches.

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use clap::{Parser, Subcommand};
-use http_body_util::{BodyExt, Empty};
+use http::Method;
+use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
@@ -21,6 +22,10 @@ struct Flags {
     #[arg(long, global = true, env = "PKGPROXY_STATS_SOCKET_PATH", value_name = "PATH")]
     stats_socket_path: Option<PathBuf>,
 
+    /// The daemon's read-write control socket (as the daemon's -admin-socket-path).
+    #[arg(long, global = true, env = "PKGPROXY_ADMIN_SOCKET_PATH", value_name = "PATH")]
+    admin_socket_path: Option<PathBuf>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -33,6 +38,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the offline mode, or set it: never, offline or store-overloaded.
+    Offline {
+        /// The mode to put in effect; without it, the mode is shown.
+        mode: Option<String>,
+        /// Print the daemon's JSON answer as it is.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs pkgproxyctl.
@@ -40,7 +53,7 @@ pub fn main() -> ExitCode {
     let flags = Flags::parse_from(crate::args::normalise(std::env::args_os()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match runtime.block_on(run(flags)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("pkgproxyctl: {error:#}");
             ExitCode::FAILURE
@@ -48,9 +61,29 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn run(flags: Flags) -> anyhow::Result<()> {
+async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
     let stats_socket = flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket);
+    let admin_socket = flags.admin_socket_path.unwrap_or_else(paths::default_admin_socket);
     match flags.command {
+        Command::Offline { mode, json } => {
+            let answer = match mode {
+                Some(mode) => {
+                    let body = serde_json::json!({ "mode": mode }).to_string();
+                    request(&admin_socket, Method::PUT, "/pkgproxy/v1/offline", Some(body)).await?
+                }
+                None => request(&admin_socket, Method::GET, "/pkgproxy/v1/offline", None).await?,
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&answer)?);
+            } else {
+                print!("{}", render_offline(&answer));
+            }
+            if let Some(error) = answer["persist_error"].as_str() {
+                eprintln!("pkgproxyctl: the mode applies now but was not saved: {error}");
+                return Ok(ExitCode::FAILURE);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Info { json } => {
             let info = get(&stats_socket, "/pkgproxy/v1/info").await?;
             if json {
@@ -60,17 +93,27 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `GET path` on a control socket, answered with JSON.
 async fn get(socket: &Path, path: &str) -> anyhow::Result<Value> {
+    request(socket, Method::GET, path, None).await
+}
+
+/// A request on a control socket, answered with JSON.
+async fn request(socket: &Path, method: Method, path: &str, body: Option<String>) -> anyhow::Result<Value> {
     let stream = tokio::net::UnixStream::connect(socket)
         .await
         .with_context(|| format!("cannot reach pkgproxy at {} (is it running?)", socket.display()))?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
-    let request = http::Request::get(path).header("host", "pkgproxy").body(Empty::<Bytes>::new())?;
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "pkgproxy")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))?;
     let response = sender.send_request(request).await?;
     let status = response.status();
     let body = response.into_body().collect().await?.to_bytes();
@@ -79,6 +122,28 @@ async fn get(socket: &Path, path: &str) -> anyhow::Result<Value> {
         bail!("{path}: {status}: {}", value["error"].as_str().unwrap_or("no reason given"));
     }
     Ok(value)
+}
+
+fn render_offline(answer: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    let mut out = format!("offline mode: {}\n", text(&answer["mode"]));
+    let upstreams = answer["upstreams"].as_array().cloned().unwrap_or_default();
+    if upstreams.is_empty() {
+        out += "every upstream's breaker is closed\n";
+    }
+    for upstream in upstreams {
+        let left = upstream["retry_after_seconds"].as_u64().map(|s| format!(", {s} s left")).unwrap_or_default();
+        out += &format!("  {}: {}{left}\n", text(&upstream["host"]), text(&upstream["state"]));
+    }
+    if answer["persistent"].as_bool() == Some(true) {
+        out += &format!("after a restart: {}\n", text(&answer["restart_mode"]));
+    } else {
+        out += &format!(
+            "after a restart: {} (nothing keeps a run-time switch outside pkgproxy's snap: set -offline-mode to keep one)\n",
+            text(&answer["restart_mode"])
+        );
+    }
+    out
 }
 
 fn render_info(info: &Value) -> String {
@@ -117,6 +182,7 @@ fn render_info(info: &Value) -> String {
     let apt_index = &info["apt_index"];
     out +=
         &format!("apt index: {} suites, {} pool files known\n", n(&apt_index["suites"]), n(&apt_index["pool_files"]));
+    out += &format!("offline mode: {}\n", info["offline"]["mode"].as_str().unwrap_or("?"));
     let upstream = &info["upstream"];
     out += &format!(
         "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
-use pkgproxy_server::config::{ConfigFile, Overrides};
+use pkgproxy_server::config::{ConfigFile, Overrides, Persistence};
 use pkgproxy_server::{Listeners, Settings};
+use pkgproxy_upstream::offline::Mode;
 use tokio::net::UnixListener;
 
 use crate::paths;
@@ -70,6 +71,17 @@ struct Flags {
     #[arg(long, env = "PKGPROXY_LOG_LEVEL", value_name = "LEVEL")]
     log_level: Option<String>,
 
+    /// The offline mode at start: never (go online as needed), offline (serve only
+    /// what is cached, send nothing upstream) or store-overloaded (leave an upstream
+    /// that shows trouble alone for a while). Changed at run time with
+    /// `pkgproxyctl offline MODE`.
+    #[arg(long, env = "PKGPROXY_OFFLINE_MODE", value_name = "MODE")]
+    offline_mode: Option<String>,
+
+    /// Short for -offline-mode offline (true or false).
+    #[arg(long, env = "PKGPROXY_OFFLINE", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    offline: Option<String>,
+
     /// How long apt's dists/ files fetched by name (InRelease, Packages.xz, ...) are
     /// served without revalidation, e.g. 5m, 30s, 0s. Default: 5m.
     #[arg(long, env = "PKGPROXY_APT_INDEX_TTL", value_name = "DURATION")]
@@ -120,12 +132,48 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     if stats_socket == admin_socket {
         bail!("-stats-socket-path and -admin-socket-path must differ (both are {})", stats_socket.display());
     }
-    let overrides = Overrides { apt_index_ttl };
+    let offline_mode = start_mode(&matches, flags.offline_mode.as_deref(), flags.offline.as_deref())?;
+    let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence() };
     let settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),
     })?;
     Ok(Daemon { addr, stats_socket, admin_socket, log_filter, settings })
+}
+
+/// pkgproxy's own snap keeps the offline mode in its settings; a snap that
+/// merely bundles pkgproxy has other options and is left alone.
+fn persistence() -> Persistence {
+    match std::env::var("SNAP_NAME") {
+        Ok(name) if name == "pkgproxy" => Persistence::Snap,
+        _ => Persistence::None,
+    }
+}
+
+/// The start mode from `-offline-mode` and `-offline`. When both are given
+/// they must name the same mode: neither the order of the flags nor the
+/// order the environment is read in may decide.
+fn start_mode(matches: &ArgMatches, mode: Option<&str>, offline: Option<&str>) -> anyhow::Result<Option<Mode>> {
+    let mode_source = || source_of(matches, "offline_mode", "PKGPROXY_OFFLINE_MODE");
+    let offline_source = || source_of(matches, "offline", "PKGPROXY_OFFLINE");
+    let mode = mode.map(|m| m.parse::<Mode>()).transpose().with_context(mode_source)?;
+    let offline = offline.map(parse_bool).transpose().with_context(offline_source)?;
+    match (mode, offline) {
+        (Some(mode), Some(true)) if mode != Mode::Offline => {
+            bail!("{} says {mode} but {} says offline: give one, or make them agree", mode_source(), offline_source())
+        }
+        (Some(mode), _) => Ok(Some(mode)),
+        (None, Some(true)) => Ok(Some(Mode::Offline)),
+        (None, _) => Ok(None),
+    }
+}
+
+fn parse_bool(value: &str) -> anyhow::Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => bail!("{value:?} is not true or false"),
+    }
 }
 
 fn non_empty(value: Option<PathBuf>, matches: &ArgMatches, id: &str, env: &str) -> anyhow::Result<Option<PathBuf>> {

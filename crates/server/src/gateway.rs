@@ -25,7 +25,7 @@ use tracing::Instrument;
 
 use crate::body::ResponseBody;
 use crate::state::State;
-use crate::{control, proxy};
+use crate::{control, offline};
 
 /// How long a client may take to send a request's head (idle keep-alive
 /// connections included).
@@ -42,7 +42,7 @@ pub async fn serve_proxy(listener: TcpListener, state: Arc<State>, shutdown: Can
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let state = Arc::clone(&state);
-                let handler = move |request| proxy::handle(Arc::clone(&state), request);
+                let handler = move |request| offline::around(Arc::clone(&state), request);
                 let span = tracing::debug_span!("connection", %peer);
                 tracker.spawn(serve_connection(stream, handler, shutdown.clone()).instrument(span));
             }

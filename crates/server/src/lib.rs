@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 mod gateway;
 mod headers;
+mod offline;
 mod proxy;
 mod state;
 mod stats;
@@ -108,6 +109,7 @@ pub async fn run(
     });
     let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
+    let start_mode = settings.upstream.switch.mode();
     let upstream = Upstream::new(settings.upstream.clone());
     let state = Arc::new(state::State {
         settings,
@@ -117,6 +119,7 @@ pub async fn run(
         stats: stats::Stats::default(),
         started: Instant::now(),
         listen,
+        restart_mode: std::sync::Mutex::new(start_mode),
     });
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");

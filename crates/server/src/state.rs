@@ -2,10 +2,12 @@
 //! the counters. Built once in `run` and passed down, never global.
 
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use pkgproxy_cache::Cache;
 use pkgproxy_sides::apt::Apt;
+use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::Upstream;
 
 use crate::config::Settings;
@@ -28,4 +30,6 @@ pub struct State {
     pub started: Instant,
     /// The proxy's listening address.
     pub listen: SocketAddr,
+    /// The offline mode pkgproxy will start in after a restart.
+    pub restart_mode: Mutex<Mode>,
 }

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
@@ -18,6 +18,7 @@ pub struct Daemon {
     dir: tempfile::TempDir,
     config: Option<String>,
     extra_args: Vec<String>,
+    env: Vec<(String, String)>,
     child: Option<Child>,
     proxy_addr: String,
 }
@@ -31,7 +32,18 @@ impl Daemon {
 
     /// As [`Daemon::start`], with extra command-line arguments.
     pub async fn start_with(binary: impl Into<PathBuf>, config: Option<&str>, args: &[&str]) -> Daemon {
+        Self::start_with_env(binary, config, args, &[]).await
+    }
+
+    /// As [`Daemon::start_with`], with extra environment variables.
+    pub async fn start_with_env(
+        binary: impl Into<PathBuf>,
+        config: Option<&str>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let mut daemon = Daemon {
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             binary: binary.into(),
             dir: tempfile::Builder::new().prefix("pkgproxy-test").tempdir().expect("temp dir"),
             config: config.map(str::to_string),
@@ -93,6 +105,7 @@ impl Daemon {
         let child = Command::new(&self.binary)
             .args(&args)
             .env_remove("RUST_LOG")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -134,6 +147,26 @@ impl Daemon {
         line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmRSS value")
     }
 
+    /// The admin socket.
+    pub fn admin_socket(&self) -> PathBuf {
+        self.dir.path().join("admin.sock")
+    }
+
+    /// A request on the admin socket; returns the status and the JSON answer.
+    pub async fn admin(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        let (status, answer) =
+            unix_request(&self.admin_socket(), method, path, body).await.expect("admin socket answers");
+        (status, serde_json::from_slice(&answer).expect("JSON answer"))
+    }
+
+    /// Puts `mode` in effect over the admin socket.
+    pub async fn set_offline_mode(&self, mode: &str) -> Value {
+        let (status, answer) =
+            self.admin("PUT", "/pkgproxy/v1/offline", Some(&format!("{{\"mode\": \"{mode}\"}}"))).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
+    }
+
     /// `kill -9`: no chance to clean up.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -146,6 +179,12 @@ impl Daemon {
     pub async fn restart(&mut self) {
         self.kill9();
         self.spawn().await;
+    }
+
+    /// Starts the daemon again on the same cache with other extra arguments.
+    pub async fn restart_with(&mut self, args: &[&str]) {
+        self.extra_args = args.iter().map(|a| a.to_string()).collect();
+        self.restart().await;
     }
 }
 
@@ -161,10 +200,24 @@ fn path_arg(path: &Path) -> String {
 
 /// `GET path` on a Unix socket; returns the status and body.
 pub async fn unix_get(socket: &Path, path: &str) -> Result<(u16, Bytes), Box<dyn std::error::Error + Send + Sync>> {
+    unix_request(socket, "GET", path, None).await
+}
+
+/// A request on a Unix socket; returns the status and body.
+pub async fn unix_request(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> Result<(u16, Bytes), Box<dyn std::error::Error + Send + Sync>> {
     let stream = tokio::net::UnixStream::connect(socket).await?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
-    let request = http::Request::get(path).header("host", "pkgproxy").body(Empty::<Bytes>::new())?;
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "pkgproxy")
+        .body(Full::new(Bytes::from(body.unwrap_or_default().to_string())))?;
     let response = sender.send_request(request).await?;
     let status = response.status().as_u16();
     Ok((status, response.into_body().collect().await?.to_bytes()))

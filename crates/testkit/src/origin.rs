@@ -81,6 +81,8 @@ struct Shared {
     rate_limit: Mutex<Option<u64>>,
     /// Forced answers, keyed by exact request path (no query).
     status_overrides: Mutex<HashMap<String, u16>>,
+    /// A `Retry-After` value added to forced answers.
+    retry_after: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -118,6 +120,7 @@ impl Origin {
             connections: AtomicU64::new(0),
             rate_limit: Mutex::new(None),
             status_overrides: Mutex::new(HashMap::new()),
+            retry_after: Mutex::new(None),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Origin { addr, shared, accept }
@@ -177,9 +180,15 @@ impl Origin {
         *self.shared.rate_limit.lock().unwrap() = bytes_per_second.map(|r| r.max(1));
     }
 
+    /// Adds `Retry-After: value` to every forced answer (`None`: none).
+    pub fn set_retry_after(&self, value: Option<&str>) {
+        *self.shared.retry_after.lock().unwrap() = value.map(str::to_owned);
+    }
+
     /// Answers requests for exactly `path` (e.g. `/debian/dists/testing/InRelease`,
     /// query ignored) with `status` and an empty body instead of the file;
-    /// `None` removes the override.
+    /// `None` removes the override. Forced answers carry the `Retry-After` set with
+    /// [`Origin::set_retry_after`].
     pub fn set_status_override(&self, path: &str, status: Option<u16>) {
         let mut overrides = self.shared.status_overrides.lock().unwrap();
         match status {
@@ -229,7 +238,11 @@ async fn respond(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
     let path = req.uri().path();
     if let Some(code) = shared.status_override(path) {
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return bare(status);
+        let mut response = bare(status);
+        if let Some(value) = shared.retry_after.lock().unwrap().as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut response = bare(StatusCode::METHOD_NOT_ALLOWED);

@@ -8,23 +8,42 @@ use tokio::net::TcpStream;
 use crate::connect::Connector;
 use crate::counters::Counters;
 use crate::error::UpstreamError;
+use crate::offline::Switch;
+use tokio::time::Instant;
 
 /// Opens tunnel connections.
 #[derive(Debug, Clone)]
 pub struct Dialer {
     connector: Connector,
     counters: Arc<Counters>,
+    switch: Switch,
 }
 
 impl Dialer {
-    pub(crate) fn new(connector: Connector, counters: Arc<Counters>) -> Self {
-        Dialer { connector, counters }
+    pub(crate) fn new(connector: Connector, switch: Switch, counters: Arc<Counters>) -> Self {
+        Dialer { connector, counters, switch }
     }
 
-    /// Connects to `host:port` for a tunnel.
+    /// Connects to `host:port` for a tunnel. The offline switch is asked
+    /// first; a failed dial is a failure of the host, a successful one is
+    /// no answer (a tunnel that connects says nothing of the host's HTTP).
     pub async fn dial(&self, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
-        let stream = self.connector.connect(host, port).await?;
-        self.counters.tunnel();
-        Ok(stream)
+        let ticket = self
+            .switch
+            .admit(host, Instant::now())
+            .map_err(|refusal| UpstreamError::Offline { host: host.to_string(), retry_after: refusal.retry_after })?;
+        match self.connector.connect(host, port).await {
+            Ok(stream) => {
+                self.counters.tunnel();
+                drop(ticket);
+                Ok(stream)
+            }
+            Err(error) => {
+                if !error.is_forbidden() {
+                    ticket.failed(None);
+                }
+                Err(error)
+            }
+        }
     }
 }

@@ -3,6 +3,23 @@
 /// A failure of the way out.
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
+    /// The offline switch refused the request before anything was sent:
+    /// offline mode, or the host's breaker is open.
+    #[error("{host}: pkgproxy is offline")]
+    Offline {
+        /// The host asked for.
+        host: String,
+        /// How long until the host may be tried (`None` in offline mode).
+        retry_after: Option<std::time::Duration>,
+    },
+    /// No answer head came in time.
+    #[error("{host} sent no answer within {secs} s")]
+    Timeout {
+        /// The host asked for.
+        host: String,
+        /// The limit.
+        secs: u64,
+    },
     /// The name did not resolve.
     #[error("cannot resolve {host}: {source}")]
     Resolve {
@@ -62,5 +79,14 @@ impl UpstreamError {
     /// the request's fault, not the upstream's.
     pub fn is_forbidden(&self) -> bool {
         matches!(self, UpstreamError::Forbidden { .. } | UpstreamError::BadTarget { .. })
+    }
+
+    /// For a refusal by the offline switch, the time until the host may be
+    /// tried (itself `None` in offline mode).
+    pub fn refusal(&self) -> Option<Option<std::time::Duration>> {
+        match self {
+            UpstreamError::Offline { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
     }
 }

@@ -13,6 +13,7 @@ mod connect;
 mod counters;
 mod dialer;
 mod error;
+pub mod offline;
 mod resolve;
 mod transport;
 
@@ -37,6 +38,10 @@ pub struct UpstreamConfig {
     pub connect_timeout: Duration,
     /// How long an idle pooled connection is kept.
     pub pool_idle_timeout: Duration,
+    /// How long an upstream may take to send an answer's head.
+    pub head_timeout: Duration,
+    /// The offline switch (shared with whoever changes the mode).
+    pub switch: offline::Switch,
 }
 
 impl Default for UpstreamConfig {
@@ -46,6 +51,8 @@ impl Default for UpstreamConfig {
             policy: AddressPolicy::default(),
             connect_timeout: Duration::from_secs(10),
             pool_idle_timeout: Duration::from_secs(60),
+            head_timeout: Duration::from_secs(60),
+            switch: offline::Switch::default(),
         }
     }
 }
@@ -60,6 +67,8 @@ pub struct Upstream {
     pub dialer: Dialer,
     /// What both have done.
     pub counters: Arc<Counters>,
+    /// The offline switch both consult.
+    pub switch: offline::Switch,
 }
 
 impl Upstream {
@@ -68,8 +77,14 @@ impl Upstream {
         let counters = Arc::new(Counters::default());
         let connector =
             connect::Connector::new(config.resolver, config.policy, config.connect_timeout, Arc::clone(&counters));
-        let transport = Transport::new(connector.clone(), config.pool_idle_timeout, Arc::clone(&counters));
-        let dialer = Dialer::new(connector, Arc::clone(&counters));
-        Upstream { transport, dialer, counters }
+        let transport = Transport::new(
+            connector.clone(),
+            config.pool_idle_timeout,
+            config.head_timeout,
+            config.switch.clone(),
+            Arc::clone(&counters),
+        );
+        let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
+        Upstream { transport, dialer, counters, switch: config.switch }
     }
 }

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pkgproxy_sides::apt::{AptConfigError, AptSide, ArchiveConfig};
+use pkgproxy_upstream::offline::{Mode, Switch};
+
+pub use crate::control::offline::Persistence;
 use pkgproxy_upstream::{AddressPolicy, Resolver, UpstreamConfig};
 
 pub use file::{ConfigFile, FileError};
@@ -22,12 +25,12 @@ pub struct Settings {
     pub apt: AptSide,
     /// The way out.
     pub upstream: UpstreamConfig,
-    /// How long an upstream may take to send its answer's head.
-    pub upstream_head_timeout: Duration,
     /// How long an upstream body may send nothing before the fetch fails.
     pub upstream_idle_timeout: Duration,
     /// Threads serving the proxy listener (one per core by default).
     pub proxy_threads: usize,
+    /// How a mode set at run time is kept across restarts.
+    pub persistence: Persistence,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -48,10 +51,15 @@ pub enum SettingsError {
 
 /// Values given on the command line or in the environment, which win over
 /// the file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Overrides {
     /// `-apt-index-ttl`.
     pub apt_index_ttl: Option<Duration>,
+    /// `-offline-mode` / `-offline`: the mode at start.
+    pub offline_mode: Option<Mode>,
+    /// Where a run-time mode is saved (the snap's settings inside
+    /// pkgproxy's own snap).
+    pub persistence: Persistence,
 }
 
 impl Settings {
@@ -83,14 +91,16 @@ impl Settings {
             policy,
             connect_timeout: file.upstream.connect_timeout.unwrap_or(defaults.connect_timeout),
             pool_idle_timeout: defaults.pool_idle_timeout,
+            head_timeout: file.upstream.head_timeout.unwrap_or(defaults.head_timeout),
+            switch: Switch::new(overrides.offline_mode.unwrap_or_default()),
         };
         Ok(Settings {
             cache_dir,
             apt,
             upstream,
-            upstream_head_timeout: file.upstream.head_timeout.unwrap_or(Duration::from_secs(60)),
             upstream_idle_timeout: file.upstream.idle_timeout.unwrap_or(Duration::from_secs(60)),
             proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            persistence: overrides.persistence,
         })
     }
 }

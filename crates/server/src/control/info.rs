@@ -28,6 +28,17 @@ pub struct Info {
     pub upstream: UpstreamInfo,
     /// What the apt index has learnt.
     pub apt_index: AptIndexInfo,
+    /// The offline mode and the upstreams whose breaker is not closed.
+    pub offline: OfflineInfo,
+}
+
+/// The offline part of [`Info`] (read-only here; the admin socket changes it).
+#[derive(Debug, Serialize)]
+pub struct OfflineInfo {
+    /// The mode in effect.
+    pub mode: &'static str,
+    /// The hosts whose breaker is not closed.
+    pub upstreams: Vec<super::offline::UpstreamReport>,
 }
 
 /// The apt index part of [`Info`].
@@ -85,6 +96,10 @@ impl Info {
             },
             sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
             upstream: state.upstream.counters.snapshot().into(),
+            offline: OfflineInfo {
+                mode: state.upstream.switch.mode().as_str(),
+                upstreams: super::offline::upstreams(state),
+            },
             apt_index: {
                 let (suites, pool_files) = state.apt.index().counts();
                 AptIndexInfo { suites: suites as u64, pool_files }

@@ -2,12 +2,15 @@
 //! (read-write). Both speak HTTP/1.1 with JSON bodies under `/pkgproxy/v1/`.
 
 mod info;
+pub mod offline;
 
 use std::sync::Arc;
 
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
 
 pub use info::Info;
@@ -26,10 +29,16 @@ pub enum Role {
 
 /// Answers a control request.
 pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -> Response<ResponseBody> {
-    let path = request.uri().path();
-    match (request.method(), path) {
+    let path = request.uri().path().to_string();
+    match (request.method(), path.as_str()) {
         (&Method::GET, "/pkgproxy/v1/info") => json(StatusCode::OK, &Info::gather(&state)),
         (_, "/pkgproxy/v1/info") => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+        (&Method::GET, "/pkgproxy/v1/offline") => json(StatusCode::OK, &offline::current(&state, None)),
+        (&Method::PUT, "/pkgproxy/v1/offline") if role == Role::Admin => put_offline(&state, request).await,
+        (&Method::PUT, "/pkgproxy/v1/offline") => {
+            error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the mode on the admin socket")
+        }
+        (_, "/pkgproxy/v1/offline") => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
         _ => {
             let what = match role {
                 Role::Stats => "stats socket",
@@ -37,6 +46,24 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             };
             error(StatusCode::NOT_FOUND, &format!("no such endpoint on the {what}: {path}"))
         }
+    }
+}
+
+/// The most a control request body may hold.
+const BODY_LIMIT: usize = 4096;
+
+async fn put_offline(state: &Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let body = match http_body_util::Limited::new(request.into_body(), BODY_LIMIT).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}")),
+    };
+    let asked: offline::ModeRequest = match serde_json::from_slice(&body) {
+        Ok(asked) => asked,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("expected {{\"mode\": \"...\"}}: {e}")),
+    };
+    match asked.mode.parse::<Mode>() {
+        Ok(mode) => json(StatusCode::OK, &offline::set(state, mode).await),
+        Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
     }
 }
 

@@ -12,6 +12,7 @@ use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 use super::plan::{plan, Plan, Representation};
 use crate::body::{FileBody, ResponseBody};
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
+use crate::offline::RefusalNote;
 
 /// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,8 @@ pub struct Asked<'a> {
     pub method: &'a Method,
     /// The client's headers (conditionals, `Range`).
     pub headers: &'a HeaderMap,
+    /// Where refusals by the offline switch are noted.
+    pub note: &'a RefusalNote,
 }
 
 /// A plain-text answer (errors and refusals).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use http::{Response, StatusCode};
-use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, Phase};
+use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchError, FetchSpec, Freshness, Phase, Window};
 use pkgproxy_sides::CachedRequest;
 
 use super::answer::{self, Asked, Served};
@@ -70,12 +70,24 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
             stats.miss();
             answer::passed(asked, &passed)
         }
-        Phase::Failed(error) if cached.is_some() => stale(state, asked, &request, cached.as_ref(), &error.to_string()),
+        Phase::Failed(error) if cached.is_some() => {
+            note_refusal(asked, &error);
+            stale(state, asked, &request, cached.as_ref(), &error.to_string())
+        }
         Phase::Failed(error) => {
+            note_refusal(asked, &error);
             stats.miss();
             answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"))
         }
         Phase::Asking => answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: fetch ended without an answer"),
+    }
+}
+
+/// Notes a refusal by the offline switch for the middleware (the leader of
+/// a shared fetch and those who only joined it all see the typed error).
+fn note_refusal(asked: &Asked<'_>, error: &FetchError) {
+    if let FetchError::Refused { retry_after, .. } = error {
+        asked.note.refused(*retry_after);
     }
 }
 
@@ -104,7 +116,10 @@ fn is_fresh(state: &State, asked: &Asked<'_>, request: &CachedRequest, entry: &E
         return true;
     }
     let directives = ClientDirectives::from_headers(asked.headers);
-    let window = state.apt.side().index_ttl();
+    let window = match state.upstream.switch.frozen() {
+        true => Window::Frozen,
+        false => Window::For(state.apt.side().index_ttl()),
+    };
     freshness(entry, SystemTime::now(), window, directives) == Freshness::Fresh
 }
 

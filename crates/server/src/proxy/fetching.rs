@@ -47,13 +47,10 @@ pub fn start(
     let state = Arc::clone(state);
     let side = request.side;
     Box::pin(async move {
-        let timeout = state.settings.upstream_head_timeout;
-        let sent = tokio::time::timeout(timeout, state.upstream.transport.send(upstream_request)).await;
-        let answer = match sent {
-            Err(_) => return Err(FetchError::Upstream(format!("no answer within {} s", timeout.as_secs()))),
-            Ok(Err(error)) => return Err(FetchError::Upstream(error.to_string())),
-            Ok(Ok(answer)) => answer,
-        };
+        let answer = state.upstream.transport.send(upstream_request).await.map_err(|error| match error.refusal() {
+            Some(retry_after) => FetchError::Refused { message: error.to_string(), retry_after },
+            None => FetchError::Upstream(error.to_string()),
+        })?;
         Ok(answer.map(|body| Counted { body, state, side }.boxed()))
     })
 }

@@ -14,13 +14,15 @@ use hyper::body::Incoming;
 use pkgproxy_sides::{Decision, Refusal, Target};
 
 use crate::body::ResponseBody;
+use crate::offline::RefusalNote;
 use crate::state::State;
 use answer::Asked;
 
 /// Answers one request from a client of the proxy listener.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+    let note = request.extensions().get::<RefusalNote>().cloned().unwrap_or_default();
     if request.method() == Method::CONNECT {
-        return tunnel::handle(&state, request).await;
+        return tunnel::handle(&state, request, &note).await;
     }
     let Some(target) = target(&request) else {
         return answer::text(
@@ -33,13 +35,16 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
         response.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let asked = Asked { method: request.method(), headers: request.headers() };
+    let asked = Asked { method: request.method(), headers: request.headers(), note: &note };
     match state.apt.classify(&target) {
         Decision::Refuse(refusal) => {
             state.stats.side(pkgproxy_sides::Side::Apt).refused();
             refuse(&refusal)
         }
-        Decision::Cache(decided) => cached::serve(&state, &asked, decided).await,
+        Decision::Cache(decided) => {
+            note.handled_by(decided.side);
+            cached::serve(&state, &asked, decided).await
+        }
     }
 }
 

@@ -10,11 +10,12 @@ use hyper_util::rt::TokioIo;
 
 use super::{answer, refuse};
 use crate::body::ResponseBody;
+use crate::offline::RefusalNote;
 use crate::state::State;
 use pkgproxy_sides::Refusal;
 
 /// Answers a CONNECT request and, once upgraded, relays bytes both ways.
-pub async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+pub async fn handle(state: &Arc<State>, request: Request<Incoming>, note: &RefusalNote) -> Response<ResponseBody> {
     let Some(authority) = request.uri().authority().cloned() else {
         return refuse(&Refusal::bad_request("CONNECT needs host:port"));
     };
@@ -28,6 +29,9 @@ pub async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Response<
     let upstream = match state.upstream.dialer.dial(&host, port).await {
         Ok(stream) => stream,
         Err(error) => {
+            if let Some(retry_after) = error.refusal() {
+                note.refused(retry_after);
+            }
             tracing::info!(host, port, %error, "tunnel refused upstream");
             return answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"));
         }

@@ -1,0 +1,12 @@
+//! Offline mode and store-overloaded breakers (§21 of the design): the
+//! switch the one way out consults before any name is resolved or socket
+//! opened. Everything that reaches the network goes through it, so every
+//! side has offline mode and breakers without doing anything.
+
+mod breaker;
+mod mode;
+mod switch;
+
+pub use breaker::{BreakerState, Outcome, FAILURES_TO_OPEN, FIRST_OPEN, MAX_OPEN};
+pub use mode::{Mode, UnknownMode};
+pub use switch::{outcome_of, Refusal, Switch, Ticket, UpstreamState};
