@@ -12,6 +12,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 use pkgproxy_server::config::{ConfigFile, Overrides, Persistence};
 use pkgproxy_server::{Listeners, Settings};
+use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::Mode;
 use tokio::net::UnixListener;
 
@@ -82,6 +83,12 @@ struct Flags {
     #[arg(long, env = "PKGPROXY_OFFLINE", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     offline: Option<String>,
 
+    /// Put offline mode in effect while the host is offline, over the configured mode:
+    /// network (no usable default route; the default on Linux), airplane-mode (at least
+    /// one radio, none unblocked) or off. A change must hold for 5 s.
+    #[arg(long, env = "PKGPROXY_AUTO_OFFLINE", value_name = "TRIGGER")]
+    auto_offline: Option<String>,
+
     /// How long apt's dists/ files fetched by name (InRelease, Packages.xz, ...) are
     /// served without revalidation, e.g. 5m, 30s, 0s. Default: 5m.
     #[arg(long, env = "PKGPROXY_APT_INDEX_TTL", value_name = "DURATION")]
@@ -133,7 +140,13 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
         bail!("-stats-socket-path and -admin-socket-path must differ (both are {})", stats_socket.display());
     }
     let offline_mode = start_mode(&matches, flags.offline_mode.as_deref(), flags.offline.as_deref())?;
-    let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence() };
+    let auto_offline = match flags.auto_offline.as_deref() {
+        Some(value) => Trigger::parse(value)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| source_of(&matches, "auto_offline", "PKGPROXY_AUTO_OFFLINE"))?,
+        None => Trigger::platform_default(),
+    };
+    let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline };
     let settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),

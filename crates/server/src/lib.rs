@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use pkgproxy_cache::{Cache, StoreError};
 use pkgproxy_sides::apt::index::IndexError;
 use pkgproxy_sides::apt::Apt;
+use pkgproxy_upstream::offline::auto::{self, AutoOffline, SystemProbe, Trigger};
 use pkgproxy_upstream::Upstream;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
@@ -110,6 +111,7 @@ pub async fn run(
     let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
     let start_mode = settings.upstream.switch.mode();
+    let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
     let upstream = Upstream::new(settings.upstream.clone());
     let state = Arc::new(state::State {
         settings,
@@ -120,6 +122,7 @@ pub async fn run(
         started: Instant::now(),
         listen,
         restart_mode: std::sync::Mutex::new(start_mode),
+        auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
     });
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");
@@ -129,6 +132,15 @@ pub async fn run(
     for number in 0..state.settings.proxy_threads.max(1) {
         let listener = listeners.proxy.try_clone().map_err(ServerError::Listener)?;
         proxy_thread(number, listener, Arc::clone(&state), token.clone(), tracker.clone())?;
+    }
+    if state.auto_offline.trigger() != Trigger::Off {
+        let (auto, token) = (Arc::clone(&state.auto_offline), token.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = auto::watch(auto, SystemProbe::default()) => {}
+                _ = token.cancelled() => {}
+            }
+        });
     }
     for (listener, role) in [(listeners.stats, control::Role::Stats), (listeners.admin, control::Role::Admin)] {
         tracker.spawn(gateway::serve_control(listener, Arc::clone(&state), role, token.clone(), tracker.clone()));

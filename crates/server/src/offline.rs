@@ -97,3 +97,30 @@ pub fn refusal_answer(side: Option<Side>, retry_after: Option<Duration>) -> Resp
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_refused_for_two_hosts_retries_after_the_shorter_time() {
+        let note = RefusalNote::default();
+        note.refused(Some(Duration::from_secs(90)));
+        note.refused(Some(Duration::from_millis(30_500)));
+        note.refused(Some(Duration::from_secs(600)));
+        let noted = note.lock();
+        assert!(noted.refused);
+        assert_eq!(noted.shortest, Some(Duration::from_millis(30_500)));
+    }
+
+    #[test]
+    fn refusal_answers() {
+        let offline = refusal_answer(Some(Side::Apt), None);
+        assert_eq!(offline.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(offline.headers().get(RETRY_AFTER).is_none());
+        let overloaded = refusal_answer(None, Some(Duration::from_millis(30_500)));
+        assert_eq!(overloaded.headers().get(RETRY_AFTER).unwrap(), "31", "rounded up");
+        let now = refusal_answer(None, Some(Duration::ZERO));
+        assert_eq!(now.headers().get(RETRY_AFTER).unwrap(), "1", "never zero");
+    }
+}

@@ -2,11 +2,12 @@
 //! the counters. Built once in `run` and passed down, never global.
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use pkgproxy_cache::Cache;
 use pkgproxy_sides::apt::Apt;
+use pkgproxy_upstream::offline::auto::AutoOffline;
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::Upstream;
 
@@ -32,4 +33,6 @@ pub struct State {
     pub listen: SocketAddr,
     /// The offline mode pkgproxy will start in after a restart.
     pub restart_mode: Mutex<Mode>,
+    /// Automatic offline mode.
+    pub auto_offline: Arc<AutoOffline>,
 }

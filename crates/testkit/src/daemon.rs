@@ -19,6 +19,7 @@ pub struct Daemon {
     config: Option<String>,
     extra_args: Vec<String>,
     env: Vec<(String, String)>,
+    wrapper: Vec<String>,
     child: Option<Child>,
     proxy_addr: String,
 }
@@ -42,7 +43,20 @@ impl Daemon {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Daemon {
+        Self::start_wrapped(&[], binary, config, args, env).await
+    }
+
+    /// As [`Daemon::start_with_env`], run through `wrapper` (for example
+    /// `ip netns exec NAME`, which execs the daemon in place).
+    pub async fn start_wrapped(
+        wrapper: &[&str],
+        binary: impl Into<PathBuf>,
+        config: Option<&str>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let mut daemon = Daemon {
+            wrapper: wrapper.iter().map(|a| a.to_string()).collect(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             binary: binary.into(),
             dir: tempfile::Builder::new().prefix("pkgproxy-test").tempdir().expect("temp dir"),
@@ -99,10 +113,23 @@ impl Daemon {
             std::fs::write(&path, config).expect("write config");
             args.extend(["-config".to_string(), path_arg(&path)]);
         }
+        // The test machine's own network must not switch test daemons
+        // offline; tests of auto-offline say what they want.
+        if !self.extra_args.iter().any(|a| a.trim_start_matches('-').starts_with("auto-offline")) {
+            args.extend(["-auto-offline".to_string(), "off".to_string()]);
+        }
         args.extend(self.extra_args.iter().cloned());
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(dir.join("daemon.log")).expect("daemon log");
-        let child = Command::new(&self.binary)
+        let mut command = match self.wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(&self.binary);
+                command
+            }
+            None => Command::new(&self.binary),
+        };
+        let child = command
             .args(&args)
             .env_remove("RUST_LOG")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pkgproxy_sides::apt::{AptConfigError, AptSide, ArchiveConfig};
+use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
 pub use crate::control::offline::Persistence;
@@ -31,6 +32,8 @@ pub struct Settings {
     pub proxy_threads: usize,
     /// How a mode set at run time is kept across restarts.
     pub persistence: Persistence,
+    /// What puts offline mode in effect automatically.
+    pub auto_offline: Trigger,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -60,6 +63,8 @@ pub struct Overrides {
     /// Where a run-time mode is saved (the snap's settings inside
     /// pkgproxy's own snap).
     pub persistence: Persistence,
+    /// `-auto-offline`.
+    pub auto_offline: Trigger,
 }
 
 impl Settings {
@@ -101,6 +106,7 @@ impl Settings {
             upstream_idle_timeout: file.upstream.idle_timeout.unwrap_or(Duration::from_secs(60)),
             proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             persistence: overrides.persistence,
+            auto_offline: overrides.auto_offline,
         })
     }
 }

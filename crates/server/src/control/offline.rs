@@ -68,6 +68,14 @@ pub struct OfflineReport {
     pub restart_mode: &'static str,
     /// True when a run-time switch survives a restart.
     pub persistent: bool,
+    /// What puts offline mode in effect automatically, spelt as the flag.
+    pub auto_offline: &'static str,
+    /// While auto-offline is in effect: the configured mode it overrides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_mode: Option<&'static str>,
+    /// While auto-offline is in effect: why (`no-network`, `airplane-mode`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     /// Why saving the mode failed (the mode applies anyway).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persist_error: Option<String>,
@@ -99,7 +107,11 @@ fn report(upstream: UpstreamState) -> UpstreamReport {
 /// The report now.
 pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
     let restart_mode = *state.restart_mode.lock().unwrap_or_else(|p| p.into_inner());
+    let auto = state.auto_offline.report();
     OfflineReport {
+        auto_offline: auto.trigger.as_str(),
+        configured_mode: auto.in_effect.map(|(mode, _)| mode.as_str()),
+        reason: auto.in_effect.map(|(_, reason)| reason.as_str()),
         mode: state.upstream.switch.mode().as_str(),
         upstreams: upstreams(state),
         restart_mode: restart_mode.as_str(),
@@ -110,6 +122,7 @@ pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
 
 /// Applies a `PUT`: the mode takes effect whether or not saving it works.
 pub async fn set(state: &std::sync::Arc<State>, mode: Mode) -> OfflineReport {
+    state.auto_offline.explicit(mode);
     state.upstream.switch.set_mode(mode);
     let persistence = state.settings.persistence;
     let saved = tokio::task::spawn_blocking(move || persistence.save(mode))

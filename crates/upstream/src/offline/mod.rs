@@ -3,6 +3,7 @@
 //! opened. Everything that reaches the network goes through it, so every
 //! side has offline mode and breakers without doing anything.
 
+pub mod auto;
 mod breaker;
 mod mode;
 mod switch;
