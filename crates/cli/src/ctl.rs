@@ -42,6 +42,10 @@ enum Command {
     Offline {
         /// The mode to put in effect; without it, the mode is shown.
         mode: Option<String>,
+        /// Re-apply the snap's offline-mode setting from its configure hook
+        /// (an automatic offline override then stays in effect).
+        #[arg(long, hide = true, requires = "mode")]
+        configure_hook: bool,
         /// Print the daemon's JSON answer as it is.
         #[arg(long)]
         json: bool,
@@ -65,10 +69,14 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
     let stats_socket = flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket);
     let admin_socket = flags.admin_socket_path.unwrap_or_else(paths::default_admin_socket);
     match flags.command {
-        Command::Offline { mode, json } => {
+        Command::Offline { mode, json, configure_hook } => {
             let answer = match mode {
                 Some(mode) => {
-                    let body = serde_json::json!({ "mode": mode }).to_string();
+                    let body = match configure_hook {
+                        true => serde_json::json!({ "mode": mode, "from": "configure-hook" }),
+                        false => serde_json::json!({ "mode": mode }),
+                    }
+                    .to_string();
                     request(&admin_socket, Method::PUT, "/pkgproxy/v1/offline", Some(body)).await?
                 }
                 None => request(&admin_socket, Method::GET, "/pkgproxy/v1/offline", None).await?,

@@ -23,6 +23,7 @@ async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
     assert_eq!(answer["mode"], "offline");
     origin.clear_requests();
     let connections = origin.connections();
+    let sent_before = daemon.info().await["upstream"].clone();
 
     let fresh = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
     fresh.update().assert_success();
@@ -49,6 +50,13 @@ async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
     .await;
     assert_eq!(first_status(&connect), 503, "{}", String::from_utf8_lossy(&connect));
     assert!(String::from_utf8_lossy(&connect).contains("pkgproxy is offline"));
+
+    // A public mirror name: refused before any name is resolved.
+    let public = proxy_get(daemon.proxy_addr(), "http://deb.debian.org/debian/pool/main/h/hello/hello_2.10-3_amd64.deb", &[]).await;
+    assert_eq!(public.status, 503);
+    let sent_after = daemon.info().await["upstream"].clone();
+    assert_eq!(sent_after["requests"], sent_before["requests"], "the transport sent nothing offline");
+    assert_eq!(sent_after["connections"], sent_before["connections"], "nothing connected offline");
 
     assert_eq!(origin.requests().len(), 0, "nothing may reach the origin offline: {:?}", origin.requests());
     assert_eq!(origin.connections(), connections);

@@ -62,7 +62,14 @@ async fn put_offline(state: &Arc<State>, request: Request<Incoming>) -> Response
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("expected {{\"mode\": \"...\"}}: {e}")),
     };
     match asked.mode.parse::<Mode>() {
-        Ok(mode) => json(StatusCode::OK, &offline::set(state, mode).await),
+        Ok(mode) => {
+            let from_hook = match asked.from.as_deref() {
+                None => false,
+                Some("configure-hook") => true,
+                Some(other) => return error(StatusCode::BAD_REQUEST, &format!("unknown \"from\": {other:?}")),
+            };
+            json(StatusCode::OK, &offline::set(state, mode, from_hook).await)
+        }
         Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
     }
 }

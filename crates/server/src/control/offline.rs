@@ -87,6 +87,10 @@ pub struct OfflineReport {
 pub struct ModeRequest {
     /// `never`, `offline` or `store-overloaded`.
     pub mode: String,
+    /// `configure-hook` when the snap's configure hook re-applies the
+    /// setting: an auto-offline override then stays in effect.
+    #[serde(default)]
+    pub from: Option<String>,
 }
 
 /// The upstreams as reported.
@@ -121,9 +125,18 @@ pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
 }
 
 /// Applies a `PUT`: the mode takes effect whether or not saving it works.
-pub async fn set(state: &std::sync::Arc<State>, mode: Mode) -> OfflineReport {
-    state.auto_offline.explicit(mode);
-    state.upstream.switch.set_mode(mode);
+/// An explicit switch ends an auto-offline override; the configure hook
+/// re-applying the setting (`from_hook`) keeps it.
+pub async fn set(state: &std::sync::Arc<State>, mode: Mode, from_hook: bool) -> OfflineReport {
+    let apply = if from_hook {
+        state.auto_offline.reconfigure(mode)
+    } else {
+        state.auto_offline.explicit(mode);
+        true
+    };
+    if apply {
+        state.upstream.switch.set_mode(mode);
+    }
     let persistence = state.settings.persistence;
     let saved = tokio::task::spawn_blocking(move || persistence.save(mode))
         .await

@@ -183,6 +183,21 @@ impl AutoOffline {
         self.lock().overriding = None;
     }
 
+    /// The snap's configure hook re-applying `offline-mode`: while the
+    /// override is in effect it only changes the mode returned to when the
+    /// host is back (the override stays); otherwise it puts `mode` in effect.
+    /// Returns true when the caller should put `mode` in effect.
+    pub fn reconfigure(&self, mode: Mode) -> bool {
+        let mut control = self.lock();
+        match control.overriding.as_mut() {
+            Some((configured, _)) => {
+                *configured = mode;
+                false
+            }
+            None => true,
+        }
+    }
+
     /// What to report.
     pub fn report(&self) -> AutoReport {
         AutoReport { trigger: self.trigger, in_effect: self.lock().overriding }

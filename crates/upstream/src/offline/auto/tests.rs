@@ -95,6 +95,20 @@ fn an_explicit_switch_wins_until_the_host_next_goes_offline() {
 }
 
 #[test]
+fn the_configure_hook_re_applying_the_mode_keeps_the_override() {
+    let (auto, switch) = controller(Trigger::Network, Mode::Never);
+    let t0 = Instant::now();
+    auto.observe(t0, NO_ROUTE);
+    auto.observe(t0 + secs(5), NO_ROUTE);
+    assert!(!auto.reconfigure(Mode::StoreOverloaded), "offline stays in effect");
+    assert_eq!(switch.mode(), Mode::Offline);
+    auto.observe(t0 + secs(6), ONLINE);
+    auto.observe(t0 + secs(11), ONLINE);
+    assert_eq!(switch.mode(), Mode::StoreOverloaded, "the hook's mode returns with the network");
+    assert!(auto.reconfigure(Mode::Never), "without an override the hook's mode applies at once");
+}
+
+#[test]
 fn off_watches_nothing() {
     let (auto, switch) = controller(Trigger::Off, Mode::Never);
     let t0 = Instant::now();
