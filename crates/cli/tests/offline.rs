@@ -52,7 +52,9 @@ async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
     assert!(String::from_utf8_lossy(&connect).contains("pkgproxy is offline"));
 
     // A public mirror name: refused before any name is resolved.
-    let public = proxy_get(daemon.proxy_addr(), "http://deb.debian.org/debian/pool/main/h/hello/hello_2.10-3_amd64.deb", &[]).await;
+    let public =
+        proxy_get(daemon.proxy_addr(), "http://deb.debian.org/debian/pool/main/h/hello/hello_2.10-3_amd64.deb", &[])
+            .await;
     assert_eq!(public.status, 503);
     let sent_after = daemon.info().await["upstream"].clone();
     assert_eq!(sent_after["requests"], sent_before["requests"], "the transport sent nothing offline");

@@ -3,6 +3,7 @@
 //! name is resolved or socket opened, and tell it how each request ended.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -40,6 +41,9 @@ struct Inner {
 #[derive(Debug, Clone, Default)]
 pub struct Switch {
     inner: Arc<Mutex<Inner>>,
+    /// The mode, also readable without the lock: every cache hit asks
+    /// whether freshness is frozen.
+    mode: Arc<AtomicU8>,
 }
 
 impl Switch {
@@ -47,6 +51,7 @@ impl Switch {
     pub fn new(mode: Mode) -> Self {
         let switch = Switch::default();
         switch.lock().mode = mode;
+        switch.mode.store(mode_code(mode), Ordering::Release);
         switch
     }
 
@@ -56,7 +61,7 @@ impl Switch {
 
     /// The mode in effect.
     pub fn mode(&self) -> Mode {
-        self.lock().mode
+        Mode::ALL[usize::from(self.mode.load(Ordering::Acquire))]
     }
 
     /// True when freshness is frozen (offline mode): no cached entry is old
@@ -74,6 +79,7 @@ impl Switch {
             tracing::info!(from = inner.mode.as_str(), to = mode.as_str(), "offline mode changed");
         }
         inner.mode = mode;
+        self.mode.store(mode_code(mode), Ordering::Release);
         inner.epoch += 1;
         inner.breakers.clear();
     }
@@ -130,6 +136,11 @@ impl Switch {
             Transition::Closed => tracing::info!(host = watched.host, "upstream answered again"),
         }
     }
+}
+
+/// The index of `mode` in [`Mode::ALL`].
+fn mode_code(mode: Mode) -> u8 {
+    Mode::ALL.iter().position(|m| *m == mode).unwrap_or(0) as u8
 }
 
 #[derive(Debug)]
