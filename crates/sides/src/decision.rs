@@ -1,8 +1,6 @@
 //! What a side decides about a request.
 
-use std::sync::Arc;
-
-use pkgproxy_cache::{Class, Expected, Verifier};
+use pkgproxy_cache::{Class, Expected};
 
 /// The client ecosystems pkgproxy serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,9 +80,6 @@ pub struct CachedRequest {
     /// What the body must match. A cached entry that does not match it is
     /// superseded: never served, refetched.
     pub expected: Expected,
-    /// The side's hooks into a fetch of it (lookups on a miss, checks and
-    /// learning from the body).
-    pub verifier: Option<Arc<dyn Verifier>>,
 }
 
 /// A side's verdict on a request.

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use http::{Response, StatusCode};
-use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchError, FetchSpec, Freshness, Phase, Window};
-use pkgproxy_sides::CachedRequest;
+use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchError, FetchSpec, Freshness, Phase, Verifier, Window};
+use pkgproxy_sides::{CachedRequest, Side};
 
 use super::answer::{self, Asked, Served};
 use super::fetching;
@@ -38,17 +38,18 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         }
     }
 
+    let verifier = side_verifier(state, &request);
     let spec = FetchSpec {
         key: request.key.clone(),
         class: request.class,
         expected: request.expected.clone(),
         revalidating: cached.clone().filter(|e| !e.validators.is_empty()),
         idle_timeout: state.settings.upstream_idle_timeout,
-        verifier: request.verifier.clone(),
+        verifier: verifier.clone(),
     };
     let conditional = spec.revalidating.clone();
     let joined = state.cache.fetch(spec, || fetching::start(state, &request, asked, conditional.as_deref()));
-    let judged = request.verifier.as_ref().is_some_and(|v| v.judges_body());
+    let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
     let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
     match phase {
         Phase::Streaming(head) => {
@@ -80,6 +81,13 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
             answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"))
         }
         Phase::Asking => answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: fetch ended without an answer"),
+    }
+}
+
+/// The side's hooks into a fetch of `request`.
+fn side_verifier(state: &State, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+    match request.side {
+        Side::Apt => state.apt.verifier(request),
     }
 }
 

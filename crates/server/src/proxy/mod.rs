@@ -36,7 +36,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
         return response;
     }
     let asked = Asked { method: request.method(), headers: request.headers(), note: &note };
-    match state.apt.classify(&target) {
+    match state.apt.classify(target) {
         Decision::Refuse(refusal) => {
             state.stats.side(pkgproxy_sides::Side::Apt).refused();
             refuse(&refusal)

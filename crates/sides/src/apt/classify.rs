@@ -9,7 +9,7 @@ use super::archives::Archive;
 use crate::decision::{CachedRequest, Decision, Refusal, Side, Target};
 use crate::path::checked_path;
 
-pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
+pub(super) fn classify(archives: &[Archive], target: Target) -> Decision {
     if target.scheme != "http" {
         return Decision::Refuse(Refusal::bad_request("only http:// URLs are proxied (https:// goes through CONNECT)"));
     }
@@ -24,7 +24,7 @@ pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
             }
         }
     }
-    Decision::Refuse(unknown_target(archives, target))
+    Decision::Refuse(unknown_target(archives, &target))
 }
 
 fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
@@ -45,7 +45,7 @@ fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
     ))
 }
 
-fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {
+fn decide(archive: &Archive, relative: &str, target: Target) -> Decision {
     let (class, expected) = if relative.starts_with("pool/") {
         (Class::Immutable, Expected::default())
     } else if relative.starts_with("dists/") {
@@ -65,10 +65,9 @@ fn decide(archive: &Archive, relative: &str, target: &Target) -> Decision {
     Decision::Cache(CachedRequest {
         side: Side::Apt,
         key: format!("apt/{}/{relative}", archive.name),
-        upstream: target.clone(),
+        upstream: target,
         class,
         expected,
-        verifier: None,
     })
 }
 
@@ -126,7 +125,7 @@ mod tests {
         let path = "/debian/pool/main/h/hello/hello_2.10-3_amd64.deb";
         let keys: Vec<String> = ["deb.debian.org", "ftp.de.debian.org", "httpredir.debian.org", "ftp.debian.org"]
             .iter()
-            .map(|host| cached(side.classify(&target(host, 80, path))).key)
+            .map(|host| cached(side.classify(target(host, 80, path))).key)
             .collect();
         assert!(keys.iter().all(|k| k == "apt/debian/pool/main/h/hello/hello_2.10-3_amd64.deb"), "{keys:?}");
     }
@@ -135,20 +134,20 @@ mod tests {
     fn ubuntu_mirrors_share_one_key_and_ports_is_its_own_archive() {
         let side = side();
         let path = "/ubuntu/dists/noble/InRelease";
-        let a = cached(side.classify(&target("archive.ubuntu.com", 80, path))).key;
-        let b = cached(side.classify(&target("de.archive.ubuntu.com", 80, path))).key;
-        let c = cached(side.classify(&target("security.ubuntu.com", 80, path))).key;
+        let a = cached(side.classify(target("archive.ubuntu.com", 80, path))).key;
+        let b = cached(side.classify(target("de.archive.ubuntu.com", 80, path))).key;
+        let c = cached(side.classify(target("security.ubuntu.com", 80, path))).key;
         assert_eq!(a, b);
         assert_eq!(a, c);
-        let ports = cached(side.classify(&target("ports.ubuntu.com", 80, "/ubuntu-ports/dists/noble/InRelease"))).key;
+        let ports = cached(side.classify(target("ports.ubuntu.com", 80, "/ubuntu-ports/dists/noble/InRelease"))).key;
         assert_eq!(ports, "apt/ubuntu-ports/dists/noble/InRelease");
     }
 
     #[test]
     fn configured_mirrors_share_one_key_and_keep_their_own_upstream() {
         let side = side();
-        let a = cached(side.classify(&target("127.0.0.1", 8001, "/debian/dists/testing/InRelease")));
-        let b = cached(side.classify(&target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
+        let a = cached(side.classify(target("127.0.0.1", 8001, "/debian/dists/testing/InRelease")));
+        let b = cached(side.classify(target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
         assert_eq!(a.key, b.key);
         assert_eq!(a.key, "apt/local/dists/testing/InRelease");
         assert_eq!(b.upstream.uri().unwrap().to_string(), "http://127.0.0.1:8002/debian/dists/testing/InRelease");
@@ -157,18 +156,15 @@ mod tests {
     #[test]
     fn pool_and_by_hash_are_immutable_other_dists_revalidated() {
         let side = side();
-        let pool = cached(side.classify(&target("deb.debian.org", 80, "/debian/pool/main/a/a.deb")));
+        let pool = cached(side.classify(target("deb.debian.org", 80, "/debian/pool/main/a/a.deb")));
         assert_eq!(pool.class, Class::Immutable);
-        let index = cached(side.classify(&target(
-            "deb.debian.org",
-            80,
-            "/debian/dists/bookworm/main/binary-amd64/Packages.xz",
-        )));
+        let index =
+            cached(side.classify(target("deb.debian.org", 80, "/debian/dists/bookworm/main/binary-amd64/Packages.xz")));
         assert_eq!(index.class, Class::Revalidated);
-        let release = cached(side.classify(&target("deb.debian.org", 80, "/debian/dists/bookworm/InRelease")));
+        let release = cached(side.classify(target("deb.debian.org", 80, "/debian/dists/bookworm/InRelease")));
         assert_eq!(release.class, Class::Revalidated);
         let sha = "a".repeat(128);
-        let by_hash = cached(side.classify(&target(
+        let by_hash = cached(side.classify(target(
             "deb.debian.org",
             80,
             &format!("/debian/dists/bookworm/main/binary-amd64/by-hash/SHA512/{sha}"),
@@ -180,29 +176,29 @@ mod tests {
     #[test]
     fn foreign_hosts_and_non_archive_paths_are_forbidden() {
         let side = side();
-        assert_eq!(refused(side.classify(&target("example.com", 80, "/debian/pool/a.deb"))).status, 403);
-        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/README"))).status, 403);
-        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/etc/passwd"))).status, 403);
-        assert_eq!(refused(side.classify(&target("deb.debian.org", 8080, "/debian/pool/a.deb"))).status, 403);
+        assert_eq!(refused(side.classify(target("example.com", 80, "/debian/pool/a.deb"))).status, 403);
+        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/debian/README"))).status, 403);
+        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/etc/passwd"))).status, 403);
+        assert_eq!(refused(side.classify(target("deb.debian.org", 8080, "/debian/pool/a.deb"))).status, 403);
     }
 
     #[test]
     fn local_targets_are_forbidden_unless_configured() {
         let side = side();
-        let loopback = refused(side.classify(&target("127.0.0.1", 9999, "/debian/pool/a.deb")));
+        let loopback = refused(side.classify(target("127.0.0.1", 9999, "/debian/pool/a.deb")));
         assert_eq!(loopback.status, 403);
         assert!(loopback.reason.contains("loopback"), "{}", loopback.reason);
-        let link_local = refused(side.classify(&target("169.254.169.254", 80, "/debian/pool/a.deb")));
+        let link_local = refused(side.classify(target("169.254.169.254", 80, "/debian/pool/a.deb")));
         assert!(link_local.reason.contains("link-local"), "{}", link_local.reason);
-        let v6 = refused(side.classify(&target("fe80::1", 80, "/debian/pool/a.deb")));
+        let v6 = refused(side.classify(target("fe80::1", 80, "/debian/pool/a.deb")));
         assert!(v6.reason.contains("link-local"), "{}", v6.reason);
     }
 
     #[test]
     fn climbing_paths_are_bad_requests() {
         let side = side();
-        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/pool/../../etc/passwd"))).status, 400);
-        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/pool/%2e%2e/x"))).status, 400);
+        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/debian/pool/../../etc/passwd"))).status, 400);
+        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/debian/pool/%2e%2e/x"))).status, 400);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::index::{AptIndex, IndexError, Offer};
 use super::packages::Compression;
 use super::release::{self, hex32};
 use super::AptSide;
-use crate::decision::{Decision, Target};
+use crate::decision::{CachedRequest, Decision, Target};
 
 /// The largest `Release` parsed (Debian's are well under a megabyte).
 const MAX_RELEASE_BYTES: u64 = 64 * 1024 * 1024;
@@ -49,36 +49,52 @@ impl Apt {
         &self.index
     }
 
-    /// Decides what to do with a request, with what the index knows.
-    pub fn classify(&self, target: &Target) -> Decision {
+    /// Decides what to do with a request, with what the index knows of
+    /// `dists/` files (in memory: hits need it, to tell superseded entries).
+    pub fn classify(&self, target: Target) -> Decision {
         let mut request = match self.side.classify(target) {
             Decision::Cache(request) => request,
             refused => return refused,
         };
-        let Some((archive, relative)) = request.key.strip_prefix("apt/").and_then(|k| k.split_once('/')) else {
-            return Decision::Cache(request);
+        let listed = match archive_and_path(&request.key) {
+            Some((archive, relative)) if is_index_by_name(relative) => self.index.index_file(archive, relative),
+            _ => None,
         };
-        let (archive, relative) = (archive.to_string(), relative.to_string());
-        let index = Arc::clone(&self.index);
-        let verifier: Arc<dyn Verifier> = if relative.starts_with("pool/") {
-            Arc::new(PoolFile { index, archive, filename: relative })
-        } else if let Some(dir) = by_hash_folder(&relative) {
-            Arc::new(ByHash { index, archive, folder: dir.to_string() })
-        } else if let Some(suite) = release_suite(&relative) {
-            Arc::new(ReleaseFile { index, suite: format!("{archive}/{suite}") })
-        } else {
-            if let Some(sum) = index.index_file(&archive, &relative) {
-                request.expected.size = Some(sum.size);
-                request.expected.sha256 = Some(hex(&sum.sha256));
-            }
-            match Compression::of_packages(&relative) {
-                Some(compression) => Arc::new(PackagesIndex { index, archive, compression }),
-                None => return Decision::Cache(request),
-            }
-        };
-        request.verifier = Some(verifier);
+        if let Some(sum) = listed {
+            request.expected.size = Some(sum.size);
+            request.expected.sha256 = Some(hex(&sum.sha256));
+        }
         Decision::Cache(request)
     }
+
+    /// The hooks into a fetch of `request`: asked for on a miss only, so a
+    /// hit costs no lookup in the pool index.
+    pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+        let (archive, relative) = archive_and_path(&request.key)?;
+        let (index, archive) = (Arc::clone(&self.index), archive.to_string());
+        if relative.starts_with("pool/") {
+            return Some(Arc::new(PoolFile { index, archive, filename: relative.to_string() }));
+        }
+        if let Some(folder) = by_hash_folder(relative) {
+            return Some(Arc::new(ByHash { index, archive, folder: folder.to_string() }));
+        }
+        if let Some(suite) = release_suite(relative) {
+            return Some(Arc::new(ReleaseFile { index, suite: format!("{archive}/{suite}") }));
+        }
+        let compression = Compression::of_packages(relative)?;
+        Some(Arc::new(PackagesIndex { index, archive, compression }))
+    }
+}
+
+/// The archive and the archive-relative path of an apt cache key.
+fn archive_and_path(key: &str) -> Option<(&str, &str)> {
+    key.strip_prefix("apt/")?.split_once('/')
+}
+
+/// A `dists/` file fetched by name that a Release lists (not a Release, not
+/// by-hash).
+fn is_index_by_name(relative: &str) -> bool {
+    relative.starts_with("dists/") && by_hash_folder(relative).is_none() && release_suite(relative).is_none()
 }
 
 /// `dists/<suite...>` of a `dists/<suite...>/InRelease` or `.../Release`.

@@ -101,7 +101,7 @@ impl AptSide {
     }
 
     /// Decides what to do with a proxied `GET`/`HEAD`.
-    pub fn classify(&self, target: &Target) -> Decision {
+    pub fn classify(&self, target: Target) -> Decision {
         classify::classify(&self.archives, target)
     }
 
