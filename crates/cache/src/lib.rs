@@ -11,6 +11,7 @@ mod error;
 pub mod fetch;
 pub mod freshness;
 mod index;
+mod open_files;
 mod store;
 
 use std::path::Path;
@@ -46,8 +47,9 @@ impl Cache {
         self.store.lookup(key)
     }
 
-    /// Opens the body of a cached entry.
-    pub fn open_body(&self, entry: &Entry) -> std::io::Result<std::fs::File> {
+    /// The body of a cached entry, to be read with positioned reads (the
+    /// handle may be shared with other readers).
+    pub fn open_body(&self, entry: &Entry) -> std::io::Result<Arc<std::fs::File>> {
         self.store.open_body(entry)
     }
 

@@ -15,6 +15,7 @@ use crate::blobs::{BlobStore, BodyHashes, TempBlob};
 use crate::entry::{unix_secs, Class, Entry, Validators};
 use crate::error::StoreError;
 use crate::index::Index;
+use crate::open_files::{default_capacity, OpenFiles};
 
 /// The persistent cache on disk.
 #[derive(Debug)]
@@ -22,6 +23,7 @@ pub struct Store {
     dir: PathBuf,
     blobs: BlobStore,
     index: Index,
+    open_files: OpenFiles,
 }
 
 impl Store {
@@ -30,7 +32,7 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
         let blobs = BlobStore::open(dir)?;
         let index = Index::open(&dir.join("index.redb"))?;
-        let store = Store { dir: dir.to_path_buf(), blobs, index };
+        let store = Store { dir: dir.to_path_buf(), blobs, index, open_files: OpenFiles::new(default_capacity()) };
         store.repair()?;
         Ok(store)
     }
@@ -62,9 +64,15 @@ impl Store {
         self.index.get(key)
     }
 
-    /// Opens the body of `entry` for reading.
-    pub fn open_body(&self, entry: &Entry) -> std::io::Result<File> {
-        self.blobs.open_blob(&entry.sha256)
+    /// The body of `entry`, for positioned reads (a held handle when there
+    /// is one).
+    pub fn open_body(&self, entry: &Entry) -> std::io::Result<Arc<File>> {
+        self.open_files.get_or_open(&entry.sha256, || self.blobs.open_blob(&entry.sha256))
+    }
+
+    fn delete_blob(&self, sha256: &str) {
+        self.open_files.forget(sha256);
+        self.blobs.remove(sha256);
     }
 
     /// Number of entries and bytes of bodies.
@@ -96,7 +104,7 @@ impl Store {
         }
         let (entry, freed) = self.index.put(key, entry)?;
         if let Some(sha256) = freed {
-            self.blobs.remove(&sha256);
+            self.delete_blob(&sha256);
         }
         Ok(entry)
     }
@@ -106,7 +114,7 @@ impl Store {
     pub fn update(&self, key: &str, entry: Entry) -> Result<Arc<Entry>, StoreError> {
         let (entry, freed) = self.index.put(key, entry)?;
         if let Some(sha256) = freed {
-            self.blobs.remove(&sha256);
+            self.delete_blob(&sha256);
         }
         Ok(entry)
     }
@@ -131,7 +139,7 @@ impl Store {
     /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
         if let Some(sha256) = self.index.remove(key)? {
-            self.blobs.remove(&sha256);
+            self.delete_blob(&sha256);
         }
         Ok(())
     }

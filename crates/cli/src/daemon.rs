@@ -292,8 +292,23 @@ async fn serve(daemon: Daemon) -> anyhow::Result<()> {
     Ok(result?)
 }
 
+/// Raises the soft limit of open files to the hard one: every client, every
+/// upstream and every held blob handle is a descriptor, and the soft default
+/// (often 1024) is a limit for interactive shells, not for daemons.
+fn raise_file_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit read and write the struct passed, nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 /// Runs the daemon; the exit code is non-zero when it could not start.
 pub fn main() -> ExitCode {
+    raise_file_limit();
     let args = crate::args::normalise(std::env::args_os());
     let daemon = match parse(args) {
         Ok(daemon) => daemon,

@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -42,14 +43,14 @@ impl ResponseBody {
 /// `len` bytes of a file from `offset`.
 #[derive(Debug)]
 pub struct FileBody {
-    file: File,
+    file: Arc<File>,
     offset: u64,
     remaining: u64,
 }
 
 impl FileBody {
     /// The bytes `offset..offset + len` of `file`.
-    pub fn new(file: File, offset: u64, len: u64) -> Self {
+    pub fn new(file: Arc<File>, offset: u64, len: u64) -> Self {
         FileBody { file, offset, remaining: len }
     }
 

@@ -19,6 +19,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
+use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -31,8 +32,18 @@ use crate::{control, offline};
 /// connections included).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves the proxy listener until `shutdown`.
-pub async fn serve_proxy(listener: TcpListener, state: Arc<State>, shutdown: CancellationToken, tracker: TaskTracker) {
+/// Accepts on the proxy listener until `shutdown`, handing each connection
+/// to the next of `threads` in turn, so they share the load evenly (two
+/// threads accepting on one socket split 64 connections as unevenly as
+/// 50 to 14, and the busy one bounds the throughput).
+pub async fn serve_proxy(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+    threads: Vec<Handle>,
+) {
+    let mut next = 0;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -41,10 +52,19 @@ pub async fn serve_proxy(listener: TcpListener, state: Arc<State>, shutdown: Can
         match accepted {
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
+                let Ok(stream) = stream.into_std() else { continue };
                 let state = Arc::clone(&state);
-                let handler = move |request| offline::around(Arc::clone(&state), request);
+                let shutdown = shutdown.clone();
+                let thread = &threads[next % threads.len()];
+                next = next.wrapping_add(1);
                 let span = tracing::debug_span!("connection", %peer);
-                tracker.spawn(serve_connection(stream, handler, shutdown.clone()).instrument(span));
+                let connection = async move {
+                    // Registered with the reactor of the thread that serves it.
+                    let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
+                    let handler = move |request| offline::around(Arc::clone(&state), request);
+                    serve_connection(stream, handler, shutdown).await;
+                };
+                tracker.spawn_on(connection.instrument(span), thread);
             }
             Err(error) => accept_failed(error).await,
         }

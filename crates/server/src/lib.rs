@@ -24,6 +24,7 @@ use pkgproxy_sides::apt::Apt;
 use pkgproxy_upstream::offline::auto::{self, AutoOffline, SystemProbe, Trigger};
 use pkgproxy_upstream::Upstream;
 use tokio::net::{TcpListener, UnixListener};
+use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -65,34 +66,25 @@ pub enum ServerError {
     Runtime(std::io::Error),
 }
 
-/// Starts one proxy thread: a single-threaded runtime that accepts on its
-/// own handle of the listener and serves the connections it accepts.
+/// Starts one proxy thread: a single-threaded runtime that serves the
+/// connections handed to it until shutdown and then until they end.
 ///
-/// A connection stays on the thread that accepted it, as in nginx's worker
-/// processes: a cache hit then costs no cross-thread wake-up, which on a
-/// work-stealing runtime took a fifth of the CPU time of small hits.
-fn proxy_thread(
-    number: usize,
-    listener: std::net::TcpListener,
-    state: Arc<state::State>,
-    token: CancellationToken,
-    tracker: TaskTracker,
-) -> Result<(), ServerError> {
+/// A connection stays on one thread, as in nginx's worker processes: a
+/// cache hit then costs no cross-thread wake-up, which on a work-stealing
+/// runtime took a fifth of the CPU time of small hits.
+fn proxy_thread(number: usize, token: CancellationToken, tracker: TaskTracker) -> Result<Handle, ServerError> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServerError::Runtime)?;
+    let handle = runtime.handle().clone();
     std::thread::Builder::new()
         .name(format!("pkgproxy-proxy-{number}"))
         .spawn(move || {
             runtime.block_on(async move {
-                match TcpListener::from_std(listener) {
-                    Ok(listener) => gateway::serve_proxy(listener, state, token, tracker.clone()).await,
-                    Err(error) => tracing::error!(%error, "proxy thread cannot use the listener"),
-                }
-                // Serve the connections this thread accepted until they end.
+                token.cancelled().await;
                 tracker.wait().await;
             });
         })
         .map_err(ServerError::Runtime)?;
-    Ok(())
+    Ok(handle)
 }
 
 /// Runs the server until `shutdown` completes, then lets requests in flight
@@ -129,10 +121,11 @@ pub async fn run(
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
-    for number in 0..state.settings.proxy_threads.max(1) {
-        let listener = listeners.proxy.try_clone().map_err(ServerError::Listener)?;
-        proxy_thread(number, listener, Arc::clone(&state), token.clone(), tracker.clone())?;
-    }
+    let threads = (0..state.settings.proxy_threads.max(1))
+        .map(|number| proxy_thread(number, token.clone(), tracker.clone()))
+        .collect::<Result<Vec<Handle>, ServerError>>()?;
+    let listener = TcpListener::from_std(listeners.proxy).map_err(ServerError::Listener)?;
+    tracker.spawn(gateway::serve_proxy(listener, Arc::clone(&state), token.clone(), tracker.clone(), threads));
     if state.auto_offline.trigger() != Trigger::Off {
         let (auto, token) = (Arc::clone(&state.auto_offline), token.clone());
         tokio::spawn(async move {

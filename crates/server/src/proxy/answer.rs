@@ -70,7 +70,7 @@ pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {
 pub fn from_entry(
     asked: &Asked<'_>,
     entry: &Entry,
-    file: std::fs::File,
+    file: Arc<std::fs::File>,
     served: Served,
 ) -> (Response<ResponseBody>, u64) {
     let rep = Representation {
