@@ -1,0 +1,67 @@
+//! A full disk: a download that does not fit fails cleanly (the client sees
+//! a broken transfer, nothing partial is kept), and pkgproxy goes on serving
+//! what fits. The cache lives on a small tmpfs the test mounts; skipped,
+//! saying why, where mounting is not allowed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{origin_and_daemon, sha256, sha256_file};
+use pkgproxy_testkit::client::proxy_get;
+
+/// A tmpfs mounted over a folder, unmounted when dropped.
+struct SmallDisk {
+    at: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(at: &Path, size: &str) -> Result<SmallDisk, String> {
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !output.status.success() {
+            return Err(String::from_utf8_lossy(&output.stderr).trim().to_string());
+        }
+        Ok(SmallDisk { at: at.to_path_buf() })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.at).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_download_that_does_not_fit_fails_cleanly_and_the_rest_is_served() {
+    let (repo, origin, mut daemon) = origin_and_daemon().await;
+    daemon.kill9();
+    let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
+        Ok(disk) => disk,
+        Err(why) => {
+            eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
+            return;
+        }
+    };
+    daemon.restart().await;
+
+    let big = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
+    let answer = proxy_get(daemon.proxy_addr(), &big, &[]).await;
+    assert!(answer.status != 200 || !answer.complete, "a 20 MiB body cannot have been stored on 8 MiB");
+    assert!(daemon.log().contains("No space left"), "the log says why:\n{}", daemon.log());
+    let tmp = daemon.cache_dir().join("tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the partial download was removed");
+
+    let small = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));
+    let answer = proxy_get(daemon.proxy_addr(), &small, &[]).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(sha256(&answer.body), sha256_file(&repo.deb_path("pkgproxy-small1")));
+    let again = proxy_get(daemon.proxy_addr(), &small, &[]).await;
+    assert_eq!(again.header("x-pkgproxy-cache"), Some("hit"));
+    daemon.kill9();
+}
