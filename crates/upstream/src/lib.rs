@@ -14,6 +14,7 @@ mod counters;
 mod dialer;
 mod error;
 pub mod offline;
+pub mod pool;
 mod resolve;
 mod transport;
 
