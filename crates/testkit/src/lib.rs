@@ -5,15 +5,18 @@
 //! and fault switches, [`aptrepo`] builds a real signed Debian repository
 //! with the Debian tools, and [`aptclient`] drives a real `apt-get` in a
 //! sandbox, [`daemon`] runs the real pkgproxy binary and [`client`] talks to
-//! it as a proxy client. Everything here listens on or talks to 127.0.0.1 only.
+//! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
+//! demand (for connection management). Everything here listens on or talks to 127.0.0.1 only.
 
 pub mod aptclient;
 pub mod aptrepo;
+pub mod chaos;
 pub mod client;
 pub mod daemon;
 pub mod origin;
 
 pub use aptclient::{AptOutput, AptSandbox};
 pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
+pub use chaos::{Behaviour, ChaosUpstream};
 pub use daemon::Daemon;
 pub use origin::{Origin, RecordedRequest};

@@ -1,0 +1,326 @@
+//! The chaos upstream on its own: one test per behaviour, plus bodies,
+//! ranges and counters. Requests are written by hand on raw sockets so each
+//! test sees exactly what reaches the wire, and when the socket closes.
+
+// These tests are the upstream's clients; the one-way-out rule is about the
+// daemon's own traffic.
+#![allow(clippy::disallowed_methods)]
+
+use std::io::ErrorKind;
+use std::time::{Duration, Instant};
+
+use pkgproxy_testkit::{Behaviour, ChaosUpstream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+/// A parsed response.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A 10 000-byte body whose bytes differ from their neighbours.
+fn blob() -> Vec<u8> {
+    (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+async fn connect(up: &ChaosUpstream) -> TcpStream {
+    TcpStream::connect(up.addr()).await.unwrap()
+}
+
+/// Writes one request for `path` with `extra` header lines.
+async fn send(stream: &mut TcpStream, method: &str, path: &str, extra: &[&str]) {
+    let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: chaos.test\r\n");
+    for line in extra {
+        raw.push_str(line);
+        raw.push_str("\r\n");
+    }
+    raw.push_str("\r\n");
+    stream.write_all(raw.as_bytes()).await.unwrap();
+}
+
+/// Reads up to the end of a response head; the bytes after it stay in `rest`.
+async fn read_head(stream: &mut TcpStream, rest: &mut Vec<u8>) -> Reply {
+    let end = loop {
+        if let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        assert_ne!(stream.read_buf(rest).await.unwrap(), 0, "EOF inside the response head");
+    };
+    let text = String::from_utf8(rest.drain(..end + 4).collect()).unwrap();
+    let mut lines = text.trim_end().split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap();
+            (n.trim().to_owned(), v.trim().to_owned())
+        })
+        .collect();
+    Reply { status, headers, body: Vec::new() }
+}
+
+/// Reads one whole response framed by `Content-Length` (none after a `HEAD`).
+async fn read_reply(stream: &mut TcpStream, head_only: bool) -> Reply {
+    let mut rest = Vec::new();
+    let mut reply = read_head(stream, &mut rest).await;
+    let len: usize = if head_only { 0 } else { reply.header("content-length").unwrap().parse().unwrap() };
+    while rest.len() < len {
+        assert_ne!(stream.read_buf(&mut rest).await.unwrap(), 0, "EOF inside the body");
+    }
+    assert_eq!(rest.len(), len, "bytes after the body");
+    reply.body = rest;
+    reply
+}
+
+/// One GET on a fresh connection.
+async fn get(up: &ChaosUpstream, path: &str, extra: &[&str]) -> Reply {
+    let mut stream = connect(up).await;
+    send(&mut stream, "GET", path, extra).await;
+    read_reply(&mut stream, false).await
+}
+
+/// Reads until EOF or an error; the bytes read and whether it ended in an error.
+async fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, bool) {
+    let mut bytes = Vec::new();
+    loop {
+        match stream.read_buf(&mut bytes).await {
+            Ok(0) => return (bytes, false),
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::ConnectionReset);
+                return (bytes, true);
+            }
+        }
+    }
+}
+
+/// Asserts nothing arrives on `stream` within `wait` (and it stays open).
+async fn assert_silent(stream: &mut TcpStream, wait: Duration) {
+    let mut byte = [0u8; 1];
+    assert!(timeout(wait, stream.read(&mut byte)).await.is_err(), "got bytes or EOF");
+}
+
+/// Polls `cond` every 5 ms for up to 2 s.
+async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn ok_serves_bodies_with_validators_and_ranges_on_one_connection() {
+    let up = ChaosUpstream::start().await;
+    assert_eq!(up.url(), format!("http://127.0.0.1:{}", up.addr().port()));
+    up.put("/a", blob());
+    let mut stream = connect(&up).await;
+
+    send(&mut stream, "GET", "/a?x=1", &[]).await;
+    let full = read_reply(&mut stream, false).await;
+    assert_eq!(full.status, 200);
+    assert_eq!(full.body, blob());
+    assert_eq!(full.header("content-length"), Some("10000"));
+    let etag = full.header("etag").unwrap().to_owned();
+    assert!(etag.starts_with('"'));
+    assert!(httpdate::parse_http_date(full.header("last-modified").unwrap()).is_ok());
+
+    send(&mut stream, "GET", "/a", &["Range: bytes=4000-", &format!("If-Range: {etag}")]).await;
+    let tail = read_reply(&mut stream, false).await;
+    assert_eq!(tail.status, 206);
+    assert_eq!(tail.header("content-range"), Some("bytes 4000-9999/10000"));
+    assert_eq!(tail.body, &blob()[4000..]);
+    assert_eq!(tail.header("etag"), Some(etag.as_str()));
+
+    send(&mut stream, "GET", "/a", &["Range: bytes=10-19"]).await;
+    let middle = read_reply(&mut stream, false).await;
+    assert_eq!((middle.status, middle.body.as_slice()), (206, &blob()[10..20]));
+
+    send(&mut stream, "GET", "/a", &["Range: bytes=4000-", "If-Range: \"stale\""]).await;
+    assert_eq!(read_reply(&mut stream, false).await.status, 200);
+
+    send(&mut stream, "GET", "/a", &["Range: bytes=10000-"]).await;
+    let beyond = read_reply(&mut stream, false).await;
+    assert_eq!((beyond.status, beyond.header("content-range")), (416, Some("bytes */10000")));
+
+    send(&mut stream, "HEAD", "/a", &[]).await;
+    let head = read_reply(&mut stream, true).await;
+    assert_eq!((head.status, head.header("content-length")), (200, Some("10000")));
+
+    send(&mut stream, "GET", "/missing", &[]).await;
+    assert_eq!(read_reply(&mut stream, false).await.status, 404);
+
+    assert_eq!((up.requests(), up.requests_for("/a"), up.requests_for("/missing"), up.accepted()), (7, 6, 1, 1));
+    up.reset_counters();
+    assert_eq!((up.requests(), up.requests_for("/a"), up.accepted()), (0, 0, 0));
+}
+
+#[tokio::test]
+async fn status_answers_with_retry_after_for_its_path_only() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", "aaa");
+    up.put("/b", "bbb");
+    up.set_path_behaviour("/a", Behaviour::Status { code: 503, retry_after: Some("7".into()) });
+    let busy = get(&up, "/a", &[]).await;
+    assert_eq!((busy.status, busy.header("retry-after"), busy.body.len()), (503, Some("7"), 0));
+    assert_eq!(get(&up, "/b", &[]).await.body, b"bbb");
+
+    up.set_behaviour(Behaviour::Status { code: 429, retry_after: None });
+    let limited = get(&up, "/b", &[]).await;
+    assert_eq!((limited.status, limited.header("retry-after")), (429, None));
+    up.clear_path_behaviour("/a");
+    assert_eq!(get(&up, "/a", &[]).await.status, 429);
+}
+
+#[tokio::test]
+async fn delay_holds_the_head_back() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", "aaa");
+    up.set_behaviour(Behaviour::Delay(Duration::from_millis(150)));
+    let started = Instant::now();
+    assert_eq!(get(&up, "/a", &[]).await.body, b"aaa");
+    assert!(started.elapsed() >= Duration::from_millis(150));
+}
+
+#[tokio::test]
+async fn close_before_headers_ends_the_connection_without_a_byte() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", blob());
+    up.set_behaviour(Behaviour::CloseBeforeHeaders);
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_eq!(read_until_closed(&mut stream).await, (Vec::new(), false));
+    assert_eq!(up.requests(), 1);
+}
+
+#[tokio::test]
+async fn reset_mid_body_sends_exactly_n_body_bytes_then_resets() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", blob());
+    up.set_behaviour(Behaviour::ResetMidBody { after_bytes: 1234 });
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &[]).await;
+    let mut rest = Vec::new();
+    let reply = read_head(&mut stream, &mut rest).await;
+    assert_eq!((reply.status, reply.header("content-length")), (200, Some("10000")));
+    let (more, reset) = read_until_closed(&mut stream).await;
+    rest.extend_from_slice(&more);
+    assert_eq!(rest, &blob()[..1234]);
+    assert!(reset, "the connection ended with a FIN, not a reset");
+}
+
+#[tokio::test]
+async fn reset_mid_body_delivers_every_byte_sent_even_to_a_slow_reader() {
+    let up = ChaosUpstream::start().await;
+    let big: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    up.put("/big", big.clone());
+    up.set_behaviour(Behaviour::ResetMidBody { after_bytes: 3 * 1024 * 1024 });
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/big", &[]).await;
+    // Let the socket buffers fill before reading anything.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut rest = Vec::new();
+    assert_eq!(read_head(&mut stream, &mut rest).await.status, 200);
+    let (more, reset) = read_until_closed(&mut stream).await;
+    rest.extend_from_slice(&more);
+    assert_eq!(rest.len(), 3 * 1024 * 1024);
+    assert!(rest == big[..3 * 1024 * 1024] && reset);
+}
+
+#[tokio::test]
+async fn black_hole_accepts_and_reads_but_never_answers() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", "aaa");
+    up.set_behaviour(Behaviour::BlackHole);
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_silent(&mut stream, Duration::from_millis(300)).await;
+    assert_eq!((up.accepted(), up.requests(), up.open_connections()), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn stall_body_sends_n_bytes_then_nothing() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", blob());
+    up.set_path_behaviour("/a", Behaviour::StallBody { after_bytes: 500 });
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &[]).await;
+    let mut rest = Vec::new();
+    assert_eq!(read_head(&mut stream, &mut rest).await.status, 200);
+    while rest.len() < 500 {
+        stream.read_buf(&mut rest).await.unwrap();
+    }
+    assert_eq!(rest, &blob()[..500]);
+    assert_silent(&mut stream, Duration::from_millis(200)).await;
+    assert_eq!(up.open_connections(), 1);
+}
+
+#[tokio::test]
+async fn slow_body_trickles_but_arrives_complete() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", blob());
+    up.set_behaviour(Behaviour::SlowBody { bytes_per_chunk: 1000, interval: Duration::from_millis(10) });
+    let started = Instant::now();
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &["Range: bytes=2000-"]).await;
+    let reply = read_reply(&mut stream, false).await;
+    assert_eq!((reply.status, reply.body.as_slice()), (206, &blob()[2000..]));
+    assert!(started.elapsed() >= Duration::from_millis(80), "8 pieces 10 ms apart came in {:?}", started.elapsed());
+    // The connection is still good for another request.
+    send(&mut stream, "GET", "/missing", &[]).await;
+    assert_eq!(read_reply(&mut stream, false).await.status, 404);
+}
+
+#[tokio::test]
+async fn drop_reused_connections_answers_only_the_first_request_per_connection() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", "aaa");
+    up.set_behaviour(Behaviour::DropReusedConnections);
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_eq!(read_reply(&mut stream, false).await.body, b"aaa");
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_eq!(read_until_closed(&mut stream).await, (Vec::new(), false));
+
+    assert_eq!(get(&up, "/a", &[]).await.body, b"aaa");
+    assert_eq!((up.requests(), up.accepted()), (3, 2));
+}
+
+#[tokio::test]
+async fn open_connections_falls_when_the_client_closes() {
+    let up = ChaosUpstream::start().await;
+    up.put("/a", "aaa");
+    let mut first = connect(&up).await;
+    let mut second = connect(&up).await;
+    for stream in [&mut first, &mut second] {
+        send(stream, "GET", "/a", &[]).await;
+        assert_eq!(read_reply(stream, false).await.status, 200);
+    }
+    assert_eq!(up.open_connections(), 2);
+    drop(first);
+    eventually("one connection is left", || up.open_connections() == 1).await;
+    drop(second);
+    eventually("no connection is left", || up.open_connections() == 0).await;
+    assert_eq!(up.accepted(), 2);
+}
+
+#[tokio::test]
+async fn dropping_the_upstream_closes_its_connections() {
+    let up = ChaosUpstream::start().await;
+    up.set_behaviour(Behaviour::BlackHole);
+    let mut stream = connect(&up).await;
+    send(&mut stream, "GET", "/a", &[]).await;
+    eventually("the request is read", || up.requests() == 1).await;
+    drop(up);
+    let (bytes, _) = timeout(Duration::from_secs(2), read_until_closed(&mut stream)).await.unwrap();
+    assert!(bytes.is_empty());
+}
