@@ -41,9 +41,56 @@ pub fn add_via(headers: &mut HeaderMap) {
     headers.append(http::header::VIA, VIA);
 }
 
+/// This process's own name in the `Via` of its upstream requests: a request
+/// arriving with it has gone round in a loop (a mirror configured to be
+/// pkgproxy itself), while another pkgproxy in a chain has a name of its own.
+#[derive(Debug, Clone)]
+pub struct LoopMark {
+    via: HeaderValue,
+    token: String,
+}
+
+impl LoopMark {
+    /// A mark unique to this process (random per start).
+    pub fn new() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let token = format!("pkgproxy-{:016x}", hasher.finish());
+        let via = HeaderValue::from_str(&format!("1.1 {token}")).expect("hex is a valid header value");
+        LoopMark { via, token }
+    }
+
+    /// Appends the mark to the `Via` of an upstream request.
+    pub fn add_to(&self, headers: &mut HeaderMap) {
+        headers.append(http::header::VIA, self.via.clone());
+    }
+
+    /// True when `headers` show the request already passed through here.
+    pub fn seen_in(&self, headers: &HeaderMap) -> bool {
+        headers.get_all(http::header::VIA).iter().any(|v| v.to_str().is_ok_and(|v| v.contains(&self.token)))
+    }
+}
+
+impl Default for LoopMark {
+    fn default() -> Self {
+        LoopMark::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_marked_by_this_process_is_a_loop_and_another_pkgproxy_s_is_not() {
+        let (here, there) = (LoopMark::new(), LoopMark::new());
+        let mut headers = HeaderMap::new();
+        there.add_to(&mut headers);
+        assert!(!here.seen_in(&headers));
+        here.add_to(&mut headers);
+        assert!(here.seen_in(&headers));
+    }
 
     #[test]
     fn hop_by_hop_fields_and_those_connection_names_are_removed() {

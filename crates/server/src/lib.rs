@@ -115,6 +115,7 @@ pub async fn run(
         listen,
         restart_mode: std::sync::Mutex::new(start_mode),
         auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
+        loop_mark: headers::LoopMark::new(),
     });
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");

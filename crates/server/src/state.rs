@@ -12,6 +12,7 @@ use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::Upstream;
 
 use crate::config::Settings;
+use crate::headers::LoopMark;
 use crate::stats::Stats;
 
 /// The server's shared state.
@@ -35,4 +36,6 @@ pub struct State {
     pub restart_mode: Mutex<Mode>,
     /// Automatic offline mode.
     pub auto_offline: Arc<AutoOffline>,
+    /// This process's mark in `Via`, to refuse requests that loop back.
+    pub loop_mark: LoopMark,
 }

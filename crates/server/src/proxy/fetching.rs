@@ -14,7 +14,6 @@ use pkgproxy_cache::{Entry, FetchError, StartFetch};
 use pkgproxy_sides::CachedRequest;
 
 use super::answer::Asked;
-use crate::headers::add_via;
 use crate::state::State;
 
 /// The future that asks the upstream for `request`.
@@ -34,7 +33,7 @@ pub fn start(
     let agent = asked.headers.get(USER_AGENT).cloned();
     headers
         .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
-    add_via(headers);
+    state.loop_mark.add_to(headers);
     if let Some(entry) = conditional {
         let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());
         if let Some(etag) = value(&entry.validators.etag) {

@@ -20,6 +20,12 @@ use answer::Asked;
 
 /// Answers one request from a client of the proxy listener.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+    if state.loop_mark.seen_in(request.headers()) {
+        return answer::text(
+            StatusCode::LOOP_DETECTED,
+            "pkgproxy: request loop: this request already passed through this pkgproxy (is a mirror configured to be pkgproxy itself?)",
+        );
+    }
     let note = request.extensions().get::<RefusalNote>().cloned().unwrap_or_default();
     if request.method() == Method::CONNECT {
         return tunnel::handle(&state, request, &note).await;
