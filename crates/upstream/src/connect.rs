@@ -102,3 +102,36 @@ pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError>
     }
     Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn upstream_sockets_have_keepalive_and_nodelay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut policy = AddressPolicy::default();
+        policy.trust("127.0.0.1");
+        let connector =
+            Connector::new(Resolver::default(), policy, Duration::from_secs(2), Arc::new(Counters::default()));
+        let stream = connector.connect("127.0.0.1", port).await.unwrap();
+        let socket = socket2::SockRef::from(&stream);
+        assert!(socket.keepalive().unwrap());
+        assert_eq!(socket.keepalive_time().unwrap(), KEEPALIVE_IDLE);
+        assert_eq!(socket.keepalive_interval().unwrap(), Duration::from_secs(10));
+        assert!(stream.nodelay().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_refused_local_target_opens_no_socket() {
+        let connector = Connector::new(
+            Resolver::default(),
+            AddressPolicy::default(),
+            Duration::from_secs(2),
+            Arc::new(Counters::default()),
+        );
+        let error = connector.connect("127.0.0.1", 9).await.unwrap_err();
+        assert!(error.is_forbidden(), "{error}");
+    }
+}
