@@ -30,6 +30,18 @@ async fn apt_update_and_download_through_pkgproxy_get_the_repository_s_bytes() {
     let (requests, connections) = upstream_counts(&daemon).await;
     assert_eq!(requests, origin.requests().len() as u64, "requests the origin saw vs sent by the transport");
     assert_eq!(connections, origin.connections(), "connections the origin accepted vs opened by the transport");
+
+    // The same counters for Prometheus, on the stats socket.
+    let info = daemon.info().await;
+    let (status, metrics) = pkgproxy_testkit::daemon::unix_get(&daemon.stats_socket(), "/metrics").await.unwrap();
+    assert_eq!(status, 200);
+    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
+    let entries = format!("pkgproxy_cache_entries {}", info["cache"]["entries"]);
+    assert!(metrics.contains(&entries), "{metrics}");
+    let requests = format!("pkgproxy_upstream_requests_total {requests}");
+    assert!(metrics.contains(&requests), "{metrics}");
+    assert!(metrics.contains("pkgproxy_offline_mode{mode=\"never\"} 1"), "{metrics}");
+    assert!(metrics.contains("# TYPE pkgproxy_hits_total counter"), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,6 +2,7 @@
 //! (read-write). Both speak HTTP/1.1 with JSON bodies under `/pkgproxy/v1/`.
 
 mod info;
+mod metrics;
 pub mod offline;
 
 use std::sync::Arc;
@@ -32,6 +33,12 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
     let path = request.uri().path().to_string();
     match (request.method(), path.as_str()) {
         (&Method::GET, "/pkgproxy/v1/info") => json(StatusCode::OK, &Info::gather(&state)),
+        (&Method::GET, "/metrics") => {
+            let mut response = Response::new(ResponseBody::full(metrics::render(&Info::gather(&state))));
+            let text = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+            response.headers_mut().insert(CONTENT_TYPE, text);
+            response
+        }
         (_, "/pkgproxy/v1/info") => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
         (&Method::GET, "/pkgproxy/v1/offline") => json(StatusCode::OK, &offline::current(&state, None)),
         (&Method::PUT, "/pkgproxy/v1/offline") if role == Role::Admin => put_offline(&state, request).await,

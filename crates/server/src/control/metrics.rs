@@ -1,0 +1,64 @@
+//! `GET /metrics` on the stats socket: the counters of `/pkgproxy/v1/info`
+//! in Prometheus' text format, for scraping (through a socket-to-TCP
+//! bridge, or node_exporter's textfile collector fed by curl).
+
+use std::fmt::Write;
+
+use pkgproxy_upstream::offline::Mode;
+
+use super::info::Info;
+use crate::stats::SideSnapshot;
+
+/// A per-side counter: its name, its help, and how to read it.
+type SideCounter = (&'static str, &'static str, fn(&SideSnapshot) -> u64);
+
+/// The text exposition of `info`.
+pub fn render(info: &Info) -> String {
+    let mut out = String::new();
+    let sides: Vec<_> = info.sides.iter().collect();
+    let per_side: [SideCounter; 8] = [
+        ("requests_total", "Requests a side classified.", |s| s.requests),
+        ("hits_total", "Requests answered from the cache.", |s| s.hits),
+        ("misses_total", "Requests answered from an upstream.", |s| s.misses),
+        ("revalidations_total", "Cached entries an upstream confirmed.", |s| s.revalidations),
+        ("stale_served_total", "Stale entries served when revalidation failed.", |s| s.stale_served),
+        ("refused_total", "Requests refused by a side's policy.", |s| s.refused),
+        ("bytes_from_cache_total", "Body bytes sent from the cache.", |s| s.bytes_from_cache),
+        ("bytes_from_upstream_total", "Body bytes received from upstreams.", |s| s.bytes_from_upstream),
+    ];
+    for (name, help, value) in per_side {
+        header(&mut out, name, help, "counter");
+        for (side, snapshot) in &sides {
+            let _ = writeln!(out, "pkgproxy_{name}{{side=\"{side}\"}} {}", value(snapshot));
+        }
+    }
+    let single: [(&str, &str, &str, u64); 10] = [
+        ("uptime_seconds", "Seconds since start.", "gauge", info.uptime_seconds),
+        ("cache_entries", "Cached entries.", "gauge", info.cache.entries),
+        ("cache_size_bytes", "Bytes of cached bodies.", "gauge", info.cache.size_bytes),
+        ("fetches_in_progress", "Shared upstream fetches in progress.", "gauge", info.cache.fetches_in_progress),
+        ("upstream_requests_total", "HTTP requests sent upstream.", "counter", info.upstream.requests),
+        ("upstream_connections_total", "TCP connections opened upstream.", "counter", info.upstream.connections),
+        ("upstream_tunnels_total", "CONNECT tunnels opened.", "counter", info.upstream.tunnels),
+        ("upstream_refused_total", "Connections refused by the address policy.", "counter", info.upstream.refused),
+        ("apt_index_suites", "Suites whose Release the apt index knows.", "gauge", info.apt_index.suites),
+        ("apt_index_pool_files", "Pool files the apt index knows.", "gauge", info.apt_index.pool_files),
+    ];
+    for (name, help, kind, value) in single {
+        header(&mut out, name, help, kind);
+        let _ = writeln!(out, "pkgproxy_{name} {value}");
+    }
+    header(&mut out, "offline_mode", "The offline mode in effect (1 for the current one).", "gauge");
+    for mode in Mode::ALL {
+        let on = u8::from(mode.as_str() == info.offline.mode);
+        let _ = writeln!(out, "pkgproxy_offline_mode{{mode=\"{mode}\"}} {on}");
+    }
+    header(&mut out, "breakers_not_closed", "Upstream hosts whose breaker is open or probing.", "gauge");
+    let _ = writeln!(out, "pkgproxy_breakers_not_closed {}", info.offline.upstreams.len());
+    out
+}
+
+fn header(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP pkgproxy_{name} {help}");
+    let _ = writeln!(out, "# TYPE pkgproxy_{name} {kind}");
+}
