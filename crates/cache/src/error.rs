@@ -57,14 +57,6 @@ pub enum FetchError {
         /// What went wrong.
         message: String,
     },
-    /// No body bytes arrived for too long.
-    #[error("upstream body stalled after {received} bytes (no data for {idle_secs} s)")]
-    Stalled {
-        /// Bytes received before the stall.
-        received: u64,
-        /// The idle limit that ran out.
-        idle_secs: u64,
-    },
     /// The body's length differs from what the upstream or the index promised.
     #[error("upstream body has {actual} bytes, {expected} were expected")]
     Length {

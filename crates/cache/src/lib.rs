@@ -21,8 +21,8 @@ pub use blobs::BodyHashes;
 pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
 pub use fetch::{
-    BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, StartFetch, UpstreamBody,
-    Verifier,
+    BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, Source, StartFetch,
+    UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
 pub use store::Store;
@@ -53,9 +53,16 @@ impl Cache {
         self.store.open_body(entry)
     }
 
-    /// Joins or starts the shared fetch for `spec.key`.
+    /// Joins or starts the shared fetch for `spec.key`, from one request
+    /// that cannot resume.
     pub fn fetch(&self, spec: FetchSpec, start: impl FnOnce() -> StartFetch) -> Joined {
-        self.fetches.join(spec, start)
+        self.fetches.join(spec, || fetch::once(start()))
+    }
+
+    /// Joins or starts the shared fetch for `spec.key`, from the source
+    /// `make` returns (called only when the fetch starts).
+    pub fn fetch_from(&self, spec: FetchSpec, make: impl FnOnce() -> Box<dyn Source>) -> Joined {
+        self.fetches.join(spec, make)
     }
 
     /// Makes `key` an entry for bytes the store already holds under their

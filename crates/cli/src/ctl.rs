@@ -199,6 +199,21 @@ fn render_info(info: &Value) -> String {
         n(&upstream["tunnels"]),
         n(&upstream["refused"]),
     );
+    for pool in info["pools"].as_array().into_iter().flatten() {
+        out += &format!("pool {}:\n", pool["name"].as_str().unwrap_or("?"));
+        for instance in pool["instances"].as_array().into_iter().flatten() {
+            let state = match instance["penalised_for_ms"].as_u64() {
+                Some(ms) => format!("penalised for {:.1} s", ms as f64 / 1000.0),
+                None => "healthy".to_string(),
+            };
+            out += &format!(
+                "  {}: {state}, {} failures in a row, {} in flight\n",
+                instance["url"].as_str().unwrap_or("?"),
+                n(&instance["failures"]),
+                n(&instance["in_flight"]),
+            );
+        }
+    }
     out
 }
 

@@ -31,13 +31,20 @@ Point apt at pkgproxy with a file in /etc/apt/apt.conf.d/ holding:
 The configuration file (TOML, optional) holds what flags cannot say well:
     [apt]
     index_ttl = \"5m\"                 # like -apt-index-ttl
-    [[apt.archive]]                  # an archive of your own, or more mirrors of a built-in one
-    name = \"local\"
+    [[apt.archive]]                  # an archive of your own, or the mirrors to use for a built-in one:
+    name = \"local\"                   # requests are spread over them, and a failing one is left out
     mirrors = [\"http://mirror.lan/debian\", \"http://10.0.0.2/debian\"]
     [upstream]
-    connect_timeout = \"10s\"          # TCP connect to an upstream
-    head_timeout = \"60s\"             # request sent -> answer head received
+    connect_timeout = \"2s\"           # TCP connect to an upstream instance
+    first_byte_timeout = \"2s\"        # an attempt on a healthy instance: start -> answer head
+    retry_timeout = \"10s\"            # an attempt when every instance is penalised
+    deadline = \"30s\"                 # all attempts of one request (its body excepted)
     idle_timeout = \"60s\"             # an upstream body that sends nothing
+    pool_idle_timeout = \"60s\"        # an idle pooled upstream connection is closed
+    penalty_base = \"1s\"              # a failed instance is left out this long,
+    penalty_max = \"5m\"               # doubling on each failure in a row, up to this
+    keepalive_time = \"30s\"           # TCP keepalive of upstream connections
+    keepalive_interval = \"10s\"
     resolve = [\"deb.debian.org:80:192.0.2.10\"]   # host:port:address[:port], consulted before DNS";
 
 /// The daemon's flags.

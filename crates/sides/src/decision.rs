@@ -44,6 +44,20 @@ impl Target {
     }
 }
 
+/// Where a cached request is fetched from: a pool of equivalent instances,
+/// all serving the same file under `path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The pool's name (in logs and `/pkgproxy/v1/info`).
+    pub pool: String,
+    /// The instances' base URLs (`http://host[:port][/prefix]`, no trailing
+    /// slash), in the configured order.
+    pub instances: Vec<String>,
+    /// The path below each base URL, starting with `/`, still
+    /// percent-encoded as the client sent it.
+    pub path: String,
+}
+
 /// A request the side will not serve, with the status and the plain-text
 /// reason the client gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,8 +87,8 @@ pub struct CachedRequest {
     pub side: Side,
     /// The cache key: the same for every mirror of one archive.
     pub key: String,
-    /// Where to fetch it from: the mirror the client named.
-    pub upstream: Target,
+    /// Where to fetch it from.
+    pub origin: Origin,
     /// How the cached entry ages.
     pub class: Class,
     /// What the body must match. A cached entry that does not match it is

@@ -9,4 +9,4 @@ pub mod apt;
 mod decision;
 pub mod path;
 
-pub use decision::{CachedRequest, Decision, Refusal, Side, Target};
+pub use decision::{CachedRequest, Decision, Origin, Refusal, Side, Target};

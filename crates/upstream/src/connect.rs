@@ -9,6 +9,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
@@ -16,21 +19,41 @@ use crate::counters::Counters;
 use crate::error::UpstreamError;
 use crate::resolve::{AddressPolicy, Resolver};
 
-/// TCP keepalive idle time on upstream connections, so a peer or middlebox
-/// that vanished is noticed on an idle pooled connection.
-const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+/// TCP keepalive on upstream connections, so a peer or middlebox that
+/// vanished is noticed on an idle pooled connection, and a firewall sees
+/// traffic on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle time before the first probe.
+    pub time: Duration,
+    /// Time between probes.
+    pub interval: Duration,
+}
+
+impl Default for Keepalive {
+    fn default() -> Self {
+        Keepalive { time: Duration::from_secs(30), interval: Duration::from_secs(10) }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Connector {
     resolver: Arc<Resolver>,
     policy: Arc<AddressPolicy>,
     timeout: Duration,
+    keepalive: Keepalive,
     counters: Arc<Counters>,
 }
 
 impl Connector {
-    pub(crate) fn new(resolver: Resolver, policy: AddressPolicy, timeout: Duration, counters: Arc<Counters>) -> Self {
-        Connector { resolver: Arc::new(resolver), policy: Arc::new(policy), timeout, counters }
+    pub(crate) fn new(
+        resolver: Resolver,
+        policy: AddressPolicy,
+        timeout: Duration,
+        keepalive: Keepalive,
+        counters: Arc<Counters>,
+    ) -> Self {
+        Connector { resolver: Arc::new(resolver), policy: Arc::new(policy), timeout, keepalive, counters }
     }
 
     /// Opens a TCP connection to `host:port`, trying each allowed address.
@@ -40,7 +63,7 @@ impl Connector {
         let attempt = self.connect_any(host, &addresses);
         match tokio::time::timeout(self.timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(UpstreamError::ConnectTimeout { host: host.to_string(), secs: self.timeout.as_secs() }),
+            Err(_) => Err(UpstreamError::ConnectTimeout { host: host.to_string(), after: self.timeout }),
         }
     }
 
@@ -52,7 +75,7 @@ impl Connector {
             match attempt {
                 Ok(stream) => {
                     self.counters.connection();
-                    tune(&stream);
+                    tune(&stream, self.keepalive);
                     return Ok(stream);
                 }
                 Err(e) => last = Some(e),
@@ -63,15 +86,81 @@ impl Connector {
     }
 }
 
-fn tune(stream: &TcpStream) {
+fn tune(stream: &TcpStream, keepalive: Keepalive) {
     let _ = stream.set_nodelay(true);
-    let keepalive = socket2::TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(Duration::from_secs(10));
+    let keepalive = socket2::TcpKeepalive::new().with_time(keepalive.time).with_interval(keepalive.interval);
     let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive);
+}
+
+/// How many answer heads a pooled connection has carried. hyper-util hands
+/// it to every request on the connection (as a connection "extra"), so a
+/// request that fails can tell a reused connection, which the upstream may
+/// have closed while it sat idle, from a fresh one, which failing says
+/// something about the upstream.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnectionUses(Arc<AtomicU32>);
+
+impl ConnectionUses {
+    pub(crate) fn answered(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn reused(&self) -> bool {
+        self.0.load(Ordering::Relaxed) > 0
+    }
+}
+
+/// An upstream HTTP connection: the socket and its use count.
+pub(crate) struct UpstreamIo {
+    io: TokioIo<TcpStream>,
+    uses: ConnectionUses,
+}
+
+impl Connection for UpstreamIo {
+    fn connected(&self) -> Connected {
+        Connected::new().extra(self.uses.clone())
+    }
+}
+
+impl hyper::rt::Read for UpstreamIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for UpstreamIo {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
 }
 
 /// The connector as hyper-util's pooled client calls it.
 impl tower_service::Service<http::Uri> for Connector {
-    type Response = TokioIo<TcpStream>;
+    type Response = UpstreamIo;
     type Error = UpstreamError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
@@ -83,7 +172,8 @@ impl tower_service::Service<http::Uri> for Connector {
         let connector = self.clone();
         Box::pin(async move {
             let (host, port) = host_port(&uri)?;
-            connector.connect(&host, port).await.map(TokioIo::new)
+            let stream = connector.connect(&host, port).await?;
+            Ok(UpstreamIo { io: TokioIo::new(stream), uses: ConnectionUses::default() })
         })
     }
 }
@@ -113,13 +203,14 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let mut policy = AddressPolicy::default();
         policy.trust("127.0.0.1");
+        let keepalive = Keepalive { time: Duration::from_secs(17), interval: Duration::from_secs(3) };
         let connector =
-            Connector::new(Resolver::default(), policy, Duration::from_secs(2), Arc::new(Counters::default()));
+            Connector::new(Resolver::default(), policy, Duration::from_secs(2), keepalive, Arc::new(Counters::default()));
         let stream = connector.connect("127.0.0.1", port).await.unwrap();
         let socket = socket2::SockRef::from(&stream);
         assert!(socket.keepalive().unwrap());
-        assert_eq!(socket.keepalive_time().unwrap(), KEEPALIVE_IDLE);
-        assert_eq!(socket.keepalive_interval().unwrap(), Duration::from_secs(10));
+        assert_eq!(socket.keepalive_time().unwrap(), keepalive.time);
+        assert_eq!(socket.keepalive_interval().unwrap(), keepalive.interval);
         assert!(stream.nodelay().unwrap());
     }
 
@@ -129,6 +220,7 @@ mod tests {
             Resolver::default(),
             AddressPolicy::default(),
             Duration::from_secs(2),
+            Keepalive::default(),
             Arc::new(Counters::default()),
         );
         let error = connector.connect("127.0.0.1", 9).await.unwrap_err();

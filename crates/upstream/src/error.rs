@@ -13,12 +13,31 @@ pub enum UpstreamError {
         retry_after: Option<std::time::Duration>,
     },
     /// No answer head came in time.
-    #[error("{host} sent no answer within {secs} s")]
+    #[error("{host} sent no answer within {after:?}")]
     Timeout {
         /// The host asked for.
         host: String,
         /// The limit.
-        secs: u64,
+        after: std::time::Duration,
+    },
+    /// The body stopped coming.
+    #[error("{host} sent no body bytes for {after:?} (after {received} bytes)")]
+    Stalled {
+        /// The host asked for.
+        host: String,
+        /// The idle limit.
+        after: std::time::Duration,
+        /// Body bytes received before the stall.
+        received: u64,
+    },
+    /// Every instance of a pool was tried for the request, and each failed
+    /// (or the request's deadline ran out first).
+    #[error("all {} instances of {pool} failed: {}", attempts.len(), attempts.join("; "))]
+    AllFailed {
+        /// The pool's name.
+        pool: String,
+        /// What happened on each attempt, in order.
+        attempts: Vec<String>,
     },
     /// The name did not resolve.
     #[error("cannot resolve {host}: {source}")]
@@ -49,12 +68,12 @@ pub enum UpstreamError {
         source: std::io::Error,
     },
     /// The connect took too long.
-    #[error("connecting to {host} timed out after {secs} s")]
+    #[error("connecting to {host} timed out after {after:?}")]
     ConnectTimeout {
         /// The host asked for.
         host: String,
         /// The limit.
-        secs: u64,
+        after: std::time::Duration,
     },
     /// The request failed after the connection was made (reset, bad answer).
     #[error("request to {host} failed: {message}")]

@@ -18,44 +18,72 @@ pub mod pool;
 mod resolve;
 mod transport;
 
+pub use connect::Keepalive;
 pub use counters::{Counters, CountersSnapshot};
 pub use dialer::Dialer;
 pub use error::UpstreamError;
+pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest};
 pub use resolve::{local_kind, AddressPolicy, Resolver};
 pub use transport::{Transport, TransportBody};
 
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The time limits of upstream requests (see [`pool`] for how they apply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Opening a TCP connection.
+    pub connect: Duration,
+    /// An attempt on a healthy instance, from its start to the answer head.
+    pub first_byte: Duration,
+    /// An attempt on a penalised instance (the failing state).
+    pub retry: Duration,
+    /// All attempts of one request together (its body excepted).
+    pub deadline: Duration,
+    /// A body sending nothing.
+    pub body_idle: Duration,
+    /// An idle pooled connection before it is closed.
+    pub pool_idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(2),
+            first_byte: Duration::from_secs(2),
+            retry: Duration::from_secs(10),
+            deadline: Duration::from_secs(30),
+            body_idle: Duration::from_secs(60),
+            pool_idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How pools behave.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PoolSettings {
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// How long a failed instance stays out.
+    pub penalties: Penalties,
+    /// Seeds the pools' randomness (tests); `None`: seeded from the system.
+    pub seed: Option<u64>,
+}
+
 /// Settings of the way out.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct UpstreamConfig {
     /// Fixed addresses for some hosts (`host:port` → addresses), consulted
     /// before DNS, like curl's `--resolve`.
     pub resolver: Resolver,
     /// Which hosts may resolve to loopback, private or link-local addresses.
     pub policy: AddressPolicy,
-    /// How long a TCP connect may take.
-    pub connect_timeout: Duration,
-    /// How long an idle pooled connection is kept.
-    pub pool_idle_timeout: Duration,
-    /// How long an upstream may take to send an answer's head.
-    pub head_timeout: Duration,
+    /// How pools behave.
+    pub pools: PoolSettings,
+    /// TCP keepalive of upstream connections.
+    pub keepalive: Keepalive,
     /// The offline switch (shared with whoever changes the mode).
     pub switch: offline::Switch,
-}
-
-impl Default for UpstreamConfig {
-    fn default() -> Self {
-        UpstreamConfig {
-            resolver: Resolver::default(),
-            policy: AddressPolicy::default(),
-            connect_timeout: Duration::from_secs(10),
-            pool_idle_timeout: Duration::from_secs(60),
-            head_timeout: Duration::from_secs(60),
-            switch: offline::Switch::default(),
-        }
-    }
 }
 
 /// The transport and the dialer, built together so they share one policy
@@ -76,15 +104,14 @@ impl Upstream {
     /// Builds the way out.
     pub fn new(config: UpstreamConfig) -> Self {
         let counters = Arc::new(Counters::default());
-        let connector =
-            connect::Connector::new(config.resolver, config.policy, config.connect_timeout, Arc::clone(&counters));
-        let transport = Transport::new(
-            connector.clone(),
-            config.pool_idle_timeout,
-            config.head_timeout,
-            config.switch.clone(),
+        let connector = connect::Connector::new(
+            config.resolver,
+            config.policy,
+            config.pools.timeouts.connect,
+            config.keepalive,
             Arc::clone(&counters),
         );
+        let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
         Upstream { transport, dialer, counters, switch: config.switch }
     }

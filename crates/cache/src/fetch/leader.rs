@@ -1,6 +1,6 @@
 //! The task that runs a shared fetch: asks the upstream, writes the body to a
-//! temporary file, verifies it and commits it, publishing each step to the
-//! waiters.
+//! temporary file (resuming it where it broke, when the source can), verifies
+//! it and commits it, publishing each step to the waiters.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -12,21 +12,24 @@ use tokio::sync::watch;
 
 use super::BodyReader;
 use super::{
-    kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, StartFetch, UpstreamBody,
+    kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, Source, UpstreamBody,
     PASSED_BODY_LIMIT,
 };
 use crate::blobs::TempBlob;
-use crate::entry::{unix_secs, Entry};
+use crate::entry::{unix_secs, Entry, Validators};
 use crate::error::FetchError;
 use crate::store::Store;
 
 /// How many new bytes make waiters worth waking.
 const PUBLISH_STEP: u64 = 128 * 1024;
 
+/// How many resumes in a row may bring no new byte before the fetch fails.
+const FRUITLESS_RESUMES: u32 = 3;
+
 pub(super) async fn lead(
     store: Arc<Store>,
     spec: FetchSpec,
-    start: StartFetch,
+    source: Box<dyn Source>,
     progress: watch::Sender<Progress>,
     registration: Registration,
 ) {
@@ -34,7 +37,7 @@ pub(super) async fn lead(
     if let Some(verifier) = &spec.verifier {
         spec.expected = spec.expected.clone().or(verifier.expected());
     }
-    let phase = run(&store, &spec, start, &progress).await;
+    let phase = run(&store, &spec, source.as_ref(), &progress).await;
     match &phase {
         Phase::Failed(error) => tracing::warn!(key = spec.key, %error, "fetch failed"),
         phase => tracing::debug!(key = spec.key, outcome = phase.as_str(), "fetch finished"),
@@ -46,21 +49,21 @@ pub(super) async fn lead(
     drop(registration);
 }
 
-async fn run(store: &Arc<Store>, spec: &FetchSpec, start: StartFetch, progress: &watch::Sender<Progress>) -> Phase {
-    let answer = match start.await {
+async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress: &watch::Sender<Progress>) -> Phase {
+    let answer = match source.start().await {
         Ok(answer) => answer,
         Err(error) => return Phase::Failed(Arc::new(error)),
     };
     let (parts, body) = answer.into_parts();
     match (parts.status, &spec.revalidating) {
-        (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, progress).await {
+        (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress).await {
             Ok(entry) => Phase::Done(entry),
             Err(error) => Phase::Failed(Arc::new(error)),
         },
         (StatusCode::NOT_MODIFIED, Some(cached)) => {
             Phase::NotModified(refresh(store, spec, cached, &parts.headers).await)
         }
-        (status, _) => Phase::Passed(Arc::new(pass(status, &parts.headers, body, spec).await)),
+        (status, _) => Phase::Passed(Arc::new(pass(status, &parts.headers, body).await)),
     }
 }
 
@@ -70,6 +73,7 @@ async fn download(
     spec: &FetchSpec,
     headers: &http::HeaderMap,
     mut body: UpstreamBody,
+    source: &dyn Source,
     progress: &watch::Sender<Progress>,
 ) -> Result<Arc<Entry>, FetchError> {
     let content_length =
@@ -92,19 +96,34 @@ async fn download(
     progress.send_modify(|p| p.phase = Phase::Streaming(Arc::new(head)));
 
     let mut published = 0;
+    let mut fruitless = 0;
+    let mut resumed_at = None;
     loop {
-        let frame = match tokio::time::timeout(spec.idle_timeout, body.frame()).await {
-            Err(_) => {
-                let idle_secs = spec.idle_timeout.as_secs();
-                return Err(FetchError::Stalled { received: temp.written(), idle_secs });
+        let frame = match body.frame().await {
+            None => break,
+            Some(Err(error)) => {
+                let received = temp.written();
+                let error = FetchError::Body { received, message: error.to_string() };
+                if resumed_at == Some(received) {
+                    fruitless += 1;
+                }
+                if fruitless >= FRUITLESS_RESUMES || limit.is_none() || limit == Some(received) {
+                    return Err(error);
+                }
+                tracing::info!(key = spec.key, %error, "resuming the body from byte {received}");
+                body = resume(source, received, &entry_validators, limit).await.map_err(|reason| FetchError::Body {
+                    received,
+                    message: format!("{error}; resuming failed: {reason}"),
+                })?;
+                resumed_at = Some(received);
+                continue;
             }
-            Ok(None) => break,
-            Ok(Some(Err(error))) => {
-                return Err(FetchError::Body { received: temp.written(), message: error.to_string() });
-            }
-            Ok(Some(Ok(frame))) => frame,
+            Some(Ok(frame)) => frame,
         };
         let Ok(data) = frame.into_data() else { continue };
+        if !data.is_empty() {
+            fruitless = 0;
+        }
         append(&mut temp, &data, limit)?;
         let written = temp.written();
         // Waking every waiter for every small chunk costs more than it
@@ -142,6 +161,30 @@ async fn download(
         tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &committed_hashes));
     }
     Ok(entry)
+}
+
+/// Asks the source for the bytes from `from` on and checks the answer is
+/// exactly that range of the same representation.
+async fn resume(
+    source: &dyn Source,
+    from: u64,
+    validators: &Validators,
+    total: Option<u64>,
+) -> Result<UpstreamBody, String> {
+    let start = source.resume(from, validators).ok_or("this upstream cannot resume")?;
+    let answer = start.await.map_err(|error| error.to_string())?;
+    if answer.status() != StatusCode::PARTIAL_CONTENT {
+        return Err(format!("the range request was answered {}", answer.status()));
+    }
+    let range = answer.headers().get(http::header::CONTENT_RANGE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let expected = match total {
+        Some(total) => format!("bytes {from}-{}/{total}", total.saturating_sub(1)),
+        None => return Err("the body's length is unknown".to_string()),
+    };
+    if range != expected {
+        return Err(format!("the range request was answered with Content-Range {range:?}, not {expected:?}"));
+    }
+    Ok(answer.into_body())
 }
 
 fn append(temp: &mut TempBlob, data: &Bytes, limit: Option<u64>) -> Result<(), FetchError> {
@@ -195,11 +238,11 @@ async fn refresh(store: &Arc<Store>, spec: &FetchSpec, cached: &Arc<Entry>, head
 }
 
 /// Reads a non-cacheable answer (bounded) to hand to every waiter.
-async fn pass(status: StatusCode, headers: &http::HeaderMap, mut body: UpstreamBody, spec: &FetchSpec) -> PassedAnswer {
+async fn pass(status: StatusCode, headers: &http::HeaderMap, mut body: UpstreamBody) -> PassedAnswer {
     let mut collected = Vec::new();
     while collected.len() < PASSED_BODY_LIMIT {
-        match tokio::time::timeout(spec.idle_timeout, body.frame()).await {
-            Ok(Some(Ok(frame))) => {
+        match body.frame().await {
+            Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
                     let room = PASSED_BODY_LIMIT - collected.len();
                     collected.extend_from_slice(&data[..data.len().min(room)]);

@@ -10,8 +10,12 @@
 //! length mismatch, a broken upstream) reaches every client as an error,
 //! never as a complete response.
 //!
-//! This module knows nothing of sockets: the caller hands it a future that
-//! asks the upstream (see [`StartFetch`]).
+//! A body that breaks half way is resumed where it broke, through the
+//! caller's [`Source::resume`] (a `Range` request, to another instance when
+//! there is one), and the bytes are still verified end to end.
+//!
+//! This module knows nothing of sockets: the caller hands it a [`Source`]
+//! of futures that ask the upstream.
 
 mod body;
 mod leader;
@@ -22,7 +26,6 @@ use std::fs::File;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -42,6 +45,31 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type UpstreamBody = BoxBody<Bytes, BoxError>;
 /// The future that sends the upstream request and yields its answer head.
 pub type StartFetch = Pin<Box<dyn Future<Output = Result<http::Response<UpstreamBody>, FetchError>> + Send>>;
+
+/// Where a fetch gets its bytes.
+pub trait Source: Send + Sync {
+    /// Asks the upstream for the whole body.
+    fn start(&self) -> StartFetch;
+
+    /// Asks the upstream for the body from byte `from` on, after the body
+    /// broke there: a `Range` request, with `If-Range` from `validators` when
+    /// the first answer had any. `None`: this source cannot resume. The
+    /// answer must be a `206` for exactly that range, or the fetch fails.
+    fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
+        let _ = (from, validators);
+        None
+    }
+}
+
+/// A source of one request that cannot resume.
+struct Once(Mutex<Option<StartFetch>>);
+
+impl Source for Once {
+    fn start(&self) -> StartFetch {
+        let start = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        start.unwrap_or_else(|| Box::pin(async { Err(FetchError::Abandoned) }))
+    }
+}
 
 /// What the body must match before it is cached. Empty: only the upstream's
 /// own `Content-Length` is checked.
@@ -67,8 +95,6 @@ pub struct FetchSpec {
     /// The cached entry being revalidated, when the request is conditional:
     /// a `304` then refreshes it instead of failing.
     pub revalidating: Option<Arc<Entry>>,
-    /// How long the body may send nothing before the fetch fails.
-    pub idle_timeout: Duration,
     /// The side's hooks, if it has any for this request.
     pub verifier: Option<Arc<dyn Verifier>>,
 }
@@ -206,6 +232,11 @@ impl Fetch {
     }
 }
 
+/// A source that sends `start` and cannot resume.
+pub fn once(start: StartFetch) -> Box<dyn Source> {
+    Box::new(Once(Mutex::new(Some(start))))
+}
+
 /// The registry of fetches in progress.
 #[derive(Debug)]
 pub struct Fetches {
@@ -219,9 +250,10 @@ impl Fetches {
         Arc::new(Fetches { store, inflight: Mutex::new(HashMap::new()) })
     }
 
-    /// Joins the fetch of `spec.key` in progress, or starts one with `start`
-    /// (called only then). The fetch runs on its own task.
-    pub fn join(self: &Arc<Self>, spec: FetchSpec, start: impl FnOnce() -> StartFetch) -> Joined {
+    /// Joins the fetch of `spec.key` in progress, or starts one with the
+    /// source `make` returns (called only then). The fetch runs on its own
+    /// task.
+    pub fn join(self: &Arc<Self>, spec: FetchSpec, make: impl FnOnce() -> Box<dyn Source>) -> Joined {
         let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(fetch) = inflight.get(&spec.key) {
             return Joined { fetch: Arc::clone(fetch), started: false };
@@ -231,7 +263,7 @@ impl Fetches {
         inflight.insert(spec.key.clone(), Arc::clone(&fetch));
         drop(inflight);
         let registration = Registration { fetches: Arc::clone(self), fetch: Arc::clone(&fetch) };
-        tokio::spawn(leader::lead(Arc::clone(&self.store), spec, start(), tx, registration));
+        tokio::spawn(leader::lead(Arc::clone(&self.store), spec, make(), tx, registration));
         Joined { fetch, started: true }
     }
 

@@ -44,7 +44,6 @@ fn spec(key: &str, expected: Expected) -> FetchSpec {
         class: Class::Immutable,
         expected,
         revalidating: None,
-        idle_timeout: Duration::from_secs(30),
         verifier: None,
     }
 }

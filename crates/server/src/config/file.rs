@@ -10,9 +10,16 @@
 //! mirrors = ["http://127.0.0.1:8001/debian", "http://127.0.0.1:8002/debian"]
 //!
 //! [upstream]
-//! connect_timeout = "10s"   # TCP connect to an upstream
-//! head_timeout = "60s"      # request sent → answer head received
-//! idle_timeout = "60s"      # an upstream body sending nothing
+//! connect_timeout = "2s"     # TCP connect to an upstream instance
+//! first_byte_timeout = "2s"  # an attempt on a healthy instance: start → answer head
+//! retry_timeout = "10s"      # an attempt when every instance is penalised
+//! deadline = "30s"           # all attempts of one request (its body excepted)
+//! idle_timeout = "60s"       # an upstream body sending nothing
+//! pool_idle_timeout = "60s"  # an idle pooled connection is closed
+//! penalty_base = "1s"        # a failed instance is left out this long, doubling
+//! penalty_max = "5m"         # on each failure in a row, up to this
+//! keepalive_time = "30s"     # TCP keepalive: idle time before the first probe
+//! keepalive_interval = "10s" # and between probes
 //! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address[:port], before DNS
 //! ```
 
@@ -62,12 +69,33 @@ pub struct UpstreamSection {
     /// TCP connect timeout.
     #[serde(default, with = "humantime_serde")]
     pub connect_timeout: Option<Duration>,
-    /// Time allowed for an answer's head.
+    /// Time allowed for an attempt's answer head.
     #[serde(default, with = "humantime_serde")]
-    pub head_timeout: Option<Duration>,
+    pub first_byte_timeout: Option<Duration>,
+    /// Time allowed for an attempt on a penalised instance.
+    #[serde(default, with = "humantime_serde")]
+    pub retry_timeout: Option<Duration>,
+    /// Time allowed for all attempts of a request.
+    #[serde(default, with = "humantime_serde")]
+    pub deadline: Option<Duration>,
     /// Time a body may send nothing.
     #[serde(default, with = "humantime_serde")]
     pub idle_timeout: Option<Duration>,
+    /// Time an idle pooled connection is kept.
+    #[serde(default, with = "humantime_serde")]
+    pub pool_idle_timeout: Option<Duration>,
+    /// The first penalty of a failed instance.
+    #[serde(default, with = "humantime_serde")]
+    pub penalty_base: Option<Duration>,
+    /// The longest penalty.
+    #[serde(default, with = "humantime_serde")]
+    pub penalty_max: Option<Duration>,
+    /// TCP keepalive idle time.
+    #[serde(default, with = "humantime_serde")]
+    pub keepalive_time: Option<Duration>,
+    /// TCP keepalive probe interval.
+    #[serde(default, with = "humantime_serde")]
+    pub keepalive_interval: Option<Duration>,
     /// Fixed addresses, `host:port:address`.
     #[serde(default)]
     pub resolve: Vec<String>,

@@ -13,8 +13,9 @@ use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
 pub use crate::control::offline::Persistence;
-use pkgproxy_upstream::{AddressPolicy, Resolver, UpstreamConfig};
+use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
+use file::UpstreamSection;
 pub use file::{ConfigFile, FileError};
 
 /// Everything the server needs to run, validated.
@@ -26,8 +27,6 @@ pub struct Settings {
     pub apt: AptSide,
     /// The way out.
     pub upstream: UpstreamConfig,
-    /// How long an upstream body may send nothing before the fetch fails.
-    pub upstream_idle_timeout: Duration,
     /// Threads serving the proxy listener (one per core by default).
     pub proxy_threads: usize,
     /// How a mode set at run time is kept across restarts.
@@ -47,6 +46,14 @@ pub enum SettingsError {
     Resolve {
         /// The entry.
         entry: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A time limit of `[upstream]` is zero, or the penalties are inverted.
+    #[error("upstream.{key}: {reason}")]
+    Upstream {
+        /// The key.
+        key: &'static str,
         /// Why.
         reason: &'static str,
     },
@@ -90,25 +97,60 @@ impl Settings {
         for host in apt.trusted_hosts() {
             policy.trust(&host);
         }
-        let defaults = UpstreamConfig::default();
         let upstream = UpstreamConfig {
             resolver,
             policy,
-            connect_timeout: file.upstream.connect_timeout.unwrap_or(defaults.connect_timeout),
-            pool_idle_timeout: defaults.pool_idle_timeout,
-            head_timeout: file.upstream.head_timeout.unwrap_or(defaults.head_timeout),
+            pools: pool_settings(&file.upstream)?,
+            keepalive: keepalive(&file.upstream)?,
             switch: Switch::new(overrides.offline_mode.unwrap_or_default()),
         };
         Ok(Settings {
             cache_dir,
             apt,
             upstream,
-            upstream_idle_timeout: file.upstream.idle_timeout.unwrap_or(Duration::from_secs(60)),
             proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             persistence: overrides.persistence,
             auto_offline: overrides.auto_offline,
         })
     }
+}
+
+/// A duration of `[upstream]`: the file's, else the default; never zero.
+fn duration(key: &'static str, value: Option<Duration>, default: Duration) -> Result<Duration, SettingsError> {
+    match value {
+        Some(zero) if zero.is_zero() => Err(SettingsError::Upstream { key, reason: "must be longer than zero" }),
+        Some(value) => Ok(value),
+        None => Ok(default),
+    }
+}
+
+fn pool_settings(file: &UpstreamSection) -> Result<PoolSettings, SettingsError> {
+    let (t, p) = (Timeouts::default(), Penalties::default());
+    let timeouts = Timeouts {
+        connect: duration("connect_timeout", file.connect_timeout, t.connect)?,
+        first_byte: duration("first_byte_timeout", file.first_byte_timeout, t.first_byte)?,
+        retry: duration("retry_timeout", file.retry_timeout, t.retry)?,
+        deadline: duration("deadline", file.deadline, t.deadline)?,
+        body_idle: duration("idle_timeout", file.idle_timeout, t.body_idle)?,
+        pool_idle: duration("pool_idle_timeout", file.pool_idle_timeout, t.pool_idle)?,
+    };
+    let penalties = Penalties {
+        penalty_base: duration("penalty_base", file.penalty_base, p.penalty_base)?,
+        penalty_max: duration("penalty_max", file.penalty_max, p.penalty_max)?,
+        jitter: p.jitter,
+    };
+    if penalties.penalty_max < penalties.penalty_base {
+        return Err(SettingsError::Upstream { key: "penalty_max", reason: "must not be shorter than penalty_base" });
+    }
+    Ok(PoolSettings { timeouts, penalties, seed: None })
+}
+
+fn keepalive(file: &UpstreamSection) -> Result<Keepalive, SettingsError> {
+    let defaults = Keepalive::default();
+    Ok(Keepalive {
+        time: duration("keepalive_time", file.keepalive_time, defaults.time)?,
+        interval: duration("keepalive_interval", file.keepalive_interval, defaults.interval)?,
+    })
 }
 
 /// Parses `host:port:address` (curl's `--resolve` syntax; an IPv6 address in

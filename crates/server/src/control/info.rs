@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use pkgproxy_sides::Side;
-use pkgproxy_upstream::CountersSnapshot;
+use pkgproxy_upstream::pool::InstanceReport;
+use pkgproxy_upstream::{CountersSnapshot, PoolReport};
 use serde::{Deserialize, Serialize};
 
 use crate::state::State;
@@ -26,6 +27,8 @@ pub struct Info {
     pub sides: BTreeMap<&'static str, SideSnapshot>,
     /// What went out through the one way out.
     pub upstream: UpstreamInfo,
+    /// The upstream pools used so far and their instances' state.
+    pub pools: Vec<PoolInfo>,
     /// What the apt index has learnt.
     pub apt_index: AptIndexInfo,
     /// The offline mode and the upstreams whose breaker is not closed.
@@ -39,6 +42,43 @@ pub struct OfflineInfo {
     pub mode: &'static str,
     /// The hosts whose breaker is not closed.
     pub upstreams: Vec<super::offline::UpstreamReport>,
+}
+
+/// One upstream pool in [`Info`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PoolInfo {
+    /// The pool's name.
+    pub name: String,
+    /// Its instances.
+    pub instances: Vec<InstanceInfo>,
+}
+
+/// One instance of a pool.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct InstanceInfo {
+    /// Its base URL.
+    pub url: String,
+    /// `healthy` or `penalised`.
+    pub state: String,
+    /// For a penalised instance, milliseconds until it is tried again.
+    pub penalised_for_ms: Option<u64>,
+    /// Failures in a row.
+    pub failures: u32,
+    /// Requests in flight (bodies streaming included).
+    pub in_flight: u32,
+}
+
+impl From<PoolReport> for PoolInfo {
+    fn from(report: PoolReport) -> Self {
+        let instance = |(url, state): (String, InstanceReport)| InstanceInfo {
+            url,
+            state: if state.penalised_for.is_some() { "penalised" } else { "healthy" }.to_string(),
+            penalised_for_ms: state.penalised_for.map(|left| left.as_millis().try_into().unwrap_or(u64::MAX)),
+            failures: state.failures,
+            in_flight: state.in_flight,
+        };
+        PoolInfo { name: report.name, instances: report.instances.into_iter().map(instance).collect() }
+    }
 }
 
 /// The apt index part of [`Info`].
@@ -96,6 +136,7 @@ impl Info {
             },
             sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
             upstream: state.upstream.counters.snapshot().into(),
+            pools: state.upstream.transport.report().into_iter().map(PoolInfo::from).collect(),
             offline: OfflineInfo {
                 mode: state.upstream.switch.mode().as_str(),
                 upstreams: super::offline::upstreams(state),

@@ -44,11 +44,10 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         class: request.class,
         expected: request.expected.clone(),
         revalidating: cached.clone().filter(|e| !e.validators.is_empty()),
-        idle_timeout: state.settings.upstream_idle_timeout,
         verifier: verifier.clone(),
     };
     let conditional = spec.revalidating.clone();
-    let joined = state.cache.fetch(spec, || fetching::start(state, &request, asked, conditional.as_deref()));
+    let joined = state.cache.fetch_from(spec, || fetching::source(state, &request, asked, conditional.as_deref()));
     let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
     let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
     match phase {

@@ -1,39 +1,49 @@
-//! The upstream request of a shared fetch: built from the side's decision
+//! The upstream requests of a shared fetch: built from the side's decision
 //! (and the cached entry's validators when revalidating), sent through the
-//! one transport, its body counted as it arrives.
+//! request's pool, their bodies counted as they arrive. A body that breaks
+//! is resumed with a `Range` request, preferably on another instance.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, USER_AGENT};
+use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, RANGE, USER_AGENT};
+use http::{HeaderMap, Method};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use pkgproxy_cache::{Entry, FetchError, StartFetch};
+use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
 use pkgproxy_sides::CachedRequest;
+use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
 use super::answer::Asked;
 use crate::state::State;
 
-/// The future that asks the upstream for `request`.
-pub fn start(
+/// The requests of one fetch, on one pool.
+struct PoolSource {
+    state: Arc<State>,
+    pool: Result<Arc<Pool>, String>,
+    request: PoolRequest,
+    side: pkgproxy_sides::Side,
+    /// The instance that sent the last answer: a resume avoids it.
+    last_instance: Arc<Mutex<Option<usize>>>,
+}
+
+/// The source of a fetch of `request`: a `GET` with the client's user agent,
+/// our loop mark and, when revalidating, the cached entry's validators.
+pub fn source(
     state: &Arc<State>,
     request: &CachedRequest,
     asked: &Asked<'_>,
     conditional: Option<&Entry>,
-) -> StartFetch {
-    let Some(uri) = request.upstream.uri() else {
-        let url = format!("{}{}", request.upstream.host, request.upstream.raw_path);
-        return Box::pin(async move { Err(FetchError::Upstream(format!("{url} is not a valid URL"))) });
-    };
-    let mut upstream_request =
-        http::Request::get(uri).body(Default::default()).expect("a parsed URI makes a valid request");
-    let headers = upstream_request.headers_mut();
+) -> Box<dyn Source> {
+    let (origin, side) = (&request.origin, request.side);
+    let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(|error| error.to_string());
+    let mut headers = HeaderMap::new();
     let agent = asked.headers.get(USER_AGENT).cloned();
     headers
         .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
-    state.loop_mark.add_to(headers);
+    state.loop_mark.add_to(&mut headers);
     if let Some(entry) = conditional {
         let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());
         if let Some(etag) = value(&entry.validators.etag) {
@@ -43,20 +53,59 @@ pub fn start(
             headers.insert(IF_MODIFIED_SINCE, lm);
         }
     }
-    let state = Arc::clone(state);
-    let side = request.side;
-    Box::pin(async move {
-        let answer = state.upstream.transport.send(upstream_request).await.map_err(|error| match error.refusal() {
-            Some(retry_after) => FetchError::Refused { message: error.to_string(), retry_after },
-            None => FetchError::Upstream(error.to_string()),
-        })?;
-        Ok(answer.map(|body| Counted { body, state, side }.boxed()))
-    })
+    let request = PoolRequest { method: Method::GET, path: origin.path.clone(), headers, avoid: None };
+    Box::new(PoolSource { state: Arc::clone(state), pool, request, side, last_instance: Arc::default() })
+}
+
+impl PoolSource {
+    fn send(&self, request: PoolRequest) -> StartFetch {
+        let pool = match &self.pool {
+            Ok(pool) => Arc::clone(pool),
+            Err(error) => {
+                let error = FetchError::Upstream(error.clone());
+                return Box::pin(async move { Err(error) });
+            }
+        };
+        let (state, side, last_instance) = (Arc::clone(&self.state), self.side, Arc::clone(&self.last_instance));
+        Box::pin(async move {
+            let answer = pool.send(request).await.map_err(fetch_error)?;
+            *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
+            Ok(answer.response.map(|body| Counted { body, state, side }.boxed()))
+        })
+    }
+}
+
+impl Source for PoolSource {
+    fn start(&self) -> StartFetch {
+        self.send(self.request.clone())
+    }
+
+    fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
+        let mut request = self.request.clone();
+        request.headers.remove(IF_NONE_MATCH);
+        request.headers.remove(IF_MODIFIED_SINCE);
+        request.headers.insert(RANGE, HeaderValue::from_str(&format!("bytes={from}-")).ok()?);
+        let strong_etag = validators.etag.as_deref().filter(|tag| !tag.starts_with("W/"));
+        if let Some(validator) = strong_etag.or(validators.last_modified.as_deref()) {
+            request.headers.insert(IF_RANGE, HeaderValue::from_str(validator).ok()?);
+        }
+        request.avoid = *self.last_instance.lock().unwrap_or_else(|p| p.into_inner());
+        Some(self.send(request))
+    }
+}
+
+/// The fetch error for a failure of the way out: a refusal by the offline
+/// switch keeps its `Retry-After`.
+fn fetch_error(error: UpstreamError) -> FetchError {
+    match error.refusal() {
+        Some(retry_after) => FetchError::Refused { message: error.to_string(), retry_after },
+        None => FetchError::Upstream(error.to_string()),
+    }
 }
 
 /// An upstream body that adds what passes through to the side's counter.
 struct Counted {
-    body: hyper::body::Incoming,
+    body: PoolBody,
     state: Arc<State>,
     side: pkgproxy_sides::Side,
 }

@@ -67,6 +67,7 @@ impl Mirror {
 impl fmt::Display for Mirror {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.host {
+            HostPattern::Exact(host) if host.contains(':') => write!(f, "http://[{host}]")?,
             HostPattern::Exact(host) => write!(f, "http://{host}")?,
             HostPattern::Country { prefix, suffix } => write!(f, "http://{prefix}<cc>{suffix}")?,
         }
@@ -87,6 +88,10 @@ pub struct Archive {
     /// True when the operator configured it (or added mirrors to it): its
     /// hosts may then be on local addresses.
     pub configured: bool,
+    /// The base URLs of the mirrors the operator configured, in order: when
+    /// there are any, they are the instances every request for the archive
+    /// is fetched from, whichever mirror the client named.
+    pub pool: Vec<String>,
 }
 
 fn exact(host: &str, prefix: &str) -> Mirror {
@@ -98,7 +103,7 @@ fn country(prefix: &'static str, suffix: &'static str, path: &str) -> Mirror {
 }
 
 fn archive(name: &str, mirrors: Vec<Mirror>) -> Archive {
-    Archive { name: name.to_string(), mirrors, configured: false }
+    Archive { name: name.to_string(), mirrors, configured: false, pool: Vec::new() }
 }
 
 /// The built-in archives: Debian and Ubuntu with their usual mirror names.

@@ -6,7 +6,10 @@ use std::net::IpAddr;
 use pkgproxy_cache::{Class, Expected};
 
 use super::archives::Archive;
-use crate::decision::{CachedRequest, Decision, Refusal, Side, Target};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+
+use super::archives::Mirror;
+use crate::decision::{CachedRequest, Decision, Origin, Refusal, Side, Target};
 use crate::path::checked_path;
 
 pub(super) fn classify(archives: &[Archive], target: Target) -> Decision {
@@ -20,7 +23,7 @@ pub(super) fn classify(archives: &[Archive], target: Target) -> Decision {
     for archive in archives {
         for mirror in &archive.mirrors {
             if let Some(relative) = mirror.relative(&target.host, target.port, &path) {
-                return decide(archive, relative, target);
+                return decide(archive, mirror, relative, &target);
             }
         }
     }
@@ -45,7 +48,7 @@ fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
     ))
 }
 
-fn decide(archive: &Archive, relative: &str, target: Target) -> Decision {
+fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -> Decision {
     let (class, expected) = if relative.starts_with("pool/") {
         (Class::Immutable, Expected::default())
     } else if relative.starts_with("dists/") {
@@ -65,11 +68,31 @@ fn decide(archive: &Archive, relative: &str, target: Target) -> Decision {
     Decision::Cache(CachedRequest {
         side: Side::Apt,
         key: format!("apt/{}/{relative}", archive.name),
-        upstream: target,
+        origin: origin(archive, mirror, relative, target),
         class,
         expected,
     })
 }
+
+/// What a path of the archive is fetched from: the archive's configured
+/// mirrors when it has any, else the mirror the client named.
+fn origin(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -> Origin {
+    if archive.pool.is_empty() {
+        let Target { host, port, raw_path, .. } = target;
+        let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+        let base = if *port == 80 { format!("http://{host}") } else { format!("http://{host}:{port}") };
+        return Origin { pool: format!("{} via {base}", archive.name), instances: vec![base], path: raw_path.clone() };
+    }
+    let below_prefix = target.raw_path.strip_prefix(mirror.prefix.as_str()).filter(|rest| rest.starts_with('/'));
+    let path = match below_prefix {
+        Some(rest) => rest.to_string(),
+        None => format!("/{}", utf8_percent_encode(relative, PATH_ESCAPES)),
+    };
+    Origin { pool: archive.name.clone(), instances: archive.pool.clone(), path }
+}
+
+/// Bytes escaped when a decoded archive path is sent upstream.
+const PATH_ESCAPES: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'#').add(b'%').add(b'?').add(b'<').add(b'>');
 
 /// For `dists/**/by-hash/<ALGORITHM>/<hex>`: any path is immutable, and the
 /// hash in it is what the body must match (for the algorithms we check).
@@ -144,13 +167,19 @@ mod tests {
     }
 
     #[test]
-    fn configured_mirrors_share_one_key_and_keep_their_own_upstream() {
+    fn configured_mirrors_share_one_key_and_are_the_instances_of_its_pool() {
         let side = side();
         let a = cached(side.classify(target("127.0.0.1", 8001, "/debian/dists/testing/InRelease")));
         let b = cached(side.classify(target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
         assert_eq!(a.key, b.key);
         assert_eq!(a.key, "apt/local/dists/testing/InRelease");
-        assert_eq!(b.upstream.uri().unwrap().to_string(), "http://127.0.0.1:8002/debian/dists/testing/InRelease");
+        let expected = ["http://127.0.0.1:8001/debian", "http://127.0.0.1:8002/debian"];
+        assert_eq!(a.origin.instances, expected, "every configured mirror is an instance");
+        assert_eq!(b.origin.instances, expected);
+        assert_eq!(b.origin.path, "/dists/testing/InRelease");
+        let named = cached(side.classify(target("ftp.de.debian.org", 80, "/debian/pool/main/a/a.deb"))).origin;
+        assert_eq!(named.instances, ["http://ftp.de.debian.org"], "an archive without configured mirrors");
+        assert_eq!(named.path, "/debian/pool/main/a/a.deb");
     }
 
     #[test]

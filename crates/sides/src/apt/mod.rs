@@ -68,12 +68,14 @@ impl AptSide {
         let mut archives = builtin();
         for config in configured {
             let mirrors = parse_mirrors(config)?;
+            let urls: Vec<String> = mirrors.iter().map(Mirror::to_string).collect();
             match archives.iter_mut().find(|a| a.name == config.name) {
                 Some(existing) => {
                     existing.mirrors.extend(mirrors);
                     existing.configured = true;
+                    existing.pool.extend(urls);
                 }
-                None => archives.push(Archive { name: config.name.clone(), mirrors, configured: true }),
+                None => archives.push(Archive { name: config.name.clone(), mirrors, configured: true, pool: urls }),
             }
         }
         Ok(AptSide { archives, index_ttl })

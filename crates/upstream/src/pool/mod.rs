@@ -1,214 +1,262 @@
 //! The instances of one upstream (the mirrors of an apt archive, a list of
-//! module proxies) and which to ask next: a state machine with the time and
-//! the randomness passed in, so its rules are tested without clocks.
+//! module proxies) and how a request is carried out over them, so that a
+//! failing instance costs the client nothing while another one works and a
+//! total outage fails fast.
 //!
 //! The rules (the connection-management seed):
 //! - **Spread.** Among the healthy instances, power of two choices on a
-//!   "peak EWMA" score: the latency (time to first byte) averaged with a
-//!   decay, times the requests in flight plus one. Downloads of very
-//!   unequal length make "least requests" alone a poor guide, and latency
-//!   alone herds everyone onto the fastest mirror; the product favours the
-//!   faster instance without starving the other, and two random choices keep
-//!   every healthy instance in use.
+//!   "peak EWMA" score: the time to first byte averaged with a decay, times
+//!   the requests in flight plus one. A request stays in flight until its
+//!   body has ended, so a long download is load on its instance. Downloads
+//!   of very unequal length make "least requests" alone a poor guide, and
+//!   latency alone herds everyone onto the fastest mirror; the product
+//!   favours the faster instance without starving the other, and two random
+//!   choices keep every healthy instance in use.
+//! - **Fail fast.** An attempt on a healthy instance has `connect` to open
+//!   its connection and `first_byte` from its start to the answer head. The
+//!   body then takes as long as it needs while bytes keep coming; a body
+//!   that sends nothing for `body_idle` fails.
+//! - **Move on.** A connect error, a timeout, a connection closed or reset
+//!   before the head, or a `429`, `500`, `502`, `503` or `504` answer fails
+//!   the attempt, and the request moves at once to the next instance. No
+//!   instance is tried twice for one request: once every instance has been
+//!   tried, the request fails (see "Give up").
 //! - **Penalty.** A failed attempt takes its instance out of the pool for a
-//!   penalty that doubles with each consecutive failure, from `penalty_base`
-//!   up to `penalty_max`, with jitter. One outage raises it once: a failure
-//!   of an attempt that started before the instance's current penalty began
-//!   says nothing new. A success ends it and resets the count.
-//! - **Order.** No instance is tried twice for one request before every
-//!   other has been tried; penalised instances come only when no healthy
-//!   one is left untried (the "failing" state), soonest-recovered first.
+//!   penalty that doubles with each consecutive failure, from
+//!   `penalty_base` up to `penalty_max`, with jitter. One outage raises it
+//!   once: the failure of an attempt that started before the current
+//!   penalty began says nothing new (fifty requests caught by one outage
+//!   raise it once). A penalty drops the instance's idle pooled connections
+//!   (a firewall may have killed them), and requests waiting for a head from
+//!   that instance move on at once. A body failing half way penalises its
+//!   instance too. A success ends the penalty and resets the count.
+//! - **Failing state.** Penalised instances are tried only when no healthy
+//!   untried one is left, soonest-recovered first, with the less aggressive
+//!   `retry` timeout: that is the seed's disaster recovery, where waiting a
+//!   little longer is better than failing.
+//! - **Give up.** A request's attempts are bounded by its `deadline` (the
+//!   body excepted). When every instance has been tried, or the deadline ran
+//!   out, the request fails with [`UpstreamError::AllFailed`], naming each
+//!   attempt — unless the last attempt got an answer (a `503` with its
+//!   `Retry-After`, say), which is then passed on as the upstream's word.
+//! - **Stale connections.** A request that fails on a reused pooled
+//!   connection (the upstream closed it while it sat idle) is sent once
+//!   more on a fresh connection to the same instance, with no penalty: that
+//!   failure says nothing of the instance. Idle pooled connections are
+//!   closed after `pool_idle`, and hyper checks a pooled connection is still
+//!   open before reusing it.
 //!
-//! Interplay with store-overloaded mode: a host whose breaker is open counts
-//! as penalised here (the caller marks it so when the switch refuses), and
-//! penalties never open a breaker.
+//! Interplay with store-overloaded mode: the per-host breakers stay exactly
+//! as the offline seed says, and every attempt reports to its host's
+//! breaker as before. A host whose breaker is open counts as penalised: the
+//! request skips it without an attempt (and without raising its penalty).
+//! When every instance is skipped that way the request is refused as the
+//! breaker says, with the shortest `Retry-After`. The pool's penalties never
+//! open a breaker by themselves. In offline mode nothing is attempted.
 
+mod attempt;
+mod body;
+mod rules;
+
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use http::{HeaderMap, Method};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Penalty and scoring settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PoolConfig {
-    /// The first penalty.
-    pub penalty_base: Duration,
-    /// The longest penalty.
-    pub penalty_max: Duration,
-    /// Relative jitter of a penalty, 0.0 to 1.0 (0.2: ±20 %).
-    pub jitter: f64,
-}
+pub use body::PoolBody;
+pub use rules::{Attempt, Choice, InstanceReport, Penalties, Rules};
 
-impl Default for PoolConfig {
-    fn default() -> Self {
-        PoolConfig { penalty_base: Duration::from_secs(1), penalty_max: Duration::from_secs(300), jitter: 0.2 }
-    }
-}
+use crate::connect::host_port;
+use crate::error::UpstreamError;
+use crate::offline::Refusal;
+use crate::transport::{Client, Shared};
+use attempt::Tried;
 
-/// One instance's state.
+/// A request to send to one of a pool's instances.
 #[derive(Debug, Clone)]
-struct Instance {
-    /// Consecutive failures.
-    failures: u32,
-    /// Out of the pool until then.
-    penalised_until: Option<Instant>,
-    /// When the current penalty began (attempts started before say nothing).
-    penalised_since: Option<Instant>,
-    /// Requests in flight.
-    in_flight: u32,
-    /// Decaying average of the time to first byte, in seconds.
-    latency: f64,
+pub struct PoolRequest {
+    /// `GET` or `HEAD`.
+    pub method: Method,
+    /// The path (and query) below an instance's base URL, starting with `/`.
+    pub path: String,
+    /// The request's headers (`Host` is set per instance).
+    pub headers: HeaderMap,
+    /// An instance not to try unless it is the only one (the instance whose
+    /// body just broke, when resuming).
+    pub avoid: Option<usize>,
 }
 
-impl Default for Instance {
-    fn default() -> Self {
-        Instance { failures: 0, penalised_until: None, penalised_since: None, in_flight: 0, latency: INITIAL_LATENCY }
-    }
-}
-
-/// The latency assumed of an instance never measured (seconds): low, so a
-/// new instance gets tried.
-const INITIAL_LATENCY: f64 = 0.05;
-/// Weight of a new latency sample in the average.
-const EWMA_WEIGHT: f64 = 0.3;
-
-/// Which instance to try next for a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    /// A healthy instance.
-    Healthy(usize),
-    /// Every untried instance is penalised: this one recovers soonest
-    /// (disaster recovery: use the less aggressive timeouts).
-    Failing(usize),
-    /// Every instance has been tried for this request.
-    Exhausted,
-}
-
-/// An attempt in progress, to report with [`Pool::succeeded`],
-/// [`Pool::failed`] or [`Pool::abandoned`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attempt {
-    /// The instance.
+/// A pool's answer: the response head, its body, and who sent it.
+#[derive(Debug)]
+pub struct PoolAnswer {
+    /// The response; its body reports to the pool as it streams.
+    pub response: http::Response<PoolBody>,
+    /// Which instance answered (an index into the pool's instances).
     pub instance: usize,
-    started: Instant,
 }
 
-/// What `/pkgproxy/v1/info` shows of an instance.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct InstanceReport {
-    /// Penalised until this long from now (`None`: healthy).
-    pub penalised_for: Option<Duration>,
-    /// Consecutive failures.
-    pub failures: u32,
-    /// Requests in flight.
-    pub in_flight: u32,
+/// One instance: where it is and its own connections.
+#[derive(Debug)]
+struct Instance {
+    /// The base URL, without a trailing slash.
+    url: String,
+    /// Its host, as the breakers know it.
+    host: String,
+    /// Its pooled connections. Replaced on a penalty, which drops the idle
+    /// ones.
+    client: Mutex<Client>,
+    /// A client that never pools, for the one retry after a stale
+    /// connection.
+    fresh: Client,
+    /// Counts penalties: requests waiting for a head from this instance
+    /// watch it and move on when it changes.
+    penalties: watch::Sender<u64>,
 }
 
-/// The instances of one upstream.
-#[derive(Debug, Clone)]
+/// The instances of one upstream and their state.
+#[derive(Debug)]
 pub struct Pool {
-    config: PoolConfig,
+    name: String,
     instances: Vec<Instance>,
+    rules: Mutex<Rules>,
+    shared: Arc<Shared>,
+}
+
+/// What `/pkgproxy/v1/info` shows of a pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolReport {
+    /// The pool's name.
+    pub name: String,
+    /// Each instance's base URL and state.
+    pub instances: Vec<(String, InstanceReport)>,
 }
 
 impl Pool {
-    /// A pool of `count` instances, all healthy.
-    pub fn new(count: usize, config: PoolConfig) -> Self {
-        Pool { config, instances: vec![Instance::default(); count] }
-    }
-
-    /// How many instances.
-    pub fn len(&self) -> usize {
-        self.instances.len()
-    }
-
-    /// True for a pool without instances.
-    pub fn is_empty(&self) -> bool {
-        self.instances.is_empty()
-    }
-
-    fn healthy(&self, index: usize, now: Instant) -> bool {
-        self.instances[index].penalised_until.is_none_or(|until| now >= until)
-    }
-
-    /// The next instance for a request that has tried those marked in
-    /// `tried` (as long as the pool); `random` is two random numbers.
-    pub fn choose(&self, now: Instant, tried: &[bool], random: (u64, u64)) -> Choice {
-        let untried: Vec<usize> =
-            (0..self.instances.len()).filter(|&i| !tried.get(i).copied().unwrap_or(false)).collect();
-        if untried.is_empty() {
-            return Choice::Exhausted;
+    /// A pool named `name` over the base URLs `urls` (at least one, each
+    /// `http://host[:port][/prefix]`).
+    pub(crate) fn new(name: &str, urls: &[String], shared: Arc<Shared>) -> Result<Self, UpstreamError> {
+        if urls.is_empty() {
+            return Err(UpstreamError::BadTarget { uri: name.to_string(), reason: "a pool needs an instance" });
         }
-        let healthy: Vec<usize> = untried.iter().copied().filter(|&i| self.healthy(i, now)).collect();
-        if healthy.is_empty() {
-            let soonest = untried.iter().copied().min_by_key(|&i| self.instances[i].penalised_until);
-            return soonest.map_or(Choice::Exhausted, Choice::Failing);
-        }
-        let first = healthy[(random.0 % healthy.len() as u64) as usize];
-        let second = healthy[(random.1 % healthy.len() as u64) as usize];
-        let pick = if self.score(second) < self.score(first) { second } else { first };
-        Choice::Healthy(pick)
-    }
-
-    fn score(&self, index: usize) -> f64 {
-        let instance = &self.instances[index];
-        instance.latency * f64::from(instance.in_flight + 1)
-    }
-
-    /// An attempt on `instance` starts at `now`.
-    pub fn start(&mut self, instance: usize, now: Instant) -> Attempt {
-        self.instances[instance].in_flight += 1;
-        Attempt { instance, started: now }
-    }
-
-    fn finish(&mut self, attempt: Attempt) -> &mut Instance {
-        let instance = &mut self.instances[attempt.instance];
-        instance.in_flight = instance.in_flight.saturating_sub(1);
-        instance
-    }
-
-    /// The attempt got its answer head after `latency`.
-    pub fn succeeded(&mut self, attempt: Attempt, latency: Duration) {
-        let instance = self.finish(attempt);
-        instance.failures = 0;
-        instance.penalised_until = None;
-        instance.penalised_since = None;
-        instance.latency = instance.latency * (1.0 - EWMA_WEIGHT) + latency.as_secs_f64() * EWMA_WEIGHT;
-    }
-
-    /// The attempt failed at `now`; `jitter` is a number in [-1, 1] scaling
-    /// the configured jitter. Returns the penalty imposed, if this failure
-    /// raised one.
-    pub fn failed(&mut self, attempt: Attempt, now: Instant, jitter: f64) -> Option<Duration> {
-        let config = self.config;
-        let instance = self.finish(attempt);
-        if instance.penalised_since.is_some_and(|since| attempt.started < since) {
-            return None;
-        }
-        instance.failures = instance.failures.saturating_add(1);
-        let doublings = instance.failures.saturating_sub(1).min(30);
-        let penalty = config.penalty_base.saturating_mul(1 << doublings).min(config.penalty_max);
-        let factor = 1.0 + config.jitter.clamp(0.0, 1.0) * jitter.clamp(-1.0, 1.0);
-        let penalty = penalty.mul_f64(factor).min(config.penalty_max);
-        instance.penalised_until = Some(now + penalty);
-        instance.penalised_since = Some(now);
-        Some(penalty)
-    }
-
-    /// The attempt ended without news of the instance (the client left).
-    pub fn abandoned(&mut self, attempt: Attempt) {
-        self.finish(attempt);
-    }
-
-    /// Each instance's state at `now`.
-    pub fn report(&self, now: Instant) -> Vec<InstanceReport> {
-        self.instances
+        let instances = urls
             .iter()
-            .map(|i| InstanceReport {
-                penalised_for: i.penalised_until.filter(|until| *until > now).map(|until| until - now),
-                failures: i.failures,
-                in_flight: i.in_flight,
+            .map(|url| {
+                let base = url.trim_end_matches('/');
+                let uri: http::Uri = base
+                    .parse()
+                    .map_err(|_| UpstreamError::BadTarget { uri: url.clone(), reason: "not a URL" })?;
+                let (host, _) = host_port(&uri)?;
+                Ok(Instance {
+                    url: base.to_string(),
+                    host,
+                    client: Mutex::new(shared.pooled_client()),
+                    fresh: shared.fresh_client(),
+                    penalties: watch::channel(0).0,
+                })
             })
-            .collect()
+            .collect::<Result<Vec<_>, UpstreamError>>()?;
+        let rules = Rules::new(instances.len(), shared.settings.penalties);
+        Ok(Pool { name: name.to_string(), instances, rules: Mutex::new(rules), shared })
+    }
+
+    /// The pool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The base URL of instance `index`.
+    pub fn url(&self, index: usize) -> Option<&str> {
+        self.instances.get(index).map(|i| i.url.as_str())
+    }
+
+    fn rules(&self) -> MutexGuard<'_, Rules> {
+        self.rules.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Each instance's state now.
+    pub fn report(&self) -> PoolReport {
+        let states = self.rules().report(Instant::now());
+        let instances = self.instances.iter().map(|i| i.url.clone()).zip(states).collect();
+        PoolReport { name: self.name.clone(), instances }
+    }
+
+    /// Sends `request` to the pool's instances by the rules above until one
+    /// answers, every one has been tried, or the deadline runs out.
+    pub async fn send(self: &Arc<Self>, request: PoolRequest) -> Result<PoolAnswer, UpstreamError> {
+        let timeouts = self.shared.settings.timeouts;
+        let deadline = Instant::now() + timeouts.deadline;
+        let mut tried = vec![false; self.instances.len()];
+        if let Some(avoid) = request.avoid.filter(|&i| i < tried.len() && tried.len() > 1) {
+            tried[avoid] = true;
+        }
+        let mut attempts: Vec<String> = Vec::new();
+        let mut breaker_waits: Vec<Duration> = Vec::new();
+        let mut last_answer = None;
+        loop {
+            let now = Instant::now();
+            let random = self.shared.random_pair();
+            let (index, limit) = match self.rules().choose(now, &tried, random) {
+                Choice::Healthy(index) => (index, timeouts.first_byte),
+                Choice::Failing(index) => (index, timeouts.retry),
+                Choice::Exhausted => break,
+            };
+            tried[index] = true;
+            let instance = &self.instances[index];
+            let ticket = match self.shared.switch.admit(&instance.host, now) {
+                Ok(ticket) => ticket,
+                Err(Refusal { retry_after: None }) => {
+                    return Err(UpstreamError::Offline { host: instance.host.clone(), retry_after: None });
+                }
+                Err(Refusal { retry_after: Some(wait) }) => {
+                    attempts.push(format!("{}: its breaker is open for {}s", instance.url, wait.as_secs()));
+                    breaker_waits.push(wait);
+                    continue;
+                }
+            };
+            let left = deadline.saturating_duration_since(now);
+            if left.is_zero() {
+                attempts.push(format!("{}: not tried, the {:?} deadline ran out", instance.url, timeouts.deadline));
+                break;
+            }
+            last_answer = None;
+            match self.attempt(index, &request, limit.min(left), limit > left, ticket).await {
+                Tried::Answered(answer) => return Ok(answer),
+                Tried::Refused(answer, why) => {
+                    attempts.push(why);
+                    last_answer = Some(answer);
+                }
+                Tried::Failed(why) => attempts.push(why),
+                Tried::Fatal(error) => return Err(error),
+            }
+        }
+        if let Some(answer) = last_answer {
+            return Ok(answer);
+        }
+        if !breaker_waits.is_empty() && breaker_waits.len() == attempts.len() {
+            let host = self.instances[0].host.clone();
+            return Err(UpstreamError::Offline { host, retry_after: breaker_waits.into_iter().min() });
+        }
+        Err(UpstreamError::AllFailed { pool: self.name.clone(), attempts })
+    }
+
+    /// Records a failure of `attempt` (at its head or in its body): a new
+    /// failure raises the instance's penalty, drops its idle connections and
+    /// moves on the requests waiting for its heads.
+    fn penalise(&self, attempt: Attempt) {
+        let jitter = self.shared.random_jitter();
+        let raised = self.rules().failed(attempt, Instant::now(), jitter);
+        let Some(penalty) = raised else { return };
+        let instance = &self.instances[attempt.instance];
+        tracing::warn!(pool = self.name, instance = instance.url, ?penalty, "upstream instance penalised");
+        let fresh = self.shared.pooled_client();
+        *instance.client.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+        instance.penalties.send_modify(|count| *count += 1);
+    }
+
+    fn end(&self, attempt: Attempt) {
+        self.rules().end(attempt);
     }
 }
 

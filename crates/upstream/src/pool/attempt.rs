@@ -1,0 +1,171 @@
+//! One attempt of a request on one instance: send, wait for the head within
+//! the attempt's limit (or until the instance is penalised by another
+//! request), retry once on a fresh connection after a stale pooled one, and
+//! report the outcome to the rules and to the host's breaker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+use hyper::body::Incoming;
+use tokio::time::Instant;
+
+use super::{Instance, Pool, PoolAnswer, PoolBody, PoolRequest};
+use crate::connect::ConnectionUses;
+use crate::error::UpstreamError;
+use crate::offline::Ticket;
+use crate::transport::{Client, TransportBody};
+
+/// How an attempt ended.
+pub(super) enum Tried {
+    /// An answer to pass on.
+    Answered(PoolAnswer),
+    /// An answer that fails the attempt (`503`, ...): the request moves on,
+    /// but it is what the client gets if this was the last attempt.
+    Refused(PoolAnswer, String),
+    /// No answer; the request moves on. Says what happened.
+    Failed(String),
+    /// The request itself cannot be sent (a forbidden target): no other
+    /// instance would help.
+    Fatal(UpstreamError),
+}
+
+/// What ended the wait for a head.
+enum Waited {
+    Head(Result<http::Response<Incoming>, hyper_util::client::legacy::Error>),
+    TimedOut,
+    Penalised,
+}
+
+/// Statuses that fail an attempt: the instance is overloaded or broken, and
+/// another instance may well answer.
+fn moves_on(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+}
+
+impl Pool {
+    /// Tries `request` on instance `index` within `limit`. `cut_by_deadline`:
+    /// the limit is the request's deadline, not the attempt's own timeout,
+    /// so running out says nothing of the instance.
+    pub(super) async fn attempt(
+        self: &Arc<Self>,
+        index: usize,
+        request: &PoolRequest,
+        limit: Duration,
+        cut_by_deadline: bool,
+        ticket: Ticket,
+    ) -> Tried {
+        let instance = &self.instances[index];
+        let uri = match format!("{}{}", instance.url, request.path).parse::<http::Uri>() {
+            Ok(uri) => uri,
+            Err(_) => {
+                let uri = format!("{}{}", instance.url, request.path);
+                return Tried::Fatal(UpstreamError::BadTarget { uri, reason: "not a valid URL" });
+            }
+        };
+        let started = Instant::now();
+        let attempt = self.rules().start(index, started);
+        self.shared.counters.request();
+        match self.wait_for_head(instance, request, &uri, limit).await {
+            Waited::Head(Ok(response)) => {
+                if let Some(uses) = response.extensions().get::<ConnectionUses>() {
+                    uses.answered();
+                }
+                ticket.answered_with(response.status(), response.headers());
+                let status = response.status();
+                let failed = moves_on(status);
+                if failed {
+                    self.penalise(attempt);
+                } else {
+                    self.rules().succeeded(attempt, started.elapsed());
+                }
+                let idle = self.shared.settings.timeouts.body_idle;
+                let response = response.map(|body| PoolBody::new(body, Arc::clone(self), attempt, idle, failed));
+                let answer = PoolAnswer { response, instance: index };
+                match failed {
+                    true => Tried::Refused(answer, format!("{}: answered {status}", instance.url)),
+                    false => Tried::Answered(answer),
+                }
+            }
+            Waited::Head(Err(error)) => {
+                let error = crate::transport::request_error(instance.host.clone(), error);
+                if error.is_forbidden() {
+                    self.end(attempt);
+                    return Tried::Fatal(error);
+                }
+                ticket.failed(None);
+                self.penalise(attempt);
+                self.end(attempt);
+                Tried::Failed(format!("{}: {error}", instance.url))
+            }
+            Waited::TimedOut => {
+                ticket.failed(None);
+                if !cut_by_deadline {
+                    self.penalise(attempt);
+                }
+                self.end(attempt);
+                Tried::Failed(format!("{}: no answer within {limit:?}", instance.url))
+            }
+            Waited::Penalised => {
+                // Another request's failure penalised the instance: this
+                // attempt moves on, reporting nothing new.
+                drop(ticket);
+                self.end(attempt);
+                Tried::Failed(format!("{}: penalised while waiting for its answer", instance.url))
+            }
+        }
+    }
+
+    async fn wait_for_head(
+        &self,
+        instance: &Instance,
+        request: &PoolRequest,
+        uri: &http::Uri,
+        limit: Duration,
+    ) -> Waited {
+        let mut penalties = instance.penalties.subscribe();
+        penalties.borrow_and_update();
+        let client = instance.client.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let exchange = exchange(&client, &instance.fresh, request, uri);
+        tokio::select! {
+            head = tokio::time::timeout(limit, exchange) => match head {
+                Ok(head) => Waited::Head(head),
+                Err(_) => Waited::TimedOut,
+            },
+            Ok(()) = penalties.changed() => Waited::Penalised,
+        }
+    }
+}
+
+/// Sends the request on a pooled connection; if that fails on a connection
+/// that had carried answers before (the upstream closed it while idle),
+/// sends it once more on a fresh connection.
+async fn exchange(
+    pooled: &Client,
+    fresh: &Client,
+    request: &PoolRequest,
+    uri: &http::Uri,
+) -> Result<http::Response<Incoming>, hyper_util::client::legacy::Error> {
+    match pooled.request(build(request, uri)).await {
+        Err(error) if was_reused(&error) => {
+            tracing::debug!(%uri, %error, "a reused upstream connection failed; retrying on a fresh one");
+            fresh.request(build(request, uri)).await
+        }
+        other => other,
+    }
+}
+
+fn was_reused(error: &hyper_util::client::legacy::Error) -> bool {
+    let Some(connected) = error.connect_info() else { return false };
+    let mut extensions = http::Extensions::new();
+    connected.get_extras(&mut extensions);
+    extensions.get::<ConnectionUses>().is_some_and(ConnectionUses::reused)
+}
+
+fn build(request: &PoolRequest, uri: &http::Uri) -> http::Request<TransportBody> {
+    let mut built = http::Request::new(TransportBody::default());
+    *built.method_mut() = request.method.clone();
+    *built.uri_mut() = uri.clone();
+    *built.headers_mut() = request.headers.clone();
+    built
+}

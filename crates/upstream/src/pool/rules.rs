@@ -1,0 +1,194 @@
+//! The pool's rules: which instance to ask next and how long a failed one
+//! stays out. A state machine with the time and the randomness passed in,
+//! so its rules are tested without clocks (see the parent module for the
+//! rules themselves).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How long a failed instance stays out of the pool.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Penalties {
+    /// The first penalty.
+    pub penalty_base: Duration,
+    /// The longest penalty.
+    pub penalty_max: Duration,
+    /// Relative jitter of a penalty, 0.0 to 1.0 (0.2: ±20 %).
+    pub jitter: f64,
+}
+
+impl Default for Penalties {
+    fn default() -> Self {
+        Penalties { penalty_base: Duration::from_secs(1), penalty_max: Duration::from_secs(300), jitter: 0.2 }
+    }
+}
+
+/// One instance's state.
+#[derive(Debug, Clone)]
+struct Instance {
+    /// Consecutive failures.
+    failures: u32,
+    /// Out of the pool until then.
+    penalised_until: Option<Instant>,
+    /// When the current penalty began (attempts started before say nothing).
+    penalised_since: Option<Instant>,
+    /// Requests in flight.
+    in_flight: u32,
+    /// Decaying average of the time to first byte, in seconds.
+    latency: f64,
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Instance { failures: 0, penalised_until: None, penalised_since: None, in_flight: 0, latency: INITIAL_LATENCY }
+    }
+}
+
+/// The latency assumed of an instance never measured (seconds): low, so a
+/// new instance gets tried.
+const INITIAL_LATENCY: f64 = 0.05;
+/// Weight of a new latency sample in the average.
+const EWMA_WEIGHT: f64 = 0.3;
+
+/// Which instance to try next for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// A healthy instance.
+    Healthy(usize),
+    /// Every untried instance is penalised: this one recovers soonest
+    /// (disaster recovery: use the less aggressive timeouts).
+    Failing(usize),
+    /// Every instance has been tried for this request.
+    Exhausted,
+}
+
+/// An attempt in progress: reported with [`Rules::succeeded`] or
+/// [`Rules::failed`], and ended with [`Rules::end`] once its body is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// The instance.
+    pub instance: usize,
+    started: Instant,
+}
+
+/// What `/pkgproxy/v1/info` shows of an instance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InstanceReport {
+    /// Penalised until this long from now (`None`: healthy).
+    pub penalised_for: Option<Duration>,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// Requests in flight.
+    pub in_flight: u32,
+}
+
+/// The state of the instances of one upstream.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    config: Penalties,
+    instances: Vec<Instance>,
+}
+
+impl Rules {
+    /// A pool of `count` instances, all healthy.
+    pub fn new(count: usize, config: Penalties) -> Self {
+        Rules { config, instances: vec![Instance::default(); count] }
+    }
+
+    /// How many instances.
+    pub fn len(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// True for a pool without instances.
+    pub fn is_empty(&self) -> bool {
+        self.instances.is_empty()
+    }
+
+    fn healthy(&self, index: usize, now: Instant) -> bool {
+        self.instances[index].penalised_until.is_none_or(|until| now >= until)
+    }
+
+    /// The next instance for a request that has tried those marked in
+    /// `tried` (as long as the pool); `random` is two random numbers.
+    pub fn choose(&self, now: Instant, tried: &[bool], random: (u64, u64)) -> Choice {
+        let untried: Vec<usize> =
+            (0..self.instances.len()).filter(|&i| !tried.get(i).copied().unwrap_or(false)).collect();
+        if untried.is_empty() {
+            return Choice::Exhausted;
+        }
+        let healthy: Vec<usize> = untried.iter().copied().filter(|&i| self.healthy(i, now)).collect();
+        if healthy.is_empty() {
+            let soonest = untried.iter().copied().min_by_key(|&i| self.instances[i].penalised_until);
+            return soonest.map_or(Choice::Exhausted, Choice::Failing);
+        }
+        let first = healthy[(random.0 % healthy.len() as u64) as usize];
+        let second = healthy[(random.1 % healthy.len() as u64) as usize];
+        let pick = if self.score(second) < self.score(first) { second } else { first };
+        Choice::Healthy(pick)
+    }
+
+    fn score(&self, index: usize) -> f64 {
+        let instance = &self.instances[index];
+        instance.latency * f64::from(instance.in_flight + 1)
+    }
+
+    /// An attempt on `instance` starts at `now`.
+    pub fn start(&mut self, instance: usize, now: Instant) -> Attempt {
+        self.instances[instance].in_flight += 1;
+        Attempt { instance, started: now }
+    }
+
+    /// The attempt is over (its body ended, or it failed): it no longer
+    /// counts as in flight. Called once per [`Rules::start`].
+    pub fn end(&mut self, attempt: Attempt) {
+        let instance = &mut self.instances[attempt.instance];
+        instance.in_flight = instance.in_flight.saturating_sub(1);
+    }
+
+    /// The attempt got its answer head after `latency`. It stays in flight
+    /// while its body streams: a long download is load on its instance.
+    pub fn succeeded(&mut self, attempt: Attempt, latency: Duration) {
+        let instance = &mut self.instances[attempt.instance];
+        instance.failures = 0;
+        instance.penalised_until = None;
+        instance.penalised_since = None;
+        instance.latency = instance.latency * (1.0 - EWMA_WEIGHT) + latency.as_secs_f64() * EWMA_WEIGHT;
+    }
+
+    /// The attempt failed at `now` (before its head, or later in its body);
+    /// `jitter` is a number in [-1, 1] scaling
+    /// the configured jitter. Returns the penalty imposed, if this failure
+    /// raised one.
+    pub fn failed(&mut self, attempt: Attempt, now: Instant, jitter: f64) -> Option<Duration> {
+        let config = self.config;
+        let instance = &mut self.instances[attempt.instance];
+        if instance.penalised_since.is_some_and(|since| attempt.started <= since) {
+            return None;
+        }
+        instance.failures = instance.failures.saturating_add(1);
+        let doublings = instance.failures.saturating_sub(1).min(30);
+        let penalty = config.penalty_base.saturating_mul(1 << doublings).min(config.penalty_max);
+        let factor = 1.0 + config.jitter.clamp(0.0, 1.0) * jitter.clamp(-1.0, 1.0);
+        let penalty = penalty.mul_f64(factor).min(config.penalty_max);
+        instance.penalised_until = Some(now + penalty);
+        instance.penalised_since = Some(now);
+        Some(penalty)
+    }
+
+    /// Each instance's state at `now`.
+    pub fn report(&self, now: Instant) -> Vec<InstanceReport> {
+        self.instances
+            .iter()
+            .map(|i| InstanceReport {
+                penalised_for: i.penalised_until.filter(|until| *until > now).map(|until| until - now),
+                failures: i.failures,
+                in_flight: i.in_flight,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
