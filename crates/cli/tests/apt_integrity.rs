@@ -188,16 +188,24 @@ async fn a_release_from_a_lagging_mirror_does_not_displace_the_newer_one() {
     let lagging = Origin::serve(&lagging_root).await;
     let daemon = daemon_for(&[&current, &lagging]).await;
 
+    // Both mirrors are instances of one pool: each step steers the requests
+    // to one of them by having the other answer 503.
+    let release = "/debian/dists/testing/InRelease";
+    lagging.set_status_override(release, Some(503));
     let via_current =
         AptSandbox::new(Some(&daemon.proxy_url()), &format!("{}/debian", current.url()), mirror.repo.keyring());
     via_current.update().assert_success();
     let newer = std::fs::read(second.join("debian/dists/testing/InRelease")).unwrap();
 
-    let url = format!("{}/debian/dists/testing/InRelease", lagging.url());
+    lagging.set_status_override(release, None);
+    current.set_status_override(release, Some(503));
+    let before = lagging.count_path("/dists/testing/InRelease");
+    let url = format!("{}{release}", lagging.url());
     let answer = proxy_get(daemon.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
     assert_eq!(answer.status, 200);
     assert_eq!(answer.body, newer, "the lagging mirror's older Release displaced the newer one");
-    assert_eq!(lagging.count_path("/dists/testing/InRelease"), 1, "the lagging mirror was asked");
+    assert_eq!(lagging.count_path("/dists/testing/InRelease"), before + 1, "the lagging mirror was asked");
+    current.set_status_override(release, None);
 
     // apt pointed at the lagging mirror gets the newer, consistent set.
     let via_lagging =

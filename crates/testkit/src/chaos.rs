@@ -51,6 +51,8 @@ pub enum Behaviour {
     Delay(Duration),
     /// Read the request head, then close the connection (FIN) without a byte.
     CloseBeforeHeaders,
+    /// Read the request head, then reset the connection (RST) without a byte.
+    ResetBeforeHeaders,
     /// Send the head (with the full `Content-Length`) and this many body bytes,
     /// wait until the peer has them, then reset the connection (`SO_LINGER` 0).
     ResetMidBody {
@@ -281,6 +283,10 @@ async fn deliver(stream: &mut TcpStream, behaviour: Behaviour, head: &[u8], body
     let prefix = |n: u64| body.slice(..body.len().min(usize::try_from(n).unwrap_or(usize::MAX)));
     match behaviour {
         Behaviour::CloseBeforeHeaders => return Ok(false),
+        Behaviour::ResetBeforeHeaders => {
+            stream.set_zero_linger()?;
+            return Ok(false);
+        }
         Behaviour::Delay(pause) => {
             tokio::time::sleep(pause).await;
             send(stream, head, &body).await?;

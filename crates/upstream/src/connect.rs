@@ -204,8 +204,13 @@ mod tests {
         let mut policy = AddressPolicy::default();
         policy.trust("127.0.0.1");
         let keepalive = Keepalive { time: Duration::from_secs(17), interval: Duration::from_secs(3) };
-        let connector =
-            Connector::new(Resolver::default(), policy, Duration::from_secs(2), keepalive, Arc::new(Counters::default()));
+        let connector = Connector::new(
+            Resolver::default(),
+            policy,
+            Duration::from_secs(2),
+            keepalive,
+            Arc::new(Counters::default()),
+        );
         let stream = connector.connect("127.0.0.1", port).await.unwrap();
         let socket = socket2::SockRef::from(&stream);
         assert!(socket.keepalive().unwrap());

@@ -68,11 +68,14 @@ impl Shared {
     }
 }
 
+/// A pool's name and instance URLs: what makes it the same pool.
+type PoolKey = (String, Vec<String>);
+
 /// The pools of every upstream.
 #[derive(Debug, Clone)]
 pub struct Transport {
     shared: Arc<Shared>,
-    pools: Arc<Mutex<HashMap<(String, Vec<String>), Arc<Pool>>>>,
+    pools: Arc<Mutex<HashMap<PoolKey, Arc<Pool>>>>,
 }
 
 impl Transport {

@@ -39,13 +39,7 @@ fn start_with(
 }
 
 fn spec(key: &str, expected: Expected) -> FetchSpec {
-    FetchSpec {
-        key: key.into(),
-        class: Class::Immutable,
-        expected,
-        revalidating: None,
-        verifier: None,
-    }
+    FetchSpec { key: key.into(), class: Class::Immutable, expected, revalidating: None, verifier: None }
 }
 
 async fn read_all(cache: &Cache, fetch: &Fetch) -> Result<Vec<u8>, BoxError> {

@@ -89,7 +89,10 @@ impl Body for PoolBody {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(error))) => {
-                let error = UpstreamError::Request { host: self.instance_url().to_string(), message: format!("body broke: {error}") };
+                let error = UpstreamError::Request {
+                    host: self.instance_url().to_string(),
+                    message: format!("body broke: {error}"),
+                };
                 self.fail(error)
             }
             Poll::Ready(None) => {
@@ -97,7 +100,11 @@ impl Body for PoolBody {
                 Poll::Ready(None)
             }
             Poll::Pending if self.stalled(cx) => {
-                let error = UpstreamError::Stalled { host: self.instance_url().to_string(), after: self.idle, received: self.received };
+                let error = UpstreamError::Stalled {
+                    host: self.instance_url().to_string(),
+                    after: self.idle,
+                    received: self.received,
+                };
                 self.fail(error)
             }
             Poll::Pending => Poll::Pending,

@@ -29,7 +29,10 @@
 //!   raise it once). A penalty drops the instance's idle pooled connections
 //!   (a firewall may have killed them), and requests waiting for a head from
 //!   that instance move on at once. A body failing half way penalises its
-//!   instance too. A success ends the penalty and resets the count.
+//!   instance too. A success ends the penalty and resets the count. A
+//!   re-admitted instance is on probation: one request tries it while the
+//!   others keep away, so one request per penalty period pays for an
+//!   instance that is still dead.
 //! - **Failing state.** Penalised instances are tried only when no healthy
 //!   untried one is left, soonest-recovered first, with the less aggressive
 //!   `retry` timeout: that is the seed's disaster recovery, where waiting a
@@ -144,9 +147,8 @@ impl Pool {
             .iter()
             .map(|url| {
                 let base = url.trim_end_matches('/');
-                let uri: http::Uri = base
-                    .parse()
-                    .map_err(|_| UpstreamError::BadTarget { uri: url.clone(), reason: "not a URL" })?;
+                let uri: http::Uri =
+                    base.parse().map_err(|_| UpstreamError::BadTarget { uri: url.clone(), reason: "not a URL" })?;
                 let (host, _) = host_port(&uri)?;
                 Ok(Instance {
                     url: base.to_string(),
@@ -259,6 +261,3 @@ impl Pool {
         self.rules().end(attempt);
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -35,13 +35,24 @@ struct Instance {
     penalised_since: Option<Instant>,
     /// Requests in flight.
     in_flight: u32,
+    /// A re-admitted instance is on probation: while one request tries it,
+    /// the others keep away, so one request per penalty period pays for a
+    /// still-dead instance.
+    probing: bool,
     /// Decaying average of the time to first byte, in seconds.
     latency: f64,
 }
 
 impl Default for Instance {
     fn default() -> Self {
-        Instance { failures: 0, penalised_until: None, penalised_since: None, in_flight: 0, latency: INITIAL_LATENCY }
+        Instance {
+            failures: 0,
+            penalised_until: None,
+            penalised_since: None,
+            in_flight: 0,
+            probing: false,
+            latency: INITIAL_LATENCY,
+        }
     }
 }
 
@@ -70,6 +81,8 @@ pub struct Attempt {
     /// The instance.
     pub instance: usize,
     started: Instant,
+    /// The probe of a re-admitted instance.
+    probe: bool,
 }
 
 /// What `/pkgproxy/v1/info` shows of an instance.
@@ -107,7 +120,8 @@ impl Rules {
     }
 
     fn healthy(&self, index: usize, now: Instant) -> bool {
-        self.instances[index].penalised_until.is_none_or(|until| now >= until)
+        let instance = &self.instances[index];
+        instance.penalised_until.is_none_or(|until| now >= until) && !instance.probing
     }
 
     /// The next instance for a request that has tried those marked in
@@ -135,9 +149,12 @@ impl Rules {
     }
 
     /// An attempt on `instance` starts at `now`.
-    pub fn start(&mut self, instance: usize, now: Instant) -> Attempt {
-        self.instances[instance].in_flight += 1;
-        Attempt { instance, started: now }
+    pub fn start(&mut self, index: usize, now: Instant) -> Attempt {
+        let instance = &mut self.instances[index];
+        instance.in_flight += 1;
+        let probe = instance.failures > 0 && !instance.probing;
+        instance.probing |= probe;
+        Attempt { instance: index, started: now, probe }
     }
 
     /// The attempt is over (its body ended, or it failed): it no longer
@@ -145,6 +162,9 @@ impl Rules {
     pub fn end(&mut self, attempt: Attempt) {
         let instance = &mut self.instances[attempt.instance];
         instance.in_flight = instance.in_flight.saturating_sub(1);
+        if attempt.probe {
+            instance.probing = false;
+        }
     }
 
     /// The attempt got its answer head after `latency`. It stays in flight
@@ -152,6 +172,7 @@ impl Rules {
     pub fn succeeded(&mut self, attempt: Attempt, latency: Duration) {
         let instance = &mut self.instances[attempt.instance];
         instance.failures = 0;
+        instance.probing = false;
         instance.penalised_until = None;
         instance.penalised_since = None;
         instance.latency = instance.latency * (1.0 - EWMA_WEIGHT) + latency.as_secs_f64() * EWMA_WEIGHT;
@@ -164,6 +185,9 @@ impl Rules {
     pub fn failed(&mut self, attempt: Attempt, now: Instant, jitter: f64) -> Option<Duration> {
         let config = self.config;
         let instance = &mut self.instances[attempt.instance];
+        if attempt.probe {
+            instance.probing = false;
+        }
         if instance.penalised_since.is_some_and(|since| attempt.started <= since) {
             return None;
         }

@@ -44,8 +44,9 @@ fn fifty_concurrent_failures_of_one_outage_raise_the_penalty_once() {
     let mut pool = Rules::new(1, NO_JITTER);
     let t0 = Instant::now();
     let attempts: Vec<Attempt> = (0..50).map(|_| pool.start(0, t0)).collect();
-    let raised = attempts.into_iter().filter_map(|a| pool.failed(a, t0 + Duration::from_millis(200), 0.0)).count();
+    let raised = attempts.iter().filter_map(|&a| pool.failed(a, t0 + Duration::from_millis(200), 0.0)).count();
     assert_eq!(raised, 1);
+    attempts.into_iter().for_each(|a| pool.end(a));
     assert_eq!(pool.report(t0)[0].failures, 1);
     assert_eq!(pool.report(t0)[0].in_flight, 0);
 }
@@ -77,11 +78,13 @@ fn no_instance_is_tried_twice_before_all_were_tried_and_then_the_request_is_exha
 #[test]
 fn penalised_instances_come_only_when_no_healthy_one_is_left_soonest_first() {
     let mut pool = Rules::new(3, NO_JITTER);
-    let now = Instant::now();
+    let mut now = Instant::now();
     for (instance, failures) in [(0, 3), (1, 1)] {
         for _ in 0..failures {
+            now += Duration::from_millis(1);
             let attempt = pool.start(instance, now);
-            pool.failed(attempt, now, 0.0);
+            pool.failed(attempt, now, 0.0).expect("a failure after the penalty began raises it");
+            pool.end(attempt);
         }
     }
     assert_eq!(pool.choose(now, &[false, false, false], (0, 1)), Choice::Healthy(2));
@@ -126,4 +129,24 @@ fn jitter_stays_within_its_bounds_and_the_cap() {
         let penalty = pool.failed(attempt, now, jitter).unwrap();
         assert!(penalty >= secs(8) && penalty <= secs(12), "{penalty:?}");
     }
+}
+
+#[test]
+fn a_readmitted_instance_takes_one_request_until_it_answers() {
+    let mut pool = Rules::new(2, NO_JITTER);
+    let t0 = Instant::now();
+    let attempt = pool.start(0, t0);
+    let penalty = pool.failed(attempt, t0, 0.0).unwrap();
+    pool.end(attempt);
+    let readmitted = t0 + penalty;
+    assert_eq!(pool.choose(readmitted, &[false, true], (0, 0)), Choice::Healthy(0));
+    let probe = pool.start(0, readmitted);
+    assert_eq!(
+        pool.choose(readmitted, &[false, true], (0, 0)),
+        Choice::Failing(0),
+        "while the probe is out, the instance counts as penalised"
+    );
+    assert_eq!(pool.choose(readmitted, &[false, false], (0, 0)), Choice::Healthy(1));
+    pool.succeeded(probe, Duration::from_millis(5));
+    assert_eq!(pool.choose(readmitted, &[false, true], (0, 0)), Choice::Healthy(0), "its answer ends the probation");
 }

@@ -1,0 +1,385 @@
+//! Upstream pools against chaos upstreams on 127.0.0.1, with millisecond
+//! settings and tokio's paused clock: the chaos servers run on the test's
+//! own runtime, so a timeout is reached by advancing the clock, never by
+//! waiting, and loopback bytes arrive before the clock moves.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method};
+use http_body_util::BodyExt;
+use pkgproxy_testkit::{Behaviour, ChaosUpstream};
+use pkgproxy_upstream::{
+    AddressPolicy, Penalties, Pool, PoolRequest, PoolSettings, Timeouts, Upstream, UpstreamConfig, UpstreamError,
+};
+use tokio::time::Instant;
+
+const FILE: &str = "/file";
+
+fn settings() -> PoolSettings {
+    PoolSettings {
+        timeouts: Timeouts {
+            connect: Duration::from_millis(200),
+            first_byte: Duration::from_millis(500),
+            retry: Duration::from_millis(500),
+            deadline: Duration::from_secs(2),
+            body_idle: Duration::from_secs(1),
+            pool_idle: Duration::from_secs(60),
+        },
+        penalties: Penalties {
+            penalty_base: Duration::from_secs(1),
+            penalty_max: Duration::from_secs(60),
+            jitter: 0.0,
+        },
+        seed: Some(7),
+    }
+}
+
+fn upstream(settings: PoolSettings) -> Upstream {
+    let mut policy = AddressPolicy::default();
+    policy.trust("127.0.0.1");
+    Upstream::new(UpstreamConfig { policy, pools: settings, ..UpstreamConfig::default() })
+}
+
+/// Chaos upstreams serving `body` at [`FILE`].
+async fn instances(count: usize, body: &Bytes) -> Vec<ChaosUpstream> {
+    let mut started = Vec::new();
+    for _ in 0..count {
+        let instance = ChaosUpstream::start().await;
+        instance.put(FILE, body.clone());
+        started.push(instance);
+    }
+    started
+}
+
+fn pool_of(upstream: &Upstream, instances: &[ChaosUpstream]) -> Arc<Pool> {
+    let urls: Vec<String> = instances.iter().map(|i| i.url()).collect();
+    upstream.transport.pool("test", &urls).unwrap()
+}
+
+fn get(path: &str) -> PoolRequest {
+    PoolRequest { method: Method::GET, path: path.to_string(), headers: HeaderMap::new(), avoid: None }
+}
+
+/// What a client of the pool gets: status, body and the instance.
+async fn fetch(pool: &Arc<Pool>, request: PoolRequest) -> Result<(u16, Bytes, usize), UpstreamError> {
+    let answer = pool.send(request).await?;
+    let status = answer.response.status().as_u16();
+    let body = answer.response.into_body().collect().await?.to_bytes();
+    Ok((status, body, answer.instance))
+}
+
+fn body() -> Bytes {
+    Bytes::from((0..4000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>())
+}
+
+/// Lets the chaos servers' tasks see what the client did (EOFs, resets).
+async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Runs `total` GETs at concurrency `concurrency`; returns each latency, or
+/// panics on a client-visible error.
+async fn load(pool: &Arc<Pool>, total: usize, concurrency: usize, expected: &Bytes) -> Vec<(Instant, Duration)> {
+    let mut latencies = Vec::new();
+    let mut running = tokio::task::JoinSet::new();
+    let mut sent = 0;
+    while sent < total || !running.is_empty() {
+        while sent < total && running.len() < concurrency {
+            let pool = Arc::clone(pool);
+            running.spawn(async move {
+                let start = Instant::now();
+                let got = fetch(&pool, get(FILE)).await;
+                (start, start.elapsed(), got)
+            });
+            sent += 1;
+        }
+        let (start, latency, got) = running.join_next().await.unwrap().unwrap();
+        let (status, body, _) = got.unwrap_or_else(|error| panic!("a client saw an error: {error}"));
+        assert_eq!((status, &body), (200, expected));
+        latencies.push((start, latency));
+    }
+    latencies
+}
+
+fn percentile(latencies: &[(Instant, Duration)], p: f64) -> Duration {
+    let mut sorted: Vec<Duration> = latencies.iter().map(|(_, l)| *l).collect();
+    sorted.sort();
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Three instances answering after `delay`, `bad` of them broken by `breakage`.
+async fn run_with_broken(bad: &[Behaviour]) -> (Vec<(Instant, Duration)>, Vec<ChaosUpstream>, Arc<Pool>) {
+    let body = body();
+    let chaos = instances(3, &body).await;
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::Delay(Duration::from_millis(50)));
+    }
+    for (instance, behaviour) in chaos.iter().zip(bad) {
+        instance.set_behaviour(behaviour.clone());
+    }
+    let upstream = upstream(settings());
+    let pool = pool_of(&upstream, &chaos);
+    let latencies = load(&pool, 1000, 10, &body).await;
+    (latencies, chaos, pool)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_black_holed_instance_costs_one_request_per_penalty_period_and_no_errors() {
+    let t0 = Instant::now();
+    let (latencies, chaos, pool) = run_with_broken(&[Behaviour::BlackHole]).await;
+    let black_hole = &chaos[0];
+    let report = pool.report();
+    let penalties = report.instances[0].1.failures as u64;
+    // A request that touched the black hole took longer than the healthy
+    // instances' 50 ms: it waited for the timeout, or for another request's
+    // timeout to move it on.
+    let slow: Vec<&(Instant, Duration)> = latencies.iter().filter(|(_, l)| *l > Duration::from_millis(50)).collect();
+    // Until the first attempt on it times out, nobody knows the black hole
+    // is bad: requests started before then may pay. After that, only the
+    // probe of each re-admission does.
+    let first_penalty = t0 + settings().timeouts.first_byte;
+    let slow_later = slow.iter().filter(|(start, _)| *start >= first_penalty).count() as u64;
+    assert!(penalties >= 2, "the run spans several penalty periods: {report:?}");
+    assert_eq!(slow_later, penalties - 1, "after the first, one request per penalty period pays the timeout");
+    assert_eq!(black_hole.accepted(), slow.len() as u64, "the black hole got no request while penalised");
+    assert_eq!(black_hole.requests(), black_hole.accepted());
+
+    let (baseline, _, _) = run_with_broken(&[]).await;
+    println!(
+        "1000 GETs at concurrency 10, virtual time: one black hole p50 {:?} p99 {:?} max {:?}; \
+         all healthy p50 {:?} p99 {:?} max {:?}; {} requests touched the black hole, {} after its first penalty",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        percentile(&latencies, 1.0),
+        percentile(&baseline, 0.5),
+        percentile(&baseline, 0.99),
+        percentile(&baseline, 1.0),
+        slow.len(),
+        slow_later,
+    );
+    assert_eq!(percentile(&latencies, 0.5), percentile(&baseline, 0.5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resetting_and_a_503_instance_cost_the_clients_nothing() {
+    let unavailable = Behaviour::Status { code: 503, retry_after: None };
+    let (latencies, chaos, pool) = run_with_broken(&[Behaviour::ResetBeforeHeaders, unavailable]).await;
+    assert_eq!(latencies.len(), 1000);
+    let report = pool.report();
+    for (broken, (_, state)) in chaos.iter().zip(&report.instances).take(2) {
+        assert!(state.failures >= 2, "{report:?}");
+        assert!(broken.requests() <= 10 + u64::from(state.failures), "tried only at the start and once per period");
+    }
+    assert!(chaos[2].requests() > 950);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_trying_each_once() {
+    let chaos = instances(3, &body()).await;
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::BlackHole);
+    }
+    let pool = pool_of(&upstream(settings()), &chaos);
+    let start = Instant::now();
+    let error = fetch(&pool, get(FILE)).await.unwrap_err();
+    let took = start.elapsed();
+    assert!(took <= Duration::from_secs(2) + Duration::from_millis(10), "took {took:?}");
+    let message = error.to_string();
+    assert!(message.starts_with("all 3 instances of test failed"), "{message}");
+    for instance in &chaos {
+        assert_eq!(instance.accepted(), 1, "each instance attempted exactly once: {message}");
+        assert_eq!(instance.requests(), 1);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn many_unreachable_instances_are_each_tried_once_without_running_off_the_list() {
+    let mut urls = Vec::new();
+    for _ in 0..64 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        urls.push(format!("http://{}", listener.local_addr().unwrap()));
+    }
+    let upstream = upstream(settings());
+    let pool = upstream.transport.pool("unreachable", &urls).unwrap();
+    for _ in 0..3 {
+        let Err(UpstreamError::AllFailed { attempts, .. }) = fetch(&pool, get(FILE)).await else {
+            panic!("an unreachable pool answered");
+        };
+        assert_eq!(attempts.len(), 64, "{attempts:?}");
+        let mut tried: Vec<&str> = attempts.iter().map(|a| a.split(": ").next().unwrap()).collect();
+        tried.sort();
+        tried.dedup();
+        assert_eq!(tried.len(), 64, "each instance once");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifty_requests_caught_by_one_outage_raise_the_penalty_once() {
+    let chaos = instances(1, &body()).await;
+    chaos[0].set_behaviour(Behaviour::BlackHole);
+    let pool = pool_of(&upstream(settings()), &chaos);
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..50 {
+        let pool = Arc::clone(&pool);
+        requests.spawn(async move { fetch(&pool, get(FILE)).await });
+    }
+    while let Some(done) = requests.join_next().await {
+        assert!(done.unwrap().is_err());
+    }
+    let (_, state) = &pool.report().instances[0];
+    assert_eq!(state.failures, 1, "one outage, one penalty step");
+    assert_eq!(state.penalised_for, Some(Duration::from_secs(1)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_instance_is_readmitted_on_schedule_and_one_success_resets_it() {
+    let chaos = instances(1, &body()).await;
+    chaos[0].set_behaviour(Behaviour::Status { code: 502, retry_after: None });
+    let pool = pool_of(&upstream(settings()), &chaos);
+    let mut expected = vec![];
+    let mut seen = vec![];
+    for step in 0..4u32 {
+        let answered = fetch(&pool, get(FILE)).await.unwrap();
+        assert_eq!(answered.0, 502, "the single instance's own answer is passed on");
+        let (_, state) = &pool.report().instances[0];
+        seen.push(state.penalised_for.unwrap());
+        expected.push(Duration::from_secs(1 << step));
+        tokio::time::sleep(state.penalised_for.unwrap()).await;
+    }
+    assert_eq!(seen, expected, "1 s doubling");
+    chaos[0].set_behaviour(Behaviour::Ok);
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
+    let (_, state) = &pool.report().instances[0];
+    assert_eq!((state.failures, state.penalised_for), (0, None), "one success resets the penalty");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stale_pooled_connection_is_replaced_without_a_penalty_and_idle_ones_expire() {
+    let chaos = instances(1, &body()).await;
+    chaos[0].set_behaviour(Behaviour::DropReusedConnections);
+    let pool = pool_of(&upstream(settings()), &chaos);
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
+    assert_eq!(chaos[0].accepted(), 1);
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200, "the upstream dropped the reused connection");
+    assert_eq!(chaos[0].requests(), 3, "the request went once on the stale connection, once on a fresh one");
+    assert_eq!(chaos[0].accepted(), 2);
+    assert_eq!(pool.report().instances[0].1.failures, 0, "a stale connection is no failure of the instance");
+
+    chaos[0].set_behaviour(Behaviour::Ok);
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
+    let accepted = chaos[0].accepted();
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
+    assert_eq!(chaos[0].accepted(), accepted, "a fresh pooled connection is reused");
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
+    assert_eq!(chaos[0].accepted(), accepted + 1, "after the idle timeout a new connection is opened");
+}
+
+/// Penalises instance `index` of `pool` by sending requests until one of
+/// them hits it while it closes connections; the others then work.
+async fn penalise(pool: &Arc<Pool>, chaos: &[ChaosUpstream], index: usize) {
+    chaos[index].set_behaviour(Behaviour::CloseBeforeHeaders);
+    for _ in 0..50 {
+        assert_eq!(fetch(pool, get(FILE)).await.unwrap().0, 200);
+        if pool.report().instances[index].1.penalised_for.is_some() {
+            chaos[index].set_behaviour(Behaviour::Ok);
+            return;
+        }
+    }
+    panic!("instance {index} was never tried");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodies_stream() {
+    let body = body();
+    let chaos = instances(2, &body).await;
+    let pool = pool_of(&upstream(settings()), &chaos);
+    penalise(&pool, &chaos, 1).await;
+    // Instance 0 alone is healthy now: four requests at once leave four idle
+    // connections to it.
+    chaos[0].set_behaviour(Behaviour::Delay(Duration::from_millis(10)));
+    let warm: Vec<_> = (0..4).map(|_| fetch(&pool, get(FILE))).collect();
+    for done in futures_util::future::join_all(warm).await {
+        assert_eq!(done.unwrap().2, 0);
+    }
+    settle().await;
+    let open_before = chaos[0].open_connections();
+    assert!(open_before >= 4, "{open_before}");
+
+    let slow = "/slow";
+    chaos[0].put(slow, body.clone());
+    chaos[0]
+        .set_path_behaviour(slow, Behaviour::SlowBody { bytes_per_chunk: 100, interval: Duration::from_millis(100) });
+    chaos[0].set_behaviour(Behaviour::BlackHole);
+    let streaming = pool.send(get(slow)).await.unwrap();
+    assert_eq!(streaming.instance, 0);
+    let streaming = tokio::spawn(async move { streaming.response.into_body().collect().await.map(|b| b.to_bytes()) });
+
+    let start = Instant::now();
+    let first = tokio::spawn({
+        let pool = Arc::clone(&pool);
+        async move { fetch(&pool, get(FILE)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second_started = Instant::now();
+    let second = fetch(&pool, get(FILE)).await.unwrap();
+    let first = first.await.unwrap().unwrap();
+    assert_eq!((first.0, first.2, second.0, second.2), (200, 1, 200, 1), "both moved on to the other instance");
+    let (first_took, second_took) = (Instant::now() - start, Instant::now() - second_started);
+    assert!(first_took >= Duration::from_millis(500) && first_took < Duration::from_millis(510), "{first_took:?}");
+    assert!(
+        second_took < Duration::from_millis(410),
+        "the second moved on when the first's failure penalised the instance: {second_took:?}"
+    );
+    settle().await;
+    assert_eq!(chaos[0].open_connections(), 1, "only the streaming body's connection is left open");
+    assert_eq!(streaming.await.unwrap().unwrap(), body, "the streaming body was unaffected");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_steady_body_outlives_the_deadline_and_a_stalled_one_fails_and_resumes_elsewhere() {
+    let body = body();
+    let chaos = instances(2, &body).await;
+    let pool = pool_of(&upstream(settings()), &chaos);
+    // 40 pieces of 100 bytes, 100 ms apart: 4 s, twice the deadline.
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::SlowBody { bytes_per_chunk: 100, interval: Duration::from_millis(100) });
+    }
+    let start = Instant::now();
+    let (status, got, _) = fetch(&pool, get(FILE)).await.unwrap();
+    assert_eq!((status, &got), (200, &body));
+    assert!(start.elapsed() >= Duration::from_secs(4));
+
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::StallBody { after_bytes: 1000 });
+    }
+    let answer = pool.send(get(FILE)).await.unwrap();
+    let stalled_on = answer.instance;
+    let mut response = answer.response;
+    let mut received = Vec::new();
+    let error = loop {
+        match response.body_mut().frame().await {
+            Some(Ok(frame)) => received.extend_from_slice(frame.data_ref().unwrap()),
+            Some(Err(error)) => break error,
+            None => panic!("a stalled body ended"),
+        }
+    };
+    assert!(matches!(error, UpstreamError::Stalled { received: 1000, .. }), "{error}");
+    assert!(pool.report().instances[stalled_on].1.penalised_for.is_some(), "a stalled body penalises its instance");
+
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::Ok);
+    }
+    let mut resume = get(FILE);
+    resume.headers.insert(http::header::RANGE, "bytes=1000-".parse().unwrap());
+    resume.avoid = Some(stalled_on);
+    let (status, rest, resumed_on) = fetch(&pool, resume).await.unwrap();
+    assert_eq!(status, 206);
+    assert_ne!(resumed_on, stalled_on, "resumed on the other instance");
+    received.extend_from_slice(&rest);
+    assert_eq!(received, body);
+}
