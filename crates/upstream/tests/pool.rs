@@ -10,8 +10,10 @@ use bytes::Bytes;
 use http::{HeaderMap, Method};
 use http_body_util::BodyExt;
 use pkgproxy_testkit::{Behaviour, ChaosUpstream};
+use pkgproxy_upstream::offline::{Mode, Switch};
 use pkgproxy_upstream::{
-    AddressPolicy, Penalties, Pool, PoolRequest, PoolSettings, Timeouts, Upstream, UpstreamConfig, UpstreamError,
+    AddressPolicy, Penalties, Pool, PoolRequest, PoolSettings, Resolver, Timeouts, Upstream, UpstreamConfig,
+    UpstreamError,
 };
 use tokio::time::Instant;
 
@@ -280,9 +282,9 @@ async fn a_stale_pooled_connection_is_replaced_without_a_penalty_and_idle_ones_e
 }
 
 /// Penalises instance `index` of `pool` by sending requests until one of
-/// them hits it while it closes connections; the others then work.
-async fn penalise(pool: &Arc<Pool>, chaos: &[ChaosUpstream], index: usize) {
-    chaos[index].set_behaviour(Behaviour::CloseBeforeHeaders);
+/// them hits it while it behaves as `failing`; then it answers again.
+async fn penalise(pool: &Arc<Pool>, chaos: &[ChaosUpstream], index: usize, failing: Behaviour) {
+    chaos[index].set_behaviour(failing);
     for _ in 0..50 {
         assert_eq!(fetch(pool, get(FILE)).await.unwrap().0, 200);
         if pool.report().instances[index].1.penalised_for.is_some() {
@@ -298,7 +300,7 @@ async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodie
     let body = body();
     let chaos = instances(2, &body).await;
     let pool = pool_of(&upstream(settings()), &chaos);
-    penalise(&pool, &chaos, 1).await;
+    penalise(&pool, &chaos, 1, Behaviour::CloseBeforeHeaders).await;
     // Instance 0 alone is healthy now: four requests at once leave four idle
     // connections to it.
     chaos[0].set_behaviour(Behaviour::Delay(Duration::from_millis(10)));
@@ -382,4 +384,72 @@ async fn a_slow_steady_body_outlives_the_deadline_and_a_stalled_one_fails_and_re
     assert_ne!(resumed_on, stalled_on, "resumed on the other instance");
     received.extend_from_slice(&rest);
     assert_eq!(received, body);
+}
+
+/// Instances on hosts of their own (breakers are per host), pinned to the
+/// chaos upstreams' ports.
+fn upstream_with_hosts(chaos: &[ChaosUpstream], switch: Switch) -> (Upstream, Vec<String>) {
+    let mut policy = AddressPolicy::default();
+    let mut resolver = Resolver::default();
+    let mut urls = Vec::new();
+    for (index, instance) in chaos.iter().enumerate() {
+        let host = format!("instance{index}.test");
+        policy.trust(&host);
+        resolver.pin(&host, 80, vec![instance.addr()]);
+        urls.push(format!("http://{host}"));
+    }
+    let config = UpstreamConfig { policy, resolver, pools: settings(), switch, ..UpstreamConfig::default() };
+    (Upstream::new(config), urls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_host_whose_breaker_is_open_is_skipped_like_a_penalised_one() {
+    let chaos = instances(2, &body()).await;
+    let (upstream, urls) = upstream_with_hosts(&chaos, Switch::new(Mode::StoreOverloaded));
+    let pool = upstream.transport.pool("overloaded", &urls).unwrap();
+    penalise(&pool, &chaos, 0, Behaviour::Status { code: 429, retry_after: Some("60".into()) }).await;
+    assert_eq!(chaos[0].requests(), 1);
+    let states = upstream.switch.upstreams(Instant::now());
+    assert_eq!(states.len(), 1, "the 429 opened instance 0's breaker: {states:?}");
+
+    // The pool's penalty (1 s) ends long before the breaker's 60 s: the
+    // instance is still skipped, without an attempt.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for _ in 0..20 {
+        assert_eq!(fetch(&pool, get(FILE)).await.unwrap().2, 1);
+    }
+    assert_eq!(chaos[0].requests(), 1, "no request reached the host whose breaker is open");
+
+    // With every host's breaker open, the request is refused as the breaker says.
+    chaos[1].set_behaviour(Behaviour::Status { code: 503, retry_after: Some("30".into()) });
+    assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 503);
+    let refused = fetch(&pool, get(FILE)).await.unwrap_err();
+    assert!(refused.refusal().is_some_and(|wait| wait.is_some()), "{refused}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn penalties_alone_never_open_a_breaker() {
+    let chaos = instances(2, &body()).await;
+    let (upstream, urls) = upstream_with_hosts(&chaos, Switch::new(Mode::StoreOverloaded));
+    let pool = upstream.transport.pool("overloaded", &urls).unwrap();
+    penalise(&pool, &chaos, 0, Behaviour::CloseBeforeHeaders).await;
+    assert!(pool.report().instances[0].1.penalised_for.is_some());
+    assert!(upstream.switch.upstreams(Instant::now()).is_empty(), "one failure penalises, the breaker stays closed");
+}
+
+/// The figures of the black-hole run on the real clock (a measurement, run
+/// by hand: `cargo test -p pkgproxy-upstream --test pool -- --ignored --nocapture`).
+#[tokio::test]
+#[ignore = "a measurement, run by hand"]
+async fn measure_latency_with_a_black_hole_on_the_real_clock() {
+    let (latencies, _, _) = run_with_broken(&[Behaviour::BlackHole]).await;
+    let (baseline, _, _) = run_with_broken(&[]).await;
+    for (name, run) in [("one black hole", &latencies), ("all healthy", &baseline)] {
+        println!(
+            "{name}: p50 {:?} p99 {:?} max {:?}",
+            percentile(run, 0.5),
+            percentile(run, 0.99),
+            percentile(run, 1.0)
+        );
+    }
 }
