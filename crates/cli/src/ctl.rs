@@ -207,7 +207,7 @@ fn render_info(info: &Value) -> String {
                 None => "healthy".to_string(),
             };
             out += &format!(
-                "  {}: {state}, {} failures in a row, {} in flight\n",
+                "  {}: {state}, failed {} times in a row, {} in flight\n",
                 instance["url"].as_str().unwrap_or("?"),
                 n(&instance["failures"]),
                 n(&instance["in_flight"]),

@@ -37,6 +37,14 @@ async fn apt_updates_and_downloads_through_an_archive_whose_first_mirror_is_dead
     assert!(instances[0]["failures"].as_u64().unwrap() >= 1, "{pool}");
     assert_eq!(instances[1]["failures"], 0, "{pool}");
     assert_eq!(instances[1]["state"], "healthy");
+
+    let (status, metrics) = pkgproxy_testkit::daemon::unix_get(&daemon.stats_socket(), "/metrics").await.unwrap();
+    assert_eq!(status, 200);
+    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
+    let live_failures =
+        format!("pkgproxy_upstream_instance_failures{{pool=\"local\",instance=\"{}/debian\"}} 0", live.url());
+    assert!(metrics.contains(&live_failures), "{metrics}");
+    assert!(metrics.contains(&format!("pkgproxy_upstream_instance_in_flight{{pool=\"local\",instance=\"{dead}\"}} 0")));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -24,7 +24,7 @@ fn settings() -> PoolSettings {
         timeouts: Timeouts {
             connect: Duration::from_millis(200),
             first_byte: Duration::from_millis(500),
-            retry: Duration::from_millis(500),
+            retry: Duration::from_secs(1),
             deadline: Duration::from_secs(2),
             body_idle: Duration::from_secs(1),
             pool_idle: Duration::from_secs(60),
@@ -189,6 +189,8 @@ async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_try
     let start = Instant::now();
     let error = fetch(&pool, get(FILE)).await.unwrap_err();
     let took = start.elapsed();
+    // 500 ms on each of the first two, then the last one left gets the
+    // patient 1 s, which the 2 s deadline bounds.
     assert!(took <= Duration::from_secs(2) + Duration::from_millis(10), "took {took:?}");
     let message = error.to_string();
     assert!(message.starts_with("all 3 instances of test failed"), "{message}");
@@ -220,6 +222,18 @@ async fn many_unreachable_instances_are_each_tried_once_without_running_off_the_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_single_slow_instance_is_waited_for_with_the_patient_limit() {
+    let chaos = instances(1, &body()).await;
+    chaos[0].set_behaviour(Behaviour::Delay(Duration::from_millis(800)));
+    let pool = pool_of(&upstream(settings()), &chaos);
+    for _ in 0..3 {
+        assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200, "800 ms is within the 1 s limit of a last instance");
+    }
+    assert_eq!(chaos[0].requests(), 3);
+    assert_eq!(pool.report().instances[0].1.failures, 0);
+}
+
+#[tokio::test(start_paused = true)]
 async fn fifty_requests_caught_by_one_outage_raise_the_penalty_once() {
     let chaos = instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::BlackHole);
@@ -248,9 +262,13 @@ async fn a_failing_instance_is_readmitted_on_schedule_and_one_success_resets_it(
         let answered = fetch(&pool, get(FILE)).await.unwrap();
         assert_eq!(answered.0, 502, "the single instance's own answer is passed on");
         let (_, state) = &pool.report().instances[0];
-        seen.push(state.penalised_for.unwrap());
+        let penalty = state.penalised_for.unwrap();
+        seen.push(penalty);
         expected.push(Duration::from_secs(1 << step));
-        tokio::time::sleep(state.penalised_for.unwrap()).await;
+        tokio::time::sleep(penalty - Duration::from_millis(1)).await;
+        assert_eq!(pool.report().instances[0].1.penalised_for, Some(Duration::from_millis(1)));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(pool.report().instances[0].1.penalised_for, None, "re-admitted at the instant");
     }
     assert_eq!(seen, expected, "1 s doubling");
     chaos[0].set_behaviour(Behaviour::Ok);

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use pkgproxy_upstream::offline::Mode;
 
-use super::info::Info;
+use super::info::{Info, InstanceInfo};
 use crate::stats::SideSnapshot;
 
 /// A per-side counter: its name, its help, and how to read it.
@@ -55,7 +55,35 @@ pub fn render(info: &Info) -> String {
     }
     header(&mut out, "breakers_not_closed", "Upstream hosts whose breaker is open or probing.", "gauge");
     let _ = writeln!(out, "pkgproxy_breakers_not_closed {}", info.offline.upstreams.len());
+    render_pools(&mut out, info);
     out
+}
+
+/// A per-instance gauge: its name, its help, and how to read it.
+type InstanceGauge = (&'static str, &'static str, fn(&InstanceInfo) -> u64);
+
+fn render_pools(out: &mut String, info: &Info) {
+    let gauges: [InstanceGauge; 3] = [
+        ("upstream_instance_penalised", "1 while an upstream instance is left out of its pool.", |i| {
+            u64::from(i.penalised_for_ms.is_some())
+        }),
+        ("upstream_instance_failures", "Failures in a row of an upstream instance.", |i| u64::from(i.failures)),
+        ("upstream_instance_in_flight", "Requests in flight to an upstream instance.", |i| u64::from(i.in_flight)),
+    ];
+    for (name, help, value) in gauges {
+        header(out, name, help, "gauge");
+        for pool in &info.pools {
+            for instance in &pool.instances {
+                let (pool_name, url) = (label(&pool.name), label(&instance.url));
+                let _ = writeln!(out, "pkgproxy_{name}{{pool=\"{pool_name}\",instance=\"{url}\"}} {}", value(instance));
+            }
+        }
+    }
+}
+
+/// A label value, escaped as the text format wants.
+fn label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 fn header(out: &mut String, name: &str, help: &str, kind: &str) {

@@ -46,13 +46,16 @@ fn moves_on(status: StatusCode) -> bool {
 impl Pool {
     /// Tries `request` on instance `index` within `limit`. `cut_by_deadline`:
     /// the limit is the request's deadline, not the attempt's own timeout,
-    /// so running out says nothing of the instance.
+    /// so running out says nothing of the instance. `may_move_on`: another
+    /// instance is left to try, so a penalty of this one by another request
+    /// ends the wait.
     pub(super) async fn attempt(
         self: &Arc<Self>,
         index: usize,
         request: &PoolRequest,
         limit: Duration,
         cut_by_deadline: bool,
+        may_move_on: bool,
         ticket: Ticket,
     ) -> Tried {
         let instance = &self.instances[index];
@@ -65,8 +68,7 @@ impl Pool {
         };
         let started = Instant::now();
         let attempt = self.rules().start(index, started);
-        self.shared.counters.request();
-        match self.wait_for_head(instance, request, &uri, limit).await {
+        match self.wait_for_head(instance, request, &uri, limit, may_move_on).await {
             Waited::Head(Ok(response)) => {
                 if let Some(uses) = response.extensions().get::<ConnectionUses>() {
                     uses.answered();
@@ -122,36 +124,46 @@ impl Pool {
         request: &PoolRequest,
         uri: &http::Uri,
         limit: Duration,
+        may_move_on: bool,
     ) -> Waited {
         let mut penalties = instance.penalties.subscribe();
         penalties.borrow_and_update();
         let client = instance.client.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let exchange = exchange(&client, &instance.fresh, request, uri);
+        let head = tokio::time::timeout(limit, self.exchange(&client, &instance.fresh, request, uri));
+        let penalised = async {
+            match may_move_on {
+                true => penalties.changed().await.ok(),
+                false => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            head = tokio::time::timeout(limit, exchange) => match head {
+            head = head => match head {
                 Ok(head) => Waited::Head(head),
                 Err(_) => Waited::TimedOut,
             },
-            Ok(()) = penalties.changed() => Waited::Penalised,
+            Some(()) = penalised => Waited::Penalised,
         }
     }
-}
 
-/// Sends the request on a pooled connection; if that fails on a connection
-/// that had carried answers before (the upstream closed it while idle),
-/// sends it once more on a fresh connection.
-async fn exchange(
-    pooled: &Client,
-    fresh: &Client,
-    request: &PoolRequest,
-    uri: &http::Uri,
-) -> Result<http::Response<Incoming>, hyper_util::client::legacy::Error> {
-    match pooled.request(build(request, uri)).await {
-        Err(error) if was_reused(&error) => {
-            tracing::debug!(%uri, %error, "a reused upstream connection failed; retrying on a fresh one");
-            fresh.request(build(request, uri)).await
+    /// Sends the request on a pooled connection; if that fails on a
+    /// connection that had carried answers before (the upstream closed it
+    /// while idle), sends it once more on a fresh connection.
+    async fn exchange(
+        &self,
+        pooled: &Client,
+        fresh: &Client,
+        request: &PoolRequest,
+        uri: &http::Uri,
+    ) -> Result<http::Response<Incoming>, hyper_util::client::legacy::Error> {
+        self.shared.counters.request();
+        match pooled.request(build(request, uri)).await {
+            Err(error) if was_reused(&error) => {
+                tracing::debug!(%uri, %error, "a reused upstream connection failed; retrying on a fresh one");
+                self.shared.counters.request();
+                fresh.request(build(request, uri)).await
+            }
+            other => other,
         }
-        other => other,
     }
 }
 

@@ -15,7 +15,10 @@
 //! - **Fail fast.** An attempt on a healthy instance has `connect` to open
 //!   its connection and `first_byte` from its start to the answer head. The
 //!   body then takes as long as it needs while bytes keep coming; a body
-//!   that sends nothing for `body_idle` fails.
+//!   that sends nothing for `body_idle` fails. The last instance a request
+//!   has left to try gets the patient `retry` limit instead: with nowhere to
+//!   move on to, failing fast gains nothing (a pool of one slow mirror still
+//!   works).
 //! - **Move on.** A connect error, a timeout, a connection closed or reset
 //!   before the head, or a `429`, `500`, `502`, `503` or `504` answer fails
 //!   the attempt, and the request moves at once to the next instance. No
@@ -28,7 +31,7 @@
 //!   penalty began says nothing new (fifty requests caught by one outage
 //!   raise it once). A penalty drops the instance's idle pooled connections
 //!   (a firewall may have killed them), and requests waiting for a head from
-//!   that instance move on at once. A body failing half way penalises its
+//!   that instance move on at once when they have another instance to try. A body failing half way penalises its
 //!   instance too. A success ends the penalty and resets the count. A
 //!   re-admitted instance is on probation: one request tries it while the
 //!   others keep away, so one request per penalty period pays for an
@@ -199,12 +202,14 @@ impl Pool {
         loop {
             let now = Instant::now();
             let random = self.shared.random_pair();
-            let (index, limit) = match self.rules().choose(now, &tried, random) {
-                Choice::Healthy(index) => (index, timeouts.first_byte),
-                Choice::Failing(index) => (index, timeouts.retry),
+            let (index, failing) = match self.rules().choose(now, &tried, random) {
+                Choice::Healthy(index) => (index, false),
+                Choice::Failing(index) => (index, true),
                 Choice::Exhausted => break,
             };
             tried[index] = true;
+            let last = tried.iter().all(|&t| t);
+            let limit = if failing || last { timeouts.retry } else { timeouts.first_byte };
             let instance = &self.instances[index];
             let ticket = match self.shared.switch.admit(&instance.host, now) {
                 Ok(ticket) => ticket,
@@ -223,7 +228,8 @@ impl Pool {
                 break;
             }
             last_answer = None;
-            match self.attempt(index, &request, limit.min(left), limit > left, ticket).await {
+            let cut_by_deadline = limit > left;
+            match self.attempt(index, &request, limit.min(left), cut_by_deadline, !last, ticket).await {
                 Tried::Answered(answer) => return Ok(answer),
                 Tried::Refused(answer, why) => {
                     attempts.push(why);
