@@ -199,6 +199,21 @@ fn render_info(info: &Value) -> String {
         n(&upstream["tunnels"]),
         n(&upstream["refused"]),
     );
+    for mirror in info["mirrors"].as_array().into_iter().flatten() {
+        out += &format!(
+            "mirror {} -> {}: {} sent, {} answered, {} failed; skipped {} (in flight), {} (size), {} (offline); {} compared, {} differing\n",
+            mirror["name"].as_str().unwrap_or("?"),
+            mirror["target"].as_str().unwrap_or("?"),
+            n(&mirror["sent"]),
+            n(&mirror["answered"]),
+            n(&mirror["failed"]),
+            n(&mirror["skipped_inflight"]),
+            n(&mirror["skipped_size"]),
+            n(&mirror["skipped_offline"]),
+            n(&mirror["compared"]),
+            n(&mirror["differing"]),
+        );
+    }
     for pool in info["pools"].as_array().into_iter().flatten() {
         out += &format!("pool {}:\n", pool["name"].as_str().unwrap_or("?"));
         for instance in pool["instances"].as_array().into_iter().flatten() {

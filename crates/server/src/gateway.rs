@@ -25,6 +25,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::body::ResponseBody;
+use crate::mirror::ClientInfo;
 use crate::state::State;
 use crate::{control, offline};
 
@@ -61,7 +62,11 @@ pub async fn serve_proxy(
                 let connection = async move {
                     // Registered with the reactor of the thread that serves it.
                     let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
-                    let handler = move |request| offline::around(Arc::clone(&state), request);
+                    let handler = move |mut request: hyper::Request<hyper::body::Incoming>| {
+                        let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        request.extensions_mut().insert(ClientInfo { addr: peer, id });
+                        offline::around(Arc::clone(&state), request)
+                    };
                     serve_connection(stream, handler, shutdown).await;
                 };
                 tracker.spawn_on(connection.instrument(span), thread);

@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 mod gateway;
 mod headers;
+pub mod mirror;
 mod offline;
 mod proxy;
 mod state;
@@ -105,6 +106,8 @@ pub async fn run(
     let start_mode = settings.upstream.switch.mode();
     let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
     let upstream = Upstream::new(settings.upstream.clone());
+    let mirrors = mirror::Mirrors::new(&settings.mirrors, &upstream.shadows)
+        .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
     let state = Arc::new(state::State {
         settings,
         cache,
@@ -116,6 +119,8 @@ pub async fn run(
         restart_mode: std::sync::Mutex::new(start_mode),
         auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
         loop_mark: headers::LoopMark::new(),
+        mirrors,
+        request_ids: Default::default(),
     });
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");

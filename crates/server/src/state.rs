@@ -2,6 +2,7 @@
 //! the counters. Built once in `run` and passed down, never global.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -13,6 +14,7 @@ use pkgproxy_upstream::Upstream;
 
 use crate::config::Settings;
 use crate::headers::LoopMark;
+use crate::mirror::Mirrors;
 use crate::stats::Stats;
 
 /// The server's shared state.
@@ -38,4 +40,8 @@ pub struct State {
     pub auto_offline: Arc<AutoOffline>,
     /// This process's mark in `Via`, to refuse requests that loop back.
     pub loop_mark: LoopMark,
+    /// Where copies of the traffic go.
+    pub mirrors: Mirrors,
+    /// Numbers the requests (logs name them).
+    pub request_ids: AtomicU64,
 }

@@ -114,11 +114,20 @@ impl ConnectionUses {
 pub(crate) struct UpstreamIo {
     io: TokioIo<TcpStream>,
     uses: ConnectionUses,
+    /// True for a connection to a forward proxy: requests on it are sent
+    /// with absolute URIs.
+    proxied: bool,
+}
+
+impl UpstreamIo {
+    pub(crate) fn new(stream: TcpStream, proxied: bool) -> Self {
+        UpstreamIo { io: TokioIo::new(stream), uses: ConnectionUses::default(), proxied }
+    }
 }
 
 impl Connection for UpstreamIo {
     fn connected(&self) -> Connected {
-        Connected::new().extra(self.uses.clone())
+        Connected::new().extra(self.uses.clone()).proxy(self.proxied)
     }
 }
 
@@ -173,7 +182,7 @@ impl tower_service::Service<http::Uri> for Connector {
         Box::pin(async move {
             let (host, port) = host_port(&uri)?;
             let stream = connector.connect(&host, port).await?;
-            Ok(UpstreamIo { io: TokioIo::new(stream), uses: ConnectionUses::default() })
+            Ok(UpstreamIo::new(stream, false))
         })
     }
 }

@@ -16,6 +16,7 @@ mod error;
 pub mod offline;
 pub mod pool;
 mod resolve;
+pub mod shadow;
 mod transport;
 
 pub use connect::Keepalive;
@@ -98,21 +99,33 @@ pub struct Upstream {
     pub counters: Arc<Counters>,
     /// The offline switch both consult.
     pub switch: offline::Switch,
+    /// Where copies of requests go (the mirror feature), counted apart.
+    pub shadows: shadow::Shadows,
 }
 
 impl Upstream {
     /// Builds the way out.
     pub fn new(config: UpstreamConfig) -> Self {
         let counters = Arc::new(Counters::default());
+        let timeouts = config.pools.timeouts;
+        let shadow_counters = Arc::new(Counters::default());
+        let shadow_connector = connect::Connector::new(
+            config.resolver.clone(),
+            config.policy.clone(),
+            timeouts.connect,
+            config.keepalive,
+            Arc::clone(&shadow_counters),
+        );
+        let shadows = shadow::Shadows::new(shadow_connector, timeouts.pool_idle, shadow_counters);
         let connector = connect::Connector::new(
             config.resolver,
             config.policy,
-            config.pools.timeouts.connect,
+            timeouts.connect,
             config.keepalive,
             Arc::clone(&counters),
         );
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
-        Upstream { transport, dialer, counters, switch: config.switch }
+        Upstream { transport, dialer, counters, switch: config.switch, shadows }
     }
 }

@@ -21,8 +21,20 @@
 //! keepalive_time = "30s"     # TCP keepalive: idle time before the first probe
 //! keepalive_interval = "10s" # and between probes
 //! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address[:port], before DNS
+//!
+//! [mirror.shadow]            # send a copy of the traffic to a second address
+//! target = "http://127.0.0.1:3143"   # http; a path prefix is allowed, no query
+//! sides = ["apt", "go"]      # whose requests are copied (default: all)
+//! percentage = 100           # the share of requests copied
+//! methods = ["GET", "HEAD"]  # the methods copied
+//! max_body_size = "0"        # "64kb" etc.; 0: requests with a body are not copied
+//! timeout = "5s"             # a copy, its answer included
+//! max_inflight = 100         # copies under way at once; beyond, not copied
+//! compare = false            # log where the mirror's status differs from the upstream's
+//! step = "request"           # or "upstream": only misses and revalidations
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -38,6 +50,56 @@ pub struct ConfigFile {
     /// `[upstream]`.
     #[serde(default)]
     pub upstream: UpstreamSection,
+    /// `[mirror.NAME]` tables.
+    #[serde(default)]
+    pub mirror: BTreeMap<String, MirrorSection>,
+}
+
+/// One `[mirror.NAME]`, as written (see `mirror::config` for the rules).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorSection {
+    /// Where copies go.
+    pub target: String,
+    /// Whose requests are copied.
+    pub sides: Option<Vec<String>>,
+    /// The share of requests copied.
+    pub percentage: Option<u32>,
+    /// The methods copied.
+    pub methods: Option<Vec<String>>,
+    /// The largest body copied.
+    pub max_body_size: Option<Size>,
+    /// How long a copy may take.
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    /// Copies under way at one time.
+    pub max_inflight: Option<usize>,
+    /// The `Host` of the copies.
+    pub host: Option<String>,
+    /// Compare the statuses.
+    pub compare: Option<bool>,
+    /// `request` or `upstream`.
+    pub step: Option<String>,
+}
+
+/// A size: a number of bytes, or text with a unit (`"64kb"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    /// Bytes.
+    Bytes(u64),
+    /// Text with a unit.
+    Text(String),
+}
+
+impl Size {
+    /// The size in bytes.
+    pub fn bytes(&self) -> Result<u64, String> {
+        match self {
+            Size::Bytes(bytes) => Ok(*bytes),
+            Size::Text(text) => crate::mirror::config::parse_size(text),
+        }
+    }
 }
 
 /// `[apt]`.
@@ -155,6 +217,7 @@ mod tests {
         let file = ConfigFile::parse(&example).unwrap();
         assert_eq!(file.apt.archive[0].mirrors.len(), 2);
         assert_eq!(file.upstream.resolve.len(), 1);
+        assert_eq!(file.mirror["shadow"].max_inflight, Some(100));
     }
 
     #[test]

@@ -16,7 +16,9 @@ pub use crate::control::offline::Persistence;
 use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
 use file::UpstreamSection;
-pub use file::{ConfigFile, FileError};
+pub use file::{ConfigFile, FileError, MirrorSection};
+
+use crate::mirror::config::{MirrorConfig, MirrorConfigError};
 
 /// Everything the server needs to run, validated.
 #[derive(Debug, Clone)]
@@ -33,6 +35,8 @@ pub struct Settings {
     pub persistence: Persistence,
     /// What puts offline mode in effect automatically.
     pub auto_offline: Trigger,
+    /// Where copies of the traffic go.
+    pub mirrors: Vec<MirrorConfig>,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -49,6 +53,9 @@ pub enum SettingsError {
         /// Why.
         reason: &'static str,
     },
+    /// A `[mirror.NAME]` is wrong.
+    #[error("{0}")]
+    Mirror(#[from] MirrorConfigError),
     /// A time limit of `[upstream]` is zero, or the penalties are inverted.
     #[error("upstream.{key}: {reason}")]
     Upstream {
@@ -97,6 +104,14 @@ impl Settings {
         for host in apt.trusted_hosts() {
             policy.trust(&host);
         }
+        let mirrors = file
+            .mirror
+            .iter()
+            .map(|(name, section)| MirrorConfig::new(name, section))
+            .collect::<Result<Vec<_>, _>>()?;
+        for mirror in &mirrors {
+            policy.trust(&mirror.target_host);
+        }
         let upstream = UpstreamConfig {
             resolver,
             policy,
@@ -111,6 +126,7 @@ impl Settings {
             proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             persistence: overrides.persistence,
             auto_offline: overrides.auto_offline,
+            mirrors,
         })
     }
 }

@@ -7,6 +7,7 @@ use pkgproxy_upstream::pool::InstanceReport;
 use pkgproxy_upstream::{CountersSnapshot, PoolReport};
 use serde::{Deserialize, Serialize};
 
+use crate::mirror::MirrorReport;
 use crate::state::State;
 use crate::stats::SideSnapshot;
 
@@ -29,6 +30,8 @@ pub struct Info {
     pub upstream: UpstreamInfo,
     /// The upstream pools used so far and their instances' state.
     pub pools: Vec<PoolInfo>,
+    /// The mirrors (copies of the traffic) and what they did.
+    pub mirrors: Vec<MirrorReport>,
     /// What the apt index has learnt.
     pub apt_index: AptIndexInfo,
     /// The offline mode and the upstreams whose breaker is not closed.
@@ -137,6 +140,7 @@ impl Info {
             sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
             upstream: state.upstream.counters.snapshot().into(),
             pools: state.upstream.transport.report().into_iter().map(PoolInfo::from).collect(),
+            mirrors: state.mirrors.report(),
             offline: OfflineInfo {
                 mode: state.upstream.switch.mode().as_str(),
                 upstreams: super::offline::upstreams(state),

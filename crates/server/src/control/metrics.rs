@@ -7,6 +7,7 @@ use std::fmt::Write;
 use pkgproxy_upstream::offline::Mode;
 
 use super::info::{Info, InstanceInfo};
+use crate::mirror::MirrorReport;
 use crate::stats::SideSnapshot;
 
 /// A per-side counter: its name, its help, and how to read it.
@@ -56,7 +57,30 @@ pub fn render(info: &Info) -> String {
     header(&mut out, "breakers_not_closed", "Upstream hosts whose breaker is open or probing.", "gauge");
     let _ = writeln!(out, "pkgproxy_breakers_not_closed {}", info.offline.upstreams.len());
     render_pools(&mut out, info);
+    render_mirrors(&mut out, info);
     out
+}
+
+/// A per-mirror counter: its name, its help, and how to read it.
+type MirrorCounter = (&'static str, &'static str, fn(&MirrorReport) -> u64);
+
+fn render_mirrors(out: &mut String, info: &Info) {
+    let counters: [MirrorCounter; 8] = [
+        ("mirror_sent_total", "Copies sent to a mirror.", |m| m.sent),
+        ("mirror_answered_total", "Copies a mirror answered.", |m| m.answered),
+        ("mirror_failed_total", "Copies that got no answer.", |m| m.failed),
+        ("mirror_skipped_inflight_total", "Requests not copied: too many copies under way.", |m| m.skipped_inflight),
+        ("mirror_skipped_size_total", "Requests not copied: body too large.", |m| m.skipped_size),
+        ("mirror_skipped_offline_total", "Requests not copied: offline.", |m| m.skipped_offline),
+        ("mirror_compared_total", "Copies whose status was compared.", |m| m.compared),
+        ("mirror_differing_total", "Compared copies whose status differed.", |m| m.differing),
+    ];
+    for (name, help, value) in counters {
+        header(out, name, help, "counter");
+        for mirror in &info.mirrors {
+            let _ = writeln!(out, "pkgproxy_{name}{{mirror=\"{}\"}} {}", label(&mirror.name), value(mirror));
+        }
+    }
 }
 
 /// A per-instance gauge: its name, its help, and how to read it.

@@ -10,6 +10,7 @@ use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 
 use super::plan::{plan, Plan, Representation};
+use crate::mirror::{ClientInfo, UpstreamAnswer};
 use crate::body::{FileBody, ResponseBody};
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
 use crate::offline::RefusalNote;
@@ -51,6 +52,10 @@ pub struct Asked<'a> {
     pub headers: &'a HeaderMap,
     /// Where refusals by the offline switch are noted.
     pub note: &'a RefusalNote,
+    /// Where the upstream's status is reported, for mirrors that compare.
+    pub upstream_answer: &'a UpstreamAnswer,
+    /// Who asked.
+    pub client: Option<ClientInfo>,
 }
 
 /// A plain-text answer (errors and refusals).

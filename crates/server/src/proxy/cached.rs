@@ -50,6 +50,9 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
     let joined = state.cache.fetch_from(spec, || fetching::source(state, &request, asked, conditional.as_deref()));
     let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
     let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
+    if joined.started {
+        report_upstream_status(asked, &phase);
+    }
     match phase {
         Phase::Streaming(head) => {
             stats.miss();
@@ -81,6 +84,18 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         }
         Phase::Asking => answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: fetch ended without an answer"),
     }
+}
+
+/// Tells the mirrors that compare what the upstream answered the request
+/// whose miss started the fetch. A `304` is the answer to pkgproxy's own
+/// revalidation, which the client did not ask for: not compared.
+fn report_upstream_status(asked: &Asked<'_>, phase: &Phase) {
+    let status = match phase {
+        Phase::Streaming(_) | Phase::Done(_) => StatusCode::OK,
+        Phase::Passed(passed) => passed.status,
+        Phase::NotModified(_) | Phase::Failed(_) | Phase::Asking => return,
+    };
+    asked.upstream_answer.report(status.as_u16());
 }
 
 /// The side's hooks into a fetch of `request`.

@@ -17,6 +17,8 @@ use pkgproxy_sides::CachedRequest;
 use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
 use super::answer::Asked;
+use crate::mirror::{Original, Step, UpstreamAnswer};
+use pkgproxy_upstream::offline::Mode;
 use crate::state::State;
 
 /// The requests of one fetch, on one pool.
@@ -27,6 +29,9 @@ struct PoolSource {
     side: pkgproxy_sides::Side,
     /// The instance that sent the last answer: a resume avoids it.
     last_instance: Arc<Mutex<Option<usize>>>,
+    /// Where the first answer's status goes, for mirrors of the upstream
+    /// step that compare.
+    upstream_answer: UpstreamAnswer,
 }
 
 /// The source of a fetch of `request`: a `GET` with the client's user agent,
@@ -53,12 +58,41 @@ pub fn source(
             headers.insert(IF_MODIFIED_SINCE, lm);
         }
     }
+    let upstream_answer = mirror_upstream_request(state, request, asked, &headers);
     let request = PoolRequest { method: Method::GET, path: origin.path.clone(), headers, avoid: None };
-    Box::new(PoolSource { state: Arc::clone(state), pool, request, side, last_instance: Arc::default() })
+    Box::new(PoolSource { state: Arc::clone(state), pool, request, side, last_instance: Arc::default(), upstream_answer })
+}
+
+/// Copies the upstream request to the mirrors of the upstream step, as the
+/// upstream gets it (at its first instance).
+fn mirror_upstream_request(
+    state: &State,
+    request: &CachedRequest,
+    asked: &Asked<'_>,
+    headers: &HeaderMap,
+) -> UpstreamAnswer {
+    if state.mirrors.is_empty() {
+        return UpstreamAnswer::default();
+    }
+    let origin = &request.origin;
+    let uri = format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path);
+    let tapped = state.mirrors.tap(&Original {
+        step: Step::Upstream,
+        side: request.side.as_str(),
+        method: &Method::GET,
+        uri: &uri,
+        headers,
+        client: asked.client,
+        offline: state.upstream.switch.mode() == Mode::Offline,
+    });
+    let answer = tapped.answer();
+    tapped.send();
+    answer
 }
 
 impl PoolSource {
-    fn send(&self, request: PoolRequest) -> StartFetch {
+    /// Sends `request`; the status of its answer goes to `report`.
+    fn send(&self, request: PoolRequest, report: Option<UpstreamAnswer>) -> StartFetch {
         let pool = match &self.pool {
             Ok(pool) => Arc::clone(pool),
             Err(error) => {
@@ -69,6 +103,9 @@ impl PoolSource {
         let (state, side, last_instance) = (Arc::clone(&self.state), self.side, Arc::clone(&self.last_instance));
         Box::pin(async move {
             let answer = pool.send(request).await.map_err(fetch_error)?;
+            if let Some(report) = report {
+                report.report(answer.response.status().as_u16());
+            }
             *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
             Ok(answer.response.map(|body| Counted { body, state, side }.boxed()))
         })
@@ -77,7 +114,7 @@ impl PoolSource {
 
 impl Source for PoolSource {
     fn start(&self) -> StartFetch {
-        self.send(self.request.clone())
+        self.send(self.request.clone(), Some(self.upstream_answer.clone()))
     }
 
     fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
@@ -90,7 +127,7 @@ impl Source for PoolSource {
             request.headers.insert(IF_RANGE, HeaderValue::from_str(validator).ok()?);
         }
         request.avoid = *self.last_instance.lock().unwrap_or_else(|p| p.into_inner());
-        Some(self.send(request))
+        Some(self.send(request, None))
     }
 }
 

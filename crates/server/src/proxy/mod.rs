@@ -11,9 +11,13 @@ use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use pkgproxy_sides::{Decision, Refusal, Target};
+use http_body::Body;
+use http_body_util::BodyExt;
+use pkgproxy_sides::{Decision, Refusal, Side, Target};
+use pkgproxy_upstream::offline::Mode;
 
 use crate::body::ResponseBody;
+use crate::mirror::{ClientInfo, Original, Step, Tapped};
 use crate::offline::RefusalNote;
 use crate::state::State;
 use answer::Asked;
@@ -36,12 +40,23 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
             "pkgproxy is a forward proxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";",
         );
     };
-    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+    let client = request.extensions().get::<ClientInfo>().copied();
+    let tapped = tap(&state, &request, client);
+    let upstream_answer = tapped.answer();
+    let (parts, body) = request.into_parts();
+    mirror_body(tapped, body).await;
+    if !matches!(parts.method, Method::GET | Method::HEAD) {
         let mut response = answer::text(StatusCode::METHOD_NOT_ALLOWED, "pkgproxy serves GET and HEAD only");
         response.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let asked = Asked { method: request.method(), headers: request.headers(), note: &note };
+    let asked = Asked {
+        method: &parts.method,
+        headers: &parts.headers,
+        note: &note,
+        upstream_answer: &upstream_answer,
+        client,
+    };
     match state.apt.classify(target) {
         Decision::Refuse(refusal) => {
             state.stats.side(pkgproxy_sides::Side::Apt).refused();
@@ -53,6 +68,47 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
         }
     }
 }
+
+/// The copies the mirrors make of a request of the apt side.
+fn tap(state: &State, request: &Request<Incoming>, client: Option<ClientInfo>) -> Tapped {
+    if state.mirrors.is_empty() {
+        return Tapped::default();
+    }
+    let uri = request.uri().to_string();
+    state.mirrors.tap(&Original {
+        step: Step::Request,
+        side: Side::Apt.as_str(),
+        method: request.method(),
+        uri: &uri,
+        headers: request.headers(),
+        client,
+        offline: state.upstream.switch.mode() == Mode::Offline,
+    })
+}
+
+/// Sends the copies of a request. pkgproxy does not use request bodies, so
+/// a body a mirror copies is read here, for the copies only, up to the
+/// largest a mirror takes (a longer one is not copied).
+async fn mirror_body(tapped: Tapped, body: Incoming) {
+    if tapped.is_empty() {
+        return;
+    }
+    if body.is_end_stream() {
+        return tapped.send();
+    }
+    let mut teed = tapped.tee(body);
+    let read = async {
+        while let Some(Ok(_)) = teed.frame().await {
+            if teed.is_over_limit() {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(BODY_READ_LIMIT, read).await;
+}
+
+/// How long a request body that a mirror copies may take to arrive.
+const BODY_READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The target of an absolute-form request; `None` for origin-form.
 fn target(request: &Request<Incoming>) -> Option<Target> {

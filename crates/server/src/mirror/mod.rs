@@ -1,0 +1,172 @@
+//! Mirrors: a copy of a side's requests sent to a shadow target (a new
+//! pkgproxy version, say), its answer thrown away, so the target can be
+//! tried with real traffic. The client never waits for a copy.
+//!
+//! Adapted from the mirror seed (written for a reverse proxy):
+//! - The copy of an apt request (pkgproxy is apt's forward proxy) is sent
+//!   to the target as a proxy request, with the absolute URI apt asked for,
+//!   so the target can be another pkgproxy; a target's path prefix applies
+//!   to the reverse-proxy sides only.
+//! - `step = "request"` copies every request of the mirror's sides as it
+//!   arrives; `step = "upstream"` (the seed's `proxy_upstream`) copies the
+//!   requests pkgproxy sends upstream (misses and revalidations) as it sends
+//!   them, conditional headers included, not the hits.
+//! - pkgproxy never passes a request body upstream (its sides take `GET`
+//!   and `HEAD`); a request with a body of a method a mirror copies is read
+//!   by pkgproxy (which answers it `405`), and copied from what was kept of
+//!   it as it was read.
+//! - The marker is `X-Pkgproxy-Mirror: 1`.
+//! - While offline mode is in effect nothing is copied (counted as skipped).
+//! - pkgproxy makes no background refreshes, so there is none to leave out.
+
+pub mod config;
+mod copy;
+mod tap;
+mod throttle;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+pub use config::{MirrorConfig, Step};
+pub use copy::is_copy;
+pub use tap::{Original, Tapped, TeeBody, UpstreamAnswer};
+
+use pkgproxy_upstream::shadow::{ShadowTarget, Shadows};
+use pkgproxy_upstream::UpstreamError;
+use throttle::LineThrottle;
+
+/// Who sent a request, as the gateway saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientInfo {
+    /// The client's address.
+    pub addr: SocketAddr,
+    /// The request's number in this process (logs name it).
+    pub id: u64,
+}
+
+/// What a mirror has done.
+#[derive(Debug, Default)]
+struct Counters {
+    sent: AtomicU64,
+    answered: AtomicU64,
+    failed: AtomicU64,
+    skipped_inflight: AtomicU64,
+    skipped_size: AtomicU64,
+    skipped_offline: AtomicU64,
+    compared: AtomicU64,
+    differing: AtomicU64,
+}
+
+/// One mirror's counters in `/pkgproxy/v1/info`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MirrorReport {
+    /// Its name.
+    pub name: String,
+    /// Where its copies go.
+    pub target: String,
+    /// Copies sent.
+    pub sent: u64,
+    /// Copies the target answered (any status).
+    pub answered: u64,
+    /// Copies that got no answer (refused, reset, timed out).
+    pub failed: u64,
+    /// Requests not copied because `max_inflight` copies were under way.
+    pub skipped_inflight: u64,
+    /// Requests not copied because their body was larger than
+    /// `max_body_size`.
+    pub skipped_size: u64,
+    /// Requests not copied because offline mode was in effect.
+    pub skipped_offline: u64,
+    /// Copies whose status was set against the upstream's.
+    pub compared: u64,
+    /// Of those, the ones that differed.
+    pub differing: u64,
+    /// Copies under way now.
+    pub in_flight: u64,
+}
+
+/// One configured mirror.
+#[derive(Debug)]
+pub struct Mirror {
+    config: MirrorConfig,
+    target: ShadowTarget,
+    /// One permit per copy under way.
+    inflight: Arc<Semaphore>,
+    counters: Counters,
+    random: Mutex<fastrand::Rng>,
+    compare_log: Mutex<LineThrottle>,
+}
+
+impl Mirror {
+    fn new(config: MirrorConfig, shadows: &Shadows) -> Result<Self, UpstreamError> {
+        let target = shadows.target(&config.target)?;
+        let random = Mutex::new(config.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed));
+        Ok(Mirror {
+            inflight: Arc::new(Semaphore::new(config.max_inflight)),
+            config,
+            target,
+            counters: Counters::default(),
+            random,
+            compare_log: Mutex::default(),
+        })
+    }
+
+    /// True for the share of requests `percentage` asks for.
+    fn sampled(&self) -> bool {
+        let mut random = self.random.lock().unwrap_or_else(|p| p.into_inner());
+        random.u32(0..100) < self.config.percentage
+    }
+
+    fn report(&self) -> MirrorReport {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let c = &self.counters;
+        let in_flight = self.config.max_inflight - self.inflight.available_permits().min(self.config.max_inflight);
+        MirrorReport {
+            name: self.config.name.clone(),
+            target: self.target.url(),
+            sent: read(&c.sent),
+            answered: read(&c.answered),
+            failed: read(&c.failed),
+            skipped_inflight: read(&c.skipped_inflight),
+            skipped_size: read(&c.skipped_size),
+            skipped_offline: read(&c.skipped_offline),
+            compared: read(&c.compared),
+            differing: read(&c.differing),
+            in_flight: in_flight as u64,
+        }
+    }
+}
+
+/// Every configured mirror.
+#[derive(Debug, Default)]
+pub struct Mirrors {
+    mirrors: Vec<Arc<Mirror>>,
+}
+
+impl Mirrors {
+    /// The mirrors of `configs`, sending through `shadows`.
+    pub fn new(configs: &[MirrorConfig], shadows: &Shadows) -> Result<Self, UpstreamError> {
+        let mirrors = configs
+            .iter()
+            .map(|config| Mirror::new(config.clone(), shadows).map(Arc::new))
+            .collect::<Result<_, _>>()?;
+        Ok(Mirrors { mirrors })
+    }
+
+    /// True when no mirror is configured (the request path skips the tap).
+    pub fn is_empty(&self) -> bool {
+        self.mirrors.is_empty()
+    }
+
+    /// Each mirror's counters.
+    pub fn report(&self) -> Vec<MirrorReport> {
+        self.mirrors.iter().map(|m| m.report()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

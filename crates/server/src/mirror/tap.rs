@@ -1,0 +1,305 @@
+//! The tap: which mirrors copy a request, the copies' bodies, and the
+//! copies' own tasks (sending, counting, comparing, logging).
+
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, Method};
+use http_body::{Body, Frame, SizeHint};
+use pkgproxy_upstream::shadow::ShadowRequest;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::copy::{copy_headers, is_copy};
+use super::throttle::logs_failure;
+use super::{ClientInfo, Mirror, Mirrors, Step};
+
+/// A request as the mirrors see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Original<'a> {
+    /// Whether it arrives from a client or goes to the upstream.
+    pub step: Step,
+    /// The side it belongs to.
+    pub side: &'a str,
+    /// Its method.
+    pub method: &'a Method,
+    /// The absolute URI for a forward-proxy side, else the path and query.
+    pub uri: &'a str,
+    /// Its headers.
+    pub headers: &'a HeaderMap,
+    /// Who sent it.
+    pub client: Option<ClientInfo>,
+    /// Whether offline mode is in effect.
+    pub offline: bool,
+}
+
+/// Where the upstream's status for a request is reported, for the mirrors
+/// that compare. Dropped unreported (a hit, a refusal, a failure), it
+/// compares nothing.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamAnswer(Arc<Mutex<Vec<oneshot::Sender<u16>>>>);
+
+impl UpstreamAnswer {
+    /// The upstream answered the request with `status`.
+    pub fn report(&self, status: u16) {
+        let waiting = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        for comparison in waiting {
+            let _ = comparison.send(status);
+        }
+    }
+
+    fn wait(&self) -> oneshot::Receiver<u16> {
+        let (tx, rx) = oneshot::channel();
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
+        rx
+    }
+}
+
+/// One copy to be sent.
+#[derive(Debug)]
+struct PendingCopy {
+    mirror: Arc<Mirror>,
+    request: ShadowRequest,
+    /// The upstream's status, for a mirror that compares.
+    compare: Option<oneshot::Receiver<u16>>,
+    /// The request's path without the query, for logs.
+    path: String,
+    request_id: String,
+}
+
+/// The copies a request makes.
+#[derive(Debug, Default)]
+pub struct Tapped {
+    copies: Vec<PendingCopy>,
+    answer: UpstreamAnswer,
+}
+
+/// What the headers say of a request's body.
+fn declared_body(headers: &HeaderMap) -> Option<Option<u64>> {
+    let length = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    match length {
+        Some(0) => None,
+        Some(length) => Some(Some(length)),
+        None if headers.contains_key(http::header::TRANSFER_ENCODING) => Some(None),
+        None => None,
+    }
+}
+
+impl Mirrors {
+    /// The copies `original` makes: the mirrors whose step, sides and
+    /// methods take it and whose sample it falls in, less those that must
+    /// skip it now (offline, a body too large, too many copies under way),
+    /// which count it.
+    pub fn tap(&self, original: &Original<'_>) -> Tapped {
+        let mut tapped = Tapped::default();
+        if self.mirrors.is_empty() || is_copy(original.headers) {
+            return tapped;
+        }
+        let body = declared_body(original.headers);
+        for mirror in &self.mirrors {
+            let config = &mirror.config;
+            let wanted = config.step == original.step
+                && config.sides.iter().any(|side| side == original.side)
+                && config.methods.contains(original.method);
+            if !wanted || !mirror.sampled() {
+                continue;
+            }
+            let counters = &mirror.counters;
+            if original.offline {
+                counters.skipped_offline.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if let Some(length) = body {
+                if config.max_body_size == 0 || length.is_some_and(|length| length > config.max_body_size) {
+                    counters.skipped_size.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                if mirror.inflight.available_permits() == 0 {
+                    counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
+            let client = original.client;
+            let request = ShadowRequest {
+                method: original.method.clone(),
+                uri: original.uri.to_string(),
+                headers: copy_headers(original.headers, client.map(|c| c.addr.ip()), config.host.as_ref()),
+                body: Bytes::new(),
+            };
+            let path = original.uri.split('?').next().unwrap_or_default();
+            let path = match path.find("://") {
+                Some(scheme_end) => path[scheme_end + 3..].find('/').map_or("/", |at| &path[scheme_end + 3 + at..]),
+                None => path,
+            };
+            let request_id = original
+                .headers
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+                .unwrap_or_else(|| client.map(|c| c.id.to_string()).unwrap_or_default());
+            tapped.copies.push(PendingCopy {
+                mirror: Arc::clone(mirror),
+                request,
+                compare: config.compare.then(|| tapped.answer.wait()),
+                path: path.to_string(),
+                request_id,
+            });
+        }
+        tapped
+    }
+}
+
+impl Tapped {
+    /// True when no mirror copies the request.
+    pub fn is_empty(&self) -> bool {
+        self.copies.is_empty()
+    }
+
+    /// Where the upstream's status is to be reported.
+    pub fn answer(&self) -> UpstreamAnswer {
+        self.answer.clone()
+    }
+
+    /// Sends the copies of a request without a body, each from a task of
+    /// its own.
+    pub fn send(self) {
+        for copy in self.copies {
+            tokio::spawn(copy.run(Bytes::new()));
+        }
+    }
+
+    /// Wraps a request body so the copies are sent, with what passed
+    /// through, once it is complete; a body larger than a mirror's limit is
+    /// not copied to it, and one that fails is not copied at all.
+    pub fn tee<B>(self, body: B) -> TeeBody<B> {
+        let limit = self.copies.iter().map(|c| c.mirror.config.max_body_size).max().unwrap_or(0);
+        TeeBody { body, copies: self.copies, kept: BytesMut::new(), seen: 0, limit }
+    }
+}
+
+impl PendingCopy {
+    /// Sends the copy and reads its answer, counting and logging; then, for
+    /// a mirror that compares, waits for the upstream's status.
+    async fn run(mut self, body: Bytes) {
+        let mirror = Arc::clone(&self.mirror);
+        let Ok(permit) = Arc::clone(&mirror.inflight).try_acquire_owned() else {
+            mirror.counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        mirror.counters.sent.fetch_add(1, Ordering::Relaxed);
+        self.request.body = body;
+        let method = self.request.method.clone();
+        let timeout = mirror.config.timeout;
+        let sent = tokio::time::timeout(timeout, mirror.target.send(self.request)).await;
+        drop(permit);
+        let status = match sent {
+            Ok(Ok(status)) => status.as_u16(),
+            Ok(Err(error)) => return mirror.failed(&error.to_string()),
+            Err(_) => return mirror.failed(&format!("no answer within {timeout:?}")),
+        };
+        mirror.counters.answered.fetch_add(1, Ordering::Relaxed);
+        let Some(upstream) = self.compare.take() else { return };
+        let Ok(upstream) = upstream.await else { return };
+        mirror.counters.compared.fetch_add(1, Ordering::Relaxed);
+        if upstream == status {
+            return;
+        }
+        mirror.counters.differing.fetch_add(1, Ordering::Relaxed);
+        let admitted = mirror.compare_log.lock().unwrap_or_else(|p| p.into_inner()).admit(Instant::now());
+        if let Some(skipped) = admitted {
+            tracing::warn!(
+                mirror = mirror.config.name,
+                %method,
+                path = self.path,
+                status = upstream,
+                mirror_status = status,
+                request_id = self.request_id,
+                skipped,
+                "the mirror answered with another status"
+            );
+        }
+    }
+}
+
+impl Mirror {
+    fn failed(&self, error: &str) {
+        let count = self.counters.failed.fetch_add(1, Ordering::Relaxed) + 1;
+        if logs_failure(count) {
+            tracing::warn!(mirror = self.config.name, failures = count, error, "a copy to the mirror failed");
+        }
+    }
+}
+
+/// A request body that keeps what passes through for the copies.
+#[derive(Debug)]
+pub struct TeeBody<B> {
+    body: B,
+    copies: Vec<PendingCopy>,
+    kept: BytesMut,
+    /// Bytes that passed, kept or not.
+    seen: u64,
+    /// The most any copy takes.
+    limit: u64,
+}
+
+impl<B> TeeBody<B> {
+    /// True once more has passed than any copy takes.
+    pub fn is_over_limit(&self) -> bool {
+        self.seen > self.limit
+    }
+
+    /// The body ended: send each copy that takes its size.
+    fn complete(&mut self) {
+        let body = std::mem::take(&mut self.kept).freeze();
+        for copy in self.copies.drain(..) {
+            if self.seen > copy.mirror.config.max_body_size {
+                copy.mirror.counters.skipped_size.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            tokio::spawn(copy.run(body.clone()));
+        }
+    }
+}
+
+impl<B> Body for TeeBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.body).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.seen += data.len() as u64;
+                    if this.seen <= this.limit {
+                        this.kept.extend_from_slice(data);
+                    } else {
+                        this.kept = BytesMut::new();
+                    }
+                }
+                if this.body.is_end_stream() {
+                    this.complete();
+                }
+            }
+            Poll::Ready(None) => this.complete(),
+            Poll::Ready(Some(Err(_))) => this.copies.clear(),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

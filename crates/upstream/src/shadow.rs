@@ -1,0 +1,148 @@
+//! Copies of requests sent to shadow targets (the mirror feature). They go
+//! out through here like all other traffic, but with their own clients and
+//! counters: a copy never joins an upstream pool, never reports to a
+//! breaker, and is never counted as upstream traffic.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use crate::connect::{host_port, Connector, UpstreamIo};
+use crate::counters::Counters;
+use crate::error::UpstreamError;
+
+/// Where copies go and how they are addressed.
+#[derive(Debug, Clone)]
+pub struct ShadowTarget {
+    host: String,
+    port: u16,
+    /// The target's path prefix (no trailing slash), for reverse-proxy
+    /// requests.
+    prefix: String,
+    client: legacy::Client<TargetConnector, Full<Bytes>>,
+    counters: Arc<Counters>,
+}
+
+/// A copy to send.
+#[derive(Debug, Clone)]
+pub struct ShadowRequest {
+    /// The method.
+    pub method: Method,
+    /// For a forward-proxy copy, the absolute URI the client asked for (the
+    /// target is then asked as a proxy); else the path and query, which go
+    /// below the target's prefix.
+    pub uri: String,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body (empty for none).
+    pub body: Bytes,
+}
+
+impl ShadowTarget {
+    pub(crate) fn new(
+        base: &str,
+        connector: Connector,
+        pool_idle: std::time::Duration,
+        counters: Arc<Counters>,
+    ) -> Result<Self, UpstreamError> {
+        let uri: http::Uri =
+            base.parse().map_err(|_| UpstreamError::BadTarget { uri: base.to_string(), reason: "not a URL" })?;
+        let (host, port) = host_port(&uri)?;
+        let prefix = uri.path().trim_end_matches('/').to_string();
+        let target = TargetConnector { connector, host: host.clone(), port };
+        #[allow(clippy::disallowed_methods)] // the client of the shadow targets, inside the one way out
+        let mut builder = legacy::Client::builder(TokioExecutor::new());
+        let client =
+            builder.pool_idle_timeout(pool_idle).pool_timer(TokioTimer::new()).set_host(false).build(target);
+        Ok(ShadowTarget { host, port, prefix, client, counters })
+    }
+
+    /// The base URL the copies go to.
+    pub fn url(&self) -> String {
+        format!("http://{}:{}{}", self.host, self.port, self.prefix)
+    }
+
+    /// Sends `copy`, reads its answer to the end and drops it; returns the
+    /// answer's status. Redirects are not followed.
+    pub async fn send(&self, copy: ShadowRequest) -> Result<StatusCode, UpstreamError> {
+        let uri = match copy.uri.starts_with('/') {
+            true => format!("http://{}:{}{}{}", self.host, self.port, self.prefix, copy.uri),
+            false => copy.uri,
+        };
+        let uri: http::Uri =
+            uri.parse().map_err(|_| UpstreamError::BadTarget { uri: uri.clone(), reason: "not a valid URL" })?;
+        let mut request = http::Request::new(Full::new(copy.body));
+        *request.method_mut() = copy.method;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = copy.headers;
+        self.counters.request();
+        let host = self.host.clone();
+        let answer = self
+            .client
+            .request(request)
+            .await
+            .map_err(|error| crate::transport::request_error(host.clone(), error))?;
+        let status = answer.status();
+        let mut body = answer.into_body();
+        while let Some(frame) = body.frame().await {
+            frame.map_err(|error| UpstreamError::Request { host: host.clone(), message: error.to_string() })?;
+        }
+        Ok(status)
+    }
+}
+
+/// Connects every request to the target, whatever its URI names: for a
+/// forward-proxy copy the URI is the origin's, and the connection is marked
+/// as one to a proxy so hyper sends the absolute URI.
+#[derive(Debug, Clone)]
+struct TargetConnector {
+    connector: Connector,
+    host: String,
+    port: u16,
+}
+
+impl tower_service::Service<http::Uri> for TargetConnector {
+    type Response = UpstreamIo;
+    type Error = UpstreamError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let target = self.clone();
+        Box::pin(async move {
+            let forward = uri.host() != Some(target.host.as_str()) || uri.port_u16() != Some(target.port);
+            let stream = target.connector.connect(&target.host, target.port).await?;
+            Ok(UpstreamIo::new(stream, forward))
+        })
+    }
+}
+
+/// Makes shadow targets, sharing one connector and one set of counters.
+#[derive(Debug, Clone)]
+pub struct Shadows {
+    connector: Connector,
+    pool_idle: std::time::Duration,
+    /// What the copies did (requests sent, connections opened).
+    pub counters: Arc<Counters>,
+}
+
+impl Shadows {
+    pub(crate) fn new(connector: Connector, pool_idle: std::time::Duration, counters: Arc<Counters>) -> Self {
+        Shadows { connector, pool_idle, counters }
+    }
+
+    /// A target at `base` (`http://host[:port][/prefix]`).
+    pub fn target(&self, base: &str) -> Result<ShadowTarget, UpstreamError> {
+        ShadowTarget::new(base, self.connector.clone(), self.pool_idle, Arc::clone(&self.counters))
+    }
+}
