@@ -96,9 +96,14 @@ impl Daemon {
 
     async fn spawn(&mut self) {
         let dir = self.dir.path();
-        let mut args = vec![
-            "-addr".to_string(),
-            "127.0.0.1:0".to_string(),
+        let given = |flag: &str| self.extra_args.iter().any(|a| a.trim_start_matches('-').starts_with(flag));
+        let mut args = vec![];
+        // A test that needs a known port (daemons that point at each other)
+        // passes its own -addr.
+        if !given("addr") {
+            args.extend(["-addr".to_string(), "127.0.0.1:0".to_string()]);
+        }
+        args.extend([
             "-cache-dir".to_string(),
             path_arg(&dir.join("cache")),
             "-stats-socket-path".to_string(),
@@ -107,7 +112,7 @@ impl Daemon {
             path_arg(&dir.join("admin.sock")),
             "-log-level".to_string(),
             "debug".to_string(),
-        ];
+        ]);
         if let Some(config) = &self.config {
             let path = dir.join("pkgproxy.toml");
             std::fs::write(&path, config).expect("write config");
@@ -115,7 +120,7 @@ impl Daemon {
         }
         // The test machine's own network must not switch test daemons
         // offline; tests of auto-offline say what they want.
-        if !self.extra_args.iter().any(|a| a.trim_start_matches('-').starts_with("auto-offline")) {
+        if !given("auto-offline") {
             args.extend(["-auto-offline".to_string(), "off".to_string()]);
         }
         args.extend(self.extra_args.iter().cloned());

@@ -14,9 +14,11 @@ pub mod chaos;
 pub mod client;
 pub mod daemon;
 pub mod origin;
+pub mod shadow;
 
 pub use aptclient::{AptOutput, AptSandbox};
 pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
 pub use chaos::{Behaviour, ChaosUpstream};
 pub use daemon::Daemon;
 pub use origin::{Origin, RecordedRequest};
+pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};

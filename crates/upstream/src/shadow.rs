@@ -59,8 +59,7 @@ impl ShadowTarget {
         let target = TargetConnector { connector, host: host.clone(), port };
         #[allow(clippy::disallowed_methods)] // the client of the shadow targets, inside the one way out
         let mut builder = legacy::Client::builder(TokioExecutor::new());
-        let client =
-            builder.pool_idle_timeout(pool_idle).pool_timer(TokioTimer::new()).set_host(false).build(target);
+        let client = builder.pool_idle_timeout(pool_idle).pool_timer(TokioTimer::new()).set_host(false).build(target);
         Ok(ShadowTarget { host, port, prefix, client, counters })
     }
 
@@ -84,11 +83,8 @@ impl ShadowTarget {
         *request.headers_mut() = copy.headers;
         self.counters.request();
         let host = self.host.clone();
-        let answer = self
-            .client
-            .request(request)
-            .await
-            .map_err(|error| crate::transport::request_error(host.clone(), error))?;
+        let answer =
+            self.client.request(request).await.map_err(|error| crate::transport::request_error(host.clone(), error))?;
         let status = answer.status();
         let mut body = answer.into_body();
         while let Some(frame) = body.frame().await {

@@ -97,7 +97,9 @@ impl MirrorConfig {
         }
         let host = match &section.host {
             None => None,
-            Some(host) => Some(HeaderValue::from_str(host).map_err(|_| bad("host", format!("{host:?} is not a valid Host")))?),
+            Some(host) => {
+                Some(HeaderValue::from_str(host).map_err(|_| bad("host", format!("{host:?} is not a valid Host")))?)
+            }
         };
         let step = match section.step.as_deref() {
             None | Some("request") => Step::Request,

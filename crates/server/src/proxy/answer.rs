@@ -10,9 +10,9 @@ use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 
 use super::plan::{plan, Plan, Representation};
-use crate::mirror::{ClientInfo, UpstreamAnswer};
 use crate::body::{FileBody, ResponseBody};
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
+use crate::mirror::{ClientInfo, UpstreamAnswer};
 use crate::offline::RefusalNote;
 
 /// How an answer was served, as `X-Pkgproxy-Cache` tells the client.

@@ -18,8 +18,8 @@ use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
 use super::answer::Asked;
 use crate::mirror::{Original, Step, UpstreamAnswer};
-use pkgproxy_upstream::offline::Mode;
 use crate::state::State;
+use pkgproxy_upstream::offline::Mode;
 
 /// The requests of one fetch, on one pool.
 struct PoolSource {
@@ -60,7 +60,14 @@ pub fn source(
     }
     let upstream_answer = mirror_upstream_request(state, request, asked, &headers);
     let request = PoolRequest { method: Method::GET, path: origin.path.clone(), headers, avoid: None };
-    Box::new(PoolSource { state: Arc::clone(state), pool, request, side, last_instance: Arc::default(), upstream_answer })
+    Box::new(PoolSource {
+        state: Arc::clone(state),
+        pool,
+        request,
+        side,
+        last_instance: Arc::default(),
+        upstream_answer,
+    })
 }
 
 /// Copies the upstream request to the mirrors of the upstream step, as the

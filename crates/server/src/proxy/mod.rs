@@ -10,9 +10,9 @@ mod tunnel;
 use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use http_body::Body;
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use pkgproxy_sides::{Decision, Refusal, Side, Target};
 use pkgproxy_upstream::offline::Mode;
 

@@ -1,0 +1,173 @@
+//! A shadow target for mirror tests, on `127.0.0.1:0`: it records every
+//! request it gets (method, request target as received, headers, body),
+//! answers with a chosen status or never (a black hole that holds each
+//! request until the sender gives up), and counts the requests it holds at
+//! one time.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// How the target answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShadowMode {
+    /// With this status and a short body.
+    Answer(u16),
+    /// Never: the request is held until the sender closes the connection.
+    BlackHole,
+}
+
+/// A request the target got.
+#[derive(Debug, Clone)]
+pub struct ShadowHit {
+    /// The method.
+    pub method: String,
+    /// The request target as sent: an absolute URI for a proxy request,
+    /// else the path and query.
+    pub target: String,
+    /// The headers, names lower case.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl ShadowHit {
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    mode: ShadowMode,
+    hits: Mutex<Vec<ShadowHit>>,
+    held: AtomicUsize,
+    max_held: AtomicUsize,
+}
+
+/// Counts a request as held while its answer is pending.
+struct Held(Arc<Shared>);
+
+impl Held {
+    fn new(shared: &Arc<Shared>) -> Self {
+        let now = shared.held.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_held.fetch_max(now, Ordering::SeqCst);
+        Held(Arc::clone(shared))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A running recording target. Dropping it stops it.
+pub struct ShadowRecorder {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl ShadowRecorder {
+    /// Starts a target that behaves as `mode`.
+    pub async fn start(mode: ShadowMode) -> ShadowRecorder {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let shared =
+            Arc::new(Shared { mode, hits: Mutex::default(), held: AtomicUsize::new(0), max_held: AtomicUsize::new(0) });
+        let serving = Arc::clone(&shared);
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let shared = Arc::clone(&serving);
+                tokio::spawn(async move {
+                    let service = service_fn(move |request| answer(Arc::clone(&shared), request));
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        ShadowRecorder { addr, shared, accept }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The requests so far.
+    pub fn hits(&self) -> Vec<ShadowHit> {
+        self.shared.hits.lock().unwrap().clone()
+    }
+
+    /// How many requests so far.
+    pub fn count(&self) -> usize {
+        self.shared.hits.lock().unwrap().len()
+    }
+
+    /// Requests held (received, not answered) now.
+    pub fn held(&self) -> usize {
+        self.shared.held.load(Ordering::SeqCst)
+    }
+
+    /// The most requests held at one time.
+    pub fn max_held(&self) -> usize {
+        self.shared.max_held.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` requests have arrived (true) or `limit` passed.
+    pub async fn wait_for(&self, n: usize, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.count() < n {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+}
+
+impl Drop for ShadowRecorder {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+async fn answer(
+    shared: Arc<Shared>,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let held = Held::new(&shared);
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect();
+    let hit = ShadowHit { method: parts.method.to_string(), target: parts.uri.to_string(), headers, body };
+    shared.hits.lock().unwrap().push(hit);
+    match shared.mode {
+        ShadowMode::Answer(status) => {
+            drop(held);
+            let mut response = hyper::Response::new(Full::new(Bytes::from_static(b"shadow\n")));
+            *response.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+            Ok(response)
+        }
+        ShadowMode::BlackHole => {
+            let _held = held;
+            std::future::pending().await
+        }
+    }
+}
