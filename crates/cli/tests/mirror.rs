@@ -265,3 +265,31 @@ async fn nothing_is_copied_while_offline() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(shadow.count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_target_gets_its_copies_over_verified_tls() {
+    let shadow = ShadowRecorder::start_tls(ShadowMode::Answer(200)).await;
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let config = config(&origin, &mirror_section("tls", &shadow.url(), ""));
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-hello"));
+
+    let certificate = shadow.certificate().unwrap();
+    let trusting = [("SSL_CERT_FILE", certificate.to_str().unwrap())];
+    let daemon = Daemon::start_with_env(PKGPROXY, Some(&config), &[], &trusting).await;
+    assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
+    assert!(shadow.wait_for(1, WAIT).await);
+    assert_eq!(shadow.hits()[0].target, url);
+    assert_eq!(counters_until(&daemon, "tls", |c| c["answered"] == 1).await["answered"], 1);
+
+    // A daemon that does not trust the certificate sends nothing to it.
+    let no_roots = tempfile::tempdir().unwrap();
+    let empty = no_roots.path().join("none.pem");
+    std::fs::write(&empty, "").unwrap();
+    let distrusting = [("SSL_CERT_FILE", empty.to_str().unwrap()), ("SSL_CERT_DIR", no_roots.path().to_str().unwrap())];
+    let daemon = Daemon::start_with_env(PKGPROXY, Some(&config), &[], &distrusting).await;
+    assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
+    assert_eq!(counters_until(&daemon, "tls", |c| c["failed"] == 1).await["failed"], 1);
+    assert_eq!(shadow.count(), 1, "no request got through an unverified handshake");
+    assert!(daemon.log().contains("TLS with 127.0.0.1 failed"), "{}", daemon.log());
+}

@@ -1,8 +1,8 @@
-//! A shadow target for mirror tests, on `127.0.0.1:0`: it records every
-//! request it gets (method, request target as received, headers, body),
-//! answers with a chosen status or never (a black hole that holds each
-//! request until the sender gives up), and counts the requests it holds at
-//! one time.
+//! A shadow target for mirror tests, on `127.0.0.1:0`, in clear or over TLS
+//! with a self-signed certificate: it records every request it gets
+//! (method, request target as received, headers, body), answers with a
+//! chosen status or never (a black hole that holds each request until the
+//! sender gives up), and counts the requests it holds at one time.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -78,11 +78,42 @@ pub struct ShadowRecorder {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
+    /// For a TLS target: the folder holding its certificate.
+    certificate: Option<tempfile::TempDir>,
 }
 
 impl ShadowRecorder {
     /// Starts a target that behaves as `mode`.
     pub async fn start(mode: ShadowMode) -> ShadowRecorder {
+        Self::serve(mode, None).await
+    }
+
+    /// Starts an `https://` target with a new self-signed certificate for
+    /// 127.0.0.1 (see [`ShadowRecorder::certificate`]).
+    pub async fn start_tls(mode: ShadowMode) -> ShadowRecorder {
+        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("a certificate");
+        let folder = tempfile::tempdir().expect("temp dir");
+        std::fs::write(folder.path().join("ca.pem"), certified.cert.pem()).expect("write the certificate");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![certified.cert.der().clone()], key)
+            .expect("a server certificate");
+        let mut recorder = Self::serve(mode, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await;
+        recorder.certificate = Some(folder);
+        recorder
+    }
+
+    /// The PEM file of a TLS target's certificate, to trust it (e.g. with
+    /// `SSL_CERT_FILE`).
+    pub fn certificate(&self) -> Option<std::path::PathBuf> {
+        self.certificate.as_ref().map(|folder| folder.path().join("ca.pem"))
+    }
+
+    async fn serve(mode: ShadowMode, tls: Option<tokio_rustls::TlsAcceptor>) -> ShadowRecorder {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let shared =
@@ -91,18 +122,28 @@ impl ShadowRecorder {
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let shared = Arc::clone(&serving);
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |request| answer(Arc::clone(&shared), request));
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let builder = http1::Builder::new();
+                    match tls {
+                        None => drop(builder.serve_connection(TokioIo::new(stream), service).await),
+                        Some(tls) => {
+                            if let Ok(stream) = tls.accept(stream).await {
+                                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                            }
+                        }
+                    }
                 });
             }
         });
-        ShadowRecorder { addr, shared, accept }
+        ShadowRecorder { addr, shared, accept, certificate: None }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://` for a TLS target.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.certificate.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The requests so far.

@@ -1,6 +1,7 @@
 //! The one place a socket to an upstream is opened: resolve, apply the
-//! address policy, connect with a timeout, tune the socket, count it.
-//! Private to the crate; the transport and the dialer reach it.
+//! address policy, connect with a timeout, tune the socket, count it, and
+//! for an `https://` upstream, shake hands. Private to the crate; the
+//! transport, the dialer and the shadow targets reach it.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,15 +10,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
-use hyper_util::client::legacy::connect::{Connected, Connection};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use crate::counters::Counters;
 use crate::error::UpstreamError;
+pub(crate) use crate::io::{ConnectionUses, Stream, UpstreamIo};
 use crate::resolve::{AddressPolicy, Resolver};
+use crate::tls::Tls;
 
 /// TCP keepalive on upstream connections, so a peer or middlebox that
 /// vanished is noticed on an idle pooled connection, and a firewall sees
@@ -43,6 +42,7 @@ pub(crate) struct Connector {
     timeout: Duration,
     keepalive: Keepalive,
     counters: Arc<Counters>,
+    tls: Tls,
 }
 
 impl Connector {
@@ -53,7 +53,39 @@ impl Connector {
         keepalive: Keepalive,
         counters: Arc<Counters>,
     ) -> Self {
-        Connector { resolver: Arc::new(resolver), policy: Arc::new(policy), timeout, keepalive, counters }
+        Connector {
+            resolver: Arc::new(resolver),
+            policy: Arc::new(policy),
+            timeout,
+            keepalive,
+            counters,
+            tls: Tls::default(),
+        }
+    }
+
+    /// Opens an HTTP connection to `host:port`, over TLS when `tls`; marked
+    /// `proxied` when requests on it go to a forward proxy.
+    pub(crate) async fn open(
+        &self,
+        host: &str,
+        port: u16,
+        tls: bool,
+        proxied: bool,
+    ) -> Result<UpstreamIo, UpstreamError> {
+        let stream = self.connect(host, port).await?;
+        let stream = match tls {
+            false => Stream::Plain(stream),
+            true => {
+                let handshake = self.tls.handshake(host, stream);
+                match tokio::time::timeout(self.timeout, handshake).await {
+                    Ok(result) => Stream::Tls(Box::new(result?)),
+                    Err(_) => {
+                        return Err(UpstreamError::ConnectTimeout { host: host.to_string(), after: self.timeout })
+                    }
+                }
+            }
+        };
+        Ok(UpstreamIo::new(stream, proxied))
     }
 
     /// Opens a TCP connection to `host:port`, trying each allowed address.
@@ -92,81 +124,6 @@ fn tune(stream: &TcpStream, keepalive: Keepalive) {
     let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive);
 }
 
-/// How many answer heads a pooled connection has carried. hyper-util hands
-/// it to every request on the connection (as a connection "extra"), so a
-/// request that fails can tell a reused connection, which the upstream may
-/// have closed while it sat idle, from a fresh one, which failing says
-/// something about the upstream.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ConnectionUses(Arc<AtomicU32>);
-
-impl ConnectionUses {
-    pub(crate) fn answered(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn reused(&self) -> bool {
-        self.0.load(Ordering::Relaxed) > 0
-    }
-}
-
-/// An upstream HTTP connection: the socket and its use count.
-pub(crate) struct UpstreamIo {
-    io: TokioIo<TcpStream>,
-    uses: ConnectionUses,
-    /// True for a connection to a forward proxy: requests on it are sent
-    /// with absolute URIs.
-    proxied: bool,
-}
-
-impl UpstreamIo {
-    pub(crate) fn new(stream: TcpStream, proxied: bool) -> Self {
-        UpstreamIo { io: TokioIo::new(stream), uses: ConnectionUses::default(), proxied }
-    }
-}
-
-impl Connection for UpstreamIo {
-    fn connected(&self) -> Connected {
-        Connected::new().extra(self.uses.clone()).proxy(self.proxied)
-    }
-}
-
-impl hyper::rt::Read for UpstreamIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl hyper::rt::Write for UpstreamIo {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-}
-
 /// The connector as hyper-util's pooled client calls it.
 impl tower_service::Service<http::Uri> for Connector {
     type Response = UpstreamIo;
@@ -181,8 +138,7 @@ impl tower_service::Service<http::Uri> for Connector {
         let connector = self.clone();
         Box::pin(async move {
             let (host, port) = host_port(&uri)?;
-            let stream = connector.connect(&host, port).await?;
-            Ok(UpstreamIo::new(stream, false))
+            connector.open(&host, port, uri.scheme_str() == Some("https"), false).await
         })
     }
 }
@@ -191,14 +147,12 @@ impl tower_service::Service<http::Uri> for Connector {
 pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError> {
     let bad = |reason| UpstreamError::BadTarget { uri: uri.to_string(), reason };
     let host = uri.host().ok_or_else(|| bad("no host"))?;
-    let port = match (uri.port_u16(), uri.scheme_str()) {
-        (Some(port), _) => port,
-        (None, Some("http")) => 80,
-        (None, _) => return Err(bad("only http:// upstreams are supported")),
+    let default_port = match uri.scheme_str() {
+        Some("http") => 80,
+        Some("https") => 443,
+        _ => return Err(bad("only http:// and https:// upstreams are supported")),
     };
-    if uri.scheme_str() != Some("http") {
-        return Err(bad("only http:// upstreams are supported"));
-    }
+    let port = uri.port_u16().unwrap_or(default_port);
     Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
 }
 

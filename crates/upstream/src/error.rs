@@ -67,6 +67,15 @@ pub enum UpstreamError {
         #[source]
         source: std::io::Error,
     },
+    /// The TLS handshake failed (a certificate that does not verify, ...).
+    #[error("TLS with {host} failed: {source}")]
+    Tls {
+        /// The host asked for.
+        host: String,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
     /// The connect took too long.
     #[error("connecting to {host} timed out after {after:?}")]
     ConnectTimeout {

@@ -13,10 +13,12 @@ mod connect;
 mod counters;
 mod dialer;
 mod error;
+mod io;
 pub mod offline;
 pub mod pool;
 mod resolve;
 pub mod shadow;
+mod tls;
 mod transport;
 
 pub use connect::Keepalive;

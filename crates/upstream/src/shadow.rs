@@ -26,6 +26,7 @@ pub struct ShadowTarget {
     /// The target's path prefix (no trailing slash), for reverse-proxy
     /// requests.
     prefix: String,
+    client_tls: bool,
     client: legacy::Client<TargetConnector, Full<Bytes>>,
     counters: Arc<Counters>,
 }
@@ -56,23 +57,32 @@ impl ShadowTarget {
             base.parse().map_err(|_| UpstreamError::BadTarget { uri: base.to_string(), reason: "not a URL" })?;
         let (host, port) = host_port(&uri)?;
         let prefix = uri.path().trim_end_matches('/').to_string();
-        let target = TargetConnector { connector, host: host.clone(), port };
+        let tls = uri.scheme_str() == Some("https");
+        let target = TargetConnector { connector, host: host.clone(), port, tls };
         #[allow(clippy::disallowed_methods)] // the client of the shadow targets, inside the one way out
         let mut builder = legacy::Client::builder(TokioExecutor::new());
         let client = builder.pool_idle_timeout(pool_idle).pool_timer(TokioTimer::new()).set_host(false).build(target);
-        Ok(ShadowTarget { host, port, prefix, client, counters })
+        Ok(ShadowTarget { host, port, prefix, client_tls: tls, client, counters })
     }
 
     /// The base URL the copies go to.
     pub fn url(&self) -> String {
-        format!("http://{}:{}{}", self.host, self.port, self.prefix)
+        format!("{}://{}:{}{}", self.scheme(), self.host, self.port, self.prefix)
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.client_tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// Sends `copy`, reads its answer to the end and drops it; returns the
     /// answer's status. Redirects are not followed.
     pub async fn send(&self, copy: ShadowRequest) -> Result<StatusCode, UpstreamError> {
         let uri = match copy.uri.starts_with('/') {
-            true => format!("http://{}:{}{}{}", self.host, self.port, self.prefix, copy.uri),
+            true => format!("{}://{}:{}{}{}", self.scheme(), self.host, self.port, self.prefix, copy.uri),
             false => copy.uri,
         };
         let uri: http::Uri =
@@ -102,6 +112,8 @@ struct TargetConnector {
     connector: Connector,
     host: String,
     port: u16,
+    /// Over TLS (an `https://` target).
+    tls: bool,
 }
 
 impl tower_service::Service<http::Uri> for TargetConnector {
@@ -117,8 +129,7 @@ impl tower_service::Service<http::Uri> for TargetConnector {
         let target = self.clone();
         Box::pin(async move {
             let forward = uri.host() != Some(target.host.as_str()) || uri.port_u16() != Some(target.port);
-            let stream = target.connector.connect(&target.host, target.port).await?;
-            Ok(UpstreamIo::new(stream, forward))
+            target.connector.open(&target.host, target.port, target.tls, forward).await
         })
     }
 }

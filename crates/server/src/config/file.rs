@@ -23,7 +23,7 @@
 //! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address[:port], before DNS
 //!
 //! [mirror.shadow]            # send a copy of the traffic to a second address
-//! target = "http://127.0.0.1:3143"   # http; a path prefix is allowed, no query
+//! target = "http://127.0.0.1:3143"   # http or https; a path prefix is allowed, no query
 //! sides = ["apt", "go"]      # whose requests are copied (default: all)
 //! percentage = 100           # the share of requests copied
 //! methods = ["GET", "HEAD"]  # the methods copied

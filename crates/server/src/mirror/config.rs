@@ -25,7 +25,7 @@ pub const SIDE_NAMES: [&str; 5] = ["apt", "snap", "go", "registry", "lxd"];
 pub struct MirrorConfig {
     /// Its name, `NAME` of `[mirror.NAME]`.
     pub name: String,
-    /// Where copies go: `http://host[:port][/prefix]`.
+    /// Where copies go: `http[s]://host[:port][/prefix]`.
     pub target: String,
     /// The target's host (trusted by the address policy: targets are
     /// usually local).
@@ -127,10 +127,8 @@ impl MirrorConfig {
 /// Checks a target URL; returns it without a trailing slash, and its host.
 fn target(url: &str) -> Result<(String, String), &'static str> {
     let uri: http::Uri = url.parse().map_err(|_| "not a URL")?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => return Err("https targets are not supported yet; use http://"),
-        _ => return Err("must start with http://"),
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err("must start with http:// or https://");
     }
     let host = uri.host().filter(|h| !h.is_empty()).ok_or("has no host")?;
     if uri.query().is_some() {
