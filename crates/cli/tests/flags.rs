@@ -59,6 +59,13 @@ fn bad_configuration_files_are_refused_naming_the_key() {
     assert!(err.contains("apt.archive") && err.contains("ftp://x/debian"), "{err}");
     let err = refused(&["-config", &write("[upstream]\nresolve = [\"nonsense\"]\n")], &[]);
     assert!(err.contains("upstream.resolve"), "{err}");
+    let err = refused(&["-config", &write("[upstream]\ndeadline = \"0s\"\n")], &[]);
+    assert!(err.contains("upstream.deadline"), "{err}");
+    let err =
+        refused(&["-config", &write("[mirror.shadow]\ntarget = \"http://127.0.0.1:1\"\npercentage = 200\n")], &[]);
+    assert!(err.contains("mirror.shadow.percentage"), "{err}");
+    let err = refused(&["-config", &write("[mirror.shadow]\ntarget = \"gopher://x\"\n")], &[]);
+    assert!(err.contains("mirror.shadow.target"), "{err}");
 }
 
 #[test]

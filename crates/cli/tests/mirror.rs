@@ -97,6 +97,9 @@ async fn a_copy_carries_the_request_line_end_to_end_headers_the_client_and_the_b
     let counters = counters_until(&daemon, "shadow", |c| c["answered"] == 2).await;
     assert_eq!((counters["sent"].as_u64(), counters["answered"].as_u64()), (Some(2), Some(2)), "{counters}");
     assert_eq!(counters["sent"].as_u64().unwrap() as usize, shadow.count(), "the counters match what the target saw");
+    let upstream = &daemon.info().await["upstream"];
+    assert_eq!(upstream["mirror_requests"], 2, "the copies went out through the mirrors' own client: {upstream}");
+    assert_eq!(upstream["requests"], 1, "one upstream request, for the GET's miss");
 }
 
 #[tokio::test(flavor = "multi_thread")]

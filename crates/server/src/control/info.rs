@@ -115,11 +115,22 @@ pub struct UpstreamInfo {
     pub tunnels: u64,
     /// Connections refused by the address policy.
     pub refused: u64,
+    /// Copies sent to mirror targets (their own client, apart from the above).
+    pub mirror_requests: u64,
+    /// TCP connections opened to mirror targets.
+    pub mirror_connections: u64,
 }
 
-impl From<CountersSnapshot> for UpstreamInfo {
-    fn from(c: CountersSnapshot) -> Self {
-        UpstreamInfo { requests: c.requests, connections: c.connections, tunnels: c.tunnels, refused: c.refused }
+impl UpstreamInfo {
+    fn new(upstream: CountersSnapshot, mirrors: CountersSnapshot) -> Self {
+        UpstreamInfo {
+            requests: upstream.requests,
+            connections: upstream.connections,
+            tunnels: upstream.tunnels,
+            refused: upstream.refused + mirrors.refused,
+            mirror_requests: mirrors.requests,
+            mirror_connections: mirrors.connections,
+        }
     }
 }
 
@@ -138,7 +149,7 @@ impl Info {
                 fetches_in_progress: state.cache.fetches_in_progress() as u64,
             },
             sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
-            upstream: state.upstream.counters.snapshot().into(),
+            upstream: UpstreamInfo::new(state.upstream.counters.snapshot(), state.upstream.shadows.counters.snapshot()),
             pools: state.upstream.transport.report().into_iter().map(PoolInfo::from).collect(),
             mirrors: state.mirrors.report(),
             offline: OfflineInfo {
