@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
-# apt-ftparchive, gpg, xz) when they are missing, then checks formatting and
-# lints, and runs every test.
+# apt-ftparchive, gpg, xz, the go command) when they are missing, then checks
+# formatting and lints, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -12,6 +12,7 @@ command -v gpg >/dev/null || need+=(gnupg)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v dpkg-deb >/dev/null || need+=(dpkg)
 command -v gzip >/dev/null || need+=(gzip)
+command -v go >/dev/null || need+=(golang-go)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

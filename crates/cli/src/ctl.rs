@@ -50,6 +50,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print what to set for a client to use this pkgproxy: `go` (the
+    /// environment) or `apt` (a line for /etc/apt/apt.conf.d/).
+    Setup {
+        /// The client.
+        client: Client,
+        /// The host clients reach pkgproxy at (default: from its listening
+        /// address, or this machine's name when it listens on every address).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+    },
+}
+
+/// The clients `setup` knows.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Client {
+    /// The go command.
+    Go,
+    /// apt.
+    Apt,
 }
 
 /// Runs pkgproxyctl.
@@ -92,6 +111,11 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
+        Command::Setup { client, host } => {
+            let info = get(&stats_socket, "/pkgproxy/v1/info").await?;
+            let listen = info["listen_address"].as_str().context("the daemon did not say where it listens")?;
+            print!("{}", setup(client, &base_url(listen, host.as_deref())?));
+        }
         Command::Info { json } => {
             let info = get(&stats_socket, "/pkgproxy/v1/info").await?;
             if json {
@@ -102,6 +126,31 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a client sets to use pkgproxy at `base` (`http://HOST:PORT`).
+fn setup(client: Client, base: &str) -> String {
+    match client {
+        Client::Go => format!(
+            "# Go modules through pkgproxy; go checks sums through it too (GOSUMDB keeps its default)\nexport GOPROXY={base}/go\n"
+        ),
+        Client::Apt => format!("Acquire::http::Proxy \"{base}/\";\n"),
+    }
+}
+
+/// `http://HOST:PORT` for a daemon listening on `listen`: `host` if given,
+/// else the listening address, or this machine's name for a wildcard one.
+fn base_url(listen: &str, host: Option<&str>) -> anyhow::Result<String> {
+    let address: std::net::SocketAddr = listen.parse().with_context(|| format!("listen address {listen:?}"))?;
+    let host = match host {
+        Some(host) => host.to_string(),
+        None if address.ip().is_unspecified() => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|name| name.trim().to_string())
+            .unwrap_or_else(|_| "localhost".to_string()),
+        None if address.is_ipv6() => format!("[{}]", address.ip()),
+        None => address.ip().to_string(),
+    };
+    Ok(format!("http://{host}:{}", address.port()))
 }
 
 /// `GET path` on a control socket, answered with JSON.

@@ -121,6 +121,7 @@ pub async fn run(
         loop_mark: headers::LoopMark::new(),
         mirrors,
         request_ids: Default::default(),
+        negative: Default::default(),
     });
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");

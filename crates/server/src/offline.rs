@@ -84,8 +84,10 @@ pub async fn around(state: Arc<State>, mut request: Request<Incoming>) -> Respon
 /// whose clients need another (snapd retries every 5xx) adds its arm here.
 pub fn refusal_answer(side: Option<Side>, retry_after: Option<Duration>) -> Response<ResponseBody> {
     match (side, retry_after) {
-        (Some(Side::Apt) | None, None) => answer::text(StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline"),
-        (Some(Side::Apt) | None, Some(left)) => {
+        (Some(Side::Apt | Side::Go) | None, None) => {
+            answer::text(StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline")
+        }
+        (Some(Side::Apt | Side::Go) | None, Some(left)) => {
             let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
             let secs = secs.max(1);
             let mut response = answer::text(

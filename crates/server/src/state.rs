@@ -15,6 +15,7 @@ use pkgproxy_upstream::Upstream;
 use crate::config::Settings;
 use crate::headers::LoopMark;
 use crate::mirror::Mirrors;
+use crate::proxy::NegativeCache;
 use crate::stats::Stats;
 
 /// The server's shared state.
@@ -44,4 +45,6 @@ pub struct State {
     pub mirrors: Mirrors,
     /// Numbers the requests (logs name them).
     pub request_ids: AtomicU64,
+    /// Remembered "not found" answers.
+    pub negative: NegativeCache,
 }

@@ -95,6 +95,7 @@ impl SideStats {
 #[derive(Debug, Default)]
 pub struct Stats {
     apt: SideStats,
+    go: SideStats,
 }
 
 impl Stats {
@@ -102,6 +103,7 @@ impl Stats {
     pub fn side(&self, side: Side) -> &SideStats {
         match side {
             Side::Apt => &self.apt,
+            Side::Go => &self.go,
         }
     }
 }

@@ -7,16 +7,19 @@ use pkgproxy_cache::{Class, Expected};
 pub enum Side {
     /// apt, as a forward proxy.
     Apt,
+    /// The go command, as a module proxy under `/go`.
+    Go,
 }
 
 impl Side {
     /// Every side, in the order stats list them.
-    pub const ALL: [Side; 1] = [Side::Apt];
+    pub const ALL: [Side; 2] = [Side::Apt, Side::Go];
 
     /// The name used in logs, metrics and cache keys.
     pub fn as_str(self) -> &'static str {
         match self {
             Side::Apt => "apt",
+            Side::Go => "go",
         }
     }
 }

@@ -58,6 +58,17 @@ pub async fn proxy_request(
     sender.send_request(request).await.expect("answer")
 }
 
+/// Sends `GET path` (origin-form, as to a server, the way the go command
+/// asks a module proxy) to `addr` and reads the whole answer.
+pub async fn get(addr: &str, path: &str) -> Answer {
+    let stream = TcpStream::connect(addr).await.expect("connect to pkgproxy");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(connection);
+    let request = http::Request::get(path).header("host", addr).body(Empty::<Bytes>::new()).expect("request");
+    read_answer(sender.send_request(request).await.expect("answer")).await
+}
+
 /// Sends a request through the proxy and reads the whole answer.
 pub async fn proxy_get(proxy_addr: &str, url: &str, headers: &[(&str, &str)]) -> Answer {
     proxy_fetch(proxy_addr, "GET", url, headers).await
@@ -65,7 +76,11 @@ pub async fn proxy_get(proxy_addr: &str, url: &str, headers: &[(&str, &str)]) ->
 
 /// As [`proxy_get`] with any method.
 pub async fn proxy_fetch(proxy_addr: &str, method: &str, url: &str, headers: &[(&str, &str)]) -> Answer {
-    let response = proxy_request(proxy_addr, method, url, headers).await;
+    read_answer(proxy_request(proxy_addr, method, url, headers).await).await
+}
+
+/// Reads a whole answer, noting whether its body broke off.
+async fn read_answer(response: http::Response<Incoming>) -> Answer {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let mut body = response.into_body();

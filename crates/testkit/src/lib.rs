@@ -13,6 +13,7 @@ pub mod aptrepo;
 pub mod chaos;
 pub mod client;
 pub mod daemon;
+pub mod golang;
 pub mod origin;
 pub mod shadow;
 
@@ -20,5 +21,6 @@ pub use aptclient::{AptOutput, AptSandbox};
 pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
 pub use chaos::{Behaviour, ChaosUpstream};
 pub use daemon::Daemon;
+pub use golang::{GoModules, GoOutput, GoSandbox};
 pub use origin::{Origin, RecordedRequest};
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};

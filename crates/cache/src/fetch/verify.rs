@@ -60,6 +60,23 @@ impl Read for BodyReader<'_> {
     }
 }
 
+/// Seeking moves only this reader's position (archives are read from the
+/// end first).
+impl std::io::Seek for BodyReader<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let len = self.file.metadata()?.len();
+        let target = match to {
+            std::io::SeekFrom::Start(at) => Some(at),
+            std::io::SeekFrom::End(delta) => len.checked_add_signed(delta),
+            std::io::SeekFrom::Current(delta) => self.pos.checked_add_signed(delta),
+        };
+        let target =
+            target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start"))?;
+        self.pos = target;
+        Ok(target)
+    }
+}
+
 impl Expected {
     /// `self`, with what `other` says where `self` says nothing.
     pub fn or(self, other: Expected) -> Expected {

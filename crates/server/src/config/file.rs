@@ -9,6 +9,12 @@
 //! name = "local"
 //! mirrors = ["http://127.0.0.1:8001/debian", "http://127.0.0.1:8002/debian"]
 //!
+//! [go]
+//! proxies = ["http://127.0.0.1:8001"]   # upstream module proxies (default https://proxy.golang.org)
+//! list_ttl = "5m"            # freshness window of @v/list, @latest and the sumdb's latest
+//! negative_ttl = "1m"        # how long a 404/410 of the upstream is remembered
+//! sumdb = "sum.golang.org"   # the checksum database proxied and consulted; "off": neither
+//!
 //! [upstream]
 //! connect_timeout = "2s"     # TCP connect to an upstream instance
 //! first_byte_timeout = "2s"  # an attempt on a healthy instance: start → answer head
@@ -53,6 +59,26 @@ pub struct ConfigFile {
     /// `[mirror.NAME]` tables.
     #[serde(default)]
     pub mirror: BTreeMap<String, MirrorSection>,
+    /// `[go]`.
+    #[serde(default)]
+    pub go: GoSection,
+}
+
+/// `[go]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoSection {
+    /// Upstream module proxies, the instances of one pool.
+    #[serde(default)]
+    pub proxies: Vec<String>,
+    /// Freshness window of `list` and `@latest`.
+    #[serde(default, with = "humantime_serde")]
+    pub list_ttl: Option<Duration>,
+    /// How long `404`/`410` answers are remembered.
+    #[serde(default, with = "humantime_serde")]
+    pub negative_ttl: Option<Duration>,
+    /// The checksum database proxied and consulted, or `off`.
+    pub sumdb: Option<String>,
 }
 
 /// One `[mirror.NAME]`, as written (see `mirror::config` for the rules).

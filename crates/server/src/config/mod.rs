@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pkgproxy_sides::apt::{AptConfigError, AptSide, ArchiveConfig};
+use pkgproxy_sides::go::{GoConfig, GoConfigError, GoSide};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
@@ -37,6 +38,8 @@ pub struct Settings {
     pub auto_offline: Trigger,
     /// Where copies of the traffic go.
     pub mirrors: Vec<MirrorConfig>,
+    /// The go side.
+    pub go: GoSide,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -53,6 +56,9 @@ pub enum SettingsError {
         /// Why.
         reason: &'static str,
     },
+    /// `[go]` is wrong.
+    #[error("{0}")]
+    Go(#[from] GoConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Mirror(#[from] MirrorConfigError),
@@ -101,7 +107,13 @@ impl Settings {
             resolver.pin(&host, port, vec![address]);
             policy.trust(&host);
         }
-        for host in apt.trusted_hosts() {
+        let go = GoSide::new(&GoConfig {
+            proxies: file.go.proxies.clone(),
+            list_ttl: file.go.list_ttl,
+            negative_ttl: file.go.negative_ttl,
+            sumdb: file.go.sumdb.clone(),
+        })?;
+        for host in apt.trusted_hosts().into_iter().chain(go.trusted_hosts()) {
             policy.trust(&host);
         }
         let mirrors = file
@@ -127,6 +139,7 @@ impl Settings {
             persistence: overrides.persistence,
             auto_offline: overrides.auto_offline,
             mirrors,
+            go,
         })
     }
 }

@@ -9,16 +9,24 @@
 //! even stale), one that matches needs no revalidation, and expected bytes
 //! the store holds under another name are served without a fetch.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use http::{Response, StatusCode};
-use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchError, FetchSpec, Freshness, Phase, Verifier, Window};
+use http_body_util::BodyExt;
+use pkgproxy_cache::{
+    freshness, ClientDirectives, Entry, FetchError, FetchSpec, Freshness, PassedAnswer, Phase, Verifier, Window,
+};
+use pkgproxy_sides::go::sumdb::parse_lookup;
+use pkgproxy_sides::go::{GoFile, GoSide, Sums};
 use pkgproxy_sides::{CachedRequest, Side};
 
 use super::answer::{self, Asked, Served};
 use super::fetching;
 use crate::body::ResponseBody;
+use crate::offline::RefusalNote;
 use crate::state::State;
 
 /// Answers `asked` for the decided `request`.
@@ -38,7 +46,7 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         }
     }
 
-    let verifier = side_verifier(state, &request);
+    let verifier = side_verifier(state, &request).await;
     let spec = FetchSpec {
         key: request.key.clone(),
         class: request.class,
@@ -71,6 +79,9 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         }
         Phase::Passed(passed) => {
             stats.miss();
+            if let Some(ttl) = negative_ttl(state, &request, &passed) {
+                state.negative.remember(&request.key, Arc::clone(&passed), ttl);
+            }
             answer::passed(asked, &passed)
         }
         Phase::Failed(error) if cached.is_some() => {
@@ -98,11 +109,57 @@ fn report_upstream_status(asked: &Asked<'_>, phase: &Phase) {
     asked.upstream_answer.report(status.as_u16());
 }
 
+/// How long a side remembers a "not found" of its upstream: the go
+/// command probes parent paths of every module it resolves, and expects a
+/// `404` or `410` there.
+fn negative_ttl(state: &State, request: &CachedRequest, passed: &PassedAnswer) -> Option<Duration> {
+    let not_found = matches!(passed.status, StatusCode::NOT_FOUND | StatusCode::GONE);
+    match request.side {
+        Side::Go if not_found => Some(state.settings.go.negative_ttl()),
+        _ => None,
+    }
+}
+
 /// The side's hooks into a fetch of `request`.
-fn side_verifier(state: &State, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+async fn side_verifier(state: &Arc<State>, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
     match request.side {
         Side::Apt => state.apt.verifier(request),
+        Side::Go => {
+            let sums = go_sums(state, request).await;
+            state.settings.go.verifier(request, sums)
+        }
     }
+}
+
+/// What the checksum database says of the `.zip` or `.mod` `request` is
+/// for: its lookup record is itself served through the cache (immutable,
+/// so asked for once). Nothing when it cannot be had: the zip is then only
+/// checked for its shape.
+fn go_sums<'a>(state: &'a Arc<State>, request: &'a CachedRequest) -> Pin<Box<dyn Future<Output = Sums> + Send + 'a>> {
+    Box::pin(async move {
+        let (Some(lookup), Some((module, file))) = (state.settings.go.lookup_for(request), GoSide::file_of(request))
+        else {
+            return Sums::default();
+        };
+        let (GoFile::Zip(version) | GoFile::Mod(version)) = file else { return Sums::default() };
+        let (headers, note, upstream_answer) = (http::HeaderMap::new(), RefusalNote::default(), Default::default());
+        let asked = Asked {
+            method: &http::Method::GET,
+            headers: &headers,
+            note: &note,
+            upstream_answer: &upstream_answer,
+            client: None,
+        };
+        let response = serve(state, &asked, lookup).await;
+        if response.status() != StatusCode::OK {
+            tracing::debug!(module, version, status = %response.status(), "no checksum database record");
+            return Sums::default();
+        }
+        match response.into_body().collect().await {
+            Ok(record) => parse_lookup(&String::from_utf8_lossy(&record.to_bytes()), &module, &version),
+            Err(_) => Sums::default(),
+        }
+    })
 }
 
 /// Notes a refusal by the offline switch for the middleware (the leader of
@@ -140,7 +197,10 @@ fn is_fresh(state: &State, asked: &Asked<'_>, request: &CachedRequest, entry: &E
     let directives = ClientDirectives::from_headers(asked.headers);
     let window = match state.upstream.switch.frozen() {
         true => Window::Frozen,
-        false => Window::For(state.apt.side().index_ttl()),
+        false => Window::For(match request.side {
+            Side::Apt => state.apt.side().index_ttl(),
+            Side::Go => state.settings.go.list_ttl(),
+        }),
     };
     freshness(entry, SystemTime::now(), window, directives) == Freshness::Fresh
 }

@@ -1,9 +1,13 @@
 //! The request path of the proxy listener: route a request to the tunnel or
-//! to a side, carry out the side's decision, and answer.
+//! to a side (absolute-form requests are apt's, `/go/...` the go side's),
+//! copy it to the mirrors, carry out the side's decision, and answer.
 
 pub mod answer;
 mod cached;
 mod fetching;
+mod negative;
+
+pub use negative::NegativeCache;
 pub mod plan;
 mod tunnel;
 
@@ -34,14 +38,21 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     if request.method() == Method::CONNECT {
         return tunnel::handle(&state, request, &note).await;
     }
-    let Some(target) = target(&request) else {
-        return answer::text(
-            StatusCode::NOT_FOUND,
-            "pkgproxy is a forward proxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";",
-        );
+    let (side, target) = match (target(&request), go_path(&request)) {
+        // GOPROXY=http://pkgproxy/go with pkgproxy as the HTTP proxy too:
+        // the go command then asks pkgproxy for its own address.
+        (Some(target), Some(_)) if target.port == state.listen.port() => (Side::Go, None),
+        (Some(target), _) => (Side::Apt, Some(target)),
+        (None, Some(_)) => (Side::Go, None),
+        (None, None) => {
+            return answer::text(
+                StatusCode::NOT_FOUND,
+                "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\"; and go with GOPROXY=http://HOST:PORT/go",
+            );
+        }
     };
     let client = request.extensions().get::<ClientInfo>().copied();
-    let tapped = tap(&state, &request, client);
+    let tapped = tap(&state, &request, side, client);
     let upstream_answer = tapped.answer();
     let (parts, body) = request.into_parts();
     mirror_body(tapped, body).await;
@@ -57,27 +68,52 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
         upstream_answer: &upstream_answer,
         client,
     };
-    match state.apt.classify(target) {
+    let decision = match target {
+        Some(target) => state.apt.classify(target),
+        None => state.settings.go.classify(go_path_of(parts.uri.path()).unwrap_or_default()),
+    };
+    match decision {
         Decision::Refuse(refusal) => {
-            state.stats.side(pkgproxy_sides::Side::Apt).refused();
+            state.stats.side(side).refused();
             refuse(&refusal)
         }
         Decision::Cache(decided) => {
             note.handled_by(decided.side);
+            if let Some(remembered) = state.negative.get(&decided.key, state.upstream.switch.frozen()) {
+                state.stats.side(side).request();
+                return answer::passed(&asked, &remembered);
+            }
             cached::serve(&state, &asked, decided).await
         }
     }
 }
 
-/// The copies the mirrors make of a request of the apt side.
-fn tap(state: &State, request: &Request<Incoming>, client: Option<ClientInfo>) -> Tapped {
+/// The path below `/go` of a request of the go side.
+fn go_path(request: &Request<Incoming>) -> Option<&str> {
+    go_path_of(request.uri().path())
+}
+
+fn go_path_of(path: &str) -> Option<&str> {
+    match path.strip_prefix("/go") {
+        Some("") => Some("/"),
+        Some(rest) if rest.starts_with('/') => Some(rest),
+        _ => None,
+    }
+}
+
+/// The copies the mirrors make of a request: an apt request as the proxy
+/// request it is, a go request by its path and query.
+fn tap(state: &State, request: &Request<Incoming>, side: Side, client: Option<ClientInfo>) -> Tapped {
     if state.mirrors.is_empty() {
         return Tapped::default();
     }
-    let uri = request.uri().to_string();
+    let uri = match side {
+        Side::Apt => request.uri().to_string(),
+        Side::Go => request.uri().path_and_query().map_or("/", |p| p.as_str()).to_string(),
+    };
     state.mirrors.tap(&Original {
         step: Step::Request,
-        side: Side::Apt.as_str(),
+        side: side.as_str(),
         method: request.method(),
         uri: &uri,
         headers: request.headers(),

@@ -1,0 +1,171 @@
+//! The go side end to end: the real `go` command (Debian's golang-go)
+//! fetching modules through pkgproxy from an upstream module proxy on
+//! 127.0.0.1 that serves a file tree of small modules.
+
+mod common;
+
+use common::PKGPROXY;
+use pkgproxy_testkit::client::get;
+use pkgproxy_testkit::golang::escape;
+use pkgproxy_testkit::{Daemon, GoModules, GoSandbox, Origin};
+use serde_json::Value;
+
+/// The tree, served, with checksum database records of the sums the real
+/// go command computes for it (fetched directly, without pkgproxy).
+async fn upstream_with_sums() -> (GoModules, Origin, Vec<Value>) {
+    let modules = GoModules::standard();
+    let origin = Origin::serve(modules.root()).await;
+    let direct = GoSandbox::new(&origin.url());
+    let wanted: Vec<String> = modules.versions.iter().map(|v| format!("{}@{}", v.path, v.version)).collect();
+    let mut args = vec!["mod", "download", "-json"];
+    args.extend(wanted.iter().map(String::as_str));
+    let output = direct.go("direct", &args);
+    output.assert_success();
+    let sums: Vec<Value> =
+        serde_json::Deserializer::from_str(&output.stdout).into_iter::<Value>().map(|v| v.unwrap()).collect();
+    assert_eq!(sums.len(), modules.versions.len(), "{}", output.stdout);
+    modules.support_sumdb("sum.golang.org");
+    for sum in &sums {
+        let text = |key: &str| sum[key].as_str().unwrap().to_string();
+        modules.add_lookup("sum.golang.org", &text("Path"), &text("Version"), &text("Sum"), &text("GoModSum"));
+    }
+    origin.clear_requests();
+    (modules, origin, sums)
+}
+
+async fn daemon_for(origin: &Origin) -> Daemon {
+    let config = format!("[go]\nproxies = [\"{}\"]\n", origin.url());
+    Daemon::start(PKGPROXY, Some(&config)).await
+}
+
+fn goproxy(daemon: &Daemon) -> String {
+    format!("http://{}/go", daemon.proxy_addr())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_downloads_and_builds_through_pkgproxy_and_a_second_clean_run_is_served_from_the_cache() {
+    let (_modules, origin, _) = upstream_with_sums().await;
+    let daemon = daemon_for(&origin).await;
+    let go = GoSandbox::new(&goproxy(&daemon));
+
+    go.go("first", &["mod", "download"]).assert_success();
+    go.go("first", &["build", "-o", "app", "."]).assert_success();
+    let run = std::process::Command::new(go.app().join("app")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "hello!\n");
+    let paths: Vec<String> = origin.requests().iter().map(|r| r.path.clone()).collect();
+    for fetched in ["/example.com/!hello!caps/@v/v0.1.0.zip", "/example.com/hello/@v/v1.0.0.zip"] {
+        assert!(paths.iter().any(|p| p == fetched), "{fetched} in {paths:#?}");
+    }
+    assert!(paths.iter().any(|p| p.starts_with("/sumdb/sum.golang.org/lookup/")), "pkgproxy checked the sums");
+
+    // A clean module cache again: everything comes from pkgproxy's cache.
+    origin.clear_requests();
+    go.go("second", &["mod", "download"]).assert_success();
+    go.go("second", &["build", "-o", "app2", "."]).assert_success();
+    let asked: Vec<String> = origin.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(
+        asked.iter().all(|p| p.ends_with("/@v/list") || p.ends_with("/@latest")),
+        "only list and @latest may be revalidated: {asked:#?}"
+    );
+    let info = daemon.info().await;
+    assert!(info["sides"]["go"]["hits"].as_u64().unwrap() >= 4, "{}", info["sides"]["go"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_get_latest_resolves_case_encoded_modules_and_parent_probes_get_404() {
+    let (_modules, origin, _) = upstream_with_sums().await;
+    let daemon = daemon_for(&origin).await;
+    let go = GoSandbox::new(&goproxy(&daemon));
+    go.go("get", &["get", "example.com/HelloCaps@latest"]).assert_success();
+    go.go("get", &["build", "-o", "app", "."]).assert_success();
+    let paths: Vec<String> = origin.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(paths.iter().any(|p| p == "/example.com/!hello!caps/@v/list"), "{paths:#?}");
+
+    // The parent path probe: a 404 passed through, then remembered.
+    let probe = "/go/example.com/@v/list".to_string();
+    let before = origin.count_path("/example.com/@v/list");
+    let answer = get(daemon.proxy_addr(), &probe).await;
+    assert_eq!(answer.status, 404);
+    let again = get(daemon.proxy_addr(), &probe).await;
+    assert_eq!(again.status, 404);
+    assert!(origin.count_path("/example.com/@v/list") <= before + 1, "a 404 is remembered for a while");
+
+    // Both spellings of a case-encoded path are one entry.
+    let encoded = "/go/example.com/%21hello%21caps/@v/v0.1.0.mod".to_string();
+    let literal = "/go/example.com/!hello!caps/@v/v0.1.0.mod".to_string();
+    let a = get(daemon.proxy_addr(), &encoded).await;
+    let b = get(daemon.proxy_addr(), &literal).await;
+    assert_eq!((a.status, b.status), (200, 200));
+    assert_eq!(a.body, b.body);
+    assert_eq!(b.header("x-pkgproxy-cache"), Some("hit"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_serves_every_module_seen_and_refuses_one_never_seen() {
+    let (_modules, origin, _) = upstream_with_sums().await;
+    let daemon = daemon_for(&origin).await;
+    let go = GoSandbox::new(&goproxy(&daemon));
+    go.go("online", &["mod", "download"]).assert_success();
+    go.go("online", &["build", "-o", "app", "."]).assert_success();
+
+    daemon.set_offline_mode("offline").await;
+    origin.clear_requests();
+    go.go("offline", &["mod", "download"]).assert_success();
+    go.go("offline", &["build", "-o", "app", "."]).assert_success();
+    assert!(origin.requests().is_empty(), "nothing went upstream while offline");
+    let never = "/go/example.com/never/@v/v1.0.0.info".to_string();
+    let refused = get(daemon.proxy_addr(), &never).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(String::from_utf8_lossy(&refused.body), "pkgproxy is offline\n");
+    let output = go.go("offline", &["mod", "download", "example.com/hello@v1.1.0"]);
+    assert!(!output.success, "a version never seen cannot be had offline");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_zip_that_does_not_match_the_checksum_database_is_not_cached() {
+    let (modules, origin, sums) = upstream_with_sums().await;
+    let v11 = sums.iter().find(|s| s["Version"] == "v1.1.0").unwrap();
+    let wrong = "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    modules.add_lookup("sum.golang.org", "example.com/hello", "v1.1.0", wrong, v11["GoModSum"].as_str().unwrap());
+    let daemon = daemon_for(&origin).await;
+    let zip = "/go/example.com/hello/@v/v1.1.0.zip".to_string();
+    for attempt in 1..=2 {
+        let answer = get(daemon.proxy_addr(), &zip).await;
+        assert!(answer.status != 200 || !answer.complete, "attempt {attempt}: a corrupt zip was served whole");
+        assert_eq!(origin.count_path("/example.com/hello/@v/v1.1.0.zip"), attempt, "not cached: asked again");
+    }
+    assert!(daemon.log().contains("the checksum database says"), "{}", daemon.log());
+    let good = "/go/example.com/hello/@v/v1.0.0.zip".to_string();
+    assert_eq!(get(daemon.proxy_addr(), &good).await.status, 200, "a matching zip is served");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_zip_with_entries_outside_its_module_is_not_cached() {
+    let modules = GoModules::standard();
+    let zip = modules.root().join(escape("example.com/hello")).join("@v/v1.0.0.zip");
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    writer.start_file("example.com/evil@v1.0.0/go.mod", zip::write::SimpleFileOptions::default()).unwrap();
+    std::io::Write::write_all(&mut writer, b"module example.com/evil\n").unwrap();
+    std::fs::write(&zip, writer.finish().unwrap().into_inner()).unwrap();
+    let origin = Origin::serve(modules.root()).await;
+    let config = format!("[go]\nproxies = [\"{}\"]\nsumdb = \"off\"\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let url = "/go/example.com/hello/@v/v1.0.0.zip".to_string();
+    let answer = get(daemon.proxy_addr(), &url).await;
+    assert!(answer.status != 200 || !answer.complete, "a zip outside its module was served whole");
+    assert!(daemon.log().contains("is not under example.com/hello@v1.0.0/"), "{}", daemon.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pkgproxyctl_setup_go_prints_the_environment() {
+    let origin = Origin::serve(GoModules::standard().root()).await;
+    let daemon = daemon_for(&origin).await;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["setup", "go", "-stats-socket-path"])
+        .arg(daemon.stats_socket())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains(&format!("export GOPROXY={}\n", goproxy(&daemon))), "{text}");
+}

@@ -1,0 +1,82 @@
+//! Remembered "not found" answers of upstreams (the go command probes the
+//! parent paths of every module it resolves and expects `404` or `410`
+//! there): served again for a short while without asking, and while
+//! offline mode is in effect for as long as they are held.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pkgproxy_cache::PassedAnswer;
+use tokio::time::Instant;
+
+/// The most answers held; the oldest go first beyond it.
+const CAPACITY: usize = 10_000;
+
+/// Remembered answers by cache key.
+#[derive(Debug, Default)]
+pub struct NegativeCache {
+    answers: Mutex<HashMap<String, (Arc<PassedAnswer>, Instant)>>,
+}
+
+impl NegativeCache {
+    /// Remembers `answer` for `key` for `ttl`.
+    pub fn remember(&self, key: &str, answer: Arc<PassedAnswer>, ttl: Duration) {
+        let now = Instant::now();
+        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        if answers.len() >= CAPACITY {
+            answers.retain(|_, (_, until)| *until > now);
+        }
+        if answers.len() >= CAPACITY {
+            let oldest = answers.iter().min_by_key(|(_, (_, until))| *until).map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                answers.remove(&oldest);
+            }
+        }
+        answers.insert(key.to_string(), (answer, now + ttl));
+    }
+
+    /// The answer remembered for `key`, unless it expired (`frozen`: time
+    /// stands still, offline).
+    pub fn get(&self, key: &str, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        let (answer, until) = answers.get(key)?;
+        if frozen || *until > Instant::now() {
+            return Some(Arc::clone(answer));
+        }
+        answers.remove(key);
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn not_found() -> Arc<PassedAnswer> {
+        Arc::new(PassedAnswer { status: http::StatusCode::NOT_FOUND, headers: vec![], body: "gone\n".into() })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_are_remembered_for_their_time_and_while_frozen() {
+        let cache = NegativeCache::default();
+        cache.remember("k", not_found(), Duration::from_secs(60));
+        assert!(cache.get("k", false).is_some());
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(cache.get("k", false).is_some());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(cache.get("k", true).is_some(), "offline, time stands still");
+        assert!(cache.get("k", false).is_none(), "expired");
+        assert!(cache.get("k", true).is_none(), "and forgotten");
+    }
+
+    #[test]
+    fn the_oldest_go_first_beyond_the_capacity() {
+        let cache = NegativeCache::default();
+        for i in 0..=CAPACITY {
+            cache.remember(&format!("k{i}"), not_found(), Duration::from_secs(60 + i as u64));
+        }
+        assert!(cache.get("k0", false).is_none());
+        assert!(cache.get(&format!("k{CAPACITY}"), false).is_some());
+    }
+}

@@ -1,0 +1,303 @@
+//! The go side: a caching module proxy (`GOPROXY=http://HOST:3142/go`)
+//! chained to one or more upstream module proxies, the instances of one
+//! pool.
+//!
+//! Requests are the module proxy protocol's (`go help goproxy`), below
+//! `/go`: `MODULE/@v/list`, `MODULE/@v/VERSION.{info,mod,zip}`,
+//! `MODULE/@latest`, and the checksum database proxied under
+//! `sumdb/NAME/{supported,latest,lookup/..,tile/..}`. Module paths and
+//! versions arrive case-encoded (`!` + lower case) and percent-encoded
+//! (`%21`); both are decoded, checked and encoded again, so one module has
+//! one cache key. `.info`, `.mod`, `.zip`, lookups and tiles never change;
+//! `list`, `@latest` and the database's `latest` are revalidated after a
+//! window.
+
+mod dirhash;
+mod integrity;
+pub mod path;
+pub mod sumdb;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pkgproxy_cache::{Class, Expected, Verifier};
+
+pub use dirhash::{check_zip, hash_mod};
+pub use integrity::GoVerifier;
+pub use sumdb::Sums;
+
+use crate::decision::{CachedRequest, Decision, Origin, Refusal, Side};
+use path::{escape, is_module_path, is_version, unescape};
+
+/// The upstream module proxy when none is configured.
+pub const DEFAULT_PROXY: &str = "https://proxy.golang.org";
+/// How long `list` and `@latest` answers stay fresh.
+pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(300);
+/// How long a `404` or `410` of the upstream is remembered.
+pub const DEFAULT_NEGATIVE_TTL: Duration = Duration::from_secs(60);
+/// The checksum database proxied (and consulted for `.zip` and `.mod`).
+pub const DEFAULT_SUMDB: &str = "sum.golang.org";
+
+/// The go side's configuration, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GoConfig {
+    /// Upstream module proxies (`http[s]://host[:port][/prefix]`); empty: the default.
+    pub proxies: Vec<String>,
+    /// Freshness window of `list` and `@latest`.
+    pub list_ttl: Option<Duration>,
+    /// How long `404`/`410` answers are remembered.
+    pub negative_ttl: Option<Duration>,
+    /// The checksum database's name, or `off`.
+    pub sumdb: Option<String>,
+}
+
+/// A go configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("go.{key}: {reason}")]
+pub struct GoConfigError {
+    /// The key at fault.
+    pub key: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a request of the go side asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoFile {
+    /// `@v/list`.
+    List,
+    /// `@latest`.
+    Latest,
+    /// `@v/VERSION.info`.
+    Info(String),
+    /// `@v/VERSION.mod`.
+    Mod(String),
+    /// `@v/VERSION.zip`.
+    Zip(String),
+}
+
+/// The go side, validated.
+#[derive(Debug, Clone)]
+pub struct GoSide {
+    proxies: Vec<String>,
+    list_ttl: Duration,
+    negative_ttl: Duration,
+    sumdb: Option<String>,
+}
+
+impl GoSide {
+    /// Validates `config`.
+    pub fn new(config: &GoConfig) -> Result<Self, GoConfigError> {
+        let bad = |key, reason: &str| GoConfigError { key, reason: reason.to_string() };
+        let proxies = match config.proxies.is_empty() {
+            true => vec![DEFAULT_PROXY.to_string()],
+            false => config.proxies.clone(),
+        };
+        let proxies = proxies
+            .iter()
+            .map(|url| proxy_url(url).map_err(|reason| bad("proxies", &format!("{url:?} {reason}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sumdb = match config.sumdb.as_deref() {
+            None => Some(DEFAULT_SUMDB.to_string()),
+            Some("off") => None,
+            Some(name) if is_sumdb_name(name) => Some(name.to_string()),
+            Some(_) => return Err(bad("sumdb", "must be a host name like sum.golang.org, or \"off\"")),
+        };
+        let list_ttl = config.list_ttl.unwrap_or(DEFAULT_LIST_TTL);
+        let negative_ttl = config.negative_ttl.unwrap_or(DEFAULT_NEGATIVE_TTL);
+        Ok(GoSide { proxies, list_ttl, negative_ttl, sumdb })
+    }
+
+    /// The upstream proxies' base URLs.
+    pub fn proxies(&self) -> &[String] {
+        &self.proxies
+    }
+
+    /// The hosts of configured proxies: these may be on local addresses.
+    pub fn trusted_hosts(&self) -> Vec<String> {
+        let hosts = self.proxies.iter().filter(|url| *url != DEFAULT_PROXY);
+        hosts.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+    }
+
+    /// How long `list` and `@latest` answers stay fresh.
+    pub fn list_ttl(&self) -> Duration {
+        self.list_ttl
+    }
+
+    /// How long a `404` or `410` is remembered.
+    pub fn negative_ttl(&self) -> Duration {
+        self.negative_ttl
+    }
+
+    /// Decides what to do with `GET /go{path}` (`path` still
+    /// percent-encoded, starting with `/`).
+    pub fn classify(&self, raw_path: &str) -> Decision {
+        let path = match crate::path::checked_path(raw_path) {
+            Ok(path) => path,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        let Some(path) = path.strip_prefix('/') else {
+            return Decision::Refuse(not_found("not a module proxy path"));
+        };
+        let classified = match path.strip_prefix("sumdb/") {
+            Some(rest) => self.classify_sumdb(rest),
+            None => classify_module(path),
+        };
+        match classified {
+            Ok((relative, class)) => Decision::Cache(self.cached(relative, class)),
+            Err(refusal) => Decision::Refuse(refusal),
+        }
+    }
+
+    fn classify_sumdb(&self, rest: &str) -> Result<(String, Class), Refusal> {
+        let (name, endpoint) = rest.split_once('/').ok_or_else(|| not_found("not a checksum database path"))?;
+        if self.sumdb.as_deref() != Some(name) {
+            return Err(not_found(&format!("checksum database {name} is not proxied")));
+        }
+        let class = match endpoint {
+            "supported" | "latest" => Class::Revalidated,
+            _ if endpoint.starts_with("lookup/") => {
+                let (module, version) = endpoint["lookup/".len()..]
+                    .rsplit_once('@')
+                    .ok_or_else(|| Refusal::bad_request("a lookup names MODULE@VERSION"))?;
+                let (module, version) = module_version(module, version)?;
+                return Ok((format!("sumdb/{name}/lookup/{}@{}", escape(&module), escape(&version)), Class::Immutable));
+            }
+            _ if endpoint.starts_with("tile/") && is_tile_path(&endpoint["tile/".len()..]) => Class::Immutable,
+            _ => return Err(not_found("not a checksum database path")),
+        };
+        Ok((format!("sumdb/{name}/{endpoint}"), class))
+    }
+
+    fn cached(&self, relative: String, class: Class) -> CachedRequest {
+        CachedRequest {
+            side: Side::Go,
+            key: format!("go/{relative}"),
+            origin: Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") },
+            class,
+            expected: Expected::default(),
+        }
+    }
+
+    /// The module, and what of it, a cached request of this side is for
+    /// (`None` for the checksum database's files).
+    pub fn file_of(request: &CachedRequest) -> Option<(String, GoFile)> {
+        let relative = request.key.strip_prefix("go/")?;
+        if relative.starts_with("sumdb/") {
+            return None;
+        }
+        if let Some(module) = relative.strip_suffix("/@latest") {
+            return Some((unescape(module)?, GoFile::Latest));
+        }
+        let (module, file) = relative.rsplit_once("/@v/")?;
+        let module = unescape(module)?;
+        if file == "list" {
+            return Some((module, GoFile::List));
+        }
+        let (version, extension) = file.rsplit_once('.')?;
+        let version = unescape(version)?;
+        match extension {
+            "info" => Some((module, GoFile::Info(version))),
+            "mod" => Some((module, GoFile::Mod(version))),
+            "zip" => Some((module, GoFile::Zip(version))),
+            _ => None,
+        }
+    }
+
+    /// For a `.zip` or `.mod`, the checksum database lookup that gives its
+    /// hash (`None` when the database is off, or for other files).
+    pub fn lookup_for(&self, request: &CachedRequest) -> Option<CachedRequest> {
+        let name = self.sumdb.as_ref()?;
+        let (module, file) = Self::file_of(request)?;
+        let version = match file {
+            GoFile::Zip(version) | GoFile::Mod(version) => version,
+            _ => return None,
+        };
+        let relative = format!("sumdb/{name}/lookup/{}@{}", escape(&module), escape(&version));
+        Some(self.cached(relative, Class::Immutable))
+    }
+
+    /// The checks of a `.zip` or `.mod` download, with the hashes `sums`
+    /// the checksum database gave (if any).
+    pub fn verifier(&self, request: &CachedRequest, sums: Sums) -> Option<Arc<dyn Verifier>> {
+        let (module, file) = Self::file_of(request)?;
+        match file {
+            GoFile::Zip(version) => Some(Arc::new(GoVerifier::zip(module, version, sums.zip))),
+            GoFile::Mod(version) => Some(Arc::new(GoVerifier::gomod(module, version, sums.gomod))),
+            _ => None,
+        }
+    }
+}
+
+fn classify_module(path: &str) -> Result<(String, Class), Refusal> {
+    if let Some(module) = path.strip_suffix("/@latest") {
+        let module = checked_module(module)?;
+        return Ok((format!("{}/@latest", escape(&module)), Class::Revalidated));
+    }
+    let (module, file) = path.rsplit_once("/@v/").ok_or_else(|| not_found("not a module proxy path"))?;
+    if file == "list" {
+        let module = checked_module(module)?;
+        return Ok((format!("{}/@v/list", escape(&module)), Class::Revalidated));
+    }
+    let (version, extension) = file.rsplit_once('.').ok_or_else(|| not_found("not a module proxy path"))?;
+    if !matches!(extension, "info" | "mod" | "zip") {
+        return Err(not_found("not a module proxy path"));
+    }
+    let (module, version) = module_version(module, version)?;
+    Ok((format!("{}/@v/{}.{extension}", escape(&module), escape(&version)), Class::Immutable))
+}
+
+fn checked_module(escaped: &str) -> Result<String, Refusal> {
+    unescape(escaped)
+        .filter(|module| is_module_path(module))
+        .ok_or_else(|| Refusal::bad_request(format!("{escaped:?} is not a valid module path")))
+}
+
+fn module_version(module: &str, version: &str) -> Result<(String, String), Refusal> {
+    let module = checked_module(module)?;
+    let version = unescape(version)
+        .filter(|version| is_version(version))
+        .ok_or_else(|| Refusal::bad_request(format!("{version:?} is not a valid module version")))?;
+    Ok((module, version))
+}
+
+/// `H/L/K[/K...][.p/W]` or `H/data/K...`: digits, `x`-prefixed digits,
+/// `data` and `.p`.
+fn is_tile_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.split('/').all(|element| {
+            !element.is_empty()
+                && element != "."
+                && element != ".."
+                && element.bytes().all(|b| b.is_ascii_digit() || b"xdatp.".contains(&b))
+        })
+}
+
+fn is_sumdb_name(name: &str) -> bool {
+    name.contains('.')
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
+        && !name.starts_with('.')
+        && !name.contains("..")
+}
+
+fn not_found(reason: &str) -> Refusal {
+    Refusal { status: 404, reason: reason.to_string() }
+}
+
+/// Checks an upstream proxy URL; returns it without a trailing slash.
+fn proxy_url(url: &str) -> Result<String, &'static str> {
+    let uri: http::Uri = url.parse().map_err(|_| "is not a URL")?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err("must start with http:// or https://");
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("has no host");
+    }
+    if uri.query().is_some() {
+        return Err("must not have a query");
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+#[cfg(test)]
+mod tests;
