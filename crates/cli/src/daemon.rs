@@ -27,6 +27,8 @@ environment as PKGPROXY_<NAME> (PKGPROXY_ADDR, PKGPROXY_CACHE_DIR, ...); a flag 
 
 Point apt at pkgproxy with a file in /etc/apt/apt.conf.d/ holding:
     Acquire::http::Proxy \"http://HOST:3142/\";
+and the go command with:
+    export GOPROXY=http://HOST:3142/go
 
 The configuration file (TOML, optional) holds what flags cannot say well:
     [apt]
@@ -34,6 +36,11 @@ The configuration file (TOML, optional) holds what flags cannot say well:
     [[apt.archive]]                  # an archive of your own, or the mirrors to use for a built-in one:
     name = \"local\"                   # requests are spread over them, and a failing one is left out
     mirrors = [\"http://mirror.lan/debian\", \"http://10.0.0.2/debian\"]
+    [go]
+    proxies = [\"https://proxy.golang.org\"]   # upstream module proxies: the instances of one pool
+    list_ttl = \"5m\"                  # freshness window of @v/list and @latest
+    negative_ttl = \"1m\"              # how long a 404/410 of the upstream is remembered
+    sumdb = \"sum.golang.org\"         # the checksum database proxied and consulted, or \"off\"
     [upstream]
     connect_timeout = \"2s\"           # TCP connect to an upstream instance
     first_byte_timeout = \"2s\"        # an attempt on a healthy instance: start -> answer head

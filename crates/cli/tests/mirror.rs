@@ -296,3 +296,27 @@ async fn an_https_target_gets_its_copies_over_verified_tls() {
     assert_eq!(shadow.count(), 1, "no request got through an unverified handshake");
     assert!(daemon.log().contains("TLS with 127.0.0.1 failed"), "{}", daemon.log());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_go_request_is_copied_below_the_target_s_path_prefix() {
+    let shadow = ShadowRecorder::start(ShadowMode::Answer(200)).await;
+    let modules = pkgproxy_testkit::GoModules::standard();
+    let upstream = Origin::serve(modules.root()).await;
+    let target = format!("{}/shadow-prefix", shadow.url());
+    let config = format!(
+        "[go]\nproxies = [\"{}\"]\nsumdb = \"off\"\n{}",
+        upstream.url(),
+        mirror_section("go", &target, "sides = [\"go\"]")
+    );
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let path = "/go/example.com/hello/@v/list?x=1";
+    assert_eq!(pkgproxy_testkit::client::get(daemon.proxy_addr(), path).await.status, 200);
+    assert!(shadow.wait_for(1, WAIT).await);
+    assert_eq!(shadow.hits()[0].target, format!("/shadow-prefix{path}"));
+    // apt requests are not this mirror's side.
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let _ = proxy_get(daemon.proxy_addr(), &format!("{}/debian/dists/testing/InRelease", origin.url()), &[]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(shadow.count(), 1);
+}
