@@ -169,3 +169,22 @@ async fn pkgproxyctl_setup_go_prints_the_environment() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains(&format!("export GOPROXY={}\n", goproxy(&daemon))), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_checksum_database_is_proxied_and_its_records_cached() {
+    let (_modules, origin, sums) = upstream_with_sums().await;
+    let daemon = daemon_for(&origin).await;
+    let supported = get(daemon.proxy_addr(), "/go/sumdb/sum.golang.org/supported").await;
+    assert_eq!(supported.status, 200, "go then asks its sumdb questions through pkgproxy");
+    let lookup = "/go/sumdb/sum.golang.org/lookup/example.com/!hello!caps@v0.1.0";
+    let first = get(daemon.proxy_addr(), lookup).await;
+    assert_eq!(first.status, 200);
+    let caps = sums.iter().find(|s| s["Path"] == "example.com/HelloCaps").unwrap();
+    assert!(String::from_utf8_lossy(&first.body).contains(caps["Sum"].as_str().unwrap()));
+    let second = get(daemon.proxy_addr(), lookup).await;
+    assert_eq!((second.header("x-pkgproxy-cache"), second.body.clone()), (Some("hit"), first.body));
+    assert_eq!(get(daemon.proxy_addr(), "/go/sumdb/sum.example.org/supported").await.status, 404, "another database");
+    let bad = get(daemon.proxy_addr(), "/go/example.com/Hello/@v/list").await;
+    assert_eq!(bad.status, 400, "capitals must be case-encoded");
+    assert!(String::from_utf8_lossy(&bad.body).contains("not a valid module path"));
+}
