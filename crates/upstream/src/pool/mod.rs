@@ -4,14 +4,18 @@
 //! total outage fails fast.
 //!
 //! The rules (the connection-management seed):
-//! - **Spread.** Among the healthy instances, power of two choices on a
-//!   "peak EWMA" score: the time to first byte averaged with a decay, times
-//!   the requests in flight plus one. A request stays in flight until its
-//!   body has ended, so a long download is load on its instance. Downloads
-//!   of very unequal length make "least requests" alone a poor guide, and
-//!   latency alone herds everyone onto the fastest mirror; the product
-//!   favours the faster instance without starving the other, and two random
-//!   choices keep every healthy instance in use.
+//! - **Spread.** Among the healthy instances, power of two choices (two
+//!   distinct ones) on a "peak EWMA" score: the time to first byte averaged
+//!   with a decay, or the age of the instance's oldest request still
+//!   waiting for its head when that is longer, times the requests in flight
+//!   plus one. A request stays in flight until its body has ended, so a
+//!   long download is load on its instance. Downloads of very unequal
+//!   length make "least requests" alone a poor guide, and latency alone
+//!   herds everyone onto the fastest mirror; the product favours the faster
+//!   instance without starving the other. The "peak" stops an instance that
+//!   went silent from drawing requests before a timeout has even penalised
+//!   it. An instance never measured is assumed as fast as the best, so a
+//!   new or equal peer gets tried.
 //! - **Fail fast.** An attempt on a healthy instance has `connect` to open
 //!   its connection and `first_byte` from its start to the answer head. The
 //!   body then takes as long as it needs while bytes keep coming; a body

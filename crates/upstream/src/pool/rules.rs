@@ -3,6 +3,7 @@
 //! so its rules are tested without clocks (see the parent module for the
 //! rules themselves).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -35,12 +36,14 @@ struct Instance {
     penalised_since: Option<Instant>,
     /// Requests in flight.
     in_flight: u32,
+    /// Attempts still waiting for their answer head, by start.
+    waiting: BTreeSet<(Instant, u64)>,
     /// A re-admitted instance is on probation: while one request tries it,
     /// the others keep away, so one request per penalty period pays for a
     /// still-dead instance.
     probing: bool,
     /// Decaying average of the time to first byte, in seconds.
-    latency: f64,
+    latency: Option<f64>,
 }
 
 impl Default for Instance {
@@ -50,15 +53,16 @@ impl Default for Instance {
             penalised_until: None,
             penalised_since: None,
             in_flight: 0,
+            waiting: BTreeSet::new(),
             probing: false,
-            latency: INITIAL_LATENCY,
+            latency: None,
         }
     }
 }
 
-/// The latency assumed of an instance never measured (seconds): low, so a
-/// new instance gets tried.
-const INITIAL_LATENCY: f64 = 0.05;
+/// The least latency an instance is scored with (seconds): below a
+/// millisecond, times say nothing, and load must still count.
+const LATENCY_FLOOR: f64 = 0.001;
 /// Weight of a new latency sample in the average.
 const EWMA_WEIGHT: f64 = 0.3;
 
@@ -83,6 +87,8 @@ pub struct Attempt {
     started: Instant,
     /// The probe of a re-admitted instance.
     probe: bool,
+    /// Tells attempts that started at the same instant apart.
+    id: u64,
 }
 
 /// What `/pkgproxy/v1/info` shows of an instance.
@@ -101,12 +107,13 @@ pub struct InstanceReport {
 pub struct Rules {
     config: Penalties,
     instances: Vec<Instance>,
+    next_id: u64,
 }
 
 impl Rules {
     /// A pool of `count` instances, all healthy.
     pub fn new(count: usize, config: Penalties) -> Self {
-        Rules { config, instances: vec![Instance::default(); count] }
+        Rules { config, instances: vec![Instance::default(); count], next_id: 0 }
     }
 
     /// How many instances.
@@ -137,24 +144,52 @@ impl Rules {
             let soonest = untried.iter().copied().min_by_key(|&i| self.instances[i].penalised_until);
             return soonest.map_or(Choice::Exhausted, Choice::Failing);
         }
-        let first = healthy[(random.0 % healthy.len() as u64) as usize];
-        let second = healthy[(random.1 % healthy.len() as u64) as usize];
-        let pick = if self.score(second) < self.score(first) { second } else { first };
+        // Two distinct instances (one when there is one): the same one
+        // twice would be no choice at all.
+        let count = healthy.len() as u64;
+        let first_at = random.0 % count;
+        let second_at = match count {
+            1 => first_at,
+            _ => (first_at + 1 + random.1 % (count - 1)) % count,
+        };
+        let (first, second) = (healthy[first_at as usize], healthy[second_at as usize]);
+        let pick = if self.score(second, now) < self.score(first, now) { second } else { first };
         Choice::Healthy(pick)
     }
 
-    fn score(&self, index: usize) -> f64 {
+    /// Lower is better: the expected time to first byte, times the load.
+    /// An attempt still waiting longer than the average says the average
+    /// is out of date ("peak"): an instance that stopped answering stops
+    /// drawing requests as soon as its oldest wait outgrows the others'
+    /// latency, not only once a timeout has penalised it.
+    fn score(&self, index: usize, now: Instant) -> f64 {
         let instance = &self.instances[index];
-        instance.latency * f64::from(instance.in_flight + 1)
+        let oldest_wait = instance.waiting.first().map_or(0.0, |(started, _)| (now - *started).as_secs_f64());
+        let latency = instance.latency.unwrap_or_else(|| self.best_latency());
+        latency.max(oldest_wait).max(LATENCY_FLOOR) * f64::from(instance.in_flight + 1)
+    }
+
+    /// The lowest latency measured: what an instance never measured is
+    /// assumed to have, so it gets tried as soon as the best one is busy
+    /// (a pessimistic guess would starve an equal peer behind a fast one).
+    fn best_latency(&self) -> f64 {
+        self.instances
+            .iter()
+            .filter_map(|i| i.latency)
+            .fold(None, |best: Option<f64>, l| Some(best.map_or(l, |b| b.min(l))))
+            .unwrap_or(0.0)
     }
 
     /// An attempt on `instance` starts at `now`.
     pub fn start(&mut self, index: usize, now: Instant) -> Attempt {
+        let id = self.next_id;
+        self.next_id += 1;
         let instance = &mut self.instances[index];
         instance.in_flight += 1;
+        instance.waiting.insert((now, id));
         let probe = instance.failures > 0 && !instance.probing;
         instance.probing |= probe;
-        Attempt { instance: index, started: now, probe }
+        Attempt { instance: index, started: now, probe, id }
     }
 
     /// The attempt is over (its body ended, or it failed): it no longer
@@ -162,6 +197,7 @@ impl Rules {
     pub fn end(&mut self, attempt: Attempt) {
         let instance = &mut self.instances[attempt.instance];
         instance.in_flight = instance.in_flight.saturating_sub(1);
+        instance.waiting.remove(&(attempt.started, attempt.id));
         if attempt.probe {
             instance.probing = false;
         }
@@ -171,11 +207,14 @@ impl Rules {
     /// while its body streams: a long download is load on its instance.
     pub fn succeeded(&mut self, attempt: Attempt, latency: Duration) {
         let instance = &mut self.instances[attempt.instance];
+        instance.waiting.remove(&(attempt.started, attempt.id));
         instance.failures = 0;
         instance.probing = false;
         instance.penalised_until = None;
         instance.penalised_since = None;
-        instance.latency = instance.latency * (1.0 - EWMA_WEIGHT) + latency.as_secs_f64() * EWMA_WEIGHT;
+        let sample = latency.as_secs_f64();
+        instance.latency =
+            Some(instance.latency.map_or(sample, |average| average * (1.0 - EWMA_WEIGHT) + sample * EWMA_WEIGHT));
     }
 
     /// The attempt failed at `now` (before its head, or later in its body);
@@ -185,6 +224,7 @@ impl Rules {
     pub fn failed(&mut self, attempt: Attempt, now: Instant, jitter: f64) -> Option<Duration> {
         let config = self.config;
         let instance = &mut self.instances[attempt.instance];
+        instance.waiting.remove(&(attempt.started, attempt.id));
         if attempt.probe {
             instance.probing = false;
         }

@@ -98,17 +98,22 @@ fn the_faster_of_two_healthy_instances_gets_more_requests() {
     for _ in 0..10 {
         let fast = pool.start(0, now);
         pool.succeeded(fast, Duration::from_millis(5));
+        pool.end(fast);
         let slow = pool.start(1, now);
         pool.succeeded(slow, Duration::from_millis(200));
+        pool.end(slow);
     }
     let mut picks = [0; 2];
     for round in 0..100u64 {
         if let Choice::Healthy(i) = pool.choose(now, &[false, false], (round, round / 2 + 1)) {
             picks[i] += 1;
+            // The download goes on: load on the instance that took it.
+            let attempt = pool.start(i, now);
+            pool.succeeded(attempt, Duration::from_millis(if i == 0 { 5 } else { 200 }));
         }
     }
     assert!(picks[0] > picks[1], "{picks:?}");
-    assert!(picks[1] > 0, "the slower instance is not starved when the draw gives it twice: {picks:?}");
+    assert!(picks[1] > 0, "as load builds on the faster one, the slower one gets requests too: {picks:?}");
 }
 
 #[test]
@@ -149,4 +154,28 @@ fn a_readmitted_instance_takes_one_request_until_it_answers() {
     assert_eq!(pool.choose(readmitted, &[false, false], (0, 0)), Choice::Healthy(1));
     pool.succeeded(probe, Duration::from_millis(5));
     assert_eq!(pool.choose(readmitted, &[false, true], (0, 0)), Choice::Healthy(0), "its answer ends the probation");
+}
+
+#[test]
+fn an_instance_whose_request_waits_longer_than_the_others_answer_draws_no_more() {
+    let mut pool = Rules::new(2, NO_JITTER);
+    let t0 = Instant::now();
+    for _ in 0..5 {
+        for instance in [0, 1] {
+            let attempt = pool.start(instance, t0);
+            pool.succeeded(attempt, Duration::from_millis(50));
+            pool.end(attempt);
+        }
+    }
+    let _stuck = pool.start(1, t0);
+    for _ in 0..2 {
+        let streaming = pool.start(0, t0);
+        pool.succeeded(streaming, Duration::from_millis(50));
+    }
+    // Instance 0 has more in flight, but instance 1's request has waited
+    // 300 ms where answers take 50: it is the worse choice.
+    let later = t0 + Duration::from_millis(300);
+    assert_eq!(pool.choose(later, &[false, false], (0, 1)), Choice::Healthy(0));
+    assert_eq!(pool.choose(later, &[false, false], (1, 0)), Choice::Healthy(0));
+    assert_eq!(pool.choose(t0, &[false, false], (0, 1)), Choice::Healthy(1), "before it waited long, load decides");
 }
