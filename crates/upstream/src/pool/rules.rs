@@ -26,7 +26,7 @@ impl Default for Penalties {
 }
 
 /// One instance's state.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Instance {
     /// Consecutive failures.
     failures: u32,
@@ -44,20 +44,6 @@ struct Instance {
     probing: bool,
     /// Decaying average of the time to first byte, in seconds.
     latency: Option<f64>,
-}
-
-impl Default for Instance {
-    fn default() -> Self {
-        Instance {
-            failures: 0,
-            penalised_until: None,
-            penalised_since: None,
-            in_flight: 0,
-            waiting: BTreeSet::new(),
-            probing: false,
-            latency: None,
-        }
-    }
 }
 
 /// The least latency an instance is scored with (seconds): below a
