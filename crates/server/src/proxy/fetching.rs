@@ -13,7 +13,7 @@ use http::{HeaderMap, Method};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
-use pkgproxy_sides::CachedRequest;
+use pkgproxy_sides::{CachedRequest, Side};
 use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
 use super::answer::Asked;
@@ -71,7 +71,9 @@ pub fn source(
 }
 
 /// Copies the upstream request to the mirrors of the upstream step, as the
-/// upstream gets it (at its first instance).
+/// upstream gets it: for apt, a proxy request for the URL at the pool's
+/// first instance; for a reverse-proxy side, the path below the upstream's
+/// base, which goes below the target's prefix.
 fn mirror_upstream_request(
     state: &State,
     request: &CachedRequest,
@@ -82,7 +84,10 @@ fn mirror_upstream_request(
         return UpstreamAnswer::default();
     }
     let origin = &request.origin;
-    let uri = format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path);
+    let uri = match request.side {
+        Side::Apt => format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path),
+        Side::Go => origin.path.clone(),
+    };
     let tapped = state.mirrors.tap(&Original {
         step: Step::Upstream,
         side: request.side.as_str(),

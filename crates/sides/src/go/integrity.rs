@@ -39,6 +39,12 @@ impl GoVerifier {
 }
 
 impl Verifier for GoVerifier {
+    /// The client waits for the verdict: the go command then gets a
+    /// verified module or a clear error, never a transfer cut short.
+    fn judges_body(&self) -> bool {
+        true
+    }
+
     fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
         let actual = match self.kind {
             Kind::Zip => check_zip(body, &self.module, &self.version)?,
