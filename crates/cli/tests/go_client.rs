@@ -190,3 +190,16 @@ async fn the_checksum_database_is_proxied_and_its_records_cached() {
     assert_eq!(bad.status, 400, "capitals must be case-encoded");
     assert!(String::from_utf8_lossy(&bad.body).contains("not a valid module path"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_without_the_checksum_database_is_asked_once_not_per_version() {
+    let modules = GoModules::standard();
+    let origin = Origin::serve(modules.root()).await;
+    let daemon = daemon_for(&origin).await;
+    let go = GoSandbox::new(&goproxy(&daemon));
+    go.go("plain", &["mod", "download", "example.com/hello@v1.0.0", "example.com/hello@v1.1.0"]).assert_success();
+    go.go("plain", &["mod", "download", "example.com/HelloCaps@v0.1.0"]).assert_success();
+    assert_eq!(origin.count_path("/sumdb/sum.golang.org/supported"), 1, "the 404 is remembered");
+    assert_eq!(origin.count_path("/lookup/"), 0, "no lookup asked of an upstream without the database");
+    assert_eq!(origin.count_path(".zip"), 3);
+}

@@ -33,6 +33,10 @@ use crate::state::State;
 pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest) -> Response<ResponseBody> {
     let stats = state.stats.side(request.side);
     stats.request();
+    if let Some(remembered) = state.negative.get(&request.key, state.upstream.switch.frozen()) {
+        stats.hit(remembered.body.len() as u64);
+        return answer::passed(asked, &remembered);
+    }
     let cached = usable(state.cache.lookup(&request.key), &request);
     match &cached {
         Some(entry) if is_fresh(state, asked, &request, entry) => {
@@ -137,29 +141,44 @@ async fn side_verifier(state: &Arc<State>, request: &CachedRequest) -> Option<Ar
 /// checked for its shape.
 fn go_sums<'a>(state: &'a Arc<State>, request: &'a CachedRequest) -> Pin<Box<dyn Future<Output = Sums> + Send + 'a>> {
     Box::pin(async move {
-        let (Some(lookup), Some((module, file))) = (state.settings.go.lookup_for(request), GoSide::file_of(request))
+        let go = &state.settings.go;
+        let (Some(supported), Some(lookup), Some((module, file))) =
+            (go.sumdb_supported(), go.lookup_for(request), GoSide::file_of(request))
         else {
             return Sums::default();
         };
         let (GoFile::Zip(version) | GoFile::Mod(version)) = file else { return Sums::default() };
-        let (headers, note, upstream_answer) = (http::HeaderMap::new(), RefusalNote::default(), Default::default());
-        let asked = Asked {
-            method: &http::Method::GET,
-            headers: &headers,
-            note: &note,
-            upstream_answer: &upstream_answer,
-            client: None,
-        };
-        let response = serve(state, &asked, lookup).await;
-        if response.status() != StatusCode::OK {
-            tracing::debug!(module, version, status = %response.status(), "no checksum database record");
+        // An upstream without the database says so once (and is
+        // remembered): no lookup is asked of it for every version.
+        if fetch_internally(state, supported).await.is_none() {
             return Sums::default();
         }
-        match response.into_body().collect().await {
-            Ok(record) => parse_lookup(&String::from_utf8_lossy(&record.to_bytes()), &module, &version),
-            Err(_) => Sums::default(),
+        match fetch_internally(state, lookup).await {
+            Some(record) => parse_lookup(&String::from_utf8_lossy(&record), &module, &version),
+            None => {
+                tracing::debug!(module, version, "no checksum database record");
+                Sums::default()
+            }
         }
     })
+}
+
+/// The body of `request` served through the cache for pkgproxy itself, if
+/// it is a `200`.
+async fn fetch_internally(state: &Arc<State>, request: CachedRequest) -> Option<bytes::Bytes> {
+    let (headers, note, upstream_answer) = (http::HeaderMap::new(), RefusalNote::default(), Default::default());
+    let asked = Asked {
+        method: &http::Method::GET,
+        headers: &headers,
+        note: &note,
+        upstream_answer: &upstream_answer,
+        client: None,
+    };
+    let response = serve(state, &asked, request).await;
+    if response.status() != StatusCode::OK {
+        return None;
+    }
+    response.into_body().collect().await.ok().map(|body| body.to_bytes())
 }
 
 /// Notes a refusal by the offline switch for the middleware (the leader of

@@ -79,10 +79,6 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
         }
         Decision::Cache(decided) => {
             note.handled_by(decided.side);
-            if let Some(remembered) = state.negative.get(&decided.key, state.upstream.switch.frozen()) {
-                state.stats.side(side).request();
-                return answer::passed(&asked, &remembered);
-            }
             cached::serve(&state, &asked, decided).await
         }
     }

@@ -204,6 +204,13 @@ impl GoSide {
         }
     }
 
+    /// The request asking whether the upstream proxies the checksum database
+    /// (`None` when it is off).
+    pub fn sumdb_supported(&self) -> Option<CachedRequest> {
+        let name = self.sumdb.as_ref()?;
+        Some(self.cached(format!("sumdb/{name}/supported"), Class::Revalidated))
+    }
+
     /// For a `.zip` or `.mod`, the checksum database lookup that gives its
     /// hash (`None` when the database is off, or for other files).
     pub fn lookup_for(&self, request: &CachedRequest) -> Option<CachedRequest> {
