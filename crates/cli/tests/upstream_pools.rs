@@ -97,3 +97,22 @@ async fn a_50_mb_download_whose_mirror_dies_at_60_percent_is_resumed_from_the_ot
     let asked_after: Vec<u64> = mirrors.iter().map(|m| m.requests_for(&path)).collect();
     assert_eq!(asked_after, asked);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apt_fetches_through_an_https_mirror_it_never_names() {
+    let repo = AptRepo::shared_default();
+    let secure = Origin::serve_tls(repo.root()).await;
+    // apt names a plain-http mirror of the archive that is down; the
+    // configured https mirror is the pool's live instance.
+    let named = dead_mirror();
+    let config = archive("local", &[format!("{}/debian", secure.url()), named.clone()]);
+    let certificate = secure.certificate().unwrap();
+    let env = [("SSL_CERT_FILE", certificate.to_str().unwrap())];
+    let daemon = Daemon::start_with_env(PKGPROXY, Some(&config), &[], &env).await;
+
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &named, repo.keyring());
+    apt.update().assert_success();
+    apt.download(&["pkgproxy-hello"]).assert_success();
+    assert_eq!(sha256_file(&apt.downloaded("pkgproxy-hello")), sha256_file(&repo.deb_path("pkgproxy-hello")));
+    assert!(secure.count_path("/pool/") >= 1, "fetched over TLS from the https mirror");
+}

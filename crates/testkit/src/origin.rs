@@ -27,7 +27,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
 use files::{resolve, serve_file};
@@ -105,25 +105,45 @@ pub struct Origin {
     shared: Arc<Shared>,
     /// The accept loop; it owns the connection tasks.
     accept: JoinHandle<()>,
+    /// For an origin that speaks TLS: its certificate.
+    certificate: Option<crate::tls::SelfSigned>,
 }
 
 impl Origin {
+    /// As [`Origin::serve`], over TLS with a new self-signed certificate
+    /// for 127.0.0.1 (see [`Origin::certificate`]).
+    pub async fn serve_tls(root: impl Into<PathBuf>) -> Origin {
+        let certificate = crate::tls::SelfSigned::new();
+        let mut origin = Self::serve_with(root.into(), Some(certificate.acceptor.clone())).await;
+        origin.certificate = Some(certificate);
+        origin
+    }
+
+    /// The PEM file of a TLS origin's certificate.
+    pub fn certificate(&self) -> Option<PathBuf> {
+        self.certificate.as_ref().map(crate::tls::SelfSigned::pem)
+    }
+
     /// Starts serving `root` on a fresh port of 127.0.0.1.
     ///
     /// Must be called inside a tokio runtime, which then runs the server.
     pub async fn serve(root: impl Into<PathBuf>) -> Origin {
+        Self::serve_with(root.into(), None).await
+    }
+
+    async fn serve_with(root: PathBuf, tls: Option<tokio_rustls::TlsAcceptor>) -> Origin {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0 for the fake origin");
         let addr = listener.local_addr().expect("local_addr of the origin");
         let shared = Arc::new(Shared {
-            root: root.into(),
+            root,
             requests: Mutex::new(Vec::new()),
             connections: AtomicU64::new(0),
             rate_limit: Mutex::new(None),
             status_overrides: Mutex::new(HashMap::new()),
             retry_after: Mutex::new(None),
         });
-        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
-        Origin { addr, shared, accept }
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), tls));
+        Origin { addr, shared, accept, certificate: None }
     }
 
     /// The address it listens on.
@@ -131,9 +151,11 @@ impl Origin {
         self.addr
     }
 
-    /// Its base URL without a trailing slash, e.g. `http://127.0.0.1:40123`.
+    /// Its base URL without a trailing slash, e.g. `http://127.0.0.1:40123`
+    /// (`https://` for a TLS origin).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.certificate.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The directory it serves.
@@ -206,7 +228,7 @@ impl Drop for Origin {
 
 /// Accepts connections until aborted; aborting it drops the `JoinSet` and
 /// with it every connection task.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tls: Option<tokio_rustls::TlsAcceptor>) {
     let mut connections = JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
@@ -219,12 +241,23 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             }
         };
         shared.connections.fetch_add(1, Ordering::SeqCst);
-        connections.spawn(serve_connection(stream, Arc::clone(&shared)));
+        let shared = Arc::clone(&shared);
+        let _ = stream.set_nodelay(true);
+        match tls.clone() {
+            None => connections.spawn(serve_connection(stream, shared)),
+            Some(tls) => connections.spawn(async move {
+                if let Ok(stream) = tls.accept(stream).await {
+                    serve_connection(stream, shared).await;
+                }
+            }),
+        };
     }
 }
 
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
+async fn serve_connection<S>(stream: S, shared: Arc<Shared>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let shared = Arc::clone(&shared);
         async move { Ok::<_, Infallible>(respond(shared, req).await) }

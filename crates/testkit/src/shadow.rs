@@ -78,8 +78,8 @@ pub struct ShadowRecorder {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
-    /// For a TLS target: the folder holding its certificate.
-    certificate: Option<tempfile::TempDir>,
+    /// For a TLS target: its certificate.
+    certificate: Option<crate::tls::SelfSigned>,
 }
 
 impl ShadowRecorder {
@@ -91,26 +91,16 @@ impl ShadowRecorder {
     /// Starts an `https://` target with a new self-signed certificate for
     /// 127.0.0.1 (see [`ShadowRecorder::certificate`]).
     pub async fn start_tls(mode: ShadowMode) -> ShadowRecorder {
-        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("a certificate");
-        let folder = tempfile::tempdir().expect("temp dir");
-        std::fs::write(folder.path().join("ca.pem"), certified.cert.pem()).expect("write the certificate");
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(vec![certified.cert.der().clone()], key)
-            .expect("a server certificate");
-        let mut recorder = Self::serve(mode, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await;
-        recorder.certificate = Some(folder);
+        let certificate = crate::tls::SelfSigned::new();
+        let mut recorder = Self::serve(mode, Some(certificate.acceptor.clone())).await;
+        recorder.certificate = Some(certificate);
         recorder
     }
 
     /// The PEM file of a TLS target's certificate, to trust it (e.g. with
     /// `SSL_CERT_FILE`).
     pub fn certificate(&self) -> Option<std::path::PathBuf> {
-        self.certificate.as_ref().map(|folder| folder.path().join("ca.pem"))
+        self.certificate.as_ref().map(crate::tls::SelfSigned::pem)
     }
 
     async fn serve(mode: ShadowMode, tls: Option<tokio_rustls::TlsAcceptor>) -> ShadowRecorder {

@@ -31,9 +31,13 @@ impl HostPattern {
     }
 }
 
-/// One mirror of an archive: `http://HOST[:PORT]/PREFIX`.
+/// One mirror of an archive: `http[s]://HOST[:PORT]/PREFIX`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mirror {
+    /// Fetched over TLS (`https://`, configured mirrors only). apt asks
+    /// pkgproxy for `http://` URLs, so such a mirror serves as an instance
+    /// of its archive's pool rather than as a name apt uses.
+    pub tls: bool,
     /// The host or host pattern.
     pub host: HostPattern,
     /// The port (80 for the built-in mirrors).
@@ -66,12 +70,14 @@ impl Mirror {
 
 impl fmt::Display for Mirror {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.tls { "https" } else { "http" };
         match &self.host {
-            HostPattern::Exact(host) if host.contains(':') => write!(f, "http://[{host}]")?,
-            HostPattern::Exact(host) => write!(f, "http://{host}")?,
-            HostPattern::Country { prefix, suffix } => write!(f, "http://{prefix}<cc>{suffix}")?,
+            HostPattern::Exact(host) if host.contains(':') => write!(f, "{scheme}://[{host}]")?,
+            HostPattern::Exact(host) => write!(f, "{scheme}://{host}")?,
+            HostPattern::Country { prefix, suffix } => write!(f, "{scheme}://{prefix}<cc>{suffix}")?,
         }
-        if self.port != 80 {
+        let default_port = if self.tls { 443 } else { 80 };
+        if self.port != default_port {
             write!(f, ":{}", self.port)?;
         }
         write!(f, "{}", self.prefix)
@@ -95,11 +101,11 @@ pub struct Archive {
 }
 
 fn exact(host: &str, prefix: &str) -> Mirror {
-    Mirror { host: HostPattern::Exact(host.to_string()), port: 80, prefix: prefix.to_string() }
+    Mirror { tls: false, host: HostPattern::Exact(host.to_string()), port: 80, prefix: prefix.to_string() }
 }
 
 fn country(prefix: &'static str, suffix: &'static str, path: &str) -> Mirror {
-    Mirror { host: HostPattern::Country { prefix, suffix }, port: 80, prefix: path.to_string() }
+    Mirror { tls: false, host: HostPattern::Country { prefix, suffix }, port: 80, prefix: path.to_string() }
 }
 
 fn archive(name: &str, mirrors: Vec<Mirror>) -> Archive {

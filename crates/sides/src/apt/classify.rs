@@ -254,5 +254,17 @@ mod tests {
         assert!(matches!(bad("x", &["http://x/debian?q=1"]), AptConfigError::BadMirror { .. }));
     }
 
+    #[test]
+    fn an_https_mirror_is_an_instance_of_its_archive_s_pool() {
+        let configs = [ArchiveConfig {
+            name: "debian".into(),
+            mirrors: vec!["https://mirror.example.net/debian/".into(), "https://other.example.net:8443/debian".into()],
+        }];
+        let side = AptSide::new(&configs, DEFAULT_INDEX_TTL).unwrap();
+        let origin = cached(side.classify(target("deb.debian.org", 80, "/debian/pool/main/a/a.deb"))).origin;
+        assert_eq!(origin.instances, ["https://mirror.example.net/debian", "https://other.example.net:8443/debian"]);
+        assert_eq!(origin.path, "/pool/main/a/a.deb");
+    }
+
     use crate::apt::AptConfigError;
 }

@@ -137,11 +137,11 @@ fn parse_mirrors(config: &ArchiveConfig) -> Result<Vec<Mirror>, AptConfigError> 
 fn parse_mirror(archive: &str, url: &str) -> Result<Mirror, AptConfigError> {
     let bad = |reason| AptConfigError::BadMirror { archive: archive.to_string(), url: url.to_string(), reason };
     let uri: http::Uri = url.parse().map_err(|_| bad("not a URL"))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => return Err(bad("https mirrors are not supported yet; use http:// (apt verifies signatures)")),
-        _ => return Err(bad("must start with http://")),
-    }
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err(bad("must start with http:// or https://")),
+    };
     let host = uri.host().ok_or_else(|| bad("has no host"))?;
     if uri.query().is_some() {
         return Err(bad("must not have a query"));
@@ -149,8 +149,9 @@ fn parse_mirror(archive: &str, url: &str) -> Result<Mirror, AptConfigError> {
     let prefix = uri.path().trim_end_matches('/');
     crate::path::checked_path(&format!("{prefix}/")).map_err(|_| bad("has a malformed path"))?;
     Ok(Mirror {
+        tls,
         host: HostPattern::Exact(host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()),
-        port: uri.port_u16().unwrap_or(80),
+        port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
         prefix: prefix.to_string(),
     })
 }
