@@ -4,6 +4,7 @@
 
 pub mod answer;
 mod cached;
+mod checksums;
 mod fetching;
 mod negative;
 
@@ -38,18 +39,11 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     if request.method() == Method::CONNECT {
         return tunnel::handle(&state, request, &note).await;
     }
-    let (side, target) = match (target(&request), go_path(&request)) {
-        // GOPROXY=http://pkgproxy/go with pkgproxy as the HTTP proxy too:
-        // the go command then asks pkgproxy for its own address.
-        (Some(target), Some(_)) if target.port == state.listen.port() => (Side::Go, None),
-        (Some(target), _) => (Side::Apt, Some(target)),
-        (None, Some(_)) => (Side::Go, None),
-        (None, None) => {
-            return answer::text(
-                StatusCode::NOT_FOUND,
-                "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\"; and go with GOPROXY=http://HOST:PORT/go",
-            );
-        }
+    let Some((side, target)) = route(&state, &request) else {
+        return answer::text(
+            StatusCode::NOT_FOUND,
+            "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\"; and go with GOPROXY=http://HOST:PORT/go",
+        );
     };
     let client = request.extensions().get::<ClientInfo>().copied();
     let tapped = tap(&state, &request, side, client);
@@ -57,9 +51,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     let (parts, body) = request.into_parts();
     mirror_body(tapped, body).await;
     if !matches!(parts.method, Method::GET | Method::HEAD) {
-        let mut response = answer::text(StatusCode::METHOD_NOT_ALLOWED, "pkgproxy serves GET and HEAD only");
-        response.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
-        return response;
+        return method_not_allowed();
     }
     let asked = Asked {
         method: &parts.method,
@@ -84,11 +76,27 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     }
 }
 
-/// The path below `/go` of a request of the go side.
-fn go_path(request: &Request<Incoming>) -> Option<&str> {
-    go_path_of(request.uri().path())
+/// Which side a request is for: an absolute-form request is apt's (a
+/// forward-proxy request), `/go/...` the go side's; `None` for neither.
+fn route(state: &State, request: &Request<Incoming>) -> Option<(Side, Option<Target>)> {
+    let go = go_path_of(request.uri().path()).is_some();
+    match target(request) {
+        // GOPROXY=http://pkgproxy/go with pkgproxy as the HTTP proxy too:
+        // the go command then asks pkgproxy for its own address.
+        Some(target) if go && target.port == state.listen.port() => Some((Side::Go, None)),
+        Some(target) => Some((Side::Apt, Some(target))),
+        None if go => Some((Side::Go, None)),
+        None => None,
+    }
 }
 
+fn method_not_allowed() -> Response<ResponseBody> {
+    let mut response = answer::text(StatusCode::METHOD_NOT_ALLOWED, "pkgproxy serves GET and HEAD only");
+    response.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
+    response
+}
+
+/// The path below `/go` of a request of the go side.
 fn go_path_of(path: &str) -> Option<&str> {
     match path.strip_prefix("/go") {
         Some("") => Some("/"),
