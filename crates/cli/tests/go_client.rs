@@ -203,3 +203,43 @@ async fn an_upstream_without_the_checksum_database_is_asked_once_not_per_version
     assert_eq!(origin.count_path("/lookup/"), 0, "no lookup asked of an upstream without the database");
     assert_eq!(origin.count_path(".zip"), 3);
 }
+
+/// The sums of the standard tree as the real go command computes them.
+fn module_sums(sums: &[Value]) -> Vec<pkgproxy_testkit::sumdb::ModuleSums> {
+    let text = |sum: &Value, key: &str| sum[key].as_str().unwrap().to_string();
+    sums.iter()
+        .map(|s| pkgproxy_testkit::sumdb::ModuleSums {
+            path: text(s, "Path"),
+            version: text(s, "Version"),
+            zip: text(s, "Sum"),
+            gomod: text(s, "GoModSum"),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_verifies_sums_against_a_signed_checksum_database_through_pkgproxy() {
+    let (modules, origin, sums) = upstream_with_sums().await;
+    let name = "sum.test.example";
+    let key = pkgproxy_testkit::sumdb::write_signed(modules.root(), name, &module_sums(&sums));
+    let config = format!("[go]\nproxies = [\"{}\"]\nsumdb = \"{name}\"\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+
+    let go = GoSandbox::verifying(&goproxy(&daemon), &key);
+    go.go("verified", &["mod", "download"]).assert_success();
+    go.go("verified", &["build", "-o", "app", "."]).assert_success();
+    let go_sum = std::fs::read_to_string(go.app().join("go.sum")).unwrap();
+    let caps = sums.iter().find(|s| s["Path"] == "example.com/HelloCaps").unwrap();
+    assert!(go_sum.contains(caps["Sum"].as_str().unwrap()), "{go_sum}");
+    let paths: Vec<String> = origin.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(paths.iter().any(|p| p.starts_with(&format!("/sumdb/{name}/tile/"))), "go read the tree: {paths:#?}");
+
+    // A database signed by another key: the go command refuses it, though
+    // pkgproxy passes its records on (the signature is the client's to check).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other_key = pkgproxy_testkit::sumdb::write_signed(elsewhere.path(), name, &module_sums(&sums));
+    let fooled = GoSandbox::verifying(&goproxy(&daemon), &other_key);
+    let output = fooled.go("fooled", &["mod", "download"]);
+    assert!(!output.success, "go accepted a tree signed by another key:\n{}", output.stderr);
+    assert!(output.stderr.contains("verif"), "{}", output.stderr);
+}

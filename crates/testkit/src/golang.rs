@@ -163,6 +163,7 @@ impl GoOutput {
 pub struct GoSandbox {
     dir: tempfile::TempDir,
     goproxy: String,
+    gosumdb: String,
 }
 
 impl GoSandbox {
@@ -184,7 +185,13 @@ impl GoSandbox {
             "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/HelloCaps\"\n)\n\nfunc main() { fmt.Println(hellocaps.Greet()) }\n",
         )
         .expect("main.go");
-        GoSandbox { dir, goproxy: goproxy.to_string() }
+        GoSandbox { dir, goproxy: goproxy.to_string(), gosumdb: "off".to_string() }
+    }
+
+    /// The same, with the go command verifying sums against the checksum
+    /// database `gosumdb` (a verifier key), asked through `goproxy`.
+    pub fn verifying(goproxy: &str, gosumdb: &str) -> GoSandbox {
+        GoSandbox { gosumdb: gosumdb.to_string(), ..GoSandbox::new(goproxy) }
     }
 
     /// The consumer module's folder.
@@ -206,7 +213,7 @@ impl GoSandbox {
             .env("GOMODCACHE", home.join(format!("modcache-{cache}")))
             .env("GOCACHE", home.join("gocache"))
             .env("GOPROXY", &self.goproxy)
-            .env("GOSUMDB", "off")
+            .env("GOSUMDB", &self.gosumdb)
             .env("GOFLAGS", "-mod=mod -modcacherw")
             .env("GO111MODULE", "on")
             .env("GOTOOLCHAIN", "local")

@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod golang;
 pub mod origin;
 pub mod shadow;
+pub mod sumdb;
 pub mod tls;
 
 pub use aptclient::{AptOutput, AptSandbox};
