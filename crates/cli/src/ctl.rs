@@ -270,10 +270,14 @@ fn render_info(info: &Value) -> String {
                 Some(ms) => format!("penalised for {:.1} s", ms as f64 / 1000.0),
                 None => "healthy".to_string(),
             };
+            let failures = match n(&instance["failures"]) {
+                0 => "no failures".to_string(),
+                1 => "failed once".to_string(),
+                times => format!("failed {times} times in a row"),
+            };
             out += &format!(
-                "  {}: {state}, failed {} times in a row, {} in flight\n",
+                "  {}: {state}, {failures}, {} in flight\n",
                 instance["url"].as_str().unwrap_or("?"),
-                n(&instance["failures"]),
                 n(&instance["in_flight"]),
             );
         }

@@ -32,7 +32,7 @@ pub enum UpstreamError {
     },
     /// Every instance of a pool was tried for the request, and each failed
     /// (or the request's deadline ran out first).
-    #[error("all {} instances of {pool} failed: {}", attempts.len(), attempts.join("; "))]
+    #[error("{} of {pool} failed: {}", instances(attempts.len()), attempts.join("; "))]
     AllFailed {
         /// The pool's name.
         pool: String,
@@ -116,5 +116,13 @@ impl UpstreamError {
             UpstreamError::Offline { retry_after, .. } => Some(*retry_after),
             _ => None,
         }
+    }
+}
+
+/// "all N instances", or "the only instance".
+fn instances(count: usize) -> String {
+    match count {
+        1 => "the only instance".to_string(),
+        n => format!("all {n} instances"),
     }
 }

@@ -124,7 +124,10 @@ pub(crate) fn request_error(host: String, error: legacy::Error) -> UpstreamError
     UpstreamError::Request { host, message }
 }
 
+/// The connector's error, taken out from behind hyper-util's (which owns
+/// it): the same variant, with the I/O cause's kind and text.
 fn clone_connect_error(error: &UpstreamError, host: &str) -> UpstreamError {
+    let io = |source: &std::io::Error| std::io::Error::new(source.kind(), source.to_string());
     match error {
         UpstreamError::Forbidden { host, address, reason } => {
             UpstreamError::Forbidden { host: host.clone(), address: *address, reason }
@@ -132,6 +135,9 @@ fn clone_connect_error(error: &UpstreamError, host: &str) -> UpstreamError {
         UpstreamError::ConnectTimeout { host, after } => {
             UpstreamError::ConnectTimeout { host: host.clone(), after: *after }
         }
+        UpstreamError::Connect { host, source } => UpstreamError::Connect { host: host.clone(), source: io(source) },
+        UpstreamError::Resolve { host, source } => UpstreamError::Resolve { host: host.clone(), source: io(source) },
+        UpstreamError::Tls { host, source } => UpstreamError::Tls { host: host.clone(), source: io(source) },
         other => UpstreamError::Request { host: host.to_string(), message: other.to_string() },
     }
 }
