@@ -157,8 +157,9 @@ pub struct UpstreamSection {
     /// TCP connect timeout.
     #[serde(default, with = "humantime_serde")]
     pub connect_timeout: Option<Duration>,
-    /// Time allowed for an attempt's answer head.
-    #[serde(default, with = "humantime_serde")]
+    /// Time allowed for an attempt's answer head (`head_timeout` is its
+    /// earlier name, still read).
+    #[serde(default, alias = "head_timeout", with = "humantime_serde")]
     pub first_byte_timeout: Option<Duration>,
     /// Time allowed for an attempt on a penalised instance.
     #[serde(default, with = "humantime_serde")]
@@ -244,6 +245,12 @@ mod tests {
         assert_eq!(file.apt.archive[0].mirrors.len(), 2);
         assert_eq!(file.upstream.resolve.len(), 1);
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100));
+    }
+
+    #[test]
+    fn the_earlier_name_of_first_byte_timeout_is_still_read() {
+        let file = ConfigFile::parse("[upstream]\nhead_timeout = \"3s\"\n").unwrap();
+        assert_eq!(file.upstream.first_byte_timeout, Some(Duration::from_secs(3)));
     }
 
     #[test]
