@@ -62,7 +62,7 @@ pub fn write_signed(root: &Path, name: &str, sums: &[ModuleSums]) -> String {
     std::fs::write(tile, leaves.concat()).expect("tile");
     std::fs::write(folder.join("latest"), &signed).expect("latest");
     std::fs::write(folder.join("supported"), "").expect("supported");
-    format!("{name}+{}+{}", hex(&key_hash), base64(&public))
+    format!("{name}+{}+{}", hex::encode(key_hash), base64(&public))
 }
 
 /// RFC 6962's Merkle tree hash of `leaves` (at least one).
@@ -87,8 +87,4 @@ fn hash(parts: &[&[u8]]) -> [u8; 32] {
 
 fn base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

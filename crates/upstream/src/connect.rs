@@ -124,11 +124,14 @@ fn tune(stream: &TcpStream, keepalive: Keepalive) {
     let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive);
 }
 
+/// A connection being opened, as hyper-util's clients wait for it.
+pub(crate) type Opening = Pin<Box<dyn Future<Output = Result<UpstreamIo, UpstreamError>> + Send>>;
+
 /// The connector as hyper-util's pooled client calls it.
 impl tower_service::Service<http::Uri> for Connector {
     type Response = UpstreamIo;
     type Error = UpstreamError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    type Future = Opening;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))

@@ -3,8 +3,6 @@
 //! counters: a copy never joins an upstream pool, never reports to a
 //! breaker, and is never counted as upstream traffic.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -14,7 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::connect::{host_port, Connector, UpstreamIo};
+use crate::connect::{host_port, Connector, Opening, UpstreamIo};
 use crate::counters::Counters;
 use crate::error::UpstreamError;
 
@@ -119,7 +117,7 @@ struct TargetConnector {
 impl tower_service::Service<http::Uri> for TargetConnector {
     type Response = UpstreamIo;
     type Error = UpstreamError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    type Future = Opening;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))

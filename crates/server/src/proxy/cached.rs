@@ -27,7 +27,7 @@ use crate::state::State;
 pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest) -> Response<ResponseBody> {
     let stats = state.stats.side(request.side);
     stats.request();
-    if let Some(remembered) = state.negative.get(&request.key, state.upstream.switch.frozen()) {
+    if let Some(remembered) = remembered_not_found(state, &request) {
         stats.hit(remembered.body.len() as u64);
         return answer::passed(asked, &remembered);
     }
@@ -77,7 +77,8 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
         }
         Phase::Passed(passed) => {
             stats.miss();
-            if let Some(ttl) = negative_ttl(state, &request, &passed) {
+            let not_found = matches!(passed.status, StatusCode::NOT_FOUND | StatusCode::GONE);
+            if let Some(ttl) = not_found_ttl(state, request.side).filter(|_| not_found) {
                 state.negative.remember(&request.key, Arc::clone(&passed), ttl);
             }
             answer::passed(asked, &passed)
@@ -107,15 +108,21 @@ fn report_upstream_status(asked: &Asked<'_>, phase: &Phase) {
     asked.upstream_answer.report(status.as_u16());
 }
 
-/// How long a side remembers a "not found" of its upstream: the go
-/// command probes parent paths of every module it resolves, and expects a
-/// `404` or `410` there.
-fn negative_ttl(state: &State, request: &CachedRequest, passed: &PassedAnswer) -> Option<Duration> {
-    let not_found = matches!(passed.status, StatusCode::NOT_FOUND | StatusCode::GONE);
-    match request.side {
-        Side::Go if not_found => Some(state.settings.go.negative_ttl()),
-        _ => None,
+/// How long a side remembers a "not found" of its upstream (`None`: it
+/// does not): the go command probes parent paths of every module it
+/// resolves, and expects a `404` or `410` there.
+fn not_found_ttl(state: &State, side: Side) -> Option<Duration> {
+    match side {
+        Side::Go => Some(state.settings.go.negative_ttl()),
+        Side::Apt => None,
     }
+}
+
+/// A remembered "not found" for `request`; asked only of sides that
+/// remember, so apt's hits never touch the shared map.
+fn remembered_not_found(state: &State, request: &CachedRequest) -> Option<Arc<PassedAnswer>> {
+    not_found_ttl(state, request.side)?;
+    state.negative.get(&request.key, state.upstream.switch.frozen())
 }
 
 /// The side's hooks into a fetch of `request`.

@@ -16,7 +16,7 @@ pub const MAX_UNPACKED: u64 = 500 << 20;
 
 /// The `h1:` hash of a `.mod` file.
 pub fn hash_mod(content: &[u8]) -> String {
-    hash1([(String::from("go.mod"), hex(&Sha256::digest(content)))])
+    hash1([(String::from("go.mod"), hex::encode(Sha256::digest(content)))])
 }
 
 /// Checks that `zip` is a module zip of `module@version` (every entry under
@@ -41,7 +41,7 @@ pub fn check_zip(zip: impl Read + Seek, module: &str, version: &str) -> Result<S
         if copied != file.size() {
             return Err(format!("zip entry {name} holds {copied} bytes, not the {} it declares", file.size()));
         }
-        lines.push((name, hex(&digest.finalize())));
+        lines.push((name, hex::encode(digest.finalize())));
     }
     Ok(hash1(lines))
 }
@@ -66,10 +66,6 @@ fn hash1(lines: impl IntoIterator<Item = (String, String)>) -> String {
         summary.update(format!("{digest}  {name}\n"));
     }
     format!("h1:{}", base64::engine::general_purpose::STANDARD.encode(summary.finalize()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 struct DigestWriter<'a>(&'a mut Sha256);
