@@ -475,3 +475,18 @@ async fn measure_latency_with_a_black_hole_on_the_real_clock() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_file_one_mirror_lacks_is_fetched_from_another_without_a_penalty() {
+    let chaos = vec![ChaosUpstream::start().await, ChaosUpstream::start().await];
+    chaos[1].put(FILE, body());
+    let pool = pool_of(&upstream(settings()), &chaos);
+    for _ in 0..10 {
+        let (status, got, instance) = fetch(&pool, get(FILE)).await.unwrap();
+        assert_eq!((status, instance, got), (200, 1, body()), "the lagging mirror's 404 sends the request on");
+    }
+    assert!(chaos[0].requests() >= 1, "the lagging mirror was asked");
+    assert_eq!(pool.report().instances[0].1.failures, 0, "a 404 is no fault of the instance");
+    let (status, _, _) = fetch(&pool, get("/nowhere")).await.unwrap();
+    assert_eq!(status, 404, "when every mirror lacks it, the 404 is passed on");
+}

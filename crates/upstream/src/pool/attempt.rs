@@ -20,8 +20,9 @@ use crate::transport::{Client, TransportBody};
 pub(super) enum Tried {
     /// An answer to pass on.
     Answered(PoolAnswer),
-    /// An answer that fails the attempt (`503`, ...): the request moves on,
-    /// but it is what the client gets if this was the last attempt.
+    /// An answer that sends the request on to the next instance (a `503`,
+    /// or a `404` another mirror may not give), but that the client gets if
+    /// this was the last attempt.
     Refused(PoolAnswer, String),
     /// No answer; the request moves on. Says what happened.
     Failed(String),
@@ -39,8 +40,15 @@ enum Waited {
 
 /// Statuses that fail an attempt: the instance is overloaded or broken, and
 /// another instance may well answer.
-fn moves_on(status: StatusCode) -> bool {
+fn fails(status: StatusCode) -> bool {
     matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+}
+
+/// Statuses that say the instance does not have the file, which another
+/// may have (a mirror lagging behind a sync): the request moves on, but the
+/// instance is not at fault.
+fn lacks(status: StatusCode) -> bool {
+    matches!(status, StatusCode::NOT_FOUND | StatusCode::GONE)
 }
 
 impl Pool {
@@ -75,7 +83,7 @@ impl Pool {
                 }
                 ticket.answered_with(response.status(), response.headers());
                 let status = response.status();
-                let failed = moves_on(status);
+                let failed = fails(status);
                 if failed {
                     self.penalise(attempt);
                 } else {
@@ -84,7 +92,7 @@ impl Pool {
                 let idle = self.shared.settings.timeouts.body_idle;
                 let response = response.map(|body| PoolBody::new(body, Arc::clone(self), attempt, idle, failed));
                 let answer = PoolAnswer { response, instance: index };
-                match failed {
+                match failed || lacks(status) {
                     true => Tried::Refused(answer, format!("{}: answered {status}", instance.url)),
                     false => Tried::Answered(answer),
                 }

@@ -25,9 +25,11 @@
 //!   works).
 //! - **Move on.** A connect error, a timeout, a connection closed or reset
 //!   before the head, or a `429`, `500`, `502`, `503` or `504` answer fails
-//!   the attempt, and the request moves at once to the next instance. No
-//!   instance is tried twice for one request: once every instance has been
-//!   tried, the request fails (see "Give up").
+//!   the attempt, and the request moves at once to the next instance. A
+//!   `404` or `410` moves it on too, without faulting the instance: one
+//!   mirror may lag behind another's sync. No instance is tried twice for
+//!   one request: once every instance has been tried, the request fails
+//!   (see "Give up"), or gets the last instance's own answer.
 //! - **Penalty.** A failed attempt takes its instance out of the pool for a
 //!   penalty that doubles with each consecutive failure, from
 //!   `penalty_base` up to `penalty_max`, with jitter. One outage raises it
