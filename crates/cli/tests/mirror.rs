@@ -123,7 +123,10 @@ async fn a_black_holed_target_holds_at_most_max_inflight_copies_and_never_the_cl
         let answer = answer.unwrap();
         assert_eq!((answer.status, answer.body.as_ref()), (200, expected.as_slice()));
     }
-    let counters = counters_until(&daemon, "hole", |c| c["in_flight"] == 4).await;
+    // Each copy's task counts itself as sent or skipped: wait for all 200.
+    let settled = |c: &Value| c["sent"].as_u64().unwrap_or(0) + c["skipped_inflight"].as_u64().unwrap_or(0) == 200;
+    let counters = counters_until(&daemon, "hole", settled).await;
+    assert_eq!(counters["in_flight"], 4, "{counters}");
     assert!(shadow.wait_for(4, WAIT).await);
     assert_eq!(shadow.max_held(), 4, "the target never held more than max_inflight copies");
     assert_eq!(shadow.count(), 4);
