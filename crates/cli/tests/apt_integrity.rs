@@ -278,3 +278,60 @@ async fn a_restart_keeps_what_the_index_learnt() {
     assert!(answer.status != 200 || !answer.complete, "corrupt bytes served after a restart");
     assert_eq!(daemon.info().await["cache"]["entries"].as_u64(), info["cache"]["entries"].as_u64());
 }
+
+/// apt keeps what it got of a cut index transfer in `lists/partial/`, dated
+/// with the answer's `Last-Modified`, and resumes it on the next update by
+/// the new by-hash URL, with `Range` and `If-Range: <that date>`. A mirror
+/// that syncs its whole tree within one second gives the new file the old
+/// one's date, so pkgproxy must answer such a resume with the whole file,
+/// never with the new file's tail spliced onto the old file's head.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_index_is_never_spliced_from_two_files_after_a_same_second_sync() {
+    let dir = tempfile::Builder::new().prefix("pp-splice").tempdir().unwrap();
+    let mut repo = AptRepo::builder().package("pkgproxy-hello", "1.0-1", 4096).build(&dir.path().join("r"));
+    // Every generation's index files carry this one date.
+    let synced_at = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    repo.set_index_mtimes(synced_at);
+    let origin = Origin::serve(repo.root()).await;
+    let daemon = daemon_for(&[&origin]).await;
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &format!("{}/debian", origin.url()), repo.keyring());
+    apt.update().assert_success();
+
+    for round in 0..20 {
+        let partials = leave_partial_indexes(&apt, &repo, synced_at);
+        let added = format!("pkgproxy-sync{round}");
+        repo.add_package(&added, "1.0-1", 512);
+        repo.set_index_mtimes(synced_at);
+
+        let update = apt.update();
+        assert!(!saw_mismatch(&update), "round {round}: a resumed index was spliced:\n{update}");
+        update.assert_success();
+        let known = apt.run(&["download", "--print-uris", &added]);
+        assert!(known.success() && known.stdout.contains(&added), "round {round}: apt lacks the new index:\n{known}");
+        for partial in partials {
+            assert!(!partial.exists(), "round {round}: apt did not take up {}", partial.display());
+        }
+    }
+}
+
+/// Leaves in apt's `lists/partial/` the first half of each `Packages.xz` the
+/// repository serves now, dated `date`, as a transfer cut half way does;
+/// returns their paths.
+fn leave_partial_indexes(apt: &AptSandbox, repo: &AptRepo, date: std::time::SystemTime) -> Vec<PathBuf> {
+    let lists = apt.lists_dir();
+    let mut partials = Vec::new();
+    for entry in std::fs::read_dir(&lists).unwrap().map(Result::unwrap) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(dir) = name.strip_suffix("_Packages").and_then(|n| n.split_once("_dists_")).map(|(_, d)| d) else {
+            continue;
+        };
+        let served = repo.repo_dir().join("dists").join(dir.replace('_', "/")).join("Packages.xz");
+        let old = std::fs::read(&served).unwrap_or_else(|e| panic!("{}: {e}", served.display()));
+        let partial = lists.join("partial").join(format!("{name}.xz"));
+        std::fs::write(&partial, &old[..old.len() / 2]).unwrap();
+        std::fs::File::options().write(true).open(&partial).unwrap().set_modified(date).unwrap();
+        partials.push(partial);
+    }
+    assert!(!partials.is_empty(), "apt keeps no Packages lists in {}", lists.display());
+    partials
+}

@@ -235,3 +235,84 @@ async fn a_stale_index_is_served_when_the_mirror_is_down() {
     assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"));
     assert_eq!(sha256(&again.body), sha256(&first.body));
 }
+
+/// Writes `bytes` at `path` under `root`, dated `mtime`.
+fn put_file(root: &std::path::Path, path: &str, bytes: &[u8], mtime: std::time::SystemTime) {
+    let file = root.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, bytes).unwrap();
+    std::fs::File::options().write(true).open(&file).unwrap().set_modified(mtime).unwrap();
+}
+
+/// The next whole second: a file dated so and fetched now was written "in
+/// the same second" as it was fetched, however long the fetch takes up to
+/// a second.
+fn next_whole_second() -> std::time::SystemTime {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    std::time::UNIX_EPOCH + Duration::from_secs(now.as_secs() + 1)
+}
+
+/// RFC 9110 §8.8.2.2 and §13.1.5: an `If-Range` date resumes a file only
+/// when it is a strong validator (the file was fetched at least a second
+/// after that date) and the name cannot stand for other bytes; apt's index
+/// files (by-hash ones included) are sent whole. A matching tag resumes all.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_if_range_date_resumes_only_a_file_that_cannot_be_another() {
+    let root = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let day_old = std::time::SystemTime::now() - Duration::from_secs(86_400);
+    let old = "debian/pool/main/o/old_1_all.deb";
+    let fresh = "debian/pool/main/f/fresh_1_all.deb";
+    let by_hash = format!("debian/dists/testing/main/binary-all/by-hash/SHA256/{}", sha256(&body));
+    put_file(root.path(), old, &body, day_old);
+    put_file(root.path(), &by_hash, &body, day_old);
+    put_file(root.path(), fresh, &body, next_whole_second());
+    let origin = Origin::serve(root.path()).await;
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
+    let proxy = daemon.proxy_addr();
+
+    for (path, by_date) in [(fresh, 200), (old, 206), (by_hash.as_str(), 200)] {
+        let url = format!("{}/{path}", origin.url());
+        let full = proxy_get(proxy, &url, &[]).await;
+        assert_eq!((full.status, full.body.as_ref()), (200, body.as_slice()), "{path}");
+        let last_modified = full.header("last-modified").expect("Last-Modified").to_string();
+        let etag = full.header("etag").expect("ETag").to_string();
+
+        let dated = proxy_get(proxy, &url, &[("range", "bytes=100-"), ("if-range", &last_modified)]).await;
+        assert_eq!(dated.status, by_date, "{path}: If-Range: {last_modified}");
+        let wanted = if by_date == 206 { &body[100..] } else { &body[..] };
+        assert_eq!(dated.body.as_ref(), wanted, "{path}");
+
+        let tagged = proxy_get(proxy, &url, &[("range", "bytes=100-"), ("if-range", &etag)]).await;
+        assert_eq!(tagged.status, 206, "{path}: If-Range: {etag}");
+        assert_eq!(tagged.body.as_ref(), &body[100..], "{path}");
+    }
+}
+
+/// The same rule on a download still in progress.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_if_range_date_on_a_download_in_progress_follows_the_same_rule() {
+    let root = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 241) as u8).collect();
+    let origin = Origin::serve(root.path()).await;
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
+    let proxy = daemon.proxy_addr();
+    origin.set_rate_limit(Some(200_000));
+    let day_old = std::time::SystemTime::now() - Duration::from_secs(86_400);
+
+    for (name, by_date) in [("fresh", 200), ("old", 206)] {
+        let path = format!("debian/pool/main/x/{name}_1_all.deb");
+        put_file(root.path(), &path, &body, if name == "old" { day_old } else { next_whole_second() });
+        let url = format!("{}/{path}", origin.url());
+        // The first client's miss starts the download, which takes about
+        // a second and a half at the origin's pace.
+        let first = pkgproxy_testkit::client::proxy_request(proxy, "GET", &url, &[]).await;
+        let last_modified = first.headers()["last-modified"].to_str().unwrap().to_string();
+        let dated = proxy_get(proxy, &url, &[("range", "bytes=100-"), ("if-range", &last_modified)]).await;
+        assert_eq!(dated.header("x-pkgproxy-cache"), Some("miss"), "{name}: served from the download");
+        assert_eq!(dated.status, by_date, "{name}: If-Range: {last_modified}");
+        let wanted = if by_date == 206 { &body[100..] } else { &body[..] };
+        assert_eq!(dated.body.as_ref(), wanted, "{name}");
+        drop(first);
+    }
+}

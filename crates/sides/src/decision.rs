@@ -97,6 +97,24 @@ pub struct CachedRequest {
     /// What the body must match. A cached entry that does not match it is
     /// superseded: never served, refetched.
     pub expected: Expected,
+    /// Whether a client may resume this file by its date.
+    pub dated_resume: DatedResume,
+}
+
+/// Whether a `Range` request whose `If-Range` is a date (apt resumes its
+/// partial files that way) may be answered with a part of this file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatedResume {
+    /// The name always stands for the same bytes (an apt pool file, a go
+    /// module version), so a client's partial file of this name holds these
+    /// bytes: the date is honoured when it is a strong validator.
+    Honoured,
+    /// A client's partial file may hold other bytes: apt keeps an index's
+    /// partial under the index's name and resumes it by the next
+    /// generation's by-hash URL, and a mirror that syncs within one second
+    /// gives both files one date. The whole file is sent instead: these
+    /// files are small, and apt starts over cleanly on a `200`.
+    WholeFile,
 }
 
 /// A side's verdict on a request.

@@ -10,4 +10,4 @@ mod decision;
 pub mod go;
 pub mod path;
 
-pub use decision::{CachedRequest, Decision, Origin, Refusal, Side, Target};
+pub use decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Side, Target};

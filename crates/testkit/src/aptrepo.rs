@@ -307,6 +307,26 @@ impl AptRepo {
         fs::remove_dir_all(&staging).expect("remove staging indexes");
     }
 
+    /// Gives every index file (`Packages*` and their by-hash copies; not the
+    /// Release files) the modification time `mtime`, as a mirror that syncs
+    /// its whole tree within one second leaves them: their `Last-Modified`
+    /// then cannot tell one generation from the next.
+    pub fn set_index_mtimes(&self, mtime: SystemTime) {
+        let mut dirs = vec![self.repo_dir().join("dists")];
+        while let Some(dir) = dirs.pop() {
+            for entry in fs::read_dir(&dir).expect("read index dir").map(|e| e.expect("index dir entry")) {
+                let path = entry.path();
+                let name = entry.file_name();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if !["Release", "Release.gpg", "InRelease"].iter().any(|r| name == *r) {
+                    let file = fs::File::options().write(true).open(&path).expect("open index file");
+                    file.set_modified(mtime).expect("set index file mtime");
+                }
+            }
+        }
+    }
+
     /// Writes `Packages`, `.gz` and `.xz` for the pool into both index
     /// directories under `staging`, and returns their names and contents
     /// (the same for both: every package is `Architecture: all`).
@@ -394,6 +414,11 @@ impl AptRepo {
             }
         }
         deb::build(&self.work.join("build"), &spec, &deb_path);
+        // Pool files in a real archive are old, and their `Last-Modified`
+        // a strong validator (RFC 9110 8.8.2.2) by the time anyone fetches
+        // them: date them with the first Release.
+        let deb = fs::File::options().write(true).open(&deb_path).expect("open .deb");
+        deb.set_modified(self.first_date).expect("set .deb mtime");
         let deb_size = fs::metadata(&deb_path).expect("stat .deb").len();
         self.packages.push(Package { spec, filename, deb_path, deb_size });
     }

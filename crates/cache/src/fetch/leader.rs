@@ -89,6 +89,7 @@ async fn download(
         headers: kept_headers(headers),
         validators: validators(headers),
         content_length: limit,
+        received_at: SystemTime::now(),
         reader: temp.reader(),
     };
     let entry_headers = head.headers.clone();

@@ -26,6 +26,7 @@ use std::fs::File;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -108,6 +109,9 @@ pub struct Head {
     pub validators: Validators,
     /// The upstream's `Content-Length`, when it sent one.
     pub content_length: Option<u64>,
+    /// When the head arrived: a `Last-Modified` at least a second older is a
+    /// strong validator.
+    pub received_at: SystemTime,
     /// The temporary file, read with positioned reads.
     reader: Arc<File>,
 }

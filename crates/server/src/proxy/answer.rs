@@ -4,12 +4,14 @@
 //! `X-Pkgproxy-Cache`.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED};
 use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
+use pkgproxy_sides::DatedResume;
 
-use super::plan::{plan, Plan, Representation};
+use super::plan::{last_modified_is_strong, plan, Plan, Representation};
 use crate::body::{FileBody, ResponseBody};
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
 use crate::mirror::{ClientInfo, UpstreamAnswer};
@@ -77,10 +79,13 @@ pub fn from_entry(
     entry: &Entry,
     file: Arc<std::fs::File>,
     served: Served,
+    dated_resume: DatedResume,
 ) -> (Response<ResponseBody>, u64) {
+    let last_modified = entry.validators.last_modified.as_deref();
     let rep = Representation {
         etag: entry.validators.etag.as_deref(),
-        last_modified: entry.validators.last_modified.as_deref(),
+        last_modified,
+        date_validates_ranges: date_validates_ranges(dated_resume, last_modified, entry.fetched_at_time()),
         length: Some(entry.size),
     };
     let decided = plan(asked.method, asked.headers, &rep);
@@ -103,10 +108,17 @@ pub fn from_entry(
 }
 
 /// Answers from a download in progress.
-pub fn from_fetch(asked: &Asked<'_>, fetch: &Arc<Fetch>, head: &Head) -> Response<ResponseBody> {
+pub fn from_fetch(
+    asked: &Asked<'_>,
+    fetch: &Arc<Fetch>,
+    head: &Head,
+    dated_resume: DatedResume,
+) -> Response<ResponseBody> {
+    let last_modified = head.validators.last_modified.as_deref();
     let rep = Representation {
         etag: head.validators.etag.as_deref(),
-        last_modified: head.validators.last_modified.as_deref(),
+        last_modified,
+        date_validates_ranges: date_validates_ranges(dated_resume, last_modified, head.received_at),
         length: head.content_length,
     };
     let decided = plan(asked.method, asked.headers, &rep);
@@ -154,6 +166,11 @@ pub fn passed(asked: &Asked<'_>, answer: &PassedAnswer) -> Response<ResponseBody
         }
     }
     response
+}
+
+/// Whether an `If-Range` date may resume a body received at `received`.
+fn date_validates_ranges(dated_resume: DatedResume, last_modified: Option<&str>, received: SystemTime) -> bool {
+    dated_resume == DatedResume::Honoured && last_modified.is_some_and(|lm| last_modified_is_strong(lm, received))
 }
 
 fn describe(headers: &mut HeaderMap, kept: &[(String, String)], rep: &Representation<'_>, served: Served) {

@@ -62,7 +62,7 @@ pub async fn serve(state: &Arc<State>, asked: &Asked<'_>, request: CachedRequest
     match phase {
         Phase::Streaming(head) => {
             stats.miss();
-            answer::from_fetch(asked, &joined.fetch, &head)
+            answer::from_fetch(asked, &joined.fetch, &head, request.dated_resume)
         }
         Phase::Done(entry) => {
             stats.miss();
@@ -225,7 +225,7 @@ fn from_cache(
             return answer::text(StatusCode::INTERNAL_SERVER_ERROR, "pkgproxy: cached body cannot be read");
         }
     };
-    let (response, sent) = answer::from_entry(asked, entry, file, served);
+    let (response, sent) = answer::from_entry(asked, entry, file, served, request.dated_resume);
     if served != Served::Miss {
         state.stats.side(request.side).hit(sent);
     }

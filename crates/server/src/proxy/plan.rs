@@ -2,6 +2,8 @@
 //! `206` or `416`, by RFC 9110 §13 (conditional requests) and §14 (ranges).
 //! Pure: the same rules serve cached entries and downloads in progress.
 
+use std::time::{Duration, SystemTime};
+
 use http::{HeaderMap, Method};
 
 /// What we know of the representation being served.
@@ -11,6 +13,10 @@ pub struct Representation<'a> {
     pub etag: Option<&'a str>,
     /// Its `Last-Modified`, verbatim.
     pub last_modified: Option<&'a str>,
+    /// Whether `If-Range` may match `last_modified`: only when the date is a
+    /// strong validator and a client's partial file of this name cannot
+    /// hold other bytes with the same date (see [`last_modified_is_strong`]).
+    pub date_validates_ranges: bool,
     /// Its length, when known (a download without `Content-Length` has none).
     pub length: Option<u64>,
 }
@@ -78,17 +84,29 @@ fn weak_eq(a: &str, b: &str) -> bool {
 }
 
 /// `If-Range`: the range applies only if the validator still matches
-/// (strong comparison for tags, exact match for dates).
+/// (strong comparison for tags; an exact match for dates, where a date may
+/// validate at all), else the whole body is sent (RFC 9110 §13.1.5).
 fn if_range_holds(headers: &HeaderMap, rep: &Representation<'_>) -> bool {
     let Some(if_range) = header(headers, http::header::IF_RANGE) else { return true };
     let if_range = if_range.trim();
     if if_range.starts_with('"') || if_range.starts_with("W/") {
         return !if_range.starts_with("W/") && rep.etag == Some(if_range);
     }
+    if !rep.date_validates_ranges {
+        return false;
+    }
     match (httpdate::parse_http_date(if_range), rep.last_modified.map(httpdate::parse_http_date)) {
         (Ok(date), Some(Ok(modified))) => date == modified,
         _ => false,
     }
+}
+
+/// Whether `last_modified` is a strong validator of a representation
+/// received at `received` (RFC 9110 §8.8.2.2): only when it was received at
+/// least a second after that date. Dates have one-second resolution, so two
+/// versions written within one second carry the same one.
+pub fn last_modified_is_strong(last_modified: &str, received: SystemTime) -> bool {
+    httpdate::parse_http_date(last_modified).is_ok_and(|modified| received >= modified + Duration::from_secs(1))
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -141,7 +159,12 @@ mod tests {
     const LM: &str = "Wed, 01 Jan 2025 00:00:00 GMT";
 
     fn rep() -> Representation<'static> {
-        Representation { etag: Some("\"abc\""), last_modified: Some(LM), length: Some(1000) }
+        Representation {
+            etag: Some("\"abc\""),
+            last_modified: Some(LM),
+            date_validates_ranges: true,
+            length: Some(1000),
+        }
     }
 
     fn with(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -186,6 +209,28 @@ mod tests {
         assert_eq!(plan(&get, &date, &rep()), Plan::Partial { start: 10, end: 999 });
         let other_date = with(&[("range", "bytes=10-"), ("if-range", "Thu, 02 Jan 2025 00:00:00 GMT")]);
         assert_eq!(plan(&get, &other_date, &rep()), Plan::Full);
+    }
+
+    #[test]
+    fn an_if_range_date_that_cannot_validate_gives_the_whole_body_and_a_tag_still_resumes() {
+        let get = Method::GET;
+        let weak = Representation { date_validates_ranges: false, ..rep() };
+        let date = with(&[("range", "bytes=10-"), ("if-range", LM)]);
+        assert_eq!(plan(&get, &date, &weak), Plan::Full);
+        let tag = with(&[("range", "bytes=10-"), ("if-range", "\"abc\"")]);
+        assert_eq!(plan(&get, &tag, &weak), Plan::Partial { start: 10, end: 999 });
+        assert_eq!(plan(&get, &with(&[("range", "bytes=10-")]), &weak), Plan::Partial { start: 10, end: 999 });
+    }
+
+    #[test]
+    fn a_last_modified_is_strong_only_a_second_before_its_receipt() {
+        let modified = httpdate::parse_http_date(LM).unwrap();
+        assert!(!last_modified_is_strong(LM, modified));
+        assert!(!last_modified_is_strong(LM, modified + Duration::from_millis(999)));
+        assert!(last_modified_is_strong(LM, modified + Duration::from_secs(1)));
+        assert!(last_modified_is_strong(LM, modified + Duration::from_secs(86_400)));
+        assert!(!last_modified_is_strong(LM, modified - Duration::from_secs(5)), "a date in the future");
+        assert!(!last_modified_is_strong("yesterday", modified + Duration::from_secs(5)));
     }
 
     #[test]

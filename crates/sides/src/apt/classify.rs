@@ -9,7 +9,7 @@ use super::archives::Archive;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use super::archives::Mirror;
-use crate::decision::{CachedRequest, Decision, Origin, Refusal, Side, Target};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Side, Target};
 use crate::path::checked_path;
 
 pub(super) fn classify(archives: &[Archive], target: Target) -> Decision {
@@ -49,12 +49,12 @@ fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
 }
 
 fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -> Decision {
-    let (class, expected) = if relative.starts_with("pool/") {
-        (Class::Immutable, Expected::default())
+    let (class, expected, dated_resume) = if relative.starts_with("pool/") {
+        (Class::Immutable, Expected::default(), DatedResume::Honoured)
     } else if relative.starts_with("dists/") {
         match by_hash(relative) {
-            Some(expected) => (Class::Immutable, expected),
-            None => (Class::Revalidated, Expected::default()),
+            Some(expected) => (Class::Immutable, expected, DatedResume::WholeFile),
+            None => (Class::Revalidated, Expected::default(), DatedResume::WholeFile),
         }
     } else {
         return Decision::Refuse(Refusal::forbidden(format!(
@@ -71,6 +71,7 @@ fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -
         origin: origin(archive, mirror, relative, target),
         class,
         expected,
+        dated_resume,
     })
 }
 

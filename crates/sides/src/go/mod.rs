@@ -26,7 +26,7 @@ pub use dirhash::{check_zip, hash_mod};
 pub use integrity::GoVerifier;
 pub use sumdb::Sums;
 
-use crate::decision::{CachedRequest, Decision, Origin, Refusal, Side};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Side};
 use path::{escape, is_module_path, is_version, unescape};
 
 /// The upstream module proxy when none is configured.
@@ -176,6 +176,12 @@ impl GoSide {
             origin: Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") },
             class,
             expected: Expected::default(),
+            // A version's files and the checksum database's records never
+            // change under their names; lists and `latest` do.
+            dated_resume: match class {
+                Class::Immutable => DatedResume::Honoured,
+                Class::Revalidated => DatedResume::WholeFile,
+            },
         }
     }
 
