@@ -49,14 +49,14 @@ pub enum UpstreamError {
         source: std::io::Error,
     },
     /// The host resolved only to addresses the policy forbids.
-    #[error("refusing to connect to {host} ({address}): {reason}")]
+    #[error("refusing to connect to {host} ({address}): {kind}")]
     Forbidden {
         /// The host asked for.
         host: String,
         /// The address it resolved to.
         address: std::net::IpAddr,
-        /// Why the address is forbidden.
-        reason: &'static str,
+        /// Which kind of local address it is.
+        kind: pkgproxy_addr::LocalKind,
     },
     /// No connection could be made.
     #[error("cannot connect to {host}: {source}")]

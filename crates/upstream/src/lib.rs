@@ -26,7 +26,7 @@ pub use counters::{Counters, CountersSnapshot};
 pub use dialer::Dialer;
 pub use error::UpstreamError;
 pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest};
-pub use resolve::{local_kind, AddressPolicy, Resolver};
+pub use resolve::{AddressPolicy, Resolver};
 pub use transport::{Transport, TransportBody};
 
 use std::sync::Arc;

@@ -10,6 +10,8 @@
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
+use pkgproxy_addr::local_kind;
+
 use crate::error::UpstreamError;
 
 /// Resolves `host:port` to socket addresses.
@@ -77,54 +79,18 @@ impl AddressPolicy {
         let allowed: Vec<SocketAddr> = addresses
             .into_iter()
             .filter(|a| match local_kind(a.ip()) {
-                Some(reason) => {
-                    refused.get_or_insert((a.ip(), reason));
+                Some(kind) => {
+                    refused.get_or_insert((a.ip(), kind));
                     false
                 }
                 None => true,
             })
             .collect();
         match (allowed.is_empty(), refused) {
-            (true, Some((address, reason))) => {
-                Err(UpstreamError::Forbidden { host: host.to_string(), address, reason })
+            (true, Some((address, kind))) => {
+                Err(UpstreamError::Forbidden { host: host.to_string(), address, kind })
             }
             _ => Ok(allowed),
-        }
-    }
-}
-
-/// Why an address counts as local, or `None` for a public one.
-pub fn local_kind(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => {
-            if v4.is_loopback() {
-                Some("loopback address")
-            } else if v4.is_link_local() {
-                Some("link-local address")
-            } else if v4.is_private() || v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64 {
-                Some("private address")
-            } else if v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() {
-                Some("not a unicast address")
-            } else {
-                None
-            }
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return local_kind(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            if v6.is_loopback() {
-                Some("loopback address")
-            } else if first & 0xffc0 == 0xfe80 {
-                Some("link-local address")
-            } else if first & 0xfe00 == 0xfc00 {
-                Some("private address")
-            } else if v6.is_unspecified() || v6.is_multicast() {
-                Some("not a unicast address")
-            } else {
-                None
-            }
         }
     }
 }
@@ -135,28 +101,6 @@ mod tests {
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().unwrap()
-    }
-
-    #[test]
-    fn local_addresses_are_recognised() {
-        for local in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-            "0.0.0.0",
-        ] {
-            assert!(local_kind(local.parse().unwrap()).is_some(), "{local} should be local");
-        }
-        for public in ["151.101.2.132", "2a04:4e42::644", "8.8.8.8"] {
-            assert!(local_kind(public.parse().unwrap()).is_none(), "{public} should be public");
-        }
     }
 
     #[test]

@@ -129,8 +129,8 @@ pub(crate) fn request_error(host: String, error: legacy::Error) -> UpstreamError
 fn clone_connect_error(error: &UpstreamError, host: &str) -> UpstreamError {
     let io = |source: &std::io::Error| std::io::Error::new(source.kind(), source.to_string());
     match error {
-        UpstreamError::Forbidden { host, address, reason } => {
-            UpstreamError::Forbidden { host: host.clone(), address: *address, reason }
+        UpstreamError::Forbidden { host, address, kind } => {
+            UpstreamError::Forbidden { host: host.clone(), address: *address, kind: *kind }
         }
         UpstreamError::ConnectTimeout { host, after } => {
             UpstreamError::ConnectTimeout { host: host.clone(), after: *after }

@@ -37,7 +37,7 @@ fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
         return Refusal::forbidden(format!("{} is not under a known archive on {host}", target.raw_path));
     }
     if let Ok(ip) = host.parse::<IpAddr>() {
-        if let Some(kind) = pkgproxy_upstream::local_kind(ip) {
+        if let Some(kind) = pkgproxy_addr::local_kind(ip) {
             return Refusal::forbidden(format!(
                 "{host} is a {kind}: only configured archives may be on local addresses"
             ));
