@@ -25,7 +25,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::body::ResponseBody;
-use crate::mirror::ClientInfo;
+use crate::shadow::ClientInfo;
 use crate::state::State;
 use crate::{control, offline};
 

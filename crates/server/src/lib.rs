@@ -9,9 +9,9 @@ pub mod config;
 pub mod control;
 mod gateway;
 mod headers;
-pub mod mirror;
 mod offline;
 mod proxy;
+pub mod shadow;
 mod state;
 mod stats;
 
@@ -106,7 +106,7 @@ pub async fn run(
     let start_mode = settings.upstream.switch.mode();
     let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
     let upstream = Upstream::new(settings.upstream.clone());
-    let mirrors = mirror::Mirrors::new(&settings.mirrors, &upstream.shadows)
+    let mirrors = shadow::Shadows::new(&settings.mirrors, &upstream.shadow_client)
         .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
     let state = Arc::new(state::State {
         settings,

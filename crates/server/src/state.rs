@@ -14,8 +14,8 @@ use pkgproxy_upstream::Upstream;
 
 use crate::config::Settings;
 use crate::headers::LoopMark;
-use crate::mirror::Mirrors;
 use crate::proxy::NegativeCache;
+use crate::shadow::Shadows;
 use crate::stats::Stats;
 
 /// The server's shared state.
@@ -42,7 +42,7 @@ pub struct State {
     /// This process's mark in `Via`, to refuse requests that loop back.
     pub loop_mark: LoopMark,
     /// Where copies of the traffic go.
-    pub mirrors: Mirrors,
+    pub mirrors: Shadows,
     /// Numbers the requests (logs name them).
     pub request_ids: AtomicU64,
     /// Remembered "not found" answers.

@@ -102,7 +102,7 @@ pub struct Upstream {
     /// The offline switch both consult.
     pub switch: offline::Switch,
     /// Where copies of requests go (the mirror feature), counted apart.
-    pub shadows: shadow::Shadows,
+    pub shadow_client: shadow::ShadowClient,
 }
 
 impl Upstream {
@@ -118,7 +118,7 @@ impl Upstream {
             config.keepalive,
             Arc::clone(&shadow_counters),
         );
-        let shadows = shadow::Shadows::new(shadow_connector, timeouts.pool_idle, shadow_counters);
+        let shadow_client = shadow::ShadowClient::new(shadow_connector, timeouts.pool_idle, shadow_counters);
         let connector = connect::Connector::new(
             config.resolver,
             config.policy,
@@ -128,6 +128,6 @@ impl Upstream {
         );
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
-        Upstream { transport, dialer, counters, switch: config.switch, shadows }
+        Upstream { transport, dialer, counters, switch: config.switch, shadow_client }
     }
 }

@@ -87,9 +87,7 @@ impl AddressPolicy {
             })
             .collect();
         match (allowed.is_empty(), refused) {
-            (true, Some((address, kind))) => {
-                Err(UpstreamError::Forbidden { host: host.to_string(), address, kind })
-            }
+            (true, Some((address, kind))) => Err(UpstreamError::Forbidden { host: host.to_string(), address, kind }),
             _ => Ok(allowed),
         }
     }

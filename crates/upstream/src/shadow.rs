@@ -134,16 +134,16 @@ impl tower_service::Service<http::Uri> for TargetConnector {
 
 /// Makes shadow targets, sharing one connector and one set of counters.
 #[derive(Debug, Clone)]
-pub struct Shadows {
+pub struct ShadowClient {
     connector: Connector,
     pool_idle: std::time::Duration,
     /// What the copies did (requests sent, connections opened).
     pub counters: Arc<Counters>,
 }
 
-impl Shadows {
+impl ShadowClient {
     pub(crate) fn new(connector: Connector, pool_idle: std::time::Duration, counters: Arc<Counters>) -> Self {
-        Shadows { connector, pool_idle, counters }
+        ShadowClient { connector, pool_idle, counters }
     }
 
     /// A target at `base` (`http://host[:port][/prefix]`).

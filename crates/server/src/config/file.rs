@@ -58,7 +58,7 @@ pub struct ConfigFile {
     pub upstream: UpstreamSection,
     /// `[mirror.NAME]` tables.
     #[serde(default)]
-    pub mirror: BTreeMap<String, MirrorSection>,
+    pub mirror: BTreeMap<String, ShadowSection>,
     /// `[go]`.
     #[serde(default)]
     pub go: GoSection,
@@ -84,7 +84,7 @@ pub struct GoSection {
 /// One `[mirror.NAME]`, as written (see `mirror::config` for the rules).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MirrorSection {
+pub struct ShadowSection {
     /// Where copies go.
     pub target: String,
     /// Whose requests are copied.
@@ -94,7 +94,7 @@ pub struct MirrorSection {
     /// The methods copied.
     pub methods: Option<Vec<String>>,
     /// The largest body copied.
-    pub max_body_size: Option<Size>,
+    pub max_body_size: Option<super::Size>,
     /// How long a copy may take.
     #[serde(default, with = "humantime_serde")]
     pub timeout: Option<Duration>,
@@ -106,26 +106,6 @@ pub struct MirrorSection {
     pub compare: Option<bool>,
     /// `request` or `upstream`.
     pub step: Option<String>,
-}
-
-/// A size: a number of bytes, or text with a unit (`"64kb"`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Size {
-    /// Bytes.
-    Bytes(u64),
-    /// Text with a unit.
-    Text(String),
-}
-
-impl Size {
-    /// The size in bytes.
-    pub fn bytes(&self) -> Result<u64, String> {
-        match self {
-            Size::Bytes(bytes) => Ok(*bytes),
-            Size::Text(text) => crate::mirror::config::parse_size(text),
-        }
-    }
 }
 
 /// `[apt]`.

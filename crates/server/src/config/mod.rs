@@ -3,6 +3,8 @@
 //! command line's business; they arrive here already merged.
 
 mod file;
+pub mod shadow;
+mod size;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,13 +15,22 @@ use pkgproxy_sides::go::{GoConfig, GoConfigError, GoSide};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
-pub use crate::control::offline::Persistence;
 use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
 use file::UpstreamSection;
-pub use file::{ConfigFile, FileError, MirrorSection};
+pub use file::{ConfigFile, FileError, ShadowSection};
+pub use shadow::{ShadowConfig, ShadowConfigError, Step};
+pub use size::{parse_size, Size};
 
-use crate::mirror::config::{MirrorConfig, MirrorConfigError};
+/// How a mode set at run time is kept across restarts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// Nothing keeps it: a restart starts in the mode the flags say.
+    None,
+    /// pkgproxy's own snap: the mode is its `offline-mode` setting, saved
+    /// with `snapctl set`.
+    Snap,
+}
 
 /// Everything the server needs to run, validated.
 #[derive(Debug, Clone)]
@@ -37,7 +48,7 @@ pub struct Settings {
     /// What puts offline mode in effect automatically.
     pub auto_offline: Trigger,
     /// Where copies of the traffic go.
-    pub mirrors: Vec<MirrorConfig>,
+    pub mirrors: Vec<ShadowConfig>,
     /// The go side.
     pub go: GoSide,
 }
@@ -61,7 +72,7 @@ pub enum SettingsError {
     Go(#[from] GoConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
-    Mirror(#[from] MirrorConfigError),
+    Shadow(#[from] ShadowConfigError),
     /// A time limit of `[upstream]` is zero, or the penalties are inverted.
     #[error("upstream.{key}: {reason}")]
     Upstream {
@@ -119,7 +130,7 @@ impl Settings {
         let mirrors = file
             .mirror
             .iter()
-            .map(|(name, section)| MirrorConfig::new(name, section))
+            .map(|(name, section)| ShadowConfig::new(name, section))
             .collect::<Result<Vec<_>, _>>()?;
         for mirror in &mirrors {
             policy.trust(&mirror.target_host);

@@ -7,7 +7,7 @@ use pkgproxy_upstream::pool::InstanceReport;
 use pkgproxy_upstream::{CountersSnapshot, PoolReport};
 use serde::{Deserialize, Serialize};
 
-use crate::mirror::MirrorReport;
+use crate::shadow::ShadowReport;
 use crate::state::State;
 use crate::stats::SideSnapshot;
 
@@ -31,7 +31,7 @@ pub struct Info {
     /// The upstream pools used so far and their instances' state.
     pub pools: Vec<PoolInfo>,
     /// The mirrors (copies of the traffic) and what they did.
-    pub mirrors: Vec<MirrorReport>,
+    pub mirrors: Vec<ShadowReport>,
     /// What the apt index has learnt.
     pub apt_index: AptIndexInfo,
     /// The offline mode and the upstreams whose breaker is not closed.
@@ -149,7 +149,10 @@ impl Info {
                 fetches_in_progress: state.cache.fetches_in_progress() as u64,
             },
             sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
-            upstream: UpstreamInfo::new(state.upstream.counters.snapshot(), state.upstream.shadows.counters.snapshot()),
+            upstream: UpstreamInfo::new(
+                state.upstream.counters.snapshot(),
+                state.upstream.shadow_client.counters.snapshot(),
+            ),
             pools: state.upstream.transport.report().into_iter().map(PoolInfo::from).collect(),
             mirrors: state.mirrors.report(),
             offline: OfflineInfo {

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use pkgproxy_upstream::offline::Mode;
 
 use super::info::{Info, InstanceInfo};
-use crate::mirror::MirrorReport;
+use crate::shadow::ShadowReport;
 use crate::stats::SideSnapshot;
 
 /// A per-side counter: its name, its help, and how to read it.
@@ -62,7 +62,7 @@ pub fn render(info: &Info) -> String {
 }
 
 /// A per-mirror counter: its name, its help, and how to read it.
-type MirrorCounter = (&'static str, &'static str, fn(&MirrorReport) -> u64);
+type MirrorCounter = (&'static str, &'static str, fn(&ShadowReport) -> u64);
 
 fn render_mirrors(out: &mut String, info: &Info) {
     let counters: [MirrorCounter; 8] = [

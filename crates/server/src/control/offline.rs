@@ -13,33 +13,24 @@ use pkgproxy_upstream::offline::{BreakerState, Mode, UpstreamState};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::config::Persistence;
 use crate::state::State;
 
-/// How the mode is kept across restarts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Persistence {
-    /// Nothing keeps it.
-    None,
-    /// pkgproxy's own snap: `snapctl set offline-mode=...`.
-    Snap,
-}
-
-impl Persistence {
-    /// Saves `mode`; the error is what `snapctl` said. Blocking.
-    fn save(self, mode: Mode) -> Result<(), String> {
-        match self {
-            Persistence::None => Ok(()),
-            Persistence::Snap => {
-                let output = Command::new("snapctl")
-                    .args(["set", &format!("offline-mode={mode}")])
-                    .output()
-                    .map_err(|e| format!("cannot run snapctl: {e}"))?;
-                if output.status.success() {
-                    Ok(())
-                } else {
-                    let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
-                    Err(format!("snapctl set offline-mode={mode} failed ({}): {said}", output.status))
-                }
+/// Saves `mode` as `persistence` says; the error is what `snapctl` said.
+/// Blocking.
+fn save(persistence: Persistence, mode: Mode) -> Result<(), String> {
+    match persistence {
+        Persistence::None => Ok(()),
+        Persistence::Snap => {
+            let output = Command::new("snapctl")
+                .args(["set", &format!("offline-mode={mode}")])
+                .output()
+                .map_err(|e| format!("cannot run snapctl: {e}"))?;
+            if output.status.success() {
+                Ok(())
+            } else {
+                let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
+                Err(format!("snapctl set offline-mode={mode} failed ({}): {said}", output.status))
             }
         }
     }
@@ -138,7 +129,7 @@ pub async fn set(state: &std::sync::Arc<State>, mode: Mode, from_hook: bool) -> 
         state.upstream.switch.set_mode(mode);
     }
     let persistence = state.settings.persistence;
-    let saved = tokio::task::spawn_blocking(move || persistence.save(mode))
+    let saved = tokio::task::spawn_blocking(move || save(persistence, mode))
         .await
         .unwrap_or_else(|e| Err(format!("saving the mode failed: {e}")));
     let persist_error = match saved {

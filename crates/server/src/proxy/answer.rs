@@ -14,8 +14,8 @@ use pkgproxy_sides::DatedResume;
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
 use crate::body::{FileBody, ResponseBody};
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
-use crate::mirror::{ClientInfo, UpstreamAnswer};
 use crate::offline::RefusalNote;
+use crate::shadow::{ClientInfo, UpstreamAnswer};
 
 /// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,8 @@ use pkgproxy_sides::{CachedRequest, Side};
 use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
 use super::answer::Asked;
-use crate::mirror::{Original, Step, UpstreamAnswer};
+use crate::config::Step;
+use crate::shadow::{Original, UpstreamAnswer};
 use crate::state::State;
 use pkgproxy_upstream::offline::Mode;
 
@@ -90,7 +91,7 @@ fn mirror_upstream_request(
     };
     let tapped = state.mirrors.tap(&Original {
         step: Step::Upstream,
-        side: request.side.as_str(),
+        side: request.side,
         method: &Method::GET,
         uri: &uri,
         headers,

@@ -22,8 +22,9 @@ use pkgproxy_sides::{Decision, Refusal, Side, Target};
 use pkgproxy_upstream::offline::Mode;
 
 use crate::body::ResponseBody;
-use crate::mirror::{ClientInfo, Original, Step, Tapped};
+use crate::config::Step;
 use crate::offline::RefusalNote;
+use crate::shadow::{ClientInfo, Original, Tapped};
 use crate::state::State;
 use answer::Asked;
 
@@ -117,7 +118,7 @@ fn tap(state: &State, request: &Request<Incoming>, side: Side, client: Option<Cl
     };
     state.mirrors.tap(&Original {
         step: Step::Request,
-        side: side.as_str(),
+        side,
         method: request.method(),
         uri: &uri,
         headers: request.headers(),

@@ -1,25 +1,22 @@
-//! Mirrors: a copy of a side's requests sent to a shadow target (a new
-//! pkgproxy version, say), its answer thrown away, so the target can be
-//! tried with real traffic. The client never waits for a copy.
-//!
-//! Adapted from the mirror seed (written for a reverse proxy):
+//! Traffic mirroring: each configured `[mirror.NAME]` is a shadow that
+//! gets a copy of a side's requests (sent to its target, a new pkgproxy
+//! version say, its answer thrown away), so the target is tried with real
+//! traffic. The client never waits for a copy. The rules are in
+//! `docs/traffic-mirroring.md`. In short:
 //! - The copy of an apt request (pkgproxy is apt's forward proxy) is sent
 //!   to the target as a proxy request, with the absolute URI apt asked for,
 //!   so the target can be another pkgproxy; a target's path prefix applies
 //!   to the reverse-proxy sides only.
-//! - `step = "request"` copies every request of the mirror's sides as it
-//!   arrives; `step = "upstream"` (the seed's `proxy_upstream`) copies the
-//!   requests pkgproxy sends upstream (misses and revalidations) as it sends
-//!   them, conditional headers included, not the hits.
-//! - pkgproxy never passes a request body upstream (its sides take `GET`
-//!   and `HEAD`); a request with a body of a method a mirror copies is read
-//!   by pkgproxy (which answers it `405`), and copied from what was kept of
-//!   it as it was read.
-//! - The marker is `X-Pkgproxy-Mirror: 1`.
+//! - `step = "request"` copies every request of the shadow's sides as it
+//!   arrives; `step = "upstream"` copies the requests pkgproxy sends
+//!   upstream (misses and revalidations) as it sends them, conditional
+//!   headers included, not the hits.
+//! - A request body of a method a shadow copies is read through a tee and
+//!   copied once complete, up to `max_body_size`.
+//! - The marker is `X-Pkgproxy-Mirror: 1`; a request carrying it is never
+//!   copied again.
 //! - While offline mode is in effect nothing is copied (counted as skipped).
-//! - pkgproxy makes no background refreshes, so there is none to leave out.
 
-pub mod config;
 mod copy;
 mod tap;
 mod throttle;
@@ -31,11 +28,12 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-pub use config::{MirrorConfig, Step};
 pub use copy::is_copy;
 pub use tap::{Original, Tapped, TeeBody, UpstreamAnswer};
 
-use pkgproxy_upstream::shadow::{ShadowTarget, Shadows};
+use pkgproxy_upstream::shadow::{ShadowClient, ShadowTarget};
+
+use crate::config::ShadowConfig;
 use pkgproxy_upstream::UpstreamError;
 use throttle::LineThrottle;
 
@@ -63,7 +61,7 @@ struct Counters {
 
 /// One mirror's counters in `/pkgproxy/v1/info`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct MirrorReport {
+pub struct ShadowReport {
     /// Its name.
     pub name: String,
     /// Where its copies go.
@@ -91,8 +89,8 @@ pub struct MirrorReport {
 
 /// One configured mirror.
 #[derive(Debug)]
-pub struct Mirror {
-    config: MirrorConfig,
+pub struct Shadow {
+    config: ShadowConfig,
     target: ShadowTarget,
     /// One permit per copy under way.
     inflight: Arc<Semaphore>,
@@ -101,11 +99,11 @@ pub struct Mirror {
     compare_log: Mutex<LineThrottle>,
 }
 
-impl Mirror {
-    fn new(config: MirrorConfig, shadows: &Shadows) -> Result<Self, UpstreamError> {
+impl Shadow {
+    fn new(config: ShadowConfig, shadows: &ShadowClient) -> Result<Self, UpstreamError> {
         let target = shadows.target(&config.target)?;
         let random = Mutex::new(config.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed));
-        Ok(Mirror {
+        Ok(Shadow {
             inflight: Arc::new(Semaphore::new(config.max_inflight)),
             config,
             target,
@@ -121,11 +119,11 @@ impl Mirror {
         random.u32(0..100) < self.config.percentage
     }
 
-    fn report(&self) -> MirrorReport {
+    fn report(&self) -> ShadowReport {
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let c = &self.counters;
         let in_flight = self.config.max_inflight - self.inflight.available_permits().min(self.config.max_inflight);
-        MirrorReport {
+        ShadowReport {
             name: self.config.name.clone(),
             target: self.target.url(),
             sent: read(&c.sent),
@@ -143,28 +141,28 @@ impl Mirror {
 
 /// Every configured mirror.
 #[derive(Debug, Default)]
-pub struct Mirrors {
-    mirrors: Vec<Arc<Mirror>>,
+pub struct Shadows {
+    all: Vec<Arc<Shadow>>,
 }
 
-impl Mirrors {
+impl Shadows {
     /// The mirrors of `configs`, sending through `shadows`.
-    pub fn new(configs: &[MirrorConfig], shadows: &Shadows) -> Result<Self, UpstreamError> {
-        let mirrors = configs
+    pub fn new(configs: &[ShadowConfig], shadows: &ShadowClient) -> Result<Self, UpstreamError> {
+        let all = configs
             .iter()
-            .map(|config| Mirror::new(config.clone(), shadows).map(Arc::new))
+            .map(|config| Shadow::new(config.clone(), shadows).map(Arc::new))
             .collect::<Result<_, _>>()?;
-        Ok(Mirrors { mirrors })
+        Ok(Shadows { all })
     }
 
     /// True when no mirror is configured (the request path skips the tap).
     pub fn is_empty(&self) -> bool {
-        self.mirrors.is_empty()
+        self.all.is_empty()
     }
 
     /// Each mirror's counters.
-    pub fn report(&self) -> Vec<MirrorReport> {
-        self.mirrors.iter().map(|m| m.report()).collect()
+    pub fn report(&self) -> Vec<ShadowReport> {
+        self.all.iter().map(|m| m.report()).collect()
     }
 }
 

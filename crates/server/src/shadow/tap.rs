@@ -13,9 +13,12 @@ use pkgproxy_upstream::shadow::ShadowRequest;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use pkgproxy_sides::Side;
+
 use super::copy::{copy_headers, is_copy};
 use super::throttle::logs_failure;
-use super::{ClientInfo, Mirror, Mirrors, Step};
+use super::{ClientInfo, Shadow, Shadows};
+use crate::config::Step;
 
 /// A request as the mirrors see it.
 #[derive(Debug, Clone, Copy)]
@@ -23,7 +26,7 @@ pub struct Original<'a> {
     /// Whether it arrives from a client or goes to the upstream.
     pub step: Step,
     /// The side it belongs to.
-    pub side: &'a str,
+    pub side: Side,
     /// Its method.
     pub method: &'a Method,
     /// The absolute URI for a forward-proxy side, else the path and query.
@@ -61,7 +64,7 @@ impl UpstreamAnswer {
 /// One copy to be sent.
 #[derive(Debug)]
 struct PendingCopy {
-    mirror: Arc<Mirror>,
+    shadow: Arc<Shadow>,
     request: ShadowRequest,
     /// The upstream's status, for a mirror that compares.
     compare: Option<oneshot::Receiver<u16>>,
@@ -88,26 +91,26 @@ fn declared_body(headers: &HeaderMap) -> Option<Option<u64>> {
     }
 }
 
-impl Mirrors {
+impl Shadows {
     /// The copies `original` makes: the mirrors whose step, sides and
     /// methods take it and whose sample it falls in, less those that must
     /// skip it now (offline, a body too large, too many copies under way),
     /// which count it.
     pub fn tap(&self, original: &Original<'_>) -> Tapped {
         let mut tapped = Tapped::default();
-        if self.mirrors.is_empty() || is_copy(original.headers) {
+        if self.all.is_empty() || is_copy(original.headers) {
             return tapped;
         }
         let body = declared_body(original.headers);
-        for mirror in &self.mirrors {
-            let config = &mirror.config;
+        for shadow in &self.all {
+            let config = &shadow.config;
             let wanted = config.step == original.step
-                && config.sides.iter().any(|side| side == original.side)
+                && config.sides.contains(&original.side)
                 && config.methods.contains(original.method);
-            if !wanted || !mirror.sampled() {
+            if !wanted || !shadow.sampled() {
                 continue;
             }
-            let counters = &mirror.counters;
+            let counters = &shadow.counters;
             if original.offline {
                 counters.skipped_offline.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -117,7 +120,7 @@ impl Mirrors {
                     counters.skipped_size.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                if mirror.inflight.available_permits() == 0 {
+                if shadow.inflight.available_permits() == 0 {
                     counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
@@ -141,7 +144,7 @@ impl Mirrors {
                 .map(str::to_string)
                 .unwrap_or_else(|| client.map(|c| c.id.to_string()).unwrap_or_default());
             tapped.copies.push(PendingCopy {
-                mirror: Arc::clone(mirror),
+                shadow: Arc::clone(shadow),
                 request,
                 compare: config.compare.then(|| tapped.answer.wait()),
                 path: path.to_string(),
@@ -175,7 +178,7 @@ impl Tapped {
     /// through, once it is complete; a body larger than a mirror's limit is
     /// not copied to it, and one that fails is not copied at all.
     pub fn tee<B>(self, body: B) -> TeeBody<B> {
-        let limit = self.copies.iter().map(|c| c.mirror.config.max_body_size).max().unwrap_or(0);
+        let limit = self.copies.iter().map(|c| c.shadow.config.max_body_size).max().unwrap_or(0);
         TeeBody { body, copies: self.copies, kept: BytesMut::new(), seen: 0, limit }
     }
 }
@@ -184,34 +187,34 @@ impl PendingCopy {
     /// Sends the copy and reads its answer, counting and logging; then, for
     /// a mirror that compares, waits for the upstream's status.
     async fn run(mut self, body: Bytes) {
-        let mirror = Arc::clone(&self.mirror);
-        let Ok(permit) = Arc::clone(&mirror.inflight).try_acquire_owned() else {
-            mirror.counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
+        let shadow = Arc::clone(&self.shadow);
+        let Ok(permit) = Arc::clone(&shadow.inflight).try_acquire_owned() else {
+            shadow.counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        mirror.counters.sent.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.sent.fetch_add(1, Ordering::Relaxed);
         self.request.body = body;
         let method = self.request.method.clone();
-        let timeout = mirror.config.timeout;
-        let sent = tokio::time::timeout(timeout, mirror.target.send(self.request)).await;
+        let timeout = shadow.config.timeout;
+        let sent = tokio::time::timeout(timeout, shadow.target.send(self.request)).await;
         drop(permit);
         let status = match sent {
             Ok(Ok(status)) => status.as_u16(),
-            Ok(Err(error)) => return mirror.failed(&error.to_string()),
-            Err(_) => return mirror.failed(&format!("no answer within {timeout:?}")),
+            Ok(Err(error)) => return shadow.failed(&error.to_string()),
+            Err(_) => return shadow.failed(&format!("no answer within {timeout:?}")),
         };
-        mirror.counters.answered.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.answered.fetch_add(1, Ordering::Relaxed);
         let Some(upstream) = self.compare.take() else { return };
         let Ok(upstream) = upstream.await else { return };
-        mirror.counters.compared.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.compared.fetch_add(1, Ordering::Relaxed);
         if upstream == status {
             return;
         }
-        mirror.counters.differing.fetch_add(1, Ordering::Relaxed);
-        let admitted = mirror.compare_log.lock().unwrap_or_else(|p| p.into_inner()).admit(Instant::now());
+        shadow.counters.differing.fetch_add(1, Ordering::Relaxed);
+        let admitted = shadow.compare_log.lock().unwrap_or_else(|p| p.into_inner()).admit(Instant::now());
         if let Some(skipped) = admitted {
             tracing::warn!(
-                mirror = mirror.config.name,
+                mirror = shadow.config.name,
                 %method,
                 path = self.path,
                 status = upstream,
@@ -224,7 +227,7 @@ impl PendingCopy {
     }
 }
 
-impl Mirror {
+impl Shadow {
     fn failed(&self, error: &str) {
         let count = self.counters.failed.fetch_add(1, Ordering::Relaxed) + 1;
         if logs_failure(count) {
@@ -255,8 +258,8 @@ impl<B> TeeBody<B> {
     fn complete(&mut self) {
         let body = std::mem::take(&mut self.kept).freeze();
         for copy in self.copies.drain(..) {
-            if self.seen > copy.mirror.config.max_body_size {
-                copy.mirror.counters.skipped_size.fetch_add(1, Ordering::Relaxed);
+            if self.seen > copy.shadow.config.max_body_size {
+                copy.shadow.counters.skipped_size.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             tokio::spawn(copy.run(body.clone()));

@@ -1,11 +1,14 @@
-//! `[mirror.NAME]` of the configuration file, validated: every bad value
-//! refuses to start with a message naming the key.
+//! `[mirror.NAME]` of the configuration file, validated: traffic mirroring,
+//! a copy of requests sent to a shadow target. Every bad value refuses to
+//! start with a message naming the key.
 
 use std::time::Duration;
 
 use http::{HeaderValue, Method};
 
-use crate::config::MirrorSection;
+use pkgproxy_sides::Side;
+
+use crate::config::ShadowSection;
 
 /// Which requests a mirror copies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,13 +19,9 @@ pub enum Step {
     Upstream,
 }
 
-/// The sides a mirror may name: those pkgproxy has or is designed to have
-/// (requests of a side not built yet never arrive).
-pub const SIDE_NAMES: [&str; 5] = ["apt", "snap", "go", "registry", "lxd"];
-
 /// One mirror's settings.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MirrorConfig {
+pub struct ShadowConfig {
     /// Its name, `NAME` of `[mirror.NAME]`.
     pub name: String,
     /// Where copies go: `http[s]://host[:port][/prefix]`.
@@ -31,7 +30,7 @@ pub struct MirrorConfig {
     /// usually local).
     pub target_host: String,
     /// The sides whose requests are copied.
-    pub sides: Vec<String>,
+    pub sides: Vec<Side>,
     /// The share of requests copied, 0 to 100.
     pub percentage: u32,
     /// The methods copied.
@@ -55,7 +54,7 @@ pub struct MirrorConfig {
 /// A `[mirror.NAME]` that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("mirror.{name}.{key}: {reason}")]
-pub struct MirrorConfigError {
+pub struct ShadowConfigError {
     /// The mirror.
     pub name: String,
     /// The key at fault.
@@ -64,15 +63,17 @@ pub struct MirrorConfigError {
     pub reason: String,
 }
 
-impl MirrorConfig {
+impl ShadowConfig {
     /// Validates `[mirror.name]`.
-    pub fn new(name: &str, section: &MirrorSection) -> Result<Self, MirrorConfigError> {
-        let bad = |key: &'static str, reason: String| MirrorConfigError { name: name.to_string(), key, reason };
+    pub fn new(name: &str, section: &ShadowSection) -> Result<Self, ShadowConfigError> {
+        let bad = |key: &'static str, reason: String| ShadowConfigError { name: name.to_string(), key, reason };
         let (target, target_host) = target(&section.target).map_err(|reason| bad("target", reason.to_string()))?;
-        let sides = section.sides.clone().unwrap_or_else(|| SIDE_NAMES.iter().map(|s| s.to_string()).collect());
-        if let Some(unknown) = sides.iter().find(|s| !SIDE_NAMES.contains(&s.as_str())) {
-            return Err(bad("sides", format!("unknown side {unknown:?} (known: {})", SIDE_NAMES.join(", "))));
-        }
+        let sides = match &section.sides {
+            None => Side::ALL.to_vec(),
+            Some(names) => {
+                names.iter().map(|name| side(name)).collect::<Result<_, _>>().map_err(|r| bad("sides", r))?
+            }
+        };
         let percentage = section.percentage.unwrap_or(100);
         if percentage > 100 {
             return Err(bad("percentage", format!("{percentage} is not 0 to 100")));
@@ -106,7 +107,7 @@ impl MirrorConfig {
             Some("upstream") => Step::Upstream,
             Some(other) => return Err(bad("step", format!("{other:?} is not \"request\" or \"upstream\""))),
         };
-        Ok(MirrorConfig {
+        Ok(ShadowConfig {
             name: name.to_string(),
             target,
             target_host,
@@ -124,6 +125,14 @@ impl MirrorConfig {
     }
 }
 
+/// The side named `name`.
+fn side(name: &str) -> Result<Side, String> {
+    Side::ALL.into_iter().find(|side| side.as_str() == name).ok_or_else(|| {
+        let known: Vec<&str> = Side::ALL.iter().map(|side| side.as_str()).collect();
+        format!("unknown side {name:?} (known: {})", known.join(", "))
+    })
+}
+
 /// Checks a target URL; returns it without a trailing slash, and its host.
 fn target(url: &str) -> Result<(String, String), &'static str> {
     let uri: http::Uri = url.parse().map_err(|_| "not a URL")?;
@@ -138,39 +147,15 @@ fn target(url: &str) -> Result<(String, String), &'static str> {
     Ok((url.trim_end_matches('/').to_string(), host))
 }
 
-/// A size as written: a number of bytes, or text like `"64kb"`, `"1.5 MiB"`,
-/// `"0"`. `kb`, `mb`, `gb` are powers of 1000, `kib`, `mib`, `gib` of 1024.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().map_err(|_| format!("{text:?} is not a size like \"64kb\""))?;
-    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (b, kb, kib, mb, mib, gb, gib)")),
-    };
-    let bytes = number * factor as f64;
-    if !bytes.is_finite() || bytes > u64::MAX as f64 {
-        return Err(format!("{text:?} is too large"));
-    }
-    Ok(bytes.round() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::ConfigFile;
 
-    fn mirror(toml: &str) -> Result<MirrorConfig, MirrorConfigError> {
+    fn mirror(toml: &str) -> Result<ShadowConfig, ShadowConfigError> {
         let file = ConfigFile::parse(toml).unwrap();
         let (name, section) = file.mirror.iter().next().unwrap();
-        MirrorConfig::new(name, section)
+        ShadowConfig::new(name, section)
     }
 
     #[test]
@@ -184,7 +169,7 @@ mod tests {
         assert_eq!(config.max_inflight, 100);
         assert_eq!(config.step, Step::Request);
         assert!(!config.compare);
-        assert_eq!(config.sides.len(), SIDE_NAMES.len());
+        assert_eq!(config.sides.len(), Side::ALL.len());
     }
 
     #[test]
@@ -208,16 +193,5 @@ mod tests {
         assert!(error.contains("max_inflite"), "{error}");
         let error = ConfigFile::parse("[mirror.s]\npercentage = 5\n").unwrap_err();
         assert!(error.contains("target"), "{error}");
-    }
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("0"), Ok(0));
-        assert_eq!(parse_size("64kb"), Ok(64_000));
-        assert_eq!(parse_size("64 KiB"), Ok(65_536));
-        assert_eq!(parse_size("1.5mb"), Ok(1_500_000));
-        assert_eq!(parse_size("2048"), Ok(2048));
-        assert!(parse_size("kb").is_err());
-        assert!(parse_size("-1").is_err());
     }
 }
