@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 use crate::counters::Counters;
 use crate::error::UpstreamError;
-pub(crate) use crate::io::{ConnectionUses, Stream, UpstreamIo};
+pub(crate) use crate::io::{ConnectionUses, Peer, Stream, UpstreamIo};
 use crate::resolve::{AddressPolicy, Resolver};
 use crate::tls::Tls;
 
@@ -32,6 +32,25 @@ pub struct Keepalive {
 impl Default for Keepalive {
     fn default() -> Self {
         Keepalive { time: Duration::from_secs(30), interval: Duration::from_secs(10) }
+    }
+}
+
+/// Whether a connection speaks TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Security {
+    /// `http://`.
+    Plain,
+    /// `https://`, verified against the system's roots.
+    Tls,
+}
+
+impl Security {
+    /// TLS for `https://`, plain for anything else.
+    pub(crate) fn of(uri: &http::Uri) -> Self {
+        match uri.scheme_str() == Some("https") {
+            true => Security::Tls,
+            false => Security::Plain,
+        }
     }
 }
 
@@ -63,19 +82,19 @@ impl Connector {
         }
     }
 
-    /// Opens an HTTP connection to `host:port`, over TLS when `tls`; marked
-    /// `proxied` when requests on it go to a forward proxy.
+    /// Opens an HTTP connection to `host:port` for requests addressed to
+    /// `peer`.
     pub(crate) async fn open(
         &self,
         host: &str,
         port: u16,
-        tls: bool,
-        proxied: bool,
+        security: Security,
+        peer: Peer,
     ) -> Result<UpstreamIo, UpstreamError> {
         let stream = self.connect(host, port).await?;
-        let stream = match tls {
-            false => Stream::Plain(stream),
-            true => {
+        let stream = match security {
+            Security::Plain => Stream::Plain(stream),
+            Security::Tls => {
                 let handshake = self.tls.handshake(host, stream);
                 match tokio::time::timeout(self.timeout, handshake).await {
                     Ok(result) => Stream::Tls(Box::new(result?)),
@@ -85,7 +104,7 @@ impl Connector {
                 }
             }
         };
-        Ok(UpstreamIo::new(stream, proxied))
+        Ok(UpstreamIo::new(stream, peer))
     }
 
     /// Opens a TCP connection to `host:port`, trying each allowed address.
@@ -141,7 +160,7 @@ impl tower_service::Service<http::Uri> for Connector {
         let connector = self.clone();
         Box::pin(async move {
             let (host, port) = host_port(&uri)?;
-            connector.open(&host, port, uri.scheme_str() == Some("https"), false).await
+            connector.open(&host, port, Security::of(&uri), Peer::Origin).await
         })
     }
 }

@@ -31,7 +31,7 @@ impl Dialer {
         let ticket = self
             .switch
             .admit(host, Instant::now())
-            .map_err(|refusal| UpstreamError::Offline { host: host.to_string(), retry_after: refusal.retry_after })?;
+            .map_err(|refusal| UpstreamError::Refused { host: host.to_string(), refusal })?;
         match self.connector.connect(host, port).await {
             Ok(stream) => {
                 self.counters.tunnel();

@@ -1,16 +1,18 @@
 //! Why an upstream request or tunnel failed, and whose fault it is.
 
+use crate::offline::Refusal;
+
 /// A failure of the way out.
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     /// The offline switch refused the request before anything was sent:
     /// offline mode, or the host's breaker is open.
-    #[error("{host}: pkgproxy is offline")]
-    Offline {
+    #[error("{host}: {refusal}")]
+    Refused {
         /// The host asked for.
         host: String,
-        /// How long until the host may be tried (`None` in offline mode).
-        retry_after: Option<std::time::Duration>,
+        /// Why.
+        refusal: Refusal,
     },
     /// No answer head came in time.
     #[error("{host} sent no answer within {after:?}")]
@@ -109,11 +111,10 @@ impl UpstreamError {
         matches!(self, UpstreamError::Forbidden { .. } | UpstreamError::BadTarget { .. })
     }
 
-    /// For a refusal by the offline switch, the time until the host may be
-    /// tried (itself `None` in offline mode).
-    pub fn refusal(&self) -> Option<Option<std::time::Duration>> {
+    /// The offline switch's refusal, when that is what this is.
+    pub fn refusal(&self) -> Option<Refusal> {
         match self {
-            UpstreamError::Offline { retry_after, .. } => Some(*retry_after),
+            UpstreamError::Refused { refusal, .. } => Some(*refusal),
             _ => None,
         }
     }
@@ -124,5 +125,40 @@ fn instances(count: usize) -> String {
     match count {
         1 => "the only instance".to_string(),
         n => format!("all {n} instances"),
+    }
+}
+
+/// The way-out error behind a failure of hyper-util's client: the
+/// connector's own error when that is the cause (its variant, with the I/O
+/// cause's kind and text), else a request failure on `host`.
+pub(crate) fn from_client(host: String, error: hyper_util::client::legacy::Error) -> UpstreamError {
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        if let Some(upstream) = cause.downcast_ref::<UpstreamError>() {
+            return copy_connect_error(upstream, &host);
+        }
+        source = cause.source();
+    }
+    let message = match std::error::Error::source(&error) {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
+    };
+    UpstreamError::Request { host, message }
+}
+
+/// A copy of the connector's error, which hyper-util owns.
+fn copy_connect_error(error: &UpstreamError, host: &str) -> UpstreamError {
+    let io = |source: &std::io::Error| std::io::Error::new(source.kind(), source.to_string());
+    match error {
+        UpstreamError::Forbidden { host, address, kind } => {
+            UpstreamError::Forbidden { host: host.clone(), address: *address, kind: *kind }
+        }
+        UpstreamError::ConnectTimeout { host, after } => {
+            UpstreamError::ConnectTimeout { host: host.clone(), after: *after }
+        }
+        UpstreamError::Connect { host, source } => UpstreamError::Connect { host: host.clone(), source: io(source) },
+        UpstreamError::Resolve { host, source } => UpstreamError::Resolve { host: host.clone(), source: io(source) },
+        UpstreamError::Tls { host, source } => UpstreamError::Tls { host: host.clone(), source: io(source) },
+        other => UpstreamError::Request { host: host.to_string(), message: other.to_string() },
     }
 }

@@ -93,20 +93,27 @@ impl ConnectionUses {
 pub(crate) struct UpstreamIo {
     io: TokioIo<Stream>,
     uses: ConnectionUses,
-    /// True for a connection to a forward proxy: requests on it are sent
-    /// with absolute URIs.
-    proxied: bool,
+    peer: Peer,
+}
+
+/// What the requests on a connection are addressed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peer {
+    /// The upstream itself: requests name a path.
+    Origin,
+    /// A forward proxy that passes them on: requests carry absolute URIs.
+    ForwardProxy,
 }
 
 impl UpstreamIo {
-    pub(crate) fn new(stream: Stream, proxied: bool) -> Self {
-        UpstreamIo { io: TokioIo::new(stream), uses: ConnectionUses::default(), proxied }
+    pub(crate) fn new(stream: Stream, peer: Peer) -> Self {
+        UpstreamIo { io: TokioIo::new(stream), uses: ConnectionUses::default(), peer }
     }
 }
 
 impl Connection for UpstreamIo {
     fn connected(&self) -> Connected {
-        Connected::new().extra(self.uses.clone()).proxy(self.proxied)
+        Connected::new().extra(self.uses.clone()).proxy(self.peer == Peer::ForwardProxy)
     }
 }
 

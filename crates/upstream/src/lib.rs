@@ -6,8 +6,8 @@
 //! or link-local targets unless the host is trusted) and counts what it does.
 //! Nothing else in the program opens a network connection (clippy's
 //! `disallowed-methods` enforces it outside this crate), so the offline
-//! switch, the per-host breakers and the upstream pools of later work have
-//! exactly two places to live.
+//! switch, the per-host breakers and the upstream pools live in exactly
+//! two places.
 
 mod connect;
 mod counters;
@@ -25,9 +25,9 @@ pub use connect::Keepalive;
 pub use counters::{Counters, CountersSnapshot};
 pub use dialer::Dialer;
 pub use error::UpstreamError;
-pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest};
+pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest, RequestBody};
 pub use resolve::{AddressPolicy, Resolver};
-pub use transport::{Transport, TransportBody};
+pub use transport::Transport;
 
 use std::sync::Arc;
 use std::time::Duration;

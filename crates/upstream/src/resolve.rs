@@ -26,11 +26,6 @@ impl Resolver {
         self.fixed.insert((host.to_ascii_lowercase(), port), addresses);
     }
 
-    /// True when `host` has a pinned address on some port.
-    pub fn is_pinned(&self, host: &str) -> bool {
-        self.fixed.keys().any(|(h, _)| h.eq_ignore_ascii_case(host))
-    }
-
     /// The addresses of `host:port`.
     pub(crate) async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, UpstreamError> {
         if let Some(fixed) = self.fixed.get(&(host.to_ascii_lowercase(), port)) {

@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::connect::{host_port, Connector, Opening, UpstreamIo};
+use crate::connect::{host_port, Connector, Opening, Peer, Security, UpstreamIo};
 use crate::counters::Counters;
 use crate::error::UpstreamError;
 
@@ -24,7 +24,7 @@ pub struct ShadowTarget {
     /// The target's path prefix (no trailing slash), for reverse-proxy
     /// requests.
     prefix: String,
-    client_tls: bool,
+    security: Security,
     client: legacy::Client<TargetConnector, Full<Bytes>>,
     counters: Arc<Counters>,
 }
@@ -55,12 +55,12 @@ impl ShadowTarget {
             base.parse().map_err(|_| UpstreamError::BadTarget { uri: base.to_string(), reason: "not a URL" })?;
         let (host, port) = host_port(&uri)?;
         let prefix = uri.path().trim_end_matches('/').to_string();
-        let tls = uri.scheme_str() == Some("https");
-        let target = TargetConnector { connector, host: host.clone(), port, tls };
+        let security = Security::of(&uri);
+        let target = TargetConnector { connector, host: host.clone(), port, security };
         #[allow(clippy::disallowed_methods)] // the client of the shadow targets, inside the one way out
         let mut builder = legacy::Client::builder(TokioExecutor::new());
         let client = builder.pool_idle_timeout(pool_idle).pool_timer(TokioTimer::new()).set_host(false).build(target);
-        Ok(ShadowTarget { host, port, prefix, client_tls: tls, client, counters })
+        Ok(ShadowTarget { host, port, prefix, security, client, counters })
     }
 
     /// The base URL the copies go to.
@@ -69,10 +69,9 @@ impl ShadowTarget {
     }
 
     fn scheme(&self) -> &'static str {
-        if self.client_tls {
-            "https"
-        } else {
-            "http"
+        match self.security {
+            Security::Tls => "https",
+            Security::Plain => "http",
         }
     }
 
@@ -92,7 +91,7 @@ impl ShadowTarget {
         self.counters.request();
         let host = self.host.clone();
         let answer =
-            self.client.request(request).await.map_err(|error| crate::transport::request_error(host.clone(), error))?;
+            self.client.request(request).await.map_err(|error| crate::error::from_client(host.clone(), error))?;
         let status = answer.status();
         let mut body = answer.into_body();
         while let Some(frame) = body.frame().await {
@@ -110,8 +109,7 @@ struct TargetConnector {
     connector: Connector,
     host: String,
     port: u16,
-    /// Over TLS (an `https://` target).
-    tls: bool,
+    security: Security,
 }
 
 impl tower_service::Service<http::Uri> for TargetConnector {
@@ -126,8 +124,11 @@ impl tower_service::Service<http::Uri> for TargetConnector {
     fn call(&mut self, uri: http::Uri) -> Self::Future {
         let target = self.clone();
         Box::pin(async move {
-            let forward = uri.host() != Some(target.host.as_str()) || uri.port_u16() != Some(target.port);
-            target.connector.open(&target.host, target.port, target.tls, forward).await
+            let peer = match uri.host() == Some(target.host.as_str()) && uri.port_u16() == Some(target.port) {
+                true => Peer::Origin,
+                false => Peer::ForwardProxy,
+            };
+            target.connector.open(&target.host, target.port, target.security, peer).await
         })
     }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderMap, Method};
 use http_body_util::BodyExt;
-use pkgproxy_testkit::{Behaviour, ChaosUpstream};
-use pkgproxy_upstream::offline::{Mode, Switch};
+use pkgproxy_testkit::{Behaviour, ChaosUpstream, RefusingPort};
+use pkgproxy_upstream::offline::{Mode, Refusal, Switch};
 use pkgproxy_upstream::{
     AddressPolicy, Penalties, Pool, PoolRequest, PoolSettings, Resolver, Timeouts, Upstream, UpstreamConfig,
     UpstreamError,
@@ -61,7 +61,7 @@ fn pool_of(upstream: &Upstream, instances: &[ChaosUpstream]) -> Arc<Pool> {
 }
 
 fn get(path: &str) -> PoolRequest {
-    PoolRequest { method: Method::GET, path: path.to_string(), headers: HeaderMap::new(), avoid: None }
+    PoolRequest::get(path, HeaderMap::new())
 }
 
 /// What a client of the pool gets: status, body and the instance.
@@ -202,11 +202,8 @@ async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_try
 
 #[tokio::test(start_paused = true)]
 async fn many_unreachable_instances_are_each_tried_once_without_running_off_the_list() {
-    // Bound all at once (so the ports differ), then closed: refused.
-    let listeners: Vec<std::net::TcpListener> =
-        (0..64).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    let urls: Vec<String> = listeners.iter().map(|l| format!("http://{}", l.local_addr().unwrap())).collect();
-    drop(listeners);
+    let ports = RefusingPort::many(64);
+    let urls: Vec<String> = ports.iter().map(RefusingPort::url).collect();
     let upstream = upstream(settings());
     let pool = upstream.transport.pool("unreachable", &urls).unwrap();
     for _ in 0..3 {
@@ -446,7 +443,7 @@ async fn a_host_whose_breaker_is_open_is_skipped_like_a_penalised_one() {
     chaos[1].set_behaviour(Behaviour::Status { code: 503, retry_after: Some("30".into()) });
     assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 503);
     let refused = fetch(&pool, get(FILE)).await.unwrap_err();
-    assert!(refused.refusal().is_some_and(|wait| wait.is_some()), "{refused}");
+    assert!(matches!(refused.refusal(), Some(Refusal::BreakerOpen { .. })), "{refused}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -489,4 +486,58 @@ async fn a_file_one_mirror_lacks_is_fetched_from_another_without_a_penalty() {
     assert_eq!(pool.report().instances[0].1.failures, 0, "a 404 is no fault of the instance");
     let (status, _, _) = fetch(&pool, get("/nowhere")).await.unwrap();
     assert_eq!(status, 404, "when every mirror lacks it, the 404 is passed on");
+}
+
+/// A `POST` with a body, as a forwarded request of a side.
+fn post(path: &str) -> PoolRequest {
+    PoolRequest { method: Method::POST, body: Bytes::from_static(b"{\"actions\": []}"), ..get(path) }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_is_never_sent_twice_an_answer_or_a_failure_after_sending_ends_it() {
+    let chaos = instances(2, &body()).await;
+    let pool = pool_of(&upstream(settings()), &chaos);
+    let unavailable = Behaviour::Status { code: 503, retry_after: None };
+    for instance in &chaos {
+        instance.set_behaviour(unavailable.clone());
+    }
+    let (status, _, _) = fetch(&pool, post(FILE)).await.unwrap();
+    assert_eq!(status, 503, "the first instance's answer is passed on");
+    assert_eq!(chaos[0].requests() + chaos[1].requests(), 1, "not sent to the other instance");
+    let (status, _, _) = fetch(&pool, get(FILE)).await.unwrap();
+    assert_eq!(status, 503);
+    assert_eq!(chaos[0].requests() + chaos[1].requests(), 3, "a GET tries both");
+
+    let chaos = instances(2, &body()).await;
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::BlackHole);
+    }
+    let pool = pool_of(&upstream(settings()), &chaos);
+    let Err(UpstreamError::AllFailed { attempts, .. }) = fetch(&pool, post(FILE)).await else {
+        panic!("a black hole answered");
+    };
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    settle().await;
+    assert_eq!(chaos[0].requests() + chaos[1].requests(), 1, "the timed-out POST was not sent again");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_that_could_not_connect_moves_on_to_the_next_instance() {
+    let refusing = RefusingPort::new();
+    let live = instances(1, &body()).await.remove(0);
+    let mut tried_the_refusing_port = false;
+    // Both orders: whichever instance the pool picks first, the POST ends
+    // at the live one, once.
+    for urls in [[refusing.url(), live.url()], [live.url(), refusing.url()]] {
+        let pool = upstream(settings()).transport.pool("post", &urls).unwrap();
+        live.reset_counters();
+        let (status, _, instance) = fetch(&pool, post(FILE)).await.unwrap();
+        assert_eq!(pool.url(instance), Some(live.url().as_str()));
+        assert_eq!(status, 405, "the live instance's own answer to a POST");
+        assert_eq!(live.requests(), 1);
+        let report = pool.report();
+        tried_the_refusing_port |=
+            report.instances.iter().any(|(url, state)| *url == refusing.url() && state.failures > 0);
+    }
+    assert!(tried_the_refusing_port, "in one of the orders the refusing port was tried first");
 }

@@ -60,7 +60,7 @@ pub fn source(
         }
     }
     let upstream_answer = mirror_upstream_request(state, request, asked, &headers);
-    let request = PoolRequest { method: Method::GET, path: origin.path.clone(), headers, avoid: None };
+    let request = PoolRequest::get(origin.path.clone(), headers);
     Box::new(PoolSource {
         state: Arc::clone(state),
         pool,
@@ -148,7 +148,7 @@ impl Source for PoolSource {
 /// switch keeps its `Retry-After`.
 fn fetch_error(error: UpstreamError) -> FetchError {
     match error.refusal() {
-        Some(retry_after) => FetchError::Refused { message: error.to_string(), retry_after },
+        Some(refusal) => FetchError::Refused { message: error.to_string(), retry_after: refusal.retry_after() },
         None => FetchError::Upstream(error.to_string()),
     }
 }

@@ -29,8 +29,8 @@ pub async fn handle(state: &Arc<State>, request: Request<Incoming>, note: &Refus
     let upstream = match state.upstream.dialer.dial(&host, port).await {
         Ok(stream) => stream,
         Err(error) => {
-            if let Some(retry_after) = error.refusal() {
-                note.refused(retry_after);
+            if let Some(refusal) = error.refusal() {
+                note.refused(refusal.retry_after());
             }
             tracing::info!(host, port, %error, "tunnel refused upstream");
             return answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"));

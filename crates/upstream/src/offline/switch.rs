@@ -23,10 +23,36 @@ pub struct UpstreamState {
 
 /// Why the switch refused a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
-    /// How long until the host may be tried: `None` in offline mode (asking
-    /// again cannot help until the mode changes).
-    pub retry_after: Option<Duration>,
+pub enum Refusal {
+    /// Offline mode is in effect: asking again cannot help until the mode
+    /// changes.
+    Offline,
+    /// Store-overloaded mode, and the host's breaker is open.
+    BreakerOpen {
+        /// How long until the host may be tried again.
+        retry_after: Duration,
+    },
+}
+
+impl Refusal {
+    /// How long until asking again may help (`None` while offline).
+    pub fn retry_after(self) -> Option<Duration> {
+        match self {
+            Refusal::Offline => None,
+            Refusal::BreakerOpen { retry_after } => Some(retry_after),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Offline => f.write_str("pkgproxy is offline"),
+            Refusal::BreakerOpen { retry_after } => {
+                write!(f, "its breaker is open for {} s more", retry_after.as_secs_f64().ceil())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -103,14 +129,14 @@ impl Switch {
         let epoch = inner.epoch;
         match inner.mode {
             Mode::Never => Ok(Ticket::free()),
-            Mode::Offline => Err(Refusal { retry_after: None }),
+            Mode::Offline => Err(Refusal::Offline),
             Mode::StoreOverloaded => {
                 let breaker = inner.breakers.entry(host.to_ascii_lowercase()).or_default();
                 match breaker.admit(now) {
                     Admission::Pass(pass) => Ok(Ticket {
                         watched: Some(Watched { switch: self.clone(), host: host.to_ascii_lowercase(), epoch, pass }),
                     }),
-                    Admission::Refused { retry_after } => Err(Refusal { retry_after: Some(retry_after) }),
+                    Admission::Refused { retry_after } => Err(Refusal::BreakerOpen { retry_after }),
                 }
             }
         }
@@ -262,7 +288,7 @@ mod tests {
         let now = Instant::now();
         assert!(Switch::new(Mode::Never).admit("deb.debian.org", now).is_ok());
         let refusal = Switch::new(Mode::Offline).admit("deb.debian.org", now).unwrap_err();
-        assert_eq!(refusal.retry_after, None);
+        assert_eq!(refusal.retry_after(), None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -290,7 +316,7 @@ mod tests {
         switch.admit("a.example", Instant::now()).unwrap().failed(Some(Duration::from_secs(120)));
         tokio::time::advance(Duration::from_secs(100)).await;
         let refusal = switch.admit("a.example", Instant::now()).unwrap_err();
-        assert_eq!(refusal.retry_after, Some(Duration::from_secs(20)));
+        assert_eq!(refusal.retry_after(), Some(Duration::from_secs(20)));
         tokio::time::advance(Duration::from_secs(20)).await;
         let probe = switch.admit("a.example", Instant::now()).unwrap();
         assert!(switch.admit("a.example", Instant::now()).is_err(), "one probe at a time");

@@ -14,7 +14,7 @@ use super::{Instance, Pool, PoolAnswer, PoolBody, PoolRequest};
 use crate::connect::ConnectionUses;
 use crate::error::UpstreamError;
 use crate::offline::Ticket;
-use crate::transport::{Client, TransportBody};
+use crate::pool::shared::{Client, RequestBody};
 
 /// How an attempt ended.
 pub(super) enum Tried {
@@ -24,11 +24,48 @@ pub(super) enum Tried {
     /// or a `404` another mirror may not give), but that the client gets if
     /// this was the last attempt.
     Refused(PoolAnswer, String),
-    /// No answer; the request moves on. Says what happened.
-    Failed(String),
+    /// No answer; says what happened, and whether the request may have
+    /// reached the instance.
+    Failed(String, Sent),
     /// The request itself cannot be sent (a forbidden target): no other
     /// instance would help.
     Fatal(UpstreamError),
+}
+
+/// Whether a failed attempt may have delivered its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sent {
+    /// No connection was made: sending it elsewhere is safe for any method.
+    Nothing,
+    /// It may have arrived and been acted on.
+    Maybe,
+}
+
+/// How long an attempt waits for its head, and what running out means.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Wait {
+    /// The attempt's own limit: running out faults the instance.
+    Own(Duration),
+    /// What is left of the request's deadline, shorter than the attempt's
+    /// own limit: running out says nothing of the instance.
+    Deadline(Duration),
+}
+
+impl Wait {
+    fn limit(self) -> Duration {
+        match self {
+            Wait::Own(limit) | Wait::Deadline(limit) => limit,
+        }
+    }
+}
+
+/// Whether another instance is left for the request to try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Elsewhere {
+    /// Yes: a penalty of this instance by another request ends the wait.
+    Untried,
+    /// No: this is the last one, worth waiting for.
+    Exhausted,
 }
 
 /// What ended the wait for a head.
@@ -52,18 +89,14 @@ fn lacks(status: StatusCode) -> bool {
 }
 
 impl Pool {
-    /// Tries `request` on instance `index` within `limit`. `cut_by_deadline`:
-    /// the limit is the request's deadline, not the attempt's own timeout,
-    /// so running out says nothing of the instance. `may_move_on`: another
-    /// instance is left to try, so a penalty of this one by another request
-    /// ends the wait.
+    /// Tries `request` on instance `index`, waiting for its head as `wait`
+    /// says.
     pub(super) async fn attempt(
         self: &Arc<Self>,
         index: usize,
         request: &PoolRequest,
-        limit: Duration,
-        cut_by_deadline: bool,
-        may_move_on: bool,
+        wait: Wait,
+        elsewhere: Elsewhere,
         ticket: Ticket,
     ) -> Tried {
         let instance = &self.instances[index];
@@ -76,7 +109,7 @@ impl Pool {
         };
         let started = Instant::now();
         let attempt = self.rules().start(index, started);
-        match self.wait_for_head(instance, request, &uri, limit, may_move_on).await {
+        match self.wait_for_head(instance, request, &uri, wait.limit(), elsewhere).await {
             Waited::Head(Ok(response)) => {
                 if let Some(uses) = response.extensions().get::<ConnectionUses>() {
                     uses.answered();
@@ -98,7 +131,8 @@ impl Pool {
                 }
             }
             Waited::Head(Err(error)) => {
-                let error = crate::transport::request_error(instance.host.clone(), error);
+                let sent = if error.is_connect() { Sent::Nothing } else { Sent::Maybe };
+                let error = crate::error::from_client(instance.host.clone(), error);
                 if error.is_forbidden() {
                     self.end(attempt);
                     return Tried::Fatal(error);
@@ -106,22 +140,22 @@ impl Pool {
                 ticket.failed(None);
                 self.penalise(attempt);
                 self.end(attempt);
-                Tried::Failed(format!("{}: {error}", instance.url))
+                Tried::Failed(format!("{}: {error}", instance.url), sent)
             }
             Waited::TimedOut => {
                 ticket.failed(None);
-                if !cut_by_deadline {
+                if let Wait::Own(_) = wait {
                     self.penalise(attempt);
                 }
                 self.end(attempt);
-                Tried::Failed(format!("{}: no answer within {limit:?}", instance.url))
+                Tried::Failed(format!("{}: no answer within {:?}", instance.url, wait.limit()), Sent::Maybe)
             }
             Waited::Penalised => {
                 // Another request's failure penalised the instance: this
                 // attempt moves on, reporting nothing new.
                 drop(ticket);
                 self.end(attempt);
-                Tried::Failed(format!("{}: penalised while waiting for its answer", instance.url))
+                Tried::Failed(format!("{}: penalised while waiting for its answer", instance.url), Sent::Maybe)
             }
         }
     }
@@ -132,16 +166,16 @@ impl Pool {
         request: &PoolRequest,
         uri: &http::Uri,
         limit: Duration,
-        may_move_on: bool,
+        elsewhere: Elsewhere,
     ) -> Waited {
         let mut penalties = instance.penalties.subscribe();
         penalties.borrow_and_update();
         let client = instance.client.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let head = tokio::time::timeout(limit, self.exchange(&client, &instance.fresh, request, uri));
         let penalised = async {
-            match may_move_on {
-                true => penalties.changed().await.ok(),
-                false => std::future::pending().await,
+            match elsewhere {
+                Elsewhere::Untried => penalties.changed().await.ok(),
+                Elsewhere::Exhausted => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -155,7 +189,8 @@ impl Pool {
 
     /// Sends the request on a pooled connection; if that fails on a
     /// connection that had carried answers before (the upstream closed it
-    /// while idle), sends it once more on a fresh connection.
+    /// while idle), sends it once more on a fresh connection, unless it is
+    /// not idempotent.
     async fn exchange(
         &self,
         pooled: &Client,
@@ -165,7 +200,7 @@ impl Pool {
     ) -> Result<http::Response<Incoming>, hyper_util::client::legacy::Error> {
         self.shared.counters.request();
         match pooled.request(build(request, uri)).await {
-            Err(error) if was_reused(&error) => {
+            Err(error) if was_reused(&error) && request.is_idempotent() => {
                 tracing::debug!(%uri, %error, "a reused upstream connection failed; retrying on a fresh one");
                 self.shared.counters.request();
                 fresh.request(build(request, uri)).await
@@ -182,8 +217,8 @@ fn was_reused(error: &hyper_util::client::legacy::Error) -> bool {
     extensions.get::<ConnectionUses>().is_some_and(ConnectionUses::reused)
 }
 
-fn build(request: &PoolRequest, uri: &http::Uri) -> http::Request<TransportBody> {
-    let mut built = http::Request::new(TransportBody::default());
+fn build(request: &PoolRequest, uri: &http::Uri) -> http::Request<RequestBody> {
+    let mut built = http::Request::new(RequestBody::new(request.body.clone()));
     *built.method_mut() = request.method.clone();
     *built.uri_mut() = uri.clone();
     *built.headers_mut() = request.headers.clone();

@@ -57,6 +57,11 @@
 //!   failure says nothing of the instance. Idle pooled connections are
 //!   closed after `pool_idle`, and hyper checks a pooled connection is still
 //!   open before reusing it.
+//! - **Requests that are not idempotent** (a `POST` with a body) are never
+//!   sent twice: only a failure to connect (nothing was sent) moves one on
+//!   to the next instance; any answer, a `503` included, is passed on; a
+//!   failure once it may have been sent ends it; and it is not sent again
+//!   after a stale connection.
 //!
 //! Interplay with store-overloaded mode: the per-host breakers stay exactly
 //! as the offline seed says, and every attempt reports to its host's
@@ -69,35 +74,53 @@
 mod attempt;
 mod body;
 mod rules;
+mod shared;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{HeaderMap, Method};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub use body::PoolBody;
 pub use rules::{Attempt, Choice, InstanceReport, Penalties, Rules};
+pub use shared::RequestBody;
+pub(crate) use shared::Shared;
 
 use crate::connect::host_port;
 use crate::error::UpstreamError;
 use crate::offline::Refusal;
-use crate::transport::{Client, Shared};
-use attempt::Tried;
+use attempt::{Elsewhere, Sent, Tried, Wait};
+use shared::Client;
 
 /// A request to send to one of a pool's instances.
 #[derive(Debug, Clone)]
 pub struct PoolRequest {
-    /// `GET` or `HEAD`.
+    /// The method; one that is not idempotent is never sent twice.
     pub method: Method,
     /// The path (and query) below an instance's base URL, starting with `/`.
     pub path: String,
     /// The request's headers (`Host` is set per instance).
     pub headers: HeaderMap,
+    /// The request's body, held whole (empty for none).
+    pub body: Bytes,
     /// An instance not to try unless it is the only one (the instance whose
     /// body just broke, when resuming).
     pub avoid: Option<usize>,
+}
+
+impl PoolRequest {
+    /// A `GET` of `path` with `headers` and no body.
+    pub fn get(path: impl Into<String>, headers: HeaderMap) -> Self {
+        PoolRequest { method: Method::GET, path: path.into(), headers, body: Bytes::new(), avoid: None }
+    }
+
+    /// Whether sending the request twice is harmless (RFC 9110 §9.2.2).
+    fn is_idempotent(&self) -> bool {
+        self.method.is_idempotent()
+    }
 }
 
 /// A pool's answer: the response head, its body, and who sent it.
@@ -214,17 +237,23 @@ impl Pool {
                 Choice::Exhausted => break,
             };
             tried[index] = true;
-            let last = tried.iter().all(|&t| t);
-            let limit = if failing || last { timeouts.retry } else { timeouts.first_byte };
+            let elsewhere = match tried.iter().all(|&t| t) {
+                true => Elsewhere::Exhausted,
+                false => Elsewhere::Untried,
+            };
+            let limit = match (failing, elsewhere) {
+                (false, Elsewhere::Untried) => timeouts.first_byte,
+                _ => timeouts.retry,
+            };
             let instance = &self.instances[index];
             let ticket = match self.shared.switch.admit(&instance.host, now) {
                 Ok(ticket) => ticket,
-                Err(Refusal { retry_after: None }) => {
-                    return Err(UpstreamError::Offline { host: instance.host.clone(), retry_after: None });
+                Err(refusal @ Refusal::Offline) => {
+                    return Err(UpstreamError::Refused { host: instance.host.clone(), refusal });
                 }
-                Err(Refusal { retry_after: Some(wait) }) => {
-                    attempts.push(format!("{}: its breaker is open for {}s", instance.url, wait.as_secs()));
-                    breaker_waits.push(wait);
+                Err(Refusal::BreakerOpen { retry_after }) => {
+                    attempts.push(format!("{}: its breaker is open for {}s", instance.url, retry_after.as_secs()));
+                    breaker_waits.push(retry_after);
                     continue;
                 }
             };
@@ -234,23 +263,31 @@ impl Pool {
                 break;
             }
             last_answer = None;
-            let cut_by_deadline = limit > left;
-            match self.attempt(index, &request, limit.min(left), cut_by_deadline, !last, ticket).await {
+            let wait = match limit > left {
+                true => Wait::Deadline(left),
+                false => Wait::Own(limit),
+            };
+            match self.attempt(index, &request, wait, elsewhere, ticket).await {
                 Tried::Answered(answer) => return Ok(answer),
+                Tried::Refused(answer, _) if !request.is_idempotent() => return Ok(answer),
                 Tried::Refused(answer, why) => {
                     attempts.push(why);
                     last_answer = Some(answer);
                 }
-                Tried::Failed(why) => attempts.push(why),
+                Tried::Failed(why, Sent::Maybe) if !request.is_idempotent() => {
+                    attempts.push(why);
+                    break;
+                }
+                Tried::Failed(why, _) => attempts.push(why),
                 Tried::Fatal(error) => return Err(error),
             }
         }
         if let Some(answer) = last_answer {
             return Ok(answer);
         }
-        if !breaker_waits.is_empty() && breaker_waits.len() == attempts.len() {
+        if let Some(retry_after) = breaker_waits.iter().min().filter(|_| breaker_waits.len() == attempts.len()) {
             let host = self.instances[0].host.clone();
-            return Err(UpstreamError::Offline { host, retry_after: breaker_waits.into_iter().min() });
+            return Err(UpstreamError::Refused { host, refusal: Refusal::BreakerOpen { retry_after: *retry_after } });
         }
         Err(UpstreamError::AllFailed { pool: self.name.clone(), attempts })
     }
