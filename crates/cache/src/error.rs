@@ -45,10 +45,12 @@ impl StoreError {
 /// fetch gets the same error.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
-    /// The upstream could not be asked or did not answer (connect failure,
-    /// reset, timeout before the response head).
+    /// The upstream could not be asked or did not answer (refused by the
+    /// offline switch, a connect failure, a reset, a timeout before the
+    /// response head). The cause is the caller's own error, kept typed for
+    /// whoever maps it to an answer.
     #[error("upstream request failed: {0}")]
-    Upstream(String),
+    Upstream(#[source] crate::fetch::BoxError),
     /// The body broke off after the head.
     #[error("upstream body failed after {received} bytes: {message}")]
     Body {
@@ -74,14 +76,6 @@ pub enum FetchError {
         expected: String,
         /// The hash of what arrived (hex).
         actual: String,
-    },
-    /// The offline switch refused the upstream request: nothing was sent.
-    #[error("{message}")]
-    Refused {
-        /// What the switch said.
-        message: String,
-        /// How long until the host may be tried (`None` in offline mode).
-        retry_after: Option<std::time::Duration>,
     },
     /// The side's check refused the complete body.
     #[error("upstream body refused: {0}")]

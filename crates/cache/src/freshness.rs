@@ -1,8 +1,8 @@
 //! The one function that decides whether a cached entry may be served as is.
 //!
 //! Every side asks here, so the rules (immutable entries never age, a client's
-//! `max-age=0` forces a revalidation, the configured window otherwise) live in
-//! one place; offline mode will freeze them here too.
+//! `max-age=0` forces a revalidation, the configured window otherwise, and
+//! offline mode freezing them all) live in one place.
 
 use std::time::{Duration, SystemTime};
 

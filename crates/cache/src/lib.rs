@@ -6,6 +6,7 @@
 //! what to send upstream is the caller's business, handed in as a future.
 
 mod blobs;
+mod clock;
 mod entry;
 mod error;
 pub mod fetch;
@@ -18,6 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use blobs::BodyHashes;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
 pub use fetch::{
@@ -35,9 +37,10 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// Opens the cache under `dir`, repairing what a crash may have left.
-    pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        let store = Arc::new(Store::open(dir)?);
+    /// Opens the cache under `dir`, repairing what a crash may have left;
+    /// entries are dated by `clock`.
+    pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let store = Arc::new(Store::open(dir, clock)?);
         let fetches = fetch::Fetches::new(Arc::clone(&store));
         Ok(Cache { store, fetches })
     }

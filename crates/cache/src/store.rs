@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::blobs::{BlobStore, BodyHashes, TempBlob};
+use crate::clock::Clock;
 use crate::entry::{unix_secs, Class, Entry, Validators};
 use crate::error::StoreError;
 use crate::index::Index;
@@ -24,15 +25,18 @@ pub struct Store {
     blobs: BlobStore,
     index: Index,
     open_files: OpenFiles,
+    clock: Arc<dyn Clock>,
 }
 
 impl Store {
-    /// Opens the store under `dir`, repairing what a crash may have left.
-    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+    /// Opens the store under `dir`, repairing what a crash may have left;
+    /// entries are dated by `clock`.
+    pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
         let blobs = BlobStore::open(dir)?;
         let index = Index::open(&dir.join("index.redb"))?;
-        let store = Store { dir: dir.to_path_buf(), blobs, index, open_files: OpenFiles::new(default_capacity()) };
+        let open_files = OpenFiles::new(default_capacity());
+        let store = Store { dir: dir.to_path_buf(), blobs, index, open_files, clock };
         store.repair()?;
         Ok(store)
     }
@@ -52,6 +56,11 @@ impl Store {
             tracing::info!(swept, "removed bodies no cache entry refers to");
         }
         Ok(())
+    }
+
+    /// The clock that dates entries.
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
     }
 
     /// The cache directory.
@@ -130,7 +139,7 @@ impl Store {
             size,
             headers: vec![],
             validators: Validators::default(),
-            fetched_at: unix_secs(std::time::SystemTime::now()),
+            fetched_at: unix_secs(self.clock.now()),
             class,
         };
         self.update(key, entry).map(Some)
@@ -148,6 +157,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::SystemClock;
 
     fn store_body(store: &Store, key: &str, body: &[u8]) -> Arc<Entry> {
         let mut temp = store.temp().unwrap();
@@ -168,10 +178,10 @@ mod tests {
     fn entries_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let stored = {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
             store_body(&store, "apt/debian/pool/a.deb", b"package bytes")
         };
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
         let entry = store.lookup("apt/debian/pool/a.deb").unwrap();
         assert_eq!(entry, stored);
         let mut body = Vec::new();
@@ -184,12 +194,12 @@ mod tests {
     fn an_entry_whose_body_is_damaged_is_dropped_at_open() {
         let dir = tempfile::tempdir().unwrap();
         let entry = {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
             store_body(&store, "k", b"0123456789")
         };
         let blob = BlobStore::open(dir.path()).unwrap().path(&entry.sha256);
         std::fs::write(&blob, b"01234").unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
         assert!(store.lookup("k").is_none());
         assert!(!blob.exists());
     }
@@ -197,7 +207,7 @@ mod tests {
     #[test]
     fn replacing_an_entry_frees_its_old_body_but_not_a_shared_one() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
         let old = store_body(&store, "a", b"old");
         store_body(&store, "b", b"old");
         store_body(&store, "a", b"new");

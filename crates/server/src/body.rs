@@ -1,5 +1,6 @@
-//! The body of every answer the gateway sends: small texts, cached files and
-//! downloads in progress, without boxing on the hit path.
+//! The body of every answer the gateway sends: small texts, cached files,
+//! downloads in progress and forwarded answers, without boxing on the hit
+//! path.
 //!
 //! A cached file is read with positioned reads on the async thread: from the
 //! page cache that takes microseconds, where a round trip through the
@@ -13,7 +14,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use pkgproxy_cache::FetchBody;
+use pkgproxy_cache::{FetchBody, UpstreamBody};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -31,6 +32,9 @@ pub enum ResponseBody {
     File(FileBody),
     /// A download in progress.
     Fetch(FetchBody),
+    /// An upstream answer's body passed on as it arrives (a forwarded
+    /// request's answer).
+    Upstream(UpstreamBody),
 }
 
 impl ResponseBody {
@@ -79,6 +83,7 @@ impl Body for ResponseBody {
             ResponseBody::File(file) if file.remaining == 0 => Poll::Ready(None),
             ResponseBody::File(file) => Poll::Ready(Some(file.next_chunk().map(Frame::data))),
             ResponseBody::Fetch(fetch) => Pin::new(fetch).poll_frame(cx),
+            ResponseBody::Upstream(body) => Pin::new(body).poll_frame(cx),
         }
     }
 
@@ -88,6 +93,7 @@ impl Body for ResponseBody {
             ResponseBody::Full(bytes) => bytes.is_none(),
             ResponseBody::File(file) => file.remaining == 0,
             ResponseBody::Fetch(fetch) => fetch.is_end_stream(),
+            ResponseBody::Upstream(body) => body.is_end_stream(),
         }
     }
 
@@ -97,6 +103,7 @@ impl Body for ResponseBody {
             ResponseBody::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
             ResponseBody::File(file) => SizeHint::with_exact(file.remaining),
             ResponseBody::Fetch(fetch) => fetch.size_hint(),
+            ResponseBody::Upstream(body) => body.size_hint(),
         }
     }
 }

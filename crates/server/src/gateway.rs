@@ -25,9 +25,9 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::body::ResponseBody;
-use crate::shadow::ClientInfo;
+use crate::context::ClientInfo;
 use crate::state::State;
-use crate::{control, offline};
+use crate::{control, proxy};
 
 /// How long a client may take to send a request's head (idle keep-alive
 /// connections included).
@@ -65,7 +65,7 @@ pub async fn serve_proxy(
                     let handler = move |mut request: hyper::Request<hyper::body::Incoming>| {
                         let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         request.extensions_mut().insert(ClientInfo { addr: peer, id });
-                        offline::around(Arc::clone(&state), request)
+                        proxy::handle(Arc::clone(&state), request)
                     };
                     serve_connection(stream, handler, shutdown).await;
                 };

@@ -6,10 +6,10 @@
 
 mod body;
 pub mod config;
+mod context;
 pub mod control;
 mod gateway;
 mod headers;
-mod offline;
 mod proxy;
 pub mod shadow;
 mod state;
@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 use pkgproxy_cache::{Cache, StoreError};
 use pkgproxy_sides::apt::index::IndexError;
 use pkgproxy_sides::apt::Apt;
+use pkgproxy_sides::go::Go;
+use pkgproxy_sides::Sides;
 use pkgproxy_upstream::offline::auto::{self, AutoOffline, SystemProbe, Trigger};
 use pkgproxy_upstream::Upstream;
 use tokio::net::{TcpListener, UnixListener};
@@ -95,23 +97,26 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    let (cache_dir, apt_side) = (settings.cache_dir.clone(), settings.apt.clone());
+    let (cache_dir, apt_config, clock) = (settings.cache_dir.clone(), settings.apt.clone(), settings.clock.clone());
     let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Apt), ServerError> {
-        let cache = Cache::open(&cache_dir)?;
-        let apt = Apt::open(apt_side, &cache_dir)?;
+        let cache = Cache::open(&cache_dir, clock)?;
+        let apt = Apt::open(apt_config, &cache_dir)?;
         Ok((cache, apt))
     });
     let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
+    let sides = Sides::new(apt, Go::new(settings.go.clone()));
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
     let start_mode = settings.upstream.switch.mode();
     let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
     let upstream = Upstream::new(settings.upstream.clone());
-    let mirrors = shadow::Shadows::new(&settings.mirrors, &upstream.shadow_client)
+    let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
         .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
+    let clock = Arc::clone(&settings.clock);
     let state = Arc::new(state::State {
+        clock,
         settings,
         cache,
-        apt,
+        sides,
         upstream,
         stats: stats::Stats::default(),
         started: Instant::now(),
@@ -119,9 +124,8 @@ pub async fn run(
         restart_mode: std::sync::Mutex::new(start_mode),
         auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
         loop_mark: headers::LoopMark::new(),
-        mirrors,
+        shadows,
         request_ids: Default::default(),
-        negative: Default::default(),
     });
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");

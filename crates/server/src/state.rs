@@ -6,15 +6,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use pkgproxy_cache::Cache;
-use pkgproxy_sides::apt::Apt;
+use pkgproxy_cache::{Cache, Clock};
+use pkgproxy_sides::Sides;
 use pkgproxy_upstream::offline::auto::AutoOffline;
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::Upstream;
 
 use crate::config::Settings;
 use crate::headers::LoopMark;
-use crate::proxy::NegativeCache;
 use crate::shadow::Shadows;
 use crate::stats::Stats;
 
@@ -25,8 +24,8 @@ pub struct State {
     pub settings: Settings,
     /// The cache.
     pub cache: Cache,
-    /// The apt side, with its index.
-    pub apt: Apt,
+    /// Every side, with what it has learnt.
+    pub sides: Sides,
     /// The one way out.
     pub upstream: Upstream,
     /// Per-side counters.
@@ -42,9 +41,9 @@ pub struct State {
     /// This process's mark in `Via`, to refuse requests that loop back.
     pub loop_mark: LoopMark,
     /// Where copies of the traffic go.
-    pub mirrors: Shadows,
+    pub shadows: Shadows,
+    /// The wall clock.
+    pub clock: Arc<dyn Clock>,
     /// Numbers the requests (logs name them).
     pub request_ids: AtomicU64,
-    /// Remembered "not found" answers.
-    pub negative: NegativeCache,
 }

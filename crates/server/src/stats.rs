@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pkgproxy_sides::Side;
+use pkgproxy_sides::SideId;
 use serde::Serialize;
 
 /// One side's counters.
@@ -94,16 +94,12 @@ impl SideStats {
 /// The counters of every side.
 #[derive(Debug, Default)]
 pub struct Stats {
-    apt: SideStats,
-    go: SideStats,
+    sides: [SideStats; SideId::ALL.len()],
 }
 
 impl Stats {
     /// One side's counters.
-    pub fn side(&self, side: Side) -> &SideStats {
-        match side {
-            Side::Apt => &self.apt,
-            Side::Go => &self.go,
-        }
+    pub fn side(&self, side: SideId) -> &SideStats {
+        &self.sides[side.index()]
     }
 }

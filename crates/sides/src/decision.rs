@@ -1,28 +1,10 @@
-//! What a side decides about a request.
+//! What a side decides about a request, and the answers it makes itself.
 
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{Class, Expected};
 
-/// The client ecosystems pkgproxy serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Side {
-    /// apt, as a forward proxy.
-    Apt,
-    /// The go command, as a module proxy under `/go`.
-    Go,
-}
-
-impl Side {
-    /// Every side, in the order stats list them.
-    pub const ALL: [Side; 2] = [Side::Apt, Side::Go];
-
-    /// The name used in logs, metrics and cache keys.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Apt => "apt",
-            Side::Go => "go",
-        }
-    }
-}
+use crate::side::SideId;
 
 /// The target of a forward-proxy request, as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,18 +19,8 @@ pub struct Target {
     pub raw_path: String,
 }
 
-impl Target {
-    /// The absolute URI to ask the upstream with. Built only on a miss, not
-    /// for every hit.
-    pub fn uri(&self) -> Option<http::Uri> {
-        let port = if self.port == 80 { String::new() } else { format!(":{}", self.port) };
-        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
-        format!("{}://{host}{port}{}", self.scheme, self.raw_path).parse().ok()
-    }
-}
-
-/// Where a cached request is fetched from: a pool of equivalent instances,
-/// all serving the same file under `path`.
+/// Where a request is fetched from or forwarded to: a pool of equivalent
+/// instances, all serving the same thing under `path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
     /// The pool's name (in logs and `/pkgproxy/v1/info`).
@@ -56,49 +28,50 @@ pub struct Origin {
     /// The instances' base URLs (`http://host[:port][/prefix]`, no trailing
     /// slash), in the configured order.
     pub instances: Vec<String>,
-    /// The path below each base URL, starting with `/`, still
+    /// The path (and query) below each base URL, starting with `/`, still
     /// percent-encoded as the client sent it.
     pub path: String,
 }
 
-/// A request the side will not serve, with the status and the plain-text
-/// reason the client gets.
+/// A request the side will not serve: the status and the reason the client
+/// is told (each side phrases it its own way, see [`crate::Failure`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// `400` for malformed requests, `403` for targets outside the policy.
-    pub status: u16,
+    /// `400` for malformed requests, `403` for targets outside the policy,
+    /// `404` for paths the side does not serve, `405` for other methods.
+    pub status: StatusCode,
     /// Why, in one English sentence.
     pub reason: String,
+    /// For a `405`, the methods the side takes (the `Allow` header).
+    pub allow: Option<&'static str>,
 }
 
 impl Refusal {
-    /// A `403 Forbidden` with `reason`.
+    /// A refusal with `status` and `reason`.
+    pub fn new(status: StatusCode, reason: impl Into<String>) -> Self {
+        Refusal { status, reason: reason.into(), allow: None }
+    }
+
+    /// `403 Forbidden`: outside the policy.
     pub fn forbidden(reason: impl Into<String>) -> Self {
-        Refusal { status: 403, reason: reason.into() }
+        Refusal::new(StatusCode::FORBIDDEN, reason)
     }
 
-    /// A `400 Bad Request` with `reason`.
+    /// `400 Bad Request`: malformed.
     pub fn bad_request(reason: impl Into<String>) -> Self {
-        Refusal { status: 400, reason: reason.into() }
+        Refusal::new(StatusCode::BAD_REQUEST, reason)
     }
-}
 
-/// A request to serve through the cache.
-#[derive(Debug, Clone)]
-pub struct CachedRequest {
-    /// The side that decided.
-    pub side: Side,
-    /// The cache key: the same for every mirror of one archive.
-    pub key: String,
-    /// Where to fetch it from.
-    pub origin: Origin,
-    /// How the cached entry ages.
-    pub class: Class,
-    /// What the body must match. A cached entry that does not match it is
-    /// superseded: never served, refetched.
-    pub expected: Expected,
-    /// Whether a client may resume this file by its date.
-    pub dated_resume: DatedResume,
+    /// `404 Not Found`: not something the side serves.
+    pub fn not_found(reason: impl Into<String>) -> Self {
+        Refusal::new(StatusCode::NOT_FOUND, reason)
+    }
+
+    /// `405 Method Not Allowed`, naming the methods the side takes.
+    pub fn method_not_allowed(allow: &'static str) -> Self {
+        let reason = format!("only {} are served here", allow.replace(", ", " and "));
+        Refusal { status: StatusCode::METHOD_NOT_ALLOWED, reason, allow: Some(allow) }
+    }
 }
 
 /// Whether a `Range` request whose `If-Range` is a date (apt resumes its
@@ -117,6 +90,79 @@ pub enum DatedResume {
     WholeFile,
 }
 
+/// How a side rewrites a cached answer at serve time, after the cache, from
+/// what the client sent (its `Host`): the stored bytes stay the upstream's,
+/// so no client ever gets another client's rewrite. No side rewrites yet;
+/// the snap side will (its JSON answers name download URLs, which must
+/// point at pkgproxy as each client reaches it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rewrite {}
+
+/// What a side keeps of a forwarded answer for later replay (the snap
+/// side's refresh answers, replayed offline). No side records yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {}
+
+/// A request to serve through the cache.
+#[derive(Debug, Clone)]
+pub struct CachedRequest {
+    /// The side that decided.
+    pub side: SideId,
+    /// The cache key: the same for every mirror of one archive.
+    pub key: String,
+    /// Where to fetch it from.
+    pub origin: Origin,
+    /// How the cached entry ages.
+    pub class: Class,
+    /// What the body must match. A cached entry that does not match it is
+    /// superseded: never served, refetched.
+    pub expected: Expected,
+    /// Whether a client may resume this file by its date.
+    pub dated_resume: DatedResume,
+    /// How the answer is rewritten at serve time, if it is.
+    pub rewrite: Option<Rewrite>,
+}
+
+/// A request passed to the upstream uncached, its body included: never
+/// shared with another client, and never sent twice when its method is not
+/// idempotent (see the pool's rules).
+#[derive(Debug, Clone)]
+pub struct ForwardRequest {
+    /// The side that decided.
+    pub side: SideId,
+    /// Where it goes.
+    pub origin: Origin,
+    /// Its method.
+    pub method: Method,
+    /// The headers sent upstream (the side chooses which of the client's).
+    pub headers: HeaderMap,
+    /// The largest request body taken, in bytes; a longer one is refused
+    /// with `413`.
+    pub body_limit: u64,
+    /// What is kept of the answer for later replay, if anything.
+    pub record: Option<Record>,
+}
+
+/// An answer a side makes itself, without the upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalAnswer {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its headers (`Content-Length` is the server's business).
+    pub headers: HeaderMap,
+    /// Its body.
+    pub body: Bytes,
+}
+
+impl LocalAnswer {
+    /// A plain-text answer: `text` and a newline.
+    pub fn text(status: StatusCode, text: &str) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+        LocalAnswer { status, headers, body: Bytes::from(format!("{text}\n")) }
+    }
+}
+
 /// A side's verdict on a request.
 #[derive(Debug, Clone)]
 pub enum Decision {
@@ -124,4 +170,8 @@ pub enum Decision {
     Refuse(Refusal),
     /// Serve it through the cache.
     Cache(CachedRequest),
+    /// Pass it to the upstream, uncached.
+    Forward(ForwardRequest),
+    /// Answer it without the upstream.
+    Answer(LocalAnswer),
 }

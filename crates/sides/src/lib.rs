@@ -1,13 +1,30 @@
 //! The sides: one module per client ecosystem (apt and go now; snap,
-//! registry and lxd later). A side turns a request into a [`Decision`]: refuse it, or
-//! cache it under a key with a freshness class and what the body must
-//! match. Sides open no sockets; the server carries out their decisions.
-//! What a side learns from what passes through (the apt index of `Release`
-//! and `Packages` sums) it keeps itself, beside the cache.
+//! registry and lxd later), each turning a request into a [`Decision`]:
+//! refuse it, serve it through the cache under a key with a freshness class
+//! and what the body must match, forward it uncached, or answer it. Sides
+//! open no sockets: the server carries out their decisions. What a side
+//! learns from what passes through (the apt index of `Release` and
+//! `Packages` sums, go's remembered "not found" answers) it keeps itself.
+//!
+//! [`Side`] is the seam the request path calls (its module doc lists the
+//! hooks and where each runs); [`route::ROUTES`] says where each side is
+//! mounted. A new side is its own module, a variant of [`Side`] and
+//! [`SideId`] (the compiler then lists every hook it must provide), and one
+//! line of the route table.
+
+#![forbid(unsafe_code)]
 
 pub mod apt;
 mod decision;
+mod failure;
 pub mod go;
 pub mod path;
+pub mod route;
+mod side;
 
-pub use decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Side, Target};
+pub use decision::{
+    CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Refusal, Rewrite, Target,
+};
+pub use failure::{retry_after_secs, Failure};
+pub use route::{Mount, Request, Route};
+pub use side::{Learned, Side, SideId, Sides};

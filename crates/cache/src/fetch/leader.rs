@@ -3,7 +3,6 @@
 //! it and commits it, publishing each step to the waiters.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -89,7 +88,7 @@ async fn download(
         headers: kept_headers(headers),
         validators: validators(headers),
         content_length: limit,
-        received_at: SystemTime::now(),
+        received_at: store.clock().now(),
         reader: temp.reader(),
     };
     let entry_headers = head.headers.clone();
@@ -150,7 +149,7 @@ async fn download(
         size: hashes.size,
         headers: entry_headers,
         validators: entry_validators,
-        fetched_at: unix_secs(SystemTime::now()),
+        fetched_at: unix_secs(store.clock().now()),
         class: spec.class,
     };
     let (store, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
@@ -219,7 +218,7 @@ fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &crate::blobs::BodyHashe
 /// Refreshes a revalidated entry after a `304`, taking any new validators.
 async fn refresh(store: &Arc<Store>, spec: &FetchSpec, cached: &Arc<Entry>, headers: &http::HeaderMap) -> Arc<Entry> {
     let mut entry = Entry::clone(cached);
-    entry.fetched_at = unix_secs(SystemTime::now());
+    entry.fetched_at = unix_secs(store.clock().now());
     let fresh = validators(headers);
     if fresh.etag.is_some() {
         entry.validators.etag = fresh.etag;

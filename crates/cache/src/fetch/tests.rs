@@ -9,7 +9,7 @@ use sha2::Digest;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::Cache;
+use crate::{Cache, SystemClock};
 
 /// An upstream whose body the test feeds chunk by chunk.
 struct ScriptedUpstream {
@@ -63,7 +63,7 @@ fn read_entry(cache: &Cache, entry: &Entry) -> Vec<u8> {
 #[tokio::test]
 async fn concurrent_misses_make_one_upstream_request_and_all_get_the_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, Some(6));
     let first = cache.fetch(spec("k", Expected::default()), start);
@@ -97,7 +97,7 @@ async fn concurrent_misses_make_one_upstream_request_and_all_get_the_bytes() {
 #[tokio::test]
 async fn waiters_get_bytes_before_the_download_completes() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, Some(8));
     let joined = cache.fetch(spec("k", Expected::default()), start);
@@ -117,7 +117,7 @@ async fn waiters_get_bytes_before_the_download_completes() {
 #[tokio::test]
 async fn a_waiter_leaving_does_not_cancel_the_fetch() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, None);
     let joined = cache.fetch(spec("k", Expected::default()), start);
@@ -139,7 +139,7 @@ async fn a_waiter_leaving_does_not_cancel_the_fetch() {
 #[tokio::test]
 async fn an_upstream_failure_reaches_every_waiter_and_nothing_is_cached() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, Some(100));
     let a = cache.fetch(spec("k", Expected::default()), start).fetch;
@@ -164,7 +164,7 @@ async fn an_upstream_failure_reaches_every_waiter_and_nothing_is_cached() {
 #[tokio::test]
 async fn a_short_body_is_an_error_not_a_cached_entry() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, Some(10));
     let fetch = cache.fetch(spec("k", Expected::default()), start).fetch;
@@ -177,7 +177,7 @@ async fn a_short_body_is_an_error_not_a_cached_entry() {
 #[tokio::test]
 async fn a_body_failing_its_checksum_never_completes_for_a_waiter() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, None);
     let expected = Expected { sha256: Some(hex::encode(sha2::Sha256::digest(b"right"))), ..Expected::default() };
@@ -199,7 +199,7 @@ async fn a_body_failing_its_checksum_never_completes_for_a_waiter() {
 #[tokio::test]
 async fn a_range_of_a_download_in_progress_is_streamed() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let (upstream, start) = start_with(&calls, Some(10));
     let fetch = cache.fetch(spec("k", Expected::default()), start).fetch;
@@ -242,7 +242,7 @@ impl Verifier for Judge {
 #[tokio::test]
 async fn a_side_s_verifier_expects_checks_and_learns() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let judge = Arc::new(Judge::default());
     let with_judge =

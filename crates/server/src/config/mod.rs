@@ -8,10 +8,11 @@ mod size;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use pkgproxy_sides::apt::{AptConfigError, AptSide, ArchiveConfig};
-use pkgproxy_sides::go::{GoConfig, GoConfigError, GoSide};
+use pkgproxy_cache::{Clock, SystemClock};
+use pkgproxy_sides::{apt, go};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
@@ -38,7 +39,7 @@ pub struct Settings {
     /// Where the cache lives.
     pub cache_dir: PathBuf,
     /// The apt side.
-    pub apt: AptSide,
+    pub apt: apt::Config,
     /// The way out.
     pub upstream: UpstreamConfig,
     /// Threads serving the proxy listener (one per core by default).
@@ -47,10 +48,12 @@ pub struct Settings {
     pub persistence: Persistence,
     /// What puts offline mode in effect automatically.
     pub auto_offline: Trigger,
-    /// Where copies of the traffic go.
-    pub mirrors: Vec<ShadowConfig>,
+    /// The shadows: where copies of the traffic go (`[mirror.NAME]`).
+    pub shadows: Vec<ShadowConfig>,
+    /// The wall clock (the system's; tests inject their own).
+    pub clock: Arc<dyn Clock>,
     /// The go side.
-    pub go: GoSide,
+    pub go: go::Config,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -58,7 +61,7 @@ pub struct Settings {
 pub enum SettingsError {
     /// An apt archive is wrong.
     #[error("{0}")]
-    Apt(#[from] AptConfigError),
+    Apt(#[from] apt::ConfigError),
     /// A `[upstream] resolve` entry is wrong.
     #[error("upstream.resolve entry {entry:?}: {reason}")]
     Resolve {
@@ -69,7 +72,7 @@ pub enum SettingsError {
     },
     /// `[go]` is wrong.
     #[error("{0}")]
-    Go(#[from] GoConfigError),
+    Go(#[from] go::ConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
@@ -101,15 +104,15 @@ pub struct Overrides {
 impl Settings {
     /// Validates the file's contents, with `overrides` applied.
     pub fn new(cache_dir: PathBuf, file: &ConfigFile, overrides: &Overrides) -> Result<Self, SettingsError> {
-        let archives: Vec<ArchiveConfig> = file
+        let archives: Vec<apt::ArchiveConfig> = file
             .apt
             .archive
             .iter()
-            .map(|a| ArchiveConfig { name: a.name.clone(), mirrors: a.mirrors.clone() })
+            .map(|a| apt::ArchiveConfig { name: a.name.clone(), mirrors: a.mirrors.clone() })
             .collect();
         let index_ttl =
             overrides.apt_index_ttl.or(file.apt.index_ttl).unwrap_or(pkgproxy_sides::apt::DEFAULT_INDEX_TTL);
-        let apt = AptSide::new(&archives, index_ttl)?;
+        let apt = apt::Config::new(&archives, index_ttl)?;
 
         let mut resolver = Resolver::default();
         let mut policy = AddressPolicy::default();
@@ -118,7 +121,7 @@ impl Settings {
             resolver.pin(&host, port, vec![address]);
             policy.trust(&host);
         }
-        let go = GoSide::new(&GoConfig {
+        let go = go::Config::new(&go::Options {
             proxies: file.go.proxies.clone(),
             list_ttl: file.go.list_ttl,
             negative_ttl: file.go.negative_ttl,
@@ -127,13 +130,13 @@ impl Settings {
         for host in apt.trusted_hosts().into_iter().chain(go.trusted_hosts()) {
             policy.trust(&host);
         }
-        let mirrors = file
+        let shadows = file
             .mirror
             .iter()
             .map(|(name, section)| ShadowConfig::new(name, section))
             .collect::<Result<Vec<_>, _>>()?;
-        for mirror in &mirrors {
-            policy.trust(&mirror.target_host);
+        for shadow in &shadows {
+            policy.trust(&shadow.target_host);
         }
         let upstream = UpstreamConfig {
             resolver,
@@ -149,8 +152,9 @@ impl Settings {
             proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             persistence: overrides.persistence,
             auto_offline: overrides.auto_offline,
-            mirrors,
+            shadows,
             go,
+            clock: Arc::new(SystemClock),
         })
     }
 }

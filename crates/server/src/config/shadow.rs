@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::{HeaderValue, Method};
 
-use pkgproxy_sides::Side;
+use pkgproxy_sides::SideId;
 
 use crate::config::ShadowSection;
 
@@ -30,7 +30,7 @@ pub struct ShadowConfig {
     /// usually local).
     pub target_host: String,
     /// The sides whose requests are copied.
-    pub sides: Vec<Side>,
+    pub sides: Vec<SideId>,
     /// The share of requests copied, 0 to 100.
     pub percentage: u32,
     /// The methods copied.
@@ -69,7 +69,7 @@ impl ShadowConfig {
         let bad = |key: &'static str, reason: String| ShadowConfigError { name: name.to_string(), key, reason };
         let (target, target_host) = target(&section.target).map_err(|reason| bad("target", reason.to_string()))?;
         let sides = match &section.sides {
-            None => Side::ALL.to_vec(),
+            None => SideId::ALL.to_vec(),
             Some(names) => {
                 names.iter().map(|name| side(name)).collect::<Result<_, _>>().map_err(|r| bad("sides", r))?
             }
@@ -126,9 +126,9 @@ impl ShadowConfig {
 }
 
 /// The side named `name`.
-fn side(name: &str) -> Result<Side, String> {
-    Side::ALL.into_iter().find(|side| side.as_str() == name).ok_or_else(|| {
-        let known: Vec<&str> = Side::ALL.iter().map(|side| side.as_str()).collect();
+fn side(name: &str) -> Result<SideId, String> {
+    SideId::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = SideId::ALL.iter().map(|side| side.as_str()).collect();
         format!("unknown side {name:?} (known: {})", known.join(", "))
     })
 }
@@ -169,7 +169,7 @@ mod tests {
         assert_eq!(config.max_inflight, 100);
         assert_eq!(config.step, Step::Request);
         assert!(!config.compare);
-        assert_eq!(config.sides.len(), Side::ALL.len());
+        assert_eq!(config.sides.len(), SideId::ALL.len());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use pkgproxy_sides::Side;
+use pkgproxy_sides::SideId;
 use pkgproxy_upstream::pool::InstanceReport;
 use pkgproxy_upstream::{CountersSnapshot, PoolReport};
 use serde::{Deserialize, Serialize};
@@ -148,20 +148,21 @@ impl Info {
                 entries: entries as u64,
                 fetches_in_progress: state.cache.fetches_in_progress() as u64,
             },
-            sides: Side::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
+            sides: SideId::ALL.iter().map(|&side| (side.as_str(), state.stats.side(side).snapshot())).collect(),
             upstream: UpstreamInfo::new(
                 state.upstream.counters.snapshot(),
                 state.upstream.shadow_client.counters.snapshot(),
             ),
             pools: state.upstream.transport.report().into_iter().map(PoolInfo::from).collect(),
-            mirrors: state.mirrors.report(),
+            mirrors: state.shadows.report(),
             offline: OfflineInfo {
                 mode: state.upstream.switch.mode().as_str(),
                 upstreams: super::offline::upstreams(state),
             },
             apt_index: {
-                let (suites, pool_files) = state.apt.index().counts();
-                AptIndexInfo { suites: suites as u64, pool_files }
+                let learned =
+                    |name| state.sides.iter().flat_map(|s| s.learned()).find(|l| l.name == name).map_or(0, |l| l.value);
+                AptIndexInfo { suites: learned("suites"), pool_files: learned("pool_files") }
             },
         }
     }

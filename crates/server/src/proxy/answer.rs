@@ -9,13 +9,12 @@ use std::time::SystemTime;
 use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED};
 use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
-use pkgproxy_sides::DatedResume;
+use pkgproxy_sides::{DatedResume, LocalAnswer};
 
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
 use crate::body::{FileBody, ResponseBody};
+use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
-use crate::offline::RefusalNote;
-use crate::shadow::{ClientInfo, UpstreamAnswer};
 
 /// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,37 +44,15 @@ impl Served {
 /// The marker header naming how an answer was served.
 pub const CACHE_STATUS: &str = "x-pkgproxy-cache";
 
-/// What the client asked, as far as building the answer is concerned.
-#[derive(Debug)]
-pub struct Asked<'a> {
-    /// `GET` or `HEAD`.
-    pub method: &'a Method,
-    /// The client's headers (conditionals, `Range`).
-    pub headers: &'a HeaderMap,
-    /// Where refusals by the offline switch are noted.
-    pub note: &'a RefusalNote,
-    /// Where the upstream's status is reported, for mirrors that compare.
-    pub upstream_answer: &'a UpstreamAnswer,
-    /// Who asked.
-    pub client: Option<ClientInfo>,
-}
-
-/// A plain-text answer (errors and refusals).
+/// A plain-text answer of pkgproxy's own (a loop, a request for no side).
 pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {
-    let mut body = message.to_string();
-    body.push('\n');
-    let mut response = Response::new(ResponseBody::full(body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    headers.insert(http::header::VIA, VIA);
-    response
+    super::outcome::local(LocalAnswer::text(status, message))
 }
 
 /// Answers from a cached entry. Returns the answer and the body bytes it
 /// sends.
 pub fn from_entry(
-    asked: &Asked<'_>,
+    exchange: &Exchange<'_>,
     entry: &Entry,
     file: Arc<std::fs::File>,
     served: Served,
@@ -88,7 +65,7 @@ pub fn from_entry(
         date_validates_ranges: date_validates_ranges(dated_resume, last_modified, entry.fetched_at_time()),
         length: Some(entry.size),
     };
-    let decided = plan(asked.method, asked.headers, &rep);
+    let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
     describe(response.headers_mut(), &entry.headers, &rep, served);
     let sent = match decided {
@@ -96,12 +73,12 @@ pub fn from_entry(
         Plan::Unsatisfiable => unsatisfiable(&mut response, entry.size),
         Plan::Full => {
             set_length(&mut response, entry.size);
-            body_if_get(asked, &mut response, || ResponseBody::File(FileBody::new(file, 0, entry.size)), entry.size)
+            body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, 0, entry.size)), entry.size)
         }
         Plan::Partial { start, end } => {
             partial(&mut response, start, end, entry.size);
             let len = end - start + 1;
-            body_if_get(asked, &mut response, || ResponseBody::File(FileBody::new(file, start, len)), len)
+            body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, start, len)), len)
         }
     };
     (response, sent)
@@ -109,7 +86,7 @@ pub fn from_entry(
 
 /// Answers from a download in progress.
 pub fn from_fetch(
-    asked: &Asked<'_>,
+    exchange: &Exchange<'_>,
     fetch: &Arc<Fetch>,
     head: &Head,
     dated_resume: DatedResume,
@@ -121,7 +98,7 @@ pub fn from_fetch(
         date_validates_ranges: date_validates_ranges(dated_resume, last_modified, head.received_at),
         length: head.content_length,
     };
-    let decided = plan(asked.method, asked.headers, &rep);
+    let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
     describe(response.headers_mut(), &head.headers, &rep, Served::Miss);
     match decided {
@@ -135,18 +112,18 @@ pub fn from_fetch(
             if let Some(length) = head.content_length {
                 set_length(&mut response, length);
             }
-            body_if_get(asked, &mut response, || ResponseBody::Fetch(fetch.body(head, 0, None)), 0);
+            body_if_get(exchange, &mut response, || ResponseBody::Fetch(fetch.body(head, 0, None)), 0);
         }
         Plan::Partial { start, end } => {
             partial(&mut response, start, end, head.content_length.unwrap_or(end + 1));
-            body_if_get(asked, &mut response, || ResponseBody::Fetch(fetch.body(head, start, Some(end + 1))), 0);
+            body_if_get(exchange, &mut response, || ResponseBody::Fetch(fetch.body(head, start, Some(end + 1))), 0);
         }
     }
     response
 }
 
 /// Passes on an upstream answer that was not cached.
-pub fn passed(asked: &Asked<'_>, answer: &PassedAnswer) -> Response<ResponseBody> {
+pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::Empty);
     *response.status_mut() = answer.status;
     let headers = response.headers_mut();
@@ -161,7 +138,7 @@ pub fn passed(asked: &Asked<'_>, answer: &PassedAnswer) -> Response<ResponseBody
     let bodiless = answer.status == StatusCode::NOT_MODIFIED || answer.status == StatusCode::NO_CONTENT;
     if !bodiless {
         set_length(&mut response, answer.body.len() as u64);
-        if *asked.method == Method::GET {
+        if *exchange.method == Method::GET {
             *response.body_mut() = ResponseBody::full(answer.body.clone());
         }
     }
@@ -200,12 +177,12 @@ fn set_length(response: &mut Response<ResponseBody>, length: u64) {
 }
 
 fn body_if_get(
-    asked: &Asked<'_>,
+    exchange: &Exchange<'_>,
     response: &mut Response<ResponseBody>,
     body: impl FnOnce() -> ResponseBody,
     len: u64,
 ) -> u64 {
-    if *asked.method == Method::GET {
+    if *exchange.method == Method::GET {
         *response.body_mut() = body();
         len
     } else {

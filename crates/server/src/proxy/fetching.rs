@@ -13,21 +13,21 @@ use http::{HeaderMap, Method};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
-use pkgproxy_sides::{CachedRequest, Side};
+use pkgproxy_sides::{CachedRequest, Mount, Origin, SideId};
+use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
-use super::answer::Asked;
 use crate::config::Step;
-use crate::shadow::{Original, UpstreamAnswer};
+use crate::context::{Exchange, UpstreamAnswer};
+use crate::shadow::Original;
 use crate::state::State;
-use pkgproxy_upstream::offline::Mode;
 
 /// The requests of one fetch, on one pool.
 struct PoolSource {
     state: Arc<State>,
-    pool: Result<Arc<Pool>, String>,
+    pool: Result<Arc<Pool>, Arc<UpstreamError>>,
     request: PoolRequest,
-    side: pkgproxy_sides::Side,
+    side: SideId,
     /// The instance that sent the last answer: a resume avoids it.
     last_instance: Arc<Mutex<Option<usize>>>,
     /// Where the first answer's status goes, for mirrors of the upstream
@@ -40,13 +40,13 @@ struct PoolSource {
 pub fn source(
     state: &Arc<State>,
     request: &CachedRequest,
-    asked: &Asked<'_>,
+    exchange: &Exchange<'_>,
     conditional: Option<&Entry>,
 ) -> Box<dyn Source> {
     let (origin, side) = (&request.origin, request.side);
-    let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(|error| error.to_string());
+    let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(Arc::new);
     let mut headers = HeaderMap::new();
-    let agent = asked.headers.get(USER_AGENT).cloned();
+    let agent = exchange.headers.get(USER_AGENT).cloned();
     headers
         .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
     state.loop_mark.add_to(&mut headers);
@@ -59,7 +59,7 @@ pub fn source(
             headers.insert(IF_MODIFIED_SINCE, lm);
         }
     }
-    let upstream_answer = mirror_upstream_request(state, request, asked, &headers);
+    let upstream_answer = copy_upstream_request(state, side, origin, exchange, &Method::GET, &headers);
     let request = PoolRequest::get(origin.path.clone(), headers);
     Box::new(PoolSource {
         state: Arc::clone(state),
@@ -71,31 +71,32 @@ pub fn source(
     })
 }
 
-/// Copies the upstream request to the mirrors of the upstream step, as the
-/// upstream gets it: for apt, a proxy request for the URL at the pool's
-/// first instance; for a reverse-proxy side, the path below the upstream's
-/// base, which goes below the target's prefix.
-fn mirror_upstream_request(
+/// Copies an upstream request to the shadows of the upstream step, as the
+/// upstream gets it: for the forward proxy, a proxy request for the URL at
+/// the pool's first instance; for a side mounted under a prefix, the path
+/// below the upstream's base, which goes below the target's prefix.
+pub fn copy_upstream_request(
     state: &State,
-    request: &CachedRequest,
-    asked: &Asked<'_>,
+    side: SideId,
+    origin: &Origin,
+    exchange: &Exchange<'_>,
+    method: &Method,
     headers: &HeaderMap,
 ) -> UpstreamAnswer {
-    if state.mirrors.is_empty() {
+    if state.shadows.is_empty() {
         return UpstreamAnswer::default();
     }
-    let origin = &request.origin;
-    let uri = match request.side {
-        Side::Apt => format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path),
-        Side::Go => origin.path.clone(),
+    let uri = match exchange.mount {
+        Mount::ForwardProxy => format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path),
+        Mount::Prefix(_) => origin.path.clone(),
     };
-    let tapped = state.mirrors.tap(&Original {
+    let tapped = state.shadows.tap(&Original {
         step: Step::Upstream,
-        side: request.side,
-        method: &Method::GET,
+        side,
+        method,
         uri: &uri,
         headers,
-        client: asked.client,
+        client: exchange.client,
         offline: state.upstream.switch.mode() == Mode::Offline,
     });
     let answer = tapped.answer();
@@ -109,18 +110,18 @@ impl PoolSource {
         let pool = match &self.pool {
             Ok(pool) => Arc::clone(pool),
             Err(error) => {
-                let error = FetchError::Upstream(error.clone());
+                let error = FetchError::Upstream(Box::new(SharedError(Arc::clone(error))));
                 return Box::pin(async move { Err(error) });
             }
         };
         let (state, side, last_instance) = (Arc::clone(&self.state), self.side, Arc::clone(&self.last_instance));
         Box::pin(async move {
-            let answer = pool.send(request).await.map_err(fetch_error)?;
+            let answer = pool.send(request).await.map_err(|error| FetchError::Upstream(Box::new(error)))?;
             if let Some(report) = report {
                 report.report(answer.response.status().as_u16());
             }
             *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
-            Ok(answer.response.map(|body| Counted { body, state, side }.boxed()))
+            Ok(answer.response.map(|body| counted(body, state, side)))
         })
     }
 }
@@ -144,20 +145,32 @@ impl Source for PoolSource {
     }
 }
 
-/// The fetch error for a failure of the way out: a refusal by the offline
-/// switch keeps its `Retry-After`.
-fn fetch_error(error: UpstreamError) -> FetchError {
-    match error.refusal() {
-        Some(refusal) => FetchError::Refused { message: error.to_string(), retry_after: refusal.retry_after() },
-        None => FetchError::Upstream(error.to_string()),
+/// A pool that could not be made, for every fetch that needed it.
+#[derive(Debug)]
+struct SharedError(Arc<UpstreamError>);
+
+impl std::fmt::Display for SharedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
+}
+
+impl std::error::Error for SharedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.0.as_ref())
+    }
+}
+
+/// `body`, adding what passes through to `side`'s counter.
+pub fn counted(body: PoolBody, state: Arc<State>, side: SideId) -> pkgproxy_cache::UpstreamBody {
+    Counted { body, state, side }.boxed()
 }
 
 /// An upstream body that adds what passes through to the side's counter.
 struct Counted {
     body: PoolBody,
     state: Arc<State>,
-    side: pkgproxy_sides::Side,
+    side: SideId,
 }
 
 impl Body for Counted {

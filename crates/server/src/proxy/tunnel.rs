@@ -1,39 +1,35 @@
-//! CONNECT: a blind tunnel to port 443 of an allowed host (apt over HTTPS).
-//! Nothing is cached; the upstream side is opened by the one dialer, before
-//! the client is told `200`, so a failure is a clean `502`.
+//! CONNECT: a blind tunnel to port 443 of a host a side's clients use (apt
+//! over HTTPS). Nothing is cached; the upstream side is opened by the one
+//! dialer, before the client is told `200`, so a failure is a clean answer.
 
 use std::sync::Arc;
 
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-
-use super::{answer, refuse};
-use crate::body::ResponseBody;
-use crate::offline::RefusalNote;
-use crate::state::State;
 use pkgproxy_sides::Refusal;
 
+use super::outcome::{Failed, Outcome};
+use crate::body::ResponseBody;
+use crate::state::State;
+
 /// Answers a CONNECT request and, once upgraded, relays bytes both ways.
-pub async fn handle(state: &Arc<State>, request: Request<Incoming>, note: &RefusalNote) -> Response<ResponseBody> {
+pub async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Outcome {
     let Some(authority) = request.uri().authority().cloned() else {
-        return refuse(&Refusal::bad_request("CONNECT needs host:port"));
+        return Failed::Refused(Refusal::bad_request("CONNECT needs host:port")).into();
     };
     let Some(port) = authority.port_u16() else {
-        return refuse(&Refusal::bad_request("CONNECT needs host:port"));
+        return Failed::Refused(Refusal::bad_request("CONNECT needs host:port")).into();
     };
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-    if let Err(refusal) = state.apt.side().allows_tunnel(&host, port) {
-        return refuse(&refusal);
+    if let Err(refusal) = state.sides.allows_tunnel(&host, port) {
+        return Failed::Refused(refusal).into();
     }
     let upstream = match state.upstream.dialer.dial(&host, port).await {
         Ok(stream) => stream,
         Err(error) => {
-            if let Some(refusal) = error.refusal() {
-                note.refused(refusal.retry_after());
-            }
             tracing::info!(host, port, %error, "tunnel refused upstream");
-            return answer::text(StatusCode::BAD_GATEWAY, &format!("pkgproxy: {error}"));
+            return Failed::of_upstream(&error).into();
         }
     };
     tokio::spawn(async move {
@@ -50,5 +46,5 @@ pub async fn handle(state: &Arc<State>, request: Request<Incoming>, note: &Refus
             tracing::debug!(%error, "tunnel ended with an error");
         }
     });
-    Response::new(ResponseBody::Empty)
+    Outcome::Answered(Response::new(ResponseBody::Empty))
 }

@@ -21,7 +21,6 @@ mod copy;
 mod tap;
 mod throttle;
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -29,22 +28,13 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 pub use copy::is_copy;
-pub use tap::{Original, Tapped, TeeBody, UpstreamAnswer};
+pub use tap::{Original, Tapped, TeeBody};
 
 use pkgproxy_upstream::shadow::{ShadowClient, ShadowTarget};
 
 use crate::config::ShadowConfig;
 use pkgproxy_upstream::UpstreamError;
 use throttle::LineThrottle;
-
-/// Who sent a request, as the gateway saw it.
-#[derive(Debug, Clone, Copy)]
-pub struct ClientInfo {
-    /// The client's address.
-    pub addr: SocketAddr,
-    /// The request's number in this process (logs name it).
-    pub id: u64,
-}
 
 /// What a mirror has done.
 #[derive(Debug, Default)]

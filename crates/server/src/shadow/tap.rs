@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -13,12 +13,13 @@ use pkgproxy_upstream::shadow::ShadowRequest;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use pkgproxy_sides::Side;
+use pkgproxy_sides::SideId;
 
 use super::copy::{copy_headers, is_copy};
 use super::throttle::logs_failure;
-use super::{ClientInfo, Shadow, Shadows};
+use super::{Shadow, Shadows};
 use crate::config::Step;
+use crate::context::{ClientInfo, UpstreamAnswer};
 
 /// A request as the mirrors see it.
 #[derive(Debug, Clone, Copy)]
@@ -26,7 +27,7 @@ pub struct Original<'a> {
     /// Whether it arrives from a client or goes to the upstream.
     pub step: Step,
     /// The side it belongs to.
-    pub side: Side,
+    pub side: SideId,
     /// Its method.
     pub method: &'a Method,
     /// The absolute URI for a forward-proxy side, else the path and query.
@@ -37,28 +38,6 @@ pub struct Original<'a> {
     pub client: Option<ClientInfo>,
     /// Whether offline mode is in effect.
     pub offline: bool,
-}
-
-/// Where the upstream's status for a request is reported, for the mirrors
-/// that compare. Dropped unreported (a hit, a refusal, a failure), it
-/// compares nothing.
-#[derive(Debug, Clone, Default)]
-pub struct UpstreamAnswer(Arc<Mutex<Vec<oneshot::Sender<u16>>>>);
-
-impl UpstreamAnswer {
-    /// The upstream answered the request with `status`.
-    pub fn report(&self, status: u16) {
-        let waiting = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
-        for comparison in waiting {
-            let _ = comparison.send(status);
-        }
-    }
-
-    fn wait(&self) -> oneshot::Receiver<u16> {
-        let (tx, rx) = oneshot::channel();
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
-        rx
-    }
 }
 
 /// One copy to be sent.

@@ -21,7 +21,7 @@ fn shadows(extra: &str, seed: u64) -> Shadows {
 fn original<'a>(method: &'a Method, headers: &'a HeaderMap) -> Original<'a> {
     Original {
         step: Step::Request,
-        side: pkgproxy_sides::Side::Apt,
+        side: pkgproxy_sides::SideId::Apt,
         method,
         uri: "http://deb.debian.org/debian/dists/stable/InRelease?x=1",
         headers,

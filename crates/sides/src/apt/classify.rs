@@ -9,10 +9,11 @@ use super::archives::Archive;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use super::archives::Mirror;
-use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Side, Target};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Target};
 use crate::path::checked_path;
+use crate::side::SideId;
 
-pub(super) fn classify(archives: &[Archive], target: Target) -> Decision {
+pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
     if target.scheme != "http" {
         return Decision::Refuse(Refusal::bad_request("only http:// URLs are proxied (https:// goes through CONNECT)"));
     }
@@ -23,11 +24,11 @@ pub(super) fn classify(archives: &[Archive], target: Target) -> Decision {
     for archive in archives {
         for mirror in &archive.mirrors {
             if let Some(relative) = mirror.relative(&target.host, target.port, &path) {
-                return decide(archive, mirror, relative, &target);
+                return decide(archive, mirror, relative, target);
             }
         }
     }
-    Decision::Refuse(unknown_target(archives, &target))
+    Decision::Refuse(unknown_target(archives, target))
 }
 
 fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
@@ -66,12 +67,13 @@ fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -
         return Decision::Refuse(Refusal::forbidden("folder listings are not proxied"));
     }
     Decision::Cache(CachedRequest {
-        side: Side::Apt,
+        side: SideId::Apt,
         key: format!("apt/{}/{relative}", archive.name),
         origin: origin(archive, mirror, relative, target),
         class,
         expected,
         dated_resume,
+        rewrite: None,
     })
 }
 
@@ -115,14 +117,14 @@ fn by_hash(relative: &str) -> Option<Expected> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apt::{AptSide, ArchiveConfig, DEFAULT_INDEX_TTL};
+    use crate::apt::{ArchiveConfig, Config, DEFAULT_INDEX_TTL};
 
-    fn side() -> AptSide {
+    fn side() -> Config {
         let local = ArchiveConfig {
             name: "local".into(),
             mirrors: vec!["http://127.0.0.1:8001/debian".into(), "http://127.0.0.1:8002/debian/".into()],
         };
-        AptSide::new(&[local], DEFAULT_INDEX_TTL).unwrap()
+        Config::new(&[local], DEFAULT_INDEX_TTL).unwrap()
     }
 
     fn target(host: &str, port: u16, path: &str) -> Target {
@@ -132,14 +134,14 @@ mod tests {
     fn cached(decision: Decision) -> CachedRequest {
         match decision {
             Decision::Cache(request) => request,
-            Decision::Refuse(refusal) => panic!("refused: {refusal:?}"),
+            other => panic!("not cached: {other:?}"),
         }
     }
 
     fn refused(decision: Decision) -> Refusal {
         match decision {
             Decision::Refuse(refusal) => refusal,
-            Decision::Cache(request) => panic!("cached as {}", request.key),
+            other => panic!("not refused: {other:?}"),
         }
     }
 
@@ -149,7 +151,7 @@ mod tests {
         let path = "/debian/pool/main/h/hello/hello_2.10-3_amd64.deb";
         let keys: Vec<String> = ["deb.debian.org", "ftp.de.debian.org", "httpredir.debian.org", "ftp.debian.org"]
             .iter()
-            .map(|host| cached(side.classify(target(host, 80, path))).key)
+            .map(|host| cached(side.classify(&target(host, 80, path))).key)
             .collect();
         assert!(keys.iter().all(|k| k == "apt/debian/pool/main/h/hello/hello_2.10-3_amd64.deb"), "{keys:?}");
     }
@@ -158,27 +160,27 @@ mod tests {
     fn ubuntu_mirrors_share_one_key_and_ports_is_its_own_archive() {
         let side = side();
         let path = "/ubuntu/dists/noble/InRelease";
-        let a = cached(side.classify(target("archive.ubuntu.com", 80, path))).key;
-        let b = cached(side.classify(target("de.archive.ubuntu.com", 80, path))).key;
-        let c = cached(side.classify(target("security.ubuntu.com", 80, path))).key;
+        let a = cached(side.classify(&target("archive.ubuntu.com", 80, path))).key;
+        let b = cached(side.classify(&target("de.archive.ubuntu.com", 80, path))).key;
+        let c = cached(side.classify(&target("security.ubuntu.com", 80, path))).key;
         assert_eq!(a, b);
         assert_eq!(a, c);
-        let ports = cached(side.classify(target("ports.ubuntu.com", 80, "/ubuntu-ports/dists/noble/InRelease"))).key;
+        let ports = cached(side.classify(&target("ports.ubuntu.com", 80, "/ubuntu-ports/dists/noble/InRelease"))).key;
         assert_eq!(ports, "apt/ubuntu-ports/dists/noble/InRelease");
     }
 
     #[test]
     fn configured_mirrors_share_one_key_and_are_the_instances_of_its_pool() {
         let side = side();
-        let a = cached(side.classify(target("127.0.0.1", 8001, "/debian/dists/testing/InRelease")));
-        let b = cached(side.classify(target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
+        let a = cached(side.classify(&target("127.0.0.1", 8001, "/debian/dists/testing/InRelease")));
+        let b = cached(side.classify(&target("127.0.0.1", 8002, "/debian/dists/testing/InRelease")));
         assert_eq!(a.key, b.key);
         assert_eq!(a.key, "apt/local/dists/testing/InRelease");
         let expected = ["http://127.0.0.1:8001/debian", "http://127.0.0.1:8002/debian"];
         assert_eq!(a.origin.instances, expected, "every configured mirror is an instance");
         assert_eq!(b.origin.instances, expected);
         assert_eq!(b.origin.path, "/dists/testing/InRelease");
-        let named = cached(side.classify(target("ftp.de.debian.org", 80, "/debian/pool/main/a/a.deb"))).origin;
+        let named = cached(side.classify(&target("ftp.de.debian.org", 80, "/debian/pool/main/a/a.deb"))).origin;
         assert_eq!(named.instances, ["http://ftp.de.debian.org"], "an archive without configured mirrors");
         assert_eq!(named.path, "/debian/pool/main/a/a.deb");
     }
@@ -186,15 +188,18 @@ mod tests {
     #[test]
     fn pool_and_by_hash_are_immutable_other_dists_revalidated() {
         let side = side();
-        let pool = cached(side.classify(target("deb.debian.org", 80, "/debian/pool/main/a/a.deb")));
+        let pool = cached(side.classify(&target("deb.debian.org", 80, "/debian/pool/main/a/a.deb")));
         assert_eq!(pool.class, Class::Immutable);
-        let index =
-            cached(side.classify(target("deb.debian.org", 80, "/debian/dists/bookworm/main/binary-amd64/Packages.xz")));
+        let index = cached(side.classify(&target(
+            "deb.debian.org",
+            80,
+            "/debian/dists/bookworm/main/binary-amd64/Packages.xz",
+        )));
         assert_eq!(index.class, Class::Revalidated);
-        let release = cached(side.classify(target("deb.debian.org", 80, "/debian/dists/bookworm/InRelease")));
+        let release = cached(side.classify(&target("deb.debian.org", 80, "/debian/dists/bookworm/InRelease")));
         assert_eq!(release.class, Class::Revalidated);
         let sha = "a".repeat(128);
-        let by_hash = cached(side.classify(target(
+        let by_hash = cached(side.classify(&target(
             "deb.debian.org",
             80,
             &format!("/debian/dists/bookworm/main/binary-amd64/by-hash/SHA512/{sha}"),
@@ -206,53 +211,52 @@ mod tests {
     #[test]
     fn foreign_hosts_and_non_archive_paths_are_forbidden() {
         let side = side();
-        assert_eq!(refused(side.classify(target("example.com", 80, "/debian/pool/a.deb"))).status, 403);
-        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/debian/README"))).status, 403);
-        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/etc/passwd"))).status, 403);
-        assert_eq!(refused(side.classify(target("deb.debian.org", 8080, "/debian/pool/a.deb"))).status, 403);
+        assert_eq!(refused(side.classify(&target("example.com", 80, "/debian/pool/a.deb"))).status, 403);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/README"))).status, 403);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/etc/passwd"))).status, 403);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 8080, "/debian/pool/a.deb"))).status, 403);
     }
 
     #[test]
     fn local_targets_are_forbidden_unless_configured() {
         let side = side();
-        let loopback = refused(side.classify(target("127.0.0.1", 9999, "/debian/pool/a.deb")));
+        let loopback = refused(side.classify(&target("127.0.0.1", 9999, "/debian/pool/a.deb")));
         assert_eq!(loopback.status, 403);
         assert!(loopback.reason.contains("loopback"), "{}", loopback.reason);
-        let link_local = refused(side.classify(target("169.254.169.254", 80, "/debian/pool/a.deb")));
+        let link_local = refused(side.classify(&target("169.254.169.254", 80, "/debian/pool/a.deb")));
         assert!(link_local.reason.contains("link-local"), "{}", link_local.reason);
-        let v6 = refused(side.classify(target("fe80::1", 80, "/debian/pool/a.deb")));
+        let v6 = refused(side.classify(&target("fe80::1", 80, "/debian/pool/a.deb")));
         assert!(v6.reason.contains("link-local"), "{}", v6.reason);
     }
 
     #[test]
     fn climbing_paths_are_bad_requests() {
         let side = side();
-        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/debian/pool/../../etc/passwd"))).status, 400);
-        assert_eq!(refused(side.classify(target("deb.debian.org", 80, "/debian/pool/%2e%2e/x"))).status, 400);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/pool/../../etc/passwd"))).status, 400);
+        assert_eq!(refused(side.classify(&target("deb.debian.org", 80, "/debian/pool/%2e%2e/x"))).status, 400);
     }
 
     #[test]
-    fn tunnels_go_to_port_443_of_archive_hosts_only() {
+    fn archive_hosts_are_known_for_tunnels() {
         let side = side();
-        assert!(side.allows_tunnel("deb.debian.org", 443).is_ok());
-        assert!(side.allows_tunnel("ftp.fr.debian.org", 443).is_ok());
-        assert_eq!(side.allows_tunnel("deb.debian.org", 22).unwrap_err().status, 403);
-        assert_eq!(side.allows_tunnel("example.com", 443).unwrap_err().status, 403);
+        assert!(side.serves_host("deb.debian.org"));
+        assert!(side.serves_host("ftp.fr.debian.org"));
+        assert!(!side.serves_host("example.com"));
     }
 
     #[test]
     fn bad_archive_configuration_is_refused() {
         let bad = |name: &str, mirrors: &[&str]| {
-            AptSide::new(
+            Config::new(
                 &[ArchiveConfig { name: name.into(), mirrors: mirrors.iter().map(|m| m.to_string()).collect() }],
                 DEFAULT_INDEX_TTL,
             )
             .unwrap_err()
         };
-        assert!(matches!(bad("Bad Name", &["http://x/debian"]), AptConfigError::BadName(_)));
-        assert!(matches!(bad("x", &[]), AptConfigError::NoMirrors(_)));
-        assert!(matches!(bad("x", &["ftp://x/debian"]), AptConfigError::BadMirror { .. }));
-        assert!(matches!(bad("x", &["http://x/debian?q=1"]), AptConfigError::BadMirror { .. }));
+        assert!(matches!(bad("Bad Name", &["http://x/debian"]), ConfigError::BadName(_)));
+        assert!(matches!(bad("x", &[]), ConfigError::NoMirrors(_)));
+        assert!(matches!(bad("x", &["ftp://x/debian"]), ConfigError::BadMirror { .. }));
+        assert!(matches!(bad("x", &["http://x/debian?q=1"]), ConfigError::BadMirror { .. }));
     }
 
     #[test]
@@ -261,11 +265,11 @@ mod tests {
             name: "debian".into(),
             mirrors: vec!["https://mirror.example.net/debian/".into(), "https://other.example.net:8443/debian".into()],
         }];
-        let side = AptSide::new(&configs, DEFAULT_INDEX_TTL).unwrap();
-        let origin = cached(side.classify(target("deb.debian.org", 80, "/debian/pool/main/a/a.deb"))).origin;
+        let side = Config::new(&configs, DEFAULT_INDEX_TTL).unwrap();
+        let origin = cached(side.classify(&target("deb.debian.org", 80, "/debian/pool/main/a/a.deb"))).origin;
         assert_eq!(origin.instances, ["https://mirror.example.net/debian", "https://other.example.net:8443/debian"]);
         assert_eq!(origin.path, "/pool/main/a/a.deb");
     }
 
-    use crate::apt::AptConfigError;
+    use crate::apt::ConfigError;
 }

@@ -11,60 +11,32 @@
 //!   learnt.
 //! - `pool/**`: must match the newest `Packages` index that named it.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use pkgproxy_cache::{BodyHashes, BodyReader, Expected, Verifier};
 
-use super::index::{AptIndex, IndexError, Offer};
+use super::index::{AptIndex, Offer};
 use super::packages::Compression;
 use super::release::{self, hex32};
-use super::AptSide;
-use crate::decision::{CachedRequest, Decision, Target};
+use super::Apt;
+use crate::decision::CachedRequest;
 
 /// The largest `Release` parsed (Debian's are well under a megabyte).
 const MAX_RELEASE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The apt side at run time: its configuration and its index.
-#[derive(Debug, Clone)]
-pub struct Apt {
-    side: AptSide,
-    index: Arc<AptIndex>,
-}
-
 impl Apt {
-    /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
-    pub fn open(side: AptSide, cache_dir: &Path) -> Result<Self, IndexError> {
-        let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
-        Ok(Apt { side, index: Arc::new(index) })
-    }
-
-    /// The configuration.
-    pub fn side(&self) -> &AptSide {
-        &self.side
-    }
-
-    /// The index.
-    pub fn index(&self) -> &AptIndex {
-        &self.index
-    }
-
-    /// Decides what to do with a request, with what the index knows of
-    /// `dists/` files (in memory: hits need it, to tell superseded entries).
-    pub fn classify(&self, target: Target) -> Decision {
-        let mut request = match self.side.classify(target) {
-            Decision::Cache(request) => request,
-            refused => return refused,
-        };
+    /// `request` with the size and SHA-256 the index lists for a `dists/`
+    /// file fetched by name.
+    pub(super) fn expecting_listed_sums(&self, mut request: CachedRequest) -> CachedRequest {
         let listed = match archive_and_path(&request.key) {
             Some((archive, relative)) if is_index_by_name(relative) => self.index.index_file(archive, relative),
             _ => None,
         };
         if let Some(sum) = listed {
             request.expected.size = Some(sum.size);
-            request.expected.sha256 = Some(hex(&sum.sha256));
+            request.expected.sha256 = Some(hex::encode(sum.sha256));
         }
-        Decision::Cache(request)
+        request
     }
 
     /// The hooks into a fetch of `request`: asked for on a miss only, so a
@@ -108,10 +80,6 @@ fn by_hash_folder(relative: &str) -> Option<&str> {
     relative.rsplit_once("/by-hash/").map(|(folder, _)| folder)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A `pool/` file: what the newest `Packages` index said of it.
 #[derive(Debug)]
 struct PoolFile {
@@ -123,7 +91,7 @@ struct PoolFile {
 impl Verifier for PoolFile {
     fn expected(&self) -> Expected {
         match self.index.pool_file(&self.archive, &self.filename) {
-            Some(sum) => Expected { size: Some(sum.size), sha256: Some(hex(&sum.sha256)), sha512: None },
+            Some(sum) => Expected { size: Some(sum.size), sha256: Some(hex::encode(sum.sha256)), sha512: None },
             None => Expected::default(),
         }
     }

@@ -15,12 +15,18 @@ mod integrity;
 pub mod packages;
 pub mod release;
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use http::Method;
+
 pub use archives::{builtin, Archive, HostPattern, Mirror};
-pub use integrity::Apt;
 
 use crate::decision::{Decision, Refusal, Target};
+use crate::route::Request;
+use crate::side::Learned;
+use index::{AptIndex, IndexError};
 
 /// The default freshness window of `dists/**` files fetched by name.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
@@ -36,7 +42,7 @@ pub struct ArchiveConfig {
 
 /// A configuration the apt side cannot use.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum AptConfigError {
+pub enum ConfigError {
     /// An archive's name is empty or has characters unfit for a cache key.
     #[error("apt.archive name {0:?} must be non-empty and use only a-z, 0-9, '.', '_' and '-'")]
     BadName(String),
@@ -57,14 +63,14 @@ pub enum AptConfigError {
 
 /// The apt side's configuration, validated.
 #[derive(Debug, Clone)]
-pub struct AptSide {
+pub struct Config {
     archives: Vec<Archive>,
     index_ttl: Duration,
 }
 
-impl AptSide {
+impl Config {
     /// Builds the side from the built-in archives plus `configured` ones.
-    pub fn new(configured: &[ArchiveConfig], index_ttl: Duration) -> Result<Self, AptConfigError> {
+    pub fn new(configured: &[ArchiveConfig], index_ttl: Duration) -> Result<Self, ConfigError> {
         let mut archives = builtin();
         for config in configured {
             let mirrors = parse_mirrors(config)?;
@@ -78,7 +84,7 @@ impl AptSide {
                 None => archives.push(Archive { name: config.name.clone(), mirrors, configured: true, pool: urls }),
             }
         }
-        Ok(AptSide { archives, index_ttl })
+        Ok(Config { archives, index_ttl })
     }
 
     /// How long a `dists/**` file fetched by name stays fresh.
@@ -102,40 +108,86 @@ impl AptSide {
             .collect()
     }
 
-    /// Decides what to do with a proxied `GET`/`HEAD`.
-    pub fn classify(&self, target: Target) -> Decision {
+    /// Decides what to do with a request for `target`, from the archives
+    /// alone (the index adds what it knows, see [`Apt::classify`]).
+    pub fn classify(&self, target: &Target) -> Decision {
         classify::classify(&self.archives, target)
     }
 
-    /// Whether a `CONNECT host:port` may be tunnelled: port 443 of a host
-    /// that serves a known archive.
-    pub fn allows_tunnel(&self, host: &str, port: u16) -> Result<(), Refusal> {
-        if port != 443 {
-            return Err(Refusal::forbidden(format!("CONNECT is allowed to port 443 only, not {port}")));
-        }
-        let known = self.archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on_host(host));
-        if known {
-            Ok(())
-        } else {
-            Err(Refusal::forbidden(format!("CONNECT to {host} refused: not a known archive host")))
-        }
+    /// True when a known archive has a mirror on `host` (any port): apt
+    /// may reach it over a blind tunnel for `https://` sources.
+    pub fn serves_host(&self, host: &str) -> bool {
+        self.archives.iter().flat_map(|a| &a.mirrors).any(|m| m.is_on_host(host))
     }
 }
 
-fn parse_mirrors(config: &ArchiveConfig) -> Result<Vec<Mirror>, AptConfigError> {
+/// The apt side at run time: its configuration and its index of what the
+/// archives' `Release` and `Packages` files say.
+#[derive(Debug, Clone)]
+pub struct Apt {
+    config: Config,
+    index: Arc<AptIndex>,
+}
+
+impl Apt {
+    /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
+    pub fn open(config: Config, cache_dir: &Path) -> Result<Self, IndexError> {
+        let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
+        Ok(Apt { config, index: Arc::new(index) })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The index.
+    pub fn index(&self) -> &AptIndex {
+        &self.index
+    }
+
+    /// Decides what to do with a forward-proxy request: `GET` and `HEAD`
+    /// of archive-shaped paths on known archives are cached, with what the
+    /// index knows of `dists/` files (in memory: hits need it, to tell
+    /// superseded entries); everything else is refused.
+    pub fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
+        }
+        let Some(target) = request.target else {
+            return Decision::Refuse(Refusal::bad_request("apt asks for absolute URLs, as of a forward proxy"));
+        };
+        match self.config.classify(target) {
+            Decision::Cache(request) => Decision::Cache(self.expecting_listed_sums(request)),
+            other => other,
+        }
+    }
+
+    /// What the index has learnt.
+    pub fn learned(&self) -> Vec<Learned> {
+        let (suites, pool_files) = self.index.counts();
+        let count = |name, help, value| Learned { group: "apt_index", name, help, value };
+        vec![
+            count("suites", "Suites whose Release the apt index knows.", suites as u64),
+            count("pool_files", "Pool files the apt index knows.", pool_files),
+        ]
+    }
+}
+
+fn parse_mirrors(config: &ArchiveConfig) -> Result<Vec<Mirror>, ConfigError> {
     let name_ok = !config.name.is_empty()
         && config.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
     if !name_ok {
-        return Err(AptConfigError::BadName(config.name.clone()));
+        return Err(ConfigError::BadName(config.name.clone()));
     }
     if config.mirrors.is_empty() {
-        return Err(AptConfigError::NoMirrors(config.name.clone()));
+        return Err(ConfigError::NoMirrors(config.name.clone()));
     }
     config.mirrors.iter().map(|url| parse_mirror(&config.name, url)).collect()
 }
 
-fn parse_mirror(archive: &str, url: &str) -> Result<Mirror, AptConfigError> {
-    let bad = |reason| AptConfigError::BadMirror { archive: archive.to_string(), url: url.to_string(), reason };
+fn parse_mirror(archive: &str, url: &str) -> Result<Mirror, ConfigError> {
+    let bad = |reason| ConfigError::BadMirror { archive: archive.to_string(), url: url.to_string(), reason };
     let uri: http::Uri = url.parse().map_err(|_| bad("not a URL"))?;
     let tls = match uri.scheme_str() {
         Some("http") => false,

@@ -75,16 +75,9 @@ fn sum_line(line: &str) -> Option<(&str, FileSum)> {
 }
 
 /// 64 hex digits as 32 bytes.
-pub fn hex32(hex: &str) -> Option<[u8; 32]> {
-    let bytes = hex.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
+pub fn hex32(text: &str) -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        let digit = |b: u8| (b as char).to_digit(16);
-        out[i] = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-    }
+    hex::decode_to_slice(text, &mut out).ok()?;
     Some(out)
 }
 

@@ -14,20 +14,27 @@
 
 mod dirhash;
 mod integrity;
+mod negative;
 pub mod path;
 pub mod sumdb;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use pkgproxy_cache::{Class, Expected, Verifier};
+use bytes::Bytes;
+use http::Method;
+use pkgproxy_cache::{Class, Expected, PassedAnswer, Verifier};
 
 pub use dirhash::{check_zip, hash_mod};
 pub use integrity::GoVerifier;
+pub use negative::NegativeCache;
 pub use sumdb::Sums;
 
-use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Side};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal};
+use crate::route::Request;
+use crate::side::SideId;
 use path::{escape, is_module_path, is_version, unescape};
+use sumdb::parse_lookup;
 
 /// The upstream module proxy when none is configured.
 pub const DEFAULT_PROXY: &str = "https://proxy.golang.org";
@@ -40,7 +47,7 @@ pub const DEFAULT_SUMDB: &str = "sum.golang.org";
 
 /// The go side's configuration, as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GoConfig {
+pub struct Options {
     /// Upstream module proxies (`http[s]://host[:port][/prefix]`); empty: the default.
     pub proxies: Vec<String>,
     /// Freshness window of `list` and `@latest`.
@@ -54,7 +61,7 @@ pub struct GoConfig {
 /// A go configuration that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("go.{key}: {reason}")]
-pub struct GoConfigError {
+pub struct ConfigError {
     /// The key at fault.
     pub key: &'static str,
     /// Why.
@@ -76,19 +83,19 @@ pub enum GoFile {
     Zip(String),
 }
 
-/// The go side, validated.
+/// The go side's configuration, validated.
 #[derive(Debug, Clone)]
-pub struct GoSide {
+pub struct Config {
     proxies: Vec<String>,
     list_ttl: Duration,
     negative_ttl: Duration,
     sumdb: Option<String>,
 }
 
-impl GoSide {
+impl Config {
     /// Validates `config`.
-    pub fn new(config: &GoConfig) -> Result<Self, GoConfigError> {
-        let bad = |key, reason: &str| GoConfigError { key, reason: reason.to_string() };
+    pub fn new(config: &Options) -> Result<Self, ConfigError> {
+        let bad = |key, reason: &str| ConfigError { key, reason: reason.to_string() };
         let proxies = match config.proxies.is_empty() {
             true => vec![DEFAULT_PROXY.to_string()],
             false => config.proxies.clone(),
@@ -105,7 +112,7 @@ impl GoSide {
         };
         let list_ttl = config.list_ttl.unwrap_or(DEFAULT_LIST_TTL);
         let negative_ttl = config.negative_ttl.unwrap_or(DEFAULT_NEGATIVE_TTL);
-        Ok(GoSide { proxies, list_ttl, negative_ttl, sumdb })
+        Ok(Config { proxies, list_ttl, negative_ttl, sumdb })
     }
 
     /// The upstream proxies' base URLs.
@@ -171,7 +178,7 @@ impl GoSide {
 
     fn cached(&self, relative: String, class: Class) -> CachedRequest {
         CachedRequest {
-            side: Side::Go,
+            side: SideId::Go,
             key: format!("go/{relative}"),
             origin: Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") },
             class,
@@ -182,6 +189,7 @@ impl GoSide {
                 Class::Immutable => DatedResume::Honoured,
                 Class::Revalidated => DatedResume::WholeFile,
             },
+            rewrite: None,
         }
     }
 
@@ -242,6 +250,74 @@ impl GoSide {
     }
 }
 
+/// The go side at run time: its configuration and the "not found" answers
+/// it remembers.
+#[derive(Debug)]
+pub struct Go {
+    config: Config,
+    not_found: NegativeCache,
+}
+
+impl Go {
+    /// The side with nothing remembered yet.
+    pub fn new(config: Config) -> Self {
+        Go { config, not_found: NegativeCache::default() }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Decides what to do with a request below `/go`: the module proxy
+    /// protocol is `GET` (and `HEAD`) only.
+    pub fn classify(&self, request: &Request<'_>) -> Decision {
+        match *request.method {
+            Method::GET | Method::HEAD => self.config.classify(request.path),
+            _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
+        }
+    }
+
+    /// A remembered "not found" for `key`.
+    pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(key, now, frozen)
+    }
+
+    /// Remembers the upstream's "not found" for `key` for `negative_ttl`.
+    pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
+        self.not_found.remember(key, Arc::clone(answer), self.config.negative_ttl, now);
+    }
+
+    /// For a `.zip` or `.mod`: whether the upstream has the checksum
+    /// database (an upstream without it says so once, and is remembered,
+    /// so no lookup is asked of it for every version), then the lookup
+    /// record that gives the file's hash.
+    pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        match (self.config.sumdb_supported(), self.config.lookup_for(request)) {
+            (Some(supported), Some(lookup)) => vec![supported, lookup],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The checks of a `.zip` or `.mod` download, with the hashes of the
+    /// lookup record among `prerequisites` (none when it could not be had:
+    /// a zip is then only checked for its shape).
+    pub fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let (module, file) = Config::file_of(request)?;
+        let sums = match (&file, prerequisites.get(1)) {
+            (GoFile::Zip(version) | GoFile::Mod(version), Some(record)) => {
+                parse_lookup(&String::from_utf8_lossy(record), &module, version)
+            }
+            (GoFile::Zip(version) | GoFile::Mod(version), None) => {
+                tracing::debug!(module, version, "no checksum database record");
+                Sums::default()
+            }
+            _ => Sums::default(),
+        };
+        self.config.verifier(request, sums)
+    }
+}
+
 fn classify_module(path: &str) -> Result<(String, Class), Refusal> {
     if let Some(module) = path.strip_suffix("/@latest") {
         let module = checked_module(module)?;
@@ -294,7 +370,7 @@ fn is_sumdb_name(name: &str) -> bool {
 }
 
 fn not_found(reason: &str) -> Refusal {
-    Refusal { status: 404, reason: reason.to_string() }
+    Refusal::not_found(reason)
 }
 
 /// Checks an upstream proxy URL; returns it without a trailing slash.

@@ -2,21 +2,21 @@
 
 use super::*;
 
-fn side() -> GoSide {
-    GoSide::new(&GoConfig { proxies: vec!["http://127.0.0.1:8001/".into()], ..GoConfig::default() }).unwrap()
+fn side() -> Config {
+    Config::new(&Options { proxies: vec!["http://127.0.0.1:8001/".into()], ..Options::default() }).unwrap()
 }
 
 fn cached(path: &str) -> CachedRequest {
     match side().classify(path) {
         Decision::Cache(request) => request,
-        Decision::Refuse(refusal) => panic!("{path}: refused: {refusal:?}"),
+        other => panic!("{path}: not cached: {other:?}"),
     }
 }
 
-fn refused(path: &str) -> u16 {
+fn refused(path: &str) -> http::StatusCode {
     match side().classify(path) {
         Decision::Refuse(refusal) => refusal.status,
-        Decision::Cache(request) => panic!("{path}: cached as {}", request.key),
+        other => panic!("{path}: not refused: {other:?}"),
     }
 }
 
@@ -67,19 +67,19 @@ fn malformed_or_foreign_paths_are_refused() {
 fn zips_and_mods_know_their_module_and_lookup() {
     let side = side();
     let zip = cached("/example.com/!hello/@v/v1.0.0.zip");
-    assert_eq!(GoSide::file_of(&zip), Some(("example.com/Hello".into(), GoFile::Zip("v1.0.0".into()))));
+    assert_eq!(Config::file_of(&zip), Some(("example.com/Hello".into(), GoFile::Zip("v1.0.0".into()))));
     assert_eq!(side.lookup_for(&zip).unwrap().key, "go/sumdb/sum.golang.org/lookup/example.com/!hello@v1.0.0");
     assert!(side.verifier(&zip, Sums::default()).is_some());
     let info = cached("/example.com/hello/@v/v1.0.0.info");
     assert!(side.lookup_for(&info).is_none());
-    let off = GoSide::new(&GoConfig { sumdb: Some("off".into()), ..GoConfig::default() }).unwrap();
+    let off = Config::new(&Options { sumdb: Some("off".into()), ..Options::default() }).unwrap();
     assert!(off.lookup_for(&zip).is_none());
 }
 
 #[test]
 fn bad_configuration_names_the_key() {
-    let bad = |config: GoConfig| GoSide::new(&config).unwrap_err().to_string();
-    assert!(bad(GoConfig { proxies: vec!["ftp://x".into()], ..GoConfig::default() }).starts_with("go.proxies"));
-    assert!(bad(GoConfig { sumdb: Some("not a name".into()), ..GoConfig::default() }).starts_with("go.sumdb"));
-    assert_eq!(GoSide::new(&GoConfig::default()).unwrap().proxies(), [DEFAULT_PROXY]);
+    let bad = |config: Options| Config::new(&config).unwrap_err().to_string();
+    assert!(bad(Options { proxies: vec!["ftp://x".into()], ..Options::default() }).starts_with("go.proxies"));
+    assert!(bad(Options { sumdb: Some("not a name".into()), ..Options::default() }).starts_with("go.sumdb"));
+    assert_eq!(Config::new(&Options::default()).unwrap().proxies(), [DEFAULT_PROXY]);
 }

@@ -1,14 +1,14 @@
-//! Remembered "not found" answers of upstreams (the go command probes the
-//! parent paths of every module it resolves and expects `404` or `410`
+//! Remembered "not found" answers of the upstream (the go command probes
+//! the parent paths of every module it resolves and expects `404` or `410`
 //! there): served again for a short while without asking, and while
-//! offline mode is in effect for as long as they are held.
+//! offline mode is in effect for as long as they are held. Time is passed
+//! in, so the rules are tested without a clock.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pkgproxy_cache::PassedAnswer;
-use tokio::time::Instant;
 
 /// The most answers held; the oldest go first beyond it.
 const CAPACITY: usize = 10_000;
@@ -20,9 +20,8 @@ pub struct NegativeCache {
 }
 
 impl NegativeCache {
-    /// Remembers `answer` for `key` for `ttl`.
-    pub fn remember(&self, key: &str, answer: Arc<PassedAnswer>, ttl: Duration) {
-        let now = Instant::now();
+    /// Remembers `answer` for `key` for `ttl` from `now`.
+    pub fn remember(&self, key: &str, answer: Arc<PassedAnswer>, ttl: Duration, now: Instant) {
         let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
         if answers.len() >= CAPACITY {
             answers.retain(|_, (_, until)| *until > now);
@@ -36,12 +35,12 @@ impl NegativeCache {
         answers.insert(key.to_string(), (answer, now + ttl));
     }
 
-    /// The answer remembered for `key`, unless it expired (`frozen`: time
-    /// stands still, offline).
-    pub fn get(&self, key: &str, frozen: bool) -> Option<Arc<PassedAnswer>> {
+    /// The answer remembered for `key`, unless it expired by `now`
+    /// (`frozen`: time stands still, offline).
+    pub fn get(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
         let (answer, until) = answers.get(key)?;
-        if frozen || *until > Instant::now() {
+        if frozen || *until > now {
             return Some(Arc::clone(answer));
         }
         answers.remove(key);
@@ -57,26 +56,27 @@ mod tests {
         Arc::new(PassedAnswer { status: http::StatusCode::NOT_FOUND, headers: vec![], body: "gone\n".into() })
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn answers_are_remembered_for_their_time_and_while_frozen() {
+    #[test]
+    fn answers_are_remembered_for_their_time_and_while_frozen() {
         let cache = NegativeCache::default();
-        cache.remember("k", not_found(), Duration::from_secs(60));
-        assert!(cache.get("k", false).is_some());
-        tokio::time::advance(Duration::from_secs(59)).await;
-        assert!(cache.get("k", false).is_some());
-        tokio::time::advance(Duration::from_secs(2)).await;
-        assert!(cache.get("k", true).is_some(), "offline, time stands still");
-        assert!(cache.get("k", false).is_none(), "expired");
-        assert!(cache.get("k", true).is_none(), "and forgotten");
+        let start = Instant::now();
+        let at = |secs| start + Duration::from_secs(secs);
+        cache.remember("k", not_found(), Duration::from_secs(60), start);
+        assert!(cache.get("k", start, false).is_some());
+        assert!(cache.get("k", at(59), false).is_some());
+        assert!(cache.get("k", at(61), true).is_some(), "offline, time stands still");
+        assert!(cache.get("k", at(61), false).is_none(), "expired");
+        assert!(cache.get("k", at(61), true).is_none(), "and forgotten");
     }
 
     #[test]
     fn the_oldest_go_first_beyond_the_capacity() {
         let cache = NegativeCache::default();
+        let now = Instant::now();
         for i in 0..=CAPACITY {
-            cache.remember(&format!("k{i}"), not_found(), Duration::from_secs(60 + i as u64));
+            cache.remember(&format!("k{i}"), not_found(), Duration::from_secs(60 + i as u64), now);
         }
-        assert!(cache.get("k0", false).is_none());
-        assert!(cache.get(&format!("k{CAPACITY}"), false).is_some());
+        assert!(cache.get("k0", now, false).is_none());
+        assert!(cache.get(&format!("k{CAPACITY}"), now, false).is_some());
     }
 }

@@ -1,0 +1,48 @@
+//! The wall clock the cache reads: when an entry was fetched, whether it is
+//! still fresh, whether a `Last-Modified` is a strong validator. Injected
+//! (rustls's `TimeProvider`), so a test moves time instead of waiting for
+//! it. Timers and timeouts are tokio's business, not this clock's.
+
+use std::fmt::Debug;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// Tells the time.
+pub trait Clock: Send + Sync + Debug {
+    /// Now.
+    fn now(&self) -> SystemTime;
+}
+
+/// The system's clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// A clock that stands still until told to move.
+#[derive(Debug)]
+pub struct ManualClock {
+    now: Mutex<SystemTime>,
+}
+
+impl ManualClock {
+    /// A clock showing `now`.
+    pub fn new(now: SystemTime) -> Self {
+        ManualClock { now: Mutex::new(now) }
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        *self.now.lock().unwrap_or_else(|p| p.into_inner()) += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        *self.now.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

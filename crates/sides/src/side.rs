@@ -1,0 +1,223 @@
+//! The seam between the request path and the sides: one variant per side,
+//! each delegating to its module, so the compiler lists what a new side
+//! must provide (every `match self` below), and the route table
+//! ([`crate::route::ROUTES`]) says where it is mounted.
+//!
+//! The hooks, in the order a request meets them:
+//!
+//! 1. [`Side::classify`]: before anything else, for every request routed to
+//!    the side, whatever its method: what to do with it ([`Decision`]).
+//!    Pure, and quick (it runs on every cache hit).
+//! 2. [`Side::remembered`]: before the cache lookup, a "not found" the side
+//!    remembers for the key (the go command probes parent paths).
+//! 3. [`Side::freshness_window`]: at the lookup, how long a revalidated
+//!    entry is served without asking the upstream.
+//! 4. [`Side::prerequisites`], then [`Side::verifier`]: on a miss, before
+//!    the fetch starts, what must be fetched first (through the cache) to
+//!    check the download, and the checks themselves. Never on a hit.
+//! 5. [`Side::remember`]: after an upstream's `404` or `410` was passed on.
+//! 6. A [`crate::Rewrite`] of the answer: after the cache, at serve time,
+//!    for every answer of a request that asks for one (no side does yet).
+//! 7. [`Side::failure_answer`]: how the side's clients are told that
+//!    pkgproxy cannot serve the request (refused, offline, overloaded,
+//!    upstream failed).
+//!
+//! Outside the request path: [`Side::tunnels_to`] (the `CONNECT` policy)
+//! and [`Side::learned`] (what the side shows in info and metrics).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use pkgproxy_cache::{PassedAnswer, Verifier};
+
+use crate::apt::Apt;
+use crate::decision::{CachedRequest, Decision, LocalAnswer, Refusal};
+use crate::failure::Failure;
+use crate::go::Go;
+use crate::route::Request;
+
+/// Which side: the closed set of client ecosystems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SideId {
+    /// apt, as a forward proxy.
+    Apt,
+    /// The go command, as a module proxy under `/go`.
+    Go,
+}
+
+impl SideId {
+    /// Every side, in the order info and metrics list them.
+    pub const ALL: [SideId; 2] = [SideId::Apt, SideId::Go];
+
+    /// The name used in logs, metrics, configuration and cache keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideId::Apt => "apt",
+            SideId::Go => "go",
+        }
+    }
+
+    /// The side named `name`, as configuration spells it.
+    pub fn from_name(name: &str) -> Option<SideId> {
+        SideId::ALL.into_iter().find(|side| side.as_str() == name)
+    }
+
+    /// Its place in [`SideId::ALL`], for per-side tables.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for SideId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A count of what a side has learnt, shown in `/pkgproxy/v1/info` under
+/// `group` and in the metrics as `pkgproxy_<group>_<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Learned {
+    /// What it belongs to (`apt_index`).
+    pub group: &'static str,
+    /// What is counted (`pool_files`).
+    pub name: &'static str,
+    /// One sentence for the metrics' `HELP`.
+    pub help: &'static str,
+    /// The count now.
+    pub value: u64,
+}
+
+/// A side at run time: its configuration and what it has learnt.
+#[derive(Debug)]
+pub enum Side {
+    /// apt.
+    Apt(Apt),
+    /// The go command.
+    Go(Go),
+}
+
+impl Side {
+    /// Which side this is.
+    pub fn id(&self) -> SideId {
+        match self {
+            Side::Apt(_) => SideId::Apt,
+            Side::Go(_) => SideId::Go,
+        }
+    }
+
+    /// What to do with `request`.
+    pub fn classify(&self, request: &Request<'_>) -> Decision {
+        match self {
+            Side::Apt(apt) => apt.classify(request),
+            Side::Go(go) => go.classify(request),
+        }
+    }
+
+    /// A "not found" remembered for `key` at `now` (`frozen`: offline, time
+    /// stands still).
+    pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        match self {
+            Side::Apt(_) => None,
+            Side::Go(go) => go.remembered(key, now, frozen),
+        }
+    }
+
+    /// The upstream said "not found" for `key`, in `answer`, at `now`.
+    pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
+        match self {
+            Side::Apt(_) => {}
+            Side::Go(go) => go.remember(key, answer, now),
+        }
+    }
+
+    /// How long a revalidated entry is served without asking the upstream.
+    pub fn freshness_window(&self) -> Duration {
+        match self {
+            Side::Apt(apt) => apt.config().index_ttl(),
+            Side::Go(go) => go.config().list_ttl(),
+        }
+    }
+
+    /// What must be fetched, through the cache and in this order, before
+    /// `request` can be checked; a fetch that does not end in a `200` ends
+    /// the list.
+    pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        match self {
+            Side::Apt(_) => Vec::new(),
+            Side::Go(go) => go.prerequisites(request),
+        }
+    }
+
+    /// The checks of a fetch of `request`, given the bodies of its
+    /// prerequisites that were had (in order, stopping at the first that
+    /// was not).
+    pub fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        match self {
+            Side::Apt(apt) => apt.verifier(request),
+            Side::Go(go) => go.verifier(request, prerequisites),
+        }
+    }
+
+    /// How the side's clients are told of `failure`.
+    pub fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        match self {
+            Side::Apt(_) | Side::Go(_) => failure.plain_text(),
+        }
+    }
+
+    /// Whether the side's clients may open a blind tunnel to `host`.
+    pub fn tunnels_to(&self, host: &str) -> bool {
+        match self {
+            Side::Apt(apt) => apt.config().serves_host(host),
+            Side::Go(_) => false,
+        }
+    }
+
+    /// What the side has learnt.
+    pub fn learned(&self) -> Vec<Learned> {
+        match self {
+            Side::Apt(apt) => apt.learned(),
+            Side::Go(_) => Vec::new(),
+        }
+    }
+}
+
+/// Every side, in [`SideId::ALL`] order.
+#[derive(Debug)]
+pub struct Sides {
+    all: Vec<Side>,
+}
+
+/// The only port `CONNECT` reaches: tunnels carry TLS to HTTPS upstreams.
+const TUNNEL_PORT: u16 = 443;
+
+impl Sides {
+    /// Every side, each ready with what it has learnt.
+    pub fn new(apt: Apt, go: Go) -> Sides {
+        Sides { all: vec![Side::Apt(apt), Side::Go(go)] }
+    }
+
+    /// The side `id`.
+    pub fn get(&self, id: SideId) -> &Side {
+        &self.all[id.index()]
+    }
+
+    /// Every side.
+    pub fn iter(&self) -> impl Iterator<Item = &Side> {
+        self.all.iter()
+    }
+
+    /// Whether `CONNECT host:port` may be tunnelled: port 443 of a host a
+    /// side's clients use.
+    pub fn allows_tunnel(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        if port != TUNNEL_PORT {
+            return Err(Refusal::forbidden(format!("CONNECT is allowed to port {TUNNEL_PORT} only, not {port}")));
+        }
+        match self.all.iter().any(|side| side.tunnels_to(host)) {
+            true => Ok(()),
+            false => Err(Refusal::forbidden(format!("CONNECT to {host} refused: not a known archive host"))),
+        }
+    }
+}
