@@ -24,3 +24,8 @@ fi
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --workspace
+# The tests that need root (auto_offline: network namespaces) are ignored by
+# default; as root, run them too.
+if [ "$(id -u)" -eq 0 ]; then
+  cargo test --locked -p pkgproxy-cli --test it -- --ignored auto_offline::
+fi

@@ -1,16 +1,13 @@
 //! `pkgproxyctl`: asks a running pkgproxy over its control sockets and prints
 //! the answer for people (or as JSON with `-json`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-use bytes::Bytes;
+use anyhow::Context;
 use clap::{Parser, Subcommand};
-use http::Method;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
-use serde_json::Value;
+use pkgproxy_control::{ControlClient, Info, ModeRequest, OfflineReport, FROM_CONFIGURE_HOOK};
+use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 
 use crate::paths;
 
@@ -85,39 +82,33 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
-    let stats_socket = flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket);
-    let admin_socket = flags.admin_socket_path.unwrap_or_else(paths::default_admin_socket);
+    let stats = ControlClient::new(flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket));
+    let admin = ControlClient::new(flags.admin_socket_path.unwrap_or_else(paths::default_admin_socket));
     match flags.command {
         Command::Offline { mode, json, configure_hook } => {
             let answer = match mode {
                 Some(mode) => {
-                    let body = match configure_hook {
-                        true => serde_json::json!({ "mode": mode, "from": "configure-hook" }),
-                        false => serde_json::json!({ "mode": mode }),
-                    }
-                    .to_string();
-                    request(&admin_socket, Method::PUT, "/pkgproxy/v1/offline", Some(body)).await?
+                    let from = configure_hook.then(|| FROM_CONFIGURE_HOOK.to_string());
+                    admin.set_offline(&ModeRequest { mode, from }).await?
                 }
-                None => request(&admin_socket, Method::GET, "/pkgproxy/v1/offline", None).await?,
+                None => admin.offline().await?,
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&answer)?);
             } else {
                 print!("{}", render_offline(&answer));
             }
-            if let Some(error) = answer["persist_error"].as_str() {
+            if let Some(error) = &answer.persist_error {
                 eprintln!("pkgproxyctl: the mode applies now but was not saved: {error}");
                 return Ok(ExitCode::FAILURE);
             }
-            return Ok(ExitCode::SUCCESS);
         }
         Command::Setup { client, host } => {
-            let info = get(&stats_socket, "/pkgproxy/v1/info").await?;
-            let listen = info["listen_address"].as_str().context("the daemon did not say where it listens")?;
-            print!("{}", setup(client, &base_url(listen, host.as_deref())?));
+            let info = stats.info().await?;
+            print!("{}", setup(client, &base_url(&info.listen_address, host.as_deref())?));
         }
         Command::Info { json } => {
-            let info = get(&stats_socket, "/pkgproxy/v1/info").await?;
+            let info = stats.info().await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -153,133 +144,100 @@ fn base_url(listen: &str, host: Option<&str>) -> anyhow::Result<String> {
     Ok(format!("http://{host}:{}", address.port()))
 }
 
-/// `GET path` on a control socket, answered with JSON.
-async fn get(socket: &Path, path: &str) -> anyhow::Result<Value> {
-    request(socket, Method::GET, path, None).await
-}
-
-/// A request on a control socket, answered with JSON.
-async fn request(socket: &Path, method: Method, path: &str, body: Option<String>) -> anyhow::Result<Value> {
-    let stream = tokio::net::UnixStream::connect(socket)
-        .await
-        .with_context(|| format!("cannot reach pkgproxy at {} (is it running?)", socket.display()))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "pkgproxy")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))?;
-    let response = sender.send_request(request).await?;
-    let status = response.status();
-    let body = response.into_body().collect().await?.to_bytes();
-    let value: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
-    if !status.is_success() {
-        bail!("{path}: {status}: {}", value["error"].as_str().unwrap_or("no reason given"));
-    }
-    Ok(value)
-}
-
-fn render_offline(answer: &Value) -> String {
-    let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
-    let mut out = format!("offline mode: {}\n", text(&answer["mode"]));
-    let upstreams = answer["upstreams"].as_array().cloned().unwrap_or_default();
-    if upstreams.is_empty() {
+fn render_offline(answer: &OfflineReport) -> String {
+    let mut out = format!("offline mode: {}\n", answer.mode);
+    if answer.upstreams.is_empty() {
         out += "every upstream's breaker is closed\n";
     }
-    for upstream in upstreams {
-        let left = upstream["retry_after_seconds"].as_u64().map(|s| format!(", {s} s left")).unwrap_or_default();
-        out += &format!("  {}: {}{left}\n", text(&upstream["host"]), text(&upstream["state"]));
+    for upstream in &answer.upstreams {
+        let left = upstream.retry_after_seconds.map(|s| format!(", {s} s left")).unwrap_or_default();
+        out += &format!("  {}: {}{left}\n", upstream.host, upstream.state);
     }
-    if answer["persistent"].as_bool() == Some(true) {
-        out += &format!("after a restart: {}\n", text(&answer["restart_mode"]));
-    } else {
-        out += &format!(
-            "after a restart: {} (nothing keeps a run-time switch outside pkgproxy's snap: set -offline-mode to keep one)\n",
-            text(&answer["restart_mode"])
-        );
+    match answer.persistent {
+        true => out += &format!("after a restart: {}\n", answer.restart_mode),
+        false => {
+            out += &format!(
+                "after a restart: {} (nothing keeps a run-time switch outside pkgproxy's snap: set -offline-mode to keep one)\n",
+                answer.restart_mode
+            )
+        }
     }
     out
 }
 
-fn render_info(info: &Value) -> String {
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
+fn render_info(info: &Info) -> String {
     let mut out = String::new();
     out += &format!(
         "pkgproxy {}, up {}, listening on {}\n",
-        info["version"].as_str().unwrap_or("?"),
-        humantime::format_duration(std::time::Duration::from_secs(n(&info["uptime_seconds"]))),
-        info["listen_address"].as_str().unwrap_or("?"),
+        info.version,
+        humantime::format_duration(std::time::Duration::from_secs(info.uptime_seconds)),
+        info.listen_address,
     );
-    let cache = &info["cache"];
     out += &format!(
         "cache:    {}: {} entries, {}, {} fetches in progress\n",
-        info["cache_dir"].as_str().unwrap_or("?"),
-        n(&cache["entries"]),
-        size(n(&cache["size_bytes"])),
-        n(&cache["fetches_in_progress"]),
+        info.cache_dir,
+        info.cache.get(CacheGauge::Entries),
+        size(info.cache.get(CacheGauge::SizeBytes)),
+        info.cache.get(CacheGauge::FetchesInProgress),
     );
-    if let Some(sides) = info["sides"].as_object() {
-        for (name, side) in sides {
-            out += &format!(
-                "{:<9} {} requests: {} hits, {} misses, {} revalidated, {} stale, {} refused; {} from cache, {} from upstream\n",
-                format!("{name}:"),
-                n(&side["requests"]),
-                n(&side["hits"]),
-                n(&side["misses"]),
-                n(&side["revalidations"]),
-                n(&side["stale_served"]),
-                n(&side["refused"]),
-                size(n(&side["bytes_from_cache"])),
-                size(n(&side["bytes_from_upstream"])),
-            );
-        }
-    }
-    let apt_index = &info["apt_index"];
-    out +=
-        &format!("apt index: {} suites, {} pool files known\n", n(&apt_index["suites"]), n(&apt_index["pool_files"]));
-    out += &format!("offline mode: {}\n", info["offline"]["mode"].as_str().unwrap_or("?"));
-    let upstream = &info["upstream"];
-    out += &format!(
-        "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",
-        n(&upstream["requests"]),
-        n(&upstream["connections"]),
-        n(&upstream["tunnels"]),
-        n(&upstream["refused"]),
-    );
-    for mirror in info["mirrors"].as_array().into_iter().flatten() {
+    for (name, side) in &info.sides {
+        let n = |counter| side.get(counter);
         out += &format!(
-            "mirror {} -> {}: {} sent, {} answered, {} failed; skipped {} (in flight), {} (size), {} (offline); {} compared, {} differing\n",
-            mirror["name"].as_str().unwrap_or("?"),
-            mirror["target"].as_str().unwrap_or("?"),
-            n(&mirror["sent"]),
-            n(&mirror["answered"]),
-            n(&mirror["failed"]),
-            n(&mirror["skipped_inflight"]),
-            n(&mirror["skipped_size"]),
-            n(&mirror["skipped_offline"]),
-            n(&mirror["compared"]),
-            n(&mirror["differing"]),
+            "{:<9} {} requests: {} hits, {} misses, {} revalidated, {} stale, {} refused; {} from cache, {} from upstream\n",
+            format!("{name}:"),
+            n(SideCounter::Requests),
+            n(SideCounter::Hits),
+            n(SideCounter::Misses),
+            n(SideCounter::Revalidations),
+            n(SideCounter::StaleServed),
+            n(SideCounter::Refused),
+            size(n(SideCounter::BytesFromCache)),
+            size(n(SideCounter::BytesFromUpstream)),
         );
     }
-    for pool in info["pools"].as_array().into_iter().flatten() {
-        out += &format!("pool {}:\n", pool["name"].as_str().unwrap_or("?"));
-        for instance in pool["instances"].as_array().into_iter().flatten() {
-            let state = match instance["penalised_for_ms"].as_u64() {
+    for (group, counts) in &info.learned {
+        let counts: Vec<String> =
+            counts.iter().map(|(name, value)| format!("{value} {}", name.replace('_', " "))).collect();
+        out += &format!("{}: {}\n", group.replace('_', " "), counts.join(", "));
+    }
+    out += &format!("offline mode: {}\n", info.offline.mode);
+    let upstream = |counter| info.upstream.get(counter);
+    out += &format!(
+        "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",
+        upstream(UpstreamCounter::Requests),
+        upstream(UpstreamCounter::Connections),
+        upstream(UpstreamCounter::Tunnels),
+        upstream(UpstreamCounter::Refused),
+    );
+    for shadow in &info.mirrors {
+        let n = |counter| shadow.counters.get(counter);
+        out += &format!(
+            "mirror {} -> {}: {} sent, {} answered, {} failed; skipped {} (in flight), {} (size), {} (offline); {} compared, {} differing\n",
+            shadow.name,
+            shadow.target,
+            n(ShadowCounter::Sent),
+            n(ShadowCounter::Answered),
+            n(ShadowCounter::Failed),
+            n(ShadowCounter::SkippedInflight),
+            n(ShadowCounter::SkippedSize),
+            n(ShadowCounter::SkippedOffline),
+            n(ShadowCounter::Compared),
+            n(ShadowCounter::Differing),
+        );
+    }
+    for pool in &info.pools {
+        out += &format!("pool {}:\n", pool.name);
+        for instance in &pool.instances {
+            let state = match instance.penalised_for_ms {
                 Some(ms) => format!("penalised for {:.1} s", ms as f64 / 1000.0),
                 None => "healthy".to_string(),
             };
-            let failures = match n(&instance["failures"]) {
+            let failures = match instance.failures {
                 0 => "no failures".to_string(),
                 1 => "failed once".to_string(),
                 times => format!("failed {times} times in a row"),
             };
-            out += &format!(
-                "  {}: {state}, {failures}, {} in flight\n",
-                instance["url"].as_str().unwrap_or("?"),
-                n(&instance["in_flight"]),
-            );
+            out += &format!("  {}: {state}, {failures}, {} in flight\n", instance.url, instance.in_flight);
         }
     }
     out
@@ -314,15 +272,35 @@ mod tests {
 
     #[test]
     fn info_renders_every_side_line() {
-        let info = serde_json::json!({
+        let json = serde_json::json!({
             "version": "0.1.0", "uptime_seconds": 61, "listen_address": "[::]:3142", "cache_dir": "/c",
             "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0},
-            "sides": {"apt": {"requests": 3, "hits": 2, "misses": 1, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
-            "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0}
+            "sides": {"apt": {"requests": 3, "hits": 2, "misses": 1, "revalidations": 0, "stale_served": 0,
+                              "refused": 0, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
+            "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
+                         "mirror_requests": 0, "mirror_connections": 0},
+            "pools": [], "mirrors": [], "offline": {"mode": "never", "upstreams": []},
+            "apt_index": {"suites": 1, "pool_files": 4}
         });
+        let info: Info = serde_json::from_value(json).unwrap();
         let text = render_info(&info);
         assert!(text.contains("apt:      3 requests: 2 hits, 1 misses"), "{text}");
         assert!(text.contains("2 entries, 2.0 KiB"), "{text}");
         assert!(text.contains("up 1m 1s"), "{text}");
+        assert!(text.contains("apt index: 4 pool files, 1 suites"), "{text}");
+    }
+
+    #[test]
+    fn info_missing_a_counter_is_an_error_not_a_zero() {
+        let json = serde_json::json!({
+            "version": "0.1.0", "uptime_seconds": 61, "listen_address": "[::]:3142", "cache_dir": "/c",
+            "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0},
+            "sides": {"apt": {"requests": 3}},
+            "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
+                         "mirror_requests": 0, "mirror_connections": 0},
+            "pools": [], "mirrors": [], "offline": {"mode": "never", "upstreams": []}
+        });
+        let error = serde_json::from_value::<Info>(json).unwrap_err().to_string();
+        assert!(error.contains("hits"), "{error}");
     }
 }

@@ -32,7 +32,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::Settings;
-pub use stats::SideSnapshot;
 
 /// How long in-flight requests get to finish after shutdown is asked for.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);

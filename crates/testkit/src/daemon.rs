@@ -8,8 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use pkgproxy_control::{ControlClient, Info, ModeRequest, OfflineReport};
 use serde_json::Value;
 
 /// A running pkgproxy.
@@ -149,8 +148,8 @@ impl Daemon {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 panic!("pkgproxy exited at start with {status}:\n{}", self.log());
             }
-            if let Ok(info) = self.try_info().await {
-                self.proxy_addr = info["listen_address"].as_str().expect("listen_address").to_string();
+            if let Ok(info) = self.stats().info().await {
+                self.proxy_addr = info.listen_address;
                 return;
             }
             assert!(Instant::now() < deadline, "pkgproxy did not come up:\n{}", self.log());
@@ -158,17 +157,24 @@ impl Daemon {
         }
     }
 
-    /// `GET /pkgproxy/v1/info` on the stats socket.
-    pub async fn info(&self) -> Value {
-        self.try_info().await.expect("stats socket answers")
+    /// The client of the stats socket.
+    pub fn stats(&self) -> ControlClient {
+        ControlClient::new(self.stats_socket())
     }
 
-    async fn try_info(&self) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        let (status, body) = unix_get(&self.stats_socket(), "/pkgproxy/v1/info").await?;
-        if status != 200 {
-            return Err(format!("info answered {status}").into());
-        }
-        Ok(serde_json::from_slice(&body)?)
+    /// The client of the admin socket.
+    pub fn admin_client(&self) -> ControlClient {
+        ControlClient::new(self.admin_socket())
+    }
+
+    /// `GET /pkgproxy/v1/info` on the stats socket.
+    pub async fn info(&self) -> Info {
+        self.stats().info().await.expect("the stats socket answers /pkgproxy/v1/info")
+    }
+
+    /// `GET /metrics` on the stats socket.
+    pub async fn metrics(&self) -> String {
+        self.stats().metrics().await.expect("the stats socket answers /metrics")
     }
 
     /// The daemon's resident memory in KiB (`VmRSS`).
@@ -184,19 +190,19 @@ impl Daemon {
         self.dir.path().join("admin.sock")
     }
 
-    /// A request on the admin socket; returns the status and the JSON answer.
+    /// A request on the admin socket, whatever it is answered: the status
+    /// and the JSON answer.
     pub async fn admin(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-        let (status, answer) =
-            unix_request(&self.admin_socket(), method, path, body).await.expect("admin socket answers");
-        (status, serde_json::from_slice(&answer).expect("JSON answer"))
+        let method = http::Method::from_bytes(method.as_bytes()).expect("a method");
+        let body = body.map(|b| Bytes::from(b.to_string()));
+        let (status, answer) = self.admin_client().send(method, path, body).await.expect("the admin socket answers");
+        (status.as_u16(), serde_json::from_slice(&answer).expect("a JSON answer"))
     }
 
     /// Puts `mode` in effect over the admin socket.
-    pub async fn set_offline_mode(&self, mode: &str) -> Value {
-        let (status, answer) =
-            self.admin("PUT", "/pkgproxy/v1/offline", Some(&format!("{{\"mode\": \"{mode}\"}}"))).await;
-        assert_eq!(status, 200, "{answer}");
-        answer
+    pub async fn set_offline_mode(&self, mode: &str) -> OfflineReport {
+        let request = ModeRequest { mode: mode.to_string(), from: None };
+        self.admin_client().set_offline(&request).await.expect("the admin socket sets the mode")
     }
 
     /// `kill -9`: no chance to clean up.
@@ -228,29 +234,4 @@ impl Drop for Daemon {
 
 fn path_arg(path: &Path) -> String {
     path.to_str().expect("UTF-8 temp path").to_string()
-}
-
-/// `GET path` on a Unix socket; returns the status and body.
-pub async fn unix_get(socket: &Path, path: &str) -> Result<(u16, Bytes), Box<dyn std::error::Error + Send + Sync>> {
-    unix_request(socket, "GET", path, None).await
-}
-
-/// A request on a Unix socket; returns the status and body.
-pub async fn unix_request(
-    socket: &Path,
-    method: &str,
-    path: &str,
-    body: Option<&str>,
-) -> Result<(u16, Bytes), Box<dyn std::error::Error + Send + Sync>> {
-    let stream = tokio::net::UnixStream::connect(socket).await?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "pkgproxy")
-        .body(Full::new(Bytes::from(body.unwrap_or_default().to_string())))?;
-    let response = sender.send_request(request).await?;
-    let status = response.status().as_u16();
-    Ok((status, response.into_body().collect().await?.to_bytes()))
 }

@@ -6,7 +6,9 @@
 //! with the Debian tools, and [`aptclient`] drives a real `apt-get` in a
 //! sandbox, [`daemon`] runs the real pkgproxy binary and [`client`] talks to
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
-//! demand (for connection management). Everything here listens on or talks to 127.0.0.1 only.
+//! demand (for connection management), [`ports`] gives ports that refuse
+//! connections, and [`wait`] polls for what happens off a client's path.
+//! Everything here listens on or talks to 127.0.0.1 only.
 
 pub mod aptclient;
 pub mod aptrepo;
@@ -19,6 +21,7 @@ pub mod ports;
 pub mod shadow;
 pub mod sumdb;
 pub mod tls;
+pub mod wait;
 
 pub use aptclient::{AptOutput, AptSandbox};
 pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
@@ -28,3 +31,4 @@ pub use golang::{GoModules, GoOutput, GoSandbox};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};
+pub use wait::eventually;

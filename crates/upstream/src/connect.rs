@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use crate::counters::Counters;
+use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
 pub(crate) use crate::io::{ConnectionUses, Peer, Stream, UpstreamIo};
 use crate::resolve::{AddressPolicy, Resolver};
@@ -61,6 +61,8 @@ pub(crate) struct Connector {
     timeout: Duration,
     keepalive: Keepalive,
     counters: Arc<Counters>,
+    /// What each connection opened is counted as (upstream or shadow).
+    counted_as: UpstreamCounter,
     tls: Tls,
 }
 
@@ -71,6 +73,7 @@ impl Connector {
         timeout: Duration,
         keepalive: Keepalive,
         counters: Arc<Counters>,
+        counted_as: UpstreamCounter,
     ) -> Self {
         Connector {
             resolver: Arc::new(resolver),
@@ -78,6 +81,7 @@ impl Connector {
             timeout,
             keepalive,
             counters,
+            counted_as,
             tls: Tls::default(),
         }
     }
@@ -110,7 +114,9 @@ impl Connector {
     /// Opens a TCP connection to `host:port`, trying each allowed address.
     pub(crate) async fn connect(&self, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
         let addresses = self.resolver.resolve(host, port).await?;
-        let addresses = self.policy.allowed(host, addresses).inspect_err(|_| self.counters.refusal())?;
+        let addresses = self.policy.allowed(host, addresses).inspect_err(|_| {
+            self.counters.increment(UpstreamCounter::Refused);
+        })?;
         let attempt = self.connect_any(host, &addresses);
         match tokio::time::timeout(self.timeout, attempt).await {
             Ok(result) => result,
@@ -125,7 +131,7 @@ impl Connector {
             let attempt = TcpStream::connect(address).await;
             match attempt {
                 Ok(stream) => {
-                    self.counters.connection();
+                    self.counters.increment(self.counted_as);
                     tune(&stream, self.keepalive);
                     return Ok(stream);
                 }
@@ -195,6 +201,7 @@ mod tests {
             Duration::from_secs(2),
             keepalive,
             Arc::new(Counters::default()),
+            UpstreamCounter::Connections,
         );
         let stream = connector.connect("127.0.0.1", port).await.unwrap();
         let socket = socket2::SockRef::from(&stream);
@@ -212,6 +219,7 @@ mod tests {
             Duration::from_secs(2),
             Keepalive::default(),
             Arc::new(Counters::default()),
+            UpstreamCounter::Connections,
         );
         let error = connector.connect("127.0.0.1", 9).await.unwrap_err();
         assert!(error.is_forbidden(), "{error}");

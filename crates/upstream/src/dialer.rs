@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 
 use crate::connect::Connector;
-use crate::counters::Counters;
+use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
 use crate::offline::Switch;
 use tokio::time::Instant;
@@ -34,7 +34,7 @@ impl Dialer {
             .map_err(|refusal| UpstreamError::Refused { host: host.to_string(), refusal })?;
         match self.connector.connect(host, port).await {
             Ok(stream) => {
-                self.counters.tunnel();
+                self.counters.increment(UpstreamCounter::Tunnels);
                 drop(ticket);
                 Ok(stream)
             }

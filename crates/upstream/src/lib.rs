@@ -22,7 +22,7 @@ mod tls;
 mod transport;
 
 pub use connect::Keepalive;
-pub use counters::{Counters, CountersSnapshot};
+pub use counters::{Counters, UpstreamCounter};
 pub use dialer::Dialer;
 pub use error::UpstreamError;
 pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest, RequestBody};
@@ -97,7 +97,7 @@ pub struct Upstream {
     pub transport: Transport,
     /// All CONNECT tunnels.
     pub dialer: Dialer,
-    /// What both have done.
+    /// What the transport, the dialer and the shadow client have done.
     pub counters: Arc<Counters>,
     /// The offline switch both consult.
     pub switch: offline::Switch,
@@ -110,21 +110,22 @@ impl Upstream {
     pub fn new(config: UpstreamConfig) -> Self {
         let counters = Arc::new(Counters::default());
         let timeouts = config.pools.timeouts;
-        let shadow_counters = Arc::new(Counters::default());
         let shadow_connector = connect::Connector::new(
             config.resolver.clone(),
             config.policy.clone(),
             timeouts.connect,
             config.keepalive,
-            Arc::clone(&shadow_counters),
+            Arc::clone(&counters),
+            UpstreamCounter::ShadowConnections,
         );
-        let shadow_client = shadow::ShadowClient::new(shadow_connector, timeouts.pool_idle, shadow_counters);
+        let shadow_client = shadow::ShadowClient::new(shadow_connector, timeouts.pool_idle, Arc::clone(&counters));
         let connector = connect::Connector::new(
             config.resolver,
             config.policy,
             timeouts.connect,
             config.keepalive,
             Arc::clone(&counters),
+            UpstreamCounter::Connections,
         );
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));

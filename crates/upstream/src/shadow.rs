@@ -13,7 +13,7 @@ use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::connect::{host_port, Connector, Opening, Peer, Security, UpstreamIo};
-use crate::counters::Counters;
+use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
 
 /// Where copies go and how they are addressed.
@@ -88,7 +88,7 @@ impl ShadowTarget {
         *request.method_mut() = copy.method;
         *request.uri_mut() = uri;
         *request.headers_mut() = copy.headers;
-        self.counters.request();
+        self.counters.increment(UpstreamCounter::ShadowRequests);
         let host = self.host.clone();
         let answer =
             self.client.request(request).await.map_err(|error| crate::error::from_client(host.clone(), error))?;
@@ -138,8 +138,7 @@ impl tower_service::Service<http::Uri> for TargetConnector {
 pub struct ShadowClient {
     connector: Connector,
     pool_idle: std::time::Duration,
-    /// What the copies did (requests sent, connections opened).
-    pub counters: Arc<Counters>,
+    counters: Arc<Counters>,
 }
 
 impl ShadowClient {

@@ -11,10 +11,9 @@ use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use pkgproxy_control::{ErrorAnswer, ModeRequest, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH, OFFLINE_PATH};
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
-
-pub use info::Info;
 
 use crate::body::ResponseBody;
 use crate::state::State;
@@ -32,20 +31,21 @@ pub enum Role {
 pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -> Response<ResponseBody> {
     let path = request.uri().path().to_string();
     match (request.method(), path.as_str()) {
-        (&Method::GET, "/pkgproxy/v1/info") => json(StatusCode::OK, &Info::gather(&state)),
-        (&Method::GET, "/metrics") => {
-            let mut response = Response::new(ResponseBody::full(metrics::render(&Info::gather(&state))));
+        (&Method::GET, INFO_PATH) => json(StatusCode::OK, &info::gather(&state)),
+        (&Method::GET, METRICS_PATH) => {
+            let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
+            let mut response = Response::new(ResponseBody::full(metrics::render(&info::gather(&state), &learned)));
             let text = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
             response.headers_mut().insert(CONTENT_TYPE, text);
             response
         }
-        (_, "/pkgproxy/v1/info") => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
-        (&Method::GET, "/pkgproxy/v1/offline") => json(StatusCode::OK, &offline::current(&state, None)),
-        (&Method::PUT, "/pkgproxy/v1/offline") if role == Role::Admin => put_offline(&state, request).await,
-        (&Method::PUT, "/pkgproxy/v1/offline") => {
+        (_, INFO_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+        (&Method::GET, OFFLINE_PATH) => json(StatusCode::OK, &offline::current(&state, None)),
+        (&Method::PUT, OFFLINE_PATH) if role == Role::Admin => put_offline(&state, request).await,
+        (&Method::PUT, OFFLINE_PATH) => {
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the mode on the admin socket")
         }
-        (_, "/pkgproxy/v1/offline") => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
+        (_, OFFLINE_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
         _ => {
             let what = match role {
                 Role::Stats => "stats socket",
@@ -64,7 +64,7 @@ async fn put_offline(state: &Arc<State>, request: Request<Incoming>) -> Response
         Ok(body) => body.to_bytes(),
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}")),
     };
-    let asked: offline::ModeRequest = match serde_json::from_slice(&body) {
+    let asked: ModeRequest = match serde_json::from_slice(&body) {
         Ok(asked) => asked,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("expected {{\"mode\": \"...\"}}: {e}")),
     };
@@ -72,7 +72,7 @@ async fn put_offline(state: &Arc<State>, request: Request<Incoming>) -> Response
         Ok(mode) => {
             let from_hook = match asked.from.as_deref() {
                 None => false,
-                Some("configure-hook") => true,
+                Some(FROM_CONFIGURE_HOOK) => true,
                 Some(other) => return error(StatusCode::BAD_REQUEST, &format!("unknown \"from\": {other:?}")),
             };
             json(StatusCode::OK, &offline::set(state, mode, from_hook).await)
@@ -91,9 +91,5 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response<ResponseBody> {
 }
 
 fn error(status: StatusCode, message: &str) -> Response<ResponseBody> {
-    #[derive(Serialize)]
-    struct Error<'a> {
-        error: &'a str,
-    }
-    json(status, &Error { error: message })
+    json(status, &ErrorAnswer { error: message.to_string() })
 }

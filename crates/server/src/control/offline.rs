@@ -9,8 +9,8 @@
 use std::process::Command;
 use std::time::Duration;
 
+use pkgproxy_control::{OfflineReport, UpstreamReport};
 use pkgproxy_upstream::offline::{BreakerState, Mode, UpstreamState};
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::config::Persistence;
@@ -36,54 +36,6 @@ fn save(persistence: Persistence, mode: Mode) -> Result<(), String> {
     }
 }
 
-/// A host whose breaker is not closed.
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct UpstreamReport {
-    /// The host.
-    pub host: String,
-    /// `open` or `probing`.
-    pub state: String,
-    /// Seconds until the probe, while open.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after_seconds: Option<u64>,
-}
-
-/// The answer of `/pkgproxy/v1/offline`.
-#[derive(Debug, Serialize)]
-pub struct OfflineReport {
-    /// The mode in effect.
-    pub mode: &'static str,
-    /// The hosts whose breaker is not closed.
-    pub upstreams: Vec<UpstreamReport>,
-    /// The mode pkgproxy will start in after a restart.
-    pub restart_mode: &'static str,
-    /// True when a run-time switch survives a restart.
-    pub persistent: bool,
-    /// What puts offline mode in effect automatically, spelt as the flag.
-    pub auto_offline: &'static str,
-    /// While auto-offline is in effect: the configured mode it overrides.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub configured_mode: Option<&'static str>,
-    /// While auto-offline is in effect: why (`no-network`, `airplane-mode`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
-    /// Why saving the mode failed (the mode applies anyway).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub persist_error: Option<String>,
-}
-
-/// The body of a `PUT`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModeRequest {
-    /// `never`, `offline` or `store-overloaded`.
-    pub mode: String,
-    /// `configure-hook` when the snap's configure hook re-applies the
-    /// setting: an auto-offline override then stays in effect.
-    #[serde(default)]
-    pub from: Option<String>,
-}
-
 /// The upstreams as reported.
 pub fn upstreams(state: &State) -> Vec<UpstreamReport> {
     state.upstream.switch.upstreams(Instant::now()).into_iter().map(report).collect()
@@ -104,12 +56,12 @@ pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
     let restart_mode = *state.restart_mode.lock().unwrap_or_else(|p| p.into_inner());
     let auto = state.auto_offline.report();
     OfflineReport {
-        auto_offline: auto.trigger.as_str(),
-        configured_mode: auto.in_effect.map(|(mode, _)| mode.as_str()),
-        reason: auto.in_effect.map(|(_, reason)| reason.as_str()),
-        mode: state.upstream.switch.mode().as_str(),
+        auto_offline: auto.trigger.as_str().to_string(),
+        configured_mode: auto.in_effect.map(|(mode, _)| mode.as_str().to_string()),
+        reason: auto.in_effect.map(|(_, reason)| reason.as_str().to_string()),
+        mode: state.upstream.switch.mode().as_str().to_string(),
         upstreams: upstreams(state),
-        restart_mode: restart_mode.as_str(),
+        restart_mode: restart_mode.as_str().to_string(),
         persistent: state.settings.persistence == Persistence::Snap,
         persist_error,
     }

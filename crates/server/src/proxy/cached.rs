@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use http::StatusCode;
 use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
+use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Side};
 
 use super::answer::{self, Served};
@@ -24,10 +25,11 @@ use crate::state::State;
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
     let stats = state.stats.side(request.side);
-    stats.request();
+    stats.increment(SideCounter::Requests);
     let now = tokio::time::Instant::now().into_std();
     if let Some(remembered) = side.remembered(&request.key, now, state.upstream.switch.frozen()) {
-        stats.hit(remembered.body.len() as u64);
+        stats.increment(SideCounter::Hits);
+        stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
         return Outcome::Answered(answer::passed(exchange, &remembered));
     }
     let cached = usable(state.cache.lookup(&request.key), &request);
@@ -61,15 +63,15 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     }
     match phase {
         Phase::Streaming(head) => {
-            stats.miss();
+            stats.increment(SideCounter::Misses);
             Outcome::Answered(answer::from_fetch(exchange, &joined.fetch, &head, request.dated_resume))
         }
         Phase::Done(entry) => {
-            stats.miss();
+            stats.increment(SideCounter::Misses);
             from_cache(state, exchange, &request, &entry, Served::Miss)
         }
         Phase::NotModified(entry) => {
-            stats.revalidated();
+            stats.increment(SideCounter::Revalidations);
             from_cache(state, exchange, &request, &entry, Served::Revalidated)
         }
         Phase::Passed(passed) => match &cached {
@@ -77,7 +79,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
                 stale(state, exchange, &request, entry, &format!("upstream answered {}", passed.status))
             }
             _ => {
-                stats.miss();
+                stats.increment(SideCounter::Misses);
                 if matches!(passed.status, StatusCode::NOT_FOUND | StatusCode::GONE) {
                     side.remember(&request.key, &passed, tokio::time::Instant::now().into_std());
                 }
@@ -87,7 +89,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
         Phase::Failed(error) => match &cached {
             Some(entry) => stale(state, exchange, &request, entry, &error.to_string()),
             None => {
-                stats.miss();
+                stats.increment(SideCounter::Misses);
                 Failed::of_fetch(&error).into()
             }
         },
@@ -160,7 +162,7 @@ async fn adopt(state: &Arc<State>, request: &CachedRequest) -> Option<Arc<Entry>
 
 fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry, why: &str) -> Outcome {
     tracing::info!(key = request.key, reason = why, "revalidation failed; serving the cached entry");
-    state.stats.side(request.side).stale();
+    state.stats.side(request.side).increment(SideCounter::StaleServed);
     from_cache(state, exchange, request, entry, Served::Stale)
 }
 
@@ -180,7 +182,9 @@ fn from_cache(
     };
     let (response, sent) = answer::from_entry(exchange, entry, file, served, request.dated_resume);
     if served != Served::Miss {
-        state.stats.side(request.side).hit(sent);
+        let stats = state.stats.side(request.side);
+        stats.increment(SideCounter::Hits);
+        stats.add(SideCounter::BytesFromCache, sent);
     }
     Outcome::Answered(response)
 }

@@ -13,6 +13,7 @@ use http::{HeaderMap, Method};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
+use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Mount, Origin, SideId};
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
@@ -181,7 +182,7 @@ impl Body for Counted {
         let polled = Pin::new(&mut self.body).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             if let Some(data) = frame.data_ref() {
-                self.state.stats.side(self.side).upstream_bytes(data.len() as u64);
+                self.state.stats.side(self.side).add(SideCounter::BytesFromUpstream, data.len() as u64);
             }
         }
         polled.map_err(|e| e.into())

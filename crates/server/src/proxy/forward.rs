@@ -11,6 +11,7 @@ use http::header::HeaderValue;
 use http::{Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
+use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{ForwardRequest, Refusal};
 use pkgproxy_upstream::PoolRequest;
 
@@ -29,7 +30,7 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let stats = state.stats.side(request.side);
-    stats.request();
+    stats.increment(SideCounter::Requests);
     let limit = usize::try_from(request.body_limit).unwrap_or(usize::MAX);
     let body = match Limited::new(body, limit).collect().await {
         Ok(body) => body.to_bytes(),
@@ -60,7 +61,7 @@ where
     let status = answer.response.status();
     upstream_answer.report(status.as_u16());
     exchange.upstream_answer.report(status.as_u16());
-    stats.miss();
+    stats.increment(SideCounter::Misses);
     let (parts, body) = answer.response.into_parts();
     let mut response = Response::new(ResponseBody::Upstream(counted(body, Arc::clone(state), request.side)));
     *response.status_mut() = parts.status;

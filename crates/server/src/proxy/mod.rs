@@ -26,6 +26,7 @@ use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target};
 use pkgproxy_upstream::offline::Mode;
 
@@ -87,7 +88,7 @@ async fn serve(
         Decision::Forward(request) => forward::forward(state, &exchange, request, tapped.tee(body)).await,
         Decision::Refuse(refusal) => {
             copy_body(tapped, body).await;
-            state.stats.side(side.id()).refused();
+            state.stats.side(side.id()).increment(SideCounter::Refused);
             Failed::Refused(refusal).into()
         }
         Decision::Cache(request) => {

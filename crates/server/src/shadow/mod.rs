@@ -21,61 +21,20 @@ mod copy;
 mod tap;
 mod throttle;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
 use tokio::sync::Semaphore;
 
 pub use copy::is_copy;
 pub use tap::{Original, Tapped, TeeBody};
 
+use pkgproxy_control::ShadowInfo;
+use pkgproxy_metrics::{Counters, ShadowCounter};
 use pkgproxy_upstream::shadow::{ShadowClient, ShadowTarget};
 
 use crate::config::ShadowConfig;
 use pkgproxy_upstream::UpstreamError;
 use throttle::LineThrottle;
-
-/// What a mirror has done.
-#[derive(Debug, Default)]
-struct Counters {
-    sent: AtomicU64,
-    answered: AtomicU64,
-    failed: AtomicU64,
-    skipped_inflight: AtomicU64,
-    skipped_size: AtomicU64,
-    skipped_offline: AtomicU64,
-    compared: AtomicU64,
-    differing: AtomicU64,
-}
-
-/// One mirror's counters in `/pkgproxy/v1/info`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct ShadowReport {
-    /// Its name.
-    pub name: String,
-    /// Where its copies go.
-    pub target: String,
-    /// Copies sent.
-    pub sent: u64,
-    /// Copies the target answered (any status).
-    pub answered: u64,
-    /// Copies that got no answer (refused, reset, timed out).
-    pub failed: u64,
-    /// Requests not copied because `max_inflight` copies were under way.
-    pub skipped_inflight: u64,
-    /// Requests not copied because their body was larger than
-    /// `max_body_size`.
-    pub skipped_size: u64,
-    /// Requests not copied because offline mode was in effect.
-    pub skipped_offline: u64,
-    /// Copies whose status was set against the upstream's.
-    pub compared: u64,
-    /// Of those, the ones that differed.
-    pub differing: u64,
-    /// Copies under way now.
-    pub in_flight: u64,
-}
 
 /// One configured mirror.
 #[derive(Debug)]
@@ -84,7 +43,7 @@ pub struct Shadow {
     target: ShadowTarget,
     /// One permit per copy under way.
     inflight: Arc<Semaphore>,
-    counters: Counters,
+    counters: Counters<ShadowCounter>,
     random: Mutex<fastrand::Rng>,
     compare_log: Mutex<LineThrottle>,
 }
@@ -109,21 +68,12 @@ impl Shadow {
         random.u32(0..100) < self.config.percentage
     }
 
-    fn report(&self) -> ShadowReport {
-        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let c = &self.counters;
+    fn report(&self) -> ShadowInfo {
         let in_flight = self.config.max_inflight - self.inflight.available_permits().min(self.config.max_inflight);
-        ShadowReport {
+        ShadowInfo {
             name: self.config.name.clone(),
             target: self.target.url(),
-            sent: read(&c.sent),
-            answered: read(&c.answered),
-            failed: read(&c.failed),
-            skipped_inflight: read(&c.skipped_inflight),
-            skipped_size: read(&c.skipped_size),
-            skipped_offline: read(&c.skipped_offline),
-            compared: read(&c.compared),
-            differing: read(&c.differing),
+            counters: self.counters.snapshot(),
             in_flight: in_flight as u64,
         }
     }
@@ -150,8 +100,8 @@ impl Shadows {
         self.all.is_empty()
     }
 
-    /// Each mirror's counters.
-    pub fn report(&self) -> Vec<ShadowReport> {
+    /// Each shadow's counters.
+    pub fn report(&self) -> Vec<ShadowInfo> {
         self.all.iter().map(|m| m.report()).collect()
     }
 }

@@ -2,7 +2,6 @@
 //! copies' own tasks (sending, counting, comparing, logging).
 
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -13,6 +12,7 @@ use pkgproxy_upstream::shadow::ShadowRequest;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use pkgproxy_metrics::ShadowCounter;
 use pkgproxy_sides::SideId;
 
 use super::copy::{copy_headers, is_copy};
@@ -91,16 +91,16 @@ impl Shadows {
             }
             let counters = &shadow.counters;
             if original.offline {
-                counters.skipped_offline.fetch_add(1, Ordering::Relaxed);
+                counters.increment(ShadowCounter::SkippedOffline);
                 continue;
             }
             if let Some(length) = body {
                 if config.max_body_size == 0 || length.is_some_and(|length| length > config.max_body_size) {
-                    counters.skipped_size.fetch_add(1, Ordering::Relaxed);
+                    counters.increment(ShadowCounter::SkippedSize);
                     continue;
                 }
                 if shadow.inflight.available_permits() == 0 {
-                    counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
+                    counters.increment(ShadowCounter::SkippedInflight);
                     continue;
                 }
             }
@@ -168,10 +168,10 @@ impl PendingCopy {
     async fn run(mut self, body: Bytes) {
         let shadow = Arc::clone(&self.shadow);
         let Ok(permit) = Arc::clone(&shadow.inflight).try_acquire_owned() else {
-            shadow.counters.skipped_inflight.fetch_add(1, Ordering::Relaxed);
+            shadow.counters.increment(ShadowCounter::SkippedInflight);
             return;
         };
-        shadow.counters.sent.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.increment(ShadowCounter::Sent);
         self.request.body = body;
         let method = self.request.method.clone();
         let timeout = shadow.config.timeout;
@@ -182,14 +182,14 @@ impl PendingCopy {
             Ok(Err(error)) => return shadow.failed(&error.to_string()),
             Err(_) => return shadow.failed(&format!("no answer within {timeout:?}")),
         };
-        shadow.counters.answered.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.increment(ShadowCounter::Answered);
         let Some(upstream) = self.compare.take() else { return };
         let Ok(upstream) = upstream.await else { return };
-        shadow.counters.compared.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.increment(ShadowCounter::Compared);
         if upstream == status {
             return;
         }
-        shadow.counters.differing.fetch_add(1, Ordering::Relaxed);
+        shadow.counters.increment(ShadowCounter::Differing);
         let admitted = shadow.compare_log.lock().unwrap_or_else(|p| p.into_inner()).admit(Instant::now());
         if let Some(skipped) = admitted {
             tracing::warn!(
@@ -208,7 +208,7 @@ impl PendingCopy {
 
 impl Shadow {
     fn failed(&self, error: &str) {
-        let count = self.counters.failed.fetch_add(1, Ordering::Relaxed) + 1;
+        let count = self.counters.increment(ShadowCounter::Failed);
         if logs_failure(count) {
             tracing::warn!(mirror = self.config.name, failures = count, error, "a copy to the mirror failed");
         }
@@ -238,7 +238,7 @@ impl<B> TeeBody<B> {
         let body = std::mem::take(&mut self.kept).freeze();
         for copy in self.copies.drain(..) {
             if self.seen > copy.shadow.config.max_body_size {
-                copy.shadow.counters.skipped_size.fetch_add(1, Ordering::Relaxed);
+                copy.shadow.counters.increment(ShadowCounter::SkippedSize);
                 continue;
             }
             tokio::spawn(copy.run(body.clone()));

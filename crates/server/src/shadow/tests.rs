@@ -7,6 +7,9 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderValue, Method};
 use pkgproxy_upstream::{Upstream, UpstreamConfig};
 
+use pkgproxy_control::ShadowInfo;
+use pkgproxy_metrics::ShadowCounter;
+
 use super::*;
 use crate::config::{ConfigFile, Step};
 
@@ -30,7 +33,7 @@ fn original<'a>(method: &'a Method, headers: &'a HeaderMap) -> Original<'a> {
     }
 }
 
-fn counters(shadows: &Shadows) -> ShadowReport {
+fn counters(shadows: &Shadows) -> ShadowInfo {
     shadows.report().remove(0)
 }
 
@@ -68,19 +71,19 @@ fn offline_mode_and_bodies_over_the_limit_are_counted_as_skipped() {
     let no_headers = HeaderMap::new();
     let offline = Original { offline: true, ..original(&Method::GET, &no_headers) };
     assert!(shadows.tap(&offline).is_empty());
-    assert_eq!(counters(&shadows).skipped_offline, 1);
+    assert_eq!(counters(&shadows).get(ShadowCounter::SkippedOffline), 1);
 
     let mut large = HeaderMap::new();
     large.insert(http::header::CONTENT_LENGTH, HeaderValue::from_static("1001"));
     assert!(shadows.tap(&original(&Method::POST, &large)).is_empty());
-    assert_eq!(counters(&shadows).skipped_size, 1);
+    assert_eq!(counters(&shadows).get(ShadowCounter::SkippedSize), 1);
     let mut small = HeaderMap::new();
     small.insert(http::header::CONTENT_LENGTH, HeaderValue::from_static("1000"));
     assert!(!shadows.tap(&original(&Method::POST, &small)).is_empty());
 
     let without_bodies = self::shadows("methods = [\"POST\"]", 1);
     assert!(without_bodies.tap(&original(&Method::POST, &small)).is_empty(), "max_body_size 0: no bodies");
-    assert_eq!(counters(&without_bodies).skipped_size, 1);
+    assert_eq!(counters(&without_bodies).get(ShadowCounter::SkippedSize), 1);
 }
 
 #[tokio::test]
@@ -94,7 +97,7 @@ async fn a_body_that_turns_out_larger_or_fails_is_not_copied() {
         vec![Ok(http_body::Frame::data("123456".into())), Ok(http_body::Frame::data("789012".into()))];
     let tee = shadows.tap(&original(&Method::POST, &chunked)).tee(StreamBody::new(futures_util::stream::iter(chunks)));
     tee.collect().await.unwrap();
-    assert_eq!(counters(&shadows).skipped_size, 1, "12 bytes turned out over the 10-byte limit");
+    assert_eq!(counters(&shadows).get(ShadowCounter::SkippedSize), 1, "12 bytes turned out over the 10-byte limit");
 
     let broken: Vec<Result<http_body::Frame<bytes::Bytes>, std::io::Error>> =
         vec![Ok(http_body::Frame::data("1234".into())), Err(std::io::Error::other("client went away"))];
@@ -102,5 +105,9 @@ async fn a_body_that_turns_out_larger_or_fails_is_not_copied() {
     assert!(tee.collect().await.is_err());
     tokio::time::sleep(Duration::from_millis(100)).await;
     let report = counters(&shadows);
-    assert_eq!((report.sent, report.skipped_size), (0, 1), "a failed upload is not copied: {report:?}");
+    assert_eq!(
+        (report.get(ShadowCounter::Sent), report.get(ShadowCounter::SkippedSize)),
+        (0, 1),
+        "a failed upload is not copied: {report:?}"
+    );
 }

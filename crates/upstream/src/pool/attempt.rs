@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::{Instance, Pool, PoolAnswer, PoolBody, PoolRequest};
 use crate::connect::ConnectionUses;
+use crate::counters::UpstreamCounter;
 use crate::error::UpstreamError;
 use crate::offline::Ticket;
 use crate::pool::shared::{Client, RequestBody};
@@ -198,11 +199,11 @@ impl Pool {
         request: &PoolRequest,
         uri: &http::Uri,
     ) -> Result<http::Response<Incoming>, hyper_util::client::legacy::Error> {
-        self.shared.counters.request();
+        self.shared.counters.increment(UpstreamCounter::Requests);
         match pooled.request(build(request, uri)).await {
             Err(error) if was_reused(&error) && request.is_idempotent() => {
                 tracing::debug!(%uri, %error, "a reused upstream connection failed; retrying on a fresh one");
-                self.shared.counters.request();
+                self.shared.counters.increment(UpstreamCounter::Requests);
                 fresh.request(build(request, uri)).await
             }
             other => other,

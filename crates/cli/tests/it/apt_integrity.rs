@@ -2,15 +2,14 @@
 //! `apt-get` against a repository the test changes under it (a mirror caught
 //! mid-sync, a lagging mirror, corrupted packages), through pkgproxy.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{archive, PKGPROXY};
+use crate::common::{archive, PKGPROXY};
+use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
-use pkgproxy_testkit::{AptOutput, AptRepo, AptSandbox, Daemon, Origin};
+use pkgproxy_testkit::{eventually, AptOutput, AptRepo, AptSandbox, Daemon, Origin};
 
 const INDEX_DIR: &str = "debian/dists/testing/main/binary-amd64";
 
@@ -83,13 +82,8 @@ async fn daemon_for(origins: &[&Origin]) -> Daemon {
 /// Waits until the daemon has learnt `n` pool files (learning a `Packages`
 /// index happens after the client got it).
 async fn learnt_pool_files(daemon: &Daemon, n: u64) {
-    for _ in 0..200 {
-        if daemon.info().await["apt_index"]["pool_files"].as_u64().unwrap_or(0) >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the daemon never learnt {n} pool files: {}", daemon.info().await);
+    let learnt = || async { (daemon.info().await.learned["apt_index"]["pool_files"] >= n).then_some(()) };
+    eventually(&format!("the daemon to learn {n} pool files"), learnt).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -265,8 +259,8 @@ async fn a_restart_keeps_what_the_index_learnt() {
     learnt_pool_files(&daemon, 2).await;
     daemon.restart().await;
     let info = daemon.info().await;
-    assert_eq!(info["apt_index"]["suites"], 1, "{info}");
-    assert_eq!(info["apt_index"]["pool_files"], 2, "{info}");
+    assert_eq!(info.learned["apt_index"]["suites"], 1, "{info:?}");
+    assert_eq!(info.learned["apt_index"]["pool_files"], 2, "{info:?}");
 
     // What was learnt before the restart still guards the pool.
     let deb_path = mirror.repo.deb_url_path("pkgproxy-small1");
@@ -276,7 +270,7 @@ async fn a_restart_keeps_what_the_index_learnt() {
     std::fs::write(&at_origin, &bad).unwrap();
     let answer = proxy_get(daemon.proxy_addr(), &format!("{}{deb_path}", origin.url()), &[]).await;
     assert!(answer.status != 200 || !answer.complete, "corrupt bytes served after a restart");
-    assert_eq!(daemon.info().await["cache"]["entries"].as_u64(), info["cache"]["entries"].as_u64());
+    assert_eq!(daemon.info().await.cache.get(CacheGauge::Entries), info.cache.get(CacheGauge::Entries));
 }
 
 /// apt keeps what it got of a cut index transfer in `lists/partial/`, dated

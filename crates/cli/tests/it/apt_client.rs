@@ -1,9 +1,8 @@
 //! The real `apt-get` through pkgproxy, against a signed repository with
 //! by-hash indexes served by a recording origin.
 
-mod common;
-
-use common::{origin_and_daemon, sha256_file, upstream_counts};
+use crate::common::{origin_and_daemon, sha256_file, upstream_counts};
+use pkgproxy_metrics::{CacheGauge, SideCounter};
 use pkgproxy_testkit::AptSandbox;
 
 const PACKAGES: [&str; 4] = ["pkgproxy-hello", "pkgproxy-big", "pkgproxy-small1", "pkgproxy-small2"];
@@ -33,10 +32,8 @@ async fn apt_update_and_download_through_pkgproxy_get_the_repository_s_bytes() {
 
     // The same counters for Prometheus, on the stats socket.
     let info = daemon.info().await;
-    let (status, metrics) = pkgproxy_testkit::daemon::unix_get(&daemon.stats_socket(), "/metrics").await.unwrap();
-    assert_eq!(status, 200);
-    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
-    let entries = format!("pkgproxy_cache_entries {}", info["cache"]["entries"]);
+    let metrics = daemon.metrics().await;
+    let entries = format!("pkgproxy_cache_entries {}", info.cache.get(CacheGauge::Entries));
     assert!(metrics.contains(&entries), "{metrics}");
     let requests = format!("pkgproxy_upstream_requests_total {requests}");
     assert!(metrics.contains(&requests), "{metrics}");
@@ -68,7 +65,7 @@ async fn a_second_fresh_apt_reaches_the_origin_only_to_revalidate() {
         assert!(conditional, "unconditional request on a warm cache: {} {}", request.method, request.path);
     }
     let info = daemon.info().await;
-    assert!(info["sides"]["apt"]["revalidations"].as_u64().unwrap() >= 1);
+    assert!(info.sides["apt"].get(SideCounter::Revalidations) >= 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

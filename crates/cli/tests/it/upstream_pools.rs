@@ -2,9 +2,7 @@
 //! the real apt-get through an archive whose first mirror is dead, and a
 //! large download that breaks half way and is resumed from another mirror.
 
-mod common;
-
-use common::{archive, sha256, sha256_file, PKGPROXY};
+use crate::common::{archive, sha256, sha256_file, PKGPROXY};
 use pkgproxy_testkit::client::proxy_get;
 use pkgproxy_testkit::{AptRepo, AptSandbox, Behaviour, ChaosUpstream, Daemon, Origin};
 
@@ -34,8 +32,8 @@ async fn apt_updates_and_downloads_through_an_archive_whose_first_mirror_is_dead
     // requests at a time, until load has sent one to the dead mirror too.
     let mut info = daemon.info().await;
     for _ in 0..100 {
-        let pool = info["pools"].as_array().unwrap().iter().find(|p| p["name"] == "local").expect("the pool is shown");
-        if pool["instances"][0]["failures"].as_u64().unwrap() >= 1 {
+        let pool = info.pools.iter().find(|p| p.name == "local").expect("the pool is shown");
+        if pool.instances[0].failures >= 1 {
             break;
         }
         let revalidations = ["InRelease", "Release", "Release.gpg", "main/binary-amd64/Packages"].map(|file| {
@@ -49,16 +47,14 @@ async fn apt_updates_and_downloads_through_an_archive_whose_first_mirror_is_dead
         }
         info = daemon.info().await;
     }
-    let pool = info["pools"].as_array().unwrap().iter().find(|p| p["name"] == "local").unwrap();
-    let instances = pool["instances"].as_array().unwrap();
-    assert_eq!(instances[0]["url"], dead.as_str());
-    assert!(instances[0]["failures"].as_u64().unwrap() >= 1, "{pool}");
-    assert_eq!(instances[1]["failures"], 0, "{pool}");
-    assert_eq!(instances[1]["state"], "healthy");
+    let pool = info.pools.iter().find(|p| p.name == "local").unwrap();
+    let instances = &pool.instances;
+    assert_eq!(instances[0].url, dead.as_str());
+    assert!(instances[0].failures >= 1, "{pool:?}");
+    assert_eq!(instances[1].failures, 0, "{pool:?}");
+    assert_eq!(instances[1].state, "healthy");
 
-    let (status, metrics) = pkgproxy_testkit::daemon::unix_get(&daemon.stats_socket(), "/metrics").await.unwrap();
-    assert_eq!(status, 200);
-    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
+    let metrics = daemon.metrics().await;
     let live_failures =
         format!("pkgproxy_upstream_instance_failures{{pool=\"local\",instance=\"{}/debian\"}} 0", live.url());
     assert!(metrics.contains(&live_failures), "{metrics}");

@@ -1,12 +1,11 @@
 //! The daemon's command line: both flag spellings, `PKGPROXY_*` variables,
 //! and bad values refused at start with the flag or variable named.
 
-mod common;
-
 use std::process::Command;
 
-use common::PKGPROXY;
-use pkgproxy_testkit::daemon::unix_get;
+use crate::common::PKGPROXY;
+use pkgproxy_control::ControlClient;
+use pkgproxy_testkit::eventually;
 
 /// Runs the daemon with `args` and `env`, expecting it to refuse to start.
 fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
@@ -94,7 +93,7 @@ fn help_documents_every_flag_and_its_variable() {
 async fn variables_configure_the_daemon_and_flags_win_over_them() {
     let dir = tempfile::tempdir().unwrap();
     let stats = dir.path().join("stats.sock");
-    let mut child = Command::new(PKGPROXY)
+    let child = Command::new(PKGPROXY)
         .env("PKGPROXY_ADDR", "127.0.0.1:0")
         .env("PKGPROXY_CACHE_DIR", dir.path().join("from-variable"))
         .env("PKGPROXY_STATS_SOCKET_PATH", &stats)
@@ -103,19 +102,22 @@ async fn variables_configure_the_daemon_and_flags_win_over_them() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut info = None;
-    for _ in 0..200 {
-        if let Ok((200, body)) = unix_get(&stats, "/pkgproxy/v1/info").await {
-            info = Some(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let info = info.expect("the daemon serves its stats socket at the variable's path");
-    assert!(info["listen_address"].as_str().unwrap().starts_with("127.0.0.1:"), "{info}");
-    assert!(info["cache_dir"].as_str().unwrap().ends_with("from-flag"), "the flag wins: {info}");
+    let _running = KilledOnDrop(child);
+    let client = ControlClient::new(&stats);
+    let served = || async { client.info().await.ok() };
+    let info = eventually("the daemon to serve its stats socket at the variable's path", served).await;
+    assert!(info.listen_address.starts_with("127.0.0.1:"), "{info:?}");
+    assert!(info.cache_dir.ends_with("from-flag"), "the flag wins: {info:?}");
     assert!(dir.path().join("from-flag").join("index.redb").exists());
     assert!(!dir.path().join("from-variable").exists());
+}
+
+/// A daemon started by hand, killed however the test ends.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

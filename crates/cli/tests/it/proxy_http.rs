@@ -1,11 +1,10 @@
 //! pkgproxy as an HTTP/1.1 proxy: ranges and conditionals answered from the
 //! cache (RFC 9110), refusals of what it must not proxy, pipelining, CONNECT.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{archive, origin_and_daemon, sha256, PKGPROXY};
+use crate::common::{archive, origin_and_daemon, sha256, PKGPROXY};
+use pkgproxy_metrics::{CacheGauge, UpstreamCounter};
 use pkgproxy_testkit::client::{first_status, proxy_fetch, proxy_get, raw_exchange};
 use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 
@@ -152,7 +151,7 @@ async fn what_pkgproxy_must_not_proxy_is_refused_with_the_documented_status() {
     }
     assert_eq!(origin.requests().len(), 0, "nothing refused reached the origin");
     let info = daemon.info().await;
-    assert_eq!(info["upstream"]["connections"], 0);
+    assert_eq!(info.upstream.get(UpstreamCounter::Connections), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -196,8 +195,8 @@ async fn connect_to_port_443_of_an_archive_host_is_a_blind_tunnel() {
     let release = std::fs::read_to_string(repo.repo_dir().join("dists/testing/Release")).unwrap();
     assert!(text.contains(&release), "the tunnel carried the origin's answer: {text}");
     let info = daemon.info().await;
-    assert_eq!(info["upstream"]["tunnels"], 1);
-    assert_eq!(info["cache"]["entries"], 0, "tunnels are not cached");
+    assert_eq!(info.upstream.get(UpstreamCounter::Tunnels), 1);
+    assert_eq!(info.cache.get(CacheGauge::Entries), 0, "tunnels are not cached");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,8 +1,7 @@
 //! What the end-to-end tests share: the daemon binary, the shared test
 //! repository and an origin serving it, and configuration snippets.
 
-#![allow(dead_code)] // each test binary uses its own part of this module
-
+use pkgproxy_metrics::UpstreamCounter;
 use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 
 /// The daemon under test.
@@ -26,9 +25,8 @@ pub async fn origin_and_daemon() -> (&'static AptRepo, Origin, Daemon) {
 
 /// The counters of the one way out, from `/pkgproxy/v1/info`.
 pub async fn upstream_counts(daemon: &Daemon) -> (u64, u64) {
-    let info = daemon.info().await;
-    let upstream = &info["upstream"];
-    (upstream["requests"].as_u64().unwrap(), upstream["connections"].as_u64().unwrap())
+    let upstream = daemon.info().await.upstream;
+    (upstream.get(UpstreamCounter::Requests), upstream.get(UpstreamCounter::Connections))
 }
 
 /// Hex SHA-256 of a file.

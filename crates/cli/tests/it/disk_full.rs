@@ -3,12 +3,10 @@
 //! what fits. The cache lives on a small tmpfs the test mounts; skipped,
 //! saying why, where mounting is not allowed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{origin_and_daemon, sha256, sha256_file};
+use crate::common::{origin_and_daemon, sha256, sha256_file};
 use pkgproxy_testkit::client::proxy_get;
 
 /// A tmpfs mounted over a folder, unmounted when dropped.

@@ -1,14 +1,11 @@
 //! Many clients, one upstream fetch; clients leaving; the daemon killed
 //! mid-download.
 
-mod common;
-
-use std::time::Duration;
-
-use common::{origin_and_daemon, sha256, sha256_file, PKGPROXY};
+use crate::common::{origin_and_daemon, sha256, sha256_file, PKGPROXY};
 use http_body_util::BodyExt;
+use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::{proxy_get, proxy_request};
-use pkgproxy_testkit::{AptRepo, Daemon, Origin};
+use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn twenty_clients_share_one_upstream_fetch_and_one_leaving_stops_no_one() {
@@ -47,7 +44,7 @@ async fn twenty_clients_share_one_upstream_fetch_and_one_leaving_stops_no_one() 
     }
     assert_eq!(origin.count_path(&path), 1, "one upstream request for 20 clients");
     let info = daemon.info().await;
-    assert_eq!(info["cache"]["fetches_in_progress"], 0);
+    assert_eq!(info.cache.get(CacheGauge::FetchesInProgress), 0);
     let hit = proxy_get(daemon.proxy_addr(), &url, &[]).await;
     assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"));
     assert_eq!(sha256(&hit.body), want);
@@ -63,11 +60,8 @@ async fn the_first_client_leaving_does_not_cancel_the_fetch_for_the_cache() {
     body.frame().await.expect("a first frame").expect("data");
     drop(body);
     // The fetch finishes on its own; then the file is a hit.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while daemon.info().await["cache"]["entries"].as_u64() == Some(0) {
-        assert!(std::time::Instant::now() < deadline, "the fetch never completed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let cached = || async { (daemon.info().await.cache.get(CacheGauge::Entries) > 0).then_some(()) };
+    eventually("the fetch to complete", cached).await;
     let hit = proxy_get(daemon.proxy_addr(), &url, &[]).await;
     assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"));
     assert_eq!(sha256(&hit.body), sha256_file(&repo.deb_path("pkgproxy-big")));
@@ -79,7 +73,7 @@ async fn the_first_client_leaving_does_not_cancel_the_fetch_for_the_cache() {
 async fn kill_during_download(after: usize) {
     let repo = AptRepo::shared_default();
     let origin = Origin::serve(repo.root()).await;
-    let config = common::archive("local", &[format!("{}/debian", origin.url())]);
+    let config = crate::common::archive("local", &[format!("{}/debian", origin.url())]);
     let mut daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let path = repo.deb_url_path("pkgproxy-big");
     let url = format!("{}{path}", origin.url());
@@ -109,7 +103,7 @@ async fn kill_during_download(after: usize) {
     let tmp = daemon.cache_dir().join("tmp");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "partial files must be gone after restart");
     let info = daemon.info().await;
-    assert_eq!(info["cache"]["entries"], 0, "no entry for an interrupted download");
+    assert_eq!(info.cache.get(CacheGauge::Entries), 0, "no entry for an interrupted download");
 
     origin.set_rate_limit(None);
     let again = proxy_get(daemon.proxy_addr(), &url, &[]).await;

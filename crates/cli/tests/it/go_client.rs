@@ -2,9 +2,8 @@
 //! fetching modules through pkgproxy from an upstream module proxy on
 //! 127.0.0.1 that serves a file tree of small modules.
 
-mod common;
-
-use common::PKGPROXY;
+use crate::common::PKGPROXY;
+use pkgproxy_metrics::SideCounter;
 use pkgproxy_testkit::client::get;
 use pkgproxy_testkit::golang::escape;
 use pkgproxy_testkit::{Daemon, GoModules, GoSandbox, Origin};
@@ -68,7 +67,7 @@ async fn go_downloads_and_builds_through_pkgproxy_and_a_second_clean_run_is_serv
         "only list and @latest may be revalidated: {asked:#?}"
     );
     let info = daemon.info().await;
-    assert!(info["sides"]["go"]["hits"].as_u64().unwrap() >= 4, "{}", info["sides"]["go"]);
+    assert!(info.sides["go"].get(SideCounter::Hits) >= 4, "{:?}", info.sides["go"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

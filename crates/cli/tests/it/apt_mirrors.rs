@@ -2,9 +2,8 @@
 //! cache entry, and the configured mirrors of an archive are the instances
 //! its requests are spread over.
 
-mod common;
-
-use common::{archive, sha256_file, PKGPROXY};
+use crate::common::{archive, sha256_file, PKGPROXY};
+use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
 use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, Origin};
 
@@ -50,5 +49,5 @@ async fn built_in_debian_mirror_names_share_one_entry() {
     let second = proxy_get(daemon.proxy_addr(), &format!("http://ftp.de.debian.org{path}"), &[]).await;
     assert_eq!(second.header("x-pkgproxy-cache"), Some("hit"));
     assert_eq!(origin.count_path(&path), 1);
-    assert_eq!(daemon.info().await["cache"]["entries"], 1);
+    assert_eq!(daemon.info().await.cache.get(CacheGauge::Entries), 1);
 }

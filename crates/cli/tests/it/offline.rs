@@ -2,12 +2,11 @@
 //! switching over the admin socket, the real apt-get offline, refusals,
 //! persistence with a fake `snapctl`, and the start-up flags.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use common::{archive, origin_and_daemon, PKGPROXY};
+use crate::common::{archive, origin_and_daemon, PKGPROXY};
+use pkgproxy_metrics::UpstreamCounter;
 use pkgproxy_testkit::client::{first_status, proxy_get, raw_exchange};
 use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, Origin};
 
@@ -20,10 +19,10 @@ async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
     warm.download(&["pkgproxy-hello", "pkgproxy-big"]).assert_success();
 
     let answer = daemon.set_offline_mode("offline").await;
-    assert_eq!(answer["mode"], "offline");
+    assert_eq!(answer.mode, "offline");
     origin.clear_requests();
     let connections = origin.connections();
-    let sent_before = daemon.info().await["upstream"].clone();
+    let sent_before = daemon.info().await.upstream;
 
     let fresh = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
     fresh.update().assert_success();
@@ -56,14 +55,18 @@ async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
         proxy_get(daemon.proxy_addr(), "http://deb.debian.org/debian/pool/main/h/hello/hello_2.10-3_amd64.deb", &[])
             .await;
     assert_eq!(public.status, 503);
-    let sent_after = daemon.info().await["upstream"].clone();
-    assert_eq!(sent_after["requests"], sent_before["requests"], "the transport sent nothing offline");
-    assert_eq!(sent_after["connections"], sent_before["connections"], "nothing connected offline");
+    let sent_after = daemon.info().await.upstream;
+    for (counter, what) in [
+        (UpstreamCounter::Requests, "the transport sent nothing offline"),
+        (UpstreamCounter::Connections, "nothing connected offline"),
+    ] {
+        assert_eq!(sent_after.get(counter), sent_before.get(counter), "{what}");
+    }
 
     assert_eq!(origin.requests().len(), 0, "nothing may reach the origin offline: {:?}", origin.requests());
     assert_eq!(origin.connections(), connections);
     let info = daemon.info().await;
-    assert_eq!(info["offline"]["mode"], "offline");
+    assert_eq!(info.offline.mode, "offline");
 
     // Back online, the uncached package is fetched.
     daemon.set_offline_mode("never").await;
@@ -101,12 +104,12 @@ async fn an_overloaded_upstream_is_left_alone_and_a_mode_change_forgets_it() {
     let (_, report) = daemon.admin("GET", "/pkgproxy/v1/offline", None).await;
     assert_eq!(report["upstreams"][0]["host"], "127.0.0.1", "{report}");
     assert_eq!(report["upstreams"][0]["state"], "open", "{report}");
-    assert_eq!(daemon.info().await["offline"]["upstreams"][0]["host"], "127.0.0.1");
+    assert_eq!(daemon.info().await.offline.upstreams[0].host, "127.0.0.1");
 
     // Setting the mode again forgets the breakers: the host is asked at once.
     origin.set_status_override(&repo.deb_url_path("pkgproxy-hello"), None);
     let report = daemon.set_offline_mode("store-overloaded").await;
-    assert_eq!(report["upstreams"].as_array().unwrap().len(), 0);
+    assert_eq!(report.upstreams.len(), 0);
     assert_eq!(proxy_get(daemon.proxy_addr(), &small, &[]).await.status, 200);
 }
 
@@ -146,9 +149,9 @@ async fn inside_pkgproxy_s_snap_a_switch_is_saved_with_snapctl() {
     let env = [("SNAP_NAME", "pkgproxy"), ("PATH", path.as_str())];
     let daemon = Daemon::start_with_env(PKGPROXY, None, &[], &env).await;
     let answer = daemon.set_offline_mode("offline").await;
-    assert_eq!(answer["persistent"], true);
-    assert_eq!(answer["restart_mode"], "offline");
-    assert!(answer.get("persist_error").is_none(), "{answer}");
+    assert!(answer.persistent);
+    assert_eq!(answer.restart_mode, "offline");
+    assert!(answer.persist_error.is_none(), "{answer:?}");
     daemon.set_offline_mode("never").await;
     let log = std::fs::read_to_string(bin.path().join("snapctl.log")).unwrap();
     assert_eq!(log, "set offline-mode=offline\nset offline-mode=never\n", "never is written too");
@@ -168,7 +171,7 @@ async fn a_failed_save_is_reported_and_the_mode_applies_anyway() {
     assert_eq!(ctl.status.code(), Some(1), "pkgproxyctl exits 1 when the mode was not saved");
     let stderr = String::from_utf8_lossy(&ctl.stderr);
     assert!(stderr.contains("cannot reach snapd"), "{stderr}");
-    assert_eq!(daemon.info().await["offline"]["mode"], "offline");
+    assert_eq!(daemon.info().await.offline.mode, "offline");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -185,15 +188,9 @@ async fn outside_the_snap_pkgproxyctl_says_nothing_keeps_the_switch() {
     assert!(out.contains("nothing keeps a run-time switch"), "{out}");
     let (status, _) = daemon.admin("PUT", "/pkgproxy/v1/offline", Some("{\"mode\": \"sideways\"}")).await;
     assert_eq!(status, 400);
-    let stats = pkgproxy_testkit::daemon::unix_request(
-        &daemon.stats_socket(),
-        "PUT",
-        "/pkgproxy/v1/offline",
-        Some("{\"mode\": \"never\"}"),
-    )
-    .await
-    .unwrap();
-    assert_eq!(stats.0, 403, "the stats socket is read-only");
+    let body = Some(bytes::Bytes::from_static(b"{\"mode\": \"never\"}"));
+    let (status, _) = daemon.stats().send(http::Method::PUT, "/pkgproxy/v1/offline", body).await.unwrap();
+    assert_eq!(status, 403, "the stats socket is read-only");
 }
 
 #[test]
@@ -239,8 +236,8 @@ async fn offline_from_the_start_serves_what_a_previous_run_cached() {
     let hit = proxy_get(daemon.proxy_addr(), &url, &[]).await;
     assert_eq!(hit.status, 200);
     assert_eq!(origin.requests().len(), 0);
-    assert_eq!(daemon.info().await["offline"]["mode"], "offline");
-    let (_, report) = daemon.admin("GET", "/pkgproxy/v1/offline", None).await;
-    assert_eq!(report["restart_mode"], "offline");
-    assert_eq!(report["persistent"], false);
+    assert_eq!(daemon.info().await.offline.mode, "offline");
+    let report = daemon.admin_client().offline().await.unwrap();
+    assert_eq!(report.restart_mode, "offline");
+    assert!(!report.persistent);
 }

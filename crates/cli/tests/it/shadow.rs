@@ -5,17 +5,16 @@
 // The test is the proxy's client; the one-way-out rule is about the daemon.
 #![allow(clippy::disallowed_methods)]
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{archive, PKGPROXY};
 use bytes::Bytes;
-use common::{archive, PKGPROXY};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
+use pkgproxy_control::ShadowInfo;
+use pkgproxy_metrics::{ShadowCounter, UpstreamCounter};
 use pkgproxy_testkit::client::{first_status, proxy_get, raw_exchange};
-use pkgproxy_testkit::{AptRepo, Daemon, Origin, ShadowMode, ShadowRecorder};
-use serde_json::Value;
+use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, ShadowMode, ShadowRecorder};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -27,21 +26,15 @@ fn mirror_section(name: &str, target: &str, extra: &str) -> String {
     format!("[mirror.{name}]\ntarget = {target:?}\n{extra}\n")
 }
 
-async fn mirror_counters(daemon: &Daemon, name: &str) -> Value {
+async fn mirror_counters(daemon: &Daemon, name: &str) -> ShadowInfo {
     let info = daemon.info().await;
-    info["mirrors"].as_array().unwrap().iter().find(|m| m["name"] == name).cloned().expect("the mirror is shown")
+    info.mirrors.into_iter().find(|m| m.name == name).expect("the mirror is shown")
 }
 
 /// Polls the daemon's counters of `name` until `done` holds them.
-async fn counters_until(daemon: &Daemon, name: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let counters = mirror_counters(daemon, name).await;
-        if done(&counters) || tokio::time::Instant::now() > deadline {
-            return counters;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+async fn counters_until(daemon: &Daemon, name: &str, done: impl Fn(&ShadowInfo) -> bool) -> ShadowInfo {
+    let counted = || async { Some(mirror_counters(daemon, name).await).filter(|counters| done(counters)) };
+    eventually(&format!("the counters of mirror {name}"), counted).await
 }
 
 async fn setup(mirrors: impl FnOnce(&Origin) -> String) -> (&'static AptRepo, Origin, Daemon) {
@@ -94,12 +87,13 @@ async fn a_copy_carries_the_request_line_end_to_end_headers_the_client_and_the_b
     assert_eq!((copy.method.as_str(), copy.body.as_slice()), ("POST", &b"hello"[..]));
     assert_eq!(copy.header("content-length"), Some("5"));
 
-    let counters = counters_until(&daemon, "shadow", |c| c["answered"] == 2).await;
-    assert_eq!((counters["sent"].as_u64(), counters["answered"].as_u64()), (Some(2), Some(2)), "{counters}");
-    assert_eq!(counters["sent"].as_u64().unwrap() as usize, shadow.count(), "the counters match what the target saw");
-    let upstream = &daemon.info().await["upstream"];
-    assert_eq!(upstream["mirror_requests"], 2, "the copies went out through the mirrors' own client: {upstream}");
-    assert_eq!(upstream["requests"], 1, "one upstream request, for the GET's miss");
+    let counters = counters_until(&daemon, "shadow", |c| c.get(ShadowCounter::Answered) == 2).await;
+    assert_eq!((counters.get(ShadowCounter::Sent), counters.get(ShadowCounter::Answered)), (2, 2), "{counters:?}");
+    assert_eq!(counters.get(ShadowCounter::Sent) as usize, shadow.count(), "the counters match what the target saw");
+    let upstream = daemon.info().await.upstream;
+    let copies = upstream.get(UpstreamCounter::ShadowRequests);
+    assert_eq!(copies, 2, "the copies went out through the mirrors' own client: {upstream:?}");
+    assert_eq!(upstream.get(UpstreamCounter::Requests), 1, "one upstream request, for the GET's miss");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -124,14 +118,14 @@ async fn a_black_holed_target_holds_at_most_max_inflight_copies_and_never_the_cl
         assert_eq!((answer.status, answer.body.as_ref()), (200, expected.as_slice()));
     }
     // Each copy's task counts itself as sent or skipped: wait for all 200.
-    let settled = |c: &Value| c["sent"].as_u64().unwrap_or(0) + c["skipped_inflight"].as_u64().unwrap_or(0) == 200;
+    let settled = |c: &ShadowInfo| c.get(ShadowCounter::Sent) + c.get(ShadowCounter::SkippedInflight) == 200;
     let counters = counters_until(&daemon, "hole", settled).await;
-    assert_eq!(counters["in_flight"], 4, "{counters}");
+    assert_eq!(counters.in_flight, 4, "{counters:?}");
     assert!(shadow.wait_for(4, WAIT).await);
     assert_eq!(shadow.max_held(), 4, "the target never held more than max_inflight copies");
     assert_eq!(shadow.count(), 4);
-    assert_eq!(counters["sent"], 4, "{counters}");
-    assert_eq!(counters["skipped_inflight"], 196, "{counters}");
+    assert_eq!(counters.get(ShadowCounter::Sent), 4, "{counters:?}");
+    assert_eq!(counters.get(ShadowCounter::SkippedInflight), 196, "{counters:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -173,11 +167,11 @@ async fn two_pkgproxies_mirroring_to_each_other_pass_a_request_on_once() {
 
     let path = repo.deb_url_path("pkgproxy-hello");
     assert_eq!(proxy_get(a.proxy_addr(), &format!("{}{path}", origin.url()), &[]).await.status, 200);
-    let from_a = counters_until(&a, "b", |c| c["answered"] == 1).await;
-    assert_eq!(from_a["sent"], 1, "{from_a}");
+    let from_a = counters_until(&a, "b", |c| c.get(ShadowCounter::Answered) == 1).await;
+    assert_eq!(from_a.get(ShadowCounter::Sent), 1, "{from_a:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(mirror_counters(&b, "a").await["sent"], 0, "b does not copy a copy back");
-    assert_eq!(mirror_counters(&a, "b").await["sent"], 1);
+    assert_eq!(mirror_counters(&b, "a").await.get(ShadowCounter::Sent), 0, "b does not copy a copy back");
+    assert_eq!(mirror_counters(&a, "b").await.get(ShadowCounter::Sent), 1);
     assert_eq!(origin.count_path(&path), 2, "a fetched it for the client, b for the copy; nothing more");
 }
 
@@ -192,8 +186,8 @@ async fn failures_are_logged_on_the_first_second_and_fourth() {
     for _ in 0..7 {
         assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
     }
-    let counters = counters_until(&daemon, "down", |c| c["failed"] == 7).await;
-    assert_eq!((counters["sent"].as_u64(), counters["failed"].as_u64()), (Some(7), Some(7)), "{counters}");
+    let counters = counters_until(&daemon, "down", |c| c.get(ShadowCounter::Failed) == 7).await;
+    assert_eq!((counters.get(ShadowCounter::Sent), counters.get(ShadowCounter::Failed)), (7, 7), "{counters:?}");
     let log = daemon.log();
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("a copy to the mirror failed")).collect();
     assert_eq!(lines.len(), 3, "{lines:#?}");
@@ -208,8 +202,8 @@ async fn compare_logs_a_differing_miss_and_nothing_for_hits_refusals_failures_or
     let (repo, origin, daemon) = setup(|_| mirror_section("cmp", &shadow.url(), "compare = true")).await;
     let url = format!("{}{}?x=1", origin.url(), repo.deb_url_path("pkgproxy-hello"));
     assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200, "a miss: the upstream answered 200");
-    let counters = counters_until(&daemon, "cmp", |c| c["compared"] == 1).await;
-    assert_eq!((counters["compared"].as_u64(), counters["differing"].as_u64()), (Some(1), Some(1)), "{counters}");
+    let counters = counters_until(&daemon, "cmp", |c| c.get(ShadowCounter::Compared) == 1).await;
+    assert_eq!((counters.get(ShadowCounter::Compared), counters.get(ShadowCounter::Differing)), (1, 1), "{counters:?}");
     let log = daemon.log();
     let line = log.lines().find(|l| l.contains("the mirror answered with another status")).expect("a compare line");
     for part in ["method=GET", "status=200", "mirror_status=500", "skipped=0", "request_id="] {
@@ -229,9 +223,9 @@ async fn compare_logs_a_differing_miss_and_nothing_for_hits_refusals_failures_or
     let never_fetched = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
     drop(origin);
     assert_eq!(proxy_get(daemon.proxy_addr(), &never_fetched, &[]).await.status, 502, "the origin is gone");
-    let counters = counters_until(&daemon, "cmp", |c| c["answered"] == 6).await;
-    assert_eq!(counters["answered"], 6, "{counters}");
-    assert_eq!(counters["compared"], 2, "the first miss and the InRelease miss only: {counters}");
+    let counters = counters_until(&daemon, "cmp", |c| c.get(ShadowCounter::Answered) == 6).await;
+    assert_eq!(counters.get(ShadowCounter::Answered), 6, "{counters:?}");
+    assert_eq!(counters.get(ShadowCounter::Compared), 2, "the first miss and the InRelease miss only: {counters:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -252,7 +246,7 @@ async fn the_upstream_step_copies_misses_and_revalidations_not_hits() {
     let targets: Vec<&str> = hits.iter().map(|h| h.target.as_str()).collect();
     assert_eq!(targets, [deb.as_str(), release.as_str(), release.as_str()], "two misses and a revalidation");
     assert!(hits[2].header("if-none-match").is_some() || hits[2].header("if-modified-since").is_some());
-    assert_eq!(mirror_counters(&daemon, "up").await["sent"], 3);
+    assert_eq!(mirror_counters(&daemon, "up").await.get(ShadowCounter::Sent), 3);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -267,7 +261,11 @@ async fn nothing_is_copied_while_offline() {
         assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200, "served from the cache");
     }
     let counters = mirror_counters(&daemon, "off").await;
-    assert_eq!((counters["sent"].as_u64(), counters["skipped_offline"].as_u64()), (Some(1), Some(5)), "{counters}");
+    assert_eq!(
+        (counters.get(ShadowCounter::Sent), counters.get(ShadowCounter::SkippedOffline)),
+        (1, 5),
+        "{counters:?}"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(shadow.count(), 1);
 }
@@ -286,7 +284,10 @@ async fn an_https_target_gets_its_copies_over_verified_tls() {
     assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
     assert!(shadow.wait_for(1, WAIT).await);
     assert_eq!(shadow.hits()[0].target, url);
-    assert_eq!(counters_until(&daemon, "tls", |c| c["answered"] == 1).await["answered"], 1);
+    assert_eq!(
+        counters_until(&daemon, "tls", |c| c.get(ShadowCounter::Answered) == 1).await.get(ShadowCounter::Answered),
+        1
+    );
 
     // A daemon that does not trust the certificate sends nothing to it.
     let no_roots = tempfile::tempdir().unwrap();
@@ -295,7 +296,10 @@ async fn an_https_target_gets_its_copies_over_verified_tls() {
     let distrusting = [("SSL_CERT_FILE", empty.to_str().unwrap()), ("SSL_CERT_DIR", no_roots.path().to_str().unwrap())];
     let daemon = Daemon::start_with_env(PKGPROXY, Some(&config), &[], &distrusting).await;
     assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
-    assert_eq!(counters_until(&daemon, "tls", |c| c["failed"] == 1).await["failed"], 1);
+    assert_eq!(
+        counters_until(&daemon, "tls", |c| c.get(ShadowCounter::Failed) == 1).await.get(ShadowCounter::Failed),
+        1
+    );
     assert_eq!(shadow.count(), 1, "no request got through an unverified handshake");
     assert!(daemon.log().contains("TLS with 127.0.0.1 failed"), "{}", daemon.log());
 }

@@ -1,0 +1,154 @@
+//! The client of the control sockets: one HTTP/1.1 exchange per call over
+//! a Unix socket, answers read into the typed messages.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde::de::DeserializeOwned;
+
+use crate::messages::{ErrorAnswer, Info, ModeRequest, OfflineReport};
+use crate::{INFO_PATH, METRICS_PATH, OFFLINE_PATH};
+
+/// Why a control request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The socket could not be reached: no daemon, or not this socket.
+    #[error("cannot reach pkgproxy at {} (is it running?): {source}", socket.display())]
+    Unreachable {
+        /// The socket.
+        socket: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The exchange broke off.
+    #[error("{path}: {message}")]
+    Exchange {
+        /// The path asked for.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The daemon answered with an error.
+    #[error("{path}: {status}: {message}")]
+    Refused {
+        /// The path asked for.
+        path: String,
+        /// The answer's status.
+        status: StatusCode,
+        /// The daemon's reason.
+        message: String,
+    },
+    /// The answer is not the message expected.
+    #[error("{path} did not answer as expected: {source}")]
+    Unexpected {
+        /// The path asked for.
+        path: String,
+        /// What did not fit.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A client of one control socket.
+#[derive(Debug, Clone)]
+pub struct ControlClient {
+    socket: PathBuf,
+}
+
+impl ControlClient {
+    /// A client of the daemon listening on `socket`.
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        ControlClient { socket: socket.into() }
+    }
+
+    /// The socket asked.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// `GET /pkgproxy/v1/info`.
+    pub async fn info(&self) -> Result<Info, ControlError> {
+        self.json(Method::GET, INFO_PATH, None).await
+    }
+
+    /// `GET /pkgproxy/v1/offline`.
+    pub async fn offline(&self) -> Result<OfflineReport, ControlError> {
+        self.json(Method::GET, OFFLINE_PATH, None).await
+    }
+
+    /// `PUT /pkgproxy/v1/offline` (on the admin socket).
+    pub async fn set_offline(&self, request: &ModeRequest) -> Result<OfflineReport, ControlError> {
+        let body = serde_json::to_vec(request).map_err(|source| unexpected(OFFLINE_PATH, source))?;
+        self.json(Method::PUT, OFFLINE_PATH, Some(Bytes::from(body))).await
+    }
+
+    /// `GET /metrics`: the Prometheus text.
+    pub async fn metrics(&self) -> Result<String, ControlError> {
+        let (status, body) = self.send(Method::GET, METRICS_PATH, None).await?;
+        if !status.is_success() {
+            return Err(refused(METRICS_PATH, status, &body));
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// A request answered with a JSON message; an error status is an error
+    /// carrying the daemon's reason.
+    pub async fn json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<T, ControlError> {
+        let (status, body) = self.send(method, path, body).await?;
+        if !status.is_success() {
+            return Err(refused(path, status, &body));
+        }
+        serde_json::from_slice(&body).map_err(|source| unexpected(path, source))
+    }
+
+    /// One exchange: the answer's status and body, whatever they are.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<(StatusCode, Bytes), ControlError> {
+        let exchange = |error: &dyn std::fmt::Display| ControlError::Exchange {
+            path: path.to_string(),
+            message: error.to_string(),
+        };
+        let stream = tokio::net::UnixStream::connect(&self.socket)
+            .await
+            .map_err(|source| ControlError::Unreachable { socket: self.socket.clone(), source })?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| exchange(&e))?;
+        tokio::spawn(connection);
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::HOST, "pkgproxy")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(body.unwrap_or_default()))
+            .map_err(|e| exchange(&e))?;
+        let response = sender.send_request(request).await.map_err(|e| exchange(&e))?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(|e| exchange(&e))?.to_bytes();
+        Ok((status, body))
+    }
+}
+
+fn refused(path: &str, status: StatusCode, body: &[u8]) -> ControlError {
+    let message = match serde_json::from_slice::<ErrorAnswer>(body) {
+        Ok(answer) => answer.error,
+        Err(_) => String::from_utf8_lossy(body).trim().to_string(),
+    };
+    ControlError::Refused { path: path.to_string(), status, message }
+}
+
+fn unexpected(path: &str, source: serde_json::Error) -> ControlError {
+    ControlError::Unexpected { path: path.to_string(), source }
+}

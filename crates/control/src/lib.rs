@@ -1,0 +1,25 @@
+//! What pkgproxy's control sockets say (`stats.sock`, read-only, and
+//! `admin.sock`, read-write: HTTP/1.1 with JSON bodies): the paths, the
+//! messages (serialized by the daemon and read back by `pkgproxyctl` and
+//! the tests from these same types, so a renamed field cannot silently turn
+//! into a zero or a question mark), and the client that asks.
+
+#![forbid(unsafe_code)]
+
+mod client;
+mod messages;
+
+pub use client::{ControlClient, ControlError};
+pub use messages::{
+    ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ShadowInfo, UpstreamReport,
+};
+
+/// `GET`: the daemon's version, cache, counters and state ([`Info`]).
+pub const INFO_PATH: &str = "/pkgproxy/v1/info";
+/// `GET` the offline mode, `PUT` a new one (admin socket): [`OfflineReport`].
+pub const OFFLINE_PATH: &str = "/pkgproxy/v1/offline";
+/// `GET`: the counters of [`INFO_PATH`] in Prometheus' text format.
+pub const METRICS_PATH: &str = "/metrics";
+/// What the body of a `PUT` to [`OFFLINE_PATH`] from the snap's configure
+/// hook says in `from`.
+pub const FROM_CONFIGURE_HOOK: &str = "configure-hook";

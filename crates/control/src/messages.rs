@@ -1,0 +1,183 @@
+//! The messages of the control sockets.
+
+use std::collections::BTreeMap;
+
+use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, Snapshot, UpstreamCounter};
+use serde::{Deserialize, Serialize};
+
+/// The answer of `GET /pkgproxy/v1/info`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Info {
+    /// pkgproxy's version.
+    pub version: String,
+    /// Seconds since the daemon started.
+    pub uptime_seconds: u64,
+    /// The proxy listener's address.
+    pub listen_address: String,
+    /// The cache directory.
+    pub cache_dir: String,
+    /// What the cache holds.
+    pub cache: Snapshot<CacheGauge>,
+    /// Each side's counters, by side name.
+    pub sides: BTreeMap<String, Snapshot<SideCounter>>,
+    /// What went out through the one way out.
+    pub upstream: Snapshot<UpstreamCounter>,
+    /// The upstream pools used so far and their instances' state.
+    pub pools: Vec<PoolInfo>,
+    /// The shadows (`[mirror.NAME]`: copies of the traffic) and what they
+    /// did.
+    pub mirrors: Vec<ShadowInfo>,
+    /// The offline mode and the upstreams whose breaker is not closed.
+    pub offline: OfflineInfo,
+    /// What the sides have learnt, by group (`apt_index`) and count
+    /// (`pool_files`), each group a key of its own at the top level.
+    #[serde(flatten)]
+    pub learned: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// The offline part of [`Info`] (read-only here; the admin socket changes
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OfflineInfo {
+    /// The mode in effect: `never`, `offline` or `store-overloaded`.
+    pub mode: String,
+    /// The hosts whose breaker is not closed.
+    pub upstreams: Vec<UpstreamReport>,
+}
+
+/// One upstream pool in [`Info`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolInfo {
+    /// The pool's name (an apt archive, `go`).
+    pub name: String,
+    /// Its instances, in the configured order.
+    pub instances: Vec<InstanceInfo>,
+}
+
+/// One instance of a pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceInfo {
+    /// Its base URL.
+    pub url: String,
+    /// `healthy` or `penalised`.
+    pub state: String,
+    /// For a penalised instance, milliseconds until it is tried again.
+    pub penalised_for_ms: Option<u64>,
+    /// Failures in a row.
+    pub failures: u32,
+    /// Requests in flight (bodies streaming included).
+    pub in_flight: u32,
+}
+
+/// One shadow in [`Info`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShadowInfo {
+    /// Its name, `NAME` of `[mirror.NAME]`.
+    pub name: String,
+    /// Where its copies go.
+    pub target: String,
+    /// What it did.
+    #[serde(flatten)]
+    pub counters: Snapshot<ShadowCounter>,
+    /// Copies under way now.
+    pub in_flight: u64,
+}
+
+impl ShadowInfo {
+    /// The value of one of its counters.
+    pub fn get(&self, counter: ShadowCounter) -> u64 {
+        self.counters.get(counter)
+    }
+}
+
+/// A host whose breaker is not closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpstreamReport {
+    /// The host.
+    pub host: String,
+    /// `open` or `probing`.
+    pub state: String,
+    /// Seconds until the probe, while open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+}
+
+/// The answer of `/pkgproxy/v1/offline`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OfflineReport {
+    /// The mode in effect.
+    pub mode: String,
+    /// The hosts whose breaker is not closed.
+    pub upstreams: Vec<UpstreamReport>,
+    /// The mode pkgproxy will start in after a restart.
+    pub restart_mode: String,
+    /// True when a run-time switch survives a restart.
+    pub persistent: bool,
+    /// What puts offline mode in effect automatically, spelt as the flag.
+    pub auto_offline: String,
+    /// While auto-offline is in effect: the configured mode it overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_mode: Option<String>,
+    /// While auto-offline is in effect: why (`no-network`, `airplane-mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why saving the mode failed (the mode applies anyway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persist_error: Option<String>,
+}
+
+/// The body of a `PUT /pkgproxy/v1/offline`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModeRequest {
+    /// `never`, `offline` or `store-overloaded`.
+    pub mode: String,
+    /// [`crate::FROM_CONFIGURE_HOOK`] when the snap's configure hook
+    /// re-applies the setting: an auto-offline override then stays in
+    /// effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// The body of every control answer that is not a success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorAnswer {
+    /// Why, in one sentence.
+    pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_keeps_learned_groups_at_the_top_level_and_reads_back() {
+        let mut learned = BTreeMap::new();
+        learned.insert("apt_index".to_string(), BTreeMap::from([("pool_files".to_string(), 7)]));
+        let info = Info {
+            version: "1".into(),
+            uptime_seconds: 2,
+            listen_address: "[::]:3142".into(),
+            cache_dir: "/c".into(),
+            cache: Snapshot::default(),
+            sides: BTreeMap::from([("apt".to_string(), Snapshot::default())]),
+            upstream: Snapshot::default(),
+            pools: vec![],
+            mirrors: vec![ShadowInfo {
+                name: "m".into(),
+                target: "http://t".into(),
+                counters: Snapshot::default(),
+                in_flight: 1,
+            }],
+            offline: OfflineInfo { mode: "never".into(), upstreams: vec![] },
+            learned,
+        };
+        let json = serde_json::to_value(&info).unwrap();
+        assert_eq!(json["apt_index"]["pool_files"], 7);
+        assert_eq!(json["sides"]["apt"]["hits"], 0);
+        assert_eq!(json["mirrors"][0]["sent"], 0);
+        assert_eq!(json["upstream"]["mirror_requests"], 0);
+        let back: Info = serde_json::from_value(json).unwrap();
+        assert_eq!(back, info);
+    }
+}

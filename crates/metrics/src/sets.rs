@@ -1,0 +1,190 @@
+//! The sets of metrics pkgproxy keeps. Adding one is a variant here, its
+//! name and help in `definition`, and the places that count it.
+
+use crate::{Definition, Kind, MetricSet};
+
+/// What a side did with its requests (one set per side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideCounter {
+    /// Requests the side served through the cache or forwarded.
+    Requests,
+    /// Answered from the cache (fresh, revalidated or stale).
+    Hits,
+    /// Answered from the upstream (or with an upstream error).
+    Misses,
+    /// Cached entries an upstream confirmed (`304`).
+    Revalidations,
+    /// Stale entries served because the upstream could not confirm them.
+    StaleServed,
+    /// Requests refused by the side's policy.
+    Refused,
+    /// Body bytes sent to clients from the cache.
+    BytesFromCache,
+    /// Body bytes received from upstreams.
+    BytesFromUpstream,
+}
+
+impl MetricSet for SideCounter {
+    const ALL: &'static [Self] = &[
+        SideCounter::Requests,
+        SideCounter::Hits,
+        SideCounter::Misses,
+        SideCounter::Revalidations,
+        SideCounter::StaleServed,
+        SideCounter::Refused,
+        SideCounter::BytesFromCache,
+        SideCounter::BytesFromUpstream,
+    ];
+    const KIND: Kind = Kind::Counter;
+    const PROMETHEUS_PREFIX: &'static str = "";
+
+    fn definition(self) -> Definition {
+        let (name, help) = match self {
+            SideCounter::Requests => ("requests", "Requests a side classified."),
+            SideCounter::Hits => ("hits", "Requests answered from the cache."),
+            SideCounter::Misses => ("misses", "Requests answered from an upstream."),
+            SideCounter::Revalidations => ("revalidations", "Cached entries an upstream confirmed."),
+            SideCounter::StaleServed => ("stale_served", "Stale entries served when revalidation failed."),
+            SideCounter::Refused => ("refused", "Requests refused by a side's policy."),
+            SideCounter::BytesFromCache => ("bytes_from_cache", "Body bytes sent from the cache."),
+            SideCounter::BytesFromUpstream => ("bytes_from_upstream", "Body bytes received from upstreams."),
+        };
+        Definition { name, help }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What went out through the one way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamCounter {
+    /// HTTP requests sent upstream.
+    Requests,
+    /// TCP connections opened upstream (requests and tunnels).
+    Connections,
+    /// CONNECT tunnels opened.
+    Tunnels,
+    /// Connections refused by the address policy (upstreams and shadow
+    /// targets alike).
+    Refused,
+    /// Copies sent to shadow targets (their own clients, apart from the
+    /// upstream traffic above).
+    ShadowRequests,
+    /// TCP connections opened to shadow targets.
+    ShadowConnections,
+}
+
+impl MetricSet for UpstreamCounter {
+    const ALL: &'static [Self] = &[
+        UpstreamCounter::Requests,
+        UpstreamCounter::Connections,
+        UpstreamCounter::Tunnels,
+        UpstreamCounter::Refused,
+        UpstreamCounter::ShadowRequests,
+        UpstreamCounter::ShadowConnections,
+    ];
+    const KIND: Kind = Kind::Counter;
+    const PROMETHEUS_PREFIX: &'static str = "upstream_";
+
+    fn definition(self) -> Definition {
+        let (name, help) = match self {
+            UpstreamCounter::Requests => ("requests", "HTTP requests sent upstream."),
+            UpstreamCounter::Connections => ("connections", "TCP connections opened upstream."),
+            UpstreamCounter::Tunnels => ("tunnels", "CONNECT tunnels opened."),
+            UpstreamCounter::Refused => ("refused", "Connections refused by the address policy."),
+            UpstreamCounter::ShadowRequests => ("mirror_requests", "Copies sent to mirror targets."),
+            UpstreamCounter::ShadowConnections => ("mirror_connections", "TCP connections opened to mirror targets."),
+        };
+        Definition { name, help }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What one shadow (`[mirror.NAME]`) did with the copies of the traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShadowCounter {
+    /// Copies sent.
+    Sent,
+    /// Copies the target answered (any status).
+    Answered,
+    /// Copies that got no answer (refused, reset, timed out).
+    Failed,
+    /// Requests not copied: `max_inflight` copies were under way.
+    SkippedInflight,
+    /// Requests not copied: their body was larger than `max_body_size`.
+    SkippedSize,
+    /// Requests not copied: offline mode was in effect.
+    SkippedOffline,
+    /// Copies whose status was set against the upstream's.
+    Compared,
+    /// Of those, the ones that differed.
+    Differing,
+}
+
+impl MetricSet for ShadowCounter {
+    const ALL: &'static [Self] = &[
+        ShadowCounter::Sent,
+        ShadowCounter::Answered,
+        ShadowCounter::Failed,
+        ShadowCounter::SkippedInflight,
+        ShadowCounter::SkippedSize,
+        ShadowCounter::SkippedOffline,
+        ShadowCounter::Compared,
+        ShadowCounter::Differing,
+    ];
+    const KIND: Kind = Kind::Counter;
+    const PROMETHEUS_PREFIX: &'static str = "mirror_";
+
+    fn definition(self) -> Definition {
+        let (name, help) = match self {
+            ShadowCounter::Sent => ("sent", "Copies sent to a mirror."),
+            ShadowCounter::Answered => ("answered", "Copies a mirror answered."),
+            ShadowCounter::Failed => ("failed", "Copies that got no answer."),
+            ShadowCounter::SkippedInflight => ("skipped_inflight", "Requests not copied: too many copies under way."),
+            ShadowCounter::SkippedSize => ("skipped_size", "Requests not copied: body too large."),
+            ShadowCounter::SkippedOffline => ("skipped_offline", "Requests not copied: offline."),
+            ShadowCounter::Compared => ("compared", "Copies whose status was compared."),
+            ShadowCounter::Differing => ("differing", "Compared copies whose status differed."),
+        };
+        Definition { name, help }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the cache holds, read when asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheGauge {
+    /// Cached entries.
+    Entries,
+    /// Bytes of cached bodies.
+    SizeBytes,
+    /// Shared upstream fetches in progress.
+    FetchesInProgress,
+}
+
+impl MetricSet for CacheGauge {
+    const ALL: &'static [Self] = &[CacheGauge::Entries, CacheGauge::SizeBytes, CacheGauge::FetchesInProgress];
+    const KIND: Kind = Kind::Gauge;
+    const PROMETHEUS_PREFIX: &'static str = "cache_";
+
+    fn definition(self) -> Definition {
+        let (name, help) = match self {
+            CacheGauge::Entries => ("entries", "Cached entries."),
+            CacheGauge::SizeBytes => ("size_bytes", "Bytes of cached bodies."),
+            CacheGauge::FetchesInProgress => ("fetches_in_progress", "Shared upstream fetches in progress."),
+        };
+        Definition { name, help }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
