@@ -4,6 +4,8 @@
 //! `run` takes its listeners and a shutdown future, so tests bind
 //! `127.0.0.1:0` and stop it when they like; it reads no global state.
 
+#![forbid(unsafe_code)]
+
 mod body;
 pub mod config;
 mod context;

@@ -136,11 +136,6 @@ impl AptSandbox {
         self.dir().join("download")
     }
 
-    /// Where `apt-get install --download-only` puts `.deb` files.
-    pub fn archives_dir(&self) -> PathBuf {
-        self.dir().join("var/cache/apt/archives")
-    }
-
     /// Where `apt-get update` stores the fetched indexes.
     pub fn lists_dir(&self) -> PathBuf {
         self.dir().join("var/lib/apt/lists")

@@ -186,11 +186,6 @@ pub struct Joined {
 }
 
 impl Fetch {
-    /// The key being fetched.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
     /// Waits until the upstream has answered (or the fetch failed) and
     /// returns where the fetch then stands; never [`Phase::Asking`].
     pub async fn answered(&self) -> Phase {

@@ -1,32 +1,57 @@
-//! The apt index's records on disk: compact, versionless binary, decoded
-//! defensively (a damaged record reads as absent, never as a wrong sum).
+//! The apt index's records on disk: compact binary led by a version byte,
+//! decoded defensively (a damaged record, or one of another version, reads
+//! as absent, never as a wrong sum: the index learns it again from the next
+//! `Release` or `Packages` that passes through).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use crate::apt::release::{FileSum, Release};
 
-/// `size (u64 LE) | sha256 (32)`.
-pub fn encode_sum(size: u64, sha256: &[u8; 32]) -> [u8; 40] {
-    let mut out = [0u8; 40];
-    out[..8].copy_from_slice(&size.to_le_bytes());
-    out[8..].copy_from_slice(sha256);
+/// The layout written now. A change of layout takes a new version.
+const VERSION: u8 = 1;
+
+/// The bytes of a sum without its version byte.
+const SUM_LEN: usize = 40;
+
+/// A pool file's record: `version (u8) | size (u64 LE) | sha256 (32)`.
+pub type SumRecord = [u8; 1 + SUM_LEN];
+
+/// The record of a file of `size` bytes with `sha256`.
+pub fn encode_sum(size: u64, sha256: &[u8; 32]) -> SumRecord {
+    let mut out = [0u8; 1 + SUM_LEN];
+    out[0] = VERSION;
+    out[1..].copy_from_slice(&sum_bytes(size, sha256));
     out
 }
 
 /// The inverse of [`encode_sum`].
 pub fn decode_sum(bytes: &[u8]) -> Option<FileSum> {
-    let bytes: &[u8; 40] = bytes.try_into().ok()?;
+    let (&version, sum) = bytes.split_first()?;
+    (version == VERSION).then(|| sum_of(sum))?
+}
+
+fn sum_bytes(size: u64, sha256: &[u8; 32]) -> [u8; SUM_LEN] {
+    let mut out = [0u8; SUM_LEN];
+    out[..8].copy_from_slice(&size.to_le_bytes());
+    out[8..].copy_from_slice(sha256);
+    out
+}
+
+fn sum_of(bytes: &[u8]) -> Option<FileSum> {
+    let bytes: &[u8; SUM_LEN] = bytes.try_into().ok()?;
     let size = u64::from_le_bytes(bytes[..8].try_into().ok()?);
     let sha256 = bytes[8..].try_into().ok()?;
     Some(FileSum { size, sha256 })
 }
 
-/// `date secs (i64 LE, -1: none) | by-hash (u8) | count (u32 LE) |
-/// count × (path length (u16 LE) | path | sum (40))`.
+/// `version (u8) | date secs (i64 LE, -1: none) | by-hash (u8) |
+/// count (u32 LE) | count × (path length (u16 LE) | path | size (u64 LE) |
+/// sha256 (32))`.
 pub fn encode_release(release: &Release) -> Vec<u8> {
     let date = release.date.and_then(|d| d.duration_since(UNIX_EPOCH).ok()).map_or(-1, |d| d.as_secs() as i64);
-    let mut out = Vec::with_capacity(16 + release.files.len() * 100);
+    let mut out = Vec::with_capacity(17 + release.files.len() * 100);
+    out.push(VERSION);
     out.extend_from_slice(&date.to_le_bytes());
     out.push(u8::from(release.acquire_by_hash));
     let files: Vec<_> = release.files.iter().filter(|(path, _)| path.len() <= u16::MAX as usize).collect();
@@ -34,7 +59,7 @@ pub fn encode_release(release: &Release) -> Vec<u8> {
     for (path, sum) in files {
         out.extend_from_slice(&(path.len() as u16).to_le_bytes());
         out.extend_from_slice(path.as_bytes());
-        out.extend_from_slice(&encode_sum(sum.size, &sum.sha256));
+        out.extend_from_slice(&sum_bytes(sum.size, &sum.sha256));
     }
     out
 }
@@ -50,6 +75,9 @@ pub fn decode_release(bytes: &[u8]) -> Option<Release> {
         cursor = rest;
         Some(head)
     };
+    if take(1)? != [VERSION] {
+        return None;
+    }
     let date = i64::from_le_bytes(take(8)?.try_into().ok()?);
     let acquire_by_hash = take(1)?[0] == 1;
     let count = u32::from_le_bytes(take(4)?.try_into().ok()?);
@@ -57,9 +85,9 @@ pub fn decode_release(bytes: &[u8]) -> Option<Release> {
     for _ in 0..count {
         let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
         let path = std::str::from_utf8(take(len)?).ok()?.to_string();
-        let sum = decode_sum(take(40)?)?;
+        let sum = sum_of(take(SUM_LEN)?)?;
         files.insert(path, sum);
     }
     let date = u64::try_from(date).ok().map(|s| UNIX_EPOCH + Duration::from_secs(s));
-    Some(Release { date: date.map(|d: SystemTime| d), acquire_by_hash, files })
+    Some(Release { date, acquire_by_hash, files })
 }

@@ -148,7 +148,7 @@ impl AptIndex {
     /// Learns every `.deb` a `Packages` index of `archive` names. Blocking;
     /// memory stays bounded however long the index is.
     pub fn learn_packages(&self, archive: &str, index: impl BufRead) -> Result<usize, IndexError> {
-        let mut batch: Vec<(String, [u8; 40])> = Vec::with_capacity(LEARN_BATCH);
+        let mut batch: Vec<(String, encoding::SumRecord)> = Vec::with_capacity(LEARN_BATCH);
         let mut learnt = 0;
         let mut failure = None;
         let parsed = packages::for_each(index, |file| {
@@ -171,7 +171,11 @@ impl AptIndex {
         Ok(learnt)
     }
 
-    fn write_pool(&self, batch: &mut Vec<(String, [u8; 40])>, durability: Durability) -> Result<usize, IndexError> {
+    fn write_pool(
+        &self,
+        batch: &mut Vec<(String, encoding::SumRecord)>,
+        durability: Durability,
+    ) -> Result<usize, IndexError> {
         let mut txn = self.db.begin_write().map_err(|e| self.fail(e))?;
         txn.set_durability(durability);
         {

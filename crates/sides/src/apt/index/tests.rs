@@ -111,7 +111,7 @@ fn memory_for_a_million_pool_entries() {
 }
 
 mod records {
-    use super::super::encoding::{decode_release, decode_sum, encode_release};
+    use super::super::encoding::{decode_release, decode_sum, encode_release, encode_sum};
     use crate::apt::release::{FileSum, Release};
     use proptest::prelude::*;
     use std::time::{Duration, UNIX_EPOCH};
@@ -136,5 +136,19 @@ mod records {
             };
             prop_assert_eq!(decode_release(&encode_release(&release)), Some(release));
         }
+    }
+
+    #[test]
+    fn sums_round_trip_and_a_record_of_another_version_reads_as_absent() {
+        let sum = FileSum { size: 4096, sha256: [7; 32] };
+        let encoded = encode_sum(sum.size, &sum.sha256);
+        assert_eq!(decode_sum(&encoded), Some(sum));
+        assert_eq!(decode_sum(&encoded[1..]), None, "a record written before the version byte");
+        let mut other = encoded;
+        other[0] = 2;
+        assert_eq!(decode_sum(&other), None, "a version this build does not know");
+        let mut release = encode_release(&Release { date: None, acquire_by_hash: true, files: Default::default() });
+        release[0] = 0;
+        assert_eq!(decode_release(&release), None);
     }
 }
