@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
-use pkgproxy_server::config::{ConfigFile, Overrides, Persistence};
+use pkgproxy_server::config::{ConfigFile, Overrides, Persistence, EXAMPLE};
 use pkgproxy_server::{Listeners, Settings};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::Mode;
@@ -30,33 +30,18 @@ Point apt at pkgproxy with a file in /etc/apt/apt.conf.d/ holding:
 and the go command with:
     export GOPROXY=http://HOST:3142/go
 
-The configuration file (TOML, optional) holds what flags cannot say well:
-    [apt]
-    index_ttl = \"5m\"                 # like -apt-index-ttl
-    [[apt.archive]]                  # an archive of your own, or the mirrors to use for a built-in one:
-    name = \"local\"                   # requests are spread over them, and a failing one is left out
-    mirrors = [\"http://mirror.lan/debian\", \"http://10.0.0.2/debian\"]
-    [go]
-    proxies = [\"https://proxy.golang.org\"]   # upstream module proxies: the instances of one pool
-    list_ttl = \"5m\"                  # freshness window of @v/list and @latest
-    negative_ttl = \"1m\"              # how long a 404/410 of the upstream is remembered
-    sumdb = \"sum.golang.org\"         # the checksum database proxied and consulted, or \"off\"
-    [upstream]
-    connect_timeout = \"2s\"           # TCP connect to an upstream instance
-    first_byte_timeout = \"2s\"        # an attempt on a healthy instance: start -> answer head
-    retry_timeout = \"10s\"            # an attempt when every instance is penalised
-    deadline = \"30s\"                 # all attempts of one request (its body excepted)
-    idle_timeout = \"60s\"             # an upstream body that sends nothing
-    pool_idle_timeout = \"60s\"        # an idle pooled upstream connection is closed
-    penalty_base = \"1s\"              # a failed instance is left out this long,
-    penalty_max = \"5m\"               # doubling on each failure in a row, up to this
-    keepalive_time = \"30s\"           # TCP keepalive of upstream connections
-    keepalive_interval = \"10s\"
-    resolve = [\"deb.debian.org:80:192.0.2.10\"]   # host:port:address[:port], consulted before DNS";
+The configuration file (TOML, optional) holds what flags cannot say well. Every key:";
+
+/// The help's closing text: how to point clients at pkgproxy, and the
+/// configuration file's example, indented.
+fn after_help() -> String {
+    let example: Vec<String> = EXAMPLE.lines().map(|line| format!("    {line}").trim_end().to_string()).collect();
+    format!("{AFTER_HELP}\n\n{}", example.join("\n"))
+}
 
 /// The daemon's flags.
 #[derive(Debug, Parser)]
-#[command(name = "pkgproxy", version, about = ABOUT, after_help = AFTER_HELP)]
+#[command(name = "pkgproxy", version, about = ABOUT)]
 struct Flags {
     /// Address to listen on for proxy requests: [HOST]:PORT, HOST an IP address or
     /// `localhost`; `:PORT` listens on every interface.
@@ -128,7 +113,7 @@ struct Daemon {
 }
 
 fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
-    let matches = Flags::command().get_matches_from(args);
+    let matches = Flags::command().after_help(after_help()).get_matches_from(args);
     let flags = Flags::from_arg_matches(&matches).expect("clap checked the flags");
 
     let addr = parse_addr(&flags.addr).with_context(|| source_of(&matches, "addr", "PKGPROXY_ADDR"))?;
@@ -366,6 +351,22 @@ mod tests {
         assert!(parse_addr("3142").is_err());
         assert!(parse_addr(":99999").is_err());
         assert!(parse_addr("example.com:80").is_err());
+    }
+
+    #[test]
+    fn the_configuration_example_in_the_help_is_read_as_written() {
+        let help = after_help();
+        let block: Vec<&str> = help
+            .lines()
+            .skip_while(|line| !line.starts_with("The configuration file"))
+            .skip(2)
+            .map(|line| line.strip_prefix("    ").unwrap_or(line))
+            .collect();
+        let file = ConfigFile::parse(&block.join("\n")).unwrap();
+        assert_eq!(file.apt.archive.len(), 1, "{help}");
+        assert_eq!(file.upstream.resolve.len(), 1, "{help}");
+        assert_eq!(file.mirror["shadow"].max_inflight, Some(100), "{help}");
+        assert_eq!(file.go.sumdb.as_deref(), Some("sum.golang.org"), "{help}");
     }
 
     #[test]

@@ -1,8 +1,35 @@
 //! pkgproxy's server: the gateway, the request path, the control sockets
-//! and [`run`], which ties them to the cache and the way out.
+//! and [`run`], which ties them to the cache, the sides and the way out.
 //!
-//! `run` takes its listeners and a shutdown future, so tests bind
-//! `127.0.0.1:0` and stop it when they like; it reads no global state.
+//! `run` takes its settings, its listeners and a shutdown future, so tests
+//! bind `127.0.0.1:0` and stop it when they like; it reads no global state.
+//!
+//! # Layout
+//!
+//! The request path, in the order a request meets it:
+//!
+//! ```text
+//! gateway.rs           accept; HTTP/1.1 (keep-alive, pipelining, CONNECT
+//!                      upgrades); who asked (context.rs)
+//! proxy/mod.rs         loop check -> route table (pkgproxy_sides::route)
+//!                      -> the shadows' tap (shadow/) -> the side's decision
+//!   proxy/cached.rs      through the cache: remembered "not found", lookup,
+//!                        freshness, adoption, else the shared fetch
+//!     proxy/prerequisites.rs  what the side needs fetched first
+//!     proxy/fetching.rs       the fetch's upstream requests, through the
+//!                             side's pool (pkgproxy_upstream, the one way out)
+//!   proxy/forward.rs     uncached, with the request's body
+//!   proxy/tunnel.rs      CONNECT, through the one dialer
+//!   proxy/answer.rs      answers from entries, downloads, upstreams
+//!   proxy/plan.rs        RFC 9110 ranges and conditionals, pure
+//!   proxy/outcome.rs     one typed outcome per request, mapped to HTTP once,
+//!                        in the side's words
+//! ```
+//!
+//! Beside it: `control/` (the stats and admin sockets, speaking
+//! `pkgproxy_control`'s messages), `config/` (the file as written, validated
+//! into [`Settings`]), `state.rs` (what every handler shares) and
+//! `stats.rs` (each side's counters).
 
 #![forbid(unsafe_code)]
 

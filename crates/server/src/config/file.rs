@@ -1,50 +1,17 @@
 //! The TOML configuration file, as written. Unknown keys are errors, so a
 //! typo is reported at start rather than silently ignored.
 //!
-//! ```toml
-//! [apt]
-//! index_ttl = "5m"          # freshness window of dists/** files fetched by name
-//!
-//! [[apt.archive]]           # an archive of your own, or more mirrors of a built-in one
-//! name = "local"
-//! mirrors = ["http://127.0.0.1:8001/debian", "http://127.0.0.1:8002/debian"]
-//!
-//! [go]
-//! proxies = ["http://127.0.0.1:8001"]   # upstream module proxies (default https://proxy.golang.org)
-//! list_ttl = "5m"            # freshness window of @v/list, @latest and the sumdb's latest
-//! negative_ttl = "1m"        # how long a 404/410 of the upstream is remembered
-//! sumdb = "sum.golang.org"   # the checksum database proxied and consulted; "off": neither
-//!
-//! [upstream]
-//! connect_timeout = "2s"     # TCP connect to an upstream instance
-//! first_byte_timeout = "2s"  # an attempt on a healthy instance: start → answer head
-//! retry_timeout = "10s"      # an attempt when every instance is penalised
-//! deadline = "30s"           # all attempts of one request (its body excepted)
-//! idle_timeout = "60s"       # an upstream body sending nothing
-//! pool_idle_timeout = "60s"  # an idle pooled connection is closed
-//! penalty_base = "1s"        # a failed instance is left out this long, doubling
-//! penalty_max = "5m"         # on each failure in a row, up to this
-//! keepalive_time = "30s"     # TCP keepalive: idle time before the first probe
-//! keepalive_interval = "10s" # and between probes
-//! resolve = ["deb.debian.org:80:192.0.2.10"]   # host:port:address[:port], before DNS
-//!
-//! [mirror.shadow]            # send a copy of the traffic to a second address
-//! target = "http://127.0.0.1:3143"   # http or https; a path prefix is allowed, no query
-//! sides = ["apt", "go"]      # whose requests are copied (default: all)
-//! percentage = 100           # the share of requests copied
-//! methods = ["GET", "HEAD"]  # the methods copied
-//! max_body_size = "0"        # "64kb" etc.; 0: requests with a body are not copied
-//! timeout = "5s"             # a copy, its answer included
-//! max_inflight = 100         # copies under way at once; beyond, not copied
-//! compare = false            # log where the mirror's status differs from the upstream's
-//! step = "request"           # or "upstream": only misses and revalidations
-//! ```
+//! [`EXAMPLE`] shows every key, with its default or a typical value.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+/// A configuration file using every key, commented: shown by `pkgproxy
+/// -help`, and parsed by a test so it never drifts from what is read.
+pub const EXAMPLE: &str = include_str!("example.toml");
 
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -212,16 +179,7 @@ mod tests {
 
     #[test]
     fn the_documented_example_parses() {
-        let doc = include_str!("file.rs");
-        let example: String = doc
-            .lines()
-            .skip_while(|l| !l.starts_with("//! ```toml"))
-            .skip(1)
-            .take_while(|l| !l.starts_with("//! ```"))
-            .map(|l| l.trim_start_matches("//!").trim_start())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let file = ConfigFile::parse(&example).unwrap();
+        let file = ConfigFile::parse(EXAMPLE).unwrap();
         assert_eq!(file.apt.archive[0].mirrors.len(), 2);
         assert_eq!(file.upstream.resolve.len(), 1);
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100));

@@ -19,7 +19,7 @@ use pkgproxy_upstream::offline::{Mode, Switch};
 use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
 use file::UpstreamSection;
-pub use file::{ConfigFile, FileError, ShadowSection};
+pub use file::{ConfigFile, FileError, ShadowSection, EXAMPLE};
 pub use shadow::{ShadowConfig, ShadowConfigError, Step};
 pub use size::{parse_size, Size};
 
@@ -221,6 +221,20 @@ fn parse_resolve(entry: &str) -> Result<(String, u16, SocketAddr), SettingsError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_example_configuration_is_valid() {
+        let overrides = Overrides {
+            apt_index_ttl: None,
+            offline_mode: None,
+            persistence: Persistence::None,
+            auto_offline: Trigger::Off,
+        };
+        let settings =
+            Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();
+        assert_eq!(settings.shadows.len(), 1);
+        assert_eq!(settings.go.proxies(), ["http://127.0.0.1:8001"]);
+    }
 
     #[test]
     fn resolve_entries_parse_like_curl() {

@@ -159,7 +159,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_the_seed() {
+    fn defaults_are_the_documented_ones() {
         let config = mirror("[mirror.shadow]\ntarget = \"http://127.0.0.1:3143/\"\n").unwrap();
         assert_eq!(config.target, "http://127.0.0.1:3143");
         assert_eq!(config.percentage, 100);

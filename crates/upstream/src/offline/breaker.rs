@@ -2,7 +2,7 @@
 //! explicit state machine with the time passed in (tests drive it with
 //! instants of their choosing; nothing here reads a clock).
 //!
-//! The rules (the offline seed, §21):
+//! The rules (`docs/offline-mode.md`):
 //! - It opens after [`FAILURES_TO_OPEN`] consecutive failures, or at once on
 //!   a failure that carries a `Retry-After` (honoured up to [`MAX_OPEN`]).
 //! - It stays open [`FIRST_OPEN`], twice as long each time it opens again

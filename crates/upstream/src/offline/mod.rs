@@ -1,4 +1,4 @@
-//! Offline mode and store-overloaded breakers (§21 of the design): the
+//! Offline mode and store-overloaded breakers (`docs/offline-mode.md`): the
 //! switch the one way out consults before any name is resolved or socket
 //! opened. Everything that reaches the network goes through it, so every
 //! side has offline mode and breakers without doing anything.

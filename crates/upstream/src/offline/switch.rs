@@ -258,7 +258,7 @@ mod tests {
     }
 
     #[test]
-    fn statuses_are_classified_as_the_seed_says() {
+    fn statuses_are_classified_as_the_breaker_rules_say() {
         let now = SystemTime::now();
         let none = HeaderMap::new();
         for failure in [429, 502, 503, 504] {

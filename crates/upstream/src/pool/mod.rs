@@ -3,7 +3,7 @@
 //! failing instance costs the client nothing while another one works and a
 //! total outage fails fast.
 //!
-//! The rules (the connection-management seed):
+//! The rules (`docs/upstream-pools.md`):
 //! - **Spread.** Among the healthy instances, power of two choices (two
 //!   distinct ones) on a "peak EWMA" score: the time to first byte averaged
 //!   with a decay, or the age of the instance's oldest request still
@@ -44,8 +44,8 @@
 //!   instance that is still dead.
 //! - **Failing state.** Penalised instances are tried only when no healthy
 //!   untried one is left, soonest-recovered first, with the less aggressive
-//!   `retry` timeout: that is the seed's disaster recovery, where waiting a
-//!   little longer is better than failing.
+//!   `retry` timeout: in a disaster, waiting a little longer is better than
+//!   failing.
 //! - **Give up.** A request's attempts are bounded by its `deadline` (the
 //!   body excepted). When every instance has been tried, or the deadline ran
 //!   out, the request fails with [`UpstreamError::AllFailed`], naming each
@@ -64,7 +64,7 @@
 //!   after a stale connection.
 //!
 //! Interplay with store-overloaded mode: the per-host breakers stay exactly
-//! as the offline seed says, and every attempt reports to its host's
+//! as `docs/offline-mode.md` says, and every attempt reports to its host's
 //! breaker as before. A host whose breaker is open counts as penalised: the
 //! request skips it without an attempt (and without raising its penalty).
 //! When every instance is skipped that way the request is refused as the
