@@ -45,6 +45,7 @@ mod state;
 mod stats;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::Settings;
+use state::State;
 
 /// How long in-flight requests get to finish after shutdown is asked for.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -125,40 +127,15 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    let (cache_dir, apt_config, clock) = (settings.cache_dir.clone(), settings.apt.clone(), settings.clock.clone());
-    let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Apt), ServerError> {
-        let cache = Cache::open(&cache_dir, clock)?;
-        let apt = Apt::open(apt_config, &cache_dir)?;
-        Ok((cache, apt))
-    });
-    let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
-    let sides = Sides::new(apt, Go::new(settings.go.clone()));
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
-    let start_mode = settings.upstream.switch.mode();
-    let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
-    let upstream = Upstream::new(settings.upstream.clone());
-    let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
-        .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
-    let clock = Arc::clone(&settings.clock);
-    let state = Arc::new(state::State {
-        clock,
-        settings,
-        cache,
-        sides,
-        upstream,
-        stats: stats::Stats::default(),
-        started: Instant::now(),
-        listen,
-        restart_mode: std::sync::Mutex::new(start_mode),
-        auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
-        loop_mark: headers::LoopMark::new(),
-        shadows,
-        request_ids: Default::default(),
-    });
+    let state = Arc::new(State::open(settings, listen).await?);
     let (entries, bytes) = state.cache.totals();
     tracing::info!(%listen, cache_dir = %state.cache.dir().display(), entries, bytes, "pkgproxy is serving");
 
     let token = CancellationToken::new();
+    // Whoever drops this future (a test's runtime ending) stops the proxy
+    // threads too, rather than leaving them waiting for a shutdown.
+    let _stop_on_drop = token.clone().drop_guard();
     let tracker = TaskTracker::new();
     let threads = (0..state.settings.proxy_threads.max(1))
         .map(|number| proxy_thread(number, token.clone(), tracker.clone()))
@@ -185,4 +162,40 @@ pub async fn run(
         tracing::warn!("requests still in flight after {} s; stopping anyway", DRAIN_TIMEOUT.as_secs());
     }
     Ok(())
+}
+
+impl State {
+    /// Opens what the server runs with: the cache and each side's learnt
+    /// state (blocking work, on a blocking thread), the way out and the
+    /// shadows, for a proxy listening on `listen`.
+    pub(crate) async fn open(settings: Settings, listen: SocketAddr) -> Result<State, ServerError> {
+        let (cache_dir, apt_config, clock) = (settings.cache_dir.clone(), settings.apt.clone(), settings.clock.clone());
+        let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Apt), ServerError> {
+            let cache = Cache::open(&cache_dir, clock)?;
+            let apt = Apt::open(apt_config, &cache_dir)?;
+            Ok((cache, apt))
+        });
+        let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
+        let sides = Sides::new(apt, Go::new(settings.go.clone()));
+        let start_mode = settings.upstream.switch.mode();
+        let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
+        let upstream = Upstream::new(settings.upstream.clone());
+        let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
+            .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
+        Ok(State {
+            clock: Arc::clone(&settings.clock),
+            settings,
+            cache,
+            sides,
+            upstream,
+            stats: stats::Stats::default(),
+            started: Instant::now(),
+            listen,
+            restart_mode: std::sync::Mutex::new(start_mode),
+            auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
+            loop_mark: headers::LoopMark::new(),
+            shadows,
+            request_ids: Default::default(),
+        })
+    }
 }

@@ -221,3 +221,112 @@ impl Sides {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http::{HeaderMap, Method, StatusCode};
+
+    use super::*;
+    use crate::apt::{ArchiveConfig, Config as AptConfig, DEFAULT_INDEX_TTL};
+    use crate::decision::Target;
+    use crate::go::{Config as GoConfig, Options};
+    use crate::route::Mount;
+
+    fn sides(dir: &std::path::Path) -> Sides {
+        let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
+        let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir).unwrap();
+        let go = Go::new(GoConfig::new(&Options::default()).unwrap());
+        Sides::new(apt, go)
+    }
+
+    fn request<'a>(
+        method: &'a Method,
+        headers: &'a HeaderMap,
+        path: &'a str,
+        target: Option<&'a Target>,
+    ) -> Request<'a> {
+        let mount = if target.is_some() { Mount::ForwardProxy } else { Mount::Prefix("/go") };
+        Request { method, headers, mount, path, query: None, target }
+    }
+
+    #[test]
+    fn every_side_is_found_by_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        for id in SideId::ALL {
+            assert_eq!(sides.get(id).id(), id);
+            assert_eq!(SideId::from_name(id.as_str()), Some(id));
+        }
+    }
+
+    #[test]
+    fn apt_and_go_take_get_and_head_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        let headers = HeaderMap::new();
+        let target = Target {
+            scheme: "http".into(),
+            host: "deb.debian.org".into(),
+            port: 80,
+            raw_path: "/debian/pool/main/a/a.deb".into(),
+        };
+        for (side, path, target) in
+            [(SideId::Apt, target.raw_path.as_str(), Some(&target)), (SideId::Go, "/example.com/m/@v/list", None)]
+        {
+            for method in [Method::GET, Method::HEAD] {
+                let decision = sides.get(side).classify(&request(&method, &headers, path, target));
+                assert!(matches!(decision, Decision::Cache(_)), "{side} {method}: {decision:?}");
+            }
+            let decision = sides.get(side).classify(&request(&Method::POST, &headers, path, target));
+            let Decision::Refuse(refusal) = decision else { panic!("{side} POST: {decision:?}") };
+            assert_eq!((refusal.status, refusal.allow), (StatusCode::METHOD_NOT_ALLOWED, Some("GET, HEAD")));
+        }
+    }
+
+    #[test]
+    fn tunnels_go_to_port_443_of_a_host_a_side_knows() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        assert!(sides.allows_tunnel("deb.debian.org", 443).is_ok());
+        assert!(sides.allows_tunnel("ftp.fr.debian.org", 443).is_ok());
+        assert_eq!(sides.allows_tunnel("deb.debian.org", 22).unwrap_err().status, StatusCode::FORBIDDEN);
+        assert_eq!(sides.allows_tunnel("example.com", 443).unwrap_err().status, StatusCode::FORBIDDEN);
+    }
+
+    #[test]
+    fn a_go_download_is_checked_against_the_lookup_record_fetched_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        let go = sides.get(SideId::Go);
+        let headers = HeaderMap::new();
+        let zip = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/v1.0.0.zip", None)) {
+            Decision::Cache(zip) => zip,
+            other => panic!("{other:?}"),
+        };
+        let keys: Vec<String> = go.prerequisites(&zip).into_iter().map(|r| r.key).collect();
+        assert_eq!(keys, ["go/sumdb/sum.golang.org/supported", "go/sumdb/sum.golang.org/lookup/example.com/m@v1.0.0"]);
+        assert!(go.verifier(&zip, &[]).is_some(), "without the record the zip's shape is still checked");
+        let list = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/list", None)) {
+            Decision::Cache(list) => list,
+            other => panic!("{other:?}"),
+        };
+        assert!(go.prerequisites(&list).is_empty());
+        assert!(go.verifier(&list, &[]).is_none());
+        let apt = sides.get(SideId::Apt);
+        assert!(apt.prerequisites(&zip).is_empty(), "apt needs nothing first");
+    }
+
+    #[test]
+    fn go_remembers_a_not_found_for_its_time_and_apt_remembers_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        let answer = Arc::new(PassedAnswer { status: StatusCode::NOT_FOUND, headers: vec![], body: "gone".into() });
+        let now = Instant::now();
+        for side in sides.iter() {
+            side.remember("k", &answer, now);
+        }
+        assert!(sides.get(SideId::Go).remembered("k", now, false).is_some());
+        assert!(sides.get(SideId::Go).remembered("k", now + Duration::from_secs(61), false).is_none());
+        assert!(sides.get(SideId::Apt).remembered("k", now, false).is_none());
+    }
+}

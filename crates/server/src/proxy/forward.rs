@@ -75,3 +75,106 @@ where
     }
     Outcome::Answered(response)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use http::{HeaderMap, Method};
+    use http_body_util::Full;
+    use pkgproxy_sides::{Mount, Origin, SideId};
+    use pkgproxy_testkit::{ShadowMode, ShadowRecorder};
+    use pkgproxy_upstream::offline::auto::Trigger;
+
+    use super::*;
+    use crate::config::{ConfigFile, Overrides, Persistence, Settings};
+    use crate::context::UpstreamAnswer;
+
+    /// The server's state, with `upstream` trusted (it is on 127.0.0.1).
+    async fn state(dir: &Path, upstream: &str) -> Arc<State> {
+        let file = ConfigFile::parse(&format!("[go]\nproxies = [{upstream:?}]\n")).unwrap();
+        let overrides = Overrides {
+            apt_index_ttl: None,
+            offline_mode: None,
+            persistence: Persistence::None,
+            auto_offline: Trigger::Off,
+        };
+        let settings = Settings::new(dir.to_path_buf(), &file, &overrides).unwrap();
+        Arc::new(State::open(settings, "127.0.0.1:3142".parse().unwrap()).await.unwrap())
+    }
+
+    fn request(upstream: &str, body_limit: u64) -> ForwardRequest {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        ForwardRequest {
+            side: SideId::Go,
+            origin: Origin {
+                pool: "test".into(),
+                instances: vec![upstream.to_string()],
+                path: "/v2/refresh?x=1".into(),
+            },
+            method: Method::POST,
+            headers,
+            body_limit,
+            record: None,
+        }
+    }
+
+    async fn forwarded(state: &Arc<State>, request: ForwardRequest, body: &'static [u8]) -> Response<ResponseBody> {
+        let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
+        let exchange = Exchange {
+            method: &Method::POST,
+            headers: &headers,
+            mount: Mount::Prefix("/x"),
+            upstream_answer: &answer,
+            client: None,
+        };
+        match forward(state, &exchange, request, Full::new(Bytes::from_static(body))).await {
+            Outcome::Answered(response) => response,
+            other => panic!("not answered: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_forwarded_request_carries_its_body_and_gets_the_upstream_s_own_answer() {
+        let upstream = ShadowRecorder::start(ShadowMode::Answer(201)).await;
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path(), &upstream.url()).await;
+        let response = forwarded(&state, request(&upstream.url(), 1024), b"{\"actions\": []}").await;
+        assert_eq!(response.status(), 201);
+        assert_eq!(response.headers()[CACHE_STATUS], "miss");
+        assert!(response.headers()[http::header::VIA].to_str().unwrap().contains("pkgproxy"));
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(!body.is_empty(), "the upstream's body");
+        let hits = upstream.hits();
+        assert_eq!(hits.len(), 1, "sent once");
+        assert_eq!((hits[0].method.as_str(), hits[0].target.as_str()), ("POST", "/v2/refresh?x=1"));
+        assert_eq!(hits[0].body, b"{\"actions\": []}");
+        assert_eq!(hits[0].header("content-type"), Some("application/json"));
+        assert!(hits[0].header("via").is_some_and(|via| via.contains("pkgproxy-")), "our loop mark");
+        assert_eq!(state.cache.totals().0, 0, "nothing is cached");
+        let stats = state.stats.side(SideId::Go).snapshot();
+        assert_eq!((stats.get(SideCounter::Requests), stats.get(SideCounter::Misses)), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_side_s_limit_is_refused_and_nothing_is_sent() {
+        let upstream = ShadowRecorder::start(ShadowMode::Answer(200)).await;
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path(), &upstream.url()).await;
+        let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
+        let exchange = Exchange {
+            method: &Method::POST,
+            headers: &headers,
+            mount: Mount::Prefix("/x"),
+            upstream_answer: &answer,
+            client: None,
+        };
+        let body = Full::new(Bytes::from_static(b"0123456789abcdef"));
+        match forward(&state, &exchange, request(&upstream.url(), 10), body).await {
+            Outcome::Failed(Failed::Refused(refusal)) => assert_eq!(refusal.status, StatusCode::PAYLOAD_TOO_LARGE),
+            other => panic!("not refused: {other:?}"),
+        }
+        assert_eq!(upstream.count(), 0);
+    }
+}

@@ -136,3 +136,64 @@ pub fn local(answer: LocalAnswer) -> Response<ResponseBody> {
     headers.insert(http::header::VIA, VIA);
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use http::header::{ALLOW, RETRY_AFTER, VIA};
+    use http::{HeaderMap, StatusCode};
+    use http_body_util::BodyExt;
+    use pkgproxy_upstream::offline::Refusal as SwitchRefusal;
+
+    use super::*;
+
+    async fn answered(mode: Mode, outcome: impl Into<Outcome>) -> (StatusCode, HeaderMap, String) {
+        let response = respond(None, mode, outcome.into());
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        (parts.status, parts.headers, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn each_failure_gets_its_status_and_words() {
+        let (status, _, body) = answered(Mode::Never, Failed::Upstream("cannot connect to x".into())).await;
+        assert_eq!((status, body.as_str()), (StatusCode::BAD_GATEWAY, "pkgproxy: cannot connect to x\n"));
+        let (status, headers, body) = answered(Mode::Never, Failed::Offline).await;
+        assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline\n"));
+        assert!(!headers.contains_key(RETRY_AFTER));
+        let overloaded = Failed::Overloaded { retry_after: Duration::from_millis(1500) };
+        let (status, headers, _) = answered(Mode::StoreOverloaded, overloaded).await;
+        assert_eq!((status, &headers[RETRY_AFTER]), (StatusCode::SERVICE_UNAVAILABLE, &HeaderValue::from(2)));
+        let (status, headers, _) =
+            answered(Mode::Never, Failed::Refused(Refusal::method_not_allowed("GET, HEAD"))).await;
+        assert_eq!((status, &headers[ALLOW]), (StatusCode::METHOD_NOT_ALLOWED, &HeaderValue::from_static("GET, HEAD")));
+        assert_eq!(headers[VIA], "1.1 pkgproxy");
+    }
+
+    #[tokio::test]
+    async fn an_upstream_failure_while_offline_is_answered_as_offline() {
+        let (status, _, body) = answered(Mode::Offline, Failed::Upstream("reset".into())).await;
+        assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline\n"));
+    }
+
+    #[tokio::test]
+    async fn a_local_answer_is_sent_with_its_length() {
+        let answer = LocalAnswer::text(StatusCode::IM_A_TEAPOT, "short and stout");
+        let (status, headers, body) = answered(Mode::Never, Outcome::Local(answer)).await;
+        assert_eq!((status, body.as_str()), (StatusCode::IM_A_TEAPOT, "short and stout\n"));
+        assert_eq!(headers[CONTENT_LENGTH], "16");
+    }
+
+    #[test]
+    fn a_refusal_by_the_switch_is_found_whatever_wraps_it() {
+        let refused = |refusal| UpstreamError::Refused { host: "h".into(), refusal };
+        let offline = FetchError::Upstream(Box::new(refused(SwitchRefusal::Offline)));
+        assert!(matches!(Failed::of_fetch(&offline), Failed::Offline));
+        let open = refused(SwitchRefusal::BreakerOpen { retry_after: Duration::from_secs(9) });
+        let overloaded = FetchError::Upstream(Box::new(open));
+        assert!(
+            matches!(Failed::of_fetch(&overloaded), Failed::Overloaded { retry_after } if retry_after.as_secs() == 9)
+        );
+        let broken = FetchError::Body { received: 10, message: "reset".into() };
+        assert!(matches!(Failed::of_fetch(&broken), Failed::Upstream(_)));
+    }
+}
