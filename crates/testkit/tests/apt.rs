@@ -161,7 +161,8 @@ fn a_proxy_url_routes_every_request_through_that_proxy() {
     // The origin answers absolute-form requests by path, so it can stand in
     // for a proxy; the source itself points at a port nobody listens on.
     let proxy = rt.block_on(Origin::serve(repo.root()));
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let refusing = pkgproxy_testkit::RefusingPort::new();
+    let dead = refusing.addr();
     let source = format!("http://{dead}/debian");
     let apt = AptSandbox::new(Some(&proxy.url()), &source, repo.keyring()).option("Acquire::Retries", "0");
     apt.update().assert_success();

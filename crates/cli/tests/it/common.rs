@@ -1,7 +1,10 @@
 //! What the end-to-end tests share: the daemon binary, the shared test
 //! repository and an origin serving it, and configuration snippets.
 
+use pkgproxy_control::Info;
 use pkgproxy_metrics::UpstreamCounter;
+
+use crate::inproc::Server;
 use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 
 /// The daemon under test.
@@ -21,6 +24,34 @@ pub async fn origin_and_daemon() -> (&'static AptRepo, Origin, Daemon) {
     let config = archive("local", &[format!("{}/debian", origin.url())]);
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     (repo, origin, daemon)
+}
+
+/// The shared repository served by a fresh origin, and a server in this
+/// process that knows the origin as archive `local`.
+pub async fn origin_and_server() -> (&'static AptRepo, Origin, Server) {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let server = Server::start(Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
+    (repo, origin, server)
+}
+
+/// A pkgproxy whose state a test reads: the daemon binary or a server in
+/// this process.
+pub trait Inspected {
+    /// `/pkgproxy/v1/info`.
+    async fn info(&self) -> Info;
+}
+
+impl Inspected for Daemon {
+    async fn info(&self) -> Info {
+        Daemon::info(self).await
+    }
+}
+
+impl Inspected for Server {
+    async fn info(&self) -> Info {
+        Server::info(self).await
+    }
 }
 
 /// The counters of the one way out, from `/pkgproxy/v1/info`.

@@ -1,6 +1,8 @@
-//! pkgproxy end to end: the real daemon binary (and the real `apt-get` and
-//! `go`) against fake upstreams on 127.0.0.1, one module per concern. One
-//! test binary, so the suite links once.
+//! pkgproxy end to end against fake upstreams on 127.0.0.1, one module per
+//! concern, in two tiers: the request path in process ([`inproc`]), and the
+//! real daemon binary for its flags, `kill -9` and the real `apt-get` and
+//! `go` ([`pkgproxy_testkit::Daemon`]). One test binary, so the suite links
+//! once.
 
 mod apt_client;
 mod apt_integrity;
@@ -10,6 +12,7 @@ mod common;
 mod disk_full;
 mod flags;
 mod go_client;
+mod inproc;
 mod offline;
 mod proxy_http;
 mod shadow;

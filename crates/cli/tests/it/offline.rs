@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::common::{archive, origin_and_daemon, PKGPROXY};
 use pkgproxy_metrics::UpstreamCounter;
 use pkgproxy_testkit::client::{first_status, proxy_get, raw_exchange};
-use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, Origin};
+use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, Origin, RefusingPort};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
@@ -115,7 +115,8 @@ async fn an_overloaded_upstream_is_left_alone_and_a_mode_change_forgets_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_502_for_a_host_whose_breaker_is_closed_stays_a_502() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refusing = RefusingPort::new();
+    let port = refusing.port();
     let config = archive("gone", &[format!("http://127.0.0.1:{port}/debian")]);
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-offline-mode", "store-overloaded"]).await;
     let url = format!("http://127.0.0.1:{port}/debian/pool/main/a.deb");

@@ -3,18 +3,20 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, origin_and_daemon, sha256, PKGPROXY};
+use crate::common::{archive, origin_and_daemon, origin_and_server, sha256};
+use crate::inproc::Server;
+use pkgproxy_cache::Clock;
 use pkgproxy_metrics::{CacheGauge, UpstreamCounter};
 use pkgproxy_testkit::client::{first_status, proxy_fetch, proxy_get, raw_exchange};
-use pkgproxy_testkit::{AptRepo, Daemon, Origin};
+use pkgproxy_testkit::{AptRepo, Origin, RefusingPort};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ranges_and_conditionals_from_the_cache_follow_rfc_9110() {
-    let (repo, origin, daemon) = origin_and_daemon().await;
+    let (repo, origin, server) = origin_and_server().await;
     let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));
     let deb = std::fs::read(repo.deb_path("pkgproxy-small1")).unwrap();
     let len = deb.len();
-    let proxy = daemon.proxy_addr();
+    let proxy = server.proxy_addr();
 
     let full = proxy_get(proxy, &url, &[]).await;
     assert_eq!(full.status, 200);
@@ -79,7 +81,10 @@ async fn a_client_reading_a_large_hit_slowly_does_not_make_pkgproxy_buffer_it() 
         body.frame().await.expect("a first frame").expect("data");
         stalled.push(body);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Meanwhile a fifth client takes all 20 MiB: pkgproxy was free to read
+    // ahead for the stalled ones all that time, had it been buffering.
+    let whole = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+    assert_eq!(whole.body.len() as u64, std::fs::metadata(repo.deb_path("pkgproxy-big")).unwrap().len());
     let grown = daemon.rss_kib().saturating_sub(before);
     assert!(grown < 16 * 1024, "pkgproxy grew by {grown} KiB for four stalled 20 MiB downloads");
     drop(stalled);
@@ -87,10 +92,10 @@ async fn a_client_reading_a_large_hit_slowly_does_not_make_pkgproxy_buffer_it() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_range_on_a_miss_is_served_from_the_download_in_progress() {
-    let (repo, origin, daemon) = origin_and_daemon().await;
+    let (repo, origin, server) = origin_and_server().await;
     let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
     let deb = std::fs::read(repo.deb_path("pkgproxy-big")).unwrap();
-    let part = proxy_get(daemon.proxy_addr(), &url, &[("range", "bytes=1000-1999")]).await;
+    let part = proxy_get(server.proxy_addr(), &url, &[("range", "bytes=1000-1999")]).await;
     assert_eq!(part.status, 206);
     assert_eq!(part.body, deb[1000..2000]);
     // The whole file was fetched once, for the cache, without a Range.
@@ -101,8 +106,8 @@ async fn a_range_on_a_miss_is_served_from_the_download_in_progress() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_pkgproxy_must_not_proxy_is_refused_with_the_documented_status() {
-    let (_, origin, daemon) = origin_and_daemon().await;
-    let proxy = daemon.proxy_addr();
+    let (_, origin, server) = origin_and_server().await;
+    let proxy = server.proxy_addr();
     let base = origin.url();
     let cases: Vec<(String, u16, &str)> = vec![
         (
@@ -150,13 +155,13 @@ async fn what_pkgproxy_must_not_proxy_is_refused_with_the_documented_status() {
         }
     }
     assert_eq!(origin.requests().len(), 0, "nothing refused reached the origin");
-    let info = daemon.info().await;
+    let info = server.info().await;
     assert_eq!(info.upstream.get(UpstreamCounter::Connections), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pipelined_requests_are_answered_in_order() {
-    let (repo, origin, daemon) = origin_and_daemon().await;
+    let (repo, origin, server) = origin_and_server().await;
     let names = ["pkgproxy-small2", "pkgproxy-hello", "pkgproxy-small1"];
     let mut raw = String::new();
     for name in names {
@@ -167,7 +172,7 @@ async fn pipelined_requests_are_answered_in_order() {
         origin.url(),
         repo.deb_url_path(names[0])
     );
-    let answer = raw_exchange(daemon.proxy_addr(), raw.as_bytes(), Duration::from_secs(20)).await;
+    let answer = raw_exchange(server.proxy_addr(), raw.as_bytes(), Duration::from_secs(20)).await;
     // Find each body in the byte stream, in request order.
     let mut at = 0;
     for name in names.iter().chain([&names[0]]) {
@@ -186,25 +191,25 @@ async fn connect_to_port_443_of_an_archive_host_is_a_blind_tunnel() {
     // deb.debian.org:443 is sent to the origin, which speaks plain HTTP: a
     // blind tunnel does not care what flows through it.
     let config = format!("[upstream]\nresolve = [\"deb.debian.org:443:{}\"]\n", origin.addr());
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let server = Server::start(Some(&config)).await;
     let raw = "CONNECT deb.debian.org:443 HTTP/1.1\r\nHost: deb.debian.org:443\r\n\r\n\
                GET /debian/dists/testing/Release HTTP/1.1\r\nHost: deb.debian.org\r\nConnection: close\r\n\r\n";
-    let answer = raw_exchange(daemon.proxy_addr(), raw.as_bytes(), Duration::from_secs(10)).await;
+    let answer = raw_exchange(server.proxy_addr(), raw.as_bytes(), Duration::from_secs(10)).await;
     let text = String::from_utf8_lossy(&answer);
     assert_eq!(first_status(&answer), 200, "{text}");
     let release = std::fs::read_to_string(repo.repo_dir().join("dists/testing/Release")).unwrap();
     assert!(text.contains(&release), "the tunnel carried the origin's answer: {text}");
-    let info = daemon.info().await;
+    let info = server.info().await;
     assert_eq!(info.upstream.get(UpstreamCounter::Tunnels), 1);
     assert_eq!(info.cache.get(CacheGauge::Entries), 0, "tunnels are not cached");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_404_is_passed_on_and_not_cached() {
-    let (_, origin, daemon) = origin_and_daemon().await;
+    let (_, origin, server) = origin_and_server().await;
     let url = format!("{}/debian/pool/main/nothing_1.0_all.deb", origin.url());
     for _ in 0..2 {
-        let answer = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+        let answer = proxy_get(server.proxy_addr(), &url, &[]).await;
         assert_eq!(answer.status, 404);
     }
     assert_eq!(origin.count_path("nothing_1.0"), 2);
@@ -212,24 +217,24 @@ async fn an_upstream_404_is_passed_on_and_not_cached() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreachable_upstream_is_a_502_with_a_reason() {
-    // A port nothing listens on (bound, then closed).
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refusing = RefusingPort::new();
+    let port = refusing.port();
     let config = archive("gone", &[format!("http://127.0.0.1:{port}/debian")]);
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let server = Server::start(Some(&config)).await;
     let url = format!("http://127.0.0.1:{port}/debian/pool/main/a.deb");
-    let answer = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+    let answer = proxy_get(server.proxy_addr(), &url, &[]).await;
     assert_eq!(answer.status, 502);
     assert!(String::from_utf8_lossy(&answer.body).contains("connect"), "{:?}", answer.body);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stale_index_is_served_when_the_mirror_is_down() {
-    let (_, origin, daemon) = origin_and_daemon().await;
+    let (_, origin, server) = origin_and_server().await;
     let url = format!("{}/debian/dists/testing/InRelease", origin.url());
-    let first = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+    let first = proxy_get(server.proxy_addr(), &url, &[]).await;
     assert_eq!(first.status, 200);
     origin.set_status_override("/debian/dists/testing/InRelease", Some(503));
-    let again = proxy_get(daemon.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
+    let again = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
     assert_eq!(again.status, 200);
     assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"));
     assert_eq!(sha256(&again.body), sha256(&first.body));
@@ -241,14 +246,6 @@ fn put_file(root: &std::path::Path, path: &str, bytes: &[u8], mtime: std::time::
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, bytes).unwrap();
     std::fs::File::options().write(true).open(&file).unwrap().set_modified(mtime).unwrap();
-}
-
-/// The next whole second: a file dated so and fetched now was written "in
-/// the same second" as it was fetched, however long the fetch takes up to
-/// a second.
-fn next_whole_second() -> std::time::SystemTime {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    std::time::UNIX_EPOCH + Duration::from_secs(now.as_secs() + 1)
 }
 
 /// RFC 9110 §8.8.2.2 and §13.1.5: an `If-Range` date resumes a file only
@@ -265,10 +262,11 @@ async fn an_if_range_date_resumes_only_a_file_that_cannot_be_another() {
     let by_hash = format!("debian/dists/testing/main/binary-all/by-hash/SHA256/{}", sha256(&body));
     put_file(root.path(), old, &body, day_old);
     put_file(root.path(), &by_hash, &body, day_old);
-    put_file(root.path(), fresh, &body, next_whole_second());
     let origin = Origin::serve(root.path()).await;
-    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
-    let proxy = daemon.proxy_addr();
+    let server = Server::start(Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
+    let proxy = server.proxy_addr();
+    // Written in the very second pkgproxy's clock says it fetches it.
+    put_file(root.path(), fresh, &body, server.clock().now());
 
     for (path, by_date) in [(fresh, 200), (old, 206), (by_hash.as_str(), 200)] {
         let url = format!("{}/{path}", origin.url());
@@ -294,14 +292,14 @@ async fn an_if_range_date_on_a_download_in_progress_follows_the_same_rule() {
     let root = tempfile::tempdir().unwrap();
     let body: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 241) as u8).collect();
     let origin = Origin::serve(root.path()).await;
-    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
-    let proxy = daemon.proxy_addr();
+    let server = Server::start(Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
+    let proxy = server.proxy_addr();
     origin.set_rate_limit(Some(200_000));
     let day_old = std::time::SystemTime::now() - Duration::from_secs(86_400);
 
     for (name, by_date) in [("fresh", 200), ("old", 206)] {
         let path = format!("debian/pool/main/x/{name}_1_all.deb");
-        put_file(root.path(), &path, &body, if name == "old" { day_old } else { next_whole_second() });
+        put_file(root.path(), &path, &body, if name == "old" { day_old } else { server.clock().now() });
         let url = format!("{}/{path}", origin.url());
         // The first client's miss starts the download, which takes about
         // a second and a half at the origin's pace.
@@ -314,4 +312,22 @@ async fn an_if_range_date_on_a_download_in_progress_follows_the_same_rule() {
         assert_eq!(dated.body.as_ref(), wanted, "{name}");
         drop(first);
     }
+}
+
+/// The freshness window of an index file runs on pkgproxy's clock: moved
+/// past the window, the next request is a revalidation; no test waits.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_file_is_revalidated_once_its_window_has_passed_on_the_clock() {
+    let (_, origin, server) = origin_and_server().await;
+    let url = format!("{}/debian/dists/testing/InRelease", origin.url());
+    assert_eq!(proxy_get(server.proxy_addr(), &url, &[]).await.header("x-pkgproxy-cache"), Some("miss"));
+    server.clock().advance(Duration::from_secs(299));
+    assert_eq!(proxy_get(server.proxy_addr(), &url, &[]).await.header("x-pkgproxy-cache"), Some("hit"));
+    assert_eq!(origin.count_path("/InRelease"), 1, "fresh for the default window of 5 minutes");
+    server.clock().advance(Duration::from_secs(2));
+    let again = proxy_get(server.proxy_addr(), &url, &[]).await;
+    assert_eq!(again.header("x-pkgproxy-cache"), Some("revalidated"));
+    let asked = origin.requests_matching("/InRelease");
+    assert_eq!(asked.len(), 2);
+    assert!(asked[1].header("if-none-match").is_some() || asked[1].header("if-modified-since").is_some());
 }

@@ -7,14 +7,15 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, PKGPROXY};
+use crate::common::{archive, Inspected, PKGPROXY};
+use crate::inproc::Server;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use pkgproxy_control::ShadowInfo;
 use pkgproxy_metrics::{ShadowCounter, UpstreamCounter};
 use pkgproxy_testkit::client::{first_status, proxy_get, raw_exchange};
-use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, ShadowMode, ShadowRecorder};
+use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, RefusingPort, ShadowMode, ShadowRecorder};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -26,13 +27,13 @@ fn mirror_section(name: &str, target: &str, extra: &str) -> String {
     format!("[mirror.{name}]\ntarget = {target:?}\n{extra}\n")
 }
 
-async fn mirror_counters(daemon: &Daemon, name: &str) -> ShadowInfo {
+async fn mirror_counters(daemon: &impl Inspected, name: &str) -> ShadowInfo {
     let info = daemon.info().await;
     info.mirrors.into_iter().find(|m| m.name == name).expect("the mirror is shown")
 }
 
 /// Polls the daemon's counters of `name` until `done` holds them.
-async fn counters_until(daemon: &Daemon, name: &str, done: impl Fn(&ShadowInfo) -> bool) -> ShadowInfo {
+async fn counters_until(daemon: &impl Inspected, name: &str, done: impl Fn(&ShadowInfo) -> bool) -> ShadowInfo {
     let counted = || async { Some(mirror_counters(daemon, name).await).filter(|counters| done(counters)) };
     eventually(&format!("the counters of mirror {name}"), counted).await
 }
@@ -155,21 +156,18 @@ async fn a_second_request_on_a_keep_alive_connection_does_not_wait_for_the_copy_
 async fn two_pkgproxies_mirroring_to_each_other_pass_a_request_on_once() {
     let repo = AptRepo::shared_default();
     let origin = Origin::serve(repo.root()).await;
-    let port_of_b = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let to_b = mirror_section("b", &format!("http://127.0.0.1:{port_of_b}"), "");
-    let a = Daemon::start(PKGPROXY, Some(&config(&origin, &to_b))).await;
+    // b's port is bound before a is told of it, and stays bound.
+    let listener_of_b = Server::bind();
+    let to_b = mirror_section("b", &format!("http://{}", listener_of_b.local_addr().unwrap()), "");
+    let a = Server::start(Some(&config(&origin, &to_b))).await;
     let to_a = mirror_section("a", &format!("http://{}", a.proxy_addr()), "");
-    let b_addr = format!("127.0.0.1:{port_of_b}");
-    let b = Daemon::start_with(PKGPROXY, Some(&config(&origin, &to_a)), &["-addr", &b_addr]).await;
+    let b = Server::start_on(listener_of_b, Some(&config(&origin, &to_a))).await;
 
     let path = repo.deb_url_path("pkgproxy-hello");
     assert_eq!(proxy_get(a.proxy_addr(), &format!("{}{path}", origin.url()), &[]).await.status, 200);
     let from_a = counters_until(&a, "b", |c| c.get(ShadowCounter::Answered) == 1).await;
     assert_eq!(from_a.get(ShadowCounter::Sent), 1, "{from_a:?}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // b answered a's copy, so b decided on copying it back before that.
     assert_eq!(mirror_counters(&b, "a").await.get(ShadowCounter::Sent), 0, "b does not copy a copy back");
     assert_eq!(mirror_counters(&a, "b").await.get(ShadowCounter::Sent), 1);
     assert_eq!(origin.count_path(&path), 2, "a fetched it for the client, b for the copy; nothing more");
@@ -177,10 +175,8 @@ async fn two_pkgproxies_mirroring_to_each_other_pass_a_request_on_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failures_are_logged_on_the_first_second_and_fourth() {
-    let unbound = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let refusing = RefusingPort::new();
+    let unbound = refusing.url();
     let (repo, origin, daemon) = setup(|_| mirror_section("down", &unbound, "")).await;
     let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-hello"));
     for _ in 0..7 {
@@ -240,13 +236,13 @@ async fn the_upstream_step_copies_misses_and_revalidations_not_hits() {
     assert_eq!(proxy_get(daemon.proxy_addr(), &release, &[]).await.status, 200);
     let revalidated = proxy_get(daemon.proxy_addr(), &release, &[("cache-control", "max-age=0")]).await;
     assert_eq!(revalidated.header("x-pkgproxy-cache"), Some("revalidated"));
+    // Every copy was decided, and counted, before its client was answered.
+    assert_eq!(mirror_counters(&daemon, "up").await.get(ShadowCounter::Sent), 3);
     assert!(shadow.wait_for(3, WAIT).await);
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let hits = shadow.hits();
     let targets: Vec<&str> = hits.iter().map(|h| h.target.as_str()).collect();
     assert_eq!(targets, [deb.as_str(), release.as_str(), release.as_str()], "two misses and a revalidation");
     assert!(hits[2].header("if-none-match").is_some() || hits[2].header("if-modified-since").is_some());
-    assert_eq!(mirror_counters(&daemon, "up").await.get(ShadowCounter::Sent), 3);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -266,8 +262,7 @@ async fn nothing_is_copied_while_offline() {
         (1, 5),
         "{counters:?}"
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(shadow.count(), 1);
+    assert_eq!(shadow.count(), 1, "as many as were sent");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -324,6 +319,6 @@ async fn a_go_request_is_copied_below_the_target_s_path_prefix() {
     let repo = AptRepo::shared_default();
     let origin = Origin::serve(repo.root()).await;
     let _ = proxy_get(daemon.proxy_addr(), &format!("{}/debian/dists/testing/InRelease", origin.url()), &[]).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(mirror_counters(&daemon, "go").await.get(ShadowCounter::Sent), 1, "the apt request was not copied");
     assert_eq!(shadow.count(), 1);
 }

@@ -4,21 +4,14 @@
 
 use crate::common::{archive, sha256, sha256_file, PKGPROXY};
 use pkgproxy_testkit::client::proxy_get;
-use pkgproxy_testkit::{AptRepo, AptSandbox, Behaviour, ChaosUpstream, Daemon, Origin};
-
-/// A base URL where nothing listens.
-fn dead_mirror() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/debian", listener.local_addr().unwrap());
-    drop(listener);
-    url
-}
+use pkgproxy_testkit::{AptRepo, AptSandbox, Behaviour, ChaosUpstream, Daemon, Origin, RefusingPort};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn apt_updates_and_downloads_through_an_archive_whose_first_mirror_is_dead() {
     let repo = AptRepo::shared_default();
     let live = Origin::serve(repo.root()).await;
-    let dead = dead_mirror();
+    let refusing = RefusingPort::new();
+    let dead = format!("{}/debian", refusing.url());
     let config = archive("local", &[dead.clone(), format!("{}/debian", live.url())]);
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
 
@@ -100,7 +93,8 @@ async fn apt_fetches_through_an_https_mirror_it_never_names() {
     let secure = Origin::serve_tls(repo.root()).await;
     // apt names a plain-http mirror of the archive that is down; the
     // configured https mirror is the pool's live instance.
-    let named = dead_mirror();
+    let refusing = RefusingPort::new();
+    let named = format!("{}/debian", refusing.url());
     let config = archive("local", &[format!("{}/debian", secure.url()), named.clone()]);
     let certificate = secure.certificate().unwrap();
     let env = [("SSL_CERT_FILE", certificate.to_str().unwrap())];

@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method};
 use http_body::{Body, Frame, SizeHint};
 use pkgproxy_upstream::shadow::ShadowRequest;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
 use pkgproxy_metrics::ShadowCounter;
@@ -149,7 +149,7 @@ impl Tapped {
     /// its own.
     pub fn send(self) {
         for copy in self.copies {
-            tokio::spawn(copy.run(Bytes::new()));
+            copy.launch(Bytes::new());
         }
     }
 
@@ -163,15 +163,24 @@ impl Tapped {
 }
 
 impl PendingCopy {
-    /// Sends the copy and reads its answer, counting and logging; then, for
-    /// a mirror that compares, waits for the upstream's status.
-    async fn run(mut self, body: Bytes) {
+    /// Sends the copy with `body` from a task of its own, unless
+    /// `max_inflight` copies are under way. Decided and counted here, on
+    /// the request's path: once a client has its answer, the counters say
+    /// what became of its copies.
+    fn launch(self, body: Bytes) {
         let shadow = Arc::clone(&self.shadow);
         let Ok(permit) = Arc::clone(&shadow.inflight).try_acquire_owned() else {
             shadow.counters.increment(ShadowCounter::SkippedInflight);
             return;
         };
         shadow.counters.increment(ShadowCounter::Sent);
+        tokio::spawn(self.run(body, permit));
+    }
+
+    /// Sends the copy and reads its answer, counting and logging; then, for
+    /// a shadow that compares, waits for the upstream's status.
+    async fn run(mut self, body: Bytes, permit: OwnedSemaphorePermit) {
+        let shadow = Arc::clone(&self.shadow);
         self.request.body = body;
         let method = self.request.method.clone();
         let timeout = shadow.config.timeout;
@@ -241,7 +250,7 @@ impl<B> TeeBody<B> {
                 copy.shadow.counters.increment(ShadowCounter::SkippedSize);
                 continue;
             }
-            tokio::spawn(copy.run(body.clone()));
+            copy.launch(body.clone());
         }
     }
 }
