@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+/// An error type any body or transport error converts into.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A failure of the persistent store (disk or index).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -50,7 +53,7 @@ pub enum FetchError {
     /// response head). The cause is the caller's own error, kept typed for
     /// whoever maps it to an answer.
     #[error("upstream request failed: {0}")]
-    Upstream(#[source] crate::fetch::BoxError),
+    Upstream(#[source] BoxError),
     /// The body broke off after the head.
     #[error("upstream body failed after {received} bytes: {message}")]
     Body {

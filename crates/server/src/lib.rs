@@ -14,8 +14,8 @@
 //! proxy/mod.rs         loop check -> route table (pkgproxy_sides::route)
 //!                      -> the shadows' tap (shadow/) -> the side's decision
 //!   proxy/cached.rs      through the cache: remembered "not found", lookup,
-//!                        freshness, adoption, else the shared fetch
-//!     proxy/prerequisites.rs  what the side needs fetched first
+//!                        freshness, adoption, what the side needs fetched
+//!                        first, else the shared fetch
 //!     proxy/fetching.rs       the fetch's upstream requests, through the
 //!                             side's pool (pkgproxy_upstream, the one way out)
 //!   proxy/forward.rs     uncached, with the request's body

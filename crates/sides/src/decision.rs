@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{Class, Expected};
 
-use crate::side::SideId;
+use crate::id::SideId;
 
 /// The target of a forward-proxy request, as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq)]

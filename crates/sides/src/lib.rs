@@ -18,6 +18,8 @@ pub mod apt;
 mod decision;
 mod failure;
 pub mod go;
+mod id;
+mod learned;
 pub mod path;
 pub mod route;
 mod side;
@@ -26,5 +28,7 @@ pub use decision::{
     CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Refusal, Rewrite, Target,
 };
 pub use failure::{retry_after_secs, Failure};
+pub use id::SideId;
+pub use learned::Learned;
 pub use route::{Mount, Request, Route};
-pub use side::{Learned, Side, SideId, Sides};
+pub use side::{Side, Sides};

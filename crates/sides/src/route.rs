@@ -9,7 +9,7 @@
 use http::{HeaderMap, Method, Uri};
 
 use crate::decision::Target;
-use crate::side::SideId;
+use crate::id::SideId;
 
 /// Where a side is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

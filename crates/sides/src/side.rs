@@ -35,59 +35,9 @@ use crate::apt::Apt;
 use crate::decision::{CachedRequest, Decision, LocalAnswer, Refusal};
 use crate::failure::Failure;
 use crate::go::Go;
+use crate::id::SideId;
+use crate::learned::Learned;
 use crate::route::Request;
-
-/// Which side: the closed set of client ecosystems.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SideId {
-    /// apt, as a forward proxy.
-    Apt,
-    /// The go command, as a module proxy under `/go`.
-    Go,
-}
-
-impl SideId {
-    /// Every side, in the order info and metrics list them.
-    pub const ALL: [SideId; 2] = [SideId::Apt, SideId::Go];
-
-    /// The name used in logs, metrics, configuration and cache keys.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SideId::Apt => "apt",
-            SideId::Go => "go",
-        }
-    }
-
-    /// The side named `name`, as configuration spells it.
-    pub fn from_name(name: &str) -> Option<SideId> {
-        SideId::ALL.into_iter().find(|side| side.as_str() == name)
-    }
-
-    /// Its place in [`SideId::ALL`], for per-side tables.
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl std::fmt::Display for SideId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A count of what a side has learnt, shown in `/pkgproxy/v1/info` under
-/// `group` and in the metrics as `pkgproxy_<group>_<name>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Learned {
-    /// What it belongs to (`apt_index`).
-    pub group: &'static str,
-    /// What is counted (`pool_files`).
-    pub name: &'static str,
-    /// One sentence for the metrics' `HELP`.
-    pub help: &'static str,
-    /// The count now.
-    pub value: u64,
-}
 
 /// A side at run time: its configuration and what it has learnt.
 #[derive(Debug)]

@@ -40,8 +40,7 @@ use crate::entry::{Class, Entry, Validators};
 use crate::error::FetchError;
 use crate::store::Store;
 
-/// An error type any body or transport error converts into.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::error::BoxError;
 /// The body of an upstream answer, as the fetch consumes it.
 pub type UpstreamBody = BoxBody<Bytes, BoxError>;
 /// The future that sends the upstream request and yields its answer head.

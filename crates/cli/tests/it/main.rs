@@ -7,6 +7,7 @@
 mod apt_client;
 mod apt_integrity;
 mod apt_mirrors;
+mod architecture;
 mod auto_offline;
 mod common;
 mod disk_full;

@@ -8,18 +8,27 @@
 //! does not match the expected checksum is superseded (never served, not
 //! even stale), one that matches needs no revalidation, and expected bytes
 //! the store holds under another name are served without a fetch.
+//!
+//! What a side needs fetched before it can check a download (the go side's
+//! checksum database records) is itself served through the cache, for
+//! pkgproxy itself: an immutable record is asked for once and shared by
+//! every download that needs it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::StatusCode;
+use http_body_util::BodyExt;
 use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Side};
+use pkgproxy_sides::{CachedRequest, Mount, Side};
 
 use super::answer::{self, Served};
+use super::fetching;
 use super::outcome::{Failed, Outcome};
-use super::{fetching, prerequisites};
-use crate::context::Exchange;
+use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
@@ -45,7 +54,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
         }
     }
 
-    let checks = prerequisites::fetched(state, side, &request, exchange.mount).await;
+    let checks = prerequisites(state, side, &request, exchange.mount).await;
     let verifier = side.verifier(&request, &checks);
     let spec = FetchSpec {
         key: request.key.clone(),
@@ -187,4 +196,44 @@ fn from_cache(
         stats.add(SideCounter::BytesFromCache, sent);
     }
     Outcome::Answered(response)
+}
+
+/// The bodies of `request`'s prerequisites, in order, up to the first that
+/// could not be had as a `200`.
+fn prerequisites<'a>(
+    state: &'a Arc<State>,
+    side: &'a Side,
+    request: &'a CachedRequest,
+    mount: Mount,
+) -> Pin<Box<dyn Future<Output = Vec<Bytes>> + Send + 'a>> {
+    // Boxed: serving a prerequisite goes through the cache, which asks for
+    // prerequisites again (of the prerequisite, which has none).
+    Box::pin(async move {
+        let mut bodies = Vec::new();
+        for prerequisite in side.prerequisites(request) {
+            match fetch_for_pkgproxy(state, side, prerequisite, mount).await {
+                Some(body) => bodies.push(body),
+                None => break,
+            }
+        }
+        bodies
+    })
+}
+
+/// The body of `request` served through the cache for pkgproxy itself, if
+/// it is a `200`.
+async fn fetch_for_pkgproxy(state: &Arc<State>, side: &Side, request: CachedRequest, mount: Mount) -> Option<Bytes> {
+    let (headers, upstream_answer) = (http::HeaderMap::new(), UpstreamAnswer::default());
+    let exchange = Exchange {
+        method: &http::Method::GET,
+        headers: &headers,
+        mount,
+        upstream_answer: &upstream_answer,
+        client: None,
+    };
+    let Outcome::Answered(response) = serve(state, &exchange, side, request).await else { return None };
+    if response.status() != StatusCode::OK {
+        return None;
+    }
+    response.into_body().collect().await.ok().map(|body| body.to_bytes())
 }

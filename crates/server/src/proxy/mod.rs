@@ -17,7 +17,6 @@ mod fetching;
 mod forward;
 pub mod outcome;
 pub mod plan;
-mod prerequisites;
 mod tunnel;
 
 use std::sync::Arc;

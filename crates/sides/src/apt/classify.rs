@@ -10,8 +10,8 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use super::archives::Mirror;
 use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Target};
+use crate::id::SideId;
 use crate::path::checked_path;
-use crate::side::SideId;
 
 pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
     if target.scheme != "http" {

@@ -24,8 +24,8 @@ use http::Method;
 pub use archives::{builtin, Archive, HostPattern, Mirror};
 
 use crate::decision::{Decision, Refusal, Target};
+use crate::learned::Learned;
 use crate::route::Request;
-use crate::side::Learned;
 use index::{AptIndex, IndexError};
 
 /// The default freshness window of `dists/**` files fetched by name.

@@ -31,8 +31,8 @@ pub use negative::NegativeCache;
 pub use sumdb::Sums;
 
 use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal};
+use crate::id::SideId;
 use crate::route::Request;
-use crate::side::SideId;
 use path::{escape, is_module_path, is_version, unescape};
 use sumdb::parse_lookup;
 

@@ -1,0 +1,41 @@
+//! Which side a request belongs to: the closed set of client ecosystems,
+//! named as logs, metrics, configuration and cache keys name them. A leaf:
+//! every part of the crate names sides, none of this depends on them.
+
+/// Which side: the closed set of client ecosystems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SideId {
+    /// apt, as a forward proxy.
+    Apt,
+    /// The go command, as a module proxy under `/go`.
+    Go,
+}
+
+impl SideId {
+    /// Every side, in the order info and metrics list them.
+    pub const ALL: [SideId; 2] = [SideId::Apt, SideId::Go];
+
+    /// The name used in logs, metrics, configuration and cache keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideId::Apt => "apt",
+            SideId::Go => "go",
+        }
+    }
+
+    /// The side named `name`, as configuration spells it.
+    pub fn from_name(name: &str) -> Option<SideId> {
+        SideId::ALL.into_iter().find(|side| side.as_str() == name)
+    }
+
+    /// Its place in [`SideId::ALL`], for per-side tables.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for SideId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
