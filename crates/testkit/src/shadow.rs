@@ -8,7 +8,6 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -156,16 +155,11 @@ impl ShadowRecorder {
         self.shared.max_held.load(Ordering::SeqCst)
     }
 
-    /// Waits until `n` requests have arrived (true) or `limit` passed.
-    pub async fn wait_for(&self, n: usize, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        while self.count() < n {
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        true
+    /// Waits until `n` requests have arrived; fails the test if they do
+    /// not come.
+    pub async fn wait_for(&self, n: usize) {
+        let arrived = || async { (self.count() >= n).then_some(()) };
+        crate::wait::eventually(&format!("{n} requests at the shadow target"), arrived).await;
     }
 }
 

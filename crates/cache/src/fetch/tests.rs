@@ -8,6 +8,8 @@ use http_body_util::{BodyExt, StreamBody};
 use sha2::Digest;
 use tokio::sync::mpsc;
 
+use pkgproxy_testkit::eventually;
+
 use super::*;
 use crate::{Cache, SystemClock};
 
@@ -127,13 +129,8 @@ async fn a_waiter_leaving_does_not_cancel_the_fetch() {
     drop(joined);
     upstream.chunks.send(Ok(Bytes::from_static(b"part two"))).await.unwrap();
     drop(upstream);
-    for _ in 0..100 {
-        if cache.lookup("k").is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(cache.lookup("k").unwrap().size, 17);
+    let cached = || async { cache.lookup("k") };
+    assert_eq!(eventually("the fetch to be committed without its waiters", cached).await.size, 17);
 }
 
 #[tokio::test]
@@ -257,11 +254,6 @@ async fn a_side_s_verifier_expects_checks_and_learns() {
         assert_eq!(result.is_ok(), cached, "{key}: {body}");
         assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
     }
-    for _ in 0..100 {
-        if !judge.learnt.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(*judge.learnt.lock().unwrap(), ["new!!"]);
+    let learnt = || async { Some(judge.learnt.lock().unwrap().clone()).filter(|learnt| !learnt.is_empty()) };
+    assert_eq!(eventually("the committed body to be learnt", learnt).await, ["new!!"]);
 }

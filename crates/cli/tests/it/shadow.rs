@@ -60,7 +60,7 @@ async fn a_copy_carries_the_request_line_end_to_end_headers_the_client_and_the_b
         ("user-agent", "Debian APT-HTTP/1.3 (2.6.1)"),
     ];
     assert_eq!(proxy_get(daemon.proxy_addr(), &url, &headers).await.status, 200);
-    assert!(shadow.wait_for(1, WAIT).await);
+    shadow.wait_for(1).await;
     let copy = &shadow.hits()[0];
     assert_eq!(copy.method, "GET");
     assert_eq!(copy.target, url, "a proxy request with the absolute URI apt asked for, query included");
@@ -83,7 +83,7 @@ async fn a_copy_carries_the_request_line_end_to_end_headers_the_client_and_the_b
     );
     let answered = raw_exchange(daemon.proxy_addr(), upload.as_bytes(), WAIT).await;
     assert_eq!(first_status(&answered), 405, "pkgproxy itself takes GET and HEAD only");
-    assert!(shadow.wait_for(2, WAIT).await);
+    shadow.wait_for(2).await;
     let copy = &shadow.hits()[1];
     assert_eq!((copy.method.as_str(), copy.body.as_slice()), ("POST", &b"hello"[..]));
     assert_eq!(copy.header("content-length"), Some("5"));
@@ -122,7 +122,7 @@ async fn a_black_holed_target_holds_at_most_max_inflight_copies_and_never_the_cl
     let settled = |c: &ShadowInfo| c.get(ShadowCounter::Sent) + c.get(ShadowCounter::SkippedInflight) == 200;
     let counters = counters_until(&daemon, "hole", settled).await;
     assert_eq!(counters.in_flight, 4, "{counters:?}");
-    assert!(shadow.wait_for(4, WAIT).await);
+    shadow.wait_for(4).await;
     assert_eq!(shadow.max_held(), 4, "the target never held more than max_inflight copies");
     assert_eq!(shadow.count(), 4);
     assert_eq!(counters.get(ShadowCounter::Sent), 4, "{counters:?}");
@@ -147,7 +147,7 @@ async fn a_second_request_on_a_keep_alive_connection_does_not_wait_for_the_copy_
         assert_eq!(answer.status(), 200);
         let body = answer.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body.as_ref(), std::fs::read(repo.deb_path(name)).unwrap().as_slice());
-        assert!(shadow.wait_for(round + 1, WAIT).await);
+        shadow.wait_for(round + 1).await;
         assert_eq!(shadow.held(), round + 1, "the copies are still held while the client goes on");
     }
 }
@@ -238,7 +238,7 @@ async fn the_upstream_step_copies_misses_and_revalidations_not_hits() {
     assert_eq!(revalidated.header("x-pkgproxy-cache"), Some("revalidated"));
     // Every copy was decided, and counted, before its client was answered.
     assert_eq!(mirror_counters(&daemon, "up").await.get(ShadowCounter::Sent), 3);
-    assert!(shadow.wait_for(3, WAIT).await);
+    shadow.wait_for(3).await;
     let hits = shadow.hits();
     let targets: Vec<&str> = hits.iter().map(|h| h.target.as_str()).collect();
     assert_eq!(targets, [deb.as_str(), release.as_str(), release.as_str()], "two misses and a revalidation");
@@ -251,7 +251,7 @@ async fn nothing_is_copied_while_offline() {
     let (repo, origin, daemon) = setup(|_| mirror_section("off", &shadow.url(), "")).await;
     let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-hello"));
     assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
-    assert!(shadow.wait_for(1, WAIT).await);
+    shadow.wait_for(1).await;
     daemon.set_offline_mode("offline").await;
     for _ in 0..5 {
         assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200, "served from the cache");
@@ -277,7 +277,7 @@ async fn an_https_target_gets_its_copies_over_verified_tls() {
     let trusting = [("SSL_CERT_FILE", certificate.to_str().unwrap())];
     let daemon = Daemon::start_with_env(PKGPROXY, Some(&config), &[], &trusting).await;
     assert_eq!(proxy_get(daemon.proxy_addr(), &url, &[]).await.status, 200);
-    assert!(shadow.wait_for(1, WAIT).await);
+    shadow.wait_for(1).await;
     assert_eq!(shadow.hits()[0].target, url);
     assert_eq!(
         counters_until(&daemon, "tls", |c| c.get(ShadowCounter::Answered) == 1).await.get(ShadowCounter::Answered),
@@ -313,7 +313,7 @@ async fn a_go_request_is_copied_below_the_target_s_path_prefix() {
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let path = "/go/example.com/hello/@v/list?x=1";
     assert_eq!(pkgproxy_testkit::client::get(daemon.proxy_addr(), path).await.status, 200);
-    assert!(shadow.wait_for(1, WAIT).await);
+    shadow.wait_for(1).await;
     assert_eq!(shadow.hits()[0].target, format!("/shadow-prefix{path}"));
     // apt requests are not this mirror's side.
     let repo = AptRepo::shared_default();
