@@ -20,7 +20,7 @@ pub enum ControlError {
     Unreachable {
         /// The socket.
         socket: PathBuf,
-        /// Why.
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },

@@ -93,7 +93,7 @@ impl ShadowInfo {
 /// A host whose breaker is not closed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpstreamReport {
-    /// The host.
+    /// The host (breakers are per host, whatever the port).
     pub host: String,
     /// `open` or `probing`.
     pub state: String,

@@ -23,7 +23,7 @@ pub struct ClientInfo {
 /// What the client asked, as far as serving it is concerned.
 #[derive(Debug)]
 pub struct Exchange<'a> {
-    /// The method.
+    /// The client's method.
     pub method: &'a Method,
     /// The client's headers (conditionals, `Range`, `User-Agent`).
     pub headers: &'a HeaderMap,

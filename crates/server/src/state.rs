@@ -22,7 +22,7 @@ use crate::stats::Stats;
 pub struct State {
     /// Validated settings.
     pub settings: Settings,
-    /// The cache.
+    /// The store of bodies and its index, and the fetches in progress.
     pub cache: Cache,
     /// Every side, with what it has learnt.
     pub sides: Sides,

@@ -132,7 +132,7 @@ pub struct ForwardRequest {
     pub side: SideId,
     /// Where it goes.
     pub origin: Origin,
-    /// Its method.
+    /// The method sent upstream.
     pub method: Method,
     /// The headers sent upstream (the side chooses which of the client's).
     pub headers: HeaderMap,
@@ -146,11 +146,11 @@ pub struct ForwardRequest {
 /// An answer a side makes itself, without the upstream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalAnswer {
-    /// Its status.
+    /// The status the client gets.
     pub status: StatusCode,
     /// Its headers (`Content-Length` is the server's business).
     pub headers: HeaderMap,
-    /// Its body.
+    /// The whole body: a local answer is small.
     pub body: Bytes,
 }
 

@@ -50,7 +50,7 @@ pub enum Route {
     /// A side, reached through `mount`; for the forward proxy, with the
     /// target the client named.
     Side {
-        /// The side.
+        /// The side that owns the request.
         side: SideId,
         /// How it is reached.
         mount: Mount,

@@ -11,7 +11,7 @@ pub enum UpstreamError {
     Refused {
         /// The host asked for.
         host: String,
-        /// Why.
+        /// Offline mode, or the host's open breaker and how long it stays open.
         refusal: Refusal,
     },
     /// No answer head came in time.
@@ -19,7 +19,7 @@ pub enum UpstreamError {
     Timeout {
         /// The host asked for.
         host: String,
-        /// The limit.
+        /// The attempt's limit that ran out.
         after: std::time::Duration,
     },
     /// The body stopped coming.
@@ -83,7 +83,7 @@ pub enum UpstreamError {
     ConnectTimeout {
         /// The host asked for.
         host: String,
-        /// The limit.
+        /// The connect timeout (`connect_timeout`).
         after: std::time::Duration,
     },
     /// The request failed after the connection was made (reset, bad answer).
@@ -97,9 +97,9 @@ pub enum UpstreamError {
     /// The request's URI cannot be sent (no host, an unsupported scheme).
     #[error("cannot send a request to {uri}: {reason}")]
     BadTarget {
-        /// The URI.
+        /// The URI as it would have been sent.
         uri: String,
-        /// Why.
+        /// What is wrong with it, for people.
         reason: &'static str,
     },
 }

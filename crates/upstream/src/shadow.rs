@@ -32,13 +32,14 @@ pub struct ShadowTarget {
 /// A copy to send.
 #[derive(Debug, Clone)]
 pub struct ShadowRequest {
-    /// The method.
+    /// The client's method, copied as it is.
     pub method: Method,
     /// For a forward-proxy copy, the absolute URI the client asked for (the
     /// target is then asked as a proxy); else the path and query, which go
     /// below the target's prefix.
     pub uri: String,
-    /// The headers.
+    /// The copy's headers: the client's, less the hop-by-hop ones, with the
+    /// forwarding headers and the marker added.
     pub headers: HeaderMap,
     /// The body (empty for none).
     pub body: Bytes,

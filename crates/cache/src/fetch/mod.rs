@@ -178,7 +178,7 @@ pub struct Fetch {
 /// A client's place in a fetch.
 #[derive(Debug)]
 pub struct Joined {
-    /// The fetch.
+    /// The shared fetch the client joined.
     pub fetch: Arc<Fetch>,
     /// True for the client whose miss started it.
     pub started: bool,

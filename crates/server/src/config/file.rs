@@ -143,16 +143,16 @@ pub enum FileError {
     /// It could not be read.
     #[error("cannot read configuration file {}: {source}", path.display())]
     Read {
-        /// The file.
+        /// The file named by `-config`.
         path: PathBuf,
-        /// Why.
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// It is not valid TOML or has unknown or mistyped keys.
     #[error("configuration file {}: {message}", path.display())]
     Parse {
-        /// The file.
+        /// The file named by `-config`.
         path: PathBuf,
         /// The parser's message (names the key and the line).
         message: String,

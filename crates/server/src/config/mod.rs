@@ -65,9 +65,9 @@ pub enum SettingsError {
     /// A `[upstream] resolve` entry is wrong.
     #[error("upstream.resolve entry {entry:?}: {reason}")]
     Resolve {
-        /// The entry.
+        /// The entry as written.
         entry: String,
-        /// Why.
+        /// What is wrong with it, for people.
         reason: &'static str,
     },
     /// `[go]` is wrong.
@@ -79,9 +79,9 @@ pub enum SettingsError {
     /// A time limit of `[upstream]` is zero, or the penalties are inverted.
     #[error("upstream.{key}: {reason}")]
     Upstream {
-        /// The key.
+        /// The key of `[upstream]` at fault.
         key: &'static str,
-        /// Why.
+        /// What is wrong with its value.
         reason: &'static str,
     },
 }

@@ -55,11 +55,11 @@ pub struct ShadowConfig {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("mirror.{name}.{key}: {reason}")]
 pub struct ShadowConfigError {
-    /// The mirror.
+    /// `NAME` of the `[mirror.NAME]` at fault.
     pub name: String,
     /// The key at fault.
     pub key: &'static str,
-    /// Why.
+    /// What is wrong with its value, for people.
     pub reason: String,
 }
 

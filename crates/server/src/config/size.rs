@@ -7,9 +7,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Size {
-    /// Bytes.
+    /// A number of bytes (`65536`).
     Bytes(u64),
-    /// Text with a unit.
+    /// Text with a unit (`"64kb"`).
     Text(String),
 }
 

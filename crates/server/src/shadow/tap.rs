@@ -28,11 +28,11 @@ pub struct Original<'a> {
     pub step: Step,
     /// The side it belongs to.
     pub side: SideId,
-    /// Its method.
+    /// Its method (a shadow copies only the methods it lists).
     pub method: &'a Method,
     /// The absolute URI for a forward-proxy side, else the path and query.
     pub uri: &'a str,
-    /// Its headers.
+    /// Its headers, as the client sent them (or pkgproxy, upstream).
     pub headers: &'a HeaderMap,
     /// Who sent it.
     pub client: Option<ClientInfo>,

@@ -52,7 +52,7 @@ pub enum ConfigError {
     /// A mirror URL is malformed or unsupported.
     #[error("apt.archive {archive:?} mirror {url:?}: {reason}")]
     BadMirror {
-        /// The archive.
+        /// The archive's name.
         archive: String,
         /// The URL.
         url: String,
@@ -136,12 +136,12 @@ impl Apt {
         Ok(Apt { config, index: Arc::new(index) })
     }
 
-    /// The configuration.
+    /// The side's validated configuration.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
-    /// The index.
+    /// What the archives' `Release` and `Packages` files said, as learnt.
     pub fn index(&self) -> &AptIndex {
         &self.index
     }

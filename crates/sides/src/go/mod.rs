@@ -64,7 +64,7 @@ pub struct Options {
 pub struct ConfigError {
     /// The key at fault.
     pub key: &'static str,
-    /// Why.
+    /// What is wrong with its value, for people.
     pub reason: String,
 }
 
@@ -264,7 +264,7 @@ impl Go {
         Go { config, not_found: NegativeCache::default() }
     }
 
-    /// The configuration.
+    /// The side's validated configuration.
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -68,7 +68,7 @@ pub enum Choice {
 /// [`Rules::failed`], and ended with [`Rules::end`] once its body is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
-    /// The instance.
+    /// Which instance of the pool (its index).
     pub instance: usize,
     started: Instant,
     /// The probe of a re-admitted instance.

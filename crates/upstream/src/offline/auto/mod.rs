@@ -31,7 +31,7 @@ pub const SETTLE: Duration = Duration::from_secs(5);
 /// What puts offline mode in effect automatically.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
-    /// Nothing.
+    /// Nothing does: the configured mode holds.
     Off,
     /// No usable default route.
     Network,
@@ -95,7 +95,7 @@ impl Reason {
 /// What auto-offline reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AutoReport {
-    /// The trigger.
+    /// What puts offline mode in effect automatically.
     pub trigger: Trigger,
     /// While auto-offline is in effect: the configured mode it overrides
     /// and why.
@@ -135,7 +135,7 @@ impl AutoOffline {
         self.control.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The trigger.
+    /// What puts offline mode in effect automatically.
     pub fn trigger(&self) -> Trigger {
         self.trigger
     }
