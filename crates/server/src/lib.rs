@@ -50,10 +50,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pkgproxy_cache::{Cache, StoreError};
-use pkgproxy_sides::apt::index::IndexError;
-use pkgproxy_sides::apt::Apt;
-use pkgproxy_sides::go::Go;
-use pkgproxy_sides::Sides;
+use pkgproxy_sides::{OpenError, Sides};
 use pkgproxy_upstream::offline::auto::{self, AutoOffline, SystemProbe, Trigger};
 use pkgproxy_upstream::Upstream;
 use tokio::net::{TcpListener, UnixListener};
@@ -85,9 +82,9 @@ pub enum ServerError {
     /// The cache could not be opened.
     #[error("cannot open the cache: {0}")]
     Cache(#[from] StoreError),
-    /// The apt index could not be opened.
-    #[error("cannot open the apt index: {0}")]
-    AptIndex(#[from] IndexError),
+    /// What a side has learnt could not be opened.
+    #[error("{0}")]
+    Sides(#[from] OpenError),
     /// Start-up failed otherwise.
     #[error("cannot start: {0}")]
     Start(String),
@@ -169,14 +166,11 @@ impl State {
     /// state (blocking work, on a blocking thread), the way out and the
     /// shadows, for a proxy listening on `listen`.
     pub(crate) async fn open(settings: Settings, listen: SocketAddr) -> Result<State, ServerError> {
-        let (cache_dir, apt_config, clock) = (settings.cache_dir.clone(), settings.apt.clone(), settings.clock.clone());
-        let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Apt), ServerError> {
-            let cache = Cache::open(&cache_dir, clock)?;
-            let apt = Apt::open(apt_config, &cache_dir)?;
-            Ok((cache, apt))
+        let (cache_dir, sides, clock) = (settings.cache_dir.clone(), settings.sides.clone(), settings.clock.clone());
+        let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides), ServerError> {
+            Ok((Cache::open(&cache_dir, clock)?, Sides::open(sides, &cache_dir)?))
         });
-        let (cache, apt) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
-        let sides = Sides::new(apt, Go::new(settings.go.clone()));
+        let (cache, sides) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();
         let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
         let upstream = Upstream::new(settings.upstream.clone());

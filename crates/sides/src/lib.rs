@@ -31,4 +31,4 @@ pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
-pub use side::{Side, Sides};
+pub use side::{OpenError, Side, Sides, SidesConfig};

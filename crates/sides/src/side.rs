@@ -25,16 +25,17 @@
 //! Outside the request path: [`Side::tunnels_to`] (the `CONNECT` policy)
 //! and [`Side::learned`] (what the side shows in info and metrics).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pkgproxy_cache::{PassedAnswer, Verifier};
 
-use crate::apt::Apt;
+use crate::apt::{self, Apt};
 use crate::decision::{CachedRequest, Decision, LocalAnswer, Refusal};
 use crate::failure::Failure;
-use crate::go::Go;
+use crate::go::{self, Go};
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
@@ -134,6 +135,31 @@ impl Side {
     }
 }
 
+/// Every side's configuration, validated: what [`Sides::open`] starts from.
+#[derive(Debug, Clone)]
+pub struct SidesConfig {
+    /// apt's archives and freshness window.
+    pub apt: apt::Config,
+    /// The go side's upstream proxies, windows and checksum database.
+    pub go: go::Config,
+}
+
+impl SidesConfig {
+    /// The hosts of the configured upstreams: these may be on local
+    /// addresses.
+    pub fn trusted_hosts(&self) -> Vec<String> {
+        self.apt.trusted_hosts().into_iter().chain(self.go.trusted_hosts()).collect()
+    }
+}
+
+/// What a side has learnt could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The apt index beside the cache.
+    #[error("cannot open the apt index: {0}")]
+    AptIndex(#[from] apt::index::IndexError),
+}
+
 /// Every side, in [`SideId::ALL`] order.
 #[derive(Debug)]
 pub struct Sides {
@@ -144,6 +170,12 @@ pub struct Sides {
 const TUNNEL_PORT: u16 = 443;
 
 impl Sides {
+    /// Opens every side with what it has learnt, kept beside the cache in
+    /// `cache_dir`. Blocking.
+    pub fn open(config: SidesConfig, cache_dir: &Path) -> Result<Sides, OpenError> {
+        Ok(Sides::new(Apt::open(config.apt, cache_dir)?, Go::new(config.go)))
+    }
+
     /// Every side, each ready with what it has learnt.
     pub fn new(apt: Apt, go: Go) -> Sides {
         Sides { all: vec![Side::Apt(apt), Side::Go(go)] }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pkgproxy_cache::{Clock, SystemClock};
-use pkgproxy_sides::{apt, go};
+use pkgproxy_sides::{apt, go, SidesConfig};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
@@ -38,8 +38,8 @@ pub enum Persistence {
 pub struct Settings {
     /// Where the cache lives.
     pub cache_dir: PathBuf,
-    /// The apt side.
-    pub apt: apt::Config,
+    /// Every side's configuration.
+    pub sides: SidesConfig,
     /// The way out.
     pub upstream: UpstreamConfig,
     /// Threads serving the proxy listener (one per core by default).
@@ -52,8 +52,6 @@ pub struct Settings {
     pub shadows: Vec<ShadowConfig>,
     /// The wall clock (the system's; tests inject their own).
     pub clock: Arc<dyn Clock>,
-    /// The go side.
-    pub go: go::Config,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -127,7 +125,8 @@ impl Settings {
             negative_ttl: file.go.negative_ttl,
             sumdb: file.go.sumdb.clone(),
         })?;
-        for host in apt.trusted_hosts().into_iter().chain(go.trusted_hosts()) {
+        let sides = SidesConfig { apt, go };
+        for host in sides.trusted_hosts() {
             policy.trust(&host);
         }
         let shadows = file
@@ -147,13 +146,12 @@ impl Settings {
         };
         Ok(Settings {
             cache_dir,
-            apt,
+            sides,
             upstream,
             proxy_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             persistence: overrides.persistence,
             auto_offline: overrides.auto_offline,
             shadows,
-            go,
             clock: Arc::new(SystemClock),
         })
     }
@@ -233,7 +231,7 @@ mod tests {
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();
         assert_eq!(settings.shadows.len(), 1);
-        assert_eq!(settings.go.proxies(), ["http://127.0.0.1:8001"]);
+        assert_eq!(settings.sides.go.proxies(), ["http://127.0.0.1:8001"]);
     }
 
     #[test]
