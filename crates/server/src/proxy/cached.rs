@@ -33,6 +33,23 @@ use crate::state::State;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
+    let rewrite = request.rewrite;
+    let outcome = through_the_cache(state, exchange, side, request).await;
+    match (rewrite, outcome) {
+        (None, outcome) => outcome,
+        // After the cache, for this client: the stored bytes stay the
+        // upstream's. No side rewrites yet; its arm goes here.
+        (Some(rewrite), _) => match rewrite {},
+    }
+}
+
+/// Serves `request` from the cache, or from the fetch it joins.
+async fn through_the_cache(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    request: CachedRequest,
+) -> Outcome {
     let stats = state.stats.side(request.side);
     stats.increment(SideCounter::Requests);
     let now = tokio::time::Instant::now().into_std();
