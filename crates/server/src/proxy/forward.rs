@@ -120,7 +120,8 @@ mod tests {
         }
     }
 
-    async fn forwarded(state: &Arc<State>, request: ForwardRequest, body: &'static [u8]) -> Response<ResponseBody> {
+    /// Forwards `request` with `body` for a client that sent a `POST`.
+    async fn forwarded(state: &Arc<State>, request: ForwardRequest, body: &'static [u8]) -> Outcome {
         let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
         let exchange = Exchange {
             method: &Method::POST,
@@ -129,10 +130,7 @@ mod tests {
             upstream_answer: &answer,
             client: None,
         };
-        match forward(state, &exchange, request, Full::new(Bytes::from_static(body))).await {
-            Outcome::Answered(response) => response,
-            other => panic!("not answered: {other:?}"),
-        }
+        forward(state, &exchange, request, Full::new(Bytes::from_static(body))).await
     }
 
     #[tokio::test]
@@ -140,7 +138,10 @@ mod tests {
         let upstream = ShadowRecorder::start(ShadowMode::Answer(201)).await;
         let dir = tempfile::tempdir().unwrap();
         let state = state(dir.path(), &upstream.url()).await;
-        let response = forwarded(&state, request(&upstream.url(), 1024), b"{\"actions\": []}").await;
+        let Outcome::Answered(response) = forwarded(&state, request(&upstream.url(), 1024), b"{\"actions\": []}").await
+        else {
+            panic!("not answered");
+        };
         assert_eq!(response.status(), 201);
         assert_eq!(response.headers()[CACHE_STATUS], "miss");
         assert!(response.headers()[http::header::VIA].to_str().unwrap().contains("pkgproxy"));
@@ -162,16 +163,7 @@ mod tests {
         let upstream = ShadowRecorder::start(ShadowMode::Answer(200)).await;
         let dir = tempfile::tempdir().unwrap();
         let state = state(dir.path(), &upstream.url()).await;
-        let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
-        let exchange = Exchange {
-            method: &Method::POST,
-            headers: &headers,
-            mount: Mount::Prefix("/x"),
-            upstream_answer: &answer,
-            client: None,
-        };
-        let body = Full::new(Bytes::from_static(b"0123456789abcdef"));
-        match forward(&state, &exchange, request(&upstream.url(), 10), body).await {
+        match forwarded(&state, request(&upstream.url(), 10), b"0123456789abcdef").await {
             Outcome::Failed(Failed::Refused(refusal)) => assert_eq!(refusal.status, StatusCode::PAYLOAD_TOO_LARGE),
             other => panic!("not refused: {other:?}"),
         }
