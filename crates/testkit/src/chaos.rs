@@ -1,32 +1,45 @@
-//! A misbehaving HTTP/1.1 upstream on `127.0.0.1:0`, for testing how a proxy
-//! manages its upstream connections.
+//! A misbehaving HTTP/1.1 upstream, for testing how a proxy manages its
+//! upstream connections: on `127.0.0.1:0`, or on byte streams handed to it
+//! (the connections of an in-memory network).
 //!
 //! [`ChaosUpstream`] owns the wire. It is a small hand-rolled HTTP/1.1 server
-//! on raw tokio sockets rather than hyper, so every fault is exact: which
-//! bytes go out, when the socket closes and whether with FIN or RST, and
+//! on raw tokio streams rather than hyper, so every fault is exact: which
+//! bytes go out, when the connection closes and whether with FIN or RST, and
 //! whether a kept-alive connection is ever answered again. It serves
 //! in-memory bodies with `Content-Length`, fixed validators and single byte
 //! ranges (so a client can resume), switches its [`Behaviour`] at run time
 //! for every path or for one path, and counts accepted, open and requesting
 //! connections so a test can see what the proxy's pool did.
 //!
+//! Its connection handling is generic over the stream, so the behaviours
+//! mean the same over TCP and over any `AsyncRead + AsyncWrite` stream; only
+//! a reset needs TCP (`SO_LINGER` 0). On a handed stream, which has no
+//! resets, a reset is an abrupt drop: the client reads end of file in the
+//! middle of the message, which an HTTP client reports as an incomplete
+//! message, as it does a reset. The streams come over a plain tokio channel,
+//! so the testkit needs nothing of the crate whose network makes them.
+//!
 //! What it does not do: chunked request bodies, multiple ranges, conditional
 //! requests other than `If-Range`, or listen on anything but loopback. It is
 //! test support, so a malformed request just gets its connection closed.
 
+mod message;
+
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
-use http::StatusCode;
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
+
+use message::{Entry, Reply, RequestHead};
 
 /// Longest request head accepted; a longer one gets the connection closed.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -51,10 +64,12 @@ pub enum Behaviour {
     Delay(Duration),
     /// Read the request head, then close the connection (FIN) without a byte.
     CloseBeforeHeaders,
-    /// Read the request head, then reset the connection (RST) without a byte.
+    /// Read the request head, then reset the connection (RST) without a byte;
+    /// a handed stream is dropped instead.
     ResetBeforeHeaders,
     /// Send the head (with the full `Content-Length`) and this many body bytes,
-    /// wait until the peer has them, then reset the connection (`SO_LINGER` 0).
+    /// wait until the peer has them, then reset the connection (`SO_LINGER` 0);
+    /// a handed stream is dropped instead.
     ResetMidBody {
         /// Body bytes sent before the reset.
         after_bytes: u64,
@@ -80,15 +95,6 @@ pub enum Behaviour {
     DropReusedConnections,
 }
 
-/// One served body and its fixed validators.
-struct Entry {
-    body: Bytes,
-    /// A strong, quoted tag from the body's SHA-256.
-    etag: String,
-    /// The time of [`ChaosUpstream::put`], as an HTTP date.
-    last_modified: String,
-}
-
 /// State shared between the [`ChaosUpstream`] handle and its connection tasks.
 #[derive(Default)]
 struct Shared {
@@ -102,9 +108,9 @@ struct Shared {
     requests: AtomicU64,
     /// Request heads received, by path (no query).
     per_path: Mutex<HashMap<String, u64>>,
-    /// TCP connections accepted.
+    /// Connections accepted.
     accepted: AtomicU64,
-    /// TCP connections accepted and not yet closed by either side.
+    /// Connections accepted and not yet closed by either side.
     open: AtomicU64,
 }
 
@@ -128,7 +134,8 @@ impl Drop for OpenGuard {
 ///
 /// Dropping it stops accepting and closes every open connection.
 pub struct ChaosUpstream {
-    /// Where it listens (always 127.0.0.1).
+    /// Where it listens (always 127.0.0.1), or where the network that hands
+    /// it streams routes to it.
     addr: SocketAddr,
     /// State shared with the connection tasks.
     shared: Arc<Shared>,
@@ -144,11 +151,27 @@ impl ChaosUpstream {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0 for the chaos upstream");
         let addr = listener.local_addr().expect("local_addr of the chaos upstream");
         let shared = Arc::new(Shared::default());
-        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        let accept = tokio::spawn(accept_tcp(listener, Arc::clone(&shared)));
         ChaosUpstream { addr, shared, accept }
     }
 
-    /// The address it listens on.
+    /// Starts serving the streams that arrive on `incoming`, each a
+    /// connection (the listener of an in-memory network), instead of
+    /// listening on TCP; `addr` is where that network routes to it, for
+    /// [`addr`](Self::addr) and [`url`](Self::url). Serving nothing,
+    /// behaving [`Behaviour::Ok`].
+    ///
+    /// Must be called inside a tokio runtime, which then runs the server.
+    pub fn serve_streams<S>(addr: SocketAddr, incoming: mpsc::UnboundedReceiver<S>) -> ChaosUpstream
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::new(Shared::default());
+        let accept = tokio::spawn(accept_streams(incoming, Arc::clone(&shared)));
+        ChaosUpstream { addr, shared, accept }
+    }
+
+    /// The address it listens on (or is reached at, on handed streams).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -162,15 +185,7 @@ impl ChaosUpstream {
     /// when matching), replacing any earlier body there. Its `ETag` comes from
     /// the content and its `Last-Modified` is now, both fixed from here on.
     pub fn put(&self, path: &str, body: impl Into<Bytes>) {
-        let body = body.into();
-        let digest = Sha256::digest(&body);
-        let secs = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-        let entry = Entry {
-            etag: format!("\"{}\"", hex::encode(&digest[..12])),
-            last_modified: httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs)),
-            body,
-        };
-        self.shared.entries.lock().unwrap().insert(path.to_owned(), entry);
+        self.shared.entries.lock().unwrap().insert(path.to_owned(), Entry::new(body.into()));
     }
 
     /// Sets the behaviour for every path without one of its own, from the
@@ -200,12 +215,12 @@ impl ChaosUpstream {
         self.shared.per_path.lock().unwrap().get(path).copied().unwrap_or(0)
     }
 
-    /// TCP connections accepted.
+    /// Connections accepted.
     pub fn accepted(&self) -> u64 {
         self.shared.accepted.load(Ordering::SeqCst)
     }
 
-    /// TCP connections currently open: accepted and closed by neither side.
+    /// Connections currently open: accepted and closed by neither side.
     ///
     /// The server notices a peer's close by reading EOF (or an error) on every
     /// connection it keeps, including black-holed and stalled ones, so this
@@ -230,9 +245,9 @@ impl Drop for ChaosUpstream {
     }
 }
 
-/// Accepts connections until aborted; aborting it drops the `JoinSet` and
-/// with it every connection task and socket.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts TCP connections until aborted; aborting it drops the `JoinSet`
+/// and with it every connection task and socket.
+async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
     let mut connections = JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
@@ -241,66 +256,130 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        shared.accepted.fetch_add(1, Ordering::SeqCst);
-        shared.open.fetch_add(1, Ordering::SeqCst);
-        // Made here, not in the task, so a task aborted before its first poll
-        // still gives its count back.
-        let open = OpenGuard(Arc::clone(&shared));
-        connections.spawn(async move { serve_connection(stream, &open.0).await });
+        admit(&mut connections, &shared, |shared| serve_tcp(stream, shared));
     }
+}
+
+/// Takes the streams of `incoming` as connections until aborted, like
+/// [`accept_tcp`]. When the sending network is gone, the connections
+/// already taken are still served.
+async fn accept_streams<S>(mut incoming: mpsc::UnboundedReceiver<S>, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut connections = JoinSet::new();
+    while let Some(stream) = incoming.recv().await {
+        while connections.try_join_next().is_some() {}
+        admit(&mut connections, &shared, |shared| serve_stream(stream, shared));
+    }
+    std::future::pending::<()>().await;
+}
+
+/// Counts a new connection and spawns `serve` for it.
+fn admit<Serving>(connections: &mut JoinSet<()>, shared: &Arc<Shared>, serve: impl FnOnce(Arc<Shared>) -> Serving)
+where
+    Serving: Future<Output = ()> + Send + 'static,
+{
+    shared.accepted.fetch_add(1, Ordering::SeqCst);
+    shared.open.fetch_add(1, Ordering::SeqCst);
+    // Made here, not in the task, so a task aborted before its first poll
+    // still gives its count back.
+    let open = OpenGuard(Arc::clone(shared));
+    let serving = serve(Arc::clone(shared));
+    connections.spawn(async move {
+        serving.await;
+        drop(open);
+    });
+}
+
+/// How a connection ends once the server stops answering on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// A clean close: the peer reads end of file.
+    Close,
+    /// An abrupt end, a TCP reset where the stream has one.
+    Reset,
+}
+
+/// What becomes of a connection after one answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// It may carry another request.
+    KeepOpen,
+    /// The server ends it.
+    End(Ending),
+}
+
+/// Serves a TCP connection, ending a reset with `SO_LINGER` 0 once the
+/// kernel has delivered what was sent.
+async fn serve_tcp(mut stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    if serve_connection(&mut stream, &shared).await == Ending::Reset {
+        #[cfg(target_os = "linux")]
+        wait_until_sent(&stream).await;
+        let _ = stream.set_zero_linger();
+    }
+}
+
+/// Serves a handed stream: a reset is dropping it at once, which is as
+/// abrupt as a stream without resets gets.
+async fn serve_stream<S>(mut stream: S, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    serve_connection(&mut stream, &shared).await;
 }
 
 /// Answers requests on one connection, each as its behaviour says, until
-/// either side closes it.
-async fn serve_connection(mut stream: TcpStream, shared: &Shared) {
-    let _ = stream.set_nodelay(true);
+/// either side closes it; says how the server's side ends.
+async fn serve_connection<S>(stream: &mut S, shared: &Shared) -> Ending
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut buf = Vec::new();
     let mut reused = false;
-    while let Some(req) = read_head(&mut stream, &mut buf).await {
+    while let Some(req) = read_head(stream, &mut buf).await {
         shared.requests.fetch_add(1, Ordering::SeqCst);
         *shared.per_path.lock().unwrap().entry(req.path.clone()).or_default() += 1;
         let behaviour = shared.behaviour_for(&req.path);
+        if reused && behaviour == Behaviour::DropReusedConnections {
+            return Ending::Close;
+        }
         let reply = match &behaviour {
-            Behaviour::Status { code, retry_after } => {
-                let headers = retry_after.iter().map(|v| ("Retry-After", v.clone())).collect();
-                Reply { status: *code, headers, body: Bytes::new() }
-            }
-            _ => respond(shared, &req),
+            Behaviour::Status { code, retry_after } => Reply::status(*code, retry_after.as_deref()),
+            _ => message::respond(&shared.entries.lock().unwrap(), &req),
         };
         let head = reply.head(req.keep_alive);
         let body = if req.method == "HEAD" { Bytes::new() } else { reply.body };
-        let drop_reused = reused && behaviour == Behaviour::DropReusedConnections;
-        if drop_reused || !matches!(deliver(&mut stream, behaviour, &head, body).await, Ok(true)) || !req.keep_alive {
-            return;
+        match deliver(stream, behaviour, &head, body).await {
+            Ok(After::KeepOpen) if req.keep_alive => reused = true,
+            Ok(After::End(ending)) => return ending,
+            Ok(After::KeepOpen) | Err(_) => return Ending::Close,
         }
-        reused = true;
     }
+    Ending::Close
 }
 
-/// Sends one answer as `behaviour` says; `Ok(true)` if the connection may
-/// carry another request.
-async fn deliver(stream: &mut TcpStream, behaviour: Behaviour, head: &[u8], body: Bytes) -> io::Result<bool> {
+/// Sends one answer as `behaviour` says.
+async fn deliver<S>(stream: &mut S, behaviour: Behaviour, head: &[u8], body: Bytes) -> io::Result<After>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let prefix = |n: u64| body.slice(..body.len().min(usize::try_from(n).unwrap_or(usize::MAX)));
     match behaviour {
-        Behaviour::CloseBeforeHeaders => return Ok(false),
-        Behaviour::ResetBeforeHeaders => {
-            stream.set_zero_linger()?;
-            return Ok(false);
-        }
+        Behaviour::CloseBeforeHeaders => return Ok(After::End(Ending::Close)),
+        Behaviour::ResetBeforeHeaders => return Ok(After::End(Ending::Reset)),
         Behaviour::Delay(pause) => {
             tokio::time::sleep(pause).await;
             send(stream, head, &body).await?;
         }
         Behaviour::ResetMidBody { after_bytes } => {
             send(stream, head, &prefix(after_bytes)).await?;
-            #[cfg(target_os = "linux")]
-            wait_until_sent(stream).await;
-            stream.set_zero_linger()?;
-            return Ok(false);
+            return Ok(After::End(Ending::Reset));
         }
         Behaviour::BlackHole => {
             drain(stream).await;
-            return Ok(false);
+            return Ok(After::End(Ending::Close));
         }
         Behaviour::SlowBody { bytes_per_chunk, interval } => {
             stream.write_all(head).await?;
@@ -312,22 +391,22 @@ async fn deliver(stream: &mut TcpStream, behaviour: Behaviour, head: &[u8], body
         Behaviour::StallBody { after_bytes } => {
             send(stream, head, &prefix(after_bytes)).await?;
             drain(stream).await;
-            return Ok(false);
+            return Ok(After::End(Ending::Close));
         }
         Behaviour::Ok | Behaviour::Status { .. } | Behaviour::DropReusedConnections => {
             send(stream, head, &body).await?;
         }
     }
-    Ok(true)
+    Ok(After::KeepOpen)
 }
 
-async fn send(stream: &mut TcpStream, head: &[u8], body: &[u8]) -> io::Result<()> {
+async fn send<S: AsyncWrite + Unpin>(stream: &mut S, head: &[u8], body: &[u8]) -> io::Result<()> {
     stream.write_all(head).await?;
     stream.write_all(body).await
 }
 
 /// Reads and discards until the peer closes (or errors).
-async fn drain(stream: &mut TcpStream) {
+async fn drain<S: AsyncRead + Unpin>(stream: &mut S) {
     let mut sink = [0u8; 4096];
     while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
 }
@@ -347,25 +426,9 @@ async fn wait_until_sent(stream: &TcpStream) {
     }
 }
 
-/// The parts of a request head the server acts on.
-struct RequestHead {
-    method: String,
-    /// Path without query (for an absolute-form target, only its path).
-    path: String,
-    /// Header lines; names are lower case.
-    headers: Vec<(String, String)>,
-    keep_alive: bool,
-}
-
-impl RequestHead {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
-
 /// Reads the next request head and skips its `Content-Length` body, keeping
 /// pipelined bytes in `buf`; `None` on EOF, a read error or a malformed head.
-async fn read_head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<RequestHead> {
+async fn read_head<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>) -> Option<RequestHead> {
     let end = loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break end;
@@ -374,7 +437,7 @@ async fn read_head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<RequestH
             return None;
         }
     };
-    let (head, body_len) = parse_head(std::str::from_utf8(&buf[..end]).ok()?)?;
+    let (head, body_len) = message::parse_head(std::str::from_utf8(&buf[..end]).ok()?)?;
     buf.drain(..end + 4);
     while buf.len() < body_len {
         if stream.read_buf(buf).await.ok()? == 0 {
@@ -383,114 +446,4 @@ async fn read_head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<RequestH
     }
     buf.drain(..body_len);
     Some(head)
-}
-
-/// Parses a request head (without its blank line) into the head and its body length.
-fn parse_head(text: &str) -> Option<(RequestHead, usize)> {
-    let mut lines = text.trim_start_matches("\r\n").split("\r\n");
-    let mut parts = lines.next()?.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || !version.starts_with("HTTP/1.") {
-        return None;
-    }
-    let headers = lines
-        .map(|l| l.split_once(':').map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned())))
-        .collect::<Option<Vec<_>>>()?;
-    let target = match target.strip_prefix("http://") {
-        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => target,
-    };
-    let path = target.split('?').next().unwrap_or("/").to_owned();
-    let mut head = RequestHead { method: method.to_owned(), path, headers, keep_alive: version != "HTTP/1.0" };
-    if let Some(connection) = head.header("connection").map(str::to_ascii_lowercase) {
-        head.keep_alive = connection.contains("keep-alive") || (head.keep_alive && !connection.contains("close"));
-    }
-    if head.header("transfer-encoding").is_some() {
-        return None;
-    }
-    let body_len = match head.header("content-length") {
-        Some(len) => len.parse().ok()?,
-        None => 0,
-    };
-    Some((head, body_len))
-}
-
-/// A response before delivery.
-struct Reply {
-    status: u16,
-    /// Headers besides `Content-Length` and `Connection`.
-    headers: Vec<(&'static str, String)>,
-    body: Bytes,
-}
-
-impl Reply {
-    fn bare(status: u16) -> Reply {
-        Reply { status, headers: Vec::new(), body: Bytes::new() }
-    }
-
-    /// The status line and headers, through the blank line.
-    fn head(&self, keep_alive: bool) -> Vec<u8> {
-        let reason = StatusCode::from_u16(self.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Unknown");
-        let mut head = format!("HTTP/1.1 {} {reason}\r\n", self.status);
-        for (name, value) in &self.headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
-        if !keep_alive {
-            head.push_str("Connection: close\r\n");
-        }
-        head.push_str("\r\n");
-        head.into_bytes()
-    }
-}
-
-/// The normal answer to `req`: the body (or its range), 404 or 405.
-fn respond(shared: &Shared, req: &RequestHead) -> Reply {
-    if req.method != "GET" && req.method != "HEAD" {
-        let mut reply = Reply::bare(405);
-        reply.headers.push(("Allow", "GET, HEAD".to_owned()));
-        return reply;
-    }
-    let entries = shared.entries.lock().unwrap();
-    let Some(entry) = entries.get(&req.path) else {
-        return Reply::bare(404);
-    };
-    let len = entry.body.len() as u64;
-    let mut reply = Reply::bare(200);
-    reply.headers.push(("Accept-Ranges", "bytes".to_owned()));
-    reply.headers.push(("ETag", entry.etag.clone()));
-    reply.headers.push(("Last-Modified", entry.last_modified.clone()));
-    let if_range_ok = req.header("if-range").is_none_or(|v| v == entry.etag || v == entry.last_modified);
-    match req.header("range").filter(|_| if_range_ok).and_then(|r| parse_range(r, len)) {
-        None => reply.body = entry.body.clone(),
-        Some(Some((first, last))) => {
-            reply.status = 206;
-            reply.headers.push(("Content-Range", format!("bytes {first}-{last}/{len}")));
-            reply.body = entry.body.slice(first as usize..=last as usize);
-        }
-        Some(None) => {
-            reply.status = 416;
-            reply.headers.push(("Content-Range", format!("bytes */{len}")));
-        }
-    }
-    reply
-}
-
-/// A single `bytes=` range over `len` bytes: `None` to ignore the header
-/// (malformed or several ranges), `Some(None)` if unsatisfiable, else the
-/// inclusive first and last byte.
-fn parse_range(value: &str, len: u64) -> Option<Option<(u64, u64)>> {
-    let spec = value.trim().strip_prefix("bytes=")?;
-    let (first, last) = spec.split_once('-')?;
-    let (first, last) = (first.trim(), last.trim());
-    if first.is_empty() {
-        let suffix: u64 = last.parse().ok()?;
-        return Some((suffix > 0 && len > 0).then(|| (len.saturating_sub(suffix), len - 1)));
-    }
-    let first: u64 = first.parse().ok()?;
-    let last = if last.is_empty() { u64::MAX } else { last.parse().ok()? };
-    if last < first {
-        return None;
-    }
-    Some((first < len).then(|| (first, last.min(len - 1))))
 }

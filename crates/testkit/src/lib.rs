@@ -6,7 +6,8 @@
 //! with the Debian tools, and [`aptclient`] drives a real `apt-get` in a
 //! sandbox, [`daemon`] runs the real pkgproxy binary and [`client`] talks to
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
-//! demand (for connection management), [`ports`] gives ports that refuse
+//! demand (for connection management; over TCP or over in-memory streams
+//! handed to it), [`ports`] gives ports that refuse
 //! connections, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to 127.0.0.1 only.
 

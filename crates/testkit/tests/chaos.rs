@@ -1,6 +1,7 @@
 //! The chaos upstream on its own: one test per behaviour, plus bodies,
-//! ranges and counters. Requests are written by hand on raw sockets so each
-//! test sees exactly what reaches the wire, and when the socket closes.
+//! ranges and counters, over TCP and over handed in-memory streams.
+//! Requests are written by hand on raw streams so each test sees exactly
+//! what reaches the wire, and when the connection closes.
 
 // These tests are the upstream's clients; the one-way-out rule is about the
 // daemon's own traffic.
@@ -10,8 +11,9 @@ use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use pkgproxy_testkit::{Behaviour, ChaosUpstream};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 /// A parsed response.
@@ -38,7 +40,7 @@ async fn connect(up: &ChaosUpstream) -> TcpStream {
 }
 
 /// Writes one request for `path` with `extra` header lines.
-async fn send(stream: &mut TcpStream, method: &str, path: &str, extra: &[&str]) {
+async fn send(stream: &mut (impl AsyncWrite + Unpin), method: &str, path: &str, extra: &[&str]) {
     let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: chaos.test\r\n");
     for line in extra {
         raw.push_str(line);
@@ -49,7 +51,7 @@ async fn send(stream: &mut TcpStream, method: &str, path: &str, extra: &[&str]) 
 }
 
 /// Reads up to the end of a response head; the bytes after it stay in `rest`.
-async fn read_head(stream: &mut TcpStream, rest: &mut Vec<u8>) -> Reply {
+async fn read_head(stream: &mut (impl AsyncRead + Unpin), rest: &mut Vec<u8>) -> Reply {
     let end = loop {
         if let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
             break end;
@@ -69,7 +71,7 @@ async fn read_head(stream: &mut TcpStream, rest: &mut Vec<u8>) -> Reply {
 }
 
 /// Reads one whole response framed by `Content-Length` (none after a `HEAD`).
-async fn read_reply(stream: &mut TcpStream, head_only: bool) -> Reply {
+async fn read_reply(stream: &mut (impl AsyncRead + Unpin), head_only: bool) -> Reply {
     let mut rest = Vec::new();
     let mut reply = read_head(stream, &mut rest).await;
     let len: usize = if head_only { 0 } else { reply.header("content-length").unwrap().parse().unwrap() };
@@ -88,8 +90,8 @@ async fn get(up: &ChaosUpstream, path: &str, extra: &[&str]) -> Reply {
     read_reply(&mut stream, false).await
 }
 
-/// Reads until EOF or an error; the bytes read and whether it ended in an error.
-async fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, bool) {
+/// Reads until EOF or a reset; the bytes read and whether it ended in a reset.
+async fn read_until_closed(stream: &mut (impl AsyncRead + Unpin)) -> (Vec<u8>, bool) {
     let mut bytes = Vec::new();
     loop {
         match stream.read_buf(&mut bytes).await {
@@ -104,7 +106,7 @@ async fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, bool) {
 }
 
 /// Asserts nothing arrives on `stream` within `wait` (and it stays open).
-async fn assert_silent(stream: &mut TcpStream, wait: Duration) {
+async fn assert_silent(stream: &mut (impl AsyncRead + Unpin), wait: Duration) {
     let mut byte = [0u8; 1];
     assert!(timeout(wait, stream.read(&mut byte)).await.is_err(), "got bytes or EOF");
 }
@@ -323,4 +325,94 @@ async fn dropping_the_upstream_closes_its_connections() {
     drop(up);
     let (bytes, _) = timeout(Duration::from_secs(2), read_until_closed(&mut stream)).await.unwrap();
     assert!(bytes.is_empty());
+}
+
+/// A chaos upstream on streams handed to it, and the way to make them: an
+/// in-memory network of one address, built from plain tokio parts.
+struct Handed {
+    up: ChaosUpstream,
+    connections: mpsc::UnboundedSender<DuplexStream>,
+}
+
+impl Handed {
+    fn start() -> Handed {
+        let (connections, incoming) = mpsc::unbounded_channel();
+        let up = ChaosUpstream::serve_streams("127.0.0.1:8080".parse().unwrap(), incoming);
+        Handed { up, connections }
+    }
+
+    /// A new connection: the client's end of a pipe whose other end the
+    /// upstream serves.
+    fn connect(&self) -> DuplexStream {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        self.connections.send(server).unwrap();
+        client
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn handed_streams_are_served_counted_and_timed_like_connections() {
+    let handed = Handed::start();
+    let up = &handed.up;
+    assert_eq!(up.url(), "http://127.0.0.1:8080");
+    up.put("/a", blob());
+    up.set_behaviour(Behaviour::Delay(Duration::from_millis(150)));
+    let mut stream = handed.connect();
+    let started = tokio::time::Instant::now();
+    send(&mut stream, "GET", "/a", &["Range: bytes=4000-"]).await;
+    let tail = read_reply(&mut stream, false).await;
+    assert_eq!((tail.status, tail.body.as_slice()), (206, &blob()[4000..]));
+    assert_eq!(started.elapsed(), Duration::from_millis(150), "on the paused clock, exactly the delay");
+    send(&mut stream, "HEAD", "/a", &[]).await;
+    assert_eq!(read_reply(&mut stream, true).await.status, 200);
+    let mut second = handed.connect();
+    send(&mut second, "GET", "/missing", &[]).await;
+    assert_eq!(read_reply(&mut second, false).await.status, 404);
+    assert_eq!((up.requests(), up.requests_for("/a"), up.accepted(), up.open_connections()), (3, 2, 2, 2));
+    drop(stream);
+    eventually("one connection is left", || up.open_connections() == 1).await;
+    drop(second);
+    eventually("no connection is left", || up.open_connections() == 0).await;
+}
+
+#[tokio::test]
+async fn on_a_handed_stream_a_reset_is_an_abrupt_end_after_what_was_sent() {
+    let handed = Handed::start();
+    handed.up.put("/a", blob());
+    handed.up.set_behaviour(Behaviour::ResetBeforeHeaders);
+    let mut stream = handed.connect();
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_eq!(read_until_closed(&mut stream).await, (Vec::new(), false), "closed without a byte");
+
+    handed.up.set_behaviour(Behaviour::ResetMidBody { after_bytes: 1234 });
+    let mut stream = handed.connect();
+    send(&mut stream, "GET", "/a", &[]).await;
+    let mut rest = Vec::new();
+    let reply = read_head(&mut stream, &mut rest).await;
+    assert_eq!((reply.status, reply.header("content-length")), (200, Some("10000")));
+    let (more, _) = read_until_closed(&mut stream).await;
+    rest.extend_from_slice(&more);
+    assert_eq!(rest, &blob()[..1234], "exactly the bytes sent, then the end");
+    assert_eq!(handed.up.requests(), 2);
+}
+
+#[tokio::test]
+async fn on_handed_streams_a_reused_connection_is_dropped_and_a_black_hole_stays_open() {
+    let handed = Handed::start();
+    handed.up.put("/a", "aaa");
+    handed.up.set_behaviour(Behaviour::DropReusedConnections);
+    let mut stream = handed.connect();
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_eq!(read_reply(&mut stream, false).await.body, b"aaa");
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_eq!(read_until_closed(&mut stream).await, (Vec::new(), false));
+
+    handed.up.set_behaviour(Behaviour::BlackHole);
+    let mut stream = handed.connect();
+    send(&mut stream, "GET", "/a", &[]).await;
+    assert_silent(&mut stream, Duration::from_millis(100)).await;
+    assert_eq!((handed.up.requests(), handed.up.accepted(), handed.up.open_connections()), (3, 2, 1));
+    drop(handed.up);
+    let (bytes, _) = timeout(Duration::from_secs(2), read_until_closed(&mut stream)).await.unwrap();
+    assert!(bytes.is_empty(), "dropping the upstream closed the black hole's connection");
 }

@@ -1,9 +1,11 @@
-//! The one place a socket to an upstream is opened: resolve, apply the
-//! address policy, connect with a timeout, tune the socket, count it, and
-//! for an `https://` upstream, shake hands. Private to the crate; the
-//! transport, the dialer and the shadow targets reach it.
+//! The one place a connection to an upstream is opened: resolve, apply the
+//! address policy, connect with a timeout over the [`Network`] (a TCP
+//! socket, tuned, or a pipe of the memory network), count it, and for an
+//! `https://` upstream, shake hands. Private to the crate; the transport,
+//! the dialer and the shadow targets reach it.
 
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use tokio::net::TcpStream;
 use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
 pub(crate) use crate::io::{ConnectionUses, Peer, Stream, UpstreamIo};
+use crate::network::Network;
 use crate::resolve::{AddressPolicy, Resolver};
 use crate::tls::Tls;
 
@@ -54,16 +57,20 @@ impl Security {
     }
 }
 
+/// What every connection of a connector needs besides its target.
 #[derive(Debug, Clone)]
 pub(crate) struct Connector {
     resolver: Arc<Resolver>,
     policy: Arc<AddressPolicy>,
+    /// The limit of a connect, and of a TLS handshake.
     timeout: Duration,
     keepalive: Keepalive,
     counters: Arc<Counters>,
     /// What each connection opened is counted as (upstream or shadow).
     counted_as: UpstreamCounter,
     tls: Tls,
+    /// What connections are made of: sockets, or pipes of a memory network.
+    network: Network,
 }
 
 impl Connector {
@@ -74,6 +81,7 @@ impl Connector {
         keepalive: Keepalive,
         counters: Arc<Counters>,
         counted_as: UpstreamCounter,
+        network: Network,
     ) -> Self {
         Connector {
             resolver: Arc::new(resolver),
@@ -83,6 +91,7 @@ impl Connector {
             counters,
             counted_as,
             tls: Tls::default(),
+            network,
         }
     }
 
@@ -95,51 +104,99 @@ impl Connector {
         security: Security,
         peer: Peer,
     ) -> Result<UpstreamIo, UpstreamError> {
-        let stream = self.connect(host, port).await?;
-        let stream = match security {
-            Security::Plain => Stream::Plain(stream),
-            Security::Tls => {
+        let addresses = self.allowed_addresses(host, port).await?;
+        let opening = self.connect_any(host, &addresses, |address| self.connect_to(address));
+        let stream = self.within_timeout(host, opening).await?;
+        let stream = match (security, stream) {
+            (Security::Plain, stream) => stream,
+            (Security::Tls, Stream::Plain(stream)) => {
                 let handshake = self.tls.handshake(host, stream);
-                match tokio::time::timeout(self.timeout, handshake).await {
-                    Ok(result) => Stream::Tls(Box::new(result?)),
-                    Err(_) => {
-                        return Err(UpstreamError::ConnectTimeout { host: host.to_string(), after: self.timeout })
-                    }
-                }
+                Stream::Tls(Box::new(self.within_timeout(host, handshake).await?))
+            }
+            // A memory pipe: the network has no TLS to offer.
+            (Security::Tls, _) => {
+                let source = io::Error::new(io::ErrorKind::Unsupported, "the memory network carries plain HTTP only");
+                return Err(UpstreamError::Tls { host: host.to_string(), source });
             }
         };
         Ok(UpstreamIo::new(stream, peer))
     }
 
-    /// Opens a TCP connection to `host:port`, trying each allowed address.
+    /// Opens a TCP connection to `host:port` for a tunnel, trying each
+    /// allowed address. A tunnel hands its client a socket, so over the
+    /// memory network it fails after the policy, with nothing opened.
     pub(crate) async fn connect(&self, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
+        let addresses = self.allowed_addresses(host, port).await?;
+        if let Network::Memory(_) = self.network {
+            let source = io::Error::new(io::ErrorKind::Unsupported, "a tunnel needs a TCP socket, not a memory pipe");
+            return Err(UpstreamError::Connect { host: host.to_string(), source });
+        }
+        let opening = self.connect_any(host, &addresses, |address| self.connect_tcp(address));
+        self.within_timeout(host, opening).await
+    }
+
+    /// The addresses of `host:port` the policy lets a connection go to;
+    /// a refusal is counted.
+    async fn allowed_addresses(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, UpstreamError> {
         let addresses = self.resolver.resolve(host, port).await?;
-        let addresses = self.policy.allowed(host, addresses).inspect_err(|_| {
+        self.policy.allowed(host, addresses).inspect_err(|_| {
             self.counters.increment(UpstreamCounter::Refused);
-        })?;
-        let attempt = self.connect_any(host, &addresses);
-        match tokio::time::timeout(self.timeout, attempt).await {
+        })
+    }
+
+    /// `step`, failed with [`UpstreamError::ConnectTimeout`] when it takes
+    /// longer than the connect timeout.
+    async fn within_timeout<T>(
+        &self,
+        host: &str,
+        step: impl Future<Output = Result<T, UpstreamError>>,
+    ) -> Result<T, UpstreamError> {
+        match tokio::time::timeout(self.timeout, step).await {
             Ok(result) => result,
             Err(_) => Err(UpstreamError::ConnectTimeout { host: host.to_string(), after: self.timeout }),
         }
     }
 
-    async fn connect_any(&self, host: &str, addresses: &[SocketAddr]) -> Result<TcpStream, UpstreamError> {
+    /// The first connection `connect` makes to one of `addresses`, tried
+    /// in order; counted.
+    async fn connect_any<S, Connecting>(
+        &self,
+        host: &str,
+        addresses: &[SocketAddr],
+        connect: impl Fn(SocketAddr) -> Connecting,
+    ) -> Result<S, UpstreamError>
+    where
+        Connecting: Future<Output = io::Result<S>>,
+    {
         let mut last = None;
-        for address in addresses {
-            #[allow(clippy::disallowed_methods)] // the one place upstream sockets are opened
-            let attempt = TcpStream::connect(address).await;
-            match attempt {
+        for &address in addresses {
+            match connect(address).await {
                 Ok(stream) => {
                     self.counters.increment(self.counted_as);
-                    tune(&stream, self.keepalive);
                     return Ok(stream);
                 }
                 Err(e) => last = Some(e),
             }
         }
-        let source = last.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no addresses"));
+        let source = last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no addresses"));
         Err(UpstreamError::Connect { host: host.to_string(), source })
+    }
+
+    /// One connection to `address` over the network: a TCP socket, or a
+    /// memory pipe.
+    async fn connect_to(&self, address: SocketAddr) -> io::Result<Stream> {
+        match &self.network {
+            Network::System => self.connect_tcp(address).await.map(Stream::Plain),
+            Network::Memory(memory) => memory.connect(address).map(Stream::Memory),
+        }
+    }
+
+    /// A tuned TCP socket to `address`.
+    async fn connect_tcp(&self, address: SocketAddr) -> io::Result<TcpStream> {
+        #[allow(clippy::disallowed_methods)] // the one place upstream sockets are opened
+        let stream = TcpStream::connect(address).await?;
+        tune(&stream, self.keepalive);
+        Ok(stream)
     }
 }
 
@@ -187,6 +244,7 @@ pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::MemoryNetwork;
 
     #[tokio::test]
     async fn upstream_sockets_have_keepalive_and_nodelay() {
@@ -202,6 +260,7 @@ mod tests {
             keepalive,
             Arc::new(Counters::default()),
             UpstreamCounter::Connections,
+            Network::System,
         );
         let stream = connector.connect("127.0.0.1", port).await.unwrap();
         let socket = socket2::SockRef::from(&stream);
@@ -220,8 +279,66 @@ mod tests {
             Keepalive::default(),
             Arc::new(Counters::default()),
             UpstreamCounter::Connections,
+            Network::System,
         );
         let error = connector.connect("127.0.0.1", 9).await.unwrap_err();
         assert!(error.is_forbidden(), "{error}");
+    }
+
+    fn memory_connector(network: &MemoryNetwork, policy: AddressPolicy, counters: &Arc<Counters>) -> Connector {
+        Connector::new(
+            Resolver::default(),
+            policy,
+            Duration::from_secs(2),
+            Keepalive::default(),
+            Arc::clone(counters),
+            UpstreamCounter::Connections,
+            Network::Memory(network.clone()),
+        )
+    }
+
+    #[tokio::test]
+    async fn over_the_memory_network_connections_are_counted_and_judged_like_sockets() {
+        let network = MemoryNetwork::new();
+        let mut listener = network.listen("127.0.0.1:80".parse().unwrap()).unwrap();
+        let counters = Arc::new(Counters::default());
+        let mut policy = AddressPolicy::default();
+        policy.trust("127.0.0.1");
+        let trusting = memory_connector(&network, policy, &counters);
+        trusting.open("127.0.0.1", 80, Security::Plain, Peer::Origin).await.unwrap();
+        assert!(listener.accept().await.is_some(), "the listener got the connection");
+        assert_eq!(counters.get(UpstreamCounter::Connections), 1);
+
+        let strict = memory_connector(&network, AddressPolicy::default(), &counters);
+        let error = strict.open("127.0.0.1", 80, Security::Plain, Peer::Origin).await.err().unwrap();
+        assert!(error.is_forbidden(), "{error}");
+        assert_eq!(counters.get(UpstreamCounter::Refused), 1);
+        assert_eq!(counters.get(UpstreamCounter::Connections), 1, "the refused target was not connected to");
+    }
+
+    #[tokio::test]
+    async fn over_the_memory_network_an_address_nobody_listens_on_refuses_the_connection() {
+        let network = MemoryNetwork::new();
+        let counters = Arc::new(Counters::default());
+        let mut policy = AddressPolicy::default();
+        policy.trust("127.0.0.1");
+        let connector = memory_connector(&network, policy, &counters);
+        let error = connector.open("127.0.0.1", 80, Security::Plain, Peer::Origin).await.err().unwrap();
+        let UpstreamError::Connect { source, .. } = &error else { panic!("not a connect error: {error}") };
+        assert_eq!(source.kind(), io::ErrorKind::ConnectionRefused);
+        assert_eq!(counters.get(UpstreamCounter::Connections), 0);
+    }
+
+    #[tokio::test]
+    async fn the_memory_network_carries_neither_tls_nor_tunnels() {
+        let network = MemoryNetwork::new();
+        let _listener = network.listen("127.0.0.1:443".parse().unwrap()).unwrap();
+        let mut policy = AddressPolicy::default();
+        policy.trust("127.0.0.1");
+        let connector = memory_connector(&network, policy, &Arc::new(Counters::default()));
+        let error = connector.open("127.0.0.1", 443, Security::Tls, Peer::Origin).await.err().unwrap();
+        assert!(matches!(&error, UpstreamError::Tls { source, .. } if source.kind() == io::ErrorKind::Unsupported));
+        let error = connector.connect("127.0.0.1", 443).await.unwrap_err();
+        assert!(matches!(&error, UpstreamError::Connect { source, .. } if source.kind() == io::ErrorKind::Unsupported));
     }
 }

@@ -1,6 +1,6 @@
 //! An upstream HTTP connection as hyper sees it: a TCP stream, plain or
-//! inside TLS, with the use count that tells a reused connection from a
-//! fresh one.
+//! inside TLS, or a pipe of the memory network, with the use count that
+//! tells a reused connection from a fresh one.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -19,6 +19,8 @@ pub(crate) enum Stream {
     Plain(TcpStream),
     /// `https://`.
     Tls(Box<TlsStream<TcpStream>>),
+    /// `http://` over the memory network (tests; see [`crate::Network`]).
+    Memory(DuplexStream),
 }
 
 impl AsyncRead for Stream {
@@ -26,6 +28,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_read(cx, buf),
             Stream::Tls(stream) => Pin::new(stream.as_mut()).poll_read(cx, buf),
+            Stream::Memory(stream) => Pin::new(stream).poll_read(cx, buf),
         }
     }
 }
@@ -35,6 +38,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_write(cx, buf),
             Stream::Tls(stream) => Pin::new(stream.as_mut()).poll_write(cx, buf),
+            Stream::Memory(stream) => Pin::new(stream).poll_write(cx, buf),
         }
     }
 
@@ -42,6 +46,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_flush(cx),
             Stream::Tls(stream) => Pin::new(stream.as_mut()).poll_flush(cx),
+            Stream::Memory(stream) => Pin::new(stream).poll_flush(cx),
         }
     }
 
@@ -49,6 +54,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_shutdown(cx),
             Stream::Tls(stream) => Pin::new(stream.as_mut()).poll_shutdown(cx),
+            Stream::Memory(stream) => Pin::new(stream).poll_shutdown(cx),
         }
     }
 
@@ -60,6 +66,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
             Stream::Tls(stream) => Pin::new(stream.as_mut()).poll_write_vectored(cx, bufs),
+            Stream::Memory(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -67,6 +74,7 @@ impl AsyncWrite for Stream {
         match self {
             Stream::Plain(stream) => stream.is_write_vectored(),
             Stream::Tls(stream) => stream.is_write_vectored(),
+            Stream::Memory(stream) => stream.is_write_vectored(),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! tunnel; both resolve names and open sockets through the private
 //! [`connect`] step, which applies the address policy (no loopback, private
 //! or link-local targets unless the host is trusted) and counts what it does.
+//! The sockets are the system's, unless a test hands in a [`Network`] of
+//! its own (an in-memory one), which swaps the byte pipe and nothing else.
 //! Nothing else in the program opens a network connection (clippy's
 //! `disallowed-methods` enforces it outside this crate), so the offline
 //! switch, the per-host breakers and the upstream pools live in exactly
@@ -14,6 +16,7 @@ mod counters;
 mod dialer;
 mod error;
 mod io;
+mod network;
 pub mod offline;
 pub mod pool;
 mod resolve;
@@ -25,6 +28,7 @@ pub use connect::Keepalive;
 pub use counters::{Counters, UpstreamCounter};
 pub use dialer::Dialer;
 pub use error::UpstreamError;
+pub use network::{ListenError, MemoryListener, MemoryNetwork, Network};
 pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest, RequestBody};
 pub use resolve::{AddressPolicy, Resolver};
 pub use transport::Transport;
@@ -35,7 +39,7 @@ use std::time::Duration;
 /// The time limits of upstream requests (see [`pool`] for how they apply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
-    /// Opening a TCP connection.
+    /// Opening a connection; its TLS handshake, if any, gets as long again.
     pub connect: Duration,
     /// An attempt on a healthy instance, from its start to the answer head.
     pub first_byte: Duration,
@@ -106,8 +110,16 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Builds the way out.
+    /// Builds the way out over the system's network.
     pub fn new(config: UpstreamConfig) -> Self {
+        Upstream::with_network(config, Network::System)
+    }
+
+    /// Builds the way out over `network`: a test's memory network, so that
+    /// nothing waits on a socket. It is an argument rather than a field of
+    /// [`UpstreamConfig`] because a daemon has no choice to make: only tests
+    /// ever pass anything but [`Network::System`].
+    pub fn with_network(config: UpstreamConfig, network: Network) -> Self {
         let counters = Arc::new(Counters::default());
         let timeouts = config.pools.timeouts;
         let shadow_connector = connect::Connector::new(
@@ -117,6 +129,7 @@ impl Upstream {
             config.keepalive,
             Arc::clone(&counters),
             UpstreamCounter::ShadowConnections,
+            network.clone(),
         );
         let shadow_client = shadow::ShadowClient::new(shadow_connector, timeouts.pool_idle, Arc::clone(&counters));
         let connector = connect::Connector::new(
@@ -126,6 +139,7 @@ impl Upstream {
             config.keepalive,
             Arc::clone(&counters),
             UpstreamCounter::Connections,
+            network,
         );
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));

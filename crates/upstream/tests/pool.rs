@@ -1,19 +1,23 @@
-//! Upstream pools against chaos upstreams on 127.0.0.1, with millisecond
-//! settings and tokio's paused clock: the chaos servers run on the test's
-//! own runtime, so a timeout is reached by advancing the clock, never by
-//! waiting, and loopback bytes arrive before the clock moves.
+//! Upstream pools against chaos upstreams, with millisecond settings and
+//! tokio's paused clock. The chaos upstreams and the pools meet on an
+//! in-memory network ([`MemoryNetwork`]) and run on the test's own runtime:
+//! no byte waits in a kernel, so the clock moves only once every task waits
+//! on a timer, a timeout is reached by advancing the clock, never by
+//! waiting, and the figures are the same on a loaded machine. Only the
+//! measurement on the real clock runs over loopback TCP.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};
 use http_body_util::BodyExt;
-use pkgproxy_testkit::{Behaviour, ChaosUpstream, RefusingPort};
+use pkgproxy_testkit::{Behaviour, ChaosUpstream};
 use pkgproxy_upstream::offline::{Mode, Refusal, Switch};
 use pkgproxy_upstream::{
-    AddressPolicy, Penalties, Pool, PoolRequest, PoolSettings, Resolver, Timeouts, Upstream, UpstreamConfig,
-    UpstreamError,
+    AddressPolicy, MemoryNetwork, Network, Penalties, Pool, PoolRequest, PoolSettings, Resolver, Timeouts, Upstream,
+    UpstreamConfig, UpstreamError,
 };
 use tokio::time::Instant;
 
@@ -38,21 +42,75 @@ fn settings() -> PoolSettings {
     }
 }
 
-fn upstream(settings: PoolSettings) -> Upstream {
-    let mut policy = AddressPolicy::default();
-    policy.trust("127.0.0.1");
-    Upstream::new(UpstreamConfig { policy, pools: settings, ..UpstreamConfig::default() })
+/// A test's world: the network its chaos upstreams listen on and its way
+/// out connects over.
+struct Lab {
+    network: Network,
 }
 
-/// Chaos upstreams serving `body` at [`FILE`].
-async fn instances(count: usize, body: &Bytes) -> Vec<ChaosUpstream> {
-    let mut started = Vec::new();
-    for _ in 0..count {
-        let instance = ChaosUpstream::start().await;
-        instance.put(FILE, body.clone());
-        started.push(instance);
+impl Lab {
+    /// An in-memory network, for tests on the paused clock.
+    fn in_memory() -> Lab {
+        Lab { network: Network::Memory(MemoryNetwork::new()) }
     }
-    started
+
+    /// Loopback TCP, for the measurement on the real clock.
+    fn on_loopback() -> Lab {
+        Lab { network: Network::System }
+    }
+
+    /// A chaos upstream on a fresh port of 127.0.0.1, serving nothing.
+    async fn chaos(&self) -> ChaosUpstream {
+        match &self.network {
+            Network::System => ChaosUpstream::start().await,
+            Network::Memory(memory) => {
+                let listener = memory.listen(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+                ChaosUpstream::serve_streams(listener.local_addr(), listener.into_incoming())
+            }
+        }
+    }
+
+    /// Chaos upstreams serving `body` at [`FILE`].
+    async fn instances(&self, count: usize, body: &Bytes) -> Vec<ChaosUpstream> {
+        let mut started = Vec::new();
+        for _ in 0..count {
+            let instance = self.chaos().await;
+            instance.put(FILE, body.clone());
+            started.push(instance);
+        }
+        started
+    }
+
+    /// The way out, trusting 127.0.0.1.
+    fn upstream(&self, settings: PoolSettings) -> Upstream {
+        let mut policy = AddressPolicy::default();
+        policy.trust("127.0.0.1");
+        let config = UpstreamConfig { policy, pools: settings, ..UpstreamConfig::default() };
+        Upstream::with_network(config, self.network.clone())
+    }
+
+    /// Instances on hosts of their own (breakers are per host), pinned to
+    /// the chaos upstreams' addresses.
+    fn upstream_with_hosts(&self, chaos: &[ChaosUpstream], switch: Switch) -> (Upstream, Vec<String>) {
+        let mut policy = AddressPolicy::default();
+        let mut resolver = Resolver::default();
+        let mut urls = Vec::new();
+        for (index, instance) in chaos.iter().enumerate() {
+            let host = format!("instance{index}.test");
+            policy.trust(&host);
+            resolver.pin(&host, 80, vec![instance.addr()]);
+            urls.push(format!("http://{host}"));
+        }
+        let config = UpstreamConfig { policy, resolver, pools: settings(), switch, ..UpstreamConfig::default() };
+        (Upstream::with_network(config, self.network.clone()), urls)
+    }
+}
+
+/// The URL of an instance nobody listens for: the memory network refuses
+/// the connection like a closed TCP port (its listeners on port 0 get
+/// ports from 49152 up, so low ports stay free).
+fn unreachable_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
 }
 
 fn pool_of(upstream: &Upstream, instances: &[ChaosUpstream]) -> Arc<Pool> {
@@ -76,11 +134,12 @@ fn body() -> Bytes {
     Bytes::from((0..4000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>())
 }
 
-/// Lets the chaos servers' tasks see what the client did (EOFs, resets).
-async fn settle() {
-    for _ in 0..20 {
-        tokio::task::yield_now().await;
-    }
+/// Returns once nothing else on the runtime can run without the clock, so
+/// the chaos servers have seen what the client did (a closed connection,
+/// a request sent again). On the paused clock a sleep ends only when every
+/// task waits; this one moves the clock by 1 ms.
+async fn until_idle() {
+    tokio::time::sleep(Duration::from_millis(1)).await;
 }
 
 /// Runs `total` GETs at concurrency `concurrency`; returns each latency, or
@@ -113,17 +172,18 @@ fn percentile(latencies: &[(Instant, Duration)], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Three instances answering after `delay`, `bad` of them broken by `breakage`.
-async fn run_with_broken(bad: &[Behaviour]) -> (Vec<(Instant, Duration)>, Vec<ChaosUpstream>, Arc<Pool>) {
+/// Three instances on `lab` answering after 50 ms, the first ones broken
+/// by `bad`.
+async fn run_with_broken(lab: &Lab, bad: &[Behaviour]) -> (Vec<(Instant, Duration)>, Vec<ChaosUpstream>, Arc<Pool>) {
     let body = body();
-    let chaos = instances(3, &body).await;
+    let chaos = lab.instances(3, &body).await;
     for instance in &chaos {
         instance.set_behaviour(Behaviour::Delay(Duration::from_millis(50)));
     }
     for (instance, behaviour) in chaos.iter().zip(bad) {
         instance.set_behaviour(behaviour.clone());
     }
-    let upstream = upstream(settings());
+    let upstream = lab.upstream(settings());
     let pool = pool_of(&upstream, &chaos);
     let latencies = load(&pool, 1000, 10, &body).await;
     (latencies, chaos, pool)
@@ -132,7 +192,7 @@ async fn run_with_broken(bad: &[Behaviour]) -> (Vec<(Instant, Duration)>, Vec<Ch
 #[tokio::test(start_paused = true)]
 async fn a_black_holed_instance_costs_one_request_per_penalty_period_and_no_errors() {
     let t0 = Instant::now();
-    let (latencies, chaos, pool) = run_with_broken(&[Behaviour::BlackHole]).await;
+    let (latencies, chaos, pool) = run_with_broken(&Lab::in_memory(), &[Behaviour::BlackHole]).await;
     let black_hole = &chaos[0];
     let report = pool.report();
     let penalties = report.instances[0].1.failures as u64;
@@ -150,7 +210,7 @@ async fn a_black_holed_instance_costs_one_request_per_penalty_period_and_no_erro
     assert_eq!(black_hole.accepted(), slow.len() as u64, "the black hole got no request while penalised");
     assert_eq!(black_hole.requests(), black_hole.accepted());
 
-    let (baseline, _, _) = run_with_broken(&[]).await;
+    let (baseline, _, _) = run_with_broken(&Lab::in_memory(), &[]).await;
     println!(
         "1000 GETs at concurrency 10, virtual time: one black hole p50 {:?} p99 {:?} max {:?}; \
          all healthy p50 {:?} p99 {:?} max {:?}; {} requests touched the black hole, {} after its first penalty",
@@ -169,7 +229,8 @@ async fn a_black_holed_instance_costs_one_request_per_penalty_period_and_no_erro
 #[tokio::test(start_paused = true)]
 async fn a_resetting_and_a_503_instance_cost_the_clients_nothing() {
     let unavailable = Behaviour::Status { code: 503, retry_after: None };
-    let (latencies, chaos, pool) = run_with_broken(&[Behaviour::ResetBeforeHeaders, unavailable]).await;
+    let (latencies, chaos, pool) =
+        run_with_broken(&Lab::in_memory(), &[Behaviour::ResetBeforeHeaders, unavailable]).await;
     assert_eq!(latencies.len(), 1000);
     let report = pool.report();
     for (broken, (_, state)) in chaos.iter().zip(&report.instances).take(2) {
@@ -181,11 +242,12 @@ async fn a_resetting_and_a_503_instance_cost_the_clients_nothing() {
 
 #[tokio::test(start_paused = true)]
 async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_trying_each_once() {
-    let chaos = instances(3, &body()).await;
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(3, &body()).await;
     for instance in &chaos {
         instance.set_behaviour(Behaviour::BlackHole);
     }
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     let start = Instant::now();
     let error = fetch(&pool, get(FILE)).await.unwrap_err();
     let took = start.elapsed();
@@ -202,15 +264,15 @@ async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_try
 
 #[tokio::test(start_paused = true)]
 async fn many_unreachable_instances_are_each_tried_once_without_running_off_the_list() {
-    let ports = RefusingPort::many(64);
-    let urls: Vec<String> = ports.iter().map(RefusingPort::url).collect();
-    let upstream = upstream(settings());
+    let urls: Vec<String> = (1..=64).map(unreachable_url).collect();
+    let upstream = Lab::in_memory().upstream(settings());
     let pool = upstream.transport.pool("unreachable", &urls).unwrap();
     for _ in 0..3 {
         let Err(UpstreamError::AllFailed { attempts, .. }) = fetch(&pool, get(FILE)).await else {
             panic!("an unreachable pool answered");
         };
         assert_eq!(attempts.len(), 64, "{attempts:?}");
+        assert!(attempts.iter().all(|a| a.contains("cannot connect")), "each one refused: {attempts:?}");
         let mut tried: Vec<&str> = attempts.iter().map(|a| a.split(": ").next().unwrap()).collect();
         tried.sort();
         tried.dedup();
@@ -220,9 +282,10 @@ async fn many_unreachable_instances_are_each_tried_once_without_running_off_the_
 
 #[tokio::test(start_paused = true)]
 async fn a_single_slow_instance_is_waited_for_with_the_patient_limit() {
-    let chaos = instances(1, &body()).await;
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::Delay(Duration::from_millis(800)));
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     for _ in 0..3 {
         assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200, "800 ms is within the 1 s limit of a last instance");
     }
@@ -232,9 +295,10 @@ async fn a_single_slow_instance_is_waited_for_with_the_patient_limit() {
 
 #[tokio::test(start_paused = true)]
 async fn fifty_requests_caught_by_one_outage_raise_the_penalty_once() {
-    let chaos = instances(1, &body()).await;
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::BlackHole);
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     let mut requests = tokio::task::JoinSet::new();
     for _ in 0..50 {
         let pool = Arc::clone(&pool);
@@ -250,9 +314,10 @@ async fn fifty_requests_caught_by_one_outage_raise_the_penalty_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failing_instance_is_readmitted_on_schedule_and_one_success_resets_it() {
-    let chaos = instances(1, &body()).await;
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::Status { code: 502, retry_after: None });
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     let mut expected = vec![];
     let mut seen = vec![];
     for step in 0..4u32 {
@@ -276,9 +341,10 @@ async fn a_failing_instance_is_readmitted_on_schedule_and_one_success_resets_it(
 
 #[tokio::test(start_paused = true)]
 async fn a_stale_pooled_connection_is_replaced_without_a_penalty_and_idle_ones_expire() {
-    let chaos = instances(1, &body()).await;
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::DropReusedConnections);
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
     assert_eq!(chaos[0].accepted(), 1);
     assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200, "the upstream dropped the reused connection");
@@ -317,8 +383,9 @@ async fn penalise(pool: &Arc<Pool>, chaos: &[ChaosUpstream], index: usize, faili
 #[tokio::test(start_paused = true)]
 async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodies_stream() {
     let body = body();
-    let chaos = instances(2, &body).await;
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(2, &body).await;
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     penalise(&pool, &chaos, 1, Behaviour::CloseBeforeHeaders).await;
     // Instance 0 alone is healthy now: four requests at once leave four idle
     // connections to it.
@@ -327,7 +394,6 @@ async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodie
     for done in futures_util::future::join_all(warm).await {
         assert_eq!(done.unwrap().2, 0);
     }
-    settle().await;
     let open_before = chaos[0].open_connections();
     assert!(open_before >= 4, "{open_before}");
 
@@ -356,7 +422,7 @@ async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodie
         second_took < Duration::from_millis(410),
         "the second moved on when the first's failure penalised the instance: {second_took:?}"
     );
-    settle().await;
+    until_idle().await;
     assert_eq!(chaos[0].open_connections(), 1, "only the streaming body's connection is left open");
     assert_eq!(streaming.await.unwrap().unwrap(), body, "the streaming body was unaffected");
 }
@@ -364,8 +430,9 @@ async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodie
 #[tokio::test(start_paused = true)]
 async fn a_slow_steady_body_outlives_the_deadline_and_a_stalled_one_fails_and_resumes_elsewhere() {
     let body = body();
-    let chaos = instances(2, &body).await;
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(2, &body).await;
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     // 40 pieces of 100 bytes, 100 ms apart: 4 s, twice the deadline.
     for instance in &chaos {
         instance.set_behaviour(Behaviour::SlowBody { bytes_per_chunk: 100, interval: Duration::from_millis(100) });
@@ -405,26 +472,11 @@ async fn a_slow_steady_body_outlives_the_deadline_and_a_stalled_one_fails_and_re
     assert_eq!(received, body);
 }
 
-/// Instances on hosts of their own (breakers are per host), pinned to the
-/// chaos upstreams' ports.
-fn upstream_with_hosts(chaos: &[ChaosUpstream], switch: Switch) -> (Upstream, Vec<String>) {
-    let mut policy = AddressPolicy::default();
-    let mut resolver = Resolver::default();
-    let mut urls = Vec::new();
-    for (index, instance) in chaos.iter().enumerate() {
-        let host = format!("instance{index}.test");
-        policy.trust(&host);
-        resolver.pin(&host, 80, vec![instance.addr()]);
-        urls.push(format!("http://{host}"));
-    }
-    let config = UpstreamConfig { policy, resolver, pools: settings(), switch, ..UpstreamConfig::default() };
-    (Upstream::new(config), urls)
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_host_whose_breaker_is_open_is_skipped_like_a_penalised_one() {
-    let chaos = instances(2, &body()).await;
-    let (upstream, urls) = upstream_with_hosts(&chaos, Switch::new(Mode::StoreOverloaded));
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(2, &body()).await;
+    let (upstream, urls) = lab.upstream_with_hosts(&chaos, Switch::new(Mode::StoreOverloaded));
     let pool = upstream.transport.pool("overloaded", &urls).unwrap();
     penalise(&pool, &chaos, 0, Behaviour::Status { code: 429, retry_after: Some("60".into()) }).await;
     let asked = chaos[0].requests();
@@ -448,8 +500,9 @@ async fn a_host_whose_breaker_is_open_is_skipped_like_a_penalised_one() {
 
 #[tokio::test(start_paused = true)]
 async fn penalties_alone_never_open_a_breaker() {
-    let chaos = instances(2, &body()).await;
-    let (upstream, urls) = upstream_with_hosts(&chaos, Switch::new(Mode::StoreOverloaded));
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(2, &body()).await;
+    let (upstream, urls) = lab.upstream_with_hosts(&chaos, Switch::new(Mode::StoreOverloaded));
     let pool = upstream.transport.pool("overloaded", &urls).unwrap();
     penalise(&pool, &chaos, 0, Behaviour::CloseBeforeHeaders).await;
     assert!(pool.report().instances[0].1.penalised_for.is_some());
@@ -461,8 +514,9 @@ async fn penalties_alone_never_open_a_breaker() {
 #[tokio::test]
 #[ignore = "a measurement, run by hand"]
 async fn measure_latency_with_a_black_hole_on_the_real_clock() {
-    let (latencies, _, _) = run_with_broken(&[Behaviour::BlackHole]).await;
-    let (baseline, _, _) = run_with_broken(&[]).await;
+    let lab = Lab::on_loopback();
+    let (latencies, _, _) = run_with_broken(&lab, &[Behaviour::BlackHole]).await;
+    let (baseline, _, _) = run_with_broken(&lab, &[]).await;
     for (name, run) in [("one black hole", &latencies), ("all healthy", &baseline)] {
         println!(
             "{name}: p50 {:?} p99 {:?} max {:?}",
@@ -475,9 +529,10 @@ async fn measure_latency_with_a_black_hole_on_the_real_clock() {
 
 #[tokio::test(start_paused = true)]
 async fn a_file_one_mirror_lacks_is_fetched_from_another_without_a_penalty() {
-    let chaos = vec![ChaosUpstream::start().await, ChaosUpstream::start().await];
+    let lab = Lab::in_memory();
+    let chaos = vec![lab.chaos().await, lab.chaos().await];
     chaos[1].put(FILE, body());
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     for _ in 0..10 {
         let (status, got, instance) = fetch(&pool, get(FILE)).await.unwrap();
         assert_eq!((status, instance, got), (200, 1, body()), "the lagging mirror's 404 sends the request on");
@@ -495,8 +550,9 @@ fn post(path: &str) -> PoolRequest {
 
 #[tokio::test(start_paused = true)]
 async fn a_post_is_never_sent_twice_an_answer_or_a_failure_after_sending_ends_it() {
-    let chaos = instances(2, &body()).await;
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(2, &body()).await;
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     let unavailable = Behaviour::Status { code: 503, retry_after: None };
     for instance in &chaos {
         instance.set_behaviour(unavailable.clone());
@@ -508,36 +564,36 @@ async fn a_post_is_never_sent_twice_an_answer_or_a_failure_after_sending_ends_it
     assert_eq!(status, 503);
     assert_eq!(chaos[0].requests() + chaos[1].requests(), 3, "a GET tries both");
 
-    let chaos = instances(2, &body()).await;
+    let chaos = lab.instances(2, &body()).await;
     for instance in &chaos {
         instance.set_behaviour(Behaviour::BlackHole);
     }
-    let pool = pool_of(&upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings()), &chaos);
     let Err(UpstreamError::AllFailed { attempts, .. }) = fetch(&pool, post(FILE)).await else {
         panic!("a black hole answered");
     };
     assert_eq!(attempts.len(), 1, "{attempts:?}");
-    settle().await;
+    until_idle().await;
     assert_eq!(chaos[0].requests() + chaos[1].requests(), 1, "the timed-out POST was not sent again");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_post_that_could_not_connect_moves_on_to_the_next_instance() {
-    let refusing = RefusingPort::new();
-    let live = instances(1, &body()).await.remove(0);
+    let lab = Lab::in_memory();
+    let refusing = unreachable_url(9);
+    let live = lab.instances(1, &body()).await.remove(0);
     let mut tried_the_refusing_port = false;
     // Both orders: whichever instance the pool picks first, the POST ends
     // at the live one, once.
-    for urls in [[refusing.url(), live.url()], [live.url(), refusing.url()]] {
-        let pool = upstream(settings()).transport.pool("post", &urls).unwrap();
+    for urls in [[refusing.clone(), live.url()], [live.url(), refusing.clone()]] {
+        let pool = lab.upstream(settings()).transport.pool("post", &urls).unwrap();
         live.reset_counters();
         let (status, _, instance) = fetch(&pool, post(FILE)).await.unwrap();
         assert_eq!(pool.url(instance), Some(live.url().as_str()));
         assert_eq!(status, 405, "the live instance's own answer to a POST");
         assert_eq!(live.requests(), 1);
         let report = pool.report();
-        tried_the_refusing_port |=
-            report.instances.iter().any(|(url, state)| *url == refusing.url() && state.failures > 0);
+        tried_the_refusing_port |= report.instances.iter().any(|(url, state)| *url == refusing && state.failures > 0);
     }
     assert!(tried_the_refusing_port, "in one of the orders the refusing port was tried first");
 }
