@@ -10,24 +10,11 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::reply::Reply;
 use pkgproxy_testkit::Origin;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// A parsed response.
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-}
 
 /// Parses one response off the front of `bytes`, framed by Content-Length
 /// (the origin never sends chunked); `head` means no body follows.

@@ -10,25 +10,12 @@
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
+use crate::reply::Reply;
 use pkgproxy_testkit::{Behaviour, ChaosUpstream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
-
-/// A parsed response.
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-}
 
 /// A 10 000-byte body whose bytes differ from their neighbours.
 fn blob() -> Vec<u8> {
@@ -111,13 +98,10 @@ async fn assert_silent(stream: &mut (impl AsyncRead + Unpin), wait: Duration) {
     assert!(timeout(wait, stream.read(&mut byte)).await.is_err(), "got bytes or EOF");
 }
 
-/// Polls `cond` every 5 ms for up to 2 s.
+/// Waits until `cond` holds.
 async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let cond = &cond;
+    pkgproxy_testkit::eventually(what, move || async move { cond().then_some(()) }).await;
 }
 
 #[tokio::test]
