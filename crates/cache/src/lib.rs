@@ -75,6 +75,22 @@ impl Cache {
         self.store.adopt(key, sha256, size, class)
     }
 
+    /// Stores `body` as the entry for `key` (see [`Store::put`]). Blocking.
+    pub fn put(&self, key: &str, body: &[u8], headers: Vec<(String, String)>, class: Class) -> Result<Arc<Entry>, StoreError> {
+        self.store.put(key, body, headers, class)
+    }
+
+    /// The whole body cached under `key`, when there is one of at most
+    /// `limit` bytes (a side reading back a small record). Blocking.
+    pub fn read_small(&self, key: &str, limit: u64) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let entry = self.lookup(key).filter(|entry| entry.size <= limit)?;
+        let file = self.open_body(&entry).ok()?;
+        let mut body = vec![0; usize::try_from(entry.size).ok()?];
+        file.read_exact_at(&mut body, 0).ok()?;
+        Some(body)
+    }
+
     /// Number of entries and bytes of bodies.
     pub fn totals(&self) -> (usize, u64) {
         self.store.totals()

@@ -145,6 +145,24 @@ impl Store {
         self.update(key, entry).map(Some)
     }
 
+    /// Makes `body`, which pkgproxy wrote itself (a side's record of an
+    /// answer), the entry for `key`, with the same crash safety as a
+    /// download. Blocking.
+    pub fn put(&self, key: &str, body: &[u8], headers: Vec<(String, String)>, class: Class) -> Result<Arc<Entry>, StoreError> {
+        let mut temp = self.temp()?;
+        temp.append(body)?;
+        let hashes = temp.hashes();
+        let entry = Entry {
+            sha256: hashes.sha256.clone(),
+            size: hashes.size,
+            headers,
+            validators: Validators::default(),
+            fetched_at: unix_secs(self.clock.now()),
+            class,
+        };
+        self.commit(key, temp, &hashes, entry)
+    }
+
     /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
         if let Some(sha256) = self.index.remove(key)? {

@@ -1,10 +1,13 @@
 //! What a side decides about a request, and the answers it makes itself.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{Class, Expected};
 
 use crate::id::SideId;
+use crate::snap;
 
 /// The target of a forward-proxy request, as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,18 +93,57 @@ pub enum DatedResume {
     WholeFile,
 }
 
-/// How a side rewrites a cached answer at serve time, after the cache, from
-/// what the client sent (its `Host`): the stored bytes stay the upstream's,
-/// so no client ever gets another client's rewrite. No side rewrites yet;
-/// the snap side will (its JSON answers name download URLs, which must
-/// point at pkgproxy as each client reaches it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rewrite {}
+/// How a side rewrites an answer at serve time, after the cache, from
+/// what the client sent (the host it reached pkgproxy by): the stored bytes
+/// stay the upstream's, so no client ever gets another client's rewrite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rewrite {
+    /// The snap store's JSON answers name download, media and assertion
+    /// URLs, which must point at pkgproxy as this client reaches it.
+    SnapUrls(snap::ServedAt),
+}
 
-/// What a side keeps of a forwarded answer for later replay (the snap
-/// side's refresh answers, replayed offline). No side records yet.
+/// What a side keeps of a forwarded answer, for replay when the upstream
+/// cannot be asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// The per-action results of a snap store refresh `POST`, for the
+    /// device that asked.
+    SnapActions(snap::Device),
+}
+
+/// What a cached body must say of itself to answer a request, beyond the
+/// checksums the side expects: a body that does not is not served (not
+/// even stale) and is fetched again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Record {}
+pub enum Acceptance {
+    /// Any body.
+    Any,
+    /// A snap assertion of at most this format (snapd names the newest
+    /// format it can read; an older snapd cannot read a newer one).
+    AssertionFormatAtMost(u32),
+}
+
+impl Acceptance {
+    /// Whether a body starting with `head` is acceptable.
+    pub fn accepts(self, head: &[u8]) -> bool {
+        match self {
+            Acceptance::Any => true,
+            Acceptance::AssertionFormatAtMost(max) => snap::assertion::format_of(head) <= max,
+        }
+    }
+}
+
+/// Whether pkgproxy follows the upstream's redirects itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redirects {
+    /// A redirect is passed on to the client, which follows it.
+    PassedOn,
+    /// pkgproxy follows it (the snap store's redirects carry an expiring
+    /// token to its CDN: the client must get the bytes, not the redirect,
+    /// and the redirect is never cached).
+    Followed,
+}
 
 /// A request to serve through the cache.
 #[derive(Debug, Clone)]
@@ -121,6 +163,15 @@ pub struct CachedRequest {
     pub dated_resume: DatedResume,
     /// How the answer is rewritten at serve time, if it is.
     pub rewrite: Option<Rewrite>,
+    /// Headers of the client's sent upstream beside pkgproxy's own (snapd's
+    /// device headers, which the side put in the key).
+    pub upstream_headers: HeaderMap,
+    /// How long a revalidated entry is served without asking the upstream.
+    pub fresh_for: Duration,
+    /// What a cached body must say of itself to answer this request.
+    pub accepts: Acceptance,
+    /// Whether the upstream's redirects are followed.
+    pub redirects: Redirects,
 }
 
 /// A request passed to the upstream uncached, its body included: never
@@ -141,6 +192,8 @@ pub struct ForwardRequest {
     pub body_limit: u64,
     /// What is kept of the answer for later replay, if anything.
     pub record: Option<Record>,
+    /// How the answer is rewritten for the client, if it is.
+    pub rewrite: Option<Rewrite>,
 }
 
 /// An answer a side makes itself, without the upstream.

@@ -9,17 +9,20 @@ pub enum SideId {
     Apt,
     /// The go command, as a module proxy under `/go`.
     Go,
+    /// snapd and the `snap` command, as a store relay under `/snap`.
+    Snap,
 }
 
 impl SideId {
     /// Every side, in the order info and metrics list them.
-    pub const ALL: [SideId; 2] = [SideId::Apt, SideId::Go];
+    pub const ALL: [SideId; 3] = [SideId::Apt, SideId::Go, SideId::Snap];
 
     /// The name used in logs, metrics, configuration and cache keys.
     pub fn as_str(self) -> &'static str {
         match self {
             SideId::Apt => "apt",
             SideId::Go => "go",
+            SideId::Snap => "snap",
         }
     }
 

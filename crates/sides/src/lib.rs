@@ -1,4 +1,4 @@
-//! The sides: one module per client ecosystem (apt and go now; snap,
+//! The sides: one module per client ecosystem (apt, go and snap now;
 //! registry and lxd later), each turning a request into a [`Decision`]:
 //! refuse it, serve it through the cache under a key with a freshness class
 //! and what the body must match, forward it uncached, or answer it. Sides
@@ -23,9 +23,11 @@ mod learned;
 pub mod path;
 pub mod route;
 mod side;
+pub mod snap;
 
 pub use decision::{
-    CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Refusal, Rewrite, Target,
+    Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
+    Rewrite, Target,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

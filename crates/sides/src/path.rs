@@ -43,6 +43,22 @@ pub fn checked_path(raw: &str) -> Result<String, Refusal> {
     Ok(decoded.into_owned())
 }
 
+/// An upstream's base URL as configured (`http[s]://host[:port][/prefix]`),
+/// without its trailing slash; `Err` says what is wrong with it.
+pub fn base_url(url: &str) -> Result<String, &'static str> {
+    let uri: http::Uri = url.parse().map_err(|_| "is not a URL")?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err("must start with http:// or https://");
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("has no host");
+    }
+    if uri.query().is_some() {
+        return Err("must not have a query");
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

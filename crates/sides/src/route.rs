@@ -21,7 +21,11 @@ pub enum Mount {
 }
 
 /// The route table: one line per side.
-pub const ROUTES: [(Mount, SideId); 2] = [(Mount::ForwardProxy, SideId::Apt), (Mount::Prefix("/go"), SideId::Go)];
+pub const ROUTES: [(Mount, SideId); 3] = [
+    (Mount::ForwardProxy, SideId::Apt),
+    (Mount::Prefix("/go"), SideId::Go),
+    (Mount::Prefix("/snap"), SideId::Snap),
+];
 
 /// A request as its side sees it.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +44,9 @@ pub struct Request<'a> {
     pub query: Option<&'a str>,
     /// For the forward proxy, the target as the client named it.
     pub target: Option<&'a Target>,
+    /// The host (and port) the client reached pkgproxy by, as it named it:
+    /// answers that point back at pkgproxy use it.
+    pub host: &'a str,
 }
 
 /// Where a request goes.
@@ -138,6 +145,8 @@ mod tests {
         assert_eq!(go, Route::Side { side: SideId::Go, mount: Mount::Prefix("/go"), target: None });
         assert_eq!(routed(Method::GET, "/go"), go);
         assert_eq!(routed(Method::GET, "/golang/x"), Route::Nowhere);
+        let snap = routed(Method::POST, "/snap/v2/snaps/refresh");
+        assert_eq!(snap, Route::Side { side: SideId::Snap, mount: Mount::Prefix("/snap"), target: None });
         assert_eq!(routed(Method::GET, "/"), Route::Nowhere);
         assert_eq!(routed(Method::CONNECT, "deb.debian.org:443"), Route::Tunnel);
     }
@@ -147,6 +156,11 @@ mod tests {
         assert_eq!(
             routed(Method::GET, "http://proxy.lan:3142/go/example.com/m/@v/list"),
             Route::Side { side: SideId::Go, mount: Mount::Prefix("/go"), target: None }
+        );
+        assert_eq!(
+            routed(Method::POST, "http://pkgproxy.test:3142/snap/v2/snaps/refresh"),
+            Route::Side { side: SideId::Snap, mount: Mount::Prefix("/snap"), target: None },
+            "a snap client whose http_proxy is pkgproxy"
         );
         let Route::Side { side, .. } = routed(Method::GET, "http://proxy.lan:8080/go/x") else { panic!() };
         assert_eq!(side, SideId::Apt, "another port is another host");

@@ -10,14 +10,15 @@
 //!    Pure, and quick (it runs on every cache hit).
 //! 2. [`Side::remembered`]: before the cache lookup, a "not found" the side
 //!    remembers for the key (the go command probes parent paths).
-//! 3. [`Side::freshness_window`]: at the lookup, how long a revalidated
-//!    entry is served without asking the upstream.
-//! 4. [`Side::prerequisites`], then [`Side::verifier`]: on a miss, before
+//! 3. [`Side::prerequisites`], then [`Side::verifier`]: on a miss, before
 //!    the fetch starts, what must be fetched first (through the cache) to
 //!    check the download, and the checks themselves. Never on a hit.
-//! 5. [`Side::remember`]: after an upstream's `404` or `410` was passed on.
-//! 6. A [`crate::Rewrite`] of the answer: after the cache, at serve time,
-//!    for every answer of a request that asks for one (no side does yet).
+//! 4. [`Side::remember`]: after an upstream's `404` or `410` was passed on.
+//! 5. For a forwarded request that asks for a [`crate::Record`]:
+//!    [`Side::record`] with a successful answer, or [`Side::replay`] when
+//!    the upstream cannot be asked (offline, its breaker open) or fails.
+//! 6. [`Side::rewrite`]: after the cache (or the forward, or the replay),
+//!    at serve time, for every answer of a request that asks for one.
 //! 7. [`Side::failure_answer`]: how the side's clients are told that
 //!    pkgproxy cannot serve the request (refused, offline, overloaded,
 //!    upstream failed).
@@ -25,20 +26,20 @@
 //! Outside the request path: [`Side::tunnels_to`] (the `CONNECT` policy)
 //! and [`Side::learned`] (what the side shows in info and metrics).
 
-use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
-use pkgproxy_cache::{PassedAnswer, Verifier};
+use pkgproxy_cache::{Cache, PassedAnswer, Verifier};
 
 use crate::apt::{self, Apt};
-use crate::decision::{CachedRequest, Decision, LocalAnswer, Refusal};
+use crate::decision::{CachedRequest, Decision, LocalAnswer, Record, Refusal, Rewrite};
 use crate::failure::Failure;
 use crate::go::{self, Go};
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
+use crate::snap::{self, Snap};
 
 /// A side at run time: its configuration and what it has learnt.
 #[derive(Debug)]
@@ -47,6 +48,8 @@ pub enum Side {
     Apt(Apt),
     /// The go command.
     Go(Go),
+    /// snapd.
+    Snap(Snap),
 }
 
 impl Side {
@@ -55,6 +58,7 @@ impl Side {
         match self {
             Side::Apt(_) => SideId::Apt,
             Side::Go(_) => SideId::Go,
+            Side::Snap(_) => SideId::Snap,
         }
     }
 
@@ -63,6 +67,7 @@ impl Side {
         match self {
             Side::Apt(apt) => apt.classify(request),
             Side::Go(go) => go.classify(request),
+            Side::Snap(snap) => snap.classify(request),
         }
     }
 
@@ -70,7 +75,7 @@ impl Side {
     /// stands still).
     pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         match self {
-            Side::Apt(_) => None,
+            Side::Apt(_) | Side::Snap(_) => None,
             Side::Go(go) => go.remembered(key, now, frozen),
         }
     }
@@ -78,16 +83,8 @@ impl Side {
     /// The upstream said "not found" for `key`, in `answer`, at `now`.
     pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
         match self {
-            Side::Apt(_) => {}
+            Side::Apt(_) | Side::Snap(_) => {}
             Side::Go(go) => go.remember(key, answer, now),
-        }
-    }
-
-    /// How long a revalidated entry is served without asking the upstream.
-    pub fn freshness_window(&self) -> Duration {
-        match self {
-            Side::Apt(apt) => apt.config().index_ttl(),
-            Side::Go(go) => go.config().list_ttl(),
         }
     }
 
@@ -96,7 +93,7 @@ impl Side {
     /// the list.
     pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
         match self {
-            Side::Apt(_) => Vec::new(),
+            Side::Apt(_) | Side::Snap(_) => Vec::new(),
             Side::Go(go) => go.prerequisites(request),
         }
     }
@@ -108,6 +105,35 @@ impl Side {
         match self {
             Side::Apt(apt) => apt.verifier(request),
             Side::Go(go) => go.verifier(request, prerequisites),
+            Side::Snap(snap) => snap.verifier(request),
+        }
+    }
+
+    /// Keeps what `record` asks for of a forwarded request whose body was
+    /// `sent` and whose successful answer is `answer`. Blocking.
+    pub fn record(&self, record: &Record, sent: &[u8], answer: &[u8]) {
+        match (self, record) {
+            (Side::Snap(snap), Record::SnapActions(device)) => snap.record(device, sent, answer),
+            (Side::Apt(_) | Side::Go(_), _) => {}
+        }
+    }
+
+    /// The answer to a forwarded request whose body was `sent`, from what
+    /// `record` kept, when the upstream could not answer as `failure` says;
+    /// `None`: nothing to replay, the failure stands. Blocking.
+    pub fn replay(&self, record: &Record, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
+        match (self, record) {
+            (Side::Snap(snap), Record::SnapActions(device)) => snap.replay(device, sent, failure),
+            (Side::Apt(_) | Side::Go(_), _) => None,
+        }
+    }
+
+    /// `body`, an answer to a request that asked for `rewrite`, as this
+    /// client is to get it; `None`: as it is.
+    pub fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
+        match (self, rewrite) {
+            (Side::Snap(snap), Rewrite::SnapUrls(at)) => snap.rewrite(at, body),
+            (Side::Apt(_) | Side::Go(_), _) => None,
         }
     }
 
@@ -115,6 +141,7 @@ impl Side {
     pub fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         match self {
             Side::Apt(_) | Side::Go(_) => failure.plain_text(),
+            Side::Snap(_) => snap::failure_answer(failure),
         }
     }
 
@@ -122,7 +149,7 @@ impl Side {
     pub fn tunnels_to(&self, host: &str) -> bool {
         match self {
             Side::Apt(apt) => apt.config().serves_host(host),
-            Side::Go(_) => false,
+            Side::Go(_) | Side::Snap(_) => false,
         }
     }
 
@@ -130,7 +157,7 @@ impl Side {
     pub fn learned(&self) -> Vec<Learned> {
         match self {
             Side::Apt(apt) => apt.learned(),
-            Side::Go(_) => Vec::new(),
+            Side::Go(_) | Side::Snap(_) => Vec::new(),
         }
     }
 }
@@ -142,13 +169,16 @@ pub struct SidesConfig {
     pub apt: apt::Config,
     /// The go side's upstream proxies, windows and checksum database.
     pub go: go::Config,
+    /// The snap side's store instances.
+    pub snap: snap::Config,
 }
 
 impl SidesConfig {
     /// The hosts of the configured upstreams: these may be on local
     /// addresses.
     pub fn trusted_hosts(&self) -> Vec<String> {
-        self.apt.trusted_hosts().into_iter().chain(self.go.trusted_hosts()).collect()
+        let (apt, go, snap) = (self.apt.trusted_hosts(), self.go.trusted_hosts(), self.snap.trusted_hosts());
+        apt.into_iter().chain(go).chain(snap).collect()
     }
 }
 
@@ -170,15 +200,16 @@ pub struct Sides {
 const TUNNEL_PORT: u16 = 443;
 
 impl Sides {
-    /// Opens every side with what it has learnt, kept beside the cache in
-    /// `cache_dir`. Blocking.
-    pub fn open(config: SidesConfig, cache_dir: &Path) -> Result<Sides, OpenError> {
-        Ok(Sides::new(Apt::open(config.apt, cache_dir)?, Go::new(config.go)))
+    /// Opens every side with what it has learnt, kept in and beside the
+    /// cache. Blocking.
+    pub fn open(config: SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
+        let apt = Apt::open(config.apt, cache.dir())?;
+        Ok(Sides::new(apt, Go::new(config.go), Snap::new(config.snap, cache.clone())))
     }
 
     /// Every side, each ready with what it has learnt.
-    pub fn new(apt: Apt, go: Go) -> Sides {
-        Sides { all: vec![Side::Apt(apt), Side::Go(go)] }
+    pub fn new(apt: Apt, go: Go, snap: Snap) -> Sides {
+        Sides { all: vec![Side::Apt(apt), Side::Go(go), Side::Snap(snap)] }
     }
 
     /// The side `id`.
@@ -206,6 +237,8 @@ impl Sides {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use http::{HeaderMap, Method, StatusCode};
 
     use super::*;
@@ -218,7 +251,9 @@ mod tests {
         let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
         let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir).unwrap();
         let go = Go::new(GoConfig::new(&Options::default()).unwrap());
-        Sides::new(apt, go)
+        let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+        let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache);
+        Sides::new(apt, go, snap)
     }
 
     fn request<'a>(
@@ -228,7 +263,7 @@ mod tests {
         target: Option<&'a Target>,
     ) -> Request<'a> {
         let mount = if target.is_some() { Mount::ForwardProxy } else { Mount::Prefix("/go") };
-        Request { method, headers, mount, path, query: None, target }
+        Request { method, headers, mount, path, query: None, target, host: "127.0.0.1:3142" }
     }
 
     #[test]

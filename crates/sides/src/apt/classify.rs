@@ -2,6 +2,7 @@
 //! key, how it ages, and what its body must match.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use pkgproxy_cache::{Class, Expected};
 
@@ -9,11 +10,13 @@ use super::archives::Archive;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use super::archives::Mirror;
-use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Target};
+use crate::decision::{Acceptance, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Target};
 use crate::id::SideId;
 use crate::path::checked_path;
 
-pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
+/// Decides a request for `target`; index files fetched by name are served
+/// for `index_ttl` before they are revalidated.
+pub(super) fn classify(archives: &[Archive], target: &Target, index_ttl: Duration) -> Decision {
     if target.scheme != "http" {
         return Decision::Refuse(Refusal::bad_request("only http:// URLs are proxied (https:// goes through CONNECT)"));
     }
@@ -24,7 +27,7 @@ pub(super) fn classify(archives: &[Archive], target: &Target) -> Decision {
     for archive in archives {
         for mirror in &archive.mirrors {
             if let Some(relative) = mirror.relative(&target.host, target.port, &path) {
-                return decide(archive, mirror, relative, target);
+                return decide(archive, mirror, relative, target, index_ttl);
             }
         }
     }
@@ -49,7 +52,7 @@ fn unknown_target(archives: &[Archive], target: &Target) -> Refusal {
     ))
 }
 
-fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -> Decision {
+fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target, index_ttl: Duration) -> Decision {
     let (class, expected, dated_resume) = if relative.starts_with("pool/") {
         (Class::Immutable, Expected::default(), DatedResume::Honoured)
     } else if relative.starts_with("dists/") {
@@ -74,6 +77,10 @@ fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target) -
         expected,
         dated_resume,
         rewrite: None,
+        upstream_headers: http::HeaderMap::new(),
+        fresh_for: index_ttl,
+        accepts: Acceptance::Any,
+        redirects: Redirects::PassedOn,
     })
 }
 

@@ -111,7 +111,7 @@ impl Config {
     /// Decides what to do with a request for `target`, from the archives
     /// alone (the index adds what it knows, see [`Apt::classify`]).
     pub fn classify(&self, target: &Target) -> Decision {
-        classify::classify(&self.archives, target)
+        classify::classify(&self.archives, target, self.index_ttl)
     }
 
     /// True when a known archive has a mirror on `host` (any port): apt

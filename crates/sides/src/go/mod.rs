@@ -30,7 +30,7 @@ pub use integrity::GoVerifier;
 pub use negative::NegativeCache;
 pub use sumdb::Sums;
 
-use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal};
+use crate::decision::{Acceptance, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal};
 use crate::id::SideId;
 use crate::route::Request;
 use path::{escape, is_module_path, is_version, unescape};
@@ -102,7 +102,7 @@ impl Config {
         };
         let proxies = proxies
             .iter()
-            .map(|url| proxy_url(url).map_err(|reason| bad("proxies", &format!("{url:?} {reason}"))))
+            .map(|url| crate::path::base_url(url).map_err(|reason| bad("proxies", &format!("{url:?} {reason}"))))
             .collect::<Result<Vec<_>, _>>()?;
         let sumdb = match config.sumdb.as_deref() {
             None => Some(DEFAULT_SUMDB.to_string()),
@@ -190,6 +190,10 @@ impl Config {
                 Class::Revalidated => DatedResume::WholeFile,
             },
             rewrite: None,
+            upstream_headers: http::HeaderMap::new(),
+            fresh_for: self.list_ttl,
+            accepts: Acceptance::Any,
+            redirects: Redirects::PassedOn,
         }
     }
 
@@ -371,21 +375,6 @@ fn is_sumdb_name(name: &str) -> bool {
 
 fn not_found(reason: &str) -> Refusal {
     Refusal::not_found(reason)
-}
-
-/// Checks an upstream proxy URL; returns it without a trailing slash.
-fn proxy_url(url: &str) -> Result<String, &'static str> {
-    let uri: http::Uri = url.parse().map_err(|_| "is not a URL")?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) {
-        return Err("must start with http:// or https://");
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err("has no host");
-    }
-    if uri.query().is_some() {
-        return Err("must not have a query");
-    }
-    Ok(url.trim_end_matches('/').to_string())
 }
 
 #[cfg(test)]

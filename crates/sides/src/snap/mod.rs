@@ -1,0 +1,453 @@
+//! The snap side: a relay of the Snap Store API for snapd and the `snap`
+//! command (`SNAPPY_FORCE_API_URL=http://HOST:3142/snap/`), in front of a
+//! pool of store instances (`[snap] stores`).
+//!
+//! What passes through, and how:
+//! - **Refresh** (`POST /v2/snaps/refresh`): always forwarded while the
+//!   store can be asked, never shared; each per-action result is recorded
+//!   and replayed, action by action, when it cannot ([`actions`]).
+//! - **Blobs**: stored by the `sha3-384` the store's answer gave, checked
+//!   before they enter the cache; pkgproxy follows the store's redirect to
+//!   its CDN itself and never caches the redirect ([`blob`]).
+//! - **Assertions**: kept byte for byte; how long each is served without
+//!   asking depends on its type ([`assertion`]).
+//! - **info, find, catalogues**: served through the cache under the
+//!   device's key and the normalised query, asked for again every time
+//!   (catalogues after hours), served from the cache when the store cannot
+//!   be asked: offline, exactly the queries seen online.
+//! - **Personal traffic** (authentication, cohorts, purchases, anything a
+//!   user's `Authorization` came with): forwarded, never stored or shared.
+//!
+//! Every URL in a JSON answer is rewritten at serve time to point at
+//! pkgproxy as the client reached it ([`rewrite`]).
+//!
+//! **How snapd is told no.** snapd retries every `5xx` for half a minute
+//! (and downloads for 80 s), so pkgproxy never makes one up: what it
+//! cannot serve is a `424` with the store's own JSON error list, code
+//! `pkgproxy-offline` (or `pkgproxy-store-overloaded`, with the breaker's
+//! `Retry-After`), `Content-Type: application/json` exactly (snapd reads
+//! the body of an assertion or find refusal only then) and an
+//! `X-Oops-Id`, which snapd appends to the messages where it ignores the
+//! body. The offline seed asks for the 424 everywhere; but snapd ignores
+//! the body of a 424 on a refresh `POST`, so a refresh is answered `200`
+//! with a per-action error instead, which snapd prints as
+//! `cannot download snap "X": pkgproxy is offline: ...`. The codes snapd
+//! interprets (`not-found`, `*-not-found`, `*-authorization-needs-refresh`)
+//! are never used for a refusal: snapd would take the snap or assertion
+//! for absent.
+
+pub mod actions;
+pub mod assertion;
+pub mod blob;
+mod device;
+pub mod rewrite;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use http::{Method, StatusCode};
+use pkgproxy_cache::{Cache, Class, Expected, Verifier};
+use serde_json::{json, Value};
+
+pub use device::Device;
+pub use rewrite::ServedAt;
+
+use crate::decision::{
+    Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
+    Rewrite,
+};
+use crate::failure::{retry_after_secs, Failure};
+use crate::id::SideId;
+use crate::route::{Mount, Request};
+use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
+use assertion::AssertionPath;
+use blob::{BlobPath, BlobVerifier, DOWNLOAD_PREFIX};
+use rewrite::{Rewriter, MEDIA_PREFIX};
+
+/// The store when none is configured.
+pub const DEFAULT_STORE: &str = "https://api.snapcraft.io";
+/// How long sections and categories are served without asking the store.
+pub const SECTIONS_TTL: Duration = Duration::from_secs(6 * 3600);
+/// How long the commands catalogue is served without asking the store.
+pub const CATALOGUE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a snap's icon or screenshot is served without asking.
+pub const MEDIA_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The largest request body forwarded to the store.
+pub const BODY_LIMIT: u64 = 4 * 1024 * 1024;
+/// The largest record or assertion read back from the cache.
+const SMALL_BODY_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// The snap side's configuration, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The store instances' base URLs; empty: the default.
+    pub stores: Vec<String>,
+}
+
+/// A snap configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("snap.stores: {0}")]
+pub struct ConfigError(String);
+
+/// The snap side's configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    stores: Vec<String>,
+}
+
+impl Config {
+    /// Validates `options`.
+    pub fn new(options: &Options) -> Result<Config, ConfigError> {
+        let stores = match options.stores.is_empty() {
+            true => vec![DEFAULT_STORE.to_string()],
+            false => options.stores.clone(),
+        };
+        let stores = stores
+            .iter()
+            .map(|url| crate::path::base_url(url).map_err(|reason| ConfigError(format!("{url:?} {reason}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Config { stores })
+    }
+
+    /// The store instances' base URLs.
+    pub fn stores(&self) -> &[String] {
+        &self.stores
+    }
+
+    /// The hosts of configured stores: these may be on local addresses.
+    pub fn trusted_hosts(&self) -> Vec<String> {
+        let stores = self.stores.iter().filter(|url| *url != DEFAULT_STORE);
+        stores.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+    }
+}
+
+/// The snap side at run time: its configuration, the cache its records
+/// and assertions are read back from, and the media hosts the store named.
+#[derive(Debug)]
+pub struct Snap {
+    config: Config,
+    cache: Cache,
+    media_origins: Mutex<BTreeSet<String>>,
+}
+
+impl Snap {
+    /// The side, reading back what it recorded from `cache`.
+    pub fn new(config: Config, cache: Cache) -> Snap {
+        Snap { config, cache, media_origins: Mutex::new(BTreeSet::new()) }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Decides what to do with `request`.
+    pub fn classify(&self, request: &Request<'_>) -> Decision {
+        if let Err(refusal) = crate::path::checked_path(request.path) {
+            return Decision::Refuse(refusal);
+        }
+        if device::is_personal(request.headers) {
+            return self.forward(request, None);
+        }
+        let path = request.path;
+        let readable = matches!(*request.method, Method::GET | Method::HEAD);
+        if path == "/v2/snaps/refresh" {
+            return match *request.method {
+                Method::POST => self.forward(request, Some(Record::SnapActions(Device::of(request.headers)))),
+                _ => Decision::Refuse(Refusal::method_not_allowed("POST")),
+            };
+        }
+        if !readable {
+            return self.forward(request, None);
+        }
+        if let Some(rest) = path.strip_prefix(DOWNLOAD_PREFIX) {
+            return self.blob(request, rest);
+        }
+        if let Some(rest) = path.strip_prefix("/v2/assertions/").or(path.strip_prefix("/api/v1/snaps/assertions/")) {
+            return self.assertion(request, rest);
+        }
+        if let Some(rest) = path.strip_prefix(MEDIA_PREFIX) {
+            return self.media(request, rest);
+        }
+        match path {
+            "/v2/snaps/find" if query_has(request.query, "private", "true") => self.forward(request, None),
+            "/v2/snaps/find" | "/api/v1/snaps/search" => self.answer(request, Duration::ZERO, true),
+            _ if path.starts_with("/v2/snaps/info/") => self.answer(request, Duration::ZERO, true),
+            "/api/v1/snaps/sections" | "/v2/snaps/categories" => self.answer(request, SECTIONS_TTL, false),
+            "/api/v1/snaps/names" => self.answer(request, CATALOGUE_TTL, false),
+            _ => self.forward(request, None),
+        }
+    }
+
+    /// Forwarded to the store uncached, recorded when `record` says so.
+    fn forward(&self, request: &Request<'_>, record: Option<Record>) -> Decision {
+        let rewrite = record.as_ref().map(|_| Rewrite::SnapUrls(served_at(request)));
+        Decision::Forward(ForwardRequest {
+            side: SideId::Snap,
+            origin: self.store_origin(request.path, request.query),
+            method: request.method.clone(),
+            headers: device::forwarded_headers(request.headers),
+            body_limit: BODY_LIMIT,
+            record,
+            rewrite,
+        })
+    }
+
+    fn store_origin(&self, path: &str, query: Option<&str>) -> Origin {
+        let path = match query {
+            Some(query) => format!("{path}?{query}"),
+            None => path.to_string(),
+        };
+        Origin { pool: "snap".to_string(), instances: self.config.stores.clone(), path }
+    }
+
+    /// A store answer served through the cache under the device and the
+    /// normalised query, its URLs rewritten when `rewritten`.
+    fn answer(&self, request: &Request<'_>, fresh_for: Duration, rewritten: bool) -> Decision {
+        let device = Device::of(request.headers);
+        let key = format!("snap/answer/{}{}?{}", device.key(), request.path, normalised_query(request.query));
+        Decision::Cache(CachedRequest {
+            side: SideId::Snap,
+            key,
+            origin: self.store_origin(request.path, request.query),
+            class: Class::Revalidated,
+            expected: Expected::default(),
+            dated_resume: DatedResume::WholeFile,
+            rewrite: rewritten.then(|| Rewrite::SnapUrls(served_at(request))),
+            upstream_headers: device::upstream_headers(request.headers),
+            fresh_for,
+            accepts: Acceptance::Any,
+            redirects: Redirects::PassedOn,
+        })
+    }
+
+    fn blob(&self, request: &Request<'_>, rest: &str) -> Decision {
+        let blob = match BlobPath::parse(rest) {
+            Ok(blob) => blob,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        let device = Device::of(request.headers);
+        Decision::Cache(CachedRequest {
+            side: SideId::Snap,
+            key: blob.key(&device.scope()),
+            origin: self.store_origin(blob.store_path, request.query),
+            class: Class::Immutable,
+            expected: Expected { size: Some(blob.size), ..Expected::default() },
+            dated_resume: DatedResume::Honoured,
+            rewrite: None,
+            upstream_headers: device::upstream_headers(request.headers),
+            fresh_for: Duration::ZERO,
+            accepts: Acceptance::Any,
+            redirects: Redirects::Followed,
+        })
+    }
+
+    fn assertion(&self, request: &Request<'_>, rest: &str) -> Decision {
+        let assertion = match AssertionPath::parse(rest, request.query) {
+            Ok(assertion) => assertion,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        let device = Device::of(request.headers);
+        Decision::Cache(CachedRequest {
+            side: SideId::Snap,
+            key: assertion.key(&device),
+            origin: self.store_origin(request.path, request.query),
+            class: assertion.class(),
+            expected: Expected::default(),
+            dated_resume: DatedResume::WholeFile,
+            rewrite: None,
+            upstream_headers: device::upstream_headers(request.headers),
+            fresh_for: assertion.fresh_for(),
+            accepts: Acceptance::AssertionFormatAtMost(assertion.max_format),
+            redirects: Redirects::PassedOn,
+        })
+    }
+
+    /// A snap's icon or screenshot, from a host a store answer named.
+    fn media(&self, request: &Request<'_>, rest: &str) -> Decision {
+        let unknown = || Decision::Refuse(Refusal::not_found("not a media URL of a store answer"));
+        let Some((scheme, rest)) = rest.split_once('/') else { return unknown() };
+        let Some(slash) = rest.find('/') else { return unknown() };
+        let (authority, path) = rest.split_at(slash);
+        let origin = format!("{scheme}://{authority}");
+        let learnt = self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin);
+        if !matches!(scheme, "http" | "https") || !(learnt || self.config.stores.contains(&origin)) {
+            return unknown();
+        }
+        let path = match request.query {
+            Some(query) => format!("{path}?{query}"),
+            None => path.to_string(),
+        };
+        Decision::Cache(CachedRequest {
+            side: SideId::Snap,
+            key: format!("snap/media/{scheme}/{authority}{path}"),
+            origin: Origin { pool: "snap-media".to_string(), instances: vec![origin], path },
+            class: Class::Revalidated,
+            expected: Expected::default(),
+            dated_resume: DatedResume::WholeFile,
+            rewrite: None,
+            upstream_headers: http::HeaderMap::new(),
+            fresh_for: MEDIA_TTL,
+            accepts: Acceptance::Any,
+            redirects: Redirects::Followed,
+        })
+    }
+
+    /// The checks of a blob download: its SHA3-384.
+    pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+        let digest = request.key.strip_prefix("snap/blob/")?.rsplit('/').next()?;
+        Some(Arc::new(BlobVerifier { sha3_384: digest.to_string() }))
+    }
+
+    /// `body` with its URLs pointing at pkgproxy as served at `at`; `None`
+    /// when it is not JSON.
+    pub fn rewrite(&self, at: &ServedAt, body: &[u8]) -> Option<Bytes> {
+        let mut rewriter = Rewriter { stores: &self.config.stores, served_at: at, media_origins: Vec::new() };
+        let rewritten = rewriter.rewrite(body)?;
+        self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).extend(rewriter.media_origins);
+        Some(Bytes::from(rewritten))
+    }
+
+    /// Records the results of a refresh `sent` by `device` that the store
+    /// answered with `answer`. Blocking.
+    pub fn record(&self, device: &Device, sent: &[u8], answer: &[u8]) {
+        let (Ok(request), Ok(answer)) =
+            (serde_json::from_slice::<RefreshRequest>(sent), serde_json::from_slice::<Value>(answer))
+        else {
+            return;
+        };
+        for recorded in actions::recordings(device, &request, &answer) {
+            let Ok(body) = serde_json::to_vec(&recorded) else { continue };
+            let json = vec![("content-type".to_string(), "application/json".to_string())];
+            if let Err(error) = self.cache.put(&actions::record_key(&recorded.key), &body, json, Class::Immutable) {
+                tracing::warn!(%error, key = recorded.key, "cannot record a snap store result");
+            }
+        }
+    }
+
+    /// The answer to a refresh `sent` by `device` from what was recorded,
+    /// the store being unavailable as `failure` says. Blocking.
+    pub fn replay(&self, device: &Device, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
+        let why = unavailable(failure)?;
+        let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
+        let answer = actions::replay(device, &request, &why, self, &self.config.stores);
+        Some(json_answer(StatusCode::OK, &answer))
+    }
+}
+
+impl Holdings for Snap {
+    fn record(&self, key: &str) -> Option<Recorded> {
+        serde_json::from_slice(&self.cache.read_small(key, SMALL_BODY_LIMIT)?).ok()
+    }
+
+    fn has_blob(&self, key: &str) -> bool {
+        self.cache.lookup(key).is_some()
+    }
+
+    fn assertion(&self, key: &str) -> Option<Vec<u8>> {
+        self.cache.read_small(key, SMALL_BODY_LIMIT)
+    }
+}
+
+/// Where the client reached the snap side.
+fn served_at(request: &Request<'_>) -> ServedAt {
+    let prefix = match request.mount {
+        Mount::Prefix(prefix) => prefix,
+        Mount::ForwardProxy => "",
+    };
+    ServedAt { base: format!("http://{}{prefix}", request.host) }
+}
+
+/// True when the query has `name=value`.
+fn query_has(query: Option<&str>, name: &str, value: &str) -> bool {
+    query.unwrap_or("").split('&').any(|pair| pair.split_once('=') == Some((name, value)))
+}
+
+/// The query with its pairs, and the parts of its `fields`, in one order.
+fn normalised_query(query: Option<&str>) -> String {
+    let mut pairs: Vec<String> = query
+        .unwrap_or("")
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some(("fields", list)) => {
+                let mut fields: Vec<&str> = list.split([',']).collect();
+                fields.sort_unstable();
+                fields.dedup();
+                format!("fields={}", fields.join(","))
+            }
+            _ => pair.to_string(),
+        })
+        .collect();
+    pairs.sort();
+    pairs.join("&")
+}
+
+/// Why the store cannot be asked, for per-action errors; `None` for a
+/// policy refusal, which is not about the store.
+fn unavailable(failure: &Failure<'_>) -> Option<Unavailable> {
+    let (code, message) = refusal_words(failure)?;
+    Some(Unavailable { code, message })
+}
+
+/// The code and message of a refusal that is about the store.
+fn refusal_words(failure: &Failure<'_>) -> Option<(&'static str, String)> {
+    match failure {
+        Failure::Refused(_) => None,
+        Failure::Offline => Some((OFFLINE, "pkgproxy is offline".to_string())),
+        Failure::Overloaded { retry_after } => Some((
+            "pkgproxy-store-overloaded",
+            format!("the store is overloaded; pkgproxy asks it again in {} s", retry_after_secs(*retry_after)),
+        )),
+        Failure::UpstreamFailed { reason } => {
+            Some(("pkgproxy-store-unreachable", format!("pkgproxy cannot reach the store: {reason}")))
+        }
+        Failure::Internal { reason } => Some(("pkgproxy-internal-error", format!("pkgproxy failed: {reason}"))),
+    }
+}
+
+/// The code of an offline refusal (never one snapd interprets).
+pub const OFFLINE: &str = "pkgproxy-offline";
+
+/// How snapd is told of `failure`: the store's JSON error list, `424` for
+/// what the store could not be asked for (never a made-up `5xx`, which
+/// snapd would retry for half a minute).
+pub fn failure_answer(failure: &Failure<'_>) -> LocalAnswer {
+    let Some((code, message)) = refusal_words(failure) else {
+        let Failure::Refused(refusal) = failure else { unreachable!("only refusals have no words") };
+        let mut answer = error_list(refusal.status, "pkgproxy-refused", &format!("pkgproxy: {}", refusal.reason));
+        if let Some(allow) = refusal.allow {
+            answer.headers.insert(ALLOW, HeaderValue::from_static(allow));
+        }
+        return answer;
+    };
+    let message = match failure {
+        Failure::Offline => format!("{message}: this is not cached, and the store cannot be asked"),
+        _ => message,
+    };
+    let mut answer = error_list(StatusCode::FAILED_DEPENDENCY, code, &message);
+    answer.headers.insert("x-oops-id", HeaderValue::from_static(code));
+    if let Failure::Overloaded { retry_after } = failure {
+        answer.headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(*retry_after)));
+    }
+    answer
+}
+
+/// `{"error-list": [{"code", "message"}]}` with `status`.
+fn error_list(status: StatusCode, code: &str, message: &str) -> LocalAnswer {
+    json_answer(status, &json!({"error-list": [{"code": code, "message": message}]}))
+}
+
+/// A JSON answer, typed exactly `application/json` (snapd reads error
+/// bodies only under that type, with no parameters).
+fn json_answer(status: StatusCode, body: &Value) -> LocalAnswer {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    LocalAnswer { status, headers, body: Bytes::from(body.to_string()) }
+}
+
+#[cfg(test)]
+mod tests;

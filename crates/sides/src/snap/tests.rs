@@ -1,0 +1,170 @@
+//! How snap requests are classified, and how snapd is told no.
+
+use http::{HeaderMap, HeaderValue};
+
+use super::*;
+
+const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    snap: Snap,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+    let config = Config::new(&Options { stores: vec!["http://127.0.0.1:8721/".into()] }).unwrap();
+    Fixture { snap: Snap::new(config, cache), _dir: dir }
+}
+
+fn device_headers(arch: &'static str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("snap-device-series", HeaderValue::from_static("16"));
+    headers.insert("snap-device-architecture", HeaderValue::from_static(arch));
+    headers.insert("user-agent", HeaderValue::from_static("snapd/2.57.6"));
+    headers
+}
+
+fn classify(snap: &Snap, method: Method, headers: &HeaderMap, path: &str, query: Option<&str>) -> Decision {
+    let request = Request {
+        method: &method,
+        headers,
+        mount: Mount::Prefix("/snap"),
+        path,
+        query,
+        target: None,
+        host: "proxy.lan:3142",
+    };
+    snap.classify(&request)
+}
+
+fn cached(decision: Decision) -> CachedRequest {
+    match decision {
+        Decision::Cache(request) => request,
+        other => panic!("not cached: {other:?}"),
+    }
+}
+
+fn forwarded(decision: Decision) -> ForwardRequest {
+    match decision {
+        Decision::Forward(request) => request,
+        other => panic!("not forwarded: {other:?}"),
+    }
+}
+
+#[test]
+fn a_refresh_is_forwarded_recorded_for_its_device_and_rewritten_for_its_client() {
+    let fixture = fixture();
+    let headers = device_headers("amd64");
+    let refresh = forwarded(classify(&fixture.snap, Method::POST, &headers, "/v2/snaps/refresh", None));
+    assert_eq!(refresh.origin.path, "/v2/snaps/refresh");
+    assert_eq!(refresh.origin.instances, ["http://127.0.0.1:8721"]);
+    assert_eq!(refresh.record, Some(Record::SnapActions(Device::of(&headers))));
+    assert_eq!(refresh.rewrite, Some(Rewrite::SnapUrls(ServedAt { base: "http://proxy.lan:3142/snap".into() })));
+    assert_eq!(refresh.headers["accept-encoding"], "identity");
+    let get = classify(&fixture.snap, Method::GET, &headers, "/v2/snaps/refresh", None);
+    assert!(matches!(get, Decision::Refuse(refusal) if refusal.allow == Some("POST")));
+}
+
+#[test]
+fn personal_traffic_is_forwarded_and_never_recorded_or_cached() {
+    let fixture = fixture();
+    let mut user = device_headers("amd64");
+    user.insert("authorization", HeaderValue::from_static("Macaroon root=x"));
+    for (method, path) in [
+        (Method::POST, "/v2/snaps/refresh"),
+        (Method::GET, "/v2/snaps/info/hello"),
+        (Method::GET, "/v2/assertions/account/dev1"),
+    ] {
+        let forward = forwarded(classify(&fixture.snap, method, &user, path, None));
+        assert_eq!((forward.record, forward.rewrite), (None, None), "{path}");
+    }
+    let device = device_headers("amd64");
+    for path in ["/api/v1/snaps/auth/nonces", "/api/v1/snaps/auth/sessions", "/v2/cohorts"] {
+        assert_eq!(forwarded(classify(&fixture.snap, Method::POST, &device, path, None)).record, None);
+    }
+    let private = classify(&fixture.snap, Method::GET, &device, "/v2/snaps/find", Some("q=x&private=true"));
+    assert!(matches!(private, Decision::Forward(_)));
+}
+
+#[test]
+fn blobs_are_keyed_by_digest_and_store_and_fetched_through_the_redirect() {
+    let fixture = fixture();
+    let path = format!("/download/{DIGEST}/4096/api/v1/snaps/download/ID_3.snap");
+    let blob = cached(classify(&fixture.snap, Method::GET, &device_headers("amd64"), &path, None));
+    assert_eq!(blob.key, format!("snap/blob/global/{DIGEST}"));
+    assert_eq!((blob.class, blob.expected.size, blob.redirects), (Class::Immutable, Some(4096), Redirects::Followed));
+    assert_eq!(blob.origin.path, "/api/v1/snaps/download/ID_3.snap");
+    assert!(fixture.snap.verifier(&blob).is_some());
+    let mut brand = device_headers("amd64");
+    brand.insert("x-ubuntu-store", HeaderValue::from_static("acme"));
+    let branded = cached(classify(&fixture.snap, Method::GET, &brand, &path, None));
+    assert_eq!(branded.key, format!("snap/blob/store=acme/{DIGEST}"));
+    let hostile = classify(&fixture.snap, Method::GET, &brand, &format!("/download/{DIGEST}/1/../../etc/passwd"), None);
+    assert!(matches!(hostile, Decision::Refuse(_)));
+}
+
+#[test]
+fn answers_are_keyed_by_device_and_normalised_query() {
+    let fixture = fixture();
+    let key = |arch, query| {
+        cached(classify(&fixture.snap, Method::GET, &device_headers(arch), "/v2/snaps/info/hello", Some(query))).key
+    };
+    assert_eq!(key("amd64", "fields=b,a&architecture=amd64"), key("amd64", "architecture=amd64&fields=a,b"));
+    assert_ne!(key("amd64", "fields=a"), key("arm64", "fields=a"));
+    let info = cached(classify(&fixture.snap, Method::GET, &device_headers("amd64"), "/v2/snaps/info/hello", Some("fields=a")));
+    assert_eq!((info.fresh_for, info.rewrite.is_some()), (Duration::ZERO, true));
+    assert_eq!(info.origin.path, "/v2/snaps/info/hello?fields=a");
+    assert_eq!(info.upstream_headers["snap-device-architecture"], "amd64");
+    let names = cached(classify(&fixture.snap, Method::GET, &device_headers("amd64"), "/api/v1/snaps/names", None));
+    assert_eq!((names.fresh_for, names.rewrite), (CATALOGUE_TTL, None));
+}
+
+#[test]
+fn assertions_are_served_by_max_format() {
+    let fixture = fixture();
+    let headers = device_headers("amd64");
+    let declaration = cached(classify(&fixture.snap, Method::GET, &headers, "/v2/assertions/snap-declaration/16/ID", Some("max-format=5")));
+    assert_eq!(declaration.accepts, Acceptance::AssertionFormatAtMost(5));
+    let legacy = cached(classify(&fixture.snap, Method::GET, &headers, "/api/v1/snaps/assertions/snap-declaration/16/ID", None));
+    assert_eq!(legacy.key, declaration.key, "one assertion, whatever the path");
+    assert!(declaration.accepts.accepts(b"type: snap-declaration\nformat: 5\n\nsig"));
+    assert!(!Acceptance::AssertionFormatAtMost(4).accepts(b"type: snap-declaration\nformat: 5\n\nsig"));
+}
+
+#[test]
+fn media_come_only_from_hosts_a_store_answer_named() {
+    let fixture = fixture();
+    let headers = device_headers("amd64");
+    let path = "/media/https/dashboard.snapcraft.io/site_media/icon.png";
+    assert!(matches!(classify(&fixture.snap, Method::GET, &headers, path, None), Decision::Refuse(_)));
+    let answer = br#"{"snap": {"media": [{"type": "icon", "url": "https://dashboard.snapcraft.io/site_media/icon.png"}]}}"#;
+    let at = ServedAt { base: "http://proxy.lan:3142/snap".into() };
+    let rewritten = fixture.snap.rewrite(&at, answer).unwrap();
+    assert!(std::str::from_utf8(&rewritten).unwrap().contains(&format!("http://proxy.lan:3142/snap{path}")));
+    let media = cached(classify(&fixture.snap, Method::GET, &headers, path, None));
+    assert_eq!(media.origin.instances, ["https://dashboard.snapcraft.io"]);
+    assert_eq!(media.origin.path, "/site_media/icon.png");
+}
+
+#[test]
+fn snapd_is_told_no_with_a_424_and_the_store_s_error_list() {
+    let offline = failure_answer(&Failure::Offline);
+    assert_eq!(offline.status, StatusCode::FAILED_DEPENDENCY);
+    assert_eq!(offline.headers[CONTENT_TYPE], "application/json");
+    assert_eq!(offline.headers["x-oops-id"], "pkgproxy-offline");
+    assert!(!offline.headers.contains_key(RETRY_AFTER));
+    let body: Value = serde_json::from_slice(&offline.body).unwrap();
+    assert_eq!(body["error-list"][0]["code"], "pkgproxy-offline");
+    assert!(body["error-list"][0]["message"].as_str().unwrap().starts_with("pkgproxy is offline"));
+    let overloaded = failure_answer(&Failure::Overloaded { retry_after: Duration::from_secs(30) });
+    assert_eq!((overloaded.status, &overloaded.headers[RETRY_AFTER]), (StatusCode::FAILED_DEPENDENCY, &HeaderValue::from(30)));
+    for failure in [Failure::UpstreamFailed { reason: "reset" }, Failure::Internal { reason: "disk" }] {
+        let answer = failure_answer(&failure);
+        assert!(!answer.status.is_server_error(), "never a made-up 5xx: {failure:?}");
+        let body: Value = serde_json::from_slice(&answer.body).unwrap();
+        let code = body["error-list"][0]["code"].as_str().unwrap();
+        assert!(code.starts_with("pkgproxy-") && !code.contains("not-found"), "{code}");
+    }
+}
