@@ -76,7 +76,13 @@ impl Cache {
     }
 
     /// Stores `body` as the entry for `key` (see [`Store::put`]). Blocking.
-    pub fn put(&self, key: &str, body: &[u8], headers: Vec<(String, String)>, class: Class) -> Result<Arc<Entry>, StoreError> {
+    pub fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        headers: Vec<(String, String)>,
+        class: Class,
+    ) -> Result<Arc<Entry>, StoreError> {
         self.store.put(key, body, headers, class)
     }
 

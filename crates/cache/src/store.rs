@@ -148,7 +148,13 @@ impl Store {
     /// Makes `body`, which pkgproxy wrote itself (a side's record of an
     /// answer), the entry for `key`, with the same crash safety as a
     /// download. Blocking.
-    pub fn put(&self, key: &str, body: &[u8], headers: Vec<(String, String)>, class: Class) -> Result<Arc<Entry>, StoreError> {
+    pub fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        headers: Vec<(String, String)>,
+        class: Class,
+    ) -> Result<Arc<Entry>, StoreError> {
         let mut temp = self.temp()?;
         temp.append(body)?;
         let hashes = temp.hashes();

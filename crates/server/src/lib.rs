@@ -168,7 +168,9 @@ impl State {
     pub(crate) async fn open(settings: Settings, listen: SocketAddr) -> Result<State, ServerError> {
         let (cache_dir, sides, clock) = (settings.cache_dir.clone(), settings.sides.clone(), settings.clock.clone());
         let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides), ServerError> {
-            Ok((Cache::open(&cache_dir, clock)?, Sides::open(sides, &cache_dir)?))
+            let cache = Cache::open(&cache_dir, clock)?;
+            let sides = Sides::open(sides, &cache)?;
+            Ok((cache, sides))
         });
         let (cache, sides) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();

@@ -7,7 +7,7 @@
 //! sandbox, [`daemon`] runs the real pkgproxy binary and [`client`] talks to
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
 //! demand (for connection management; over TCP or over in-memory streams
-//! handed to it), [`ports`] gives ports that refuse
+//! handed to it), [`snapstore`] is a fake Snap Store, [`ports`] gives ports that refuse
 //! connections, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to 127.0.0.1 only.
 
@@ -20,6 +20,8 @@ pub mod golang;
 pub mod origin;
 pub mod ports;
 pub mod shadow;
+pub mod snapclient;
+pub mod snapstore;
 pub mod sumdb;
 pub mod tls;
 pub mod wait;
@@ -32,4 +34,6 @@ pub use golang::{GoModules, GoOutput, GoSandbox};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};
+pub use snapclient::{SnapOutput, SnapSandbox};
+pub use snapstore::FakeStore;
 pub use wait::eventually;

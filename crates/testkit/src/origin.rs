@@ -56,16 +56,25 @@ impl RecordedRequest {
     }
 
     fn of<B>(req: &Request<B>) -> Self {
-        let headers = req
-            .headers()
+        let (method, uri, headers) = (req.method(), req.uri(), req.headers());
+        Self::of_head(method, uri, headers)
+    }
+
+    /// The request whose head is `parts`.
+    pub fn of_parts(parts: &http::request::Parts) -> Self {
+        Self::of_head(&parts.method, &parts.uri, &parts.headers)
+    }
+
+    fn of_head(method: &Method, uri: &http::Uri, headers: &http::HeaderMap) -> Self {
+        let headers = headers
             .iter()
             .map(|(n, v)| {
                 let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
                 (n.as_str().to_owned(), value)
             })
             .collect();
-        let path = req.uri().path_and_query().map_or("/", |pq| pq.as_str()).to_owned();
-        RecordedRequest { method: req.method().as_str().to_owned(), path, headers }
+        let path = uri.path_and_query().map_or("/", |pq| pq.as_str()).to_owned();
+        RecordedRequest { method: method.as_str().to_owned(), path, headers }
     }
 }
 

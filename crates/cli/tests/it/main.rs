@@ -18,4 +18,5 @@ mod offline;
 mod proxy_http;
 mod shadow;
 mod shared_fetch;
+mod snap_client;
 mod upstream_pools;

@@ -29,6 +29,18 @@ pub struct ConfigFile {
     /// `[go]`.
     #[serde(default)]
     pub go: GoSection,
+    /// `[snap]`.
+    #[serde(default)]
+    pub snap: SnapSection,
+}
+
+/// `[snap]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapSection {
+    /// The Snap Store's instances, the instances of one pool.
+    #[serde(default)]
+    pub stores: Vec<String>,
 }
 
 /// `[go]`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pkgproxy_cache::{Clock, SystemClock};
-use pkgproxy_sides::{apt, go, SidesConfig};
+use pkgproxy_sides::{apt, go, snap, SidesConfig};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
@@ -71,6 +71,9 @@ pub enum SettingsError {
     /// `[go]` is wrong.
     #[error("{0}")]
     Go(#[from] go::ConfigError),
+    /// `[snap]` is wrong.
+    #[error("{0}")]
+    Snap(#[from] snap::ConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
@@ -125,7 +128,8 @@ impl Settings {
             negative_ttl: file.go.negative_ttl,
             sumdb: file.go.sumdb.clone(),
         })?;
-        let sides = SidesConfig { apt, go };
+        let snap = snap::Config::new(&snap::Options { stores: file.snap.stores.clone() })?;
+        let sides = SidesConfig { apt, go, snap };
         for host in sides.trusted_hosts() {
             policy.trust(&host);
         }

@@ -23,23 +23,24 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Mount, Side};
+use pkgproxy_sides::{Acceptance, CachedRequest, Mount, Side};
 
 use super::answer::{self, Served};
 use super::fetching;
 use super::outcome::{Failed, Outcome};
+use super::rewrite::rewritten;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
-    let rewrite = request.rewrite;
+    let rewrite = request.rewrite.clone();
     let outcome = through_the_cache(state, exchange, side, request).await;
-    match (rewrite, outcome) {
-        (None, outcome) => outcome,
+    match rewrite {
+        None => outcome,
         // After the cache, for this client: the stored bytes stay the
-        // upstream's. No side rewrites yet; its arm goes here.
-        (Some(rewrite), _) => match rewrite {},
+        // upstream's.
+        Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
     }
 }
 
@@ -58,9 +59,9 @@ async fn through_the_cache(
         stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
         return Outcome::Answered(answer::passed(exchange, &remembered));
     }
-    let cached = usable(state.cache.lookup(&request.key), &request);
+    let cached = usable(state, state.cache.lookup(&request.key), &request);
     match &cached {
-        Some(entry) if is_fresh(state, exchange, side, &request, entry) => {
+        Some(entry) if is_fresh(state, exchange, &request, entry) => {
             return from_cache(state, exchange, &request, entry, Served::Hit);
         }
         Some(_) => {}
@@ -136,10 +137,15 @@ fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
 }
 
 /// The cached entry, unless what the side now expects of the key says it is
-/// superseded (a newer `Release` lists other bytes): such an entry is never
-/// served, not even stale, since the client would reject it.
-fn usable(entry: Option<Arc<Entry>>, request: &CachedRequest) -> Option<Arc<Entry>> {
+/// superseded (a newer `Release` lists other bytes), or it is not one this
+/// client can read (a newer snap assertion format than it knows): such an
+/// entry is never served, not even stale, since the client would reject it.
+fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> Option<Arc<Entry>> {
     let entry = entry?;
+    if request.accepts != Acceptance::Any && !accepted(state, &entry, request.accepts) {
+        tracing::debug!(key = request.key, "cached entry is not one this client reads");
+        return None;
+    }
     let expected = &request.expected;
     let sha_ok = expected.sha256.as_ref().is_none_or(|sha| sha.eq_ignore_ascii_case(&entry.sha256));
     let size_ok = expected.size.is_none_or(|size| size == entry.size);
@@ -151,18 +157,28 @@ fn usable(entry: Option<Arc<Entry>>, request: &CachedRequest) -> Option<Arc<Entr
     }
 }
 
+/// Whether the head of `entry`'s body is what `accepts` asks for (a small
+/// positioned read: only requests that ask for it pay for it).
+fn accepted(state: &State, entry: &Entry, accepts: Acceptance) -> bool {
+    use std::os::unix::fs::FileExt;
+    const HEAD: u64 = 64 * 1024;
+    let Ok(file) = state.cache.open_body(entry) else { return false };
+    let mut head = vec![0; entry.size.min(HEAD) as usize];
+    file.read_exact_at(&mut head, 0).is_ok() && accepts.accepts(&head)
+}
+
 /// Whether a usable entry may be served without asking the upstream. An
 /// entry matching the checksum the side expects is current by definition
 /// (the `Release` naming it was revalidated); others follow the freshness
 /// rule.
-fn is_fresh(state: &State, exchange: &Exchange<'_>, side: &Side, request: &CachedRequest, entry: &Entry) -> bool {
+fn is_fresh(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> bool {
     if request.expected.sha256.is_some() {
         return true;
     }
     let directives = ClientDirectives::from_headers(exchange.headers);
     let window = match state.upstream.switch.frozen() {
         true => Window::Frozen,
-        false => Window::For(side.freshness_window()),
+        false => Window::For(request.fresh_for),
     };
     freshness(entry, state.clock.now(), window, directives) == Freshness::Fresh
 }

@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, RANGE, USER_AGENT};
-use http::{HeaderMap, Method};
+use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE, USER_AGENT};
+use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Mount, Origin, SideId};
+use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId};
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
 
@@ -34,19 +34,24 @@ struct PoolSource {
     /// Where the first answer's status goes, for mirrors of the upstream
     /// step that compare.
     upstream_answer: UpstreamAnswer,
+    /// Whether redirects are followed, and the pool's instances they are
+    /// relative to.
+    redirects: Redirects,
+    origin: Origin,
 }
 
 /// The source of a fetch of `request`: a `GET` with the client's user agent,
-/// our loop mark and, when revalidating, the cached entry's validators.
+/// the headers the side chose, our loop mark and, when revalidating, the
+/// cached entry's validators.
 pub fn source(
     state: &Arc<State>,
     request: &CachedRequest,
     exchange: &Exchange<'_>,
     conditional: Option<&Entry>,
 ) -> Box<dyn Source> {
-    let (origin, side) = (&request.origin, request.side);
+    let (origin, side, redirects) = (&request.origin, request.side, request.redirects);
     let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(Arc::new);
-    let mut headers = HeaderMap::new();
+    let mut headers = request.upstream_headers.clone();
     let agent = exchange.headers.get(USER_AGENT).cloned();
     headers
         .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
@@ -69,6 +74,8 @@ pub fn source(
         side,
         last_instance: Arc::default(),
         upstream_answer,
+        redirects,
+        origin: origin.clone(),
     })
 }
 
@@ -116,13 +123,21 @@ impl PoolSource {
             }
         };
         let (state, side, last_instance) = (Arc::clone(&self.state), self.side, Arc::clone(&self.last_instance));
+        let (redirects, origin) = (self.redirects, self.origin.clone());
         Box::pin(async move {
-            let answer = pool.send(request).await.map_err(|error| FetchError::Upstream(Box::new(error)))?;
-            if let Some(report) = report {
-                report.report(answer.response.status().as_u16());
-            }
+            let answer = pool.send(request.clone()).await.map_err(|error| FetchError::Upstream(Box::new(error)))?;
             *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
-            Ok(answer.response.map(|body| counted(body, state, side)))
+            let response = match redirects {
+                Redirects::PassedOn => answer.response,
+                Redirects::Followed => {
+                    let base = origin.instances.get(answer.instance).cloned().unwrap_or_default();
+                    follow(&state, &origin.pool, &base, request, answer.response).await?
+                }
+            };
+            if let Some(report) = report {
+                report.report(response.status().as_u16());
+            }
+            Ok(response.map(|body| counted(body, state, side)))
         })
     }
 }
@@ -144,6 +159,78 @@ impl Source for PoolSource {
         request.avoid = *self.last_instance.lock().unwrap_or_else(|p| p.into_inner());
         Some(self.send(request, None))
     }
+}
+
+/// How many redirects in a row are followed before the fetch fails.
+const MAX_REDIRECTS: usize = 5;
+
+/// The answer at the end of the redirects starting with `response` to
+/// `request`, sent to `base`: each hop goes out through the one transport
+/// (so the offline switch and the hop host's breaker apply), the redirect
+/// itself is never cached, and authorization never leaves for another host.
+async fn follow(
+    state: &State,
+    pool: &str,
+    base: &str,
+    mut request: PoolRequest,
+    mut response: Response<PoolBody>,
+) -> Result<Response<PoolBody>, FetchError> {
+    let mut from = origin_of(base).ok_or_else(|| redirect_error(format!("{base} is not a URL")))?;
+    for _ in 0..MAX_REDIRECTS {
+        if !is_redirect(response.status()) {
+            return Ok(response);
+        }
+        let Some(location) = response.headers().get(LOCATION).and_then(|v| v.to_str().ok()) else {
+            return Ok(response);
+        };
+        let (to, path) = resolve_location(&from, location)
+            .ok_or_else(|| redirect_error(format!("the upstream redirected to {location:?}, which is not a URL")))?;
+        if to != from {
+            let names: Vec<_> =
+                request.headers.keys().filter(|name| name.as_str().ends_with("authorization")).cloned().collect();
+            names.iter().for_each(|name| {
+                request.headers.remove(name);
+            });
+        }
+        let hop = state
+            .upstream
+            .transport
+            .pool(&format!("{pool}-redirect"), std::slice::from_ref(&to))
+            .map_err(|error| FetchError::Upstream(Box::new(error)))?;
+        request.path = path;
+        request.avoid = None;
+        response = hop.send(request.clone()).await.map_err(|error| FetchError::Upstream(Box::new(error)))?.response;
+        from = to;
+    }
+    Err(redirect_error(format!("more than {MAX_REDIRECTS} redirects in a row")))
+}
+
+fn is_redirect(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+fn redirect_error(message: String) -> FetchError {
+    FetchError::Upstream(message.into())
+}
+
+/// `scheme://authority` of `url`.
+fn origin_of(url: &str) -> Option<String> {
+    let uri: Uri = url.parse().ok()?;
+    Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?))
+}
+
+/// Where a `Location` sends a request made to the origin `from`: the
+/// origin and the path (with its query).
+fn resolve_location(from: &str, location: &str) -> Option<(String, String)> {
+    if location.starts_with('/') && !location.starts_with("//") {
+        return Some((from.to_string(), location.to_string()));
+    }
+    let uri: Uri = location.parse().ok()?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return None;
+    }
+    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    Some((origin_of(location)?, path))
 }
 
 /// A pool that could not be made, for every fetch that needed it.
@@ -194,5 +281,23 @@ impl Body for Counted {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_resolves_against_the_origin_it_came_from() {
+        let from = "http://127.0.0.1:8721";
+        assert_eq!(resolve_location(from, "/cdn/x?t=1"), Some((from.to_string(), "/cdn/x?t=1".to_string())));
+        assert_eq!(
+            resolve_location(from, "https://cdn.example:8443/a/b"),
+            Some(("https://cdn.example:8443".to_string(), "/a/b".to_string()))
+        );
+        assert_eq!(resolve_location(from, "ftp://x/y"), None);
+        assert_eq!(resolve_location(from, "//elsewhere/x"), None);
+        assert_eq!(origin_of("http://store.lan:80/prefix"), Some("http://store.lan:80".to_string()));
     }
 }

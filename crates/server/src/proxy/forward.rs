@@ -3,21 +3,27 @@
 //! limit, and sent through the side's pool, which never sends it twice when
 //! its method is not idempotent; the answer streams back as the upstream
 //! sends it. Nothing is shared with another client, nothing is cached.
+//!
+//! A side may ask for the answer to be recorded (the snap store's refresh
+//! results): a successful one is then read whole and kept before the
+//! client gets it, and when the upstream cannot be asked or fails, the side
+//! answers from what it kept instead.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::HeaderValue;
+use http::header::{HeaderValue, CONTENT_LENGTH};
 use http::{Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{ForwardRequest, Refusal};
+use pkgproxy_sides::{ForwardRequest, Record, Refusal, SideId};
 use pkgproxy_upstream::PoolRequest;
 
 use super::answer::{Served, CACHE_STATUS};
 use super::fetching::{copy_upstream_request, counted};
 use super::outcome::{Failed, Outcome};
+use super::rewrite::rewritten;
 use crate::body::ResponseBody;
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop};
@@ -42,9 +48,76 @@ where
             return Failed::Refused(Refusal::bad_request(format!("the request body broke off: {error}"))).into()
         }
     };
-    if let Some(record) = request.record {
-        match record {}
+    let (record, rewrite, side) = (request.record.clone(), request.rewrite.clone(), request.side);
+    let outcome = send(state, exchange, request, body.clone()).await;
+    let outcome = match record {
+        Some(record) => recorded(state, side, record, body, outcome).await,
+        None => outcome,
+    };
+    match rewrite {
+        Some(rewrite) => rewritten(state.sides.get(side), &rewrite, exchange, outcome).await,
+        None => outcome,
     }
+}
+
+/// The largest answer read whole to be recorded, in bytes.
+const RECORD_LIMIT: usize = 32 * 1024 * 1024;
+
+/// `outcome` of a request whose answer `record` asks to keep: a successful
+/// answer is kept (before the client gets it, so what a client just did
+/// is there the moment the upstream goes away); a failure, or an upstream
+/// too busy or broken to answer, is answered from what was kept, if the
+/// side can.
+async fn recorded(state: &Arc<State>, side: SideId, record: Record, sent: Bytes, outcome: Outcome) -> Outcome {
+    let stats = state.stats.side(side);
+    match outcome {
+        Outcome::Answered(response) if response.status() == StatusCode::OK => {
+            let (mut parts, body) = response.into_parts();
+            let body = match Limited::new(body, RECORD_LIMIT).collect().await {
+                Ok(body) => body.to_bytes(),
+                Err(error) => return Failed::Upstream(format!("the answer broke off: {error}")).into(),
+            };
+            let (kept_state, kept_body) = (Arc::clone(state), body.clone());
+            let keep = move || kept_state.sides.get(side).record(&record, &sent, &kept_body);
+            if tokio::task::spawn_blocking(keep).await.is_err() {
+                tracing::warn!(%side, "recording an answer failed");
+            }
+            parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+            Outcome::Answered(Response::from_parts(parts, ResponseBody::full(body)))
+        }
+        Outcome::Answered(response) if is_busy_or_broken(response.status()) => {
+            let reason = format!("the upstream answered {}", response.status());
+            let failure = pkgproxy_sides::Failure::UpstreamFailed { reason: &reason };
+            match state.sides.get(side).replay(&record, &sent, &failure) {
+                Some(answer) => {
+                    stats.increment(SideCounter::StaleServed);
+                    Outcome::Local(answer)
+                }
+                None => Outcome::Answered(response),
+            }
+        }
+        Outcome::Failed(failed) => {
+            let failure = failed.failure(state.upstream.switch.mode());
+            match state.sides.get(side).replay(&record, &sent, &failure) {
+                Some(answer) => {
+                    stats.increment(SideCounter::StaleServed);
+                    Outcome::Local(answer)
+                }
+                None => Outcome::Failed(failed),
+            }
+        }
+        other => other,
+    }
+}
+
+/// An upstream answer that says it could not serve the request now.
+fn is_busy_or_broken(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
+/// Sends `request` with `body` and passes the upstream's answer on.
+async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardRequest, body: Bytes) -> Outcome {
+    let stats = state.stats.side(request.side);
     let origin = &request.origin;
     let pool = match state.upstream.transport.pool(&origin.pool, &origin.instances) {
         Ok(pool) => pool,
@@ -117,6 +190,7 @@ mod tests {
             headers,
             body_limit,
             record: None,
+            rewrite: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod fetching;
 mod forward;
 pub mod outcome;
 pub mod plan;
+mod rewrite;
 mod tunnel;
 
 use std::sync::Arc;
@@ -37,7 +38,7 @@ use crate::state::State;
 use outcome::{respond, Failed, Outcome};
 
 /// What a request for no side is told.
-const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\"; and go with GOPROXY=http://HOST:PORT/go";
+const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";, go with GOPROXY=http://HOST:PORT/go and snapd with SNAPPY_FORCE_API_URL=http://HOST:PORT/snap/";
 
 /// Answers one request from a client of the proxy listener.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
@@ -73,6 +74,7 @@ async fn serve(
     let tapped = tap(state, &request, side.id(), mount, client);
     let upstream_answer = tapped.answer();
     let (parts, body) = request.into_parts();
+    let host = host_of(&parts, state.listen);
     let routed = pkgproxy_sides::Request {
         method: &parts.method,
         headers: &parts.headers,
@@ -80,6 +82,7 @@ async fn serve(
         path: route::below(mount, parts.uri.path()),
         query: parts.uri.query(),
         target: target.as_ref(),
+        host: &host,
     };
     let exchange =
         Exchange { method: &parts.method, headers: &parts.headers, mount, upstream_answer: &upstream_answer, client };
@@ -98,6 +101,24 @@ async fn serve(
             copy_body(tapped, body).await;
             Outcome::Local(answer)
         }
+    }
+}
+
+/// The host (and port) the client reached pkgproxy by: the authority of an
+/// absolute-form request, else its `Host`; pkgproxy's own address when it
+/// named none that can be put in a URL.
+fn host_of(parts: &http::request::Parts, listen: std::net::SocketAddr) -> String {
+    let named = match parts.uri.authority() {
+        Some(authority) => Some(authority.as_str()),
+        None => parts.headers.get(http::header::HOST).and_then(|v| v.to_str().ok()),
+    };
+    let usable = |host: &&str| {
+        !host.is_empty()
+            && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+    };
+    match named.filter(usable) {
+        Some(host) => host.to_string(),
+        None => listen.to_string(),
     }
 }
 

@@ -78,7 +78,7 @@ impl Failed {
     }
 
     /// What the side is to phrase, with offline mode `mode` in effect.
-    fn failure(&self, mode: Mode) -> Failure<'_> {
+    pub fn failure(&self, mode: Mode) -> Failure<'_> {
         match self {
             Failed::Refused(refusal) => Failure::Refused(refusal),
             Failed::Upstream(_) if mode == Mode::Offline => Failure::Offline,

@@ -218,7 +218,9 @@ pub fn recordings(device: &Device, request: &RefreshRequest, answer: &Value) -> 
     fields.dedup();
     results
         .iter()
-        .filter(|result| matches!(result.get("result").and_then(Value::as_str), Some("install" | "download" | "refresh")))
+        .filter(|result| {
+            matches!(result.get("result").and_then(Value::as_str), Some("install" | "download" | "refresh"))
+        })
         .filter(|result| result.get("snap").is_some_and(Value::is_object) && result.get("error").is_none())
         .filter_map(|result| {
             let instance = result.get("instance-key").and_then(Value::as_str)?;
@@ -267,7 +269,8 @@ fn replay_action(
 ) -> Result<Value, String> {
     let what = subject(action);
     let key = action_key(device, action, &request.context).ok_or_else(|| format!("{what} cannot be answered"))?;
-    let recorded = holdings.record(&record_key(&key)).ok_or_else(|| format!("{what} was never asked for through it"))?;
+    let recorded =
+        holdings.record(&record_key(&key)).ok_or_else(|| format!("{what} was never asked for through it"))?;
     if !request.fields.iter().all(|field| recorded.fields.contains(field)) {
         return Err(format!("{what} was only asked for with fewer details"));
     }
@@ -305,14 +308,17 @@ fn subject(action: &Action) -> String {
 /// `Err` names the first missing piece.
 fn check_chain(device: &Device, snap: &Value, holdings: &dyn Holdings) -> Result<(), &'static str> {
     let scope = device.scope();
-    let digest = snap.pointer("/download/sha3-384").and_then(Value::as_str).filter(|d| is_sha3_384(d)).ok_or("the download")?;
+    let digest =
+        snap.pointer("/download/sha3-384").and_then(Value::as_str).filter(|d| is_sha3_384(d)).ok_or("the download")?;
     if !holdings.has_blob(&blob_key(&scope, digest)) {
         return Err("the download");
     }
     let revision_key = revision_key(&scope, digest).ok_or("the snap-revision assertion")?;
     let revision = holdings.assertion(&revision_key).ok_or("the snap-revision assertion")?;
-    let snap_id = snap.get("snap-id").and_then(Value::as_str).or(header(&revision, "snap-id")).ok_or("the snap-declaration")?;
-    let declaration_key = assertion_key(&scope, "snap-declaration", &[device.series_or_default().to_string(), snap_id.to_string()]);
+    let snap_id =
+        snap.get("snap-id").and_then(Value::as_str).or(header(&revision, "snap-id")).ok_or("the snap-declaration")?;
+    let declaration_key =
+        assertion_key(&scope, "snap-declaration", &[device.series_or_default().to_string(), snap_id.to_string()]);
     let declaration = holdings.assertion(&declaration_key).ok_or("the snap-declaration assertion")?;
     let publisher = header(&declaration, "publisher-id").ok_or("the publisher's account assertion")?;
     if holdings.assertion(&assertion_key(&scope, "account", &[publisher.to_string()])).is_none() {
@@ -383,11 +389,9 @@ fn fetch_assertions(
             false => holdings.assertion(&assertion_key(&scope, &wanted.kind, &wanted.primary_key)),
         };
         match (cached, held) {
-            (Some(text), _) if is_newer(&text, wanted.if_newer_than) => urls.push(json!(format!(
-                "{store}/v2/assertions/{}/{}",
-                wanted.kind,
-                wanted.primary_key.join("/")
-            ))),
+            (Some(text), _) if is_newer(&text, wanted.if_newer_than) => {
+                urls.push(json!(format!("{store}/v2/assertions/{}/{}", wanted.kind, wanted.primary_key.join("/"))))
+            }
             (_, true) => {}
             (_, false) => {
                 let (key_name, key) = match wanted.primary_key.is_empty() {

@@ -137,7 +137,10 @@ mod tests {
     #[test]
     fn paths_parse_into_type_key_and_format() {
         let path = AssertionPath::parse("snap-declaration/16/abc", Some("max-format=5")).unwrap();
-        assert_eq!((path.kind.as_str(), path.primary_key.clone(), path.max_format), ("snap-declaration", vec!["16".to_string(), "abc".to_string()], 5));
+        assert_eq!(
+            (path.kind.as_str(), path.primary_key.clone(), path.max_format),
+            ("snap-declaration", vec!["16".to_string(), "abc".to_string()], 5)
+        );
         let device = Device::of(&http::HeaderMap::new());
         assert_eq!(path.key(&device), "snap/assertion/global/snap-declaration/16/abc");
         let latest = AssertionPath::parse("validation-set/16/acme/base", Some("sequence=latest&max-format=1")).unwrap();
@@ -166,7 +169,10 @@ mod tests {
         assert_eq!(of("snap-revision/x").class(), Class::Immutable);
         assert_eq!(of("account-key/x").fresh_for(), ACCOUNT_KEY_TTL);
         assert_eq!(of("account/x").fresh_for(), ACCOUNT_TTL);
-        assert_eq!((of("snap-declaration/16/x").class(), of("snap-declaration/16/x").fresh_for()), (Class::Revalidated, Duration::ZERO));
+        assert_eq!(
+            (of("snap-declaration/16/x").class(), of("snap-declaration/16/x").fresh_for()),
+            (Class::Revalidated, Duration::ZERO)
+        );
     }
 
     #[test]

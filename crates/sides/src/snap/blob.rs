@@ -90,7 +90,9 @@ impl Verifier for BlobVerifier {
         let actual = hex::encode(hasher.finalize());
         match actual == self.sha3_384 {
             true => Ok(()),
-            false => Err(format!("sha3-384 mismatch: the store's answer said {}, the bytes are {actual}", self.sha3_384)),
+            false => {
+                Err(format!("sha3-384 mismatch: the store's answer said {}, the bytes are {actual}", self.sha3_384))
+            }
         }
     }
 }
@@ -101,7 +103,8 @@ mod tests {
 
     use super::*;
 
-    const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const DIGEST: &str =
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
     #[test]
     fn a_blob_url_says_what_its_bytes_must_be() {

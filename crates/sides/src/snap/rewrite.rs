@@ -52,7 +52,9 @@ impl Rewriter<'_> {
                     match (name.as_str(), child) {
                         ("download", Value::Object(download)) => self.download(download),
                         ("media", Value::Array(media)) => media.iter_mut().for_each(|item| self.media(item)),
-                        ("assertion-stream-urls", Value::Array(urls)) => urls.iter_mut().for_each(|url| self.store_url(url)),
+                        ("assertion-stream-urls", Value::Array(urls)) => {
+                            urls.iter_mut().for_each(|url| self.store_url(url))
+                        }
                         (_, child) => self.walk(child),
                     }
                 }
@@ -77,7 +79,8 @@ impl Rewriter<'_> {
     /// An object with a `url`, a `sha3-384` and a `size`: a blob URL of
     /// pkgproxy's; without a digest, the store path as it is.
     fn blob(&mut self, object: &mut Map<String, Value>) {
-        let digest = object.get("sha3-384").and_then(Value::as_str).filter(|d| is_sha3_384(d)).map(str::to_ascii_lowercase);
+        let digest =
+            object.get("sha3-384").and_then(Value::as_str).filter(|d| is_sha3_384(d)).map(str::to_ascii_lowercase);
         let size = object.get("size").and_then(Value::as_u64);
         let Some(Value::String(url)) = object.get_mut("url") else { return };
         let Some(store_path) = below_store(url, self.stores) else { return };
@@ -130,7 +133,8 @@ mod tests {
 
     use super::*;
 
-    const DIGEST: &str = "abababababababababababababababababababababababababababababababababababababababababababababababab";
+    const DIGEST: &str =
+        "abababababababababababababababababababababababababababababababababababababababababababababababab";
 
     fn rewritten(answer: Value) -> (Value, Vec<String>) {
         let stores = ["https://api.snapcraft.io".to_string()];
@@ -142,7 +146,8 @@ mod tests {
 
     #[test]
     fn every_url_of_a_refresh_answer_points_at_pkgproxy() {
-        let download = |path: &str| json!({"url": format!("https://api.snapcraft.io{path}"), "sha3-384": DIGEST, "size": 7});
+        let download =
+            |path: &str| json!({"url": format!("https://api.snapcraft.io{path}"), "sha3-384": DIGEST, "size": 7});
         let mut snap_download = download("/api/v1/snaps/download/ID_3.snap");
         snap_download["deltas"] = json!([download("/api/v1/snaps/download/ID_2_3_xdelta3.delta")]);
         let answer = json!({"results": [
@@ -156,20 +161,36 @@ mod tests {
         let base = "http://proxy.lan:3142/snap";
         let snap = &answer["results"][0]["snap"];
         assert_eq!(snap["download"]["url"], format!("{base}/download/{DIGEST}/7/api/v1/snaps/download/ID_3.snap"));
-        assert_eq!(snap["download"]["deltas"][0]["url"], format!("{base}/download/{DIGEST}/7/api/v1/snaps/download/ID_2_3_xdelta3.delta"));
-        assert_eq!(snap["resources"][0]["download"]["url"], format!("{base}/download/{DIGEST}/7/api/v1/snaps/download/C_1.comp"));
+        assert_eq!(
+            snap["download"]["deltas"][0]["url"],
+            format!("{base}/download/{DIGEST}/7/api/v1/snaps/download/ID_2_3_xdelta3.delta")
+        );
+        assert_eq!(
+            snap["resources"][0]["download"]["url"],
+            format!("{base}/download/{DIGEST}/7/api/v1/snaps/download/C_1.comp")
+        );
         assert_eq!(snap["media"][0]["url"], format!("{base}/media/https/dashboard.snapcraft.io/site_media/icon.png"));
-        assert_eq!(answer["results"][1]["assertion-stream-urls"][0], format!("{base}/v2/assertions/snap-declaration/16/ID"));
+        assert_eq!(
+            answer["results"][1]["assertion-stream-urls"][0],
+            format!("{base}/v2/assertions/snap-declaration/16/ID")
+        );
         assert_eq!(media, ["https://dashboard.snapcraft.io"]);
     }
 
     #[test]
     fn an_info_answer_s_channel_map_and_a_find_answer_s_revisions_are_rewritten() {
-        let download = json!({"url": "https://api.snapcraft.io/api/v1/snaps/download/ID_3.snap", "sha3-384": DIGEST, "size": 7});
+        let download =
+            json!({"url": "https://api.snapcraft.io/api/v1/snaps/download/ID_3.snap", "sha3-384": DIGEST, "size": 7});
         let (info, _) = rewritten(json!({"channel-map": [{"download": download.clone()}]}));
-        assert!(info["channel-map"][0]["download"]["url"].as_str().unwrap().starts_with("http://proxy.lan:3142/snap/download/"));
+        assert!(info["channel-map"][0]["download"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://proxy.lan:3142/snap/download/"));
         let (find, _) = rewritten(json!({"results": [{"revision": {"download": download}}]}));
-        assert!(find["results"][0]["revision"]["download"]["url"].as_str().unwrap().starts_with("http://proxy.lan:3142/snap/download/"));
+        assert!(find["results"][0]["revision"]["download"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://proxy.lan:3142/snap/download/"));
     }
 
     #[test]

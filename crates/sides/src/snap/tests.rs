@@ -113,7 +113,13 @@ fn answers_are_keyed_by_device_and_normalised_query() {
     };
     assert_eq!(key("amd64", "fields=b,a&architecture=amd64"), key("amd64", "architecture=amd64&fields=a,b"));
     assert_ne!(key("amd64", "fields=a"), key("arm64", "fields=a"));
-    let info = cached(classify(&fixture.snap, Method::GET, &device_headers("amd64"), "/v2/snaps/info/hello", Some("fields=a")));
+    let info = cached(classify(
+        &fixture.snap,
+        Method::GET,
+        &device_headers("amd64"),
+        "/v2/snaps/info/hello",
+        Some("fields=a"),
+    ));
     assert_eq!((info.fresh_for, info.rewrite.is_some()), (Duration::ZERO, true));
     assert_eq!(info.origin.path, "/v2/snaps/info/hello?fields=a");
     assert_eq!(info.upstream_headers["snap-device-architecture"], "amd64");
@@ -125,9 +131,16 @@ fn answers_are_keyed_by_device_and_normalised_query() {
 fn assertions_are_served_by_max_format() {
     let fixture = fixture();
     let headers = device_headers("amd64");
-    let declaration = cached(classify(&fixture.snap, Method::GET, &headers, "/v2/assertions/snap-declaration/16/ID", Some("max-format=5")));
+    let declaration = cached(classify(
+        &fixture.snap,
+        Method::GET,
+        &headers,
+        "/v2/assertions/snap-declaration/16/ID",
+        Some("max-format=5"),
+    ));
     assert_eq!(declaration.accepts, Acceptance::AssertionFormatAtMost(5));
-    let legacy = cached(classify(&fixture.snap, Method::GET, &headers, "/api/v1/snaps/assertions/snap-declaration/16/ID", None));
+    let legacy =
+        cached(classify(&fixture.snap, Method::GET, &headers, "/api/v1/snaps/assertions/snap-declaration/16/ID", None));
     assert_eq!(legacy.key, declaration.key, "one assertion, whatever the path");
     assert!(declaration.accepts.accepts(b"type: snap-declaration\nformat: 5\n\nsig"));
     assert!(!Acceptance::AssertionFormatAtMost(4).accepts(b"type: snap-declaration\nformat: 5\n\nsig"));
@@ -139,7 +152,8 @@ fn media_come_only_from_hosts_a_store_answer_named() {
     let headers = device_headers("amd64");
     let path = "/media/https/dashboard.snapcraft.io/site_media/icon.png";
     assert!(matches!(classify(&fixture.snap, Method::GET, &headers, path, None), Decision::Refuse(_)));
-    let answer = br#"{"snap": {"media": [{"type": "icon", "url": "https://dashboard.snapcraft.io/site_media/icon.png"}]}}"#;
+    let answer =
+        br#"{"snap": {"media": [{"type": "icon", "url": "https://dashboard.snapcraft.io/site_media/icon.png"}]}}"#;
     let at = ServedAt { base: "http://proxy.lan:3142/snap".into() };
     let rewritten = fixture.snap.rewrite(&at, answer).unwrap();
     assert!(std::str::from_utf8(&rewritten).unwrap().contains(&format!("http://proxy.lan:3142/snap{path}")));
@@ -159,7 +173,10 @@ fn snapd_is_told_no_with_a_424_and_the_store_s_error_list() {
     assert_eq!(body["error-list"][0]["code"], "pkgproxy-offline");
     assert!(body["error-list"][0]["message"].as_str().unwrap().starts_with("pkgproxy is offline"));
     let overloaded = failure_answer(&Failure::Overloaded { retry_after: Duration::from_secs(30) });
-    assert_eq!((overloaded.status, &overloaded.headers[RETRY_AFTER]), (StatusCode::FAILED_DEPENDENCY, &HeaderValue::from(30)));
+    assert_eq!(
+        (overloaded.status, &overloaded.headers[RETRY_AFTER]),
+        (StatusCode::FAILED_DEPENDENCY, &HeaderValue::from(30))
+    );
     for failure in [Failure::UpstreamFailed { reason: "reset" }, Failure::Internal { reason: "disk" }] {
         let answer = failure_answer(&failure);
         assert!(!answer.status.is_server_error(), "never a made-up 5xx: {failure:?}");

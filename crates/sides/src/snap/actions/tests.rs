@@ -22,8 +22,10 @@ fn request(body: Value) -> RefreshRequest {
 }
 
 fn download_request(instance: &str) -> RefreshRequest {
-    request(json!({"context": [], "actions": [{"action": "download", "instance-key": instance, "name": "hello", "epoch": null}],
-                   "fields": ["download", "revision"]}))
+    request(
+        json!({"context": [], "actions": [{"action": "download", "instance-key": instance, "name": "hello", "epoch": null}],
+                   "fields": ["download", "revision"]}),
+    )
 }
 
 fn store_answer(instance: &str) -> Value {
@@ -62,12 +64,17 @@ impl Held {
             held.records.insert(record_key(&recorded.key), recorded);
         }
         held.blobs.push(blob_key("global", DIGEST));
-        let revision = format!("type: snap-revision\nsnap-sha3-384: x\nsnap-id: {SNAP_ID}\nsign-key-sha3-384: STOREKEY\n\nsig");
+        let revision =
+            format!("type: snap-revision\nsnap-sha3-384: x\nsnap-id: {SNAP_ID}\nsign-key-sha3-384: STOREKEY\n\nsig");
         held.assertions.insert(revision_key("global", DIGEST).unwrap(), revision.into_bytes());
         let declaration = format!("type: snap-declaration\nrevision: 2\nsnap-id: {SNAP_ID}\npublisher-id: dev1\n\nsig");
-        held.assertions.insert(assertion_key("global", "snap-declaration", &["16".into(), SNAP_ID.into()]), declaration.into_bytes());
+        held.assertions.insert(
+            assertion_key("global", "snap-declaration", &["16".into(), SNAP_ID.into()]),
+            declaration.into_bytes(),
+        );
         held.assertions.insert(assertion_key("global", "account", &["dev1".into()]), b"type: account\n\nsig".to_vec());
-        held.assertions.insert(assertion_key("global", "account-key", &["STOREKEY".into()]), b"type: account-key\n\nsig".to_vec());
+        held.assertions
+            .insert(assertion_key("global", "account-key", &["STOREKEY".into()]), b"type: account-key\n\nsig".to_vec());
         held
     }
 }
@@ -84,9 +91,13 @@ fn one_key_whatever_varies_from_call_to_call() {
         action_key(&device, &request.actions[0], &request.context).unwrap()
     };
     let a = key(json!({"actions": [{"action": "download", "instance-key": "download-1", "name": "hello"}]}));
-    let b = key(json!({"actions": [{"action": "install", "instance-key": "install-7", "name": "hello", "channel": "stable", "epoch": null}]}));
+    let b = key(
+        json!({"actions": [{"action": "install", "instance-key": "install-7", "name": "hello", "channel": "stable", "epoch": null}]}),
+    );
     assert_eq!(a, b, "install and download share a record; no channel is stable");
-    let edge = key(json!({"actions": [{"action": "download", "instance-key": "download-1", "name": "hello", "channel": "edge"}]}));
+    let edge = key(
+        json!({"actions": [{"action": "download", "instance-key": "download-1", "name": "hello", "channel": "edge"}]}),
+    );
     assert_ne!(a, edge);
     let other_arch = {
         let request = download_request("download-1");
@@ -94,8 +105,10 @@ fn one_key_whatever_varies_from_call_to_call() {
     };
     assert_ne!(a, other_arch);
     let refresh = |channel| {
-        key(json!({"context": [{"snap-id": SNAP_ID, "tracking-channel": channel, "revision": 1, "refreshed-date": "x"}],
-                   "actions": [{"action": "refresh", "instance-key": SNAP_ID, "snap-id": SNAP_ID}]}))
+        key(
+            json!({"context": [{"snap-id": SNAP_ID, "tracking-channel": channel, "revision": 1, "refreshed-date": "x"}],
+                   "actions": [{"action": "refresh", "instance-key": SNAP_ID, "snap-id": SNAP_ID}]}),
+        )
     };
     assert_eq!(refresh("stable"), refresh("stable"));
     assert_ne!(refresh("stable"), refresh("beta"), "a refresh follows the tracked channel");
@@ -105,8 +118,10 @@ fn one_key_whatever_varies_from_call_to_call() {
 fn a_recorded_download_is_replayed_with_the_request_s_instance_key_and_no_deltas() {
     let device = device("amd64");
     let held = Held::after_download(&device);
-    let install = request(json!({"context": [], "actions": [{"action": "install", "instance-key": "install-1", "name": "hello", "channel": "stable"}],
-                                 "fields": ["revision"]}));
+    let install = request(
+        json!({"context": [], "actions": [{"action": "install", "instance-key": "install-1", "name": "hello", "channel": "stable"}],
+                                 "fields": ["revision"]}),
+    );
     let answer = replay(&device, &install, &offline(), &held, &["https://api.snapcraft.io".into()]);
     let result = &answer["results"][0];
     assert_eq!((result["result"].as_str(), result["instance-key"].as_str()), (Some("install"), Some("install-1")));
@@ -123,7 +138,9 @@ fn without_the_blob_or_any_link_of_the_chain_the_action_gets_an_offline_error() 
     let mut no_blob = Held::after_download(&device);
     no_blob.blobs.clear();
     cases.push((no_blob, "the download"));
-    for (key, missing) in full.assertions.keys().map(|k| (k.clone(), k.split('/').nth(3).unwrap().to_string())).collect::<Vec<_>>() {
+    for (key, missing) in
+        full.assertions.keys().map(|k| (k.clone(), k.split('/').nth(3).unwrap().to_string())).collect::<Vec<_>>()
+    {
         let mut held = Held::after_download(&device);
         held.assertions.remove(&key);
         let leaked: &'static str = Box::leak(missing.into_boxed_str());
@@ -148,7 +165,9 @@ fn a_snap_never_seen_another_device_s_record_or_more_fields_are_not_replayed() {
     assert!(answer["results"][0]["error"]["message"].as_str().unwrap().contains("never asked for"));
     let answer = replay(&device("arm64"), &download_request("download-1"), &offline(), &held, &[]);
     assert_eq!(answer["results"][0]["result"], "error", "an arm64 device never gets the amd64 record");
-    let more = request(json!({"actions": [{"action": "download", "instance-key": "download-1", "name": "hello"}], "fields": ["download", "media"]}));
+    let more = request(
+        json!({"actions": [{"action": "download", "instance-key": "download-1", "name": "hello"}], "fields": ["download", "media"]}),
+    );
     assert_eq!(replay(&amd64, &more, &offline(), &held, &[])["results"][0]["result"], "error");
 }
 
@@ -185,15 +204,22 @@ fn fetch_assertions_offline_says_nothing_newer_for_what_the_device_holds() {
     let device = device("amd64");
     let held = Held::after_download(&device);
     let wanted = |assertions: Value| {
-        request(json!({"actions": [{"action": "fetch-assertions", "key": "g1", "instance-key": "g1", "assertions": assertions}]}))
+        request(
+            json!({"actions": [{"action": "fetch-assertions", "key": "g1", "instance-key": "g1", "assertions": assertions}]}),
+        )
     };
     let stores = ["https://api.snapcraft.io".to_string()];
     let answer = |assertions| replay(&device, &wanted(assertions), &offline(), &held, &stores)["results"][0].clone();
     let same = answer(json!([{"type": "snap-declaration", "primary-key": ["16", SNAP_ID], "if-newer-than": 2}]));
     assert_eq!((same["assertion-stream-urls"].clone(), same["error-list"].clone()), (json!([]), json!([])));
     let newer = answer(json!([{"type": "snap-declaration", "primary-key": ["16", SNAP_ID], "if-newer-than": 1}]));
-    assert_eq!(newer["assertion-stream-urls"], json!([format!("https://api.snapcraft.io/v2/assertions/snap-declaration/16/{SNAP_ID}")]));
-    let unheld = answer(json!([{"type": "store", "primary-key": ["acme"]}, {"type": "snap-declaration", "primary-key": ["16", "nope"], "if-newer-than": 0}]));
+    assert_eq!(
+        newer["assertion-stream-urls"],
+        json!([format!("https://api.snapcraft.io/v2/assertions/snap-declaration/16/{SNAP_ID}")])
+    );
+    let unheld = answer(
+        json!([{"type": "store", "primary-key": ["acme"]}, {"type": "snap-declaration", "primary-key": ["16", "nope"], "if-newer-than": 0}]),
+    );
     assert_eq!(unheld["assertion-stream-urls"], json!([]));
     assert_eq!(unheld["error-list"].as_array().unwrap().len(), 1, "{unheld}");
     assert_eq!(unheld["error-list"][0]["code"], "pkgproxy-offline");
