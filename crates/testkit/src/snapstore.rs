@@ -66,6 +66,15 @@ pub struct Blob {
     pub sha3_384: String,
 }
 
+impl Blob {
+    /// The key of its snap-revision assertion, as snapd writes it: the
+    /// digest in unpadded base64url.
+    pub fn revision_name(&self) -> String {
+        let digest = hex::decode(&self.sha3_384).expect("hex digest");
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    }
+}
+
 struct Shared {
     snaps: Vec<FakeSnap>,
     /// Blobs by (snap name, architecture, store).

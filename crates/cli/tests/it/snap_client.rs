@@ -72,3 +72,177 @@ async fn snap_download_goes_through_pkgproxy_to_the_trust_root_and_again_from_th
         "only the refresh and the declaration's revalidation reach the store: {paths:#?}"
     );
 }
+
+/// `snap known --remote KIND KEY=VALUE...`.
+fn known(snap: &SnapSandbox, args: &[&str]) -> SnapOutput {
+    let mut all = vec!["known", "--remote"];
+    all.extend_from_slice(args);
+    let output = snap.run("known", &all);
+    eprintln!("snap {}: {}{}", all.join(" "), output.stdout, output.stderr);
+    output
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_a_snap_seen_before_downloads_with_no_store_request_and_one_never_seen_fails_at_once() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let snap = SnapSandbox::new(&api_url(&daemon));
+    let expected = store.blob("hello-pkgproxy", "amd64", "");
+    assert_reached_the_trust_root(&download(&snap, "online", "hello-pkgproxy"));
+
+    daemon.set_offline_mode("offline").await;
+    store.clear_requests();
+    let offline = download(&snap, "offline", "hello-pkgproxy");
+    assert_reached_the_trust_root(&offline);
+    assert_eq!(offline.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+
+    let snap_id = &store.snaps()[0].snap_id;
+    let revision = format!("snap-sha3-384={}", expected.revision_name());
+    for (args, kind, key) in [
+        (vec!["snap-revision", revision.as_str()], "snap-revision", vec![expected.revision_name()]),
+        (
+            vec!["snap-declaration", "series=16", &format!("snap-id={snap_id}")],
+            "snap-declaration",
+            vec!["16".into(), snap_id.clone()],
+        ),
+        (vec!["account", "account-id=pkgproxydev"], "account", vec!["pkgproxydev".into()]),
+    ] {
+        let output = known(&snap, &args);
+        assert!(output.success, "{kind}: {}", output.stderr);
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        let served = store.assertion(kind, &key).unwrap();
+        assert_eq!(output.stdout.trim_end().as_bytes(), served.trim_ascii_end(), "{kind} byte for byte");
+    }
+
+    let never = download(&snap, "never", "other-pkgproxy");
+    assert!(!never.success);
+    assert!(never.stderr.contains("cannot download snap \"other-pkgproxy\": pkgproxy is offline"), "{}", never.stderr);
+    assert!(never.elapsed.as_secs() < 5, "no retries: {:?}", never.elapsed);
+
+    let unknown = known(&snap, &["account", "account-id=nobody"]);
+    assert!(!unknown.success);
+    assert!(unknown.stderr.contains("pkgproxy is offline"), "{}", unknown.stderr);
+    assert!(!unknown.stderr.contains("not found"), "a refusal, never an absence: {}", unknown.stderr);
+    assert!(unknown.elapsed.as_secs() < 5, "no retries: {:?}", unknown.elapsed);
+    assert!(store.requests().is_empty(), "offline: nothing reached the store: {:#?}", store.requests());
+
+    let refused = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/snap/v2/snaps/info/other-pkgproxy").await;
+    assert_eq!(refused.status, 424);
+    assert_eq!(refused.header("content-type"), Some("application/json"));
+    assert_eq!(refused.header("x-oops-id"), Some("pkgproxy-offline"));
+    assert_eq!(refused.header("retry-after"), None);
+    let body: serde_json::Value = serde_json::from_slice(&refused.body).unwrap();
+    assert_eq!(body["error-list"][0]["code"], "pkgproxy-offline");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_architecture_and_brand_store_gets_its_own_answers_and_blobs() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let url = api_url(&daemon);
+    let global = SnapSandbox::new(&url);
+    let arm = SnapSandbox::new(&url).with_env("UBUNTU_STORE_ARCH", "arm64");
+    let brand = SnapSandbox::new(&url).with_env("UBUNTU_STORE_ID", "acme");
+    for (snap, arch, store_id) in [(&global, "amd64", ""), (&arm, "arm64", ""), (&brand, "amd64", "acme")] {
+        for round in ["first", "second"] {
+            let output = download(snap, &format!("{arch}-{store_id}-{round}"), "hello-pkgproxy");
+            assert_reached_the_trust_root(&output);
+            let expected = store.blob("hello-pkgproxy", arch, store_id);
+            assert_eq!(
+                output.file("hello-pkgproxy_3.snap").as_deref(),
+                Some(expected.bytes.as_ref()),
+                "{arch} {store_id:?} {round}"
+            );
+        }
+    }
+    let cdn = asked(&store).iter().filter(|p| p.starts_with("/cdn/")).count();
+    assert_eq!(cdn, 3, "each blob fetched once: {:#?}", asked(&store));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lying_store_s_blob_is_never_cached_and_an_honest_retry_works() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let snap = SnapSandbox::new(&api_url(&daemon));
+    store.set_lying(true);
+    let lied = download(&snap, "lied", "hello-pkgproxy");
+    assert!(!lied.success);
+    assert!(!lied.stderr.contains(TRUST_ROOT_STOP), "the download itself failed: {}", lied.stderr);
+    assert!(lied.file("hello-pkgproxy_3.snap").is_none(), "no wrong snap is left behind");
+    let expected = store.blob("hello-pkgproxy", "amd64", "");
+    let blob_url = format!(
+        "/snap/download/{}/{}/api/v1/snaps/download/{}_3.snap",
+        expected.sha3_384,
+        expected.bytes.len(),
+        store.snaps()[0].snap_id
+    );
+    daemon.set_offline_mode("offline").await;
+    let cached = pkgproxy_testkit::client::get(daemon.proxy_addr(), &blob_url).await;
+    assert_eq!(cached.status, 424, "nothing was cached");
+    daemon.set_offline_mode("never").await;
+
+    store.set_lying(false);
+    let honest = download(&snap, "honest", "hello-pkgproxy");
+    assert_reached_the_trust_root(&honest);
+    assert_eq!(honest.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partial_download_is_resumed_from_the_cache() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let snap = SnapSandbox::new(&api_url(&daemon));
+    let expected = store.blob("hello-pkgproxy", "amd64", "");
+    assert_reached_the_trust_root(&download(&snap, "first", "hello-pkgproxy"));
+
+    let folder = snap.folder("resumed");
+    std::fs::write(folder.join("hello-pkgproxy_3.snap.partial"), &expected.bytes[..1000]).unwrap();
+    store.clear_requests();
+    let resumed = snap.run_in(&folder, &["download", "hello-pkgproxy"]);
+    assert_reached_the_trust_root(&resumed);
+    assert_eq!(resumed.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+    assert!(asked(&store).iter().all(|p| !p.starts_with("/cdn/")), "from the cache");
+    let log = daemon.log();
+    assert!(
+        log.contains("206") || daemon.info().await.sides["snap"].get(pkgproxy_metrics::SideCounter::Hits) > 0,
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn while_the_store_is_overloaded_what_is_cached_keeps_being_served_and_the_rest_is_told_when_to_come_back() {
+    let store = FakeStore::start().await;
+    let config = format!("[snap]\nstores = [\"{}\"]\n", store.url());
+    let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-offline-mode", "store-overloaded"]).await;
+    let snap = SnapSandbox::new(&api_url(&daemon));
+    let expected = store.blob("hello-pkgproxy", "amd64", "");
+    assert_reached_the_trust_root(&download(&snap, "online", "hello-pkgproxy"));
+
+    store.force_status(429);
+    let overloaded = download(&snap, "overloaded", "hello-pkgproxy");
+    assert_reached_the_trust_root(&overloaded);
+    assert_eq!(overloaded.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+
+    store.clear_requests();
+    let refused = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/snap/v2/snaps/info/other-pkgproxy").await;
+    assert_eq!(refused.status, 424, "{:?}", String::from_utf8_lossy(&refused.body));
+    assert_eq!(refused.header("content-type"), Some("application/json"));
+    let retry_after: u64 = refused.header("retry-after").expect("a Retry-After").parse().unwrap();
+    assert!(retry_after > 0);
+    assert!(store.requests().is_empty(), "the breaker kept the store alone: {:#?}", store.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snap_whose_http_proxy_is_pkgproxy_reaches_the_snap_side_without_a_loop() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let port = daemon.proxy_addr().rsplit(':').next().unwrap().to_string();
+    let snap = SnapSandbox::new(&format!("http://pkgproxy.test:{port}/snap/"))
+        .with_env("http_proxy", &format!("http://{}", daemon.proxy_addr()));
+    let output = download(&snap, "proxied", "hello-pkgproxy");
+    assert_reached_the_trust_root(&output);
+    let expected = store.blob("hello-pkgproxy", "amd64", "");
+    assert_eq!(output.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+    assert_eq!(asked(&store).iter().filter(|p| *p == "/v2/snaps/refresh").count(), 1);
+    assert!(!daemon.log().contains("loop"), "{}", daemon.log());
+}
