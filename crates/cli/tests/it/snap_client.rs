@@ -246,3 +246,34 @@ async fn a_snap_whose_http_proxy_is_pkgproxy_reaches_the_snap_side_without_a_loo
     assert_eq!(asked(&store).iter().filter(|p| *p == "/v2/snaps/refresh").count(), 1);
     assert!(!daemon.log().contains("loop"), "{}", daemon.log());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pkgproxyctl_setup_snap_prints_applies_and_undoes_the_snapd_drop_in() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let ctl = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(["setup", "snap", "-stats-socket-path"])
+            .arg(daemon.stats_socket())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let url = format!("SNAPPY_FORCE_API_URL={}", api_url(&daemon));
+    let printed = ctl(&[]);
+    assert!(printed.contains(&format!("Environment={url}\n")), "{printed}");
+    assert!(printed.contains("systemctl daemon-reload\nsystemctl restart snapd.service\n"), "{printed}");
+    assert!(printed.contains(&format!("export {url}\n")), "{printed}");
+    assert!(!printed.contains("SNAPPY_FORCE_SAS_URL"));
+
+    let root = tempfile::tempdir().unwrap();
+    let root_arg = root.path().to_str().unwrap();
+    let drop_in = root.path().join("etc/systemd/system/snapd.service.d/pkgproxy.conf");
+    ctl(&["--apply", "--root", root_arg, "--no-restart"]);
+    let written = std::fs::read_to_string(&drop_in).unwrap();
+    assert!(written.contains(&format!("[Service]\nEnvironment={url}\n")), "{written}");
+    ctl(&["--undo", "--root", root_arg, "--no-restart"]);
+    assert!(!drop_in.exists());
+}
