@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
-# apt-ftparchive, gpg, xz, the go command) when they are missing, then checks
+# apt-ftparchive, gpg, xz, the go command, the snap command and mksquashfs)
+# when they are missing, then checks
 # formatting and lints, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,6 +15,8 @@ command -v dpkg-deb >/dev/null || need+=(dpkg)
 command -v gzip >/dev/null || need+=(gzip)
 command -v go >/dev/null || need+=(golang-go)
 command -v ip >/dev/null || need+=(iproute2)
+command -v snap >/dev/null || need+=(snapd)
+command -v mksquashfs >/dev/null || need+=(squashfs-tools)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

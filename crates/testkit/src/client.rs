@@ -69,6 +69,21 @@ pub async fn get(addr: &str, path: &str) -> Answer {
     read_answer(sender.send_request(request).await.expect("answer")).await
 }
 
+/// Sends `METHOD path` (origin-form) with `headers` and `body` to `addr`
+/// and reads the whole answer.
+pub async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let stream = TcpStream::connect(addr).await.expect("connect to pkgproxy");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(connection);
+    let mut request = http::Request::builder().method(method).uri(path).header("host", addr);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(http_body_util::Full::new(Bytes::copy_from_slice(body))).expect("request");
+    read_answer(sender.send_request(request).await.expect("answer")).await
+}
+
 /// Sends a request through the proxy and reads the whole answer.
 pub async fn proxy_get(proxy_addr: &str, url: &str, headers: &[(&str, &str)]) -> Answer {
     proxy_fetch(proxy_addr, "GET", url, headers).await

@@ -73,9 +73,12 @@ async fn snap_download_goes_through_pkgproxy_to_the_trust_root_and_again_from_th
     );
 }
 
-/// `snap known --remote KIND KEY=VALUE...`.
+/// `snap known --remote KIND KEY=VALUE...`: the store asked by the `snap`
+/// command itself (`--direct` where a snapd runs, which would otherwise
+/// ask its own store).
 fn known(snap: &SnapSandbox, args: &[&str]) -> SnapOutput {
-    let mut all = vec!["known", "--remote"];
+    let daemon_runs = std::path::Path::new("/run/snapd.socket").exists();
+    let mut all = vec!["known", if daemon_runs { "--direct" } else { "--remote" }];
     all.extend_from_slice(args);
     let output = snap.run("known", &all);
     eprintln!("snap {}: {}{}", all.join(" "), output.stdout, output.stderr);
@@ -276,4 +279,74 @@ async fn pkgproxyctl_setup_snap_prints_applies_and_undoes_the_snapd_drop_in() {
     assert!(written.contains(&format!("[Service]\nEnvironment={url}\n")), "{written}");
     ctl(&["--undo", "--root", root_arg, "--no-restart"]);
     assert!(!drop_in.exists());
+}
+
+/// The device headers snapd sends on v2 endpoints.
+const DEVICE: [(&str, &str); 3] =
+    [("snap-device-series", "16"), ("snap-device-architecture", "amd64"), ("snap-classic", "true")];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn info_and_find_answers_point_at_pkgproxy_and_are_served_offline_for_the_queries_seen() {
+    use pkgproxy_testkit::client::send;
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let addr = daemon.proxy_addr();
+    let info_path = "/snap/v2/snaps/info/hello-pkgproxy?architecture=amd64&fields=download";
+    let find_path = "/snap/v2/snaps/find?q=hello&fields=download";
+    let online_info = send(addr, "GET", info_path, &DEVICE, b"").await;
+    let online_find = send(addr, "GET", find_path, &DEVICE, b"").await;
+    assert_eq!((online_info.status, online_find.status), (200, 200));
+    let info: serde_json::Value = serde_json::from_slice(&online_info.body).unwrap();
+    let url = info["channel-map"][0]["download"]["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("http://{addr}/snap/download/")), "rewritten for this client: {url}");
+    let find: serde_json::Value = serde_json::from_slice(&online_find.body).unwrap();
+    assert!(find["results"][0]["revision"]["download"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("http://{addr}/snap/")));
+
+    daemon.set_offline_mode("offline").await;
+    store.clear_requests();
+    let offline_info = send(addr, "GET", info_path, &DEVICE, b"").await;
+    assert_eq!((offline_info.status, &offline_info.body), (200, &online_info.body));
+    let reordered = send(addr, "GET", "/snap/v2/snaps/find?fields=download&q=hello", &DEVICE, b"").await;
+    assert_eq!((reordered.status, &reordered.body), (200, &online_find.body), "the same normalised query");
+    let unseen = send(addr, "GET", "/snap/v2/snaps/find?q=other&fields=download", &DEVICE, b"").await;
+    assert_eq!(unseen.status, 424, "a find never seen is refused, not answered empty");
+    let other_arch = [DEVICE[0], ("snap-device-architecture", "arm64"), DEVICE[2]];
+    assert_eq!(
+        send(addr, "GET", info_path, &other_arch, b"").await.status,
+        424,
+        "another device's answer is not its own"
+    );
+    assert!(store.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_a_bulk_fetch_assertions_says_nothing_newer_for_what_the_device_holds() {
+    use pkgproxy_testkit::client::send;
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let snap = SnapSandbox::new(&api_url(&daemon));
+    assert_reached_the_trust_root(&download(&snap, "online", "hello-pkgproxy"));
+    daemon.set_offline_mode("offline").await;
+    store.clear_requests();
+
+    let snap_id = &store.snaps()[0].snap_id;
+    let body = serde_json::json!({"context": [], "fields": [], "actions": [{"action": "fetch-assertions", "key": "g1", "instance-key": "g1",
+        "assertions": [
+            {"type": "snap-declaration", "primary-key": ["16", snap_id], "if-newer-than": 2},
+            {"type": "snap-declaration", "primary-key": ["16", "neverheldneverheldneverheld00000"], "if-newer-than": 0},
+            {"type": "store", "primary-key": ["acme"]}]}]});
+    let headers = [DEVICE[0], DEVICE[1], DEVICE[2], ("content-type", "application/json")];
+    let answer =
+        send(daemon.proxy_addr(), "POST", "/snap/v2/snaps/refresh", &headers, body.to_string().as_bytes()).await;
+    assert_eq!(answer.status, 200);
+    let answer: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    let result = &answer["results"][0];
+    assert_eq!((result["result"].as_str(), result["key"].as_str()), (Some("fetch-assertions"), Some("g1")));
+    assert_eq!(result["assertion-stream-urls"], serde_json::json!([]), "nothing newer than what the device holds");
+    assert_eq!(result["error-list"].as_array().unwrap().len(), 1, "only the store assertion it never held: {result}");
+    assert_eq!(result["error-list"][0]["code"], "pkgproxy-offline");
+    assert!(store.requests().is_empty());
 }
