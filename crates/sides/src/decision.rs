@@ -7,7 +7,6 @@ use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{Class, Expected};
 
 use crate::id::SideId;
-use crate::snap;
 
 /// The target of a forward-proxy request, as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +99,15 @@ pub enum DatedResume {
 pub enum Rewrite {
     /// The snap store's JSON answers name download, media and assertion
     /// URLs, which must point at pkgproxy as this client reaches it.
-    SnapUrls(snap::ServedAt),
+    SnapUrls(ServedAt),
+}
+
+/// Where a client reached pkgproxy: `http://HOST[:PORT]` and the side's
+/// mount, from the host the client named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedAt {
+    /// The base URL, without a trailing slash.
+    pub base: String,
 }
 
 /// What a side keeps of a forwarded answer, for replay when the upstream
@@ -108,8 +115,8 @@ pub enum Rewrite {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     /// The per-action results of a snap store refresh `POST`, for the
-    /// device that asked.
-    SnapActions(snap::Device),
+    /// device these request headers name.
+    SnapActions(HeaderMap),
 }
 
 /// What a cached body must say of itself to answer a request, beyond the
@@ -122,16 +129,6 @@ pub enum Acceptance {
     /// A snap assertion of at most this format (snapd names the newest
     /// format it can read; an older snapd cannot read a newer one).
     AssertionFormatAtMost(u32),
-}
-
-impl Acceptance {
-    /// Whether a body starting with `head` is acceptable.
-    pub fn accepts(self, head: &[u8]) -> bool {
-        match self {
-            Acceptance::Any => true,
-            Acceptance::AssertionFormatAtMost(max) => snap::assertion::format_of(head) <= max,
-        }
-    }
 }
 
 /// Whether pkgproxy follows the upstream's redirects itself.

@@ -27,7 +27,7 @@ pub mod snap;
 
 pub use decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
-    Rewrite, Target,
+    Rewrite, ServedAt, Target,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use pkgproxy_cache::{Cache, PassedAnswer, Verifier};
 
 use crate::apt::{self, Apt};
-use crate::decision::{CachedRequest, Decision, LocalAnswer, Record, Refusal, Rewrite};
+use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Record, Refusal, Rewrite};
 use crate::failure::Failure;
 use crate::go::{self, Go};
 use crate::id::SideId;
@@ -98,6 +98,15 @@ impl Side {
         }
     }
 
+    /// Whether a cached body starting with `head` answers a request that
+    /// `accepts` it (a snap assertion no newer than the client reads).
+    pub fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
+        match self {
+            Side::Snap(snap) => snap.accepts(accepts, head),
+            Side::Apt(_) | Side::Go(_) => accepts == Acceptance::Any,
+        }
+    }
+
     /// The checks of a fetch of `request`, given the bodies of its
     /// prerequisites that were had (in order, stopping at the first that
     /// was not).
@@ -113,7 +122,7 @@ impl Side {
     /// `sent` and whose successful answer is `answer`. Blocking.
     pub fn record(&self, record: &Record, sent: &[u8], answer: &[u8]) {
         match (self, record) {
-            (Side::Snap(snap), Record::SnapActions(device)) => snap.record(device, sent, answer),
+            (Side::Snap(snap), Record::SnapActions(headers)) => snap.record(headers, sent, answer),
             (Side::Apt(_) | Side::Go(_), _) => {}
         }
     }
@@ -123,7 +132,7 @@ impl Side {
     /// `None`: nothing to replay, the failure stands. Blocking.
     pub fn replay(&self, record: &Record, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
         match (self, record) {
-            (Side::Snap(snap), Record::SnapActions(device)) => snap.replay(device, sent, failure),
+            (Side::Snap(snap), Record::SnapActions(headers)) => snap.replay(headers, sent, failure),
             (Side::Apt(_) | Side::Go(_), _) => None,
         }
     }

@@ -142,7 +142,7 @@ fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
 /// entry is never served, not even stale, since the client would reject it.
 fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> Option<Arc<Entry>> {
     let entry = entry?;
-    if request.accepts != Acceptance::Any && !accepted(state, &entry, request.accepts) {
+    if request.accepts != Acceptance::Any && !accepted(state, &entry, request) {
         tracing::debug!(key = request.key, "cached entry is not one this client reads");
         return None;
     }
@@ -159,12 +159,12 @@ fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> 
 
 /// Whether the head of `entry`'s body is what `accepts` asks for (a small
 /// positioned read: only requests that ask for it pay for it).
-fn accepted(state: &State, entry: &Entry, accepts: Acceptance) -> bool {
+fn accepted(state: &State, entry: &Entry, request: &CachedRequest) -> bool {
     use std::os::unix::fs::FileExt;
     const HEAD: u64 = 64 * 1024;
     let Ok(file) = state.cache.open_body(entry) else { return false };
     let mut head = vec![0; entry.size.min(HEAD) as usize];
-    file.read_exact_at(&mut head, 0).is_ok() && accepts.accepts(&head)
+    file.read_exact_at(&mut head, 0).is_ok() && state.sides.get(request.side).accepts(request.accepts, &head)
 }
 
 /// Whether a usable entry may be served without asking the upstream. An

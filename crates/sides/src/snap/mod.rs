@@ -53,11 +53,10 @@ use pkgproxy_cache::{Cache, Class, Expected, Verifier};
 use serde_json::{json, Value};
 
 pub use device::Device;
-pub use rewrite::ServedAt;
 
 use crate::decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
-    Rewrite,
+    Rewrite, ServedAt,
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
@@ -156,7 +155,9 @@ impl Snap {
         let readable = matches!(*request.method, Method::GET | Method::HEAD);
         if path == "/v2/snaps/refresh" {
             return match *request.method {
-                Method::POST => self.forward(request, Some(Record::SnapActions(Device::of(request.headers)))),
+                Method::POST => {
+                    self.forward(request, Some(Record::SnapActions(device::forwarded_headers(request.headers))))
+                }
                 _ => Decision::Refuse(Refusal::method_not_allowed("POST")),
             };
         }
@@ -296,6 +297,15 @@ impl Snap {
         })
     }
 
+    /// Whether a cached body starting with `head` answers a request that
+    /// `accepts` it.
+    pub fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
+        match accepts {
+            Acceptance::Any => true,
+            Acceptance::AssertionFormatAtMost(max) => assertion::format_of(head) <= max,
+        }
+    }
+
     /// The checks of a blob download: its SHA3-384.
     pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
         let digest = request.key.strip_prefix("snap/blob/")?.rsplit('/').next()?;
@@ -311,9 +321,10 @@ impl Snap {
         Some(Bytes::from(rewritten))
     }
 
-    /// Records the results of a refresh `sent` by `device` that the store
-    /// answered with `answer`. Blocking.
-    pub fn record(&self, device: &Device, sent: &[u8], answer: &[u8]) {
+    /// Records the results of a refresh `sent` by the device `headers` name
+    /// that the store answered with `answer`. Blocking.
+    pub fn record(&self, headers: &http::HeaderMap, sent: &[u8], answer: &[u8]) {
+        let device = &Device::of(headers);
         let (Ok(request), Ok(answer)) =
             (serde_json::from_slice::<RefreshRequest>(sent), serde_json::from_slice::<Value>(answer))
         else {
@@ -328,9 +339,11 @@ impl Snap {
         }
     }
 
-    /// The answer to a refresh `sent` by `device` from what was recorded,
-    /// the store being unavailable as `failure` says. Blocking.
-    pub fn replay(&self, device: &Device, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
+    /// The answer to a refresh `sent` by the device `headers` name, from
+    /// what was recorded, the store being unavailable as `failure` says.
+    /// Blocking.
+    pub fn replay(&self, headers: &http::HeaderMap, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
+        let device = &Device::of(headers);
         let why = unavailable(failure)?;
         let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
         let answer = actions::replay(device, &request, &why, self, &self.config.stores);

@@ -13,14 +13,7 @@
 use serde_json::{Map, Value};
 
 use super::blob::{blob_path, is_sha3_384};
-
-/// Where a client reaches the snap side: `http://HOST[:PORT]/snap`, from
-/// the host it named in its request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServedAt {
-    /// The base URL, without a trailing slash.
-    pub base: String,
-}
+use crate::decision::ServedAt;
 
 /// The prefix of media URLs, below the side's mount.
 pub const MEDIA_PREFIX: &str = "/media/";

@@ -60,7 +60,8 @@ fn a_refresh_is_forwarded_recorded_for_its_device_and_rewritten_for_its_client()
     let refresh = forwarded(classify(&fixture.snap, Method::POST, &headers, "/v2/snaps/refresh", None));
     assert_eq!(refresh.origin.path, "/v2/snaps/refresh");
     assert_eq!(refresh.origin.instances, ["http://127.0.0.1:8721"]);
-    assert_eq!(refresh.record, Some(Record::SnapActions(Device::of(&headers))));
+    let Some(Record::SnapActions(recorded_for)) = &refresh.record else { panic!("not recorded") };
+    assert_eq!(Device::of(recorded_for), Device::of(&headers));
     assert_eq!(refresh.rewrite, Some(Rewrite::SnapUrls(ServedAt { base: "http://proxy.lan:3142/snap".into() })));
     assert_eq!(refresh.headers["accept-encoding"], "identity");
     let get = classify(&fixture.snap, Method::GET, &headers, "/v2/snaps/refresh", None);
@@ -142,8 +143,8 @@ fn assertions_are_served_by_max_format() {
     let legacy =
         cached(classify(&fixture.snap, Method::GET, &headers, "/api/v1/snaps/assertions/snap-declaration/16/ID", None));
     assert_eq!(legacy.key, declaration.key, "one assertion, whatever the path");
-    assert!(declaration.accepts.accepts(b"type: snap-declaration\nformat: 5\n\nsig"));
-    assert!(!Acceptance::AssertionFormatAtMost(4).accepts(b"type: snap-declaration\nformat: 5\n\nsig"));
+    assert!(fixture.snap.accepts(declaration.accepts, b"type: snap-declaration\nformat: 5\n\nsig"));
+    assert!(!fixture.snap.accepts(Acceptance::AssertionFormatAtMost(4), b"type: snap-declaration\nformat: 5\n\nsig"));
 }
 
 #[test]
