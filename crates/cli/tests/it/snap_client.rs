@@ -9,6 +9,7 @@
 //! stop, which shows everything before it went through.
 
 use crate::common::PKGPROXY;
+use pkgproxy_metrics::SideCounter;
 use pkgproxy_testkit::{Daemon, FakeStore, SnapOutput, SnapSandbox};
 
 /// The stop at the trust root.
@@ -201,15 +202,24 @@ async fn a_partial_download_is_resumed_from_the_cache() {
     let folder = snap.folder("resumed");
     std::fs::write(folder.join("hello-pkgproxy_3.snap.partial"), &expected.bytes[..1000]).unwrap();
     store.clear_requests();
+    let from_cache = || async { daemon.info().await.sides["snap"].get(SideCounter::BytesFromCache) };
+    let before = from_cache().await;
     let resumed = snap.run_in(&folder, &["download", "hello-pkgproxy"]);
     assert_reached_the_trust_root(&resumed);
     assert_eq!(resumed.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
     assert!(asked(&store).iter().all(|p| !p.starts_with("/cdn/")), "from the cache");
-    let log = daemon.log();
-    assert!(
-        log.contains("206") || daemon.info().await.sides["snap"].get(pkgproxy_metrics::SideCounter::Hits) > 0,
-        "{log}"
-    );
+    // Served from the cache: the blob from byte 1000 on, and the assertions
+    // that are not asked for again (the declaration is).
+    let assertions: usize = [
+        ("snap-revision", vec![expected.revision_name()]),
+        ("account", vec!["pkgproxydev".to_string()]),
+        ("account-key", vec![pkgproxy_testkit::snapstore::STORE_KEY.to_string()]),
+    ]
+    .iter()
+    .map(|(kind, key)| store.assertion(kind, &key.iter().map(String::as_str).collect::<Vec<_>>()).unwrap().len())
+    .sum();
+    let sent = from_cache().await - before;
+    assert_eq!(sent, (expected.bytes.len() - 1000 + assertions) as u64, "a 206 from byte 1000");
 }
 
 #[tokio::test(flavor = "multi_thread")]
