@@ -24,7 +24,7 @@ pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
 pub use fetch::{
     BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, Source, StartFetch,
-    UpstreamBody, Verifier,
+    StreamingCheck, UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
 pub use store::Store;

@@ -95,6 +95,7 @@ async fn download(
     let entry_validators = head.validators.clone();
     progress.send_modify(|p| p.phase = Phase::Streaming(Arc::new(head)));
 
+    let mut streaming_check = spec.verifier.as_ref().and_then(|verifier| verifier.streaming_check());
     let mut published = 0;
     let mut fruitless = 0;
     let mut resumed_at = None;
@@ -125,6 +126,9 @@ async fn download(
             fruitless = 0;
         }
         append(&mut temp, &data, limit)?;
+        if let Some(check) = streaming_check.as_mut() {
+            check.update(&data);
+        }
         let written = temp.written();
         // Waking every waiter for every small chunk costs more than it
         // brings; they read all that is there when they wake.
@@ -136,6 +140,9 @@ async fn download(
 
     let hashes = temp.hashes();
     verify(spec, limit, &hashes)?;
+    if let Some(check) = streaming_check {
+        check.verdict().map_err(FetchError::Rejected)?;
+    }
     let body = temp.reader();
     if let Some(verifier) = &spec.verifier {
         let (verifier, body, hashes) = (Arc::clone(verifier), Arc::clone(&body), hashes.clone());

@@ -34,7 +34,7 @@ use http_body_util::combinators::BoxBody;
 use tokio::sync::watch;
 
 pub use body::FetchBody;
-pub use verify::{BodyReader, Verifier};
+pub use verify::{BodyReader, StreamingCheck, Verifier};
 
 use crate::entry::{Class, Entry, Validators};
 use crate::error::FetchError;

@@ -257,3 +257,57 @@ async fn a_side_s_verifier_expects_checks_and_learns() {
     let learnt = || async { Some(judge.learnt.lock().unwrap().clone()).filter(|learnt| !learnt.is_empty()) };
     assert_eq!(eventually("the committed body to be learnt", learnt).await, ["new!!"]);
 }
+
+/// A verifier whose streaming check wants the bytes `want`, counting what
+/// it was fed.
+#[derive(Debug)]
+struct Streamed {
+    want: &'static [u8],
+}
+
+struct Collect {
+    want: &'static [u8],
+    seen: Vec<u8>,
+}
+
+impl crate::StreamingCheck for Collect {
+    fn update(&mut self, bytes: &[u8]) {
+        self.seen.extend_from_slice(bytes);
+    }
+
+    fn verdict(self: Box<Self>) -> Result<(), String> {
+        match self.seen == self.want {
+            true => Ok(()),
+            false => Err(format!("streamed {:?}", String::from_utf8_lossy(&self.seen))),
+        }
+    }
+}
+
+impl Verifier for Streamed {
+    fn streaming_check(&self) -> Option<Box<dyn crate::StreamingCheck>> {
+        Some(Box::new(Collect { want: self.want, seen: Vec::new() }))
+    }
+}
+
+#[tokio::test]
+async fn a_streaming_check_sees_every_byte_in_order_and_its_verdict_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    for (key, chunks, cached) in [("right", ["abc", "def"], true), ("wrong", ["abc", "xyz"], false)] {
+        let verifier = Arc::new(Streamed { want: b"abcdef" }) as Arc<dyn Verifier>;
+        let (upstream, start) = start_with(&calls, None);
+        let fetch = cache.fetch(FetchSpec { verifier: Some(verifier), ..spec(key, Expected::default()) }, start).fetch;
+        for chunk in chunks {
+            upstream.chunks.send(Ok(Bytes::from(chunk))).await.unwrap();
+        }
+        drop(upstream);
+        let result = read_all(&cache, &fetch).await;
+        assert_eq!(result.is_ok(), cached, "{key}");
+        if !cached {
+            let error = result.unwrap_err().to_string();
+            assert!(error.contains("streamed \"abcxyz\""), "{error}");
+        }
+        assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
+    }
+}

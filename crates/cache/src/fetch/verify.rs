@@ -1,6 +1,7 @@
 //! What a side can add to a fetch: expectations looked up only when a fetch
-//! starts, a last check of the complete body before it is committed, and
-//! learning from it afterwards. The cache calls these; it does not know
+//! starts, a check made on the bytes as they stream (a digest the store
+//! does not compute itself), a last check of the complete body before it
+//! is committed, and learning from it afterwards. The cache calls these; it does not know
 //! what they mean (the apt side checks `Release` dates and learns
 //! `Packages` indexes through them).
 
@@ -27,6 +28,15 @@ pub trait Verifier: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// A check fed every byte of the body as it arrives, in order (resumed
+    /// parts included), whose verdict comes before [`Verifier::check`]: a
+    /// digest of a large body is computed while it streams instead of
+    /// reading the body again at its end, which would hold back its last
+    /// byte from every client.
+    fn streaming_check(&self) -> Option<Box<dyn StreamingCheck>> {
+        None
+    }
+
     /// Judges the complete body before it is committed; an `Err` keeps it
     /// out of the cache and fails the fetch for every waiter with the reason.
     fn check(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
@@ -35,6 +45,18 @@ pub trait Verifier: Send + Sync + std::fmt::Debug {
 
     /// Learns from the committed body, off every client's path.
     fn committed(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) {}
+}
+
+/// A check of a body made as its bytes arrive (see
+/// [`Verifier::streaming_check`]). Called on the fetch's task: `update`
+/// must cost what hashing costs, no more.
+pub trait StreamingCheck: Send {
+    /// The next bytes of the body.
+    fn update(&mut self, bytes: &[u8]);
+
+    /// The verdict on the whole body; an `Err` keeps it out of the cache
+    /// and fails the fetch for every waiter with the reason.
+    fn verdict(self: Box<Self>) -> Result<(), String>;
 }
 
 /// Reads a body from its start with positioned reads, leaving the file's

@@ -9,9 +9,7 @@
 //! offline too. A client that names a wrong digest only makes its own
 //! download fail: the bytes are stored under the digest they really have.
 
-use std::io::Read;
-
-use pkgproxy_cache::{BodyHashes, BodyReader, Verifier};
+use pkgproxy_cache::{StreamingCheck, Verifier};
 use sha3::{Digest, Sha3_384};
 
 use crate::decision::Refusal;
@@ -67,9 +65,9 @@ pub fn is_sha3_384(text: &str) -> bool {
     text.len() == 96 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// Checks a blob's SHA3-384 before it is committed. Clients stream it
-/// meanwhile, all but its last byte, so a wrong blob reaches none of them
-/// whole.
+/// Checks a blob's SHA3-384 before it is committed, hashing the bytes as
+/// they stream. Clients stream them meanwhile, all but the last byte, so a
+/// wrong blob reaches none of them whole.
 #[derive(Debug)]
 pub struct BlobVerifier {
     /// The lower-case hex digest the bytes must have.
@@ -77,21 +75,28 @@ pub struct BlobVerifier {
 }
 
 impl Verifier for BlobVerifier {
-    fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
-        let mut hasher = Sha3_384::new();
-        let mut buffer = vec![0; 256 * 1024];
-        loop {
-            let read = body.read(&mut buffer).map_err(|error| format!("cannot read the download: {error}"))?;
-            if read == 0 {
-                break;
-            }
-            hasher.update(&buffer[..read]);
-        }
-        let actual = hex::encode(hasher.finalize());
-        match actual == self.sha3_384 {
+    fn streaming_check(&self) -> Option<Box<dyn StreamingCheck>> {
+        Some(Box::new(Sha3Check { expected: self.sha3_384.clone(), hasher: Sha3_384::new() }))
+    }
+}
+
+/// The SHA3-384 of a blob, as it streams.
+struct Sha3Check {
+    expected: String,
+    hasher: Sha3_384,
+}
+
+impl StreamingCheck for Sha3Check {
+    fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+    }
+
+    fn verdict(self: Box<Self>) -> Result<(), String> {
+        let actual = hex::encode(self.hasher.finalize());
+        match actual == self.expected {
             true => Ok(()),
             false => {
-                Err(format!("sha3-384 mismatch: the store's answer said {}, the bytes are {actual}", self.sha3_384))
+                Err(format!("sha3-384 mismatch: the store's answer said {}, the bytes are {actual}", self.expected))
             }
         }
     }
@@ -99,8 +104,6 @@ impl Verifier for BlobVerifier {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
     use super::*;
 
     const DIGEST: &str =
@@ -118,16 +121,19 @@ mod tests {
         }
     }
 
+    fn verdict(verifier: &BlobVerifier, chunks: &[&[u8]]) -> Result<(), String> {
+        let mut check = verifier.streaming_check().expect("a streaming check");
+        chunks.iter().for_each(|chunk| check.update(chunk));
+        check.verdict()
+    }
+
     #[test]
     fn the_verifier_takes_the_right_bytes_only() {
-        let mut file = tempfile::tempfile().unwrap();
-        file.write_all(b"snap bytes").unwrap();
-        let digest = hex::encode(Sha3_384::digest(b"snap bytes"));
-        let hashes = BodyHashes { sha256: String::new(), sha512: String::new(), size: 10 };
-        let right = BlobVerifier { sha3_384: digest };
-        assert!(right.check(&mut BodyReader::new(&file), &hashes).is_ok());
+        let right = BlobVerifier { sha3_384: hex::encode(Sha3_384::digest(b"snap bytes")) };
+        assert!(verdict(&right, &[b"snap ", b"bytes"]).is_ok());
+        assert!(verdict(&right, &[b"snap ", b"bytez"]).is_err());
         let wrong = BlobVerifier { sha3_384: DIGEST.to_string() };
-        let error = wrong.check(&mut BodyReader::new(&file), &hashes).unwrap_err();
+        let error = verdict(&wrong, &[b"snap bytes"]).unwrap_err();
         assert!(error.contains("sha3-384 mismatch"), "{error}");
     }
 }

@@ -402,49 +402,51 @@ fn normalised_query(query: Option<&str>) -> String {
 /// Why the store cannot be asked, for per-action errors; `None` for a
 /// policy refusal, which is not about the store.
 fn unavailable(failure: &Failure<'_>) -> Option<Unavailable> {
-    let (code, message) = refusal_words(failure)?;
-    Some(Unavailable { code, message })
-}
-
-/// The code and message of a refusal that is about the store.
-fn refusal_words(failure: &Failure<'_>) -> Option<(&'static str, String)> {
-    match failure {
-        Failure::Refused(_) => None,
-        Failure::Offline => Some((OFFLINE, "pkgproxy is offline".to_string())),
-        Failure::Overloaded { retry_after } => Some((
+    let (code, message) = match failure {
+        Failure::Refused(_) => return None,
+        Failure::Offline => (OFFLINE, "pkgproxy is offline".to_string()),
+        Failure::Overloaded { retry_after } => (
             "pkgproxy-store-overloaded",
             format!("the store is overloaded; pkgproxy asks it again in {} s", retry_after_secs(*retry_after)),
-        )),
+        ),
         Failure::UpstreamFailed { reason } => {
-            Some(("pkgproxy-store-unreachable", format!("pkgproxy cannot reach the store: {reason}")))
+            ("pkgproxy-store-failed", format!("pkgproxy: the store failed: {reason}"))
         }
-        Failure::Internal { reason } => Some(("pkgproxy-internal-error", format!("pkgproxy failed: {reason}"))),
-    }
+        Failure::Internal { reason } => ("pkgproxy-internal-error", format!("pkgproxy failed: {reason}")),
+    };
+    Some(Unavailable { code, message })
 }
 
 /// The code of an offline refusal (never one snapd interprets).
 pub const OFFLINE: &str = "pkgproxy-offline";
 
-/// How snapd is told of `failure`: the store's JSON error list, `424` for
-/// what the store could not be asked for (never a made-up `5xx`, which
-/// snapd would retry for half a minute).
+/// How snapd is told of `failure`: the store's JSON error list; `424` for
+/// what the store could not be asked for or failed at (never a made-up
+/// `5xx`, which snapd would retry for half a minute).
 pub fn failure_answer(failure: &Failure<'_>) -> LocalAnswer {
-    let Some((code, message)) = refusal_words(failure) else {
-        let Failure::Refused(refusal) = failure else { unreachable!("only refusals have no words") };
-        let mut answer = error_list(refusal.status, "pkgproxy-refused", &format!("pkgproxy: {}", refusal.reason));
-        if let Some(allow) = refusal.allow {
-            answer.headers.insert(ALLOW, HeaderValue::from_static(allow));
-        }
-        return answer;
+    let Some(why) = unavailable(failure) else {
+        return match failure {
+            Failure::Refused(refusal) => policy_refusal(refusal),
+            _ => error_list(StatusCode::FAILED_DEPENDENCY, "pkgproxy-internal-error", "pkgproxy failed"),
+        };
     };
     let message = match failure {
-        Failure::Offline => format!("{message}: this is not cached, and the store cannot be asked"),
-        _ => message,
+        Failure::Offline => format!("{}: this is not cached, and the store cannot be asked", why.message),
+        _ => why.message,
     };
-    let mut answer = error_list(StatusCode::FAILED_DEPENDENCY, code, &message);
-    answer.headers.insert("x-oops-id", HeaderValue::from_static(code));
+    let mut answer = error_list(StatusCode::FAILED_DEPENDENCY, why.code, &message);
+    answer.headers.insert("x-oops-id", HeaderValue::from_static(why.code));
     if let Failure::Overloaded { retry_after } = failure {
         answer.headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(*retry_after)));
+    }
+    answer
+}
+
+/// A request the side's policy refuses, with the policy's status.
+fn policy_refusal(refusal: &Refusal) -> LocalAnswer {
+    let mut answer = error_list(refusal.status, "pkgproxy-refused", &format!("pkgproxy: {}", refusal.reason));
+    if let Some(allow) = refusal.allow {
+        answer.headers.insert(ALLOW, HeaderValue::from_static(allow));
     }
     answer
 }
