@@ -69,7 +69,6 @@ const RECORD_LIMIT: usize = 32 * 1024 * 1024;
 /// too busy or broken to answer, is answered from what was kept, if the
 /// side can.
 async fn recorded(state: &Arc<State>, side: SideId, record: Record, sent: Bytes, outcome: Outcome) -> Outcome {
-    let stats = state.stats.side(side);
     match outcome {
         Outcome::Answered(response) if response.status() == StatusCode::OK => {
             let (mut parts, body) = response.into_parts();
@@ -88,26 +87,27 @@ async fn recorded(state: &Arc<State>, side: SideId, record: Record, sent: Bytes,
         Outcome::Answered(response) if is_busy_or_broken(response.status()) => {
             let reason = format!("the upstream answered {}", response.status());
             let failure = pkgproxy_sides::Failure::UpstreamFailed { reason: &reason };
-            match state.sides.get(side).replay(&record, &sent, &failure) {
-                Some(answer) => {
-                    stats.increment(SideCounter::StaleServed);
-                    Outcome::Local(answer)
-                }
-                None => Outcome::Answered(response),
-            }
+            replayed(state, side, &record, &sent, &failure).unwrap_or(Outcome::Answered(response))
         }
         Outcome::Failed(failed) => {
             let failure = failed.failure(state.upstream.switch.mode());
-            match state.sides.get(side).replay(&record, &sent, &failure) {
-                Some(answer) => {
-                    stats.increment(SideCounter::StaleServed);
-                    Outcome::Local(answer)
-                }
-                None => Outcome::Failed(failed),
-            }
+            replayed(state, side, &record, &sent, &failure).unwrap_or(Outcome::Failed(failed))
         }
         other => other,
     }
+}
+
+/// The side's answer from what `record` kept, when it has one for `sent`.
+fn replayed(
+    state: &State,
+    side: SideId,
+    record: &Record,
+    sent: &[u8],
+    failure: &pkgproxy_sides::Failure<'_>,
+) -> Option<Outcome> {
+    let answer = state.sides.get(side).replay(record, sent, failure)?;
+    state.stats.side(side).increment(SideCounter::StaleServed);
+    Some(Outcome::Local(answer))
 }
 
 /// An upstream answer that says it could not serve the request now.

@@ -107,7 +107,7 @@ async fn serve(
 /// The host (and port) the client reached pkgproxy by: the authority of an
 /// absolute-form request, else its `Host`; pkgproxy's own address when it
 /// named none that can be put in a URL.
-fn host_of(parts: &http::request::Parts, listen: std::net::SocketAddr) -> String {
+fn host_of(parts: &http::request::Parts, listen: std::net::SocketAddr) -> std::borrow::Cow<'_, str> {
     let named = match parts.uri.authority() {
         Some(authority) => Some(authority.as_str()),
         None => parts.headers.get(http::header::HOST).and_then(|v| v.to_str().ok()),
@@ -117,8 +117,8 @@ fn host_of(parts: &http::request::Parts, listen: std::net::SocketAddr) -> String
             && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
     };
     match named.filter(usable) {
-        Some(host) => host.to_string(),
-        None => listen.to_string(),
+        Some(host) => std::borrow::Cow::Borrowed(host),
+        None => std::borrow::Cow::Owned(listen.to_string()),
     }
 }
 
@@ -166,3 +166,28 @@ async fn copy_body(tapped: Tapped, body: Incoming) {
 
 /// How long a request body that a shadow copies may take to arrive.
 const BODY_READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(uri: &str, host: Option<&str>) -> http::request::Parts {
+        let mut request = Request::builder().uri(uri);
+        if let Some(host) = host {
+            request = request.header(http::header::HOST, host);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn the_host_a_client_named_is_used_only_when_it_fits_in_a_url() {
+        let listen: std::net::SocketAddr = "192.0.2.1:3142".parse().unwrap();
+        assert_eq!(host_of(&parts("/snap/x", Some("proxy.lan:3142")), listen), "proxy.lan:3142");
+        assert_eq!(host_of(&parts("/snap/x", Some("[::1]:3142")), listen), "[::1]:3142");
+        assert_eq!(host_of(&parts("http://pkgproxy.test:3142/snap/x", Some("other")), listen), "pkgproxy.test:3142");
+        for hostile in ["evil/\"x", "a b", "x@y", ""] {
+            assert_eq!(host_of(&parts("/snap/x", Some(hostile)), listen), "192.0.2.1:3142", "{hostile:?}");
+        }
+        assert_eq!(host_of(&parts("/snap/x", None), listen), "192.0.2.1:3142");
+    }
+}

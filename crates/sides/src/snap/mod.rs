@@ -332,8 +332,14 @@ impl Snap {
         };
         for recorded in actions::recordings(device, &request, &answer) {
             let Ok(body) = serde_json::to_vec(&recorded) else { continue };
+            let key = actions::record_key(&recorded.key);
+            // A fleet of like devices brings the same results again and
+            // again: only a change is written.
+            if self.cache.read_small(&key, SMALL_BODY_LIMIT).as_deref() == Some(body.as_slice()) {
+                continue;
+            }
             let json = vec![("content-type".to_string(), "application/json".to_string())];
-            if let Err(error) = self.cache.put(&actions::record_key(&recorded.key), &body, json, Class::Immutable) {
+            if let Err(error) = self.cache.put(&key, &body, json, Class::Immutable) {
                 tracing::warn!(%error, key = recorded.key, "cannot record a snap store result");
             }
         }

@@ -186,3 +186,24 @@ fn snapd_is_told_no_with_a_424_and_the_store_s_error_list() {
         assert!(code.starts_with("pkgproxy-") && !code.contains("not-found"), "{code}");
     }
 }
+
+#[test]
+fn a_result_is_written_again_only_when_it_changed() {
+    let fixture = fixture();
+    let headers = device_headers("amd64");
+    let sent = br#"{"context": [], "actions": [{"action": "download", "instance-key": "download-1", "name": "hello"}], "fields": ["revision"]}"#;
+    let answer = |revision: u64| {
+        json!({"results": [{"result": "download", "instance-key": "download-1", "name": "hello",
+                            "snap": {"name": "hello", "snap-id": "id", "revision": revision}}]})
+        .to_string()
+    };
+    let request: actions::RefreshRequest = serde_json::from_slice(sent).unwrap();
+    let key = actions::record_key(&actions::action_key(&Device::of(&headers), &request.actions[0], &[]).unwrap());
+    fixture.snap.record(&headers, sent, answer(3).as_bytes());
+    let first = fixture.snap.cache.lookup(&key).expect("recorded");
+    fixture.snap.record(&headers, sent, answer(3).as_bytes());
+    assert!(Arc::ptr_eq(&first, &fixture.snap.cache.lookup(&key).unwrap()), "the same result is not written again");
+    fixture.snap.record(&headers, sent, answer(4).as_bytes());
+    let recorded = Holdings::record(&fixture.snap, &key).unwrap();
+    assert_eq!(recorded.result["snap"]["revision"], 4, "a new revision replaces the record");
+}
