@@ -149,7 +149,7 @@ impl Snap {
             return Decision::Refuse(refusal);
         }
         if device::is_personal(request.headers) {
-            return self.forward(request, None);
+            return self.personal(request);
         }
         let path = request.path;
         let readable = matches!(*request.method, Method::GET | Method::HEAD);
@@ -183,12 +183,24 @@ impl Snap {
         }
     }
 
+    /// A request with a user's authorization: forwarded as it is, except
+    /// that one of pkgproxy's blob URLs goes to the store path it stands for.
+    fn personal(&self, request: &Request<'_>) -> Decision {
+        let blob = request.path.strip_prefix(DOWNLOAD_PREFIX).and_then(|rest| BlobPath::parse(rest).ok());
+        self.forward_to(request, blob.map_or(request.path, |blob| blob.store_path), None)
+    }
+
     /// Forwarded to the store uncached, recorded when `record` says so.
     fn forward(&self, request: &Request<'_>, record: Option<Record>) -> Decision {
+        self.forward_to(request, request.path, record)
+    }
+
+    /// Forwarded to `store_path` on the store.
+    fn forward_to(&self, request: &Request<'_>, store_path: &str, record: Option<Record>) -> Decision {
         let rewrite = record.as_ref().map(|_| Rewrite::SnapUrls(served_at(request)));
         Decision::Forward(ForwardRequest {
             side: SideId::Snap,
-            origin: self.store_origin(request.path, request.query),
+            origin: self.store_origin(store_path, request.query),
             method: request.method.clone(),
             headers: device::forwarded_headers(request.headers),
             body_limit: BODY_LIMIT,

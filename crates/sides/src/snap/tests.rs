@@ -81,6 +81,12 @@ fn personal_traffic_is_forwarded_and_never_recorded_or_cached() {
         let forward = forwarded(classify(&fixture.snap, method, &user, path, None));
         assert_eq!((forward.record, forward.rewrite), (None, None), "{path}");
     }
+    let blob = format!("/download/{DIGEST}/4096/api/v1/snaps/download/ID_3.snap");
+    let paid = forwarded(classify(&fixture.snap, Method::GET, &user, &blob, None));
+    assert_eq!(
+        paid.origin.path, "/api/v1/snaps/download/ID_3.snap",
+        "a user's download goes to the store's path, uncached"
+    );
     let device = device_headers("amd64");
     for path in ["/api/v1/snaps/auth/nonces", "/api/v1/snaps/auth/sessions", "/v2/cohorts"] {
         assert_eq!(forwarded(classify(&fixture.snap, Method::POST, &device, path, None)).record, None);
