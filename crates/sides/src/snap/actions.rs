@@ -28,6 +28,7 @@ use serde_json::{json, Map, Value};
 use super::assertion::{assertion_key, header};
 use super::blob::{blob_key, is_sha3_384};
 use super::device::{key_part, Device};
+use super::rewrite::is_private;
 
 /// A refresh request, as far as pkgproxy reads it.
 #[derive(Debug, Default, Deserialize)]
@@ -222,6 +223,7 @@ pub fn recordings(device: &Device, request: &RefreshRequest, answer: &Value) -> 
             matches!(result.get("result").and_then(Value::as_str), Some("install" | "download" | "refresh"))
         })
         .filter(|result| result.get("snap").is_some_and(Value::is_object) && result.get("error").is_none())
+        .filter(|result| result.as_object().is_none_or(|object| !is_private(object)))
         .filter_map(|result| {
             let instance = result.get("instance-key").and_then(Value::as_str)?;
             let action = request.actions.iter().find(|action| action.instance_key == instance)?;

@@ -286,17 +286,21 @@ impl Snap {
         let Some(slash) = rest.find('/') else { return unknown() };
         let (authority, path) = rest.split_at(slash);
         let origin = format!("{scheme}://{authority}");
-        let learnt = self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin);
-        if !matches!(scheme, "http" | "https") || !(learnt || self.config.stores.contains(&origin)) {
-            return unknown();
-        }
         let path = match request.query {
             Some(query) => format!("{path}?{query}"),
             None => path.to_string(),
         };
+        let key = format!("snap/media/{scheme}/{authority}{path}");
+        // A host is fetched from only when a store answer named it: since
+        // start, or before (what it served then is cached).
+        let learnt = self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin);
+        let named = learnt || self.config.stores.contains(&origin) || self.cache.lookup(&key).is_some();
+        if !matches!(scheme, "http" | "https") || !named {
+            return unknown();
+        }
         Decision::Cache(CachedRequest {
             side: SideId::Snap,
-            key: format!("snap/media/{scheme}/{authority}{path}"),
+            key,
             origin: Origin { pool: "snap-media".to_string(), instances: vec![origin], path },
             class: Class::Revalidated,
             expected: Expected::default(),

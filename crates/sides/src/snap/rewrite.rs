@@ -8,7 +8,9 @@
 //! carrying their digest and size (see [`super::blob`]); `media` URLs on
 //! the store's hosts or on media hosts go through pkgproxy's media path;
 //! `assertion-stream-urls` go to pkgproxy's assertion path. A URL on a host
-//! pkgproxy would not fetch from is left as it is.
+//! pkgproxy would not fetch from is left as it is, and so is every URL of a
+//! private snap: the client fetches those from the store itself, so a
+//! private snap is never cached and never shared.
 
 use serde_json::{Map, Value};
 
@@ -40,6 +42,7 @@ impl Rewriter<'_> {
     /// Rewrites every URL in `value` (a whole answer or a part of one).
     pub fn walk(&mut self, value: &mut Value) {
         match value {
+            Value::Object(object) if is_private(object) => {}
             Value::Object(object) => {
                 for (name, child) in object.iter_mut() {
                     match (name.as_str(), child) {
@@ -110,6 +113,13 @@ impl Rewriter<'_> {
             *text = format!("{}{path}", self.served_at.base);
         }
     }
+}
+
+/// True for a snap object, or an object holding one (a result, an info
+/// answer), that says the snap is private.
+pub fn is_private(object: &Map<String, Value>) -> bool {
+    let private = |object: &Map<String, Value>| object.get("private").and_then(Value::as_bool) == Some(true);
+    private(object) || object.get("snap").and_then(Value::as_object).is_some_and(private)
 }
 
 /// The path (and query) of `url` below one of the `stores`' base URLs.
@@ -184,6 +194,21 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("http://proxy.lan:3142/snap/download/"));
+    }
+
+    #[test]
+    fn a_private_snap_s_urls_are_left_to_the_store() {
+        let download =
+            json!({"url": "https://api.snapcraft.io/api/v1/snaps/download/P_1.snap", "sha3-384": DIGEST, "size": 7});
+        let answer = json!({"results": [
+            {"result": "download", "snap": {"private": true, "download": download.clone()}},
+            {"result": "download", "snap": {"private": false, "download": download.clone()}}],
+            "channel-map": []});
+        let (served, _) = rewritten(answer.clone());
+        assert_eq!(served["results"][0], answer["results"][0]);
+        assert_ne!(served["results"][1], answer["results"][1]);
+        let info = json!({"snap": {"private": true}, "channel-map": [{"download": download}]});
+        assert_eq!(rewritten(info.clone()).0, info);
     }
 
     #[test]

@@ -167,6 +167,13 @@ fn media_come_only_from_hosts_a_store_answer_named() {
     let media = cached(classify(&fixture.snap, Method::GET, &headers, path, None));
     assert_eq!(media.origin.instances, ["https://dashboard.snapcraft.io"]);
     assert_eq!(media.origin.path, "/site_media/icon.png");
+
+    // After a restart nothing is learnt yet, but what the host served is cached.
+    fixture.snap.cache.put(&media.key, b"png", vec![], Class::Revalidated).unwrap();
+    let restarted = Snap::new(fixture.snap.config.clone(), fixture.snap.cache.clone());
+    assert!(matches!(classify(&restarted, Method::GET, &headers, path, None), Decision::Cache(_)));
+    let other = "/media/https/dashboard.snapcraft.io/site_media/other.png";
+    assert!(matches!(classify(&restarted, Method::GET, &headers, other, None), Decision::Refuse(_)));
 }
 
 #[test]

@@ -192,6 +192,14 @@ fn a_refresh_is_replayed_only_when_the_epoch_fits() {
 }
 
 #[test]
+fn a_private_snap_s_result_is_not_recorded() {
+    let device = device("amd64");
+    let mut answer = store_answer("download-1");
+    answer["results"][0]["snap"]["private"] = json!(true);
+    assert!(recordings(&device, &download_request("download-1"), &answer).is_empty());
+}
+
+#[test]
 fn error_results_are_not_recorded() {
     let device = device("amd64");
     let answer = json!({"results": [{"result": "error", "instance-key": "download-1", "name": "hello",
