@@ -228,16 +228,18 @@ async fn an_unreachable_upstream_is_a_502_with_a_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_stale_index_is_served_when_the_mirror_is_down() {
+async fn a_stale_index_is_served_when_the_mirror_is_down_or_too_busy() {
     let (_, origin, server) = origin_and_server().await;
     let url = format!("{}/debian/dists/testing/InRelease", origin.url());
     let first = proxy_get(server.proxy_addr(), &url, &[]).await;
     assert_eq!(first.status, 200);
-    origin.set_status_override("/debian/dists/testing/InRelease", Some(503));
-    let again = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
-    assert_eq!(again.status, 200);
-    assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"));
-    assert_eq!(sha256(&again.body), sha256(&first.body));
+    for status in [503, 429] {
+        origin.set_status_override("/debian/dists/testing/InRelease", Some(status));
+        let again = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
+        assert_eq!(again.status, 200, "{status}");
+        assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"), "{status}");
+        assert_eq!(sha256(&again.body), sha256(&first.body));
+    }
 }
 
 /// Writes `bytes` at `path` under `root`, dated `mtime`.

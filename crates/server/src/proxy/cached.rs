@@ -1,8 +1,8 @@
 //! Serving a request through the cache: a fresh entry is answered at once;
 //! otherwise the client joins the key's shared fetch (a revalidation when an
 //! entry is cached) and gets what it brings. A stale entry is served when
-//! the upstream cannot be asked or fails, so clients keep working while a
-//! mirror is down.
+//! the upstream cannot be asked, fails or says it is too busy (`429`), so
+//! clients keep working while a mirror is down or a store sheds load.
 //!
 //! What the side expects of the key overrides all of that: an entry that
 //! does not match the expected checksum is superseded (never served, not
@@ -102,7 +102,7 @@ async fn through_the_cache(
             from_cache(state, exchange, &request, &entry, Served::Revalidated)
         }
         Phase::Passed(passed) => match &cached {
-            Some(entry) if passed.status.is_server_error() => {
+            Some(entry) if passed.status.is_server_error() || passed.status == StatusCode::TOO_MANY_REQUESTS => {
                 stale(state, exchange, &request, entry, &format!("upstream answered {}", passed.status))
             }
             _ => {
