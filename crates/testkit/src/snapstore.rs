@@ -5,7 +5,9 @@
 //!   the snap's current revision, whose blob differs by the device's
 //!   architecture and brand store (so a key mix-up shows as wrong bytes);
 //! - `GET /api/v1/snaps/download/<id>_<rev>.snap` redirects to
-//!   `/cdn/<sha3-384>?token=..`, which serves the blob (`206` for `Range`);
+//!   `/cdn/<sha3-384>?token=..` on its CDN (another port: another origin,
+//!   as the real store's CDN is another host), which serves the blob
+//!   (`206` for `Range`);
 //! - `GET /v2/assertions/...` serves well-formed unsigned assertions: the
 //!   snap's `snap-revision` and `snap-declaration`, its publisher's
 //!   `account` and the store's `account-key`; anything else is the store's
@@ -85,12 +87,13 @@ struct Shared {
     lying: AtomicBool,
     forced: AtomicU16,
     addr: SocketAddr,
+    cdn_addr: SocketAddr,
 }
 
 /// A running fake store. Dropping it stops it.
 pub struct FakeStore {
     shared: Arc<Shared>,
-    accept: JoinHandle<()>,
+    accept: Vec<JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
 
@@ -102,7 +105,7 @@ impl FakeStore {
             FakeSnap { name: "other-pkgproxy".into(), snap_id: "otherpkgproxyid00000000000000002".into(), revision: 7 },
         ];
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local address");
+        let cdn = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let shared = Arc::new(Shared {
             snaps,
             blobs: Mutex::default(),
@@ -110,25 +113,14 @@ impl FakeStore {
             requests: Mutex::default(),
             lying: AtomicBool::new(false),
             forced: AtomicU16::new(0),
-            addr,
+            addr: listener.local_addr().expect("local address"),
+            cdn_addr: cdn.local_addr().expect("local address"),
         });
         let dir = tempfile::tempdir().expect("temporary folder");
-        let serving = Arc::clone(&shared);
-        let blob_dir = dir.path().to_path_buf();
-        let accept = tokio::spawn(async move {
-            let blob_dir = Arc::new(blob_dir);
-            while let Ok((stream, _)) = listener.accept().await {
-                let (shared, blob_dir) = (Arc::clone(&serving), Arc::clone(&blob_dir));
-                tokio::spawn(async move {
-                    let service = service_fn(move |request| {
-                        let (shared, blob_dir) = (Arc::clone(&shared), Arc::clone(&blob_dir));
-                        async move { Ok::<_, Infallible>(answer(&shared, &blob_dir, request).await) }
-                    });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-                });
-            }
-        });
-        FakeStore { shared, accept, _dir: dir }
+        let blob_dir = Arc::new(dir.path().to_path_buf());
+        let accept =
+            [listener, cdn].map(|listener| tokio::spawn(serve(listener, Arc::clone(&shared), Arc::clone(&blob_dir))));
+        FakeStore { shared, accept: accept.into(), _dir: dir }
     }
 
     /// Its base URL, `http://127.0.0.1:PORT`.
@@ -178,7 +170,21 @@ impl FakeStore {
 
 impl Drop for FakeStore {
     fn drop(&mut self) {
-        self.accept.abort();
+        self.accept.iter().for_each(JoinHandle::abort);
+    }
+}
+
+/// Answers the connections `listener` accepts.
+async fn serve(listener: TcpListener, shared: Arc<Shared>, blob_dir: Arc<std::path::PathBuf>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let (shared, blob_dir) = (Arc::clone(&shared), Arc::clone(&blob_dir));
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let (shared, blob_dir) = (Arc::clone(&shared), Arc::clone(&blob_dir));
+                async move { Ok::<_, Infallible>(answer(&shared, &blob_dir, request).await) }
+            });
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
     }
 }
 
@@ -332,7 +338,7 @@ fn download_redirect(shared: &Shared, dir: &Path, device: &Device, file: &str) -
     };
     let blob = blob(shared, dir, &snap.name, &device.architecture, &device.store);
     let mut answer = reply(StatusCode::FOUND, "text/plain", "");
-    let location = format!("http://{}/cdn/{}?token=expiring", shared.addr, blob.sha3_384);
+    let location = format!("http://{}/cdn/{}?token=expiring", shared.cdn_addr, blob.sha3_384);
     answer.headers_mut().insert("location", location.parse().unwrap());
     answer
 }

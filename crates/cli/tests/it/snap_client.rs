@@ -360,3 +360,25 @@ async fn offline_a_bulk_fetch_assertions_says_nothing_newer_for_what_the_device_
     assert_eq!(result["error-list"][0]["code"], "pkgproxy-offline");
     assert!(store.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_device_s_authorization_goes_to_the_store_and_never_to_its_cdn() {
+    let store = FakeStore::start().await;
+    let daemon = daemon_for(&store).await;
+    let blob = store.blob("hello-pkgproxy", "amd64", "");
+    let url = format!(
+        "/snap/download/{}/{}/api/v1/snaps/download/{}_3.snap",
+        blob.sha3_384,
+        blob.bytes.len(),
+        store.snaps()[0].snap_id
+    );
+    let device = [DEVICE[0], DEVICE[1], ("x-device-authorization", "Macaroon root=\"device\"")];
+    let answer = pkgproxy_testkit::client::send(daemon.proxy_addr(), "GET", &url, &device, b"").await;
+    assert_eq!((answer.status, answer.body.as_ref()), (200, blob.bytes.as_ref()));
+    let requests = store.requests();
+    let to_store = requests.iter().find(|r| r.path.starts_with("/api/v1/snaps/download/")).expect("asked the store");
+    assert_eq!(to_store.header("x-device-authorization"), Some("Macaroon root=\"device\""));
+    assert_eq!(to_store.header("accept-encoding"), Some("identity"));
+    let to_cdn = requests.iter().find(|r| r.path.starts_with("/cdn/")).expect("followed to the CDN");
+    assert!(to_cdn.headers.iter().all(|(name, _)| !name.ends_with("authorization")), "{:?}", to_cdn.headers);
+}
