@@ -46,12 +46,15 @@ pub struct Refusal {
     pub reason: String,
     /// For a `405`, the methods the side takes (the `Allow` header).
     pub allow: Option<&'static str>,
+    /// The side's own error code, for clients that read one (a registry's
+    /// `NAME_INVALID`).
+    pub code: Option<&'static str>,
 }
 
 impl Refusal {
     /// A refusal with `status` and `reason`.
     pub fn new(status: StatusCode, reason: impl Into<String>) -> Self {
-        Refusal { status, reason: reason.into(), allow: None }
+        Refusal { status, reason: reason.into(), allow: None, code: None }
     }
 
     /// `403 Forbidden`: outside the policy.
@@ -72,7 +75,12 @@ impl Refusal {
     /// `405 Method Not Allowed`, naming the methods the side takes.
     pub fn method_not_allowed(allow: &'static str) -> Self {
         let reason = format!("only {} are served here", allow.replace(", ", " and "));
-        Refusal { status: StatusCode::METHOD_NOT_ALLOWED, reason, allow: Some(allow) }
+        Refusal { status: StatusCode::METHOD_NOT_ALLOWED, reason, allow: Some(allow), code: None }
+    }
+
+    /// The refusal, with the side's own error `code`.
+    pub fn with_code(self, code: &'static str) -> Self {
+        Refusal { code: Some(code), ..self }
     }
 }
 
@@ -169,6 +177,33 @@ pub struct CachedRequest {
     pub accepts: Acceptance,
     /// Whether the upstream's redirects are followed.
     pub redirects: Redirects,
+    /// Headers the side puts on the answer, whether from the cache or the
+    /// upstream (a registry's version and digest headers).
+    pub reply_headers: HeaderMap,
+}
+
+impl CachedRequest {
+    /// A request for `key` of `side`, fetched from `origin`, aging as
+    /// `class`, with nothing else asked: no checksum expected, resumed by
+    /// date only as a whole file, no rewrite, no headers of the client's
+    /// sent upstream or added to the answer, revalidated at once, any
+    /// cached body accepted, redirects passed on.
+    pub fn new(side: SideId, key: String, origin: Origin, class: Class) -> CachedRequest {
+        CachedRequest {
+            side,
+            key,
+            origin,
+            class,
+            expected: Expected::default(),
+            dated_resume: DatedResume::WholeFile,
+            rewrite: None,
+            upstream_headers: HeaderMap::new(),
+            fresh_for: Duration::ZERO,
+            accepts: Acceptance::Any,
+            redirects: Redirects::PassedOn,
+            reply_headers: HeaderMap::new(),
+        }
+    }
 }
 
 /// A request passed to the upstream uncached, its body included: never

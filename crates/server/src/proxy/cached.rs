@@ -34,13 +34,25 @@ use crate::state::State;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
-    let rewrite = request.rewrite.clone();
+    let (rewrite, reply_headers) = (request.rewrite.clone(), request.reply_headers.clone());
     let outcome = through_the_cache(state, exchange, side, request).await;
-    match rewrite {
+    // After the cache, for this client: the stored bytes stay the
+    // upstream's.
+    let outcome = match rewrite {
         None => outcome,
-        // After the cache, for this client: the stored bytes stay the
-        // upstream's.
         Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
+    };
+    with_headers(outcome, reply_headers)
+}
+
+/// `outcome`, with the headers the side puts on its answers.
+fn with_headers(outcome: Outcome, headers: http::HeaderMap) -> Outcome {
+    match outcome {
+        Outcome::Answered(mut response) if !headers.is_empty() => {
+            response.headers_mut().extend(headers);
+            Outcome::Answered(response)
+        }
+        other => other,
     }
 }
 

@@ -10,7 +10,7 @@ use super::archives::Archive;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use super::archives::Mirror;
-use crate::decision::{Acceptance, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Target};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Target};
 use crate::id::SideId;
 use crate::path::checked_path;
 
@@ -69,18 +69,13 @@ fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target, i
     if relative.ends_with('/') {
         return Decision::Refuse(Refusal::forbidden("folder listings are not proxied"));
     }
+    let key = format!("apt/{}/{relative}", archive.name);
+    let origin = origin(archive, mirror, relative, target);
     Decision::Cache(CachedRequest {
-        side: SideId::Apt,
-        key: format!("apt/{}/{relative}", archive.name),
-        origin: origin(archive, mirror, relative, target),
-        class,
         expected,
         dated_resume,
-        rewrite: None,
-        upstream_headers: http::HeaderMap::new(),
         fresh_for: index_ttl,
-        accepts: Acceptance::Any,
-        redirects: Redirects::PassedOn,
+        ..CachedRequest::new(SideId::Apt, key, origin, class)
     })
 }
 

@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Method;
-use pkgproxy_cache::{Class, Expected, PassedAnswer, Verifier};
+use pkgproxy_cache::{Class, PassedAnswer, Verifier};
 
 pub use dirhash::{check_zip, hash_mod};
 pub use integrity::GoVerifier;
 pub use negative::NegativeCache;
 pub use sumdb::Sums;
 
-use crate::decision::{Acceptance, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal};
 use crate::id::SideId;
 use crate::route::Request;
 use path::{escape, is_module_path, is_version, unescape};
@@ -177,23 +177,16 @@ impl Config {
     }
 
     fn cached(&self, relative: String, class: Class) -> CachedRequest {
+        let origin = Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") };
         CachedRequest {
-            side: SideId::Go,
-            key: format!("go/{relative}"),
-            origin: Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") },
-            class,
-            expected: Expected::default(),
             // A version's files and the checksum database's records never
             // change under their names; lists and `latest` do.
             dated_resume: match class {
                 Class::Immutable => DatedResume::Honoured,
                 Class::Revalidated => DatedResume::WholeFile,
             },
-            rewrite: None,
-            upstream_headers: http::HeaderMap::new(),
             fresh_for: self.list_ttl,
-            accepts: Acceptance::Any,
-            redirects: Redirects::PassedOn,
+            ..CachedRequest::new(SideId::Go, format!("go/{relative}"), origin, class)
         }
     }
 

@@ -222,18 +222,12 @@ impl Snap {
     fn answer(&self, request: &Request<'_>, fresh_for: Duration, rewritten: bool) -> Decision {
         let device = Device::of(request.headers);
         let key = format!("snap/answer/{}{}?{}", device.key(), request.path, normalised_query(request.query));
+        let origin = self.store_origin(request.path, request.query);
         Decision::Cache(CachedRequest {
-            side: SideId::Snap,
-            key,
-            origin: self.store_origin(request.path, request.query),
-            class: Class::Revalidated,
-            expected: Expected::default(),
-            dated_resume: DatedResume::WholeFile,
             rewrite: rewritten.then(|| Rewrite::SnapUrls(served_at(request))),
             upstream_headers: device::upstream_headers(request.headers),
             fresh_for,
-            accepts: Acceptance::Any,
-            redirects: Redirects::PassedOn,
+            ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }
 
@@ -243,18 +237,13 @@ impl Snap {
             Err(refusal) => return Decision::Refuse(refusal),
         };
         let device = Device::of(request.headers);
+        let origin = self.store_origin(blob.store_path, request.query);
         Decision::Cache(CachedRequest {
-            side: SideId::Snap,
-            key: blob.key(&device.scope()),
-            origin: self.store_origin(blob.store_path, request.query),
-            class: Class::Immutable,
             expected: Expected { size: Some(blob.size), ..Expected::default() },
             dated_resume: DatedResume::Honoured,
-            rewrite: None,
             upstream_headers: device::upstream_headers(request.headers),
-            fresh_for: Duration::ZERO,
-            accepts: Acceptance::Any,
             redirects: Redirects::Followed,
+            ..CachedRequest::new(SideId::Snap, blob.key(&device.scope()), origin, Class::Immutable)
         })
     }
 
@@ -264,18 +253,12 @@ impl Snap {
             Err(refusal) => return Decision::Refuse(refusal),
         };
         let device = Device::of(request.headers);
+        let origin = self.store_origin(request.path, request.query);
         Decision::Cache(CachedRequest {
-            side: SideId::Snap,
-            key: assertion.key(&device),
-            origin: self.store_origin(request.path, request.query),
-            class: assertion.class(),
-            expected: Expected::default(),
-            dated_resume: DatedResume::WholeFile,
-            rewrite: None,
             upstream_headers: device::upstream_headers(request.headers),
             fresh_for: assertion.fresh_for(),
             accepts: Acceptance::AssertionFormatAtMost(assertion.max_format),
-            redirects: Redirects::PassedOn,
+            ..CachedRequest::new(SideId::Snap, assertion.key(&device), origin, assertion.class())
         })
     }
 
@@ -298,18 +281,11 @@ impl Snap {
         if !matches!(scheme, "http" | "https") || !named {
             return unknown();
         }
+        let origin = Origin { pool: "snap-media".to_string(), instances: vec![origin], path };
         Decision::Cache(CachedRequest {
-            side: SideId::Snap,
-            key,
-            origin: Origin { pool: "snap-media".to_string(), instances: vec![origin], path },
-            class: Class::Revalidated,
-            expected: Expected::default(),
-            dated_resume: DatedResume::WholeFile,
-            rewrite: None,
-            upstream_headers: http::HeaderMap::new(),
             fresh_for: MEDIA_TTL,
-            accepts: Acceptance::Any,
             redirects: Redirects::Followed,
+            ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }
 
