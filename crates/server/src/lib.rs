@@ -192,6 +192,7 @@ impl State {
             loop_mark: headers::LoopMark::new(),
             shadows,
             request_ids: Default::default(),
+            tokens: Default::default(),
         })
     }
 }

@@ -46,4 +46,6 @@ pub struct State {
     pub clock: Arc<dyn Clock>,
     /// Numbers the requests (logs name them).
     pub request_ids: AtomicU64,
+    /// Bearer tokens for the upstreams that ask for them.
+    pub tokens: crate::proxy::tokens::Tokens,
 }

@@ -150,6 +150,21 @@ pub enum Redirects {
     Followed,
 }
 
+/// How pkgproxy authorises itself upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamAuth {
+    /// It does not: the request goes as it is.
+    None,
+    /// An OCI registry's Bearer token dance: on a `401` with a Bearer
+    /// challenge, pkgproxy fetches an anonymous token for `scope` from the
+    /// challenge's realm (on the upstream's own domain), keeps it until it
+    /// expires for every request of that scope, and asks again once.
+    AnonymousBearer {
+        /// The scope asked for (`repository:library/alpine:pull`).
+        scope: String,
+    },
+}
+
 /// A request to serve through the cache.
 #[derive(Debug, Clone)]
 pub struct CachedRequest {
@@ -180,6 +195,8 @@ pub struct CachedRequest {
     /// Headers the side puts on the answer, whether from the cache or the
     /// upstream (a registry's version and digest headers).
     pub reply_headers: HeaderMap,
+    /// How pkgproxy authorises itself upstream.
+    pub upstream_auth: UpstreamAuth,
 }
 
 impl CachedRequest {
@@ -187,7 +204,7 @@ impl CachedRequest {
     /// `class`, with nothing else asked: no checksum expected, resumed by
     /// date only as a whole file, no rewrite, no headers of the client's
     /// sent upstream or added to the answer, revalidated at once, any
-    /// cached body accepted, redirects passed on.
+    /// cached body accepted, redirects passed on, no authorisation.
     pub fn new(side: SideId, key: String, origin: Origin, class: Class) -> CachedRequest {
         CachedRequest {
             side,
@@ -202,6 +219,7 @@ impl CachedRequest {
             accepts: Acceptance::Any,
             redirects: Redirects::PassedOn,
             reply_headers: HeaderMap::new(),
+            upstream_auth: UpstreamAuth::None,
         }
     }
 }

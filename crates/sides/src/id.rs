@@ -11,11 +11,13 @@ pub enum SideId {
     Go,
     /// snapd and the `snap` command, as a store relay under `/snap`.
     Snap,
+    /// OCI registry clients, as a pull-through mirror under `/v2`.
+    Registry,
 }
 
 impl SideId {
     /// Every side, in the order info and metrics list them.
-    pub const ALL: [SideId; 3] = [SideId::Apt, SideId::Go, SideId::Snap];
+    pub const ALL: [SideId; 4] = [SideId::Apt, SideId::Go, SideId::Snap, SideId::Registry];
 
     /// The name used in logs, metrics, configuration and cache keys.
     pub fn as_str(self) -> &'static str {
@@ -23,6 +25,7 @@ impl SideId {
             SideId::Apt => "apt",
             SideId::Go => "go",
             SideId::Snap => "snap",
+            SideId::Registry => "registry",
         }
     }
 

@@ -1,5 +1,5 @@
-//! The sides: one module per client ecosystem (apt, go and snap now;
-//! registry and lxd later), each turning a request into a [`Decision`]:
+//! The sides: one module per client ecosystem (apt, go, snap and the
+//! registry now; lxd later), each turning a request into a [`Decision`]:
 //! refuse it, serve it through the cache under a key with a freshness class
 //! and what the body must match, forward it uncached, or answer it. Sides
 //! open no sockets: the server carries out their decisions. What a side
@@ -21,13 +21,14 @@ pub mod go;
 mod id;
 mod learned;
 pub mod path;
+pub mod registry;
 pub mod route;
 mod side;
 pub mod snap;
 
 pub use decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
-    Rewrite, ServedAt, Target,
+    Rewrite, ServedAt, Target, UpstreamAuth,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

@@ -144,6 +144,10 @@ mod tests {
         assert_eq!(routed(Method::GET, "/golang/x"), Route::Nowhere);
         let snap = routed(Method::POST, "/snap/v2/snaps/refresh");
         assert_eq!(snap, Route::Side { side: SideId::Snap, mount: Mount::Prefix("/snap"), target: None });
+        let registry = Route::Side { side: SideId::Registry, mount: Mount::Prefix("/v2"), target: None };
+        assert_eq!(routed(Method::GET, "/v2/"), registry);
+        assert_eq!(routed(Method::HEAD, "/v2/library/alpine/manifests/3.20?ns=docker.io"), registry);
+        assert_eq!(routed(Method::GET, "/v22/x"), Route::Nowhere);
         assert_eq!(routed(Method::GET, "/"), Route::Nowhere);
         assert_eq!(routed(Method::CONNECT, "deb.debian.org:443"), Route::Tunnel);
     }

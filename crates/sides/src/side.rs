@@ -38,6 +38,7 @@ use crate::failure::Failure;
 use crate::go::{self, Go};
 use crate::id::SideId;
 use crate::learned::Learned;
+use crate::registry::{self, Registry};
 use crate::route::Request;
 use crate::snap::{self, Snap};
 
@@ -50,6 +51,8 @@ pub enum Side {
     Go(Go),
     /// snapd.
     Snap(Snap),
+    /// OCI registry clients.
+    Registry(Registry),
 }
 
 impl Side {
@@ -59,6 +62,7 @@ impl Side {
             Side::Apt(_) => SideId::Apt,
             Side::Go(_) => SideId::Go,
             Side::Snap(_) => SideId::Snap,
+            Side::Registry(_) => SideId::Registry,
         }
     }
 
@@ -68,6 +72,7 @@ impl Side {
             Side::Apt(apt) => apt.classify(request),
             Side::Go(go) => go.classify(request),
             Side::Snap(snap) => snap.classify(request),
+            Side::Registry(registry) => registry.classify(request),
         }
     }
 
@@ -75,7 +80,7 @@ impl Side {
     /// stands still).
     pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         match self {
-            Side::Apt(_) | Side::Snap(_) => None,
+            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) => None,
             Side::Go(go) => go.remembered(key, now, frozen),
         }
     }
@@ -83,7 +88,7 @@ impl Side {
     /// The upstream said "not found" for `key`, in `answer`, at `now`.
     pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
         match self {
-            Side::Apt(_) | Side::Snap(_) => {}
+            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) => {}
             Side::Go(go) => go.remember(key, answer, now),
         }
     }
@@ -93,7 +98,7 @@ impl Side {
     /// the list.
     pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
         match self {
-            Side::Apt(_) | Side::Snap(_) => Vec::new(),
+            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) => Vec::new(),
             Side::Go(go) => go.prerequisites(request),
         }
     }
@@ -103,7 +108,7 @@ impl Side {
     pub fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
         match self {
             Side::Snap(snap) => snap.accepts(accepts, head),
-            Side::Apt(_) | Side::Go(_) => accepts == Acceptance::Any,
+            Side::Apt(_) | Side::Go(_) | Side::Registry(_) => accepts == Acceptance::Any,
         }
     }
 
@@ -115,6 +120,8 @@ impl Side {
             Side::Apt(apt) => apt.verifier(request),
             Side::Go(go) => go.verifier(request, prerequisites),
             Side::Snap(snap) => snap.verifier(request),
+            // A digest is checked by the cache itself, as an expected sum.
+            Side::Registry(_) => None,
         }
     }
 
@@ -123,7 +130,7 @@ impl Side {
     pub fn record(&self, record: &Record, sent: &[u8], answer: &[u8]) {
         match (self, record) {
             (Side::Snap(snap), Record::SnapActions(headers)) => snap.record(headers, sent, answer),
-            (Side::Apt(_) | Side::Go(_), _) => {}
+            (Side::Apt(_) | Side::Go(_) | Side::Registry(_), _) => {}
         }
     }
 
@@ -133,7 +140,7 @@ impl Side {
     pub fn replay(&self, record: &Record, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
         match (self, record) {
             (Side::Snap(snap), Record::SnapActions(headers)) => snap.replay(headers, sent, failure),
-            (Side::Apt(_) | Side::Go(_), _) => None,
+            (Side::Apt(_) | Side::Go(_) | Side::Registry(_), _) => None,
         }
     }
 
@@ -142,7 +149,7 @@ impl Side {
     pub fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
         match (self, rewrite) {
             (Side::Snap(snap), Rewrite::SnapUrls(at)) => snap.rewrite(at, body),
-            (Side::Apt(_) | Side::Go(_), _) => None,
+            (Side::Apt(_) | Side::Go(_) | Side::Registry(_), _) => None,
         }
     }
 
@@ -151,6 +158,7 @@ impl Side {
         match self {
             Side::Apt(_) | Side::Go(_) => failure.plain_text(),
             Side::Snap(_) => snap::failure_answer(failure),
+            Side::Registry(_) => registry::failure_answer(failure),
         }
     }
 
@@ -158,7 +166,7 @@ impl Side {
     pub fn tunnels_to(&self, host: &str) -> bool {
         match self {
             Side::Apt(apt) => apt.config().serves_host(host),
-            Side::Go(_) | Side::Snap(_) => false,
+            Side::Go(_) | Side::Snap(_) | Side::Registry(_) => false,
         }
     }
 
@@ -166,7 +174,7 @@ impl Side {
     pub fn learned(&self) -> Vec<Learned> {
         match self {
             Side::Apt(apt) => apt.learned(),
-            Side::Go(_) | Side::Snap(_) => Vec::new(),
+            Side::Go(_) | Side::Snap(_) | Side::Registry(_) => Vec::new(),
         }
     }
 }
@@ -180,6 +188,8 @@ pub struct SidesConfig {
     pub go: go::Config,
     /// The snap side's store instances.
     pub snap: snap::Config,
+    /// The registry side's upstreams and tag window.
+    pub registry: registry::Config,
 }
 
 impl SidesConfig {
@@ -187,7 +197,7 @@ impl SidesConfig {
     /// addresses.
     pub fn trusted_hosts(&self) -> Vec<String> {
         let (apt, go, snap) = (self.apt.trusted_hosts(), self.go.trusted_hosts(), self.snap.trusted_hosts());
-        apt.into_iter().chain(go).chain(snap).collect()
+        apt.into_iter().chain(go).chain(snap).chain(self.registry.trusted_hosts()).collect()
     }
 }
 
@@ -213,12 +223,13 @@ impl Sides {
     /// cache. Blocking.
     pub fn open(config: SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
         let apt = Apt::open(config.apt, cache.dir())?;
-        Ok(Sides::new(apt, Go::new(config.go), Snap::new(config.snap, cache.clone())))
+        let snap = Snap::new(config.snap, cache.clone());
+        Ok(Sides::new(apt, Go::new(config.go), snap, Registry::new(config.registry)))
     }
 
     /// Every side, each ready with what it has learnt.
-    pub fn new(apt: Apt, go: Go, snap: Snap) -> Sides {
-        Sides { all: vec![Side::Apt(apt), Side::Go(go), Side::Snap(snap)] }
+    pub fn new(apt: Apt, go: Go, snap: Snap, registry: Registry) -> Sides {
+        Sides { all: vec![Side::Apt(apt), Side::Go(go), Side::Snap(snap), Side::Registry(registry)] }
     }
 
     /// The side `id`.
@@ -262,7 +273,8 @@ mod tests {
         let go = Go::new(GoConfig::new(&Options::default()).unwrap());
         let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
         let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache);
-        Sides::new(apt, go, snap)
+        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap());
+        Sides::new(apt, go, snap, registry)
     }
 
     fn request<'a>(

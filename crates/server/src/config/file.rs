@@ -32,6 +32,32 @@ pub struct ConfigFile {
     /// `[snap]`.
     #[serde(default)]
     pub snap: SnapSection,
+    /// `[registry]`.
+    #[serde(default)]
+    pub registry: RegistrySection,
+}
+
+/// `[registry]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistrySection {
+    /// How long a tag is served without asking upstream.
+    #[serde(default, with = "humantime_serde")]
+    pub tag_ttl: Option<Duration>,
+    /// `[[registry.upstream]]`: registries beside the built-in ones, or the
+    /// instances of a built-in one.
+    #[serde(default)]
+    pub upstream: Vec<RegistryUpstreamSection>,
+}
+
+/// One `[[registry.upstream]]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryUpstreamSection {
+    /// The registry's name, as clients write it.
+    pub name: String,
+    /// Its instances' base URLs.
+    pub mirrors: Vec<String>,
 }
 
 /// `[snap]`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pkgproxy_cache::{Clock, SystemClock};
-use pkgproxy_sides::{apt, go, snap, SidesConfig};
+use pkgproxy_sides::{apt, go, registry, snap, SidesConfig};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
@@ -74,6 +74,9 @@ pub enum SettingsError {
     /// `[snap]` is wrong.
     #[error("{0}")]
     Snap(#[from] snap::ConfigError),
+    /// `[registry]` is wrong.
+    #[error("{0}")]
+    Registry(#[from] registry::ConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
@@ -129,7 +132,19 @@ impl Settings {
             sumdb: file.go.sumdb.clone(),
         })?;
         let snap = snap::Config::new(&snap::Options { stores: file.snap.stores.clone() })?;
-        let sides = SidesConfig { apt, go, snap };
+        let registry = registry::Config::new(&registry::Options {
+            upstreams: file
+                .registry
+                .upstream
+                .iter()
+                .map(|upstream| registry::UpstreamOptions {
+                    name: upstream.name.clone(),
+                    mirrors: upstream.mirrors.clone(),
+                })
+                .collect(),
+            tag_ttl: file.registry.tag_ttl,
+        })?;
+        let sides = SidesConfig { apt, go, snap, registry };
         for host in sides.trusted_hosts() {
             policy.trust(&host);
         }

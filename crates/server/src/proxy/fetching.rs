@@ -8,16 +8,19 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE, USER_AGENT};
+use http::header::{
+    HeaderValue, AUTHORIZATION, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE, USER_AGENT,
+};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId};
+use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
-use pkgproxy_upstream::{Pool, PoolBody, PoolRequest, UpstreamError};
+use pkgproxy_upstream::{Pool, PoolAnswer, PoolBody, PoolRequest, UpstreamError};
 
+use super::tokens::Challenge;
 use crate::config::Step;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::shadow::Original;
@@ -38,6 +41,8 @@ struct PoolSource {
     /// relative to.
     redirects: Redirects,
     origin: Origin,
+    /// How pkgproxy authorises itself upstream.
+    auth: UpstreamAuth,
 }
 
 /// The source of a fetch of `request`: a `GET` with the client's user agent,
@@ -49,7 +54,8 @@ pub fn source(
     exchange: &Exchange<'_>,
     conditional: Option<&Entry>,
 ) -> Box<dyn Source> {
-    let (origin, side, redirects) = (&request.origin, request.side, request.redirects);
+    let (origin, side, redirects, auth) =
+        (&request.origin, request.side, request.redirects, request.upstream_auth.clone());
     let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(Arc::new);
     let mut headers = request.upstream_headers.clone();
     let agent = exchange.headers.get(USER_AGENT).cloned();
@@ -76,6 +82,7 @@ pub fn source(
         upstream_answer,
         redirects,
         origin: origin.clone(),
+        auth,
     })
 }
 
@@ -123,9 +130,9 @@ impl PoolSource {
             }
         };
         let (state, side, last_instance) = (Arc::clone(&self.state), self.side, Arc::clone(&self.last_instance));
-        let (redirects, origin) = (self.redirects, self.origin.clone());
+        let (redirects, origin, auth) = (self.redirects, self.origin.clone(), self.auth.clone());
         Box::pin(async move {
-            let answer = pool.send(request.clone()).await.map_err(|error| FetchError::Upstream(Box::new(error)))?;
+            let (request, answer) = authorised(&state, &pool, &origin, &auth, request).await?;
             *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
             let response = match redirects {
                 Redirects::PassedOn => answer.response,
@@ -159,6 +166,41 @@ impl Source for PoolSource {
         request.avoid = *self.last_instance.lock().unwrap_or_else(|p| p.into_inner());
         Some(self.send(request, None))
     }
+}
+
+/// Sends `request`, authorised as `auth` says: with the token held for its
+/// scope, or, after a `401` with a Bearer challenge, with one fetched for
+/// it (once). Returns the request as last sent, token included.
+async fn authorised(
+    state: &State,
+    pool: &Arc<Pool>,
+    origin: &Origin,
+    auth: &UpstreamAuth,
+    mut request: PoolRequest,
+) -> Result<(PoolRequest, PoolAnswer), FetchError> {
+    let upstream = |error: UpstreamError| FetchError::Upstream(Box::new(error));
+    let UpstreamAuth::AnonymousBearer { scope } = auth else {
+        let answer = pool.send(request.clone()).await.map_err(upstream)?;
+        return Ok((request, answer));
+    };
+    if let Some(token) = state.tokens.get(&origin.pool, scope) {
+        request.headers.insert(AUTHORIZATION, token);
+    }
+    let answer = pool.send(request.clone()).await.map_err(upstream)?;
+    let challenge = match answer.response.status() {
+        StatusCode::UNAUTHORIZED => Challenge::of(answer.response.headers()),
+        _ => None,
+    };
+    let Some(challenge) = challenge else { return Ok((request, answer)) };
+    let base = origin.instances.get(answer.instance).map_or("", String::as_str);
+    let token = state
+        .tokens
+        .fetch(state, &origin.pool, scope, &challenge, base)
+        .await
+        .map_err(|reason| FetchError::Upstream(format!("cannot get a token: {reason}").into()))?;
+    request.headers.insert(AUTHORIZATION, token);
+    let answer = pool.send(request.clone()).await.map_err(upstream)?;
+    Ok((request, answer))
 }
 
 /// How many redirects in a row are followed before the fetch fails.

@@ -18,6 +18,7 @@ mod forward;
 pub mod outcome;
 pub mod plan;
 mod rewrite;
+pub mod tokens;
 mod tunnel;
 
 use std::sync::Arc;
@@ -38,7 +39,7 @@ use crate::state::State;
 use outcome::{respond, Failed, Outcome};
 
 /// What a request for no side is told.
-const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";, go with GOPROXY=http://HOST:PORT/go and snapd with SNAPPY_FORCE_API_URL=http://HOST:PORT/snap/";
+const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";, go with GOPROXY=http://HOST:PORT/go snapd with SNAPPY_FORCE_API_URL=http://HOST:PORT/snap/, and a registry client with http://HOST:PORT as its mirror";
 
 /// Answers one request from a client of the proxy listener.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {

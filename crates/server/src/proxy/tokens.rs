@@ -1,0 +1,229 @@
+//! Bearer tokens for upstreams that ask for them: the OCI registries'
+//! token dance (distribution's `docs/spec/auth/token.md`), as a client.
+//!
+//! An upstream answers `401` with `WWW-Authenticate: Bearer realm=..,
+//! service=..,scope=..`; pkgproxy asks the realm for a token for the scope
+//! (anonymously), keeps it until `issued + expires_in - 30 s` for every
+//! request of that scope to that pool, and asks the upstream again once
+//! with it. A realm is asked only when it is on the upstream's own domain
+//! (the same host, or a host sharing its last two labels:
+//! `auth.docker.io` for `registry-1.docker.io`), over the one transport.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use http::header::{HeaderValue, ACCEPT, WWW_AUTHENTICATE};
+use http::{HeaderMap, StatusCode, Uri};
+use http_body_util::{BodyExt, Limited};
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use pkgproxy_upstream::PoolRequest;
+use tokio::time::Instant;
+
+use crate::state::State;
+
+/// How long a token without `expires_in` lasts (the token spec's default).
+const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
+/// How long before its end a token is no longer used.
+const MARGIN: Duration = Duration::from_secs(30);
+/// The largest token answer read.
+const ANSWER_LIMIT: usize = 1024 * 1024;
+
+/// The tokens pkgproxy holds, by pool and scope.
+#[derive(Debug, Default)]
+pub struct Tokens {
+    held: Mutex<HashMap<(String, String), (HeaderValue, Instant)>>,
+}
+
+/// A Bearer challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Challenge {
+    /// Where tokens are asked for.
+    pub realm: String,
+    /// The service to name.
+    pub service: Option<String>,
+    /// The scope the upstream wants.
+    pub scope: Option<String>,
+}
+
+impl Challenge {
+    /// The Bearer challenge among `headers`' `WWW-Authenticate`, if any.
+    pub fn of(headers: &HeaderMap) -> Option<Challenge> {
+        headers.get_all(WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).find_map(parse_bearer)
+    }
+}
+
+/// Parses `Bearer k="v",k=v,...`.
+fn parse_bearer(value: &str) -> Option<Challenge> {
+    let (scheme, params) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let mut found: HashMap<String, String> = HashMap::new();
+    let mut rest = params.trim();
+    while !rest.is_empty() {
+        let (name, after) = rest.split_once('=')?;
+        let (value, after) = match after.strip_prefix('"') {
+            Some(quoted) => {
+                let end = quoted.find('"')?;
+                (&quoted[..end], &quoted[end + 1..])
+            }
+            None => after.split_once(',').map_or((after, ""), |(value, after)| (value, after)),
+        };
+        found.insert(name.trim().to_ascii_lowercase(), value.to_string());
+        rest = after.trim_start_matches([',', ' ']);
+    }
+    Some(Challenge { realm: found.remove("realm")?, service: found.remove("service"), scope: found.remove("scope") })
+}
+
+impl Tokens {
+    /// The token held for `scope` on `pool`, if still good.
+    pub fn get(&self, pool: &str, scope: &str) -> Option<HeaderValue> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let (token, until) = held.get(&(pool.to_string(), scope.to_string()))?;
+        (Instant::now() < *until).then(|| token.clone())
+    }
+
+    /// Asks `challenge`'s realm for a token for `scope` on `pool`, whose
+    /// instance at `base` challenged, and keeps it.
+    pub async fn fetch(
+        &self,
+        state: &State,
+        pool: &str,
+        scope: &str,
+        challenge: &Challenge,
+        base: &str,
+    ) -> Result<HeaderValue, String> {
+        let realm: Uri =
+            challenge.realm.parse().map_err(|_| format!("the token realm {:?} is not a URL", challenge.realm))?;
+        let (Some(scheme @ ("http" | "https")), Some(authority)) = (realm.scheme_str(), realm.authority()) else {
+            return Err(format!("the token realm {:?} is not an http(s) URL", challenge.realm));
+        };
+        if !on_the_same_domain(realm.host().unwrap_or(""), base) {
+            return Err(format!("the token realm {} is not on the registry's domain", challenge.realm));
+        }
+        let mut query: Vec<String> = realm.query().map(str::to_string).into_iter().collect();
+        if let Some(service) = &challenge.service {
+            query.push(format!("service={}", utf8_percent_encode(service, NON_ALPHANUMERIC)));
+        }
+        query.push(format!(
+            "scope={}",
+            utf8_percent_encode(challenge.scope.as_deref().unwrap_or(scope), NON_ALPHANUMERIC)
+        ));
+        let path = format!("{}?{}", realm.path(), query.join("&"));
+        let tokens = state
+            .upstream
+            .transport
+            .pool(&format!("{pool} tokens"), &[format!("{scheme}://{authority}")])
+            .map_err(|error| error.to_string())?;
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let answer = tokens.send(PoolRequest::get(path, headers)).await.map_err(|error| error.to_string())?;
+        if answer.response.status() != StatusCode::OK {
+            return Err(format!("the token realm answered {}", answer.response.status()));
+        }
+        let body = Limited::new(answer.response.into_body(), ANSWER_LIMIT)
+            .collect()
+            .await
+            .map_err(|error| format!("the token answer broke off: {error}"))?
+            .to_bytes();
+        let (token, lifetime) = parse_answer(&body)?;
+        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the token is not a header value".to_string())?;
+        let until = Instant::now() + lifetime.saturating_sub(MARGIN);
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((pool.to_string(), scope.to_string()), (value.clone(), until));
+        Ok(value)
+    }
+}
+
+/// The token and how long it lasts.
+fn parse_answer(body: &[u8]) -> Result<(String, Duration), String> {
+    let answer: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| "the token answer is not JSON".to_string())?;
+    let token = ["token", "access_token"]
+        .iter()
+        .find_map(|name| answer.get(*name).and_then(serde_json::Value::as_str))
+        .filter(|token| !token.is_empty())
+        .ok_or("the token answer holds no token")?;
+    let lifetime =
+        answer.get("expires_in").and_then(serde_json::Value::as_u64).map_or(DEFAULT_LIFETIME, Duration::from_secs);
+    Ok((token.to_string(), lifetime))
+}
+
+/// Whether `host` is on the domain of the instance at `base`: the same
+/// host, or one sharing its last two labels (never for an IP address).
+fn on_the_same_domain(host: &str, base: &str) -> bool {
+    let Some(base_host) = base.parse::<Uri>().ok().and_then(|uri| uri.host().map(str::to_ascii_lowercase)) else {
+        return false;
+    };
+    let host = host.to_ascii_lowercase();
+    if host == base_host {
+        return true;
+    }
+    let is_ip = |h: &str| h.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok();
+    if is_ip(&host) || is_ip(&base_host) {
+        return false;
+    }
+    fn domain(host: &str) -> Vec<&str> {
+        host.rsplitn(3, '.').take(2).collect()
+    }
+    let (mine, theirs) = (domain(&host), domain(&base_host));
+    mine.len() == 2 && mine == theirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_challenge_is_read_with_quoted_and_bare_parameters() {
+        let mut headers = HeaderMap::new();
+        headers.append(WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"x\""));
+        headers.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\",scope=\"repository:library/hello:pull,push\""),
+        );
+        let challenge = Challenge::of(&headers).unwrap();
+        assert_eq!(challenge.realm, "https://auth.docker.io/token");
+        assert_eq!(challenge.service.as_deref(), Some("registry.docker.io"));
+        assert_eq!(challenge.scope.as_deref(), Some("repository:library/hello:pull,push"));
+        assert_eq!(parse_bearer("bearer realm=http://h/t,service=s").unwrap().service.as_deref(), Some("s"));
+        assert!(parse_bearer("Bearer service=\"s\"").is_none(), "no realm");
+    }
+
+    #[test]
+    fn a_token_answer_gives_its_token_and_lifetime() {
+        assert_eq!(
+            parse_answer(br#"{"token": "t", "expires_in": 300}"#).unwrap(),
+            ("t".into(), Duration::from_secs(300))
+        );
+        assert_eq!(parse_answer(br#"{"access_token": "a"}"#).unwrap(), ("a".into(), DEFAULT_LIFETIME));
+        assert!(parse_answer(br#"{"token": ""}"#).is_err());
+        assert!(parse_answer(b"<html>").is_err());
+    }
+
+    #[test]
+    fn a_realm_is_trusted_only_on_the_registry_s_domain() {
+        assert!(on_the_same_domain("auth.docker.io", "https://registry-1.docker.io"));
+        assert!(on_the_same_domain("ghcr.io", "https://ghcr.io"));
+        assert!(on_the_same_domain("127.0.0.1", "http://127.0.0.1:5010"));
+        assert!(!on_the_same_domain("evil.example", "https://registry-1.docker.io"));
+        assert!(!on_the_same_domain("docker.io.evil.example", "https://registry-1.docker.io"));
+        assert!(!on_the_same_domain("127.0.0.2", "http://127.0.0.1:5010"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_token_is_given_until_its_margin_before_the_end() {
+        let tokens = Tokens::default();
+        let value = HeaderValue::from_static("Bearer t");
+        let until = Instant::now() + Duration::from_secs(300).saturating_sub(MARGIN);
+        tokens.held.lock().unwrap().insert(("hub".into(), "repository:x:pull".into()), (value.clone(), until));
+        assert_eq!(tokens.get("hub", "repository:x:pull"), Some(value));
+        assert_eq!(tokens.get("hub", "repository:y:pull"), None, "another scope");
+        tokio::time::advance(Duration::from_secs(271)).await;
+        assert_eq!(tokens.get("hub", "repository:x:pull"), None);
+    }
+}

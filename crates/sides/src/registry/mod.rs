@@ -1,0 +1,346 @@
+//! The registry side: a pull-through mirror of OCI registries (Docker Hub
+//! and the others) for dockerd, containerd, podman and skopeo, on the one
+//! port under `/v2/`.
+//!
+//! What it decides:
+//! - `/v2/` is answered here, `200 {}`, offline too: clients ping it.
+//! - The registry a request is for comes from the path and `?ns=`
+//!   ([`name`]); one pkgproxy does not know is a fast `404 NAME_UNKNOWN`,
+//!   never a connection (the guard against being an open proxy).
+//! - Blobs and manifests by digest never change: cached under the digest
+//!   alone (one entry whatever repository or registry named it), checked
+//!   against it before they are kept, and served without asking upstream.
+//! - Manifests by tag are revalidated after `[registry] tag_ttl`.
+//! - Only pulls: a push is `405 UNSUPPORTED`.
+//!
+//! Every answer carries `Docker-Distribution-Api-Version: registry/2.0`
+//! (old clients refuse an endpoint without it), and what pkgproxy cannot
+//! serve is told in the spec's JSON error envelope.
+
+pub mod name;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderMap, Method, StatusCode};
+use pkgproxy_cache::{Class, Expected};
+use serde_json::json;
+
+use crate::decision::{
+    CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Redirects, Refusal, UpstreamAuth,
+};
+use crate::failure::{retry_after_secs, Failure};
+use crate::id::SideId;
+use crate::route::Request;
+use name::{Digest, Endpoint, Located, Reference};
+
+/// How long a tag's manifest is served without asking upstream.
+pub const DEFAULT_TAG_TTL: Duration = Duration::from_secs(60);
+
+/// The registries known without configuration, and where each is.
+pub const BUILT_IN: [(&str, &str); 7] = [
+    (name::DOCKER_HUB, "https://registry-1.docker.io"),
+    ("ghcr.io", "https://ghcr.io"),
+    ("quay.io", "https://quay.io"),
+    ("registry.k8s.io", "https://registry.k8s.io"),
+    ("gcr.io", "https://gcr.io"),
+    ("public.ecr.aws", "https://public.ecr.aws"),
+    ("mcr.microsoft.com", "https://mcr.microsoft.com"),
+];
+
+/// What manifests are asked for upstream, on `HEAD` and `GET` alike (so
+/// both name one digest): the OCI and Docker v2 manifests and indexes.
+/// Never schema1, `application/json` or `*/*`, which may make a registry
+/// convert the manifest.
+pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+
+/// The header every answer of this side carries.
+const API_VERSION: (&str, &str) = ("docker-distribution-api-version", "registry/2.0");
+
+/// One upstream registry, as configured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamOptions {
+    /// Its name, as clients write it in image references.
+    pub name: String,
+    /// Its instances' base URLs (the registry, or mirrors of it).
+    pub mirrors: Vec<String>,
+}
+
+/// The registry side's configuration, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Upstreams beside the built-in ones, or mirrors for a built-in one.
+    pub upstreams: Vec<UpstreamOptions>,
+    /// How long a tag is served without asking upstream.
+    pub tag_ttl: Option<Duration>,
+}
+
+/// A registry configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("registry.upstream {name:?}: {reason}")]
+pub struct ConfigError {
+    /// The upstream at fault.
+    pub name: String,
+    /// What is wrong, for people.
+    pub reason: String,
+}
+
+/// An upstream registry: its name and its instances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// The name clients use.
+    pub name: String,
+    /// The instances' base URLs, without a trailing slash.
+    pub mirrors: Vec<String>,
+}
+
+/// The registry side's configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    upstreams: Vec<Upstream>,
+    tag_ttl: Duration,
+}
+
+impl Config {
+    /// Validates `options`: configured mirrors replace a built-in
+    /// registry's, a new name adds a registry.
+    pub fn new(options: &Options) -> Result<Config, ConfigError> {
+        let mut upstreams: Vec<Upstream> = BUILT_IN
+            .iter()
+            .map(|(name, url)| Upstream { name: name.to_string(), mirrors: vec![url.to_string()] })
+            .collect();
+        for configured in &options.upstreams {
+            let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
+            let name = name::canonical(&configured.name).to_string();
+            if name.is_empty()
+                || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".-:".contains(&b))
+            {
+                return Err(bad("a registry name is a lower-case host name, with a port if need be".into()));
+            }
+            if configured.mirrors.is_empty() {
+                return Err(bad("has no mirrors".into()));
+            }
+            let mirrors = configured
+                .mirrors
+                .iter()
+                .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            upstreams.retain(|upstream| upstream.name != name);
+            upstreams.push(Upstream { name, mirrors });
+        }
+        Ok(Config { upstreams, tag_ttl: options.tag_ttl.unwrap_or(DEFAULT_TAG_TTL) })
+    }
+
+    /// The upstream named `name`.
+    pub fn upstream(&self, name: &str) -> Option<&Upstream> {
+        self.upstreams.iter().find(|upstream| upstream.name == name)
+    }
+
+    /// The hosts of configured instances: these may be on local addresses.
+    pub fn trusted_hosts(&self) -> Vec<String> {
+        let built_in = |url: &String| BUILT_IN.iter().any(|(_, known)| known == url);
+        let configured = self.upstreams.iter().flat_map(|upstream| &upstream.mirrors).filter(|url| !built_in(url));
+        configured.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+    }
+}
+
+/// The registry side at run time.
+#[derive(Debug)]
+pub struct Registry {
+    config: Config,
+}
+
+impl Registry {
+    /// The side with `config`.
+    pub fn new(config: Config) -> Registry {
+        Registry { config }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Decides what to do with `request` (its path below `/v2`).
+    pub fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD").with_code("UNSUPPORTED"));
+        }
+        if request.path == "/" {
+            return Decision::Answer(ping());
+        }
+        let ns = query_value(request.query, "ns");
+        let located = match name::locate(request.path, ns) {
+            Ok(located) => located,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        let Some(upstream) = self.config.upstream(&located.registry) else {
+            let reason = format!("pkgproxy knows no registry {}; add it as a [[registry.upstream]]", located.registry);
+            return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
+        };
+        let reply = reply_headers(ns, &located.endpoint);
+        match &located.endpoint {
+            Endpoint::Blob(digest) => Decision::Cache(self.by_digest(upstream, &located, "blob", digest, reply)),
+            Endpoint::Manifest(Reference::Digest(digest)) => {
+                Decision::Cache(self.by_digest(upstream, &located, "manifest", digest, reply))
+            }
+            Endpoint::Manifest(Reference::Tag(tag)) => Decision::Cache(self.by_tag(upstream, &located, tag, reply)),
+            Endpoint::Tags => Decision::Forward(self.tags(upstream, &located, request)),
+        }
+    }
+
+    /// A blob or manifest by digest: one entry per digest, checked against
+    /// it, never revalidated.
+    fn by_digest(
+        &self,
+        upstream: &Upstream,
+        located: &Located,
+        kind: &str,
+        digest: &Digest,
+        reply: HeaderMap,
+    ) -> CachedRequest {
+        let what = if kind == "blob" { "blobs" } else { "manifests" };
+        let origin = origin(upstream, format!("/v2/{}/{what}/{digest}", located.repository));
+        let key = format!("registry/{kind}/{}/{}", digest.algorithm, digest.hex);
+        let expected = match digest.algorithm {
+            "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
+            _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
+        };
+        CachedRequest {
+            expected,
+            dated_resume: DatedResume::Honoured,
+            upstream_headers: upstream_headers(kind),
+            redirects: Redirects::Followed,
+            reply_headers: reply,
+            upstream_auth: pull_scope(located),
+            ..CachedRequest::new(SideId::Registry, key, origin, Class::Immutable)
+        }
+    }
+
+    /// A manifest by tag, revalidated after the tag's window.
+    fn by_tag(&self, upstream: &Upstream, located: &Located, tag: &str, reply: HeaderMap) -> CachedRequest {
+        let origin = origin(upstream, format!("/v2/{}/manifests/{tag}", located.repository));
+        let key = format!("registry/tag/{}/{}/{tag}", located.registry, located.repository);
+        CachedRequest {
+            upstream_headers: upstream_headers("manifest"),
+            fresh_for: self.config.tag_ttl,
+            reply_headers: reply,
+            upstream_auth: pull_scope(located),
+            ..CachedRequest::new(SideId::Registry, key, origin, Class::Revalidated)
+        }
+    }
+
+    /// A tag list: forwarded as it is.
+    fn tags(&self, upstream: &Upstream, located: &Located, request: &Request<'_>) -> ForwardRequest {
+        let path = match request.query {
+            Some(query) => format!("/v2/{}/tags/list?{query}", located.repository),
+            None => format!("/v2/{}/tags/list", located.repository),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        ForwardRequest {
+            side: SideId::Registry,
+            origin: origin(upstream, path),
+            method: request.method.clone(),
+            headers,
+            body_limit: 0,
+            record: None,
+            rewrite: None,
+        }
+    }
+}
+
+/// Anonymous pull access to the located repository.
+fn pull_scope(located: &Located) -> UpstreamAuth {
+    UpstreamAuth::AnonymousBearer { scope: format!("repository:{}:pull", located.repository) }
+}
+
+fn origin(upstream: &Upstream, path: String) -> Origin {
+    Origin { pool: format!("registry {}", upstream.name), instances: upstream.mirrors.clone(), path }
+}
+
+/// What is asked upstream: manifests in the fixed modern set; blobs as
+/// they are, unencoded.
+fn upstream_headers(kind: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if kind != "blob" {
+        headers.insert(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
+    }
+    headers.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    headers
+}
+
+/// The headers on every cached answer: the API version, the digest asked
+/// for, and the namespace containerd named, echoed.
+fn reply_headers(ns: Option<&str>, endpoint: &Endpoint) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(HeaderName::from_static(API_VERSION.0), HeaderValue::from_static(API_VERSION.1));
+    let digest = match endpoint {
+        Endpoint::Blob(digest) | Endpoint::Manifest(Reference::Digest(digest)) => Some(digest),
+        _ => None,
+    };
+    if let Some(value) = digest.and_then(|digest| HeaderValue::from_str(&digest.to_string()).ok()) {
+        headers.insert(HeaderName::from_static("docker-content-digest"), value);
+    }
+    if let Some(value) = ns.and_then(|ns| HeaderValue::from_str(ns).ok()) {
+        headers.insert(HeaderName::from_static("oci-namespace"), value);
+    }
+    headers
+}
+
+/// The value of `name` in a query.
+fn query_value<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
+    query?.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// The answer to `GET /v2/`.
+fn ping() -> LocalAnswer {
+    json_answer(StatusCode::OK, Bytes::from_static(b"{}"))
+}
+
+/// How a registry client is told of `failure`: the spec's error envelope.
+/// A store shedding load is `429 TOOMANYREQUESTS` with its `Retry-After`
+/// (clients retry it by themselves); an upstream that failed is `503`,
+/// never a `500`.
+pub fn failure_answer(failure: &Failure<'_>) -> LocalAnswer {
+    let (status, code, message) = match failure {
+        Failure::Refused(refusal) => {
+            let mut answer =
+                error(refusal.status, refusal.code.unwrap_or("DENIED"), &format!("pkgproxy: {}", refusal.reason));
+            if let Some(allow) = refusal.allow {
+                answer.headers.insert(ALLOW, HeaderValue::from_static(allow));
+            }
+            return answer;
+        }
+        Failure::Offline => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "pkgproxy is offline".to_string()),
+        Failure::Overloaded { retry_after } => {
+            let secs = retry_after_secs(*retry_after);
+            let message = format!("pkgproxy: the registry is rate-limited or overloaded; try again in {secs} s");
+            let mut answer = error(StatusCode::TOO_MANY_REQUESTS, "TOOMANYREQUESTS", &message);
+            answer.headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+            return answer;
+        }
+        Failure::UpstreamFailed { reason } => {
+            (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", format!("pkgproxy: the registry failed: {reason}"))
+        }
+        Failure::Internal { reason } => (StatusCode::INTERNAL_SERVER_ERROR, "UNKNOWN", format!("pkgproxy: {reason}")),
+    };
+    error(status, code, &message)
+}
+
+/// `{"errors": [{"code", "message"}]}` with `status`.
+fn error(status: StatusCode, code: &str, message: &str) -> LocalAnswer {
+    let body = json!({"errors": [{"code": code, "message": message, "detail": null}]});
+    json_answer(status, Bytes::from(body.to_string()))
+}
+
+fn json_answer(status: StatusCode, body: Bytes) -> LocalAnswer {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(HeaderName::from_static(API_VERSION.0), HeaderValue::from_static(API_VERSION.1));
+    LocalAnswer { status, headers, body }
+}
+
+#[cfg(test)]
+mod tests;

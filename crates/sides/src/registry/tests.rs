@@ -1,0 +1,125 @@
+//! How registry requests are classified, and how clients are told no.
+
+use super::*;
+use crate::route::Mount;
+
+const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+fn registry() -> Registry {
+    let local = UpstreamOptions { name: "registry.lan:5000".into(), mirrors: vec!["http://127.0.0.1:5000/".into()] };
+    let hub = UpstreamOptions { name: "index.docker.io".into(), mirrors: vec!["http://127.0.0.1:5010".into()] };
+    Registry::new(Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None }).unwrap())
+}
+
+fn classify(method: Method, path: &str, query: Option<&str>) -> Decision {
+    let headers = HeaderMap::new();
+    let request = Request {
+        method: &method,
+        headers: &headers,
+        mount: Mount::Prefix("/v2"),
+        path,
+        query,
+        target: None,
+        host: "p:3142",
+    };
+    registry().classify(&request)
+}
+
+fn cached(decision: Decision) -> CachedRequest {
+    match decision {
+        Decision::Cache(request) => request,
+        other => panic!("not cached: {other:?}"),
+    }
+}
+
+fn refused(decision: Decision) -> Refusal {
+    match decision {
+        Decision::Refuse(refusal) => refusal,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+#[test]
+fn the_ping_is_answered_here() {
+    let Decision::Answer(answer) = classify(Method::GET, "/", None) else { panic!("not answered") };
+    assert_eq!((answer.status, answer.body.as_ref()), (StatusCode::OK, &b"{}"[..]));
+    assert_eq!(answer.headers["docker-distribution-api-version"], "registry/2.0");
+}
+
+#[test]
+fn a_blob_is_one_entry_per_digest_checked_against_it_and_fetched_from_its_repository() {
+    let hub = cached(classify(Method::GET, &format!("/alpine/blobs/sha256:{HEX}"), Some("ns=docker.io")));
+    let local = cached(classify(Method::GET, &format!("/registry.lan:5000/team/app/blobs/sha256:{HEX}"), None));
+    assert_eq!(hub.key, local.key, "one entry whatever named it");
+    assert_eq!(hub.key, format!("registry/blob/sha256/{HEX}"));
+    assert_eq!(hub.expected.sha256.as_deref(), Some(HEX));
+    assert_eq!((hub.class, hub.redirects), (Class::Immutable, Redirects::Followed));
+    assert_eq!(hub.origin.instances, ["http://127.0.0.1:5010"], "docker.io's configured mirror");
+    assert_eq!(hub.origin.path, format!("/v2/library/alpine/blobs/sha256:{HEX}"));
+    assert_eq!(local.origin.path, format!("/v2/team/app/blobs/sha256:{HEX}"));
+    assert_eq!(hub.reply_headers["docker-content-digest"], format!("sha256:{HEX}").as_str());
+    assert_eq!(hub.reply_headers["oci-namespace"], "docker.io");
+    assert_eq!(hub.reply_headers["docker-distribution-api-version"], "registry/2.0");
+    assert!(!hub.upstream_headers.contains_key(ACCEPT));
+}
+
+#[test]
+fn manifests_are_asked_for_in_the_fixed_modern_set() {
+    let by_digest = cached(classify(Method::HEAD, &format!("/library/hello/manifests/sha256:{HEX}"), None));
+    assert_eq!(by_digest.key, format!("registry/manifest/sha256/{HEX}"));
+    assert_eq!(by_digest.upstream_headers[ACCEPT], MANIFEST_TYPES);
+    let by_tag = cached(classify(Method::GET, "/library/hello/manifests/v1", None));
+    assert_eq!(by_tag.key, "registry/tag/docker.io/library/hello/v1");
+    assert_eq!((by_tag.class, by_tag.fresh_for), (Class::Revalidated, DEFAULT_TAG_TTL));
+    assert!(!MANIFEST_TYPES.contains("*/*") && !MANIFEST_TYPES.contains("v1+prettyjws"));
+}
+
+#[test]
+fn an_unknown_registry_is_a_fast_404_and_a_push_is_unsupported() {
+    let unknown = refused(classify(Method::GET, "/evil.example/x/manifests/v1", None));
+    assert_eq!((unknown.status, unknown.code), (StatusCode::NOT_FOUND, Some("NAME_UNKNOWN")));
+    let by_ns = refused(classify(Method::GET, "/x/manifests/v1", Some("ns=evil.example")));
+    assert_eq!(by_ns.code, Some("NAME_UNKNOWN"));
+    let push = refused(classify(Method::PUT, "/library/hello/manifests/v1", None));
+    assert_eq!((push.status, push.code), (StatusCode::METHOD_NOT_ALLOWED, Some("UNSUPPORTED")));
+}
+
+#[test]
+fn failures_are_told_in_the_spec_s_envelope_and_never_as_a_500() {
+    let body = |answer: &LocalAnswer| serde_json::from_slice::<serde_json::Value>(&answer.body).unwrap();
+    let invalid = failure_answer(&Failure::Refused(&Refusal::bad_request("bad").with_code("DIGEST_INVALID")));
+    assert_eq!(
+        (invalid.status, body(&invalid)["errors"][0]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("DIGEST_INVALID"))
+    );
+    let offline = failure_answer(&Failure::Offline);
+    assert_eq!(offline.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!offline.headers.contains_key(RETRY_AFTER));
+    assert_eq!(offline.headers[CONTENT_TYPE], "application/json");
+    let limited = failure_answer(&Failure::Overloaded { retry_after: Duration::from_secs(30) });
+    assert_eq!(
+        (limited.status, &limited.headers[RETRY_AFTER]),
+        (StatusCode::TOO_MANY_REQUESTS, &HeaderValue::from(30))
+    );
+    assert_eq!(body(&limited)["errors"][0]["code"], "TOOMANYREQUESTS");
+    let failed = failure_answer(&Failure::UpstreamFailed { reason: "reset" });
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    for answer in [invalid, offline, limited, failed] {
+        assert_eq!(answer.headers["docker-distribution-api-version"], "registry/2.0");
+    }
+}
+
+#[test]
+fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
+    let registry = registry();
+    assert_eq!(registry.config().upstream("docker.io").unwrap().mirrors, ["http://127.0.0.1:5010"]);
+    assert_eq!(registry.config().upstream("ghcr.io").unwrap().mirrors, ["https://ghcr.io"]);
+    assert!(registry.config().upstream("registry.lan:5000").is_some());
+    let mut hosts = registry.config().trusted_hosts();
+    hosts.sort();
+    assert_eq!(hosts, ["127.0.0.1", "127.0.0.1"]);
+    let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![] };
+    assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None }).is_err());
+    let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()] };
+    assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None }).is_err());
+}
