@@ -17,8 +17,12 @@
 //!                        freshness, adoption, what the side needs fetched
 //!                        first, else the shared fetch
 //!     proxy/fetching.rs       the fetch's upstream requests, through the
-//!                             side's pool (pkgproxy_upstream, the one way out)
-//!   proxy/forward.rs     uncached, with the request's body
+//!                             side's pool (pkgproxy_upstream, the one way out),
+//!                             redirects followed and Bearer tokens (tokens.rs)
+//!                             when the side asks
+//!   proxy/forward.rs     uncached, with the request's body; recorded and
+//!                        replayed when the side asks
+//!   proxy/rewrite.rs     the side's rewrite of an answer, for this client
 //!   proxy/tunnel.rs      CONNECT, through the one dialer
 //!   proxy/answer.rs      answers from entries, downloads, upstreams
 //!   proxy/plan.rs        RFC 9110 ranges and conditionals, pure
@@ -43,6 +47,7 @@ mod proxy;
 pub mod shadow;
 mod state;
 mod stats;
+mod tokens;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -47,5 +47,5 @@ pub struct State {
     /// Numbers the requests (logs name them).
     pub request_ids: AtomicU64,
     /// Bearer tokens for the upstreams that ask for them.
-    pub tokens: crate::proxy::tokens::Tokens,
+    pub tokens: crate::tokens::Tokens,
 }

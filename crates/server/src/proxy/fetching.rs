@@ -20,11 +20,11 @@ use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAu
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolAnswer, PoolBody, PoolRequest, UpstreamError};
 
-use super::tokens::Challenge;
 use crate::config::Step;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::shadow::Original;
 use crate::state::State;
+use crate::tokens::Challenge;
 
 /// The requests of one fetch, on one pool.
 struct PoolSource {
@@ -195,7 +195,7 @@ async fn authorised(
     let base = origin.instances.get(answer.instance).map_or("", String::as_str);
     let token = state
         .tokens
-        .fetch(state, &origin.pool, scope, &challenge, base)
+        .fetch(&state.upstream.transport, &origin.pool, scope, &challenge, base)
         .await
         .map_err(|reason| FetchError::Upstream(format!("cannot get a token: {reason}").into()))?;
     request.headers.insert(AUTHORIZATION, token);

@@ -18,7 +18,6 @@ mod forward;
 pub mod outcome;
 pub mod plan;
 mod rewrite;
-pub mod tokens;
 mod tunnel;
 
 use std::sync::Arc;

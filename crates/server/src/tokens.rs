@@ -17,10 +17,8 @@ use http::header::{HeaderValue, ACCEPT, WWW_AUTHENTICATE};
 use http::{HeaderMap, StatusCode, Uri};
 use http_body_util::{BodyExt, Limited};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use pkgproxy_upstream::PoolRequest;
+use pkgproxy_upstream::{PoolRequest, Transport};
 use tokio::time::Instant;
-
-use crate::state::State;
 
 /// How long a token without `expires_in` lasts (the token spec's default).
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
@@ -85,10 +83,10 @@ impl Tokens {
     }
 
     /// Asks `challenge`'s realm for a token for `scope` on `pool`, whose
-    /// instance at `base` challenged, and keeps it.
+    /// instance at `base` challenged, through `transport`, and keeps it.
     pub async fn fetch(
         &self,
-        state: &State,
+        transport: &Transport,
         pool: &str,
         scope: &str,
         challenge: &Challenge,
@@ -111,9 +109,7 @@ impl Tokens {
             utf8_percent_encode(challenge.scope.as_deref().unwrap_or(scope), NON_ALPHANUMERIC)
         ));
         let path = format!("{}?{}", realm.path(), query.join("&"));
-        let tokens = state
-            .upstream
-            .transport
+        let tokens = transport
             .pool(&format!("{pool} tokens"), &[format!("{scheme}://{authority}")])
             .map_err(|error| error.to_string())?;
         let mut headers = HeaderMap::new();
