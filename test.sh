@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
-# apt-ftparchive, gpg, xz, the go command, the snap command and mksquashfs)
-# when they are missing, then checks
-# formatting and lints, and runs every test.
+# apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs and
+# skopeo) when they are missing, then checks formatting and lints, and runs
+# every test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,6 +17,7 @@ command -v go >/dev/null || need+=(golang-go)
 command -v ip >/dev/null || need+=(iproute2)
 command -v snap >/dev/null || need+=(snapd)
 command -v mksquashfs >/dev/null || need+=(squashfs-tools)
+command -v skopeo >/dev/null || need+=(skopeo)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

@@ -21,8 +21,12 @@ pub enum Mount {
 }
 
 /// The route table: one line per side.
-pub const ROUTES: [(Mount, SideId); 3] =
-    [(Mount::ForwardProxy, SideId::Apt), (Mount::Prefix("/go"), SideId::Go), (Mount::Prefix("/snap"), SideId::Snap)];
+pub const ROUTES: [(Mount, SideId); 4] = [
+    (Mount::ForwardProxy, SideId::Apt),
+    (Mount::Prefix("/go"), SideId::Go),
+    (Mount::Prefix("/snap"), SideId::Snap),
+    (Mount::Prefix("/v2"), SideId::Registry),
+];
 
 /// A request as its side sees it.
 #[derive(Debug, Clone, Copy)]

@@ -120,8 +120,7 @@ impl Side {
             Side::Apt(apt) => apt.verifier(request),
             Side::Go(go) => go.verifier(request, prerequisites),
             Side::Snap(snap) => snap.verifier(request),
-            // A digest is checked by the cache itself, as an expected sum.
-            Side::Registry(_) => None,
+            Side::Registry(registry) => registry.verifier(request),
         }
     }
 
@@ -224,7 +223,8 @@ impl Sides {
     pub fn open(config: SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
         let apt = Apt::open(config.apt, cache.dir())?;
         let snap = Snap::new(config.snap, cache.clone());
-        Ok(Sides::new(apt, Go::new(config.go), snap, Registry::new(config.registry)))
+        let registry = Registry::new(config.registry, cache.clone());
+        Ok(Sides::new(apt, Go::new(config.go), snap, registry))
     }
 
     /// Every side, each ready with what it has learnt.
@@ -272,8 +272,8 @@ mod tests {
         let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir).unwrap();
         let go = Go::new(GoConfig::new(&Options::default()).unwrap());
         let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
-        let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache);
-        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap());
+        let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache.clone());
+        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap(), cache);
         Sides::new(apt, go, snap, registry)
     }
 

@@ -7,7 +7,8 @@
 //! sandbox, [`daemon`] runs the real pkgproxy binary and [`client`] talks to
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
 //! demand (for connection management; over TCP or over in-memory streams
-//! handed to it), [`snapstore`] is a fake Snap Store, [`ports`] gives ports that refuse
+//! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
+//! Docker Hub, [`ports`] gives ports that refuse
 //! connections, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to 127.0.0.1 only.
 
@@ -17,9 +18,11 @@ pub mod chaos;
 pub mod client;
 pub mod daemon;
 pub mod golang;
+pub mod hub;
 pub mod origin;
 pub mod ports;
 pub mod shadow;
+pub mod skopeo;
 pub mod snapclient;
 pub mod snapstore;
 pub mod sumdb;
@@ -31,9 +34,11 @@ pub use aptrepo::{AptRepo, AptRepoBuilder, Package, PackageSpec};
 pub use chaos::{Behaviour, ChaosUpstream};
 pub use daemon::Daemon;
 pub use golang::{GoModules, GoOutput, GoSandbox};
+pub use hub::{FakeHub, Image};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};
+pub use skopeo::{SkopeoOutput, SkopeoSandbox};
 pub use snapclient::{SnapOutput, SnapSandbox};
 pub use snapstore::FakeStore;
 pub use wait::eventually;

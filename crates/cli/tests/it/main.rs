@@ -16,6 +16,7 @@ mod go_client;
 mod inproc;
 mod offline;
 mod proxy_http;
+mod registry_client;
 mod shadow;
 mod shared_fetch;
 mod snap_client;

@@ -19,12 +19,14 @@
 
 pub mod name;
 
+use std::io::Read;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, Method, StatusCode};
-use pkgproxy_cache::{Class, Expected};
+use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, Verifier};
 use serde_json::json;
 
 use crate::decision::{
@@ -145,16 +147,28 @@ impl Config {
     }
 }
 
-/// The registry side at run time.
+/// The registry side at run time: its configuration, and the cache a
+/// manifest fetched by tag is also kept in under its digest.
 #[derive(Debug)]
 pub struct Registry {
     config: Config,
+    cache: Cache,
 }
 
 impl Registry {
-    /// The side with `config`.
-    pub fn new(config: Config) -> Registry {
-        Registry { config }
+    /// The side with `config`, keeping manifests in `cache`.
+    pub fn new(config: Config, cache: Cache) -> Registry {
+        Registry { config, cache }
+    }
+
+    /// The checks and follow-up of a fetch: a manifest fetched by tag is
+    /// also kept under its digest, so a pull by that digest (the next
+    /// step of every client that resolved the tag) asks nothing upstream.
+    pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+        request
+            .key
+            .starts_with("registry/tag/")
+            .then(|| Arc::new(ByDigestToo { cache: self.cache.clone() }) as Arc<dyn Verifier>)
     }
 
     /// Its configuration.
@@ -270,6 +284,32 @@ fn upstream_headers(kind: &str) -> HeaderMap {
     headers.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     headers
 }
+
+/// Keeps a manifest fetched by tag under its digest as well.
+#[derive(Debug)]
+struct ByDigestToo {
+    cache: Cache,
+}
+
+impl Verifier for ByDigestToo {
+    fn committed(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) {
+        let mut manifest = Vec::new();
+        if body.take(MANIFEST_LIMIT).read_to_end(&mut manifest).is_err() || manifest.len() as u64 != hashes.size {
+            return;
+        }
+        let media_type = serde_json::from_slice::<serde_json::Value>(&manifest)
+            .ok()
+            .and_then(|manifest| manifest.get("mediaType")?.as_str().map(str::to_string));
+        let headers = media_type.into_iter().map(|media| ("content-type".to_string(), media)).collect();
+        let key = format!("registry/manifest/sha256/{}", hashes.sha256);
+        if let Err(error) = self.cache.put(&key, &manifest, headers, Class::Immutable) {
+            tracing::warn!(%error, key, "cannot keep a manifest under its digest");
+        }
+    }
+}
+
+/// The largest manifest kept (as registries and clients limit them).
+const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;
 
 /// The headers on every cached answer: the API version, the digest asked
 /// for, and the namespace containerd named, echoed.

@@ -5,10 +5,26 @@ use crate::route::Mount;
 
 const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-fn registry() -> Registry {
+/// The side, and the folder its cache is in.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    registry: Registry,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+fn registry() -> Fixture {
     let local = UpstreamOptions { name: "registry.lan:5000".into(), mirrors: vec!["http://127.0.0.1:5000/".into()] };
     let hub = UpstreamOptions { name: "index.docker.io".into(), mirrors: vec!["http://127.0.0.1:5010".into()] };
-    Registry::new(Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None }).unwrap())
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+    let config = Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None }).unwrap();
+    Fixture { registry: Registry::new(config, cache), _dir: dir }
 }
 
 fn classify(method: Method, path: &str, query: Option<&str>) -> Decision {

@@ -1,0 +1,155 @@
+//! The registry side end to end: the real `skopeo` pulling through
+//! pkgproxy as its mirror, in front of a fake Docker Hub on 127.0.0.1
+//! that does the Bearer dance and sends blobs to a CDN on another port.
+
+use crate::common::PKGPROXY;
+use pkgproxy_testkit::client::send;
+use pkgproxy_testkit::{Daemon, FakeHub, Image, RecordedRequest, SkopeoSandbox};
+
+async fn daemon_for(hub: &FakeHub, extra: &str) -> Daemon {
+    let config =
+        format!("[registry]\n{extra}\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    Daemon::start(PKGPROXY, Some(&config)).await
+}
+
+fn count(requests: &[RecordedRequest], pred: impl Fn(&RecordedRequest) -> bool) -> usize {
+    requests.iter().filter(|r| pred(r)).count()
+}
+
+/// The bytes of blob `digest` in the OCI layout at `layout`.
+fn blob_in(skopeo: &SkopeoSandbox, layout: &str, digest: &str) -> Option<Vec<u8>> {
+    std::fs::read(skopeo.layout(layout).join("blobs/sha256").join(digest.trim_start_matches("sha256:"))).ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn skopeo_pulls_through_pkgproxy_once_and_then_from_the_cache() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("hello", None);
+    hub.publish("library/hello", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+
+    let cold = skopeo.copy("docker.io/library/hello:v1", "cold");
+    assert!(cold.success, "{}", cold.stderr);
+    assert_eq!(blob_in(&skopeo, "cold", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
+    assert_eq!(blob_in(&skopeo, "cold", &image.config.digest).as_deref(), Some(image.config.bytes.as_ref()));
+    let requests = hub.requests();
+    let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(count(&requests, |r| r.path.starts_with("/token")), 1, "one token for the scope: {paths:#?}");
+    assert_eq!(
+        count(&requests, |r| r.method == "GET"
+            && r.path == "/v2/library/hello/manifests/v1"
+            && r.header("authorization").is_some()),
+        1,
+        "{paths:#?}"
+    );
+    for part in [&image.layer, &image.config] {
+        let hex = part.digest.trim_start_matches("sha256:");
+        assert_eq!(count(&requests, |r| r.path.starts_with(&format!("/cdn/{hex}"))), 1, "{paths:#?}");
+    }
+    let cdn: Vec<&RecordedRequest> = requests.iter().filter(|r| r.path.starts_with("/cdn/")).collect();
+    assert!(cdn.iter().all(|r| r.header("authorization").is_none()), "no token to the CDN");
+
+    hub.clear_requests();
+    let warm = skopeo.copy("docker.io/library/hello:v1", "warm");
+    assert!(warm.success, "{}", warm.stderr);
+    assert!(hub.requests().is_empty(), "within the tag's window nothing reaches the hub: {:#?}", hub.requests());
+    let by_digest = skopeo.copy(&format!("docker.io/library/hello@{}", image.manifest.digest), "by-digest");
+    assert!(by_digest.success, "{}", by_digest.stderr);
+    assert!(hub.requests().is_empty(), "a digest never asks the hub: {:#?}", hub.requests());
+    let inspected = skopeo.run(&["inspect", &format!("oci:{}:latest", skopeo.layout("warm").display())]);
+    assert!(
+        inspected.success && inspected.stdout.contains(&image.manifest.digest),
+        "{}{}",
+        inspected.stdout,
+        inspected.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_multi_arch_index_is_pulled_and_short_names_are_library_names() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("multi", None);
+    hub.publish("library/hello", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    let pulled = skopeo.copy("docker.io/hello:v1-multi", "multi");
+    assert!(pulled.success, "{}", pulled.stderr);
+    assert_eq!(blob_in(&skopeo, "multi", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
+    let requests = hub.requests();
+    assert_eq!(
+        count(&requests, |r| r.method == "GET"
+            && r.path == "/v2/library/hello/manifests/v1-multi"
+            && r.header("authorization").is_some()),
+        1
+    );
+    let child = format!("/v2/library/hello/manifests/{}", image.manifest.digest);
+    assert_eq!(count(&requests, |r| r.method == "GET" && r.path == child && r.header("authorization").is_some()), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn routing_the_ping_unknown_registries_and_the_spec_s_errors() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("hello", None);
+    hub.publish("library/hello", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let addr = daemon.proxy_addr();
+    let json =
+        |answer: &pkgproxy_testkit::client::Answer| serde_json::from_slice::<serde_json::Value>(&answer.body).unwrap();
+
+    let ping = send(addr, "GET", "/v2/", &[], b"").await;
+    assert_eq!((ping.status, ping.body.as_ref()), (200, &b"{}"[..]));
+    assert_eq!(ping.header("docker-distribution-api-version"), Some("registry/2.0"));
+    for path in
+        ["/v2/hello/manifests/v1?ns=docker.io", "/v2/library/hello/manifests/v1", "/v2/docker.io/hello/manifests/v1"]
+    {
+        let answer = send(addr, "GET", path, &[("accept", pkgproxy_testkit::hub::OCI_MANIFEST)], b"").await;
+        assert_eq!(answer.status, 200, "{path}: {:?}", json(&answer));
+        assert_eq!(answer.body, image.manifest.bytes, "{path}");
+    }
+    let with_ns = send(addr, "GET", "/v2/hello/manifests/v1?ns=docker.io", &[], b"").await;
+    assert_eq!(with_ns.header("oci-namespace"), Some("docker.io"));
+
+    hub.clear_requests();
+    let unknown = send(addr, "GET", "/v2/x/manifests/v1?ns=evil.example", &[], b"").await;
+    assert_eq!((unknown.status, json(&unknown)["errors"][0]["code"].as_str()), (404, Some("NAME_UNKNOWN")));
+    let bad_digest = send(addr, "GET", "/v2/library/hello/blobs/sha256:1234", &[], b"").await;
+    assert_eq!((bad_digest.status, json(&bad_digest)["errors"][0]["code"].as_str()), (400, Some("DIGEST_INVALID")));
+    let bad_name = send(addr, "GET", "/v2/Library/Hello/manifests/v1", &[], b"").await;
+    assert_eq!((bad_name.status, json(&bad_name)["errors"][0]["code"].as_str()), (400, Some("NAME_INVALID")));
+    assert!(hub.requests().is_empty(), "none of these reached the hub: {:#?}", hub.requests());
+
+    let missing = send(addr, "GET", "/v2/library/hello/manifests/nope", &[], b"").await;
+    assert_eq!((missing.status, json(&missing)["errors"][0]["code"].as_str()), (404, Some("MANIFEST_UNKNOWN")));
+    let blob = format!("/v2/library/hello/blobs/{}", image.layer.digest);
+    let head = send(addr, "HEAD", &blob, &[], b"").await;
+    let get = send(addr, "GET", &blob, &[], b"").await;
+    assert_eq!((get.status, get.body.clone()), (200, image.layer.bytes.clone()), "a blob asked before any manifest");
+    for answer in [&head, &get] {
+        assert_eq!(answer.header("content-length"), Some(image.layer.bytes.len().to_string().as_str()));
+        assert_eq!(answer.header("docker-content-digest"), Some(image.layer.digest.as_str()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_tags_resolve_to_what_was_pulled_with_no_hub_traffic() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("hello", None);
+    hub.publish("library/hello", "v1", &image);
+    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"").await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    assert!(skopeo.copy("docker.io/library/hello:v1", "online").success);
+
+    daemon.set_offline_mode("offline").await;
+    hub.clear_requests();
+    let offline = skopeo.copy("docker.io/library/hello:v1", "offline");
+    assert!(offline.success, "{}", offline.stderr);
+    assert_eq!(blob_in(&skopeo, "offline", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
+    assert!(hub.requests().is_empty(), "{:#?}", hub.requests());
+    let ping = send(daemon.proxy_addr(), "GET", "/v2/", &[], b"").await;
+    assert_eq!(ping.status, 200);
+    let never = send(daemon.proxy_addr(), "GET", "/v2/library/other/manifests/v1", &[], b"").await;
+    assert_eq!(never.status, 503);
+    assert_eq!(never.header("retry-after"), None);
+    assert!(hub.requests().is_empty());
+}

@@ -1,0 +1,316 @@
+//! A fake Docker Hub on `127.0.0.1:0` for registry-side tests, with what
+//! the real one does that a pull-through mirror must cope with:
+//!
+//! - the Bearer dance: every `/v2/` request without a token for its
+//!   repository is a `401` whose challenge names the scope, and `/token`
+//!   gives one (`{"token", "expires_in"}`);
+//! - manifests by tag and by digest (`GET` counts a pull and carries
+//!   `ratelimit-*` headers, `HEAD` does not), with `Docker-Content-Digest`;
+//! - blobs answered with a `307` to a CDN on another port (another
+//!   origin), which serves them with `Range` and records whether it was
+//!   sent an `Authorization`;
+//! - tags that move, a forced status (a `429` with `Retry-After`), and a
+//!   request log.
+//!
+//! Images are built by hand: a gzipped tar layer, a config, an OCI
+//! manifest, and an index naming it for linux/amd64.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::origin::RecordedRequest;
+
+/// The OCI manifest media type.
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+/// The OCI index media type.
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// A blob or manifest: its bytes and digest.
+#[derive(Debug, Clone)]
+pub struct Content {
+    /// The bytes.
+    pub bytes: Bytes,
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// A manifest's media type.
+    pub media_type: Option<&'static str>,
+}
+
+impl Content {
+    fn new(bytes: impl Into<Bytes>, media_type: Option<&'static str>) -> Content {
+        let bytes = bytes.into();
+        Content { digest: format!("sha256:{}", hex::encode(Sha256::digest(&bytes))), bytes, media_type }
+    }
+}
+
+/// A hand-built image: one layer holding `etc/hello.txt`.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The layer (a gzipped tar).
+    pub layer: Content,
+    /// The config.
+    pub config: Content,
+    /// The manifest.
+    pub manifest: Content,
+    /// An index naming the manifest for linux/amd64.
+    pub index: Content,
+}
+
+impl Image {
+    /// An image whose file says `text`, its layer padded to `size` bytes
+    /// of incompressible data when `size` is given.
+    pub fn build(text: &str, size: Option<usize>) -> Image {
+        let mut archive = tar::Builder::new(Vec::new());
+        let mut add = |name: &str, data: &[u8]| {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(0);
+            header.set_cksum();
+            archive.append_data(&mut header, name, data).expect("tar entry");
+        };
+        add("etc/hello.txt", format!("{text}\n").as_bytes());
+        if let Some(size) = size {
+            let noise: Vec<u8> = (0..size as u64).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+            add("var/noise", &noise);
+        }
+        let tar = archive.into_inner().expect("tar");
+        let diff_id = format!("sha256:{}", hex::encode(Sha256::digest(&tar)));
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gzip, &tar).expect("gzip");
+        let layer = Content::new(gzip.finish().expect("gzip"), None);
+        let config = json!({"architecture": "amd64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": [diff_id]}});
+        let config = Content::new(config.to_string(), None);
+        let descriptor = |media: &str, content: &Content| json!({"mediaType": media, "digest": content.digest, "size": content.bytes.len()});
+        let manifest = json!({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": descriptor("application/vnd.oci.image.config.v1+json", &config),
+            "layers": [descriptor("application/vnd.oci.image.layer.v1.tar+gzip", &layer)]});
+        let manifest = Content::new(manifest.to_string(), Some(OCI_MANIFEST));
+        let mut entry = descriptor(OCI_MANIFEST, &manifest);
+        entry["platform"] = json!({"architecture": "amd64", "os": "linux"});
+        let index = Content::new(
+            json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [entry]}).to_string(),
+            Some(OCI_INDEX),
+        );
+        Image { layer, config, manifest, index }
+    }
+}
+
+struct Shared {
+    /// Content by digest.
+    content: Mutex<HashMap<String, Content>>,
+    /// `(repository, tag)` → digest.
+    tags: Mutex<HashMap<(String, String), String>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    forced: AtomicU16,
+    addr: SocketAddr,
+    cdn_addr: SocketAddr,
+}
+
+/// A running fake hub. Dropping it stops it.
+pub struct FakeHub {
+    shared: Arc<Shared>,
+    accept: Vec<JoinHandle<()>>,
+}
+
+impl FakeHub {
+    /// Starts an empty hub.
+    pub async fn start() -> FakeHub {
+        let hub = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let cdn = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let shared = Arc::new(Shared {
+            content: Mutex::default(),
+            tags: Mutex::default(),
+            requests: Mutex::default(),
+            forced: AtomicU16::new(0),
+            addr: hub.local_addr().expect("local address"),
+            cdn_addr: cdn.local_addr().expect("local address"),
+        });
+        let accept = [hub, cdn].map(|listener| tokio::spawn(serve(listener, Arc::clone(&shared))));
+        FakeHub { shared, accept: accept.into() }
+    }
+
+    /// Its base URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.shared.addr)
+    }
+
+    /// Publishes `image` in `repository` under `tag` (its manifest) and
+    /// `tag-multi` (its index). Moving a tag is publishing another image.
+    pub fn publish(&self, repository: &str, tag: &str, image: &Image) {
+        let mut content = self.shared.content.lock().unwrap();
+        for part in [&image.layer, &image.config, &image.manifest, &image.index] {
+            content.insert(part.digest.clone(), part.clone());
+        }
+        let mut tags = self.shared.tags.lock().unwrap();
+        tags.insert((repository.into(), tag.into()), image.manifest.digest.clone());
+        tags.insert((repository.into(), format!("{tag}-multi")), image.index.digest.clone());
+    }
+
+    /// Every request so far, the CDN's included.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Forgets the requests so far.
+    pub fn clear_requests(&self) {
+        self.shared.requests.lock().unwrap().clear();
+    }
+
+    /// From now on every request is answered `status` (`0`: normally); a
+    /// `429` carries `Retry-After: 30`.
+    pub fn force_status(&self, status: u16) {
+        self.shared.forced.store(status, Ordering::SeqCst);
+    }
+}
+
+impl Drop for FakeHub {
+    fn drop(&mut self) {
+        self.accept.iter().for_each(JoinHandle::abort);
+    }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(answer(&shared, request).await) }
+            });
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+type Answer = Response<Full<Bytes>>;
+
+fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
+    let mut answer = Response::new(Full::new(body.into()));
+    *answer.status_mut() = status;
+    for (name, value) in headers {
+        answer.headers_mut().insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+    }
+    answer
+}
+
+fn error(status: StatusCode, code: &str) -> Answer {
+    let body = json!({"errors": [{"code": code, "message": code.to_lowercase()}]}).to_string();
+    reply(status, &[("content-type", "application/json".into())], body)
+}
+
+async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
+    let (parts, body) = request.into_parts();
+    let _ = body.collect().await;
+    shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
+    let forced = shared.forced.load(Ordering::SeqCst);
+    if forced != 0 {
+        let status = StatusCode::from_u16(forced).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut answer = error(status, "TOOMANYREQUESTS");
+        answer.headers_mut().insert("retry-after", "30".parse().unwrap());
+        return answer;
+    }
+    let path = parts.uri.path();
+    if let Some(hex) = path.strip_prefix("/cdn/") {
+        return cdn(shared, hex, &parts.headers);
+    }
+    if path == "/token" {
+        return token(parts.uri.query().unwrap_or(""));
+    }
+    let Some(rest) = path.strip_prefix("/v2/") else { return error(StatusCode::NOT_FOUND, "NOT_FOUND") };
+    let (repository, kind, reference) = match ["manifests", "blobs"].iter().find_map(|kind| {
+        let (repository, reference) = rest.rsplit_once(&format!("/{kind}/"))?;
+        Some((repository, *kind, reference))
+    }) {
+        Some(found) => found,
+        None => return challenge(shared, None),
+    };
+    let wanted = format!("Bearer token-for-{repository}");
+    if parts.headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(wanted.as_str()) {
+        return challenge(shared, Some(repository));
+    }
+    let digest = match reference.starts_with("sha256:") {
+        true => Some(reference.to_string()),
+        false => shared.tags.lock().unwrap().get(&(repository.to_string(), reference.to_string())).cloned(),
+    };
+    let Some(content) = digest.and_then(|digest| shared.content.lock().unwrap().get(&digest).cloned()) else {
+        return error(StatusCode::NOT_FOUND, if kind == "blobs" { "BLOB_UNKNOWN" } else { "MANIFEST_UNKNOWN" });
+    };
+    match kind {
+        "blobs" => {
+            let location =
+                format!("http://{}/cdn/{}?signature=expiring", shared.cdn_addr, &content.digest["sha256:".len()..]);
+            reply(StatusCode::TEMPORARY_REDIRECT, &[("location", location)], "")
+        }
+        _ => manifest(&parts.method, &content),
+    }
+}
+
+fn manifest(method: &Method, content: &Content) -> Answer {
+    let mut headers = vec![
+        ("content-type", content.media_type.unwrap_or(OCI_MANIFEST).to_string()),
+        ("docker-content-digest", content.digest.clone()),
+        ("etag", format!("\"{}\"", content.digest)),
+    ];
+    if method == Method::GET {
+        headers.push(("ratelimit-limit", "100;w=21600".into()));
+        headers.push(("ratelimit-remaining", "99;w=21600".into()));
+    }
+    reply(StatusCode::OK, &headers, content.bytes.clone())
+}
+
+fn challenge(shared: &Shared, repository: Option<&str>) -> Answer {
+    let mut value = format!("Bearer realm=\"http://{}/token\",service=\"fakehub\"", shared.addr);
+    if let Some(repository) = repository {
+        value.push_str(&format!(",scope=\"repository:{repository}:pull\""));
+    }
+    let mut answer = error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED");
+    answer.headers_mut().insert("www-authenticate", value.parse().unwrap());
+    answer
+}
+
+fn token(query: &str) -> Answer {
+    let scope = query.split('&').find_map(|pair| pair.strip_prefix("scope=")).unwrap_or("");
+    let scope = percent_encoding::percent_decode_str(scope).decode_utf8_lossy();
+    let Some(repository) = scope.strip_prefix("repository:").and_then(|s| s.strip_suffix(":pull")) else {
+        return error(StatusCode::BAD_REQUEST, "UNSUPPORTED");
+    };
+    let body =
+        json!({"token": format!("token-for-{repository}"), "expires_in": 300, "issued_at": "2026-01-01T00:00:00Z"});
+    reply(StatusCode::OK, &[("content-type", "application/json".into())], body.to_string())
+}
+
+fn cdn(shared: &Shared, hex: &str, headers: &HeaderMap) -> Answer {
+    let Some(content) = shared.content.lock().unwrap().get(&format!("sha256:{hex}")).cloned() else {
+        return error(StatusCode::NOT_FOUND, "BLOB_UNKNOWN");
+    };
+    let bytes = content.bytes;
+    let start = headers
+        .get("range")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("bytes="))
+        .and_then(|r| r.strip_suffix('-'))
+        .and_then(|s| s.parse::<usize>().ok());
+    match start {
+        Some(start) if start < bytes.len() => {
+            let range = format!("bytes {start}-{}/{}", bytes.len() - 1, bytes.len());
+            reply(StatusCode::PARTIAL_CONTENT, &[("content-range", range)], bytes.slice(start..))
+        }
+        _ => reply(StatusCode::OK, &[("content-type", "application/octet-stream".into())], bytes),
+    }
+}
