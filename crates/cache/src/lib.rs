@@ -86,6 +86,12 @@ impl Cache {
         self.store.put(key, body, headers, class)
     }
 
+    /// Makes `key` an entry for what `from` holds, confirmed now (see
+    /// [`Store::link`]). Blocking.
+    pub fn link(&self, key: &str, from: &str, class: Class) -> Result<Option<Arc<Entry>>, StoreError> {
+        self.store.link(key, from, class)
+    }
+
     /// The whole body cached under `key`, when there is one of at most
     /// `limit` bytes (a side reading back a small record). Blocking.
     pub fn read_small(&self, key: &str, limit: u64) -> Option<Vec<u8>> {

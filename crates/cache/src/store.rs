@@ -169,6 +169,18 @@ impl Store {
         self.commit(key, temp, &hashes, entry)
     }
 
+    /// Makes `key` an entry for what `from` holds, confirmed now and aging
+    /// as `class` (a name moved to content fetched under its digest; `from`
+    /// itself to record that the upstream confirmed it). `None` when
+    /// `from` holds nothing. Blocking.
+    pub fn link(&self, key: &str, from: &str, class: Class) -> Result<Option<Arc<Entry>>, StoreError> {
+        let Some(entry) = self.lookup(from) else { return Ok(None) };
+        let mut entry = Entry::clone(&entry);
+        entry.fetched_at = unix_secs(self.clock.now());
+        entry.class = class;
+        self.update(key, entry).map(Some)
+    }
+
     /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
         if let Some(sha256) = self.index.remove(key)? {

@@ -22,6 +22,9 @@
 //!                             when the side asks
 //!   proxy/forward.rs     uncached, with the request's body; recorded and
 //!                        replayed when the side asks
+//!   proxy/pointer.rs     a name pointing at content by digest (a tag):
+//!                        one HEAD per name (single_flight.rs), then the
+//!                        content by digest through the cache
 //!   proxy/rewrite.rs     the side's rewrite of an answer, for this client
 //!   proxy/tunnel.rs      CONNECT, through the one dialer
 //!   proxy/answer.rs      answers from entries, downloads, upstreams
@@ -45,6 +48,7 @@ mod gateway;
 mod headers;
 mod proxy;
 pub mod shadow;
+mod single_flight;
 mod state;
 mod stats;
 mod tokens;
@@ -198,6 +202,7 @@ impl State {
             shadows,
             request_ids: Default::default(),
             tokens: Default::default(),
+            pointer_checks: Default::default(),
         })
     }
 }

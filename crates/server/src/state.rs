@@ -48,4 +48,9 @@ pub struct State {
     pub request_ids: AtomicU64,
     /// Bearer tokens for the upstreams that ask for them.
     pub tokens: crate::tokens::Tokens,
+    /// The `HEAD`s asking what a name points at now, one per name.
+    pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
 }
+
+/// What a `HEAD` of a name brought: the upstream's status and headers.
+pub type PointerCheck = Result<(http::StatusCode, http::HeaderMap), Arc<pkgproxy_cache::FetchError>>;

@@ -165,6 +165,21 @@ pub enum UpstreamAuth {
     },
 }
 
+/// A name that stands for whichever content the upstream names now (a
+/// registry tag): revalidated by a `HEAD` whose answer names the current
+/// content's digest in a header; content that changed is fetched by that
+/// digest ([`crate::Side::by_digest`]), checked and kept, and only then
+/// does the name point at it. Served at its last content, with a warning,
+/// when the upstream cannot say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pointer {
+    /// The name as people write it (`docker.io/library/alpine:3.20`), for
+    /// the warning.
+    pub name: String,
+    /// The header of the `HEAD` answer that names the digest.
+    pub digest_header: http::HeaderName,
+}
+
 /// A request to serve through the cache.
 #[derive(Debug, Clone)]
 pub struct CachedRequest {
@@ -197,6 +212,8 @@ pub struct CachedRequest {
     pub reply_headers: HeaderMap,
     /// How pkgproxy authorises itself upstream.
     pub upstream_auth: UpstreamAuth,
+    /// For a name that points at content by digest, how it is revalidated.
+    pub pointer: Option<Pointer>,
 }
 
 impl CachedRequest {
@@ -220,6 +237,7 @@ impl CachedRequest {
             redirects: Redirects::PassedOn,
             reply_headers: HeaderMap::new(),
             upstream_auth: UpstreamAuth::None,
+            pointer: None,
         }
     }
 }

@@ -103,6 +103,16 @@ impl Side {
         }
     }
 
+    /// The request for the content `digest` that `request`, a
+    /// [`crate::Pointer`], now points at; `None` when the digest is not one
+    /// the side can fetch (the name is then fetched as it is).
+    pub fn by_digest(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
+        match self {
+            Side::Registry(registry) => registry.pointed_at(request, digest),
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) => None,
+        }
+    }
+
     /// Whether a cached body starting with `head` answers a request that
     /// `accepts` it (a snap assertion no newer than the client reads).
     pub fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {

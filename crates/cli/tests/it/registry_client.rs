@@ -36,12 +36,16 @@ async fn skopeo_pulls_through_pkgproxy_once_and_then_from_the_cache() {
     let requests = hub.requests();
     let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
     assert_eq!(count(&requests, |r| r.path.starts_with("/token")), 1, "one token for the scope: {paths:#?}");
+    let manifests: Vec<String> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/v2/library/hello/manifests/") && r.header("authorization").is_some())
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    let by_digest = format!("GET /v2/library/hello/manifests/{}", image.manifest.digest);
     assert_eq!(
-        count(&requests, |r| r.method == "GET"
-            && r.path == "/v2/library/hello/manifests/v1"
-            && r.header("authorization").is_some()),
-        1,
-        "{paths:#?}"
+        manifests,
+        ["HEAD /v2/library/hello/manifests/v1".to_string(), by_digest],
+        "the tag's digest, then the manifest by it"
     );
     for part in [&image.layer, &image.config] {
         let hex = part.digest.trim_start_matches("sha256:");
@@ -76,15 +80,21 @@ async fn a_multi_arch_index_is_pulled_and_short_names_are_library_names() {
     let pulled = skopeo.copy("docker.io/hello:v1-multi", "multi");
     assert!(pulled.success, "{}", pulled.stderr);
     assert_eq!(blob_in(&skopeo, "multi", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
-    let requests = hub.requests();
+    let authorised: Vec<String> = hub
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v2/library/hello/manifests/") && r.header("authorization").is_some())
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
     assert_eq!(
-        count(&requests, |r| r.method == "GET"
-            && r.path == "/v2/library/hello/manifests/v1-multi"
-            && r.header("authorization").is_some()),
-        1
+        authorised,
+        [
+            "HEAD /v2/library/hello/manifests/v1-multi".to_string(),
+            format!("GET /v2/library/hello/manifests/{}", image.index.digest),
+            format!("GET /v2/library/hello/manifests/{}", image.manifest.digest),
+        ],
+        "one request per manifest, each by digest"
     );
-    let child = format!("/v2/library/hello/manifests/{}", image.manifest.digest);
-    assert_eq!(count(&requests, |r| r.method == "GET" && r.path == child && r.header("authorization").is_some()), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -152,4 +162,92 @@ async fn offline_tags_resolve_to_what_was_pulled_with_no_hub_traffic() {
     assert_eq!(never.status, 503);
     assert_eq!(never.header("retry-after"), None);
     assert!(hub.requests().is_empty());
+}
+
+/// The hub's requests for manifests of `repository`, as `METHOD path`.
+fn manifest_requests(hub: &FakeHub, repository: &str) -> Vec<String> {
+    let prefix = format!("/v2/{repository}/manifests/");
+    hub.requests().iter().filter(|r| r.path.starts_with(&prefix)).map(|r| format!("{} {}", r.method, r.path)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_the_tag_s_window_one_head_revalidates_it_and_a_moved_tag_is_fetched_by_digest() {
+    let hub = FakeHub::start().await;
+    let first = Image::build("first", None);
+    hub.publish("library/hello", "v1", &first);
+    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"").await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    assert!(skopeo.copy("docker.io/library/hello:v1", "cold").success);
+
+    hub.clear_requests();
+    let same = skopeo.copy("docker.io/library/hello:v1", "same");
+    assert!(same.success, "{}", same.stderr);
+    let asked = manifest_requests(&hub, "library/hello");
+    assert_eq!(asked, ["HEAD /v2/library/hello/manifests/v1"], "one HEAD, no GET");
+    assert!(hub.requests().iter().all(|r| !r.path.starts_with("/cdn/")));
+
+    let second = Image::build("second", None);
+    hub.publish("library/hello", "v1", &second);
+    hub.clear_requests();
+    let moved = skopeo.copy("docker.io/library/hello:v1", "moved");
+    assert!(moved.success, "{}", moved.stderr);
+    assert_eq!(blob_in(&skopeo, "moved", &second.layer.digest).as_deref(), Some(second.layer.bytes.as_ref()));
+    let asked = manifest_requests(&hub, "library/hello");
+    assert_eq!(
+        asked,
+        [
+            "HEAD /v2/library/hello/manifests/v1".to_string(),
+            format!("GET /v2/library/hello/manifests/{}", second.manifest.digest)
+        ],
+        "by digest, never by tag"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limited_or_gone_hub_leaves_a_tag_at_its_last_content_with_a_warning() {
+    let hub = FakeHub::start().await;
+    let first = Image::build("first", None);
+    hub.publish("library/hello", "v1", &first);
+    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"").await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    assert!(skopeo.copy("docker.io/library/hello:v1", "cold").success);
+
+    hub.publish("library/hello", "v1", &Image::build("second", None));
+    for (status, why) in [(429, "rate-limited"), (503, "unavailable")] {
+        hub.force_status(status);
+        let answer = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
+        assert_eq!((answer.status, answer.body.clone()), (200, first.manifest.bytes.clone()), "{status}");
+        let warning = answer.header("warning").unwrap_or_default();
+        assert!(
+            warning.starts_with("299 - \"pkgproxy: served cached docker.io/library/hello:v1 (checked"),
+            "{warning}"
+        );
+        assert!(warning.contains(why), "{warning}");
+        assert_eq!(answer.header("docker-content-digest"), Some(first.manifest.digest.as_str()));
+        let pulled = skopeo.copy("docker.io/library/hello:v1", &format!("during-{status}"));
+        assert!(pulled.success, "{status}: {}", pulled.stderr);
+        assert_eq!(
+            blob_in(&skopeo, &format!("during-{status}"), &first.layer.digest).as_deref(),
+            Some(first.layer.bytes.as_ref())
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_miss_while_rate_limited_is_an_honest_429_and_a_dead_hub_a_quick_503() {
+    let hub = FakeHub::start().await;
+    hub.publish("library/hello", "v1", &Image::build("hello", None));
+    let daemon = daemon_for(&hub, "").await;
+    hub.force_status(429);
+    let limited = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.header("retry-after"), Some("30"));
+    let body: serde_json::Value = serde_json::from_slice(&limited.body).unwrap();
+    assert_eq!(body["errors"][0]["code"], "TOOMANYREQUESTS");
+
+    drop(hub);
+    let started = std::time::Instant::now();
+    let gone = send(daemon.proxy_addr(), "GET", "/v2/library/other/manifests/v1", &[], b"").await;
+    assert_eq!(gone.status, 503, "{:?}", String::from_utf8_lossy(&gone.body));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }

@@ -183,7 +183,7 @@ fn accepted(state: &State, entry: &Entry, request: &CachedRequest) -> bool {
 /// entry matching the checksum the side expects is current by definition
 /// (the `Release` naming it was revalidated); others follow the freshness
 /// rule.
-fn is_fresh(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> bool {
+pub(super) fn is_fresh(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> bool {
     if request.expected.sha256.is_some() {
         return true;
     }
@@ -220,7 +220,7 @@ fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, e
     from_cache(state, exchange, request, entry, Served::Stale)
 }
 
-fn from_cache(
+pub(super) fn from_cache(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
     request: &CachedRequest,

@@ -86,6 +86,30 @@ pub fn source(
     })
 }
 
+/// What the upstream answers a `HEAD` of `request`: its status and
+/// headers, with the side's headers, the client's user agent and the
+/// upstream's authorisation as for a fetch.
+pub async fn head(
+    state: &Arc<State>,
+    request: &CachedRequest,
+    agent: Option<HeaderValue>,
+) -> Result<(StatusCode, HeaderMap), FetchError> {
+    let origin = &request.origin;
+    let pool = state
+        .upstream
+        .transport
+        .pool(&origin.pool, &origin.instances)
+        .map_err(|error| FetchError::Upstream(Box::new(error)))?;
+    let mut headers = request.upstream_headers.clone();
+    headers
+        .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
+    state.loop_mark.add_to(&mut headers);
+    let head = PoolRequest { method: Method::HEAD, ..PoolRequest::get(origin.path.clone(), headers) };
+    let (_, answer) = authorised(state, &pool, origin, &request.upstream_auth, head).await?;
+    let (parts, _) = answer.response.into_parts();
+    Ok((parts.status, parts.headers))
+}
+
 /// Copies an upstream request to the shadows of the upstream step, as the
 /// upstream gets it: for the forward proxy, a proxy request for the URL at
 /// the pool's first instance; for a side mounted under a prefix, the path

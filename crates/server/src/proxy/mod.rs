@@ -17,6 +17,7 @@ mod fetching;
 mod forward;
 pub mod outcome;
 pub mod plan;
+mod pointer;
 mod rewrite;
 mod tunnel;
 
@@ -95,7 +96,10 @@ async fn serve(
         }
         Decision::Cache(request) => {
             copy_body(tapped, body).await;
-            cached::serve(state, &exchange, side, request).await
+            match request.pointer {
+                Some(_) => pointer::serve(state, &exchange, side, request).await,
+                None => cached::serve(state, &exchange, side, request).await,
+            }
         }
         Decision::Answer(answer) => {
             copy_body(tapped, body).await;

@@ -30,7 +30,8 @@ use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, Verifier};
 use serde_json::json;
 
 use crate::decision::{
-    CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Redirects, Refusal, UpstreamAuth,
+    CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Pointer, Redirects, Refusal,
+    UpstreamAuth,
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
@@ -161,14 +162,16 @@ impl Registry {
         Registry { config, cache }
     }
 
-    /// The checks and follow-up of a fetch: a manifest fetched by tag is
-    /// also kept under its digest, so a pull by that digest (the next
-    /// step of every client that resolved the tag) asks nothing upstream.
+    /// The checks and follow-up of a fetch. A manifest is read whole
+    /// before any client gets it (manifests are small, and a tag may point
+    /// at one only once it is kept), and a schema 1 manifest is refused
+    /// (its digest does not cover its signatures). One fetched by tag is
+    /// also kept under its digest, so a pull by that digest (the next step
+    /// of every client that resolved the tag) asks nothing upstream.
     pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
-        request
-            .key
-            .starts_with("registry/tag/")
-            .then(|| Arc::new(ByDigestToo { cache: self.cache.clone() }) as Arc<dyn Verifier>)
+        let by_tag = request.key.starts_with("registry/tag/");
+        let manifest = by_tag || request.key.starts_with("registry/manifest/");
+        manifest.then(|| Arc::new(Manifest { keep_by_digest: by_tag.then(|| self.cache.clone()) }) as Arc<dyn Verifier>)
     }
 
     /// Its configuration.
@@ -236,13 +239,39 @@ impl Registry {
     fn by_tag(&self, upstream: &Upstream, located: &Located, tag: &str, reply: HeaderMap) -> CachedRequest {
         let origin = origin(upstream, format!("/v2/{}/manifests/{tag}", located.repository));
         let key = format!("registry/tag/{}/{}/{tag}", located.registry, located.repository);
+        let pointer = Pointer {
+            name: format!("{}/{}:{tag}", located.registry, located.repository),
+            digest_header: HeaderName::from_static("docker-content-digest"),
+        };
         CachedRequest {
             upstream_headers: upstream_headers("manifest"),
             fresh_for: self.config.tag_ttl,
             reply_headers: reply,
             upstream_auth: pull_scope(located),
+            pointer: Some(pointer),
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Revalidated)
         }
+    }
+
+    /// The manifest `digest` that the tag request `request` now points at:
+    /// fetched by digest, never by tag, from the tag's repository.
+    pub fn pointed_at(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
+        let digest = Digest::parse(digest).ok()?;
+        let (repository_path, _) = request.origin.path.rsplit_once("/manifests/")?;
+        let mut by_digest = request.clone();
+        by_digest.origin.path = format!("{repository_path}/manifests/{digest}");
+        by_digest.key = format!("registry/manifest/{}/{}", digest.algorithm, digest.hex);
+        by_digest.class = Class::Immutable;
+        by_digest.expected = match digest.algorithm {
+            "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
+            _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
+        };
+        by_digest.pointer = None;
+        by_digest.dated_resume = DatedResume::Honoured;
+        if let Ok(value) = HeaderValue::from_str(&digest.to_string()) {
+            by_digest.reply_headers.insert(HeaderName::from_static("docker-content-digest"), value);
+        }
+        Some(by_digest)
     }
 
     /// A tag list: forwarded as it is.
@@ -285,14 +314,34 @@ fn upstream_headers(kind: &str) -> HeaderMap {
     headers
 }
 
-/// Keeps a manifest fetched by tag under its digest as well.
+/// The checks of a manifest, and where it is kept under its digest too.
 #[derive(Debug)]
-struct ByDigestToo {
-    cache: Cache,
+struct Manifest {
+    keep_by_digest: Option<Cache>,
 }
 
-impl Verifier for ByDigestToo {
+impl Verifier for Manifest {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) -> Result<(), String> {
+        if hashes.size > MANIFEST_LIMIT {
+            return Err(format!("a manifest of {} bytes is larger than the {MANIFEST_LIMIT} taken", hashes.size));
+        }
+        let mut manifest = Vec::new();
+        body.read_to_end(&mut manifest).map_err(|error| format!("cannot read the manifest: {error}"))?;
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&manifest).map_err(|_| "the manifest is not JSON".to_string())?;
+        match manifest.get("schemaVersion").and_then(serde_json::Value::as_u64) {
+            Some(2) => Ok(()),
+            Some(1) => Err("schema 1 manifests are refused: their digest does not cover their signatures".into()),
+            _ => Err("the manifest has no schemaVersion 2".into()),
+        }
+    }
+
     fn committed(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) {
+        let Some(cache) = &self.keep_by_digest else { return };
         let mut manifest = Vec::new();
         if body.take(MANIFEST_LIMIT).read_to_end(&mut manifest).is_err() || manifest.len() as u64 != hashes.size {
             return;
@@ -302,7 +351,7 @@ impl Verifier for ByDigestToo {
             .and_then(|manifest| manifest.get("mediaType")?.as_str().map(str::to_string));
         let headers = media_type.into_iter().map(|media| ("content-type".to_string(), media)).collect();
         let key = format!("registry/manifest/sha256/{}", hashes.sha256);
-        if let Err(error) = self.cache.put(&key, &manifest, headers, Class::Immutable) {
+        if let Err(error) = cache.put(&key, &manifest, headers, Class::Immutable) {
             tracing::warn!(%error, key, "cannot keep a manifest under its digest");
         }
     }

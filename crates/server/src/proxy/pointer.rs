@@ -1,0 +1,160 @@
+//! Serving a name that points at content by digest (a registry tag),
+//! the way Docker Hub's quota and outages call for:
+//!
+//! - within its window (or offline), the content it pointed at last is
+//!   served, asking nothing;
+//! - after it, one `HEAD` per name however many clients ask (single
+//!   flight; a `HEAD` is free against Docker Hub's pull quota) says which
+//!   digest the name stands for now: the same one is served as it is and
+//!   confirmed; a new one is fetched *by digest*, checked and kept, and
+//!   only then does the name point at it (a name never points at content
+//!   the cache does not hold, so the next outage cannot break it);
+//! - when the upstream cannot say (rate-limited, failing, unreachable),
+//!   the last content is served with `Warning: 299 - "pkgproxy: served
+//!   cached NAME (checked T ago): WHY"`; with nothing cached, the client is
+//!   told honestly (`429` with `Retry-After`, or `503`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::{HeaderValue, RETRY_AFTER, USER_AGENT, WARNING};
+use http::{HeaderMap, StatusCode};
+use pkgproxy_cache::{Entry, FetchError};
+use pkgproxy_metrics::SideCounter;
+use pkgproxy_sides::{CachedRequest, Pointer, Side};
+
+use super::answer::Served;
+use super::cached;
+use super::fetching;
+use super::outcome::{Failed, Outcome};
+use crate::context::Exchange;
+use crate::state::State;
+
+/// How long a `429` without `Retry-After` keeps a name from being asked.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Serves `request`, a name with `pointer`.
+pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
+    let Some(pointer) = request.pointer.clone() else { return cached::serve(state, exchange, side, request).await };
+    let as_it_is = CachedRequest { pointer: None, ..request.clone() };
+    let cached = state.cache.lookup(&request.key);
+    if cached.as_ref().is_some_and(|entry| cached::is_fresh(state, exchange, &request, entry)) {
+        return cached::serve(state, exchange, side, as_it_is).await;
+    }
+    let checked = check(state, exchange, &request).await;
+    let (status, headers) = match checked {
+        Ok(answer) => answer,
+        Err(error) => {
+            return unchecked(state, exchange, &request, &pointer, cached.as_deref(), Failed::of_fetch(&error))
+        }
+    };
+    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        let failed = match status {
+            StatusCode::TOO_MANY_REQUESTS => Failed::Overloaded { retry_after: retry_after(&headers) },
+            _ => Failed::Upstream(format!("the registry answered {status}")),
+        };
+        return unchecked(state, exchange, &request, &pointer, cached.as_deref(), failed);
+    }
+    let digest = headers.get(&pointer.digest_header).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let (StatusCode::OK, Some(digest)) = (status, digest) else {
+        // No digest to go by (or an answer the name's own fetch explains
+        // better, a 404 or a 401): the name is fetched as it is.
+        return cached::serve(state, exchange, side, as_it_is).await;
+    };
+    if let Some(entry) = cached.as_ref().filter(|entry| digest == format!("sha256:{}", entry.sha256)) {
+        link(state, &request, &request.key).await;
+        state.stats.side(request.side).increment(SideCounter::Requests);
+        let outcome = cached::from_cache(state, exchange, &request, entry, Served::Revalidated);
+        return with_headers(outcome, &request, &pointer, entry);
+    }
+    let Some(by_digest) = side.by_digest(&request, &digest) else {
+        return cached::serve(state, exchange, side, as_it_is).await;
+    };
+    let target = by_digest.key.clone();
+    let outcome = cached::serve(state, exchange, side, by_digest).await;
+    if matches!(&outcome, Outcome::Answered(response) if response.status() == StatusCode::OK) {
+        link(state, &request, &target).await;
+    }
+    outcome
+}
+
+/// What the upstream says of the name now: the status and headers of one
+/// `HEAD`, shared by every client asking at the same time.
+async fn check(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    request: &CachedRequest,
+) -> Result<(StatusCode, HeaderMap), Arc<FetchError>> {
+    let agent = exchange.headers.get(USER_AGENT).cloned();
+    let (shared, head) = (Arc::clone(state), request.clone());
+    let run = move || async move { fetching::head(&shared, &head, agent).await.map_err(Arc::new) };
+    state.pointer_checks.run(&request.key, run).await
+}
+
+/// The name `request` asks for now points at what `target` holds,
+/// confirmed now.
+async fn link(state: &State, request: &CachedRequest, target: &str) {
+    let (cache, key, target, class) = (state.cache.clone(), request.key.clone(), target.to_string(), request.class);
+    match tokio::task::spawn_blocking(move || cache.link(&key, &target, class)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "cannot move a name to its new content"),
+        Err(_) => tracing::warn!("moving a name to its new content stopped"),
+    }
+}
+
+/// The upstream could not say what the name stands for: the last content,
+/// with a warning saying so, or `failed` when there is none.
+fn unchecked(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    request: &CachedRequest,
+    pointer: &Pointer,
+    cached: Option<&Entry>,
+    failed: Failed,
+) -> Outcome {
+    let stats = state.stats.side(request.side);
+    stats.increment(SideCounter::Requests);
+    let Some(entry) = cached else {
+        stats.increment(SideCounter::Misses);
+        return failed.into();
+    };
+    stats.increment(SideCounter::StaleServed);
+    let outcome = cached::from_cache(state, exchange, request, entry, Served::Stale);
+    let Outcome::Answered(mut response) = with_headers(outcome, request, pointer, entry) else {
+        return Failed::Internal("cached body cannot be read".into()).into();
+    };
+    let checked = state.clock.now().duration_since(entry.fetched_at_time()).unwrap_or_default();
+    let ago = humantime::format_duration(Duration::from_secs(checked.as_secs()));
+    let why = match &failed {
+        Failed::Overloaded { .. } => "upstream rate-limited".to_string(),
+        Failed::Offline => "pkgproxy is offline".to_string(),
+        _ => "upstream unavailable".to_string(),
+    };
+    let warning = format!("299 - \"pkgproxy: served cached {} (checked {ago} ago): {why}\"", pointer.name);
+    if let Ok(value) = HeaderValue::from_str(&warning) {
+        response.headers_mut().insert(WARNING, value);
+    }
+    Outcome::Answered(response)
+}
+
+/// `outcome`, a cached answer for the name, with the side's headers and
+/// the digest the name points at.
+fn with_headers(outcome: Outcome, request: &CachedRequest, pointer: &Pointer, entry: &Entry) -> Outcome {
+    let Outcome::Answered(mut response) = outcome else { return outcome };
+    for (name, value) in &request.reply_headers {
+        response.headers_mut().insert(name, value.clone());
+    }
+    if let Ok(value) = HeaderValue::from_str(&format!("sha256:{}", entry.sha256)) {
+        response.headers_mut().insert(&pointer.digest_header, value);
+    }
+    Outcome::Answered(response)
+}
+
+/// A `Retry-After` in seconds, or the default.
+fn retry_after(headers: &HeaderMap) -> Duration {
+    headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs)
+}
