@@ -9,8 +9,8 @@
 //! - blobs answered with a `307` to a CDN on another port (another
 //!   origin), which serves them with `Range` and records whether it was
 //!   sent an `Authorization`;
-//! - tags that move, a forced status (a `429` with `Retry-After`), and a
-//!   request log.
+//! - tags that move, a forced status (a `429` with `Retry-After`), a CDN
+//!   that corrupts what it serves, and a request log.
 //!
 //! Images are built by hand: a gzipped tar layer, a config, an OCI
 //! manifest, and an index naming it for linux/amd64.
@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -86,12 +86,21 @@ impl Image {
         };
         add("etc/hello.txt", format!("{text}\n").as_bytes());
         if let Some(size) = size {
-            let noise: Vec<u8> = (0..size as u64).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+            let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+            let noise: Vec<u8> = (0..size)
+                .map(|_| {
+                    // xorshift64: bytes gzip cannot shrink, cheaply.
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 24) as u8
+                })
+                .collect();
             add("var/noise", &noise);
         }
         let tar = archive.into_inner().expect("tar");
         let diff_id = format!("sha256:{}", hex::encode(Sha256::digest(&tar)));
-        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
         std::io::Write::write_all(&mut gzip, &tar).expect("gzip");
         let layer = Content::new(gzip.finish().expect("gzip"), None);
         let config = json!({"architecture": "amd64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": [diff_id]}});
@@ -118,6 +127,7 @@ struct Shared {
     tags: Mutex<HashMap<(String, String), String>>,
     requests: Mutex<Vec<RecordedRequest>>,
     forced: AtomicU16,
+    corrupt: AtomicBool,
     addr: SocketAddr,
     cdn_addr: SocketAddr,
 }
@@ -138,6 +148,7 @@ impl FakeHub {
             tags: Mutex::default(),
             requests: Mutex::default(),
             forced: AtomicU16::new(0),
+            corrupt: AtomicBool::new(false),
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
         });
@@ -170,6 +181,11 @@ impl FakeHub {
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
         self.shared.requests.lock().unwrap().clear();
+    }
+
+    /// From now on the CDN serves every blob with its last byte changed.
+    pub fn set_corrupt(&self, corrupt: bool) {
+        self.shared.corrupt.store(corrupt, Ordering::SeqCst);
     }
 
     /// From now on every request is answered `status` (`0`: normally); a
@@ -299,7 +315,14 @@ fn cdn(shared: &Shared, hex: &str, headers: &HeaderMap) -> Answer {
     let Some(content) = shared.content.lock().unwrap().get(&format!("sha256:{hex}")).cloned() else {
         return error(StatusCode::NOT_FOUND, "BLOB_UNKNOWN");
     };
-    let bytes = content.bytes;
+    let mut bytes = content.bytes;
+    if shared.corrupt.load(Ordering::SeqCst) {
+        let mut wrong = bytes.to_vec();
+        if let Some(last) = wrong.last_mut() {
+            *last ^= 0xff;
+        }
+        bytes = Bytes::from(wrong);
+    }
     let start = headers
         .get("range")
         .and_then(|v| v.to_str().ok())

@@ -251,3 +251,55 @@ async fn a_miss_while_rate_limited_is_an_honest_429_and_a_dead_hub_a_quick_503()
     assert_eq!(gone.status, 503, "{:?}", String::from_utf8_lossy(&gone.body));
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_corrupt_blob_fails_the_pull_is_never_cached_and_the_next_pull_fetches_it_again() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("hello", None);
+    hub.publish("library/hello", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    hub.set_corrupt(true);
+    let corrupt = skopeo.copy("docker.io/library/hello:v1", "corrupt");
+    assert!(!corrupt.success, "a corrupt layer must fail the pull");
+
+    hub.set_corrupt(false);
+    hub.clear_requests();
+    let honest = skopeo.copy("docker.io/library/hello:v1", "honest");
+    assert!(honest.success, "{}", honest.stderr);
+    assert_eq!(blob_in(&skopeo, "honest", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
+    let layer = format!("/cdn/{}", image.layer.digest.trim_start_matches("sha256:"));
+    assert_eq!(count(&hub.requests(), |r| r.path.starts_with(&layer)), 1, "the layer was not cached: fetched again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_concurrent_pulls_of_a_large_layer_make_one_cdn_fetch_and_ranges_into_it_are_right() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("big", Some(64 * 1024 * 1024));
+    hub.publish("library/big", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let addr = daemon.proxy_addr().to_string();
+    let blob = format!("/v2/library/big/blobs/{}", image.layer.digest);
+    let length = image.layer.bytes.len();
+    assert!(length > 64 * 1000 * 1000, "a 64 MiB layer, not shrunk by gzip: {length}");
+    let mut clients = Vec::new();
+    for i in 0..10usize {
+        let (addr, blob) = (addr.clone(), blob.clone());
+        let start = i * (length / 10);
+        clients.push(tokio::spawn(async move {
+            let whole = send(&addr, "GET", &blob, &[], b"").await;
+            let range = format!("bytes={start}-");
+            let part = send(&addr, "GET", &blob, &[("range", &range)], b"").await;
+            (whole, part, start)
+        }));
+    }
+    for client in clients {
+        let (whole, part, start) = client.await.unwrap();
+        assert_eq!((whole.status, whole.body.len()), (200, length));
+        assert!(whole.body == image.layer.bytes, "the whole layer");
+        assert_eq!(part.status, 206);
+        assert!(part.body == image.layer.bytes.slice(start..), "the range from {start}");
+    }
+    let cdn = format!("/cdn/{}", image.layer.digest.trim_start_matches("sha256:"));
+    assert_eq!(count(&hub.requests(), |r| r.path.starts_with(&cdn)), 1, "one CDN fetch for every client");
+}
