@@ -303,3 +303,23 @@ async fn ten_concurrent_pulls_of_a_large_layer_make_one_cdn_fetch_and_ranges_int
     let cdn = format!("/cdn/{}", image.layer.digest.trim_start_matches("sha256:"));
     assert_eq!(count(&hub.requests(), |r| r.path.starts_with(&cdn)), 1, "one CDN fetch for every client");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_store_overloaded_mode_a_429_opens_the_breaker_and_client_retries_cost_no_probe() {
+    let hub = FakeHub::start().await;
+    hub.publish("library/hello", "v1", &Image::build("hello", None));
+    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-offline-mode", "store-overloaded"]).await;
+    hub.force_status(429);
+    let first = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
+    assert_eq!(first.status, 429);
+    let probes = hub.requests().len();
+    for _ in 0..5 {
+        let retry = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
+        assert_eq!(retry.status, 429);
+        assert!(retry.header("retry-after").is_some_and(|s| s.parse::<u64>().unwrap() > 0));
+        let body: serde_json::Value = serde_json::from_slice(&retry.body).unwrap();
+        assert_eq!(body["errors"][0]["code"], "TOOMANYREQUESTS");
+    }
+    assert_eq!(hub.requests().len(), probes, "the breaker kept the retries from the hub: {:#?}", hub.requests());
+}
