@@ -202,7 +202,12 @@ impl Registry {
             Endpoint::Manifest(Reference::Digest(digest)) => {
                 Decision::Cache(self.by_digest(upstream, &located, "manifest", digest, reply))
             }
-            Endpoint::Manifest(Reference::Tag(tag)) => Decision::Cache(self.by_tag(upstream, &located, tag, reply)),
+            Endpoint::Manifest(Reference::Tag(tag)) if takes_every_modern_type(request.headers) => {
+                Decision::Cache(self.by_tag(upstream, &located, tag, reply))
+            }
+            Endpoint::Manifest(Reference::Tag(tag)) => {
+                Decision::Forward(self.as_asked(upstream, &located, tag, request))
+            }
             Endpoint::Tags => Decision::Forward(self.tags(upstream, &located, request)),
         }
     }
@@ -272,6 +277,31 @@ impl Registry {
             by_digest.reply_headers.insert(HeaderName::from_static("docker-content-digest"), value);
         }
         Some(by_digest)
+    }
+
+    /// A tag asked for by a client that does not take every manifest type
+    /// pkgproxy asks for (an old docker that reads only schema 2
+    /// manifests): passed through with the client's own `Accept`, so it is
+    /// never given a type it cannot read, and the tag pkgproxy holds is
+    /// left as it is.
+    fn as_asked(&self, upstream: &Upstream, located: &Located, tag: &str, request: &Request<'_>) -> ForwardRequest {
+        // The client's own authorization too: the upstream's challenge
+        // reaches it, and it answers it itself.
+        let mut headers = HeaderMap::new();
+        for name in [ACCEPT, http::header::AUTHORIZATION] {
+            for value in request.headers.get_all(&name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        ForwardRequest {
+            side: SideId::Registry,
+            origin: origin(upstream, format!("/v2/{}/manifests/{tag}", located.repository)),
+            method: request.method.clone(),
+            headers,
+            body_limit: 0,
+            record: None,
+            rewrite: None,
+        }
     }
 
     /// A tag list: forwarded as it is.
@@ -376,6 +406,22 @@ fn reply_headers(ns: Option<&str>, endpoint: &Endpoint) -> HeaderMap {
         headers.insert(HeaderName::from_static("oci-namespace"), value);
     }
     headers
+}
+
+/// Whether the client's `Accept` (every header, every comma-separated
+/// item) takes each manifest type pkgproxy asks upstream for: no `Accept`
+/// at all, `*/*`, or all four.
+fn takes_every_modern_type(headers: &HeaderMap) -> bool {
+    let accepted: Vec<&str> = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|item| item.split(';').next().unwrap_or("").trim())
+        .collect();
+    accepted.is_empty()
+        || accepted.contains(&"*/*")
+        || MANIFEST_TYPES.split(", ").all(|wanted| accepted.contains(&wanted))
 }
 
 /// The value of `name` in a query.

@@ -28,7 +28,10 @@ fn registry() -> Fixture {
 }
 
 fn classify(method: Method, path: &str, query: Option<&str>) -> Decision {
-    let headers = HeaderMap::new();
+    classify_with(method, path, query, &HeaderMap::new())
+}
+
+fn classify_with(method: Method, path: &str, query: Option<&str>, headers: &HeaderMap) -> Decision {
     let request = Request {
         method: &method,
         headers: &headers,
@@ -138,4 +141,32 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None }).is_err());
     let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()] };
     assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None }).is_err());
+}
+
+#[test]
+fn a_client_that_does_not_take_every_modern_type_gets_its_tag_as_it_asked() {
+    let accepts = |values: &[&'static str]| {
+        let mut headers = HeaderMap::new();
+        values.iter().for_each(|value| {
+            headers.append(ACCEPT, HeaderValue::from_static(value));
+        });
+        classify_with(Method::GET, "/library/hello/manifests/v1", None, &headers)
+    };
+    let skopeo = [
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+        "application/vnd.docker.distribution.manifest.v1+prettyjws",
+        "application/vnd.docker.distribution.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.index.v1+json",
+    ];
+    assert!(matches!(accepts(&skopeo), Decision::Cache(_)), "six headers, one type each");
+    let containerd = ["application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, */*"];
+    assert!(matches!(accepts(&containerd), Decision::Cache(_)), "one comma list");
+    let Decision::Forward(old) = accepts(&["application/vnd.docker.distribution.manifest.v2+json"]) else {
+        panic!("not passed through")
+    };
+    assert_eq!(old.headers.get_all(ACCEPT).iter().count(), 1);
+    assert_eq!(old.headers[ACCEPT], "application/vnd.docker.distribution.manifest.v2+json");
+    assert_eq!(old.origin.path, "/v2/library/hello/manifests/v1");
 }
