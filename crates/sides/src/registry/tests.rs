@@ -34,7 +34,7 @@ fn classify(method: Method, path: &str, query: Option<&str>) -> Decision {
 fn classify_with(method: Method, path: &str, query: Option<&str>, headers: &HeaderMap) -> Decision {
     let request = Request {
         method: &method,
-        headers: &headers,
+        headers,
         mount: Mount::Prefix("/v2"),
         path,
         query,
