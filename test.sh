@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
-# apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs and
-# skopeo) when they are missing, then checks formatting and lints, and runs
-# every test.
+# apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs,
+# skopeo and containerd) when they are missing, then checks formatting and
+# lints, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -18,6 +18,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v snap >/dev/null || need+=(snapd)
 command -v mksquashfs >/dev/null || need+=(squashfs-tools)
 command -v skopeo >/dev/null || need+=(skopeo)
+command -v containerd >/dev/null || need+=(containerd)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""
@@ -32,6 +33,12 @@ cargo test --locked --workspace
 # The tests that need network namespaces (auto_offline) are ignored by
 # default: they need root, and a kernel that lets this machine make them.
 # Where it can, run them too; where it cannot, say so.
+# containerd runs as root only: its test is ignored by default.
+if [ "$(id -u)" -eq 0 ]; then
+  cargo test --locked -p pkgproxy-cli --test it -- --ignored registry_client::containerd
+else
+  echo "test.sh: NOT RUN: the containerd test (it needs root)" >&2
+fi
 probe=pkgproxy-test-probe-$$
 if [ "$(id -u)" -eq 0 ] && ip netns add "$probe" 2>/dev/null; then
   ip netns delete "$probe"

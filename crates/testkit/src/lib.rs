@@ -16,6 +16,7 @@ pub mod aptclient;
 pub mod aptrepo;
 pub mod chaos;
 pub mod client;
+pub mod containerd;
 pub mod daemon;
 pub mod golang;
 pub mod hub;

@@ -323,3 +323,28 @@ async fn in_store_overloaded_mode_a_429_opens_the_breaker_and_client_retries_cos
     }
     assert_eq!(hub.requests().len(), probes, "the breaker kept the retries from the hub: {:#?}", hub.requests());
 }
+
+/// containerd resolves a tag with a `HEAD` carrying `?ns=docker.io` and
+/// one comma-separated `Accept`, never pings `/v2/`, then fetches by
+/// digest. Running containerd needs root: ignored by default, run by
+/// test.sh as root.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs root to run containerd; test.sh runs it as root"]
+async fn containerd_pulls_through_pkgproxy_by_namespace() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("hello", None);
+    hub.publish("library/hello", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let containerd = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
+    let fetched = containerd.fetch("docker.io/library/hello:v1-multi");
+    assert!(fetched.success, "{}", fetched.output);
+    let requests = hub.requests();
+    for part in [&image.layer, &image.config] {
+        let hex = part.digest.trim_start_matches("sha256:");
+        assert_eq!(count(&requests, |r| r.path.starts_with(&format!("/cdn/{hex}"))), 1);
+    }
+    hub.clear_requests();
+    let again = containerd.fetch("docker.io/library/hello:v1-multi");
+    assert!(again.success, "{}", again.output);
+    assert!(hub.requests().is_empty(), "within the tag's window: {:#?}", hub.requests());
+}

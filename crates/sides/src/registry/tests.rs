@@ -32,15 +32,8 @@ fn classify(method: Method, path: &str, query: Option<&str>) -> Decision {
 }
 
 fn classify_with(method: Method, path: &str, query: Option<&str>, headers: &HeaderMap) -> Decision {
-    let request = Request {
-        method: &method,
-        headers,
-        mount: Mount::Prefix("/v2"),
-        path,
-        query,
-        target: None,
-        host: "p:3142",
-    };
+    let request =
+        Request { method: &method, headers, mount: Mount::Prefix("/v2"), path, query, target: None, host: "p:3142" };
     registry().classify(&request)
 }
 
