@@ -10,6 +10,7 @@ use pkgproxy_control::{ControlClient, Info, ModeRequest, OfflineReport, FROM_CON
 use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 
 use crate::paths;
+use crate::setup::{self, Client};
 
 /// pkgproxyctl's flags.
 #[derive(Debug, Parser)]
@@ -47,10 +48,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print what to set for a client to use this pkgproxy: `go` (the
-    /// environment), `apt` (a line for /etc/apt/apt.conf.d/) or `snap` (a
-    /// drop-in for snapd.service, which `--apply` writes and `--undo`
-    /// removes, restarting snapd).
+    /// Print what to set for a client to use this pkgproxy; for the
+    /// clients set up by a file (snap, docker, containerd, podman, k3s),
+    /// `--apply` writes it and makes the client read it, `--undo` takes it
+    /// back.
     Setup {
         /// The client.
         client: Client,
@@ -58,31 +59,19 @@ enum Command {
         /// address, or this machine's name when it listens on every address).
         #[arg(long, value_name = "HOST")]
         host: Option<String>,
-        /// snap: write the drop-in and restart snapd (as root).
+        /// Write the client's setup and restart the client (as root).
         #[arg(long, conflicts_with = "undo")]
         apply: bool,
-        /// snap: remove the drop-in and restart snapd (as root).
+        /// Take the client's setup back and restart the client (as root).
         #[arg(long)]
         undo: bool,
-        /// The root of the file system the drop-in is written under.
+        /// The root of the file system the setup is written under.
         #[arg(long, hide = true, default_value = "/")]
         root: PathBuf,
-        /// Write or remove the drop-in only, without asking systemd to
-        /// reload and restart snapd.
+        /// Write or remove the setup only, restarting nothing.
         #[arg(long, hide = true)]
         no_restart: bool,
     },
-}
-
-/// The clients `setup` knows.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Client {
-    /// The go command.
-    Go,
-    /// apt.
-    Apt,
-    /// snapd and the snap command.
-    Snap,
 }
 
 /// Runs pkgproxyctl.
@@ -121,19 +110,12 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Setup { client, host, apply, undo, root, no_restart } => {
-            let drop_in = root.join(SNAPD_DROP_IN.trim_start_matches('/'));
-            if (apply || undo) && !matches!(client, Client::Snap) {
-                anyhow::bail!("--apply and --undo are for snap only: print the setup and add it yourself");
-            }
-            if undo {
-                snap_setup::undo(&drop_in, !no_restart)?;
-                return Ok(ExitCode::SUCCESS);
-            }
             let info = stats.info().await?;
             let base = base_url(&info.listen_address, host.as_deref())?;
-            match apply {
-                true => snap_setup::apply(&drop_in, &base, !no_restart)?,
-                false => print!("{}", setup(client, &base)),
+            match (apply, undo) {
+                (true, _) => setup::apply(client, &base, &root, !no_restart)?,
+                (_, true) => setup::undo(client, &base, &root, !no_restart)?,
+                _ => print!("{}", setup::print(client, &base)),
             }
         }
         Command::Info { json } => {
@@ -146,92 +128,6 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What a client sets to use pkgproxy at `base` (`http://HOST:PORT`).
-fn setup(client: Client, base: &str) -> String {
-    match client {
-        Client::Go => format!(
-            "# Go modules through pkgproxy; go checks sums through it too (GOSUMDB keeps its default)\nexport GOPROXY={base}/go\n"
-        ),
-        Client::Apt => format!("Acquire::http::Proxy \"{base}/\";\n"),
-        Client::Snap => snap_setup::script(base),
-    }
-}
-
-/// Where snapd's drop-in goes.
-const SNAPD_DROP_IN: &str = "/etc/systemd/system/snapd.service.d/pkgproxy.conf";
-
-/// Pointing snapd at pkgproxy: a drop-in for `snapd.service` setting
-/// `SNAPPY_FORCE_API_URL` (as snapd's own test suite points it at a fake
-/// store), a reload and a restart; and the same variable for the `snap`
-/// command users run, which reads its own environment. Never
-/// `SNAPPY_FORCE_SAS_URL`: assertions follow the API URL, and snap-repair
-/// reads that variable with another meaning.
-mod snap_setup {
-    use std::path::Path;
-    use std::process::Command;
-
-    use anyhow::Context;
-
-    /// The drop-in's text.
-    pub fn drop_in(base: &str) -> String {
-        format!("# Written by pkgproxyctl setup snap: snapd asks the store through pkgproxy.\n[Service]\nEnvironment=SNAPPY_FORCE_API_URL={base}/snap/\n")
-    }
-
-    /// What to run, as a root shell script.
-    pub fn script(base: &str) -> String {
-        format!(
-            "# snapd through pkgproxy (pkgproxyctl setup snap --apply does this; --undo reverts it)\n\
-             mkdir -p {dir}\n\
-             cat > {file} <<'EOF'\n{drop_in}EOF\n\
-             systemctl daemon-reload\n\
-             systemctl restart snapd.service\n\
-             # The snap command run by users (snap download, snap known --remote) reads its own environment:\n\
-             # export SNAPPY_FORCE_API_URL={base}/snap/\n",
-            dir = super::SNAPD_DROP_IN.rsplit_once('/').map_or("", |(dir, _)| dir),
-            file = super::SNAPD_DROP_IN,
-            drop_in = drop_in(base),
-        )
-    }
-
-    /// Writes the drop-in at `path` and, when `restart`, restarts snapd.
-    pub fn apply(path: &Path, base: &str, restart: bool) -> anyhow::Result<()> {
-        let dir = path.parent().context("the drop-in's folder")?;
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        std::fs::write(path, drop_in(base)).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("wrote {}", path.display());
-        if restart {
-            restart_snapd()?;
-        }
-        println!("for the snap command run by users: export SNAPPY_FORCE_API_URL={base}/snap/");
-        Ok(())
-    }
-
-    /// Removes the drop-in at `path` and, when `restart`, restarts snapd.
-    pub fn undo(path: &Path, restart: bool) -> anyhow::Result<()> {
-        match std::fs::remove_file(path) {
-            Ok(()) => println!("removed {}", path.display()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                println!("{} was not there", path.display())
-            }
-            Err(error) => return Err(error).with_context(|| format!("cannot remove {}", path.display())),
-        }
-        if restart {
-            restart_snapd()?;
-        }
-        println!("unset SNAPPY_FORCE_API_URL wherever you exported it for the snap command");
-        Ok(())
-    }
-
-    fn restart_snapd() -> anyhow::Result<()> {
-        for args in [&["daemon-reload"][..], &["restart", "snapd.service"][..]] {
-            let status = Command::new("systemctl").args(args).status().context("cannot run systemctl")?;
-            anyhow::ensure!(status.success(), "systemctl {} failed: {status}", args.join(" "));
-            println!("ran systemctl {}", args.join(" "));
-        }
-        Ok(())
-    }
 }
 
 /// `http://HOST:PORT` for a daemon listening on `listen`: `host` if given,

@@ -6,3 +6,4 @@ pub mod args;
 pub mod ctl;
 pub mod daemon;
 mod paths;
+mod setup;

@@ -348,3 +348,63 @@ async fn containerd_pulls_through_pkgproxy_by_namespace() {
     assert!(again.success, "{}", again.output);
     assert!(hub.requests().is_empty(), "within the tag's window: {:#?}", hub.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pkgproxyctl_setup_prints_applies_and_undoes_each_registry_client_s_file() {
+    let hub = FakeHub::start().await;
+    let daemon = daemon_for(&hub, "").await;
+    let base = format!("http://{}", daemon.proxy_addr());
+    let root = tempfile::tempdir().unwrap();
+    let ctl = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(["setup", "-stats-socket-path"])
+            .arg(daemon.stats_socket())
+            .args(args)
+            .args(["--root", root.path().to_str().unwrap(), "--no-restart"])
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr),
+        )
+    };
+    let file = |path: &str| std::fs::read_to_string(root.path().join(path)).ok();
+
+    let (ok, printed) = ctl(&["containerd"]);
+    assert!(
+        ok && printed.contains(&format!("[host.\"{base}\"]\n  capabilities = [\"pull\", \"resolve\"]")),
+        "{printed}"
+    );
+    assert!(ctl(&["containerd", "--apply"]).0);
+    assert!(file("etc/containerd/certs.d/_default/hosts.toml").unwrap().contains(&format!("[host.\"{base}\"]")));
+    assert!(ctl(&["containerd", "--undo"]).0);
+    assert!(file("etc/containerd/certs.d/_default/hosts.toml").is_none());
+
+    assert!(ctl(&["podman", "--apply"]).0);
+    let podman = file("etc/containers/registries.conf.d/50-pkgproxy.conf").unwrap();
+    let host = daemon.proxy_addr();
+    assert!(
+        podman.contains(&format!(
+            "prefix = \"docker.io\"\nlocation = \"registry-1.docker.io\"\n[[registry.mirror]]\nlocation = \"{host}\""
+        )),
+        "{podman}"
+    );
+    assert!(podman.contains(&format!("location = \"{host}/ghcr.io\"")), "{podman}");
+
+    let k3s = root.path().join("etc/rancher/k3s/registries.yaml");
+    std::fs::create_dir_all(k3s.parent().unwrap()).unwrap();
+    std::fs::write(&k3s, "mirrors: {}\n").unwrap();
+    let (ok, refused) = ctl(&["k3s", "--apply"]);
+    assert!(!ok && refused.contains("not pkgproxy's"), "someone else's file is never overwritten: {refused}");
+    assert_eq!(file("etc/rancher/k3s/registries.yaml").unwrap(), "mirrors: {}\n");
+
+    let docker = root.path().join("etc/docker/daemon.json");
+    std::fs::create_dir_all(docker.parent().unwrap()).unwrap();
+    std::fs::write(&docker, "{\"log-driver\": \"journald\"}").unwrap();
+    assert!(ctl(&["docker", "--apply"]).0);
+    let merged: serde_json::Value = serde_json::from_str(&file("etc/docker/daemon.json").unwrap()).unwrap();
+    assert_eq!(merged, serde_json::json!({"log-driver": "journald", "registry-mirrors": [base]}));
+    assert!(ctl(&["docker", "--undo"]).0);
+    let restored: serde_json::Value = serde_json::from_str(&file("etc/docker/daemon.json").unwrap()).unwrap();
+    assert_eq!(restored, serde_json::json!({"log-driver": "journald"}));
+}
