@@ -1,6 +1,7 @@
 //! The gateway: accepts connections on the proxy listener and the control
 //! sockets and serves HTTP/1.1 on them (keep-alive, pipelined requests
-//! answered in order, CONNECT upgrades). Requests go to `proxy` or `control`;
+//! answered in order, CONNECT upgrades), on the proxy listener in clear or
+//! over TLS, told apart by a connection's first byte (see `tls.rs`). Requests go to `proxy` or `control`;
 //! nothing here decides anything about caching.
 //!
 //! hyper's `pipeline_flush` is deliberately off: it makes the connection
@@ -62,17 +63,35 @@ pub async fn serve_proxy(
                 let connection = async move {
                     // Registered with the reactor of the thread that serves it.
                     let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
+                    let tls = state.tls.acceptor.clone();
                     let handler = move |mut request: hyper::Request<hyper::body::Incoming>| {
                         let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         request.extensions_mut().insert(ClientInfo { addr: peer, id });
                         proxy::handle(Arc::clone(&state), request)
                     };
-                    serve_connection(stream, handler, shutdown).await;
+                    match first_byte(&stream).await {
+                        Some(crate::tls::HANDSHAKE) => match tls.accept(stream).await {
+                            Ok(stream) => serve_connection(stream, handler, shutdown).await,
+                            Err(error) => tracing::debug!(%error, "TLS handshake failed"),
+                        },
+                        Some(_) => serve_connection(stream, handler, shutdown).await,
+                        None => {}
+                    }
                 };
                 tracker.spawn_on(connection.instrument(span), thread);
             }
             Err(error) => accept_failed(error).await,
         }
+    }
+}
+
+/// The first byte a client sent, without taking it (`0x16` starts a TLS
+/// handshake); `None` when it sent nothing in time or closed.
+async fn first_byte(stream: &tokio::net::TcpStream) -> Option<u8> {
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut byte)).await {
+        Ok(Ok(1)) => Some(byte[0]),
+        _ => None,
     }
 }
 

@@ -51,6 +51,7 @@ pub mod shadow;
 mod single_flight;
 mod state;
 mod stats;
+mod tls;
 mod tokens;
 
 use std::future::Future;
@@ -176,12 +177,14 @@ impl State {
     /// shadows, for a proxy listening on `listen`.
     pub(crate) async fn open(settings: Settings, listen: SocketAddr) -> Result<State, ServerError> {
         let (cache_dir, sides, clock) = (settings.cache_dir.clone(), settings.sides.clone(), settings.clock.clone());
-        let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides), ServerError> {
+        let tls_source = settings.tls.clone();
+        let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides, tls::ListenerTls), ServerError> {
             let cache = Cache::open(&cache_dir, clock)?;
             let sides = Sides::open(sides, &cache)?;
-            Ok((cache, sides))
+            let tls = tls::ListenerTls::open(&tls_source).map_err(|error| ServerError::Start(error.to_string()))?;
+            Ok((cache, sides, tls))
         });
-        let (cache, sides) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
+        let (cache, sides, tls) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();
         let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
         let upstream = Upstream::new(settings.upstream.clone());
@@ -203,6 +206,7 @@ impl State {
             request_ids: Default::default(),
             tokens: Default::default(),
             pointer_checks: Default::default(),
+            tls,
         })
     }
 }

@@ -48,6 +48,8 @@ pub struct State {
     pub request_ids: AtomicU64,
     /// Bearer tokens for the upstreams that ask for them.
     pub tokens: crate::tokens::Tokens,
+    /// TLS on the proxy listener.
+    pub tls: crate::tls::ListenerTls,
     /// The `HEAD`s asking what a name points at now, one per name.
     pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
 }

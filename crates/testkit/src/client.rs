@@ -84,6 +84,31 @@ pub async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]
     read_answer(sender.send_request(request).await.expect("answer")).await
 }
 
+/// Sends `GET path` to `addr` over TLS, trusting only the certificate
+/// `pem` and asking for the name `server_name`, and reads the answer.
+pub async fn tls_get(addr: &str, pem: &str, server_name: &str, path: &str) -> Answer {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
+        roots.add(certificate.expect("a PEM certificate")).expect("a trusted certificate");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let stream = TcpStream::connect(addr).await.expect("connect to pkgproxy");
+    let name = rustls::pki_types::ServerName::try_from(server_name.to_string()).expect("a server name");
+    let stream = connector.connect(name, stream).await.expect("a TLS handshake with pkgproxy");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(connection);
+    let request = http::Request::get(path).header("host", server_name).body(Empty::<Bytes>::new()).expect("request");
+    read_answer(sender.send_request(request).await.expect("answer")).await
+}
+
 /// Sends a request through the proxy and reads the whole answer.
 pub async fn proxy_get(proxy_addr: &str, url: &str, headers: &[(&str, &str)]) -> Answer {
     proxy_fetch(proxy_addr, "GET", url, headers).await

@@ -113,7 +113,7 @@ async fn routing_the_ping_unknown_registries_and_the_spec_s_errors() {
     for path in
         ["/v2/hello/manifests/v1?ns=docker.io", "/v2/library/hello/manifests/v1", "/v2/docker.io/hello/manifests/v1"]
     {
-        let answer = send(addr, "GET", path, &[("accept", pkgproxy_testkit::hub::OCI_MANIFEST)], b"").await;
+        let answer = send(addr, "GET", path, &[], b"").await;
         assert_eq!(answer.status, 200, "{path}: {:?}", json(&answer));
         assert_eq!(answer.body, image.manifest.bytes, "{path}");
     }
@@ -407,4 +407,33 @@ async fn pkgproxyctl_setup_prints_applies_and_undoes_each_registry_client_s_file
     assert!(ctl(&["docker", "--undo"]).0);
     let restored: serde_json::Value = serde_json::from_str(&file("etc/docker/daemon.json").unwrap()).unwrap();
     assert_eq!(restored, serde_json::json!({"log-driver": "journald"}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_and_plain_http_share_the_port_with_a_certificate_clients_can_pin() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("hello", None);
+    hub.publish("library/hello", "v1", &image);
+    let mut daemon = daemon_for(&hub, "").await;
+    let pem = send(daemon.proxy_addr(), "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
+    assert_eq!(pem.status, 200);
+    let pem = String::from_utf8(pem.body.to_vec()).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+
+    let ping = pkgproxy_testkit::client::tls_get(daemon.proxy_addr(), &pem, "pkgproxy", "/v2/").await;
+    assert_eq!((ping.status, ping.body.as_ref()), (200, &b"{}"[..]));
+    let manifest =
+        pkgproxy_testkit::client::tls_get(daemon.proxy_addr(), &pem, "localhost", "/v2/library/hello/manifests/v1")
+            .await;
+    assert_eq!(
+        (manifest.status, manifest.body.clone()),
+        (200, image.manifest.bytes.clone()),
+        "any name the certificate has"
+    );
+    let plain = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
+    assert_eq!(plain.body, image.manifest.bytes, "plain HTTP on the same port");
+
+    daemon.restart().await;
+    let again = send(daemon.proxy_addr(), "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
+    assert_eq!(String::from_utf8(again.body.to_vec()).unwrap(), pem, "the same certificate after a restart");
 }

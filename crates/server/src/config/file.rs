@@ -35,6 +35,19 @@ pub struct ConfigFile {
     /// `[registry]`.
     #[serde(default)]
     pub registry: RegistrySection,
+    /// `[server]`.
+    #[serde(default)]
+    pub server: ServerSection,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// The listener's TLS certificate chain (PEM); without it, one is made.
+    pub tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `[registry]`.

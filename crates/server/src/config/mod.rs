@@ -52,6 +52,8 @@ pub struct Settings {
     pub shadows: Vec<ShadowConfig>,
     /// The wall clock (the system's; tests inject their own).
     pub clock: Arc<dyn Clock>,
+    /// Where the listener's TLS certificate comes from.
+    pub tls: crate::tls::Source,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -74,6 +76,10 @@ pub enum SettingsError {
     /// `[snap]` is wrong.
     #[error("{0}")]
     Snap(#[from] snap::ConfigError),
+    /// `[server]` names a TLS certificate without its key, or a key
+    /// without its certificate.
+    #[error("server.tls_cert and server.tls_key go together")]
+    TlsPair,
     /// `[registry]` is wrong.
     #[error("{0}")]
     Registry(#[from] registry::ConfigError),
@@ -163,7 +169,13 @@ impl Settings {
             keepalive: keepalive(&file.upstream)?,
             switch: Switch::new(overrides.offline_mode.unwrap_or_default()),
         };
+        let tls = match (&file.server.tls_cert, &file.server.tls_key) {
+            (Some(cert), Some(key)) => crate::tls::Source::Given { cert: cert.clone(), key: key.clone() },
+            (None, None) => crate::tls::Source::Kept(cache_dir.join("tls")),
+            _ => return Err(SettingsError::TlsPair),
+        };
         Ok(Settings {
+            tls,
             cache_dir,
             sides,
             upstream,

@@ -41,6 +41,17 @@ use outcome::{respond, Failed, Outcome};
 /// What a request for no side is told.
 const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";, go with GOPROXY=http://HOST:PORT/go snapd with SNAPPY_FORCE_API_URL=http://HOST:PORT/snap/, and a registry client with http://HOST:PORT as its mirror";
 
+/// Where the listener's TLS certificate is served, for clients to pin.
+pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
+
+/// The listener's TLS certificate, PEM.
+fn certificate(state: &State) -> Response<ResponseBody> {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-pem-file"));
+    let pem = state.tls.certificate_pem.clone();
+    outcome::local(pkgproxy_sides::LocalAnswer { status: StatusCode::OK, headers, body: pem.into() })
+}
+
 /// Answers one request from a client of the proxy listener.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
     if state.loop_mark.seen_in(request.headers()) {
@@ -48,6 +59,9 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
             StatusCode::LOOP_DETECTED,
             "pkgproxy: request loop: this request already passed through this pkgproxy (is a mirror configured to be pkgproxy itself?)",
         );
+    }
+    if request.uri().scheme().is_none() && request.uri().path() == CERTIFICATE_PATH {
+        return certificate(&state);
     }
     match route::route(request.method(), request.uri(), state.listen.port()) {
         Route::Tunnel => {
