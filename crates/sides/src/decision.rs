@@ -178,6 +178,10 @@ pub struct Pointer {
     pub name: String,
     /// The header of the `HEAD` answer that names the digest.
     pub digest_header: http::HeaderName,
+    /// The header of the `HEAD` answer that says how many pulls the quota
+    /// has left (`ratelimit-remaining: 20;w=21600`), and the reserve at or
+    /// below which new content is not fetched while the name has some.
+    pub quota: Option<(http::HeaderName, u64)>,
 }
 
 /// A request to serve through the cache.

@@ -4,8 +4,8 @@
 //! - the Bearer dance: every `/v2/` request without a token for its
 //!   repository is a `401` whose challenge names the scope, and `/token`
 //!   gives one (`{"token", "expires_in"}`);
-//! - manifests by tag and by digest (`GET` counts a pull and carries
-//!   `ratelimit-*` headers, `HEAD` does not), with `Docker-Content-Digest`;
+//! - manifests by tag and by digest with `Docker-Content-Digest` and the
+//!   quota's `ratelimit-*` headers;
 //! - blobs answered with a `307` to a CDN on another port (another
 //!   origin), which serves them with `Range` and records whether it was
 //!   sent an `Authorization`;
@@ -18,11 +18,11 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -128,6 +128,7 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     forced: AtomicU16,
     corrupt: AtomicBool,
+    remaining: AtomicU64,
     addr: SocketAddr,
     cdn_addr: SocketAddr,
 }
@@ -149,6 +150,7 @@ impl FakeHub {
             requests: Mutex::default(),
             forced: AtomicU16::new(0),
             corrupt: AtomicBool::new(false),
+            remaining: AtomicU64::new(99),
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
         });
@@ -181,6 +183,11 @@ impl FakeHub {
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
         self.shared.requests.lock().unwrap().clear();
+    }
+
+    /// From now on manifest answers say `remaining` pulls are left.
+    pub fn set_remaining(&self, remaining: u64) {
+        self.shared.remaining.store(remaining, Ordering::SeqCst);
     }
 
     /// From now on the CDN serves every blob with its last byte changed.
@@ -273,20 +280,18 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
                 format!("http://{}/cdn/{}?signature=expiring", shared.cdn_addr, &content.digest["sha256:".len()..]);
             reply(StatusCode::TEMPORARY_REDIRECT, &[("location", location)], "")
         }
-        _ => manifest(&parts.method, &content),
+        _ => manifest(&content, shared.remaining.load(Ordering::SeqCst)),
     }
 }
 
-fn manifest(method: &Method, content: &Content) -> Answer {
-    let mut headers = vec![
+fn manifest(content: &Content, remaining: u64) -> Answer {
+    let headers = [
         ("content-type", content.media_type.unwrap_or(OCI_MANIFEST).to_string()),
         ("docker-content-digest", content.digest.clone()),
         ("etag", format!("\"{}\"", content.digest)),
+        ("ratelimit-limit", "100;w=21600".into()),
+        ("ratelimit-remaining", format!("{remaining};w=21600")),
     ];
-    if method == Method::GET {
-        headers.push(("ratelimit-limit", "100;w=21600".into()));
-        headers.push(("ratelimit-remaining", "99;w=21600".into()));
-    }
     reply(StatusCode::OK, &headers, content.bytes.clone())
 }
 

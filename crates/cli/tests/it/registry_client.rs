@@ -437,3 +437,26 @@ async fn tls_and_plain_http_share_the_port_with_a_certificate_clients_can_pin() 
     let again = send(daemon.proxy_addr(), "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
     assert_eq!(String::from_utf8(again.body.to_vec()).unwrap(), pem, "the same certificate after a restart");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_pull_quota_down_to_its_reserve_a_moved_tag_keeps_its_content_until_the_quota_recovers() {
+    let hub = FakeHub::start().await;
+    let first = Image::build("first", None);
+    hub.publish("library/hello", "v1", &first);
+    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"\npull_reserve = 5").await;
+    let manifest = || send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"");
+    assert_eq!(manifest().await.body, first.manifest.bytes);
+
+    let second = Image::build("second", None);
+    hub.publish("library/hello", "v1", &second);
+    hub.set_remaining(5);
+    hub.clear_requests();
+    let kept = manifest().await;
+    assert_eq!((kept.status, kept.body.clone()), (200, first.manifest.bytes.clone()));
+    let warning = kept.header("warning").unwrap_or_default();
+    assert!(warning.contains("pull quota is down to 5"), "{warning}");
+    assert_eq!(manifest_requests(&hub, "library/hello"), ["HEAD /v2/library/hello/manifests/v1"], "no pull spent");
+
+    hub.set_remaining(50);
+    assert_eq!(manifest().await.body, second.manifest.bytes, "followed once the quota recovered");
+}

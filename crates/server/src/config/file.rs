@@ -57,6 +57,8 @@ pub struct RegistrySection {
     /// How long a tag is served without asking upstream.
     #[serde(default, with = "humantime_serde")]
     pub tag_ttl: Option<Duration>,
+    /// The pulls kept in reserve in a registry's quota.
+    pub pull_reserve: Option<u64>,
     /// `[[registry.upstream]]`: registries beside the built-in ones, or the
     /// instances of a built-in one.
     #[serde(default)]

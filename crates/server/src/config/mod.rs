@@ -149,6 +149,7 @@ impl Settings {
                 })
                 .collect(),
             tag_ttl: file.registry.tag_ttl,
+            pull_reserve: file.registry.pull_reserve,
         })?;
         let sides = SidesConfig { apt, go, snap, registry };
         for host in sides.trusted_hosts() {

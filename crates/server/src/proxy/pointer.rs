@@ -9,6 +9,9 @@
 //!   confirmed; a new one is fetched *by digest*, checked and kept, and
 //!   only then does the name point at it (a name never points at content
 //!   the cache does not hold, so the next outage cannot break it);
+//! - when the upstream's pull quota is down to its reserve, a moved name
+//!   that has content is not followed (the reserve is for names never
+//!   pulled);
 //! - when the upstream cannot say (rate-limited, failing, unreachable),
 //!   the last content is served with `Warning: 299 - "pkgproxy: served
 //!   cached NAME (checked T ago): WHY"`; with nothing cached, the client is
@@ -66,6 +69,10 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
         state.stats.side(request.side).increment(SideCounter::Requests);
         let outcome = cached::from_cache(state, exchange, &request, entry, Served::Revalidated);
         return with_headers(outcome, &request, &pointer, entry);
+    }
+    if let (Some(entry), Some(left)) = (cached.as_deref(), quota_left(&pointer, &headers)) {
+        let failed = Failed::Upstream(format!("the pull quota is down to {left}"));
+        return unchecked(state, exchange, &request, &pointer, Some(entry), failed);
     }
     let Some(by_digest) = side.by_digest(&request, &digest) else {
         return cached::serve(state, exchange, side, as_it_is).await;
@@ -128,6 +135,9 @@ fn unchecked(
     let why = match &failed {
         Failed::Overloaded { .. } => "upstream rate-limited".to_string(),
         Failed::Offline => "pkgproxy is offline".to_string(),
+        Failed::Upstream(reason) if reason.starts_with("the pull quota") => {
+            format!("upstream {reason}, kept in reserve")
+        }
         _ => "upstream unavailable".to_string(),
     };
     let warning = format!("299 - \"pkgproxy: served cached {} (checked {ago} ago): {why}\"", pointer.name);
@@ -148,6 +158,14 @@ fn with_headers(outcome: Outcome, request: &CachedRequest, pointer: &Pointer, en
         response.headers_mut().insert(&pointer.digest_header, value);
     }
     Outcome::Answered(response)
+}
+
+/// The pulls the upstream's quota has left, when at or below the reserve.
+fn quota_left(pointer: &Pointer, headers: &HeaderMap) -> Option<u64> {
+    let (header, reserve) = pointer.quota.as_ref()?;
+    let value = headers.get(header)?.to_str().ok()?;
+    let left = value.split(';').next()?.trim().parse::<u64>().ok()?;
+    (left <= *reserve).then_some(left)
 }
 
 /// A `Retry-After` in seconds, or the default.

@@ -40,6 +40,9 @@ use name::{Digest, Endpoint, Located, Reference};
 
 /// How long a tag's manifest is served without asking upstream.
 pub const DEFAULT_TAG_TTL: Duration = Duration::from_secs(60);
+/// The pulls left in a registry's quota at or below which a moved tag is
+/// not followed while its last content is cached.
+pub const DEFAULT_PULL_RESERVE: u64 = 10;
 
 /// The registries known without configuration, and where each is.
 pub const BUILT_IN: [(&str, &str); 7] = [
@@ -77,6 +80,8 @@ pub struct Options {
     pub upstreams: Vec<UpstreamOptions>,
     /// How long a tag is served without asking upstream.
     pub tag_ttl: Option<Duration>,
+    /// The pulls kept in reserve in a registry's quota.
+    pub pull_reserve: Option<u64>,
 }
 
 /// A registry configuration that cannot be used.
@@ -103,6 +108,7 @@ pub struct Upstream {
 pub struct Config {
     upstreams: Vec<Upstream>,
     tag_ttl: Duration,
+    pull_reserve: u64,
 }
 
 impl Config {
@@ -132,7 +138,11 @@ impl Config {
             upstreams.retain(|upstream| upstream.name != name);
             upstreams.push(Upstream { name, mirrors });
         }
-        Ok(Config { upstreams, tag_ttl: options.tag_ttl.unwrap_or(DEFAULT_TAG_TTL) })
+        Ok(Config {
+            upstreams,
+            tag_ttl: options.tag_ttl.unwrap_or(DEFAULT_TAG_TTL),
+            pull_reserve: options.pull_reserve.unwrap_or(DEFAULT_PULL_RESERVE),
+        })
     }
 
     /// The upstream named `name`.
@@ -247,6 +257,7 @@ impl Registry {
         let pointer = Pointer {
             name: format!("{}/{}:{tag}", located.registry, located.repository),
             digest_header: HeaderName::from_static("docker-content-digest"),
+            quota: Some((HeaderName::from_static("ratelimit-remaining"), self.config.pull_reserve)),
         };
         CachedRequest {
             upstream_headers: upstream_headers("manifest"),

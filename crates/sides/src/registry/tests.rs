@@ -23,7 +23,7 @@ fn registry() -> Fixture {
     let hub = UpstreamOptions { name: "index.docker.io".into(), mirrors: vec!["http://127.0.0.1:5010".into()] };
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
-    let config = Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None }).unwrap();
+    let config = Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None, pull_reserve: None }).unwrap();
     Fixture { registry: Registry::new(config, cache), _dir: dir }
 }
 
@@ -131,9 +131,9 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     hosts.sort();
     assert_eq!(hosts, ["127.0.0.1", "127.0.0.1"]);
     let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![] };
-    assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None }).is_err());
+    assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None, pull_reserve: None }).is_err());
     let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()] };
-    assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None }).is_err());
+    assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None, pull_reserve: None }).is_err());
 }
 
 #[test]
