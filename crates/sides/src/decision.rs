@@ -216,8 +216,9 @@ pub struct CachedRequest {
     pub reply_headers: HeaderMap,
     /// How pkgproxy authorises itself upstream.
     pub upstream_auth: UpstreamAuth,
-    /// For a name that points at content by digest, how it is revalidated.
-    pub pointer: Option<Pointer>,
+    /// For a name that points at content by digest, how it is revalidated
+    /// (boxed: most requests have none).
+    pub pointer: Option<Box<Pointer>>,
 }
 
 impl CachedRequest {

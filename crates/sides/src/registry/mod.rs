@@ -264,7 +264,7 @@ impl Registry {
             fresh_for: self.config.tag_ttl,
             reply_headers: reply,
             upstream_auth: pull_scope(located),
-            pointer: Some(pointer),
+            pointer: Some(Box::new(pointer)),
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Revalidated)
         }
     }
