@@ -13,7 +13,9 @@
 //! 3. [`Side::prerequisites`], then [`Side::verifier`]: on a miss, before
 //!    the fetch starts, what must be fetched first (through the cache) to
 //!    check the download, and the checks themselves. Never on a hit.
-//! 4. [`Side::remember`]: after an upstream's `404` or `410` was passed on.
+//! 4. [`Side::remember`]: after an upstream's answer was passed on, not
+//!    cached (go remembers a `404` or `410`; the registry, that a
+//!    repository needs credentials).
 //! 5. For a forwarded request that asks for a [`crate::Record`]:
 //!    [`Side::record`] with a successful answer, or [`Side::replay`] when
 //!    the upstream cannot be asked (offline, its breaker open) or fails.
@@ -30,6 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use http::StatusCode;
 use pkgproxy_cache::{Cache, PassedAnswer, Verifier};
 
 use crate::apt::{self, Apt};
@@ -85,11 +88,15 @@ impl Side {
         }
     }
 
-    /// The upstream said "not found" for `key`, in `answer`, at `now`.
-    pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
+    /// The upstream answered `request` with `answer`, passed on, at `now`.
+    pub fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
         match self {
-            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) => {}
-            Side::Go(go) => go.remember(key, answer, now),
+            Side::Apt(_) | Side::Snap(_) => {}
+            Side::Go(go) if matches!(answer.status, StatusCode::NOT_FOUND | StatusCode::GONE) => {
+                go.remember(&request.key, answer, now)
+            }
+            Side::Go(_) => {}
+            Side::Registry(registry) => registry.remember(request, answer),
         }
     }
 
@@ -269,11 +276,11 @@ impl Sides {
 mod tests {
     use std::time::Duration;
 
-    use http::{HeaderMap, Method, StatusCode};
+    use http::{HeaderMap, Method};
 
     use super::*;
     use crate::apt::{ArchiveConfig, Config as AptConfig, DEFAULT_INDEX_TTL};
-    use crate::decision::Target;
+    use crate::decision::{Origin, Target};
     use crate::go::{Config as GoConfig, Options};
     use crate::route::Mount;
 
@@ -370,9 +377,15 @@ mod tests {
         let sides = sides(dir.path());
         let answer = Arc::new(PassedAnswer { status: StatusCode::NOT_FOUND, headers: vec![], body: "gone".into() });
         let now = Instant::now();
+        let origin = Origin { pool: "p".into(), instances: vec!["http://127.0.0.1:1".into()], path: "/k".into() };
         for side in sides.iter() {
-            side.remember("k", &answer, now);
+            let request = CachedRequest::new(side.id(), "k".into(), origin.clone(), pkgproxy_cache::Class::Revalidated);
+            side.remember(&request, &answer, now);
         }
+        let refused = Arc::new(PassedAnswer { status: StatusCode::FORBIDDEN, headers: vec![], body: "no".into() });
+        let other = CachedRequest::new(SideId::Go, "other".into(), origin, pkgproxy_cache::Class::Revalidated);
+        sides.get(SideId::Go).remember(&other, &refused, now);
+        assert!(sides.get(SideId::Go).remembered("other", now, false).is_none(), "only a not found");
         assert!(sides.get(SideId::Go).remembered("k", now, false).is_some());
         assert!(sides.get(SideId::Go).remembered("k", now + Duration::from_secs(61), false).is_none());
         assert!(sides.get(SideId::Apt).remembered("k", now, false).is_none());

@@ -125,6 +125,10 @@ struct Shared {
     content: Mutex<HashMap<String, Content>>,
     /// `(repository, tag)` → digest.
     tags: Mutex<HashMap<(String, String), String>>,
+    /// What each repository holds: a digest is served under those only.
+    holds: Mutex<HashMap<String, Vec<String>>>,
+    /// Private repositories and the `user:password` that may pull them.
+    private: Mutex<HashMap<String, String>>,
     requests: Mutex<Vec<RecordedRequest>>,
     forced: AtomicU16,
     corrupt: AtomicBool,
@@ -147,6 +151,8 @@ impl FakeHub {
         let shared = Arc::new(Shared {
             content: Mutex::default(),
             tags: Mutex::default(),
+            holds: Mutex::default(),
+            private: Mutex::default(),
             requests: Mutex::default(),
             forced: AtomicU16::new(0),
             corrupt: AtomicBool::new(false),
@@ -167,12 +173,20 @@ impl FakeHub {
     /// `tag-multi` (its index). Moving a tag is publishing another image.
     pub fn publish(&self, repository: &str, tag: &str, image: &Image) {
         let mut content = self.shared.content.lock().unwrap();
+        let mut holds = self.shared.holds.lock().unwrap();
         for part in [&image.layer, &image.config, &image.manifest, &image.index] {
             content.insert(part.digest.clone(), part.clone());
+            holds.entry(repository.to_string()).or_default().push(part.digest.clone());
         }
         let mut tags = self.shared.tags.lock().unwrap();
         tags.insert((repository.into(), tag.into()), image.manifest.digest.clone());
         tags.insert((repository.into(), format!("{tag}-multi")), image.index.digest.clone());
+    }
+
+    /// Makes `repository` private: only `user:password` gets a token that
+    /// pulls from it.
+    pub fn make_private(&self, repository: &str, credentials: &str) {
+        self.shared.private.lock().unwrap().insert(repository.into(), credentials.into());
     }
 
     /// Every request so far, the CDN's included.
@@ -253,7 +267,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
         return cdn(shared, hex, &parts.headers);
     }
     if path == "/token" {
-        return token(parts.uri.query().unwrap_or(""));
+        return token(shared, parts.uri.query().unwrap_or(""), &parts.headers);
     }
     let Some(rest) = path.strip_prefix("/v2/") else { return error(StatusCode::NOT_FOUND, "NOT_FOUND") };
     let (repository, kind, reference) = match ["manifests", "blobs"].iter().find_map(|kind| {
@@ -271,7 +285,9 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
         true => Some(reference.to_string()),
         false => shared.tags.lock().unwrap().get(&(repository.to_string(), reference.to_string())).cloned(),
     };
-    let Some(content) = digest.and_then(|digest| shared.content.lock().unwrap().get(&digest).cloned()) else {
+    let held = |digest: &String| shared.holds.lock().unwrap().get(repository).is_some_and(|held| held.contains(digest));
+    let Some(content) = digest.filter(held).and_then(|digest| shared.content.lock().unwrap().get(&digest).cloned())
+    else {
         return error(StatusCode::NOT_FOUND, if kind == "blobs" { "BLOB_UNKNOWN" } else { "MANIFEST_UNKNOWN" });
     };
     match kind {
@@ -305,14 +321,27 @@ fn challenge(shared: &Shared, repository: Option<&str>) -> Answer {
     answer
 }
 
-fn token(query: &str) -> Answer {
+fn token(shared: &Shared, query: &str, headers: &HeaderMap) -> Answer {
     let scope = query.split('&').find_map(|pair| pair.strip_prefix("scope=")).unwrap_or("");
     let scope = percent_encoding::percent_decode_str(scope).decode_utf8_lossy();
     let Some(repository) = scope.strip_prefix("repository:").and_then(|s| s.strip_suffix(":pull")) else {
         return error(StatusCode::BAD_REQUEST, "UNSUPPORTED");
     };
-    let body =
-        json!({"token": format!("token-for-{repository}"), "expires_in": 300, "issued_at": "2026-01-01T00:00:00Z"});
+    let allowed = match shared.private.lock().unwrap().get(repository) {
+        None => true,
+        Some(credentials) => {
+            use base64::Engine;
+            let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
+            headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(basic.as_str())
+        }
+    };
+    // Like Docker Hub, an anonymous token is given either way; it just
+    // does not pull from a private repository.
+    let token = match allowed {
+        true => format!("token-for-{repository}"),
+        false => "token-anonymous".to_string(),
+    };
+    let body = json!({"token": token, "expires_in": 300, "issued_at": "2026-01-01T00:00:00Z"});
     reply(StatusCode::OK, &[("content-type", "application/json".into())], body.to_string())
 }
 

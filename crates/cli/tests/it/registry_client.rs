@@ -460,3 +460,52 @@ async fn with_the_pull_quota_down_to_its_reserve_a_moved_tag_keeps_its_content_u
     hub.set_remaining(50);
     assert_eq!(manifest().await.body, second.manifest.bytes, "followed once the quota recovered");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_repository_is_never_served_from_the_cache_nor_to_a_client_without_credentials() {
+    let hub = FakeHub::start().await;
+    let public = Image::build("public", None);
+    let secret = Image::build("secret", None);
+    hub.publish("library/hello", "v1", &public);
+    hub.publish("secret/app", "v1", &secret);
+    hub.make_private("secret/app", "alice:pw");
+    let daemon = daemon_for(&hub, "").await;
+    let addr = daemon.proxy_addr();
+    let manifest = "/v2/secret/app/manifests/v1";
+
+    let anonymous = send(addr, "GET", manifest, &[], b"").await;
+    assert_eq!(anonymous.status, 401, "{:?}", String::from_utf8_lossy(&anonymous.body));
+    assert!(
+        anonymous.header("www-authenticate").is_some_and(|c| c.contains("realm=")),
+        "the registry's challenge, relayed"
+    );
+
+    // The client answers the challenge itself, with its own credentials.
+    let basic = "Basic YWxpY2U6cHc="; // alice:pw
+    let hub_addr = hub.url().trim_start_matches("http://").to_string();
+    let token = send(
+        &hub_addr,
+        "GET",
+        "/token?service=fakehub&scope=repository:secret/app:pull",
+        &[("authorization", basic)],
+        b"",
+    )
+    .await;
+    let token: serde_json::Value = serde_json::from_slice(&token.body).unwrap();
+    let bearer = format!("Bearer {}", token["token"].as_str().unwrap());
+    let with_credentials = send(addr, "GET", manifest, &[("authorization", &bearer)], b"").await;
+    assert_eq!((with_credentials.status, with_credentials.body.clone()), (200, secret.manifest.bytes.clone()));
+
+    let again = send(addr, "GET", manifest, &[], b"").await;
+    assert_eq!(again.status, 401, "never served from the cache to a client without credentials");
+    let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
+    assert_eq!(send(addr, "GET", &layer, &[], b"").await.status, 401);
+    let under_public_name = format!("/v2/library/hello/blobs/{}", secret.layer.digest);
+    assert_eq!(
+        send(addr, "GET", &under_public_name, &[], b"").await.status,
+        404,
+        "a private layer under a public name"
+    );
+    let public_still = send(addr, "GET", "/v2/library/hello/manifests/v1", &[("authorization", &bearer)], b"").await;
+    assert_eq!(public_still.body, public.manifest.bytes, "a public repository with credentials: through the cache");
+}

@@ -119,9 +119,7 @@ async fn through_the_cache(
             }
             _ => {
                 stats.increment(SideCounter::Misses);
-                if matches!(passed.status, StatusCode::NOT_FOUND | StatusCode::GONE) {
-                    side.remember(&request.key, &passed, tokio::time::Instant::now().into_std());
-                }
+                side.remember(&request, &passed, tokio::time::Instant::now().into_std());
                 Outcome::Answered(answer::passed(exchange, &passed))
             }
         },

@@ -19,14 +19,15 @@
 
 pub mod name;
 
+use std::collections::HashSet;
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, Method, StatusCode};
-use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, Verifier};
+use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, PassedAnswer, Verifier};
 use serde_json::json;
 
 use crate::decision::{
@@ -164,12 +165,15 @@ impl Config {
 pub struct Registry {
     config: Config,
     cache: Cache,
+    /// The repositories (`registry/repository`) an anonymous token cannot
+    /// pull from: a client's own credentials go to them, uncached.
+    private: Mutex<HashSet<String>>,
 }
 
 impl Registry {
     /// The side with `config`, keeping manifests in `cache`.
     pub fn new(config: Config, cache: Cache) -> Registry {
-        Registry { config, cache }
+        Registry { config, cache, private: Mutex::new(HashSet::new()) }
     }
 
     /// The checks and follow-up of a fetch. A manifest is read whole
@@ -182,6 +186,20 @@ impl Registry {
         let by_tag = request.key.starts_with("registry/tag/");
         let manifest = by_tag || request.key.starts_with("registry/manifest/");
         manifest.then(|| Arc::new(Manifest { keep_by_digest: by_tag.then(|| self.cache.clone()) }) as Arc<dyn Verifier>)
+    }
+
+    /// The upstream answered `request` with `answer`, passed on: a `401`
+    /// or `403` to pkgproxy's anonymous token means the repository is
+    /// private, and from now on a client's own credentials are used for it.
+    pub fn remember(&self, request: &CachedRequest, answer: &PassedAnswer) {
+        if !matches!(answer.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return;
+        }
+        let Some(registry) = request.origin.pool.strip_prefix("registry ") else { return };
+        let Some(repository) = repository_of(&request.origin.path) else { return };
+        let private = format!("{registry}/{repository}");
+        tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
+        self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private);
     }
 
     /// Its configuration.
@@ -206,6 +224,9 @@ impl Registry {
             let reason = format!("pkgproxy knows no registry {}; add it as a [[registry.upstream]]", located.registry);
             return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
         };
+        if request.headers.contains_key(http::header::AUTHORIZATION) && self.is_private(&located) {
+            return Decision::Forward(self.as_asked(upstream, &located, request));
+        }
         let reply = reply_headers(ns, &located.endpoint);
         match &located.endpoint {
             Endpoint::Blob(digest) => Decision::Cache(self.by_digest(upstream, &located, "blob", digest, reply)),
@@ -215,10 +236,12 @@ impl Registry {
             Endpoint::Manifest(Reference::Tag(tag)) if takes_every_modern_type(request.headers) => {
                 Decision::Cache(self.by_tag(upstream, &located, tag, reply))
             }
-            Endpoint::Manifest(Reference::Tag(tag)) => {
-                Decision::Forward(self.as_asked(upstream, &located, tag, request))
-            }
-            Endpoint::Tags => Decision::Forward(self.tags(upstream, &located, request)),
+            // A client that does not take every manifest type pkgproxy asks
+            // for (an old docker that reads only schema 2 manifests) gets
+            // the tag as it asked, so it is never given a type it cannot
+            // read, and the tag pkgproxy holds is left as it is.
+            Endpoint::Manifest(Reference::Tag(_)) => Decision::Forward(self.as_asked(upstream, &located, request)),
+            Endpoint::Tags => Decision::Forward(self.as_asked(upstream, &located, request)),
         }
     }
 
@@ -290,39 +313,36 @@ impl Registry {
         Some(by_digest)
     }
 
-    /// A tag asked for by a client that does not take every manifest type
-    /// pkgproxy asks for (an old docker that reads only schema 2
-    /// manifests): passed through with the client's own `Accept`, so it is
-    /// never given a type it cannot read, and the tag pkgproxy holds is
-    /// left as it is.
-    fn as_asked(&self, upstream: &Upstream, located: &Located, tag: &str, request: &Request<'_>) -> ForwardRequest {
-        // The client's own authorization too: the upstream's challenge
-        // reaches it, and it answers it itself.
+    fn is_private(&self, located: &Located) -> bool {
+        let name = format!("{}/{}", located.registry, located.repository);
+        self.private.lock().unwrap_or_else(|p| p.into_inner()).contains(&name)
+    }
+
+    /// A request passed through as the client asked it, with its own
+    /// `Accept` and credentials (a private repository's, say), never cached
+    /// or shared; a blob's redirect goes to the client, which follows it,
+    /// and an upstream's challenge too, which the client answers itself.
+    fn as_asked(&self, upstream: &Upstream, located: &Located, request: &Request<'_>) -> ForwardRequest {
+        let what = match &located.endpoint {
+            Endpoint::Blob(digest) => format!("blobs/{digest}"),
+            Endpoint::Manifest(Reference::Digest(digest)) => format!("manifests/{digest}"),
+            Endpoint::Manifest(Reference::Tag(tag)) => format!("manifests/{tag}"),
+            Endpoint::Tags => "tags/list".to_string(),
+        };
         let mut headers = HeaderMap::new();
         for name in [ACCEPT, http::header::AUTHORIZATION] {
             for value in request.headers.get_all(&name) {
                 headers.append(name.clone(), value.clone());
             }
         }
-        ForwardRequest {
-            side: SideId::Registry,
-            origin: origin(upstream, format!("/v2/{}/manifests/{tag}", located.repository)),
-            method: request.method.clone(),
-            headers,
-            body_limit: 0,
-            record: None,
-            rewrite: None,
-        }
-    }
-
-    /// A tag list: forwarded as it is.
-    fn tags(&self, upstream: &Upstream, located: &Located, request: &Request<'_>) -> ForwardRequest {
-        let path = match request.query {
-            Some(query) => format!("/v2/{}/tags/list?{query}", located.repository),
-            None => format!("/v2/{}/tags/list", located.repository),
+        // The registry is named by the path upstream: containerd's `ns`
+        // stays here.
+        let query: Vec<&str> =
+            request.query.unwrap_or("").split('&').filter(|p| !p.is_empty() && !p.starts_with("ns=")).collect();
+        let path = match query.is_empty() {
+            true => format!("/v2/{}/{what}", located.repository),
+            false => format!("/v2/{}/{what}?{}", located.repository, query.join("&")),
         };
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         ForwardRequest {
             side: SideId::Registry,
             origin: origin(upstream, path),
@@ -333,6 +353,12 @@ impl Registry {
             rewrite: None,
         }
     }
+}
+
+/// The repository of an upstream path `/v2/REPOSITORY/(manifests|blobs)/..`.
+fn repository_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/v2/")?;
+    ["/manifests/", "/blobs/"].iter().find_map(|kind| rest.rsplit_once(kind).map(|(repository, _)| repository))
 }
 
 /// Anonymous pull access to the located repository.
