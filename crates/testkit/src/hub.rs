@@ -266,6 +266,9 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
     if let Some(hex) = path.strip_prefix("/cdn/") {
         return cdn(shared, hex, &parts.headers);
     }
+    if path == "/_counts" {
+        return counts(shared);
+    }
     if path == "/token" {
         return token(shared, parts.uri.query().unwrap_or(""), &parts.headers);
     }
@@ -309,6 +312,22 @@ fn manifest(content: &Content, remaining: u64) -> Answer {
         ("ratelimit-remaining", format!("{remaining};w=21600")),
     ];
     reply(StatusCode::OK, &headers, content.bytes.clone())
+}
+
+/// What was asked so far, for a benchmark run outside a test: requests,
+/// CDN fetches and the blob bytes the CDN sent.
+fn counts(shared: &Shared) -> Answer {
+    let requests = shared.requests.lock().unwrap();
+    let cdn: Vec<&RecordedRequest> = requests.iter().filter(|r| r.path.starts_with("/cdn/")).collect();
+    let content = shared.content.lock().unwrap();
+    let bytes: usize = cdn
+        .iter()
+        .filter_map(|r| r.path.trim_start_matches("/cdn/").split('?').next())
+        .filter_map(|hex| content.get(&format!("sha256:{hex}")))
+        .map(|c| c.bytes.len())
+        .sum();
+    let body = json!({"requests": requests.len() - 1, "cdn_fetches": cdn.len(), "cdn_bytes": bytes});
+    reply(StatusCode::OK, &[("content-type", "application/json".into())], body.to_string())
 }
 
 fn challenge(shared: &Shared, repository: Option<&str>) -> Answer {
