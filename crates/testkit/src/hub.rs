@@ -9,8 +9,9 @@
 //! - blobs answered with a `307` to a CDN on another port (another
 //!   origin), which serves them with `Range` and records whether it was
 //!   sent an `Authorization`;
-//! - tags that move, a forced status (a `429` with `Retry-After`), a CDN
-//!   that corrupts what it serves, and a request log.
+//! - tags that move, a forced status (a `429` with `Retry-After`), a stall
+//!   (requests taken, never answered), a CDN that corrupts what it serves,
+//!   and a request log.
 //!
 //! Images are built by hand: a gzipped tar layer, a config, an OCI
 //! manifest, and an index naming it for linux/amd64.
@@ -132,6 +133,7 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     forced: AtomicU16,
     corrupt: AtomicBool,
+    stalled: AtomicBool,
     remaining: AtomicU64,
     addr: SocketAddr,
     cdn_addr: SocketAddr,
@@ -156,6 +158,7 @@ impl FakeHub {
             requests: Mutex::default(),
             forced: AtomicU16::new(0),
             corrupt: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             remaining: AtomicU64::new(99),
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
@@ -202,6 +205,11 @@ impl FakeHub {
     /// From now on manifest answers say `remaining` pulls are left.
     pub fn set_remaining(&self, remaining: u64) {
         self.shared.remaining.store(remaining, Ordering::SeqCst);
+    }
+
+    /// From now on every request is taken and never answered.
+    pub fn set_stalled(&self, stalled: bool) {
+        self.shared.stalled.store(stalled, Ordering::SeqCst);
     }
 
     /// From now on the CDN serves every blob with its last byte changed.
@@ -255,6 +263,9 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
     let (parts, body) = request.into_parts();
     let _ = body.collect().await;
     shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
+    if shared.stalled.load(Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
     let forced = shared.forced.load(Ordering::SeqCst);
     if forced != 0 {
         let status = StatusCode::from_u16(forced).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
