@@ -3,7 +3,7 @@
 //!
 //! An upstream answers `401` with `WWW-Authenticate: Bearer realm=..,
 //! service=..,scope=..`; pkgproxy asks the realm for a token for the scope
-//! (anonymously), keeps it until `issued + expires_in - 30 s` for every
+//! (anonymously, or as the account configured for the upstream), keeps it until `issued + expires_in - 30 s` for every
 //! request of that scope to that pool, and asks the upstream again once
 //! with it. A realm is asked only when it is on the upstream's own domain
 //! (the same host, or a host sharing its last two labels:
@@ -83,12 +83,14 @@ impl Tokens {
     }
 
     /// Asks `challenge`'s realm for a token for `scope` on `pool`, whose
-    /// instance at `base` challenged, through `transport`, and keeps it.
+    /// instance at `base` challenged, through `transport`, as the account
+    /// `credentials` (`user:password`) if given, and keeps it.
     pub async fn fetch(
         &self,
         transport: &Transport,
         pool: &str,
         scope: &str,
+        credentials: Option<&str>,
         challenge: &Challenge,
         base: &str,
     ) -> Result<HeaderValue, String> {
@@ -108,12 +110,22 @@ impl Tokens {
             "scope={}",
             utf8_percent_encode(challenge.scope.as_deref().unwrap_or(scope), NON_ALPHANUMERIC)
         ));
+        if let Some((user, _)) = credentials.and_then(|c| c.split_once(':')) {
+            query.push(format!("account={}", utf8_percent_encode(user, NON_ALPHANUMERIC)));
+        }
         let path = format!("{}?{}", realm.path(), query.join("&"));
         let tokens = transport
             .pool(&format!("{pool} tokens"), &[format!("{scheme}://{authority}")])
             .map_err(|error| error.to_string())?;
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(credentials) = credentials {
+            use base64::Engine;
+            let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
+            let value =
+                HeaderValue::from_str(&basic).map_err(|_| "the credentials are not a header value".to_string())?;
+            headers.insert(http::header::AUTHORIZATION, value);
+        }
         let answer = tokens.send(PoolRequest::get(path, headers)).await.map_err(|error| error.to_string())?;
         if answer.response.status() != StatusCode::OK {
             return Err(format!("the token realm answered {}", answer.response.status()));

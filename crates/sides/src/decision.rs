@@ -156,13 +156,27 @@ pub enum UpstreamAuth {
     /// It does not: the request goes as it is.
     None,
     /// An OCI registry's Bearer token dance: on a `401` with a Bearer
-    /// challenge, pkgproxy fetches an anonymous token for `scope` from the
-    /// challenge's realm (on the upstream's own domain), keeps it until it
-    /// expires for every request of that scope, and asks again once.
-    AnonymousBearer {
+    /// challenge, pkgproxy fetches a token for `scope` from the challenge's
+    /// realm (only on the upstream's own domain), anonymously or with the
+    /// upstream's configured `credentials`, keeps it until it expires for
+    /// every request of that scope, and asks again once.
+    Bearer {
         /// The scope asked for (`repository:library/alpine:pull`).
         scope: String,
+        /// The account configured for the upstream, if any.
+        credentials: Option<Credentials>,
     },
+}
+
+/// An account's `user:password`, never shown in logs or debug output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials(pub String);
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let user = self.0.split_once(':').map_or("", |(user, _)| user);
+        write!(f, "Credentials({user}:***)")
+    }
 }
 
 /// A name that stands for whichever content the upstream names now (a

@@ -533,3 +533,29 @@ async fn a_stalled_hub_costs_seconds_and_a_cached_tag_is_still_served() {
     let elapsed = started.elapsed();
     assert!(elapsed < std::time::Duration::from_secs(8), "bounded by the upstream's time limits: {elapsed:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_an_account_configured_pkgproxy_pulls_as_it_and_caches_what_it_may_read() {
+    let hub = FakeHub::start().await;
+    let secret = Image::build("secret", None);
+    hub.publish("team/app", "v1", &secret);
+    hub.make_private("team/app", "puller:pw");
+    let config = format!(
+        "[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\nusername = \"puller\"\npassword = \"pw\"\n",
+        hub.url()
+    );
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    let pulled = skopeo.copy("docker.io/team/app:v1", "pulled");
+    assert!(pulled.success, "{}", pulled.stderr);
+    assert_eq!(blob_in(&skopeo, "pulled", &secret.layer.digest).as_deref(), Some(secret.layer.bytes.as_ref()));
+    let tokens: Vec<RecordedRequest> = hub.requests().into_iter().filter(|r| r.path.starts_with("/token")).collect();
+    assert_eq!(tokens.len(), 1, "one token for the scope: {tokens:#?}");
+    assert!(tokens[0].path.contains("account=puller"), "{}", tokens[0].path);
+    assert!(tokens[0].header("authorization").is_some_and(|a| a.starts_with("Basic ")));
+    assert!(!daemon.log().contains("pw"), "the password is never logged");
+
+    hub.clear_requests();
+    assert!(skopeo.copy("docker.io/team/app:v1", "again").success);
+    assert!(hub.requests().is_empty(), "cached, like public content: {:#?}", hub.requests());
+}

@@ -73,6 +73,10 @@ pub struct RegistryUpstreamSection {
     pub name: String,
     /// Its instances' base URLs.
     pub mirrors: Vec<String>,
+    /// An account pkgproxy pulls as: its user name.
+    pub username: Option<String>,
+    /// Its password, or a token standing for it.
+    pub password: Option<String>,
 }
 
 /// `[snap]`.

@@ -146,6 +146,11 @@ impl Settings {
                 .map(|upstream| registry::UpstreamOptions {
                     name: upstream.name.clone(),
                     mirrors: upstream.mirrors.clone(),
+                    credentials: upstream
+                        .username
+                        .as_ref()
+                        .map(|user| format!("{user}:{}", upstream.password.as_deref().unwrap_or("")))
+                        .map(pkgproxy_sides::Credentials),
                 })
                 .collect(),
             tag_ttl: file.registry.tag_ttl,

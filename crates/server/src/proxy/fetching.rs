@@ -203,7 +203,7 @@ async fn authorised(
     mut request: PoolRequest,
 ) -> Result<(PoolRequest, PoolAnswer), FetchError> {
     let upstream = |error: UpstreamError| FetchError::Upstream(Box::new(error));
-    let UpstreamAuth::AnonymousBearer { scope } = auth else {
+    let UpstreamAuth::Bearer { scope, credentials } = auth else {
         let answer = pool.send(request.clone()).await.map_err(upstream)?;
         return Ok((request, answer));
     };
@@ -219,7 +219,14 @@ async fn authorised(
     let base = origin.instances.get(answer.instance).map_or("", String::as_str);
     let token = state
         .tokens
-        .fetch(&state.upstream.transport, &origin.pool, scope, &challenge, base)
+        .fetch(
+            &state.upstream.transport,
+            &origin.pool,
+            scope,
+            credentials.as_ref().map(|c| c.0.as_str()),
+            &challenge,
+            base,
+        )
         .await
         .map_err(|reason| FetchError::Upstream(format!("cannot get a token: {reason}").into()))?;
     request.headers.insert(AUTHORIZATION, token);

@@ -31,8 +31,8 @@ use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, PassedAnswe
 use serde_json::json;
 
 use crate::decision::{
-    CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Pointer, Redirects, Refusal,
-    UpstreamAuth,
+    CachedRequest, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Pointer, Redirects,
+    Refusal, UpstreamAuth,
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
@@ -72,6 +72,9 @@ pub struct UpstreamOptions {
     pub name: String,
     /// Its instances' base URLs (the registry, or mirrors of it).
     pub mirrors: Vec<String>,
+    /// An account pkgproxy pulls as (`user:password`): everything it may
+    /// read becomes readable to every client of pkgproxy.
+    pub credentials: Option<Credentials>,
 }
 
 /// The registry side's configuration, as written.
@@ -102,6 +105,8 @@ pub struct Upstream {
     pub name: String,
     /// The instances' base URLs, without a trailing slash.
     pub mirrors: Vec<String>,
+    /// The account pkgproxy pulls as, if any.
+    pub credentials: Option<Credentials>,
 }
 
 /// The registry side's configuration, validated.
@@ -118,7 +123,7 @@ impl Config {
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
         let mut upstreams: Vec<Upstream> = BUILT_IN
             .iter()
-            .map(|(name, url)| Upstream { name: name.to_string(), mirrors: vec![url.to_string()] })
+            .map(|(name, url)| Upstream { name: name.to_string(), mirrors: vec![url.to_string()], credentials: None })
             .collect();
         for configured in &options.upstreams {
             let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
@@ -131,13 +136,20 @@ impl Config {
             if configured.mirrors.is_empty() {
                 return Err(bad("has no mirrors".into()));
             }
+            if configured
+                .credentials
+                .as_ref()
+                .is_some_and(|c| c.0.split_once(':').is_none_or(|(user, _)| user.is_empty()))
+            {
+                return Err(bad("credentials are user:password".into()));
+            }
             let mirrors = configured
                 .mirrors
                 .iter()
                 .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
                 .collect::<Result<Vec<_>, _>>()?;
             upstreams.retain(|upstream| upstream.name != name);
-            upstreams.push(Upstream { name, mirrors });
+            upstreams.push(Upstream { name, mirrors, credentials: configured.credentials.clone() });
         }
         Ok(Config {
             upstreams,
@@ -268,7 +280,7 @@ impl Registry {
             upstream_headers: upstream_headers(kind),
             redirects: Redirects::Followed,
             reply_headers: reply,
-            upstream_auth: pull_scope(located),
+            upstream_auth: pull_scope(upstream, located),
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Immutable)
         }
     }
@@ -286,7 +298,7 @@ impl Registry {
             upstream_headers: upstream_headers("manifest"),
             fresh_for: self.config.tag_ttl,
             reply_headers: reply,
-            upstream_auth: pull_scope(located),
+            upstream_auth: pull_scope(upstream, located),
             pointer: Some(Box::new(pointer)),
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Revalidated)
         }
@@ -361,9 +373,11 @@ fn repository_of(path: &str) -> Option<&str> {
     ["/manifests/", "/blobs/"].iter().find_map(|kind| rest.rsplit_once(kind).map(|(repository, _)| repository))
 }
 
-/// Anonymous pull access to the located repository.
-fn pull_scope(located: &Located) -> UpstreamAuth {
-    UpstreamAuth::AnonymousBearer { scope: format!("repository:{}:pull", located.repository) }
+/// Pull access to the located repository, as the upstream's configured
+/// account or anonymously.
+fn pull_scope(upstream: &Upstream, located: &Located) -> UpstreamAuth {
+    let scope = format!("repository:{}:pull", located.repository);
+    UpstreamAuth::Bearer { scope, credentials: upstream.credentials.clone() }
 }
 
 fn origin(upstream: &Upstream, path: String) -> Origin {

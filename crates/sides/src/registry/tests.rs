@@ -19,8 +19,16 @@ impl std::ops::Deref for Fixture {
 }
 
 fn registry() -> Fixture {
-    let local = UpstreamOptions { name: "registry.lan:5000".into(), mirrors: vec!["http://127.0.0.1:5000/".into()] };
-    let hub = UpstreamOptions { name: "index.docker.io".into(), mirrors: vec!["http://127.0.0.1:5010".into()] };
+    let local = UpstreamOptions {
+        name: "registry.lan:5000".into(),
+        mirrors: vec!["http://127.0.0.1:5000/".into()],
+        credentials: None,
+    };
+    let hub = UpstreamOptions {
+        name: "index.docker.io".into(),
+        mirrors: vec!["http://127.0.0.1:5010".into()],
+        credentials: None,
+    };
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
     let config = Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None, pull_reserve: None }).unwrap();
@@ -130,10 +138,16 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     let mut hosts = registry.config().trusted_hosts();
     hosts.sort();
     assert_eq!(hosts, ["127.0.0.1", "127.0.0.1"]);
-    let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![] };
+    let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![], credentials: None };
     assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None, pull_reserve: None }).is_err());
-    let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()] };
+    let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()], credentials: None };
     assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None, pull_reserve: None }).is_err());
+    let nameless = UpstreamOptions {
+        name: "x.lan".into(),
+        mirrors: vec!["http://x".into()],
+        credentials: Some(Credentials(":pw".into())),
+    };
+    assert!(Config::new(&Options { upstreams: vec![nameless], tag_ttl: None, pull_reserve: None }).is_err());
 }
 
 #[test]
