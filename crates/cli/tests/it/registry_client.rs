@@ -559,3 +559,43 @@ async fn with_an_account_configured_pkgproxy_pulls_as_it_and_caches_what_it_may_
     assert!(skopeo.copy("docker.io/team/app:v1", "again").success);
     assert!(hub.requests().is_empty(), "cached, like public content: {:#?}", hub.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_skopeo_pulls_at_once_of_a_64_mib_layer_make_one_cdn_fetch() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("big", Some(64 * 1024 * 1024));
+    hub.publish("library/big", "v1", &image);
+    let daemon = daemon_for(&hub, "").await;
+    let skopeo = std::sync::Arc::new(SkopeoSandbox::new(daemon.proxy_addr()));
+    let pulls: Vec<_> = (0..10)
+        .map(|i| {
+            let skopeo = std::sync::Arc::clone(&skopeo);
+            tokio::task::spawn_blocking(move || skopeo.copy("docker.io/library/big:v1", &format!("pull-{i}")))
+        })
+        .collect();
+    for pull in pulls {
+        let pulled = pull.await.unwrap();
+        assert!(pulled.success, "{}", pulled.stderr);
+    }
+    for i in 0..10 {
+        let layer = blob_in(&skopeo, &format!("pull-{i}"), &image.layer.digest).expect("the layer");
+        assert!(layer == image.layer.bytes, "pull {i} has the right layer");
+    }
+    let cdn = format!("/cdn/{}", image.layer.digest.trim_start_matches("sha256:"));
+    assert_eq!(count(&hub.requests(), |r| r.path.starts_with(&cdn)), 1, "one CDN fetch for ten pulls");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_registry_is_reached_by_its_path_prefix() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("ghcr", None);
+    hub.publish("owner/img", "v1", &image);
+    let config = format!("[[registry.upstream]]\nname = \"ghcr.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    let pulled = skopeo.copy("ghcr.io/owner/img:v1", "ghcr");
+    assert!(pulled.success, "{}", pulled.stderr);
+    assert_eq!(blob_in(&skopeo, "ghcr", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
+    let by_ns = send(daemon.proxy_addr(), "GET", "/v2/owner/img/manifests/v1?ns=ghcr.io", &[], b"").await;
+    assert_eq!((by_ns.status, by_ns.body.clone()), (200, image.manifest.bytes.clone()));
+}
