@@ -6,6 +6,17 @@ use crate::common::PKGPROXY;
 use pkgproxy_testkit::client::send;
 use pkgproxy_testkit::{Daemon, FakeHub, Image, RecordedRequest, SkopeoSandbox};
 
+/// A hub with an image whose file says `text` published as `repository:v1`
+/// (and `v1-multi`), and a pkgproxy in front of it with `[registry]`
+/// settings `extra`.
+async fn published(repository: &str, text: &str, extra: &str) -> (FakeHub, Image, Daemon) {
+    let hub = FakeHub::start().await;
+    let image = Image::build(text, None);
+    hub.publish(repository, "v1", &image);
+    let daemon = daemon_for(&hub, extra).await;
+    (hub, image, daemon)
+}
+
 async fn daemon_for(hub: &FakeHub, extra: &str) -> Daemon {
     let config =
         format!("[registry]\n{extra}\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
@@ -23,10 +34,7 @@ fn blob_in(skopeo: &SkopeoSandbox, layout: &str, digest: &str) -> Option<Vec<u8>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn skopeo_pulls_through_pkgproxy_once_and_then_from_the_cache() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let daemon = daemon_for(&hub, "").await;
+    let (hub, image, daemon) = published("library/hello", "hello", "").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
 
     let cold = skopeo.copy("docker.io/library/hello:v1", "cold");
@@ -36,11 +44,7 @@ async fn skopeo_pulls_through_pkgproxy_once_and_then_from_the_cache() {
     let requests = hub.requests();
     let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
     assert_eq!(count(&requests, |r| r.path.starts_with("/token")), 1, "one token for the scope: {paths:#?}");
-    let manifests: Vec<String> = requests
-        .iter()
-        .filter(|r| r.path.starts_with("/v2/library/hello/manifests/") && r.header("authorization").is_some())
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
+    let manifests = manifest_requests(&hub, "library/hello");
     let by_digest = format!("GET /v2/library/hello/manifests/{}", image.manifest.digest);
     assert_eq!(
         manifests,
@@ -72,20 +76,12 @@ async fn skopeo_pulls_through_pkgproxy_once_and_then_from_the_cache() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_multi_arch_index_is_pulled_and_short_names_are_library_names() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("multi", None);
-    hub.publish("library/hello", "v1", &image);
-    let daemon = daemon_for(&hub, "").await;
+    let (hub, image, daemon) = published("library/hello", "multi", "").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     let pulled = skopeo.copy("docker.io/hello:v1-multi", "multi");
     assert!(pulled.success, "{}", pulled.stderr);
     assert_eq!(blob_in(&skopeo, "multi", &image.layer.digest).as_deref(), Some(image.layer.bytes.as_ref()));
-    let authorised: Vec<String> = hub
-        .requests()
-        .iter()
-        .filter(|r| r.path.starts_with("/v2/library/hello/manifests/") && r.header("authorization").is_some())
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
+    let authorised = manifest_requests(&hub, "library/hello");
     assert_eq!(
         authorised,
         [
@@ -99,10 +95,7 @@ async fn a_multi_arch_index_is_pulled_and_short_names_are_library_names() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn routing_the_ping_unknown_registries_and_the_spec_s_errors() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let daemon = daemon_for(&hub, "").await;
+    let (hub, image, daemon) = published("library/hello", "hello", "").await;
     let addr = daemon.proxy_addr();
     let json =
         |answer: &pkgproxy_testkit::client::Answer| serde_json::from_slice::<serde_json::Value>(&answer.body).unwrap();
@@ -143,10 +136,7 @@ async fn routing_the_ping_unknown_registries_and_the_spec_s_errors() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn offline_tags_resolve_to_what_was_pulled_with_no_hub_traffic() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"").await;
+    let (hub, image, daemon) = published("library/hello", "hello", "tag_ttl = \"0s\"").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     assert!(skopeo.copy("docker.io/library/hello:v1", "online").success);
 
@@ -164,18 +154,18 @@ async fn offline_tags_resolve_to_what_was_pulled_with_no_hub_traffic() {
     assert!(hub.requests().is_empty());
 }
 
-/// The hub's requests for manifests of `repository`, as `METHOD path`.
+/// The hub's authorised requests for manifests of `repository` (the ones
+/// a token came with, not the challenged first tries), as `METHOD path`.
 fn manifest_requests(hub: &FakeHub, repository: &str) -> Vec<String> {
     let prefix = format!("/v2/{repository}/manifests/");
-    hub.requests().iter().filter(|r| r.path.starts_with(&prefix)).map(|r| format!("{} {}", r.method, r.path)).collect()
+    let asked =
+        hub.requests().into_iter().filter(|r| r.path.starts_with(&prefix) && r.header("authorization").is_some());
+    asked.map(|r| format!("{} {}", r.method, r.path)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn after_the_tag_s_window_one_head_revalidates_it_and_a_moved_tag_is_fetched_by_digest() {
-    let hub = FakeHub::start().await;
-    let first = Image::build("first", None);
-    hub.publish("library/hello", "v1", &first);
-    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"").await;
+    let (hub, _first, daemon) = published("library/hello", "first", "tag_ttl = \"0s\"").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     assert!(skopeo.copy("docker.io/library/hello:v1", "cold").success);
 
@@ -205,10 +195,7 @@ async fn after_the_tag_s_window_one_head_revalidates_it_and_a_moved_tag_is_fetch
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limited_or_gone_hub_leaves_a_tag_at_its_last_content_with_a_warning() {
-    let hub = FakeHub::start().await;
-    let first = Image::build("first", None);
-    hub.publish("library/hello", "v1", &first);
-    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"").await;
+    let (hub, first, daemon) = published("library/hello", "first", "tag_ttl = \"0s\"").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     assert!(skopeo.copy("docker.io/library/hello:v1", "cold").success);
 
@@ -254,10 +241,7 @@ async fn a_miss_while_rate_limited_is_an_honest_429_and_a_dead_hub_a_quick_503()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_corrupt_blob_fails_the_pull_is_never_cached_and_the_next_pull_fetches_it_again() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let daemon = daemon_for(&hub, "").await;
+    let (hub, image, daemon) = published("library/hello", "hello", "").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     hub.set_corrupt(true);
     let corrupt = skopeo.copy("docker.io/library/hello:v1", "corrupt");
@@ -331,10 +315,7 @@ async fn in_store_overloaded_mode_a_429_opens_the_breaker_and_client_retries_cos
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs root to run containerd; test.sh runs it as root"]
 async fn containerd_pulls_through_pkgproxy_by_namespace() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let daemon = daemon_for(&hub, "").await;
+    let (hub, image, daemon) = published("library/hello", "hello", "").await;
     let containerd = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
     let fetched = containerd.fetch("docker.io/library/hello:v1-multi");
     assert!(fetched.success, "{}", fetched.output);
@@ -411,10 +392,7 @@ async fn pkgproxyctl_setup_prints_applies_and_undoes_each_registry_client_s_file
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_and_plain_http_share_the_port_with_a_certificate_clients_can_pin() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let mut daemon = daemon_for(&hub, "").await;
+    let (_hub, image, mut daemon) = published("library/hello", "hello", "").await;
     let pem = send(daemon.proxy_addr(), "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
     assert_eq!(pem.status, 200);
     let pem = String::from_utf8(pem.body.to_vec()).unwrap();
@@ -440,10 +418,7 @@ async fn tls_and_plain_http_share_the_port_with_a_certificate_clients_can_pin() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_the_pull_quota_down_to_its_reserve_a_moved_tag_keeps_its_content_until_the_quota_recovers() {
-    let hub = FakeHub::start().await;
-    let first = Image::build("first", None);
-    hub.publish("library/hello", "v1", &first);
-    let daemon = daemon_for(&hub, "tag_ttl = \"0s\"\npull_reserve = 5").await;
+    let (hub, first, daemon) = published("library/hello", "first", "tag_ttl = \"0s\"\npull_reserve = 5").await;
     let manifest = || send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"");
     assert_eq!(manifest().await.body, first.manifest.bytes);
 
