@@ -315,3 +315,33 @@ pub enum Decision {
     /// Answer it without the upstream.
     Answer(LocalAnswer),
 }
+
+/// What tests of the sides take a decision apart with.
+#[cfg(test)]
+pub(crate) mod expect {
+    use super::{CachedRequest, Decision, ForwardRequest, Refusal};
+
+    /// The request to cache, or the test fails.
+    pub fn cached(decision: Decision) -> CachedRequest {
+        match decision {
+            Decision::Cache(request) => request,
+            other => panic!("not cached: {other:?}"),
+        }
+    }
+
+    /// The refusal, or the test fails.
+    pub fn refused(decision: Decision) -> Refusal {
+        match decision {
+            Decision::Refuse(refusal) => refusal,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    /// The request to forward, or the test fails.
+    pub fn forwarded(decision: Decision) -> ForwardRequest {
+        match decision {
+            Decision::Forward(request) => request,
+            other => panic!("not forwarded: {other:?}"),
+        }
+    }
+}

@@ -120,6 +120,7 @@ fn by_hash(relative: &str) -> Option<Expected> {
 mod tests {
     use super::*;
     use crate::apt::{ArchiveConfig, Config, DEFAULT_INDEX_TTL};
+    use crate::decision::expect::{cached, refused};
 
     fn side() -> Config {
         let local = ArchiveConfig {
@@ -131,20 +132,6 @@ mod tests {
 
     fn target(host: &str, port: u16, path: &str) -> Target {
         Target { scheme: "http".into(), host: host.into(), port, raw_path: path.into() }
-    }
-
-    fn cached(decision: Decision) -> CachedRequest {
-        match decision {
-            Decision::Cache(request) => request,
-            other => panic!("not cached: {other:?}"),
-        }
-    }
-
-    fn refused(decision: Decision) -> Refusal {
-        match decision {
-            Decision::Refuse(refusal) => refusal,
-            other => panic!("not refused: {other:?}"),
-        }
     }
 
     #[test]

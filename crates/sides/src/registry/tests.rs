@@ -1,6 +1,7 @@
 //! How registry requests are classified, and how clients are told no.
 
 use super::*;
+use crate::decision::expect::{cached, refused};
 use crate::route::Mount;
 
 const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -43,20 +44,6 @@ fn classify_with(method: Method, path: &str, query: Option<&str>, headers: &Head
     let request =
         Request { method: &method, headers, mount: Mount::Prefix("/v2"), path, query, target: None, host: "p:3142" };
     registry().classify(&request)
-}
-
-fn cached(decision: Decision) -> CachedRequest {
-    match decision {
-        Decision::Cache(request) => request,
-        other => panic!("not cached: {other:?}"),
-    }
-}
-
-fn refused(decision: Decision) -> Refusal {
-    match decision {
-        Decision::Refuse(refusal) => refusal,
-        other => panic!("not refused: {other:?}"),
-    }
 }
 
 #[test]

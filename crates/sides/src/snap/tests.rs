@@ -3,6 +3,7 @@
 use http::{HeaderMap, HeaderValue};
 
 use super::*;
+use crate::decision::expect::{cached, forwarded};
 
 const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -37,20 +38,6 @@ fn classify(snap: &Snap, method: Method, headers: &HeaderMap, path: &str, query:
         host: "proxy.lan:3142",
     };
     snap.classify(&request)
-}
-
-fn cached(decision: Decision) -> CachedRequest {
-    match decision {
-        Decision::Cache(request) => request,
-        other => panic!("not cached: {other:?}"),
-    }
-}
-
-fn forwarded(decision: Decision) -> ForwardRequest {
-    match decision {
-        Decision::Forward(request) => request,
-        other => panic!("not forwarded: {other:?}"),
-    }
 }
 
 #[test]
