@@ -134,6 +134,8 @@ struct Shared {
     forced: AtomicU16,
     corrupt: AtomicBool,
     stalled: AtomicBool,
+    /// How long each manifest answer is held back, in milliseconds.
+    manifest_delay_ms: AtomicU64,
     remaining: AtomicU64,
     addr: SocketAddr,
     cdn_addr: SocketAddr,
@@ -159,6 +161,7 @@ impl FakeHub {
             forced: AtomicU16::new(0),
             corrupt: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
+            manifest_delay_ms: AtomicU64::new(0),
             remaining: AtomicU64::new(99),
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
@@ -205,6 +208,12 @@ impl FakeHub {
     /// From now on manifest answers say `remaining` pulls are left.
     pub fn set_remaining(&self, remaining: u64) {
         self.shared.remaining.store(remaining, Ordering::SeqCst);
+    }
+
+    /// From now on every manifest answer is held back `delay` (a slow
+    /// registry, so concurrent clients overlap).
+    pub fn set_manifest_delay(&self, delay: std::time::Duration) {
+        self.shared.manifest_delay_ms.store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
     /// From now on every request is taken and never answered.
@@ -310,7 +319,11 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
                 format!("http://{}/cdn/{}?signature=expiring", shared.cdn_addr, &content.digest["sha256:".len()..]);
             reply(StatusCode::TEMPORARY_REDIRECT, &[("location", location)], "")
         }
-        _ => manifest(&content, shared.remaining.load(Ordering::SeqCst)),
+        _ => {
+            let delay = shared.manifest_delay_ms.load(Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+            manifest(&content, shared.remaining.load(Ordering::SeqCst))
+        }
     }
 }
 

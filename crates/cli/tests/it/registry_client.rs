@@ -574,3 +574,27 @@ async fn another_registry_is_reached_by_its_path_prefix() {
     let by_ns = send(daemon.proxy_addr(), "GET", "/v2/owner/img/manifests/v1?ns=ghcr.io", &[], b"").await;
     assert_eq!((by_ns.status, by_ns.body.clone()), (200, image.manifest.bytes.clone()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_clients_asking_for_one_tag_at_once_cost_one_head() {
+    let (hub, image, daemon) = published("library/alpine", "alpine", "tag_ttl = \"0s\"").await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/v2/library/alpine/manifests/v1", &[], b"").await.status, 200);
+    hub.set_manifest_delay(std::time::Duration::from_millis(500));
+    hub.clear_requests();
+    let clients: Vec<_> = (0..50)
+        .map(|_| {
+            let addr = addr.clone();
+            tokio::spawn(async move { send(&addr, "GET", "/v2/library/alpine/manifests/v1", &[], b"").await })
+        })
+        .collect();
+    for client in clients {
+        let answer = client.await.unwrap();
+        assert_eq!((answer.status, answer.body.clone()), (200, image.manifest.bytes.clone()));
+    }
+    assert_eq!(
+        manifest_requests(&hub, "library/alpine"),
+        ["HEAD /v2/library/alpine/manifests/v1"],
+        "one HEAD for fifty"
+    );
+}
