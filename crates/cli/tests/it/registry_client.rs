@@ -487,14 +487,7 @@ async fn a_private_repository_is_never_served_from_the_cache_nor_to_a_client_wit
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stalled_hub_costs_seconds_and_a_cached_tag_is_still_served() {
-    let hub = FakeHub::start().await;
-    let image = Image::build("hello", None);
-    hub.publish("library/hello", "v1", &image);
-    let config = format!(
-        "[upstream]\nfirst_byte_timeout = \"1s\"\nretry_timeout = \"1s\"\n[registry]\ntag_ttl = \"0s\"\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n",
-        hub.url()
-    );
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let (hub, image, daemon) = published("library/hello", "hello", "tag_ttl = \"0s\"").await;
     let manifest = |name: &'static str| send(daemon.proxy_addr(), "GET", name, &[], b"");
     assert_eq!(manifest("/v2/library/hello/manifests/v1").await.status, 200);
 
@@ -503,10 +496,19 @@ async fn a_stalled_hub_costs_seconds_and_a_cached_tag_is_still_served() {
     let cached = manifest("/v2/library/hello/manifests/v1").await;
     assert_eq!((cached.status, cached.body.clone()), (200, image.manifest.bytes.clone()));
     assert!(cached.header("warning").is_some_and(|w| w.contains("unavailable")), "{:?}", cached.header("warning"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(6),
+        "one attempt's time, not the retries': {:?}",
+        started.elapsed()
+    );
+    let started = std::time::Instant::now();
     let missing = manifest("/v2/library/other/manifests/v1").await;
     assert!(matches!(missing.status, 503 | 504), "{}", missing.status);
-    let elapsed = started.elapsed();
-    assert!(elapsed < std::time::Duration::from_secs(8), "bounded by the upstream's time limits: {elapsed:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(35),
+        "bounded by the upstream's deadline: {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

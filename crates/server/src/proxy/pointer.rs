@@ -44,7 +44,21 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     if cached.as_ref().is_some_and(|entry| cached::is_fresh(state, exchange, &request, entry)) {
         return cached::serve(state, exchange, side, as_it_is).await;
     }
-    let checked = check(state, exchange, &request).await;
+    // With content to fall back on, the client waits for the registry no
+    // longer than one healthy attempt may take: a stalled registry costs
+    // it seconds, not the pool's retries.
+    let timeouts = state.settings.upstream.pools.timeouts;
+    let patience = match cached {
+        Some(_) => timeouts.connect + timeouts.first_byte,
+        None => timeouts.deadline,
+    };
+    let checked = match tokio::time::timeout(patience, check(state, exchange, &request)).await {
+        Ok(checked) => checked,
+        Err(_) => {
+            let failed = Failed::Upstream(format!("the registry did not answer within {patience:?}"));
+            return unchecked(state, exchange, &request, &pointer, cached.as_deref(), failed);
+        }
+    };
     let (status, headers) = match checked {
         Ok(answer) => answer,
         Err(error) => {
