@@ -99,16 +99,39 @@ impl Index {
     /// entry refers to any more (the replaced entry's), for the caller to
     /// delete. Blocking.
     pub fn put(&self, key: &str, entry: Entry) -> Result<(Arc<Entry>, Option<String>), StoreError> {
-        let record = serde_json::to_vec(&entry)
-            .map_err(|e| StoreError::Record { key: key.to_string(), message: e.to_string() })?;
-        self.write(|table| table.insert(key, record.as_slice()).map(|_| ()))?;
-        let entry = Arc::new(entry);
-        let previous =
-            self.entries.write().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::clone(&entry));
+        let (mut entries, freed) = self.put_all(vec![(key.to_string(), entry)])?;
+        let entry = entries.pop().expect("one entry written");
+        Ok((entry, freed.into_iter().next()))
+    }
+
+    /// Writes every `(key, entry)` in one durable commit (one fsync however
+    /// many). Returns the entries and the hashes of blobs no entry refers
+    /// to any more. Blocking.
+    pub fn put_all(&self, records: Vec<(String, Entry)>) -> Result<(Vec<Arc<Entry>>, Vec<String>), StoreError> {
+        let encoded = records
+            .iter()
+            .map(|(key, entry)| {
+                serde_json::to_vec(entry).map_err(|e| StoreError::Record { key: key.clone(), message: e.to_string() })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.write(|table| {
+            for ((key, _), record) in records.iter().zip(&encoded) {
+                table.insert(key.as_str(), record.as_slice())?;
+            }
+            Ok(())
+        })?;
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
         let mut refs = self.blob_refs.lock().unwrap_or_else(|p| p.into_inner());
-        *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
-        let freed = previous.and_then(|old| release(&mut refs, &old.sha256));
-        Ok((entry, freed))
+        let (mut written, mut freed) = (Vec::with_capacity(records.len()), Vec::new());
+        for (key, entry) in records {
+            let entry = Arc::new(entry);
+            *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
+            if let Some(old) = entries.insert(key, Arc::clone(&entry)) {
+                freed.extend(release(&mut refs, &old.sha256));
+            }
+            written.push(entry);
+        }
+        Ok((written, freed))
     }
 
     /// Removes `key`. Returns the hash of a blob no entry refers to any more.

@@ -92,6 +92,12 @@ impl Cache {
         self.store.link(key, from, class)
     }
 
+    /// Records a fact under each of `keys`: an empty body with `headers`,
+    /// in one commit (see [`Store::mark`]). Blocking.
+    pub fn mark(&self, keys: &[String], headers: Vec<(String, String)>, class: Class) -> Result<(), StoreError> {
+        self.store.mark(keys, headers, class)
+    }
+
     /// The whole body cached under `key`, when there is one of at most
     /// `limit` bytes (a side reading back a small record). Blocking.
     pub fn read_small(&self, key: &str, limit: u64) -> Option<Vec<u8>> {

@@ -181,6 +181,28 @@ impl Store {
         self.update(key, entry).map(Some)
     }
 
+    /// Records a fact under each of `keys` (a repository's link to a blob,
+    /// say): an empty body with `headers`, written in one commit. Blocking.
+    pub fn mark(&self, keys: &[String], headers: Vec<(String, String)>, class: Class) -> Result<(), StoreError> {
+        let empty = self.temp()?;
+        let hashes = empty.hashes();
+        if self.blobs.blob_len(&hashes.sha256) != Some(0) {
+            self.blobs.promote(empty, &hashes.sha256)?;
+        }
+        let entry = Entry {
+            sha256: hashes.sha256,
+            size: 0,
+            headers,
+            validators: Validators::default(),
+            fetched_at: unix_secs(self.clock.now()),
+            class,
+        };
+        let records = keys.iter().map(|key| (key.clone(), entry.clone())).collect();
+        let (_, freed) = self.index.put_all(records)?;
+        freed.iter().for_each(|sha256| self.delete_blob(sha256));
+        Ok(())
+    }
+
     /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
         if let Some(sha256) = self.index.remove(key)? {
@@ -224,6 +246,25 @@ mod tests {
         std::io::Read::read_to_end(&mut store.open_body(&entry).unwrap(), &mut body).unwrap();
         assert_eq!(body, b"package bytes");
         assert_eq!(store.totals(), (1, 13));
+    }
+
+    #[test]
+    fn marks_are_written_together_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = ["link/a".to_string(), "link/b".to_string()];
+        {
+            let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
+            store.mark(&keys, vec![("visibility".into(), "public".into())], Class::Immutable).unwrap();
+            store.mark(&keys[1..], vec![("visibility".into(), "private".into())], Class::Immutable).unwrap();
+        }
+        let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
+        let visibility = |key: &str| store.lookup(key).map(|entry| entry.headers[0].1.clone());
+        assert_eq!(visibility("link/a").as_deref(), Some("public"));
+        assert_eq!(visibility("link/b").as_deref(), Some("private"), "a mark replaced");
+        assert_eq!(store.totals(), (2, 0));
+        store.remove("link/a").unwrap();
+        store.remove("link/b").unwrap();
+        assert_eq!(store.totals(), (0, 0));
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod config;
 mod context;
 pub mod control;
 mod gateway;
+mod grants;
 mod headers;
 mod proxy;
 pub mod shadow;
@@ -206,6 +207,7 @@ impl State {
             request_ids: Default::default(),
             tokens: Default::default(),
             pointer_checks: Default::default(),
+            grants: Default::default(),
             tls,
         })
     }

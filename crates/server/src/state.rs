@@ -52,6 +52,8 @@ pub struct State {
     pub tls: crate::tls::ListenerTls,
     /// The `HEAD`s asking what a name points at now, one per name.
     pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
+    /// Which credentials the upstream let read private content, lately.
+    pub grants: crate::grants::Grants,
 }
 
 /// What a `HEAD` of a name brought: the upstream's status and headers.

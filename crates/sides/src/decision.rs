@@ -166,6 +166,42 @@ pub enum UpstreamAuth {
         /// The account configured for the upstream, if any.
         credentials: Option<Credentials>,
     },
+    /// With the client's own `Authorization`, for content only some
+    /// clients may read (a private repository's). Used for this client's
+    /// requests only, and never for a token of pkgproxy's.
+    Client(ClientAuthorization),
+}
+
+/// A client's `Authorization` header, never shown in logs or debug output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientAuthorization(pub http::HeaderValue);
+
+impl std::fmt::Debug for ClientAuthorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = self.0.to_str().ok().and_then(|v| v.split(' ').next()).unwrap_or("");
+        write!(f, "ClientAuthorization({scheme} ***)")
+    }
+}
+
+/// Cached content that not every client may read (a private repository's,
+/// or one the upstream has not yet said a name holds): before any of it is
+/// served, the upstream confirms that this client may read it (a `HEAD`
+/// with the request's [`UpstreamAuth`]), unless it did for the same grant
+/// within `lasting`. A fetch this request starts is its own confirmation;
+/// one it joins is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// What one confirmation stands for (one credential's pull of one
+    /// repository): confirmations are remembered per grant.
+    pub grant: String,
+    /// How long a confirmation is remembered.
+    pub lasting: Duration,
+    /// Whether a confirmation, once given, still counts while pkgproxy is
+    /// offline (when nothing can be confirmed).
+    pub offline: bool,
+    /// The side's error code for content the upstream says it does not
+    /// hold under this name (`BLOB_UNKNOWN`).
+    pub unknown_code: &'static str,
 }
 
 /// An account's `user:password`, never shown in logs or debug output.
@@ -233,6 +269,9 @@ pub struct CachedRequest {
     /// For a name that points at content by digest, how it is revalidated
     /// (boxed: most requests have none).
     pub pointer: Option<Box<Pointer>>,
+    /// For content not every client may read, how a client's access is
+    /// confirmed (boxed: most requests have none).
+    pub access: Option<Box<Access>>,
 }
 
 impl CachedRequest {
@@ -240,7 +279,7 @@ impl CachedRequest {
     /// `class`, with nothing else asked: no checksum expected, resumed by
     /// date only as a whole file, no rewrite, no headers of the client's
     /// sent upstream or added to the answer, revalidated at once, any
-    /// cached body accepted, redirects passed on, no authorisation.
+    /// cached body accepted, redirects passed on, no authorisation, readable by every client.
     pub fn new(side: SideId, key: String, origin: Origin, class: Class) -> CachedRequest {
         CachedRequest {
             side,
@@ -257,6 +296,7 @@ impl CachedRequest {
             reply_headers: HeaderMap::new(),
             upstream_auth: UpstreamAuth::None,
             pointer: None,
+            access: None,
         }
     }
 }

@@ -27,8 +27,8 @@ mod side;
 pub mod snap;
 
 pub use decision::{
-    Acceptance, CachedRequest, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Pointer,
-    Record, Redirects, Refusal, Rewrite, ServedAt, Target, UpstreamAuth,
+    Acceptance, Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
+    LocalAnswer, Origin, Pointer, Record, Redirects, Refusal, Rewrite, ServedAt, Target, UpstreamAuth,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

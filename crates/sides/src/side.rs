@@ -15,7 +15,9 @@
 //!    check the download, and the checks themselves. Never on a hit.
 //! 4. [`Side::remember`]: after an upstream's answer was passed on, not
 //!    cached (go remembers a `404` or `410`; the registry, that a
-//!    repository needs credentials).
+//!    repository needs credentials). [`Side::granted`]: for a request with
+//!    an [`crate::Access`], once the upstream confirmed the client may read
+//!    the content, or served it to the fetch this request started.
 //! 5. For a forwarded request that asks for a [`crate::Record`]:
 //!    [`Side::record`] with a successful answer, or [`Side::replay`] when
 //!    the upstream cannot be asked (offline, its breaker open) or fails.
@@ -97,6 +99,15 @@ impl Side {
             }
             Side::Go(_) => {}
             Side::Registry(registry) => registry.remember(request, answer),
+        }
+    }
+
+    /// The upstream confirmed that `request`'s client may read its content
+    /// (or served it to the client's own fetch). Blocking.
+    pub fn granted(&self, request: &CachedRequest) {
+        match self {
+            Side::Registry(registry) => registry.granted(request),
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) => {}
         }
     }
 

@@ -68,11 +68,19 @@ impl Containerd {
 
     /// `ctr content fetch IMAGE` through the mirror.
     pub fn fetch(&self, image: &str) -> CtrOutput {
+        self.fetch_as(image, None)
+    }
+
+    /// `ctr content fetch [--user USER:PASSWORD] IMAGE` through the mirror:
+    /// containerd answers a registry's challenge with the account's
+    /// credentials.
+    pub fn fetch_as(&self, image: &str, user: Option<&str>) -> CtrOutput {
         let output = Command::new("ctr")
             .arg("--address")
             .arg(self.socket())
             .args(["content", "fetch", "--hosts-dir"])
             .arg(self.dir.path().join("certs.d"))
+            .args(user.iter().flat_map(|user| ["--user", user]))
             .arg(image)
             .output()
             .expect("ctr runs");

@@ -128,8 +128,8 @@ struct Shared {
     tags: Mutex<HashMap<(String, String), String>>,
     /// What each repository holds: a digest is served under those only.
     holds: Mutex<HashMap<String, Vec<String>>>,
-    /// Private repositories and the `user:password` that may pull them.
-    private: Mutex<HashMap<String, String>>,
+    /// Private repositories and the `user:password`s that may pull them.
+    private: Mutex<HashMap<String, Vec<String>>>,
     requests: Mutex<Vec<RecordedRequest>>,
     forced: AtomicU16,
     corrupt: AtomicBool,
@@ -189,10 +189,10 @@ impl FakeHub {
         tags.insert((repository.into(), format!("{tag}-multi")), image.index.digest.clone());
     }
 
-    /// Makes `repository` private: only `user:password` gets a token that
-    /// pulls from it.
+    /// Makes `repository` private: only `user:password` (and others made
+    /// so before) gets a token that pulls from it, one of its own.
     pub fn make_private(&self, repository: &str, credentials: &str) {
-        self.shared.private.lock().unwrap().insert(repository.into(), credentials.into());
+        self.shared.private.lock().unwrap().entry(repository.into()).or_default().push(credentials.into());
     }
 
     /// Every request so far, the CDN's included.
@@ -300,8 +300,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
         Some(found) => found,
         None => return challenge(shared, None),
     };
-    let wanted = format!("Bearer token-for-{repository}");
-    if parts.headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(wanted.as_str()) {
+    if !authorised(shared, repository, &parts.headers) {
         return challenge(shared, Some(repository));
     }
     let digest = match reference.starts_with("sha256:") {
@@ -324,6 +323,20 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
             tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
             manifest(&content, shared.remaining.load(Ordering::SeqCst))
         }
+    }
+}
+
+/// Whether the request's token pulls from `repository`: the public token,
+/// or for a private repository one of a reader's.
+fn authorised(shared: &Shared, repository: &str, headers: &HeaderMap) -> bool {
+    let Some(token) = headers.get("authorization").and_then(|v| v.to_str().ok()) else { return false };
+    let Some(token) = token.strip_prefix("Bearer ") else { return false };
+    match shared.private.lock().unwrap().get(repository) {
+        None => token == format!("token-for-{repository}"),
+        Some(readers) => readers.iter().any(|credentials| {
+            let user = credentials.split(':').next().unwrap_or("");
+            token == format!("token-for-{repository}-by-{user}")
+        }),
     }
 }
 
@@ -370,20 +383,19 @@ fn token(shared: &Shared, query: &str, headers: &HeaderMap) -> Answer {
     let Some(repository) = scope.strip_prefix("repository:").and_then(|s| s.strip_suffix(":pull")) else {
         return error(StatusCode::BAD_REQUEST, "UNSUPPORTED");
     };
-    let allowed = match shared.private.lock().unwrap().get(repository) {
-        None => true,
-        Some(credentials) => {
+    let given = headers.get("authorization").and_then(|v| v.to_str().ok());
+    let token = match shared.private.lock().unwrap().get(repository) {
+        None => Some(format!("token-for-{repository}")),
+        Some(readers) => readers.iter().find_map(|credentials| {
             use base64::Engine;
             let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
-            headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(basic.as_str())
-        }
+            let user = credentials.split(':').next().unwrap_or("");
+            (given == Some(basic.as_str())).then(|| format!("token-for-{repository}-by-{user}"))
+        }),
     };
     // Like Docker Hub, an anonymous token is given either way; it just
     // does not pull from a private repository.
-    let token = match allowed {
-        true => format!("token-for-{repository}"),
-        false => "token-anonymous".to_string(),
-    };
+    let token = token.unwrap_or_else(|| "token-anonymous".to_string());
     let body = json!({"token": token, "expires_in": 300, "issued_at": "2026-01-01T00:00:00Z"});
     reply(StatusCode::OK, &[("content-type", "application/json".into())], body.to_string())
 }

@@ -436,53 +436,142 @@ async fn with_the_pull_quota_down_to_its_reserve_a_moved_tag_keeps_its_content_u
     assert_eq!(manifest().await.body, second.manifest.bytes, "followed once the quota recovered");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_private_repository_is_never_served_from_the_cache_nor_to_a_client_without_credentials() {
+/// A hub with a public `library/hello:v1` and a private `secret/app:v1`
+/// that alice (`alice:pw`) and bob (`bob:pw2`) may pull, and a pkgproxy in
+/// front of it with `[registry]` settings `extra`.
+async fn with_a_private_repository(extra: &str) -> (FakeHub, Image, Image, Daemon) {
     let hub = FakeHub::start().await;
-    let public = Image::build("public", None);
-    let secret = Image::build("secret", None);
+    let (public, secret) = (Image::build("public", None), Image::build("secret", None));
     hub.publish("library/hello", "v1", &public);
     hub.publish("secret/app", "v1", &secret);
     hub.make_private("secret/app", "alice:pw");
-    let daemon = daemon_for(&hub, "").await;
-    let addr = daemon.proxy_addr();
-    let manifest = "/v2/secret/app/manifests/v1";
+    hub.make_private("secret/app", "bob:pw2");
+    let daemon = daemon_for(&hub, extra).await;
+    (hub, public, secret, daemon)
+}
 
-    let anonymous = send(addr, "GET", manifest, &[], b"").await;
+/// `Authorization: Bearer ...` for `basic` (`Basic base64(user:password)`)
+/// and `repository`, from the hub's token endpoint, as a client gets it.
+async fn bearer(hub: &FakeHub, repository: &str, basic: &str) -> String {
+    let hub_addr = hub.url().trim_start_matches("http://").to_string();
+    let path = format!("/token?service=fakehub&scope=repository:{repository}:pull");
+    let token = send(&hub_addr, "GET", &path, &[("authorization", basic)], b"").await;
+    let token: serde_json::Value = serde_json::from_slice(&token.body).unwrap();
+    format!("Bearer {}", token["token"].as_str().unwrap())
+}
+
+const ALICE: &str = "Basic YWxpY2U6cHc="; // alice:pw
+const BOB: &str = "Basic Ym9iOnB3Mg=="; // bob:pw2
+
+#[tokio::test(flavor = "multi_thread")]
+async fn private_content_is_cached_once_and_served_only_to_clients_the_registry_accepts() {
+    let (hub, public, secret, daemon) = with_a_private_repository("").await;
+    let addr = daemon.proxy_addr();
+    let get = |path: String, authorization: Option<String>| async move {
+        let headers: Vec<(&str, &str)> = authorization.iter().map(|a| ("authorization", a.as_str())).collect();
+        send(addr, "GET", &path, &headers, b"").await
+    };
+    let tag = "/v2/secret/app/manifests/v1".to_string();
+    let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
+    let cdn_fetches = || count(&hub.requests(), |r| r.path.starts_with("/cdn/"));
+
+    let anonymous = get(tag.clone(), None).await;
     assert_eq!(anonymous.status, 401, "{:?}", String::from_utf8_lossy(&anonymous.body));
-    assert!(
-        anonymous.header("www-authenticate").is_some_and(|c| c.contains("realm=")),
-        "the registry's challenge, relayed"
-    );
+    assert!(anonymous.header("www-authenticate").is_some_and(|c| c.contains("realm=")), "the challenge, relayed");
 
     // The client answers the challenge itself, with its own credentials.
-    let basic = "Basic YWxpY2U6cHc="; // alice:pw
-    let hub_addr = hub.url().trim_start_matches("http://").to_string();
-    let token = send(
-        &hub_addr,
-        "GET",
-        "/token?service=fakehub&scope=repository:secret/app:pull",
-        &[("authorization", basic)],
-        b"",
-    )
-    .await;
-    let token: serde_json::Value = serde_json::from_slice(&token.body).unwrap();
-    let bearer = format!("Bearer {}", token["token"].as_str().unwrap());
-    let with_credentials = send(addr, "GET", manifest, &[("authorization", &bearer)], b"").await;
-    assert_eq!((with_credentials.status, with_credentials.body.clone()), (200, secret.manifest.bytes.clone()));
+    let alice = bearer(&hub, "secret/app", ALICE).await;
+    let manifest = get(tag.clone(), Some(alice.clone())).await;
+    assert_eq!((manifest.status, manifest.body.clone()), (200, secret.manifest.bytes.clone()));
+    let pulled = get(layer.clone(), Some(alice.clone())).await;
+    assert_eq!((pulled.status, pulled.body.clone()), (200, secret.layer.bytes.clone()));
+    let config = format!("/v2/secret/app/blobs/{}", secret.config.digest);
+    assert_eq!(get(config.clone(), Some(alice.clone())).await.status, 200);
+    assert_eq!(cdn_fetches(), 2);
 
-    let again = send(addr, "GET", manifest, &[], b"").await;
-    assert_eq!(again.status, 401, "never served from the cache to a client without credentials");
-    let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
-    assert_eq!(send(addr, "GET", &layer, &[], b"").await.status, 401);
-    let under_public_name = format!("/v2/library/hello/blobs/{}", secret.layer.digest);
-    assert_eq!(
-        send(addr, "GET", &under_public_name, &[], b"").await.status,
-        404,
-        "a private layer under a public name"
-    );
-    let public_still = send(addr, "GET", "/v2/library/hello/manifests/v1", &[("authorization", &bearer)], b"").await;
+    // bob, another reader: the registry is asked once whether bob may read
+    // the repository, and the bytes come from the cache.
+    hub.clear_requests();
+    let bob = bearer(&hub, "secret/app", BOB).await;
+    hub.clear_requests();
+    let pulled = get(layer.clone(), Some(bob.clone())).await;
+    assert_eq!((pulled.status, pulled.body.clone()), (200, secret.layer.bytes.clone()));
+    let config = get(config, Some(bob.clone())).await;
+    assert_eq!((config.status, config.body.clone()), (200, secret.config.bytes.clone()));
+    let asked: Vec<String> = hub.requests().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    assert_eq!(asked, [format!("HEAD {layer}")], "one confirmation for bob's pull, no bytes");
+    assert_eq!(hub.requests()[0].header("authorization"), Some(bob.as_str()), "with bob's own token");
+
+    // Nobody else gets it from the cache: not without credentials, not
+    // with credentials the registry refuses, not under a public name.
+    hub.clear_requests();
+    let refused = get(layer.clone(), None).await;
+    assert_eq!(refused.status, 401, "{:?}", String::from_utf8_lossy(&refused.body));
+    assert!(refused.header("www-authenticate").is_some_and(|c| c.contains("realm=")));
+    assert!(String::from_utf8_lossy(&refused.body).contains("UNAUTHORIZED"));
+    let stranger = bearer(&hub, "secret/app", "Basic bWFsbG9yeTp4").await; // mallory:x
+    assert_eq!(get(layer.clone(), Some(stranger)).await.status, 401, "credentials the registry refuses");
+    let under_public_name = get(format!("/v2/library/hello/blobs/{}", secret.layer.digest), None).await;
+    assert_eq!(under_public_name.status, 404, "a private layer under a public name");
+    assert!(String::from_utf8_lossy(&under_public_name.body).contains("BLOB_UNKNOWN"));
+    assert_eq!(cdn_fetches(), 0);
+
+    let public_still = get("/v2/library/hello/manifests/v1".into(), Some(alice.clone())).await;
     assert_eq!(public_still.body, public.manifest.bytes, "a public repository with credentials: through the cache");
+
+    daemon.set_offline_mode("offline").await;
+    let offline = get(layer, Some(alice)).await;
+    assert_eq!(offline.status, 503, "private content is not served offline unless configured");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn configured_so_private_content_is_served_offline_to_a_credential_accepted_before() {
+    let (hub, _, secret, daemon) = with_a_private_repository("private_offline = true").await;
+    let addr = daemon.proxy_addr();
+    let alice = bearer(&hub, "secret/app", ALICE).await;
+    let bob = bearer(&hub, "secret/app", BOB).await;
+    let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
+    assert_eq!(send(addr, "GET", "/v2/secret/app/manifests/v1", &[], b"").await.status, 401);
+    assert_eq!(send(addr, "GET", &layer, &[("authorization", &alice)], b"").await.status, 200);
+
+    daemon.set_offline_mode("offline").await;
+    let served = send(addr, "GET", &layer, &[("authorization", &alice)], b"").await;
+    assert_eq!((served.status, served.body), (200, secret.layer.bytes.clone()));
+    assert_eq!(send(addr, "GET", &layer, &[("authorization", &bob)], b"").await.status, 503, "bob was never asked");
+    assert_eq!(send(addr, "GET", &layer, &[], b"").await.status, 503);
+}
+
+/// containerd answers the challenge of whichever request gets one (it
+/// never pings), so a private image pulls through pkgproxy with the
+/// account's own credentials, and the next reader's from the cache.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs root to run containerd; test.sh runs it as root"]
+async fn containerd_pulls_a_private_image_with_its_own_credentials_and_the_next_reader_from_the_cache() {
+    let (hub, _, secret, daemon) = with_a_private_repository("").await;
+    let containerd = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
+    let image = "docker.io/secret/app:v1-multi";
+
+    let alice = containerd.fetch_as(image, Some("alice:pw"));
+    assert!(alice.success, "{}", alice.output);
+    let cdn = |requests: &[RecordedRequest]| count(requests, |r| r.path.starts_with("/cdn/"));
+    assert_eq!(cdn(&hub.requests()), 2, "the layer and the config: {:#?}", hub.requests());
+
+    // bob, on another machine (a containerd of its own, its content store
+    // empty).
+    hub.clear_requests();
+    let elsewhere = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
+    let bob = elsewhere.fetch_as(image, Some("bob:pw2"));
+    assert!(bob.success, "{}", bob.output);
+    let requests = hub.requests();
+    assert_eq!(cdn(&requests), 0, "from the cache: {requests:#?}");
+    let as_bob = count(&requests, |r| r.header("authorization").is_some_and(|a| a.ends_with("-by-bob")));
+    assert!(as_bob > 0, "the registry was asked whether bob may read it: {requests:#?}");
+    let manifests_by_digest = count(&requests, |r| r.method == "GET" && r.path.contains("/manifests/sha256:"));
+    assert_eq!(manifests_by_digest, 0, "manifests from the cache too: {requests:#?}");
+
+    let stranger = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
+    let anonymous = stranger.fetch_as(&format!("docker.io/secret/app@{}", secret.manifest.digest), None);
+    assert!(!anonymous.success, "a pull without credentials is refused: {}", anonymous.output);
 }
 
 #[tokio::test(flavor = "multi_thread")]

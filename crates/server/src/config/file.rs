@@ -59,6 +59,10 @@ pub struct RegistrySection {
     pub tag_ttl: Option<Duration>,
     /// The pulls kept in reserve in a registry's quota.
     pub pull_reserve: Option<u64>,
+    /// Whether private content is served offline to a credential the
+    /// registry accepted for it before.
+    #[serde(default)]
+    pub private_offline: bool,
     /// `[[registry.upstream]]`: registries beside the built-in ones, or the
     /// instances of a built-in one.
     #[serde(default)]

@@ -155,6 +155,7 @@ impl Settings {
                 .collect(),
             tag_ttl: file.registry.tag_ttl,
             pull_reserve: file.registry.pull_reserve,
+            private_offline: file.registry.private_offline,
         })?;
         let sides = SidesConfig { apt, go, snap, registry };
         for host in sides.trusted_hosts() {

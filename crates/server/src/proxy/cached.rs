@@ -25,6 +25,7 @@ use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, P
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{Acceptance, CachedRequest, Mount, Side};
 
+use super::access;
 use super::answer::{self, Served};
 use super::fetching;
 use super::outcome::{Failed, Outcome};
@@ -72,16 +73,16 @@ async fn through_the_cache(
         return Outcome::Answered(answer::passed(exchange, &remembered));
     }
     let cached = usable(state, state.cache.lookup(&request.key), &request);
-    match &cached {
-        Some(entry) if is_fresh(state, exchange, &request, entry) => {
-            return from_cache(state, exchange, &request, entry, Served::Hit);
+    let hit = match &cached {
+        Some(entry) if is_fresh(state, exchange, &request, entry) => Some(Arc::clone(entry)),
+        Some(_) => None,
+        None => adopt(state, &request).await,
+    };
+    if let Some(entry) = hit {
+        if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
+            return refused;
         }
-        Some(_) => {}
-        None => {
-            if let Some(entry) = adopt(state, &request).await {
-                return from_cache(state, exchange, &request, &entry, Served::Hit);
-            }
-        }
+        return from_cache(state, exchange, &request, &entry, Served::Hit);
     }
 
     let checks = prerequisites(state, side, &request, exchange.mount).await;
@@ -95,10 +96,19 @@ async fn through_the_cache(
     };
     let conditional = spec.revalidating.clone();
     let joined = state.cache.fetch_from(spec, || fetching::source(state, &request, exchange, conditional.as_deref()));
+    // Another client's fetch says nothing of whether this one may read it.
+    if !joined.started {
+        if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
+            return refused;
+        }
+    }
     let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
     let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
     if joined.started {
         report_upstream_status(exchange, &phase);
+        if matches!(phase, Phase::Streaming(_) | Phase::Done(_)) {
+            access::granted(state, side, &request).await;
+        }
     }
     match phase {
         Phase::Streaming(head) => {

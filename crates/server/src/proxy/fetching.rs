@@ -192,9 +192,10 @@ impl Source for PoolSource {
     }
 }
 
-/// Sends `request`, authorised as `auth` says: with the token held for its
-/// scope, or, after a `401` with a Bearer challenge, with one fetched for
-/// it (once). Returns the request as last sent, token included.
+/// Sends `request`, authorised as `auth` says: with the client's own
+/// `Authorization`; or with the token held for its scope, or, after a `401`
+/// with a Bearer challenge, with one fetched for it (once). Returns the
+/// request as last sent, token included.
 async fn authorised(
     state: &State,
     pool: &Arc<Pool>,
@@ -203,9 +204,17 @@ async fn authorised(
     mut request: PoolRequest,
 ) -> Result<(PoolRequest, PoolAnswer), FetchError> {
     let upstream = |error: UpstreamError| FetchError::Upstream(Box::new(error));
-    let UpstreamAuth::Bearer { scope, credentials } = auth else {
-        let answer = pool.send(request.clone()).await.map_err(upstream)?;
-        return Ok((request, answer));
+    let (scope, credentials) = match auth {
+        UpstreamAuth::Bearer { scope, credentials } => (scope, credentials),
+        UpstreamAuth::Client(client) => {
+            request.headers.insert(AUTHORIZATION, client.0.clone());
+            let answer = pool.send(request.clone()).await.map_err(upstream)?;
+            return Ok((request, answer));
+        }
+        UpstreamAuth::None => {
+            let answer = pool.send(request.clone()).await.map_err(upstream)?;
+            return Ok((request, answer));
+        }
     };
     if let Some(token) = state.tokens.get(&origin.pool, scope) {
         request.headers.insert(AUTHORIZATION, token);

@@ -11,6 +11,7 @@
 //! 5. the outcome mapped to an answer, once ([`outcome::respond`]), in the
 //!    side's own words when pkgproxy cannot serve the request.
 
+mod access;
 pub mod answer;
 mod cached;
 mod fetching;

@@ -183,7 +183,7 @@ fn quota_left(pointer: &Pointer, headers: &HeaderMap) -> Option<u64> {
 }
 
 /// A `Retry-After` in seconds, or the default.
-fn retry_after(headers: &HeaderMap) -> Duration {
+pub(super) fn retry_after(headers: &HeaderMap) -> Duration {
     headers
         .get(RETRY_AFTER)
         .and_then(|v| v.to_str().ok())

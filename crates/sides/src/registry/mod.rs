@@ -9,7 +9,11 @@
 //!   never a connection (the guard against being an open proxy).
 //! - Blobs and manifests by digest never change: cached under the digest
 //!   alone (one entry whatever repository or registry named it), checked
-//!   against it before they are kept, and served without asking upstream.
+//!   against it before they are kept, and served without asking upstream
+//!   under a repository known to hold them publicly ([`links`]).
+//! - A private repository's content is cached too, but served only to a
+//!   client whose own credentials the registry accepts for it, confirmed
+//!   upstream every few minutes per credential and repository.
 //! - Manifests by tag are revalidated after `[registry] tag_ttl`.
 //! - Only pulls: a push is `405 UNSUPPORTED`.
 //!
@@ -17,6 +21,7 @@
 //! (old clients refuse an endpoint without it), and what pkgproxy cannot
 //! serve is told in the spec's JSON error envelope.
 
+pub mod links;
 pub mod name;
 
 use std::collections::HashSet;
@@ -31,19 +36,24 @@ use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, PassedAnswe
 use serde_json::json;
 
 use crate::decision::{
-    CachedRequest, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Pointer, Redirects,
-    Refusal, UpstreamAuth,
+    Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer,
+    Origin, Pointer, Redirects, Refusal, UpstreamAuth,
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::route::Request;
+use links::Visibility;
 use name::{Digest, Endpoint, Located, Reference};
+use sha2::{Digest as _, Sha256};
 
 /// How long a tag's manifest is served without asking upstream.
 pub const DEFAULT_TAG_TTL: Duration = Duration::from_secs(60);
 /// The pulls left in a registry's quota at or below which a moved tag is
 /// not followed while its last content is cached.
 pub const DEFAULT_PULL_RESERVE: u64 = 10;
+/// How long the registry's word that a credential may pull from a private
+/// repository is taken for that credential's next requests.
+pub const PRIVATE_RECHECK: Duration = Duration::from_secs(5 * 60);
 
 /// The registries known without configuration, and where each is.
 pub const BUILT_IN: [(&str, &str); 7] = [
@@ -86,6 +96,9 @@ pub struct Options {
     pub tag_ttl: Option<Duration>,
     /// The pulls kept in reserve in a registry's quota.
     pub pull_reserve: Option<u64>,
+    /// Whether private content is served while offline to a credential
+    /// the registry accepted for it before.
+    pub private_offline: bool,
 }
 
 /// A registry configuration that cannot be used.
@@ -115,6 +128,7 @@ pub struct Config {
     upstreams: Vec<Upstream>,
     tag_ttl: Duration,
     pull_reserve: u64,
+    private_offline: bool,
 }
 
 impl Config {
@@ -155,6 +169,7 @@ impl Config {
             upstreams,
             tag_ttl: options.tag_ttl.unwrap_or(DEFAULT_TAG_TTL),
             pull_reserve: options.pull_reserve.unwrap_or(DEFAULT_PULL_RESERVE),
+            private_offline: options.private_offline,
         })
     }
 
@@ -178,7 +193,8 @@ pub struct Registry {
     config: Config,
     cache: Cache,
     /// The repositories (`registry/repository`) an anonymous token cannot
-    /// pull from: a client's own credentials go to them, uncached.
+    /// pull from: a client's own credentials go to them. Learnt again after
+    /// a restart (the links of their content are kept).
     private: Mutex<HashSet<String>>,
 }
 
@@ -196,8 +212,27 @@ impl Registry {
     /// of every client that resolved the tag) asks nothing upstream.
     pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
         let by_tag = request.key.starts_with("registry/tag/");
-        let manifest = by_tag || request.key.starts_with("registry/manifest/");
-        manifest.then(|| Arc::new(Manifest { keep_by_digest: by_tag.then(|| self.cache.clone()) }) as Arc<dyn Verifier>)
+        if !by_tag && !request.key.starts_with("registry/manifest/") {
+            return None;
+        }
+        let manifest = Manifest {
+            cache: self.cache.clone(),
+            keep_by_digest: by_tag,
+            links: repository_links(request).map(|links| (links, visibility_of(request))),
+        };
+        Some(Arc::new(manifest))
+    }
+
+    /// The registry confirmed that `request`'s client may read its content
+    /// under its repository (or served it): the repository is linked to
+    /// the content, so the next request of the same visibility asks
+    /// nothing. Blocking.
+    pub fn granted(&self, request: &CachedRequest) {
+        let Some(links) = repository_links(request) else { return };
+        let Some(digest) = request.origin.path.rsplit_once('/').and_then(|(_, last)| Digest::parse(last).ok()) else {
+            return;
+        };
+        links.link(&self.cache, &[digest], visibility_of(request));
     }
 
     /// The upstream answered `request` with `answer`, passed on: a `401`
@@ -236,14 +271,19 @@ impl Registry {
             let reason = format!("pkgproxy knows no registry {}; add it as a [[registry.upstream]]", located.registry);
             return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
         };
-        if request.headers.contains_key(http::header::AUTHORIZATION) && self.is_private(&located) {
-            return Decision::Forward(self.as_asked(upstream, &located, request));
-        }
+        let client = request.headers.get(http::header::AUTHORIZATION).filter(|_| self.is_private(&located));
         let reply = reply_headers(ns, &located.endpoint);
         match &located.endpoint {
-            Endpoint::Blob(digest) => Decision::Cache(self.by_digest(upstream, &located, "blob", digest, reply)),
+            Endpoint::Blob(digest) => {
+                Decision::Cache(self.by_digest(upstream, &located, "blob", digest, reply, request.headers))
+            }
             Endpoint::Manifest(Reference::Digest(digest)) => {
-                Decision::Cache(self.by_digest(upstream, &located, "manifest", digest, reply))
+                Decision::Cache(self.by_digest(upstream, &located, "manifest", digest, reply, request.headers))
+            }
+            // A private repository's tags are the client's to ask, with its
+            // own credentials: what they point at is then cached by digest.
+            Endpoint::Manifest(Reference::Tag(_)) if client.is_some() => {
+                Decision::Forward(self.as_asked(upstream, &located, request))
             }
             Endpoint::Manifest(Reference::Tag(tag)) if takes_every_modern_type(request.headers) => {
                 Decision::Cache(self.by_tag(upstream, &located, tag, reply))
@@ -258,7 +298,8 @@ impl Registry {
     }
 
     /// A blob or manifest by digest: one entry per digest, checked against
-    /// it, never revalidated.
+    /// it, never revalidated, and served under this repository as its link
+    /// says ([`Registry::access`]).
     fn by_digest(
         &self,
         upstream: &Upstream,
@@ -266,6 +307,7 @@ impl Registry {
         kind: &str,
         digest: &Digest,
         reply: HeaderMap,
+        client_headers: &HeaderMap,
     ) -> CachedRequest {
         let what = if kind == "blob" { "blobs" } else { "manifests" };
         let origin = origin(upstream, format!("/v2/{}/{what}/{digest}", located.repository));
@@ -274,14 +316,56 @@ impl Registry {
             "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
             _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
         };
+        let unknown_code = if kind == "blob" { "BLOB_UNKNOWN" } else { "MANIFEST_UNKNOWN" };
+        let (upstream_auth, access) = self.access(upstream, located, digest, client_headers, unknown_code);
         CachedRequest {
             expected,
             dated_resume: DatedResume::Honoured,
             upstream_headers: upstream_headers(kind),
             redirects: Redirects::Followed,
             reply_headers: reply,
-            upstream_auth: pull_scope(upstream, located),
+            upstream_auth,
+            access,
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Immutable)
+        }
+    }
+
+    /// How content `digest` is asked for under the located repository, and
+    /// who is served it from the cache:
+    /// - linked publicly: everyone, with nothing asked;
+    /// - in a private repository, to a client with credentials: with its
+    ///   credentials, once the registry accepts them for the repository
+    ///   (taken for [`PRIVATE_RECHECK`]);
+    /// - otherwise (not linked, or linked privately and asked without
+    ///   credentials): with pkgproxy's own token, once the registry says it
+    ///   serves the digest under that name (a private repository then
+    ///   answers with its challenge, for the client to answer).
+    fn access(
+        &self,
+        upstream: &Upstream,
+        located: &Located,
+        digest: &Digest,
+        client_headers: &HeaderMap,
+        unknown_code: &'static str,
+    ) -> (UpstreamAuth, Option<Box<Access>>) {
+        let links = links::Repository::new(&located.registry, &located.repository);
+        let visibility = links.visibility(&self.cache, digest);
+        if visibility == Some(Visibility::Public) {
+            return (pull_scope(upstream, located), None);
+        }
+        let repository = format!("{}/{}", located.registry, located.repository);
+        let private = visibility == Some(Visibility::Private) || self.is_private(located);
+        let access = |grant: String, offline: bool| {
+            Some(Box::new(Access { grant, lasting: PRIVATE_RECHECK, offline, unknown_code }))
+        };
+        match client_headers.get(http::header::AUTHORIZATION).filter(|_| private) {
+            Some(authorization) => {
+                let credential = hex::encode(&Sha256::digest(authorization.as_bytes())[..16]);
+                let grant = format!("{repository} {credential}");
+                let auth = UpstreamAuth::Client(ClientAuthorization(authorization.clone()));
+                (auth, access(grant, self.config.private_offline))
+            }
+            None => (pull_scope(upstream, located), access(format!("{repository} as pkgproxy"), false)),
         }
     }
 
@@ -318,6 +402,7 @@ impl Registry {
             _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
         };
         by_digest.pointer = None;
+        by_digest.access = None;
         by_digest.dated_resume = DatedResume::Honoured;
         if let Ok(value) = HeaderValue::from_str(&digest.to_string()) {
             by_digest.reply_headers.insert(HeaderName::from_static("docker-content-digest"), value);
@@ -367,6 +452,21 @@ impl Registry {
     }
 }
 
+/// The links of the repository `request` asks under.
+fn repository_links(request: &CachedRequest) -> Option<links::Repository> {
+    let registry = request.origin.pool.strip_prefix("registry ")?;
+    Some(links::Repository::new(registry, repository_of(&request.origin.path)?))
+}
+
+/// Who may read what `request` brings: what a client's own credentials
+/// bring is private.
+fn visibility_of(request: &CachedRequest) -> Visibility {
+    match request.upstream_auth {
+        UpstreamAuth::Client(_) => Visibility::Private,
+        _ => Visibility::Public,
+    }
+}
+
 /// The repository of an upstream path `/v2/REPOSITORY/(manifests|blobs)/..`.
 fn repository_of(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("/v2/")?;
@@ -395,10 +495,14 @@ fn upstream_headers(kind: &str) -> HeaderMap {
     headers
 }
 
-/// The checks of a manifest, and where it is kept under its digest too.
+/// The checks of a manifest, and what is recorded once it is kept: the
+/// manifest under its digest too (when fetched by tag), and the repository's
+/// links to it and to what it names.
 #[derive(Debug)]
 struct Manifest {
-    keep_by_digest: Option<Cache>,
+    cache: Cache,
+    keep_by_digest: bool,
+    links: Option<(links::Repository, Visibility)>,
 }
 
 impl Verifier for Manifest {
@@ -422,18 +526,24 @@ impl Verifier for Manifest {
     }
 
     fn committed(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) {
-        let Some(cache) = &self.keep_by_digest else { return };
-        let mut manifest = Vec::new();
-        if body.take(MANIFEST_LIMIT).read_to_end(&mut manifest).is_err() || manifest.len() as u64 != hashes.size {
+        let mut bytes = Vec::new();
+        if body.take(MANIFEST_LIMIT).read_to_end(&mut bytes).is_err() || bytes.len() as u64 != hashes.size {
             return;
         }
-        let media_type = serde_json::from_slice::<serde_json::Value>(&manifest)
-            .ok()
-            .and_then(|manifest| manifest.get("mediaType")?.as_str().map(str::to_string));
-        let headers = media_type.into_iter().map(|media| ("content-type".to_string(), media)).collect();
-        let key = format!("registry/manifest/sha256/{}", hashes.sha256);
-        if let Err(error) = cache.put(&key, &manifest, headers, Class::Immutable) {
-            tracing::warn!(%error, key, "cannot keep a manifest under its digest");
+        let parsed = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
+        if self.keep_by_digest {
+            let media_type = parsed.get("mediaType").and_then(|media| media.as_str());
+            let headers = media_type.into_iter().map(|media| ("content-type".to_string(), media.to_string())).collect();
+            let key = format!("registry/manifest/sha256/{}", hashes.sha256);
+            if let Err(error) = self.cache.put(&key, &bytes, headers, Class::Immutable) {
+                tracing::warn!(%error, key, "cannot keep a manifest under its digest");
+            }
+        }
+        if let Some((links, visibility)) = &self.links {
+            let itself = Digest { algorithm: "sha256", hex: hashes.sha256.clone() };
+            let mut named = links::named_in(&parsed);
+            named.push(itself);
+            links.link(&self.cache, &named, *visibility);
         }
     }
 }

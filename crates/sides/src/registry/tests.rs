@@ -32,7 +32,13 @@ fn registry() -> Fixture {
     };
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
-    let config = Config::new(&Options { upstreams: vec![local, hub], tag_ttl: None, pull_reserve: None }).unwrap();
+    let config = Config::new(&Options {
+        upstreams: vec![local, hub],
+        tag_ttl: None,
+        pull_reserve: None,
+        private_offline: false,
+    })
+    .unwrap();
     Fixture { registry: Registry::new(config, cache), _dir: dir }
 }
 
@@ -126,15 +132,23 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     hosts.sort();
     assert_eq!(hosts, ["127.0.0.1", "127.0.0.1"]);
     let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![], credentials: None };
-    assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None, pull_reserve: None }).is_err());
+    assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None, pull_reserve: None, private_offline: false })
+        .is_err());
     let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()], credentials: None };
-    assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None, pull_reserve: None }).is_err());
+    assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None, pull_reserve: None, private_offline: false })
+        .is_err());
     let nameless = UpstreamOptions {
         name: "x.lan".into(),
         mirrors: vec!["http://x".into()],
         credentials: Some(Credentials(":pw".into())),
     };
-    assert!(Config::new(&Options { upstreams: vec![nameless], tag_ttl: None, pull_reserve: None }).is_err());
+    assert!(Config::new(&Options {
+        upstreams: vec![nameless],
+        tag_ttl: None,
+        pull_reserve: None,
+        private_offline: false
+    })
+    .is_err());
 }
 
 #[test]
@@ -163,4 +177,57 @@ fn a_client_that_does_not_take_every_modern_type_gets_its_tag_as_it_asked() {
     assert_eq!(old.headers.get_all(ACCEPT).iter().count(), 1);
     assert_eq!(old.headers[ACCEPT], "application/vnd.docker.distribution.manifest.v2+json");
     assert_eq!(old.origin.path, "/v2/library/hello/manifests/v1");
+}
+
+#[test]
+fn content_is_served_under_a_repository_as_its_link_says() {
+    let registry = registry();
+    let path = format!("/secret/app/blobs/sha256:{HEX}");
+    let bearer = HeaderValue::from_static("Bearer alice-token");
+    let with_token: HeaderMap = [(http::header::AUTHORIZATION, bearer.clone())].into_iter().collect();
+    let ask = |headers: &HeaderMap| {
+        let request = Request {
+            method: &Method::GET,
+            headers,
+            mount: Mount::Prefix("/v2"),
+            path: &path,
+            query: None,
+            target: None,
+            host: "p:3142",
+        };
+        cached(registry.classify(&request))
+    };
+
+    let unlinked = ask(&HeaderMap::new());
+    let access = unlinked.access.as_deref().expect("confirmed before it is served");
+    assert_eq!((access.unknown_code, access.offline), ("BLOB_UNKNOWN", false));
+    assert!(matches!(unlinked.upstream_auth, UpstreamAuth::Bearer { .. }), "as pkgproxy: the name may be public");
+    assert!(matches!(ask(&with_token).upstream_auth, UpstreamAuth::Bearer { .. }), "not known to be private");
+
+    let refused = PassedAnswer { status: StatusCode::UNAUTHORIZED, headers: vec![], body: Bytes::new() };
+    registry.remember(&unlinked, &refused);
+    let private = ask(&with_token);
+    assert_eq!(private.upstream_auth, UpstreamAuth::Client(ClientAuthorization(bearer)));
+    let grant = &private.access.as_deref().expect("confirmed").grant;
+    assert!(grant.starts_with("docker.io/secret/app ") && !grant.contains("alice"), "{grant}");
+    registry.granted(&private);
+    assert!(ask(&HeaderMap::new()).access.is_some(), "linked privately: confirmed for everyone");
+    assert!(matches!(ask(&HeaderMap::new()).upstream_auth, UpstreamAuth::Bearer { .. }), "without credentials");
+
+    let public_path = format!("/library/hello/blobs/sha256:{HEX}");
+    let request = Request {
+        method: &Method::GET,
+        headers: &HeaderMap::new(),
+        mount: Mount::Prefix("/v2"),
+        path: &public_path,
+        query: None,
+        target: None,
+        host: "p:3142",
+    };
+    let under_public = cached(registry.classify(&request));
+    assert!(under_public.access.is_some(), "another name is not linked by this one");
+    registry.granted(&under_public);
+    let linked = cached(registry.classify(&request));
+    assert!(linked.access.is_none(), "linked publicly: served with nothing asked");
+    assert!(ask(&HeaderMap::new()).access.is_some(), "and the private name still is not");
 }
