@@ -27,7 +27,7 @@ pub use fetch::{
     StreamingCheck, UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
-pub use store::Store;
+pub use store::{Record, Store};
 
 /// The cache as the server uses it: lookups, bodies and shared fetches.
 #[derive(Debug, Clone)]
@@ -90,6 +90,12 @@ impl Cache {
     /// [`Store::link`]). Blocking.
     pub fn link(&self, key: &str, from: &str, class: Class) -> Result<Option<Arc<Entry>>, StoreError> {
         self.store.link(key, from, class)
+    }
+
+    /// Stores every one of `records` in one commit (see [`Store::put_all`]).
+    /// Blocking.
+    pub fn put_all(&self, records: Vec<Record>) -> Result<(), StoreError> {
+        self.store.put_all(records)
     }
 
     /// Records a fact under each of `keys`: an empty body with `headers`,

@@ -18,6 +18,21 @@ use crate::error::StoreError;
 use crate::index::Index;
 use crate::open_files::{default_capacity, OpenFiles};
 
+/// A body to store whole, with what its entry says of it.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Its cache key.
+    pub key: String,
+    /// The bytes.
+    pub body: bytes::Bytes,
+    /// The upstream's headers kept with it.
+    pub headers: Vec<(String, String)>,
+    /// Its validators, for the next revalidation.
+    pub validators: Validators,
+    /// How it ages.
+    pub class: Class,
+}
+
 /// The persistent cache on disk.
 #[derive(Debug)]
 pub struct Store {
@@ -179,6 +194,33 @@ impl Store {
         entry.fetched_at = unix_secs(self.clock.now());
         entry.class = class;
         self.update(key, entry).map(Some)
+    }
+
+    /// Makes each of `records` (bodies pkgproxy holds whole: a generation
+    /// of files that go together) the entry for its key, all in one index
+    /// commit: a reader sees all of them or none. Blocking.
+    pub fn put_all(&self, records: Vec<Record>) -> Result<(), StoreError> {
+        let mut entries = Vec::with_capacity(records.len());
+        for record in records {
+            let mut temp = self.temp()?;
+            temp.append(&record.body)?;
+            let hashes = temp.hashes();
+            if self.blobs.blob_len(&hashes.sha256) != Some(hashes.size) {
+                self.blobs.promote(temp, &hashes.sha256)?;
+            }
+            let entry = Entry {
+                sha256: hashes.sha256,
+                size: hashes.size,
+                headers: record.headers,
+                validators: record.validators,
+                fetched_at: unix_secs(self.clock.now()),
+                class: record.class,
+            };
+            entries.push((record.key, entry));
+        }
+        let (_, freed) = self.index.put_all(entries)?;
+        freed.iter().for_each(|sha256| self.delete_blob(sha256));
+        Ok(())
     }
 
     /// Records a fact under each of `keys` (a repository's link to a blob,

@@ -44,6 +44,7 @@ mod body;
 pub mod config;
 mod context;
 pub mod control;
+mod failed;
 mod gateway;
 mod grants;
 mod headers;
@@ -208,6 +209,7 @@ impl State {
             tokens: Default::default(),
             pointer_checks: Default::default(),
             grants: Default::default(),
+            generations: Default::default(),
             tls,
         })
     }

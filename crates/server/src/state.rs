@@ -54,7 +54,12 @@ pub struct State {
     pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
     /// Which credentials the upstream let read private content, lately.
     pub grants: crate::grants::Grants,
+    /// The refreshes of generations in progress, one per root.
+    pub generations: crate::single_flight::SingleFlight<Refreshed>,
 }
+
+/// How a refresh of a generation ended.
+pub type Refreshed = Result<(), crate::failed::Failed>;
 
 /// What a `HEAD` of a name brought: the upstream's status and headers.
 pub type PointerCheck = Result<(http::StatusCode, http::HeaderMap), Arc<pkgproxy_cache::FetchError>>;

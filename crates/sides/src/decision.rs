@@ -343,6 +343,32 @@ impl LocalAnswer {
     }
 }
 
+/// A request served from a generation: a file that is one unit with the
+/// files it names (a simplestreams index and its products files). After
+/// the root's `fresh_for` the root and every file it names
+/// ([`crate::Side::members`]) are fetched again together, the side checks
+/// them as one ([`crate::Side::adopt`]), and they replace the previous
+/// generation in one commit: a client never gets a root that names a file
+/// pkgproxy does not hold. While the upstream cannot be asked, the last
+/// generation is served.
+#[derive(Debug, Clone)]
+pub struct GenerationRequest {
+    /// The root: its key, where it is fetched, how long it is fresh.
+    pub root: CachedRequest,
+    /// What the client is served once the generation is current.
+    pub serve: Member,
+}
+
+/// What a request of a generation is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Member {
+    /// The entry under this key: the root, or a file it names.
+    Key(String),
+    /// The request, decided again: a file the generation may name, asked
+    /// for before pkgproxy has read the root (through the forward proxy).
+    DecidedAgain,
+}
+
 /// A side's verdict on a request.
 #[derive(Debug, Clone)]
 pub enum Decision {
@@ -350,6 +376,8 @@ pub enum Decision {
     Refuse(Refusal),
     /// Serve it through the cache.
     Cache(CachedRequest),
+    /// Serve it from a generation, brought up to date first.
+    Generation(Box<GenerationRequest>),
     /// Pass it to the upstream, uncached.
     Forward(ForwardRequest),
     /// Answer it without the upstream.

@@ -13,11 +13,13 @@ pub enum SideId {
     Snap,
     /// OCI registry clients, as a pull-through mirror under `/v2`.
     Registry,
+    /// LXD and the craft tools, as a simplestreams relay under `/lxd`.
+    Lxd,
 }
 
 impl SideId {
     /// Every side, in the order info and metrics list them.
-    pub const ALL: [SideId; 4] = [SideId::Apt, SideId::Go, SideId::Snap, SideId::Registry];
+    pub const ALL: [SideId; 5] = [SideId::Apt, SideId::Go, SideId::Snap, SideId::Registry, SideId::Lxd];
 
     /// The name used in logs, metrics, configuration and cache keys.
     pub fn as_str(self) -> &'static str {
@@ -26,6 +28,7 @@ impl SideId {
             SideId::Go => "go",
             SideId::Snap => "snap",
             SideId::Registry => "registry",
+            SideId::Lxd => "lxd",
         }
     }
 

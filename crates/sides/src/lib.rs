@@ -20,6 +20,7 @@ mod failure;
 pub mod go;
 mod id;
 mod learned;
+pub mod lxd;
 pub mod path;
 pub mod registry;
 pub mod route;
@@ -28,7 +29,8 @@ pub mod snap;
 
 pub use decision::{
     Acceptance, Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
-    LocalAnswer, Origin, Pointer, Record, Redirects, Refusal, Rewrite, ServedAt, Target, UpstreamAuth,
+    GenerationRequest, LocalAnswer, Member, Origin, Pointer, Record, Redirects, Refusal, Rewrite, ServedAt, Target,
+    UpstreamAuth,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

@@ -21,11 +21,12 @@ pub enum Mount {
 }
 
 /// The route table: one line per side.
-pub const ROUTES: [(Mount, SideId); 4] = [
+pub const ROUTES: [(Mount, SideId); 5] = [
     (Mount::ForwardProxy, SideId::Apt),
     (Mount::Prefix("/go"), SideId::Go),
     (Mount::Prefix("/snap"), SideId::Snap),
     (Mount::Prefix("/v2"), SideId::Registry),
+    (Mount::Prefix("/lxd"), SideId::Lxd),
 ];
 
 /// A request as its side sees it.

@@ -43,6 +43,7 @@ use crate::failure::Failure;
 use crate::go::{self, Go};
 use crate::id::SideId;
 use crate::learned::Learned;
+use crate::lxd::{self, Lxd};
 use crate::registry::{self, Registry};
 use crate::route::Request;
 use crate::snap::{self, Snap};
@@ -58,6 +59,8 @@ pub enum Side {
     Snap(Snap),
     /// OCI registry clients.
     Registry(Registry),
+    /// LXD and the craft tools.
+    Lxd(Lxd),
 }
 
 impl Side {
@@ -68,6 +71,7 @@ impl Side {
             Side::Go(_) => SideId::Go,
             Side::Snap(_) => SideId::Snap,
             Side::Registry(_) => SideId::Registry,
+            Side::Lxd(_) => SideId::Lxd,
         }
     }
 
@@ -78,6 +82,7 @@ impl Side {
             Side::Go(go) => go.classify(request),
             Side::Snap(snap) => snap.classify(request),
             Side::Registry(registry) => registry.classify(request),
+            Side::Lxd(lxd) => lxd.classify(request),
         }
     }
 
@@ -85,7 +90,7 @@ impl Side {
     /// stands still).
     pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         match self {
-            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) => None,
+            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => None,
             Side::Go(go) => go.remembered(key, now, frozen),
         }
     }
@@ -93,7 +98,7 @@ impl Side {
     /// The upstream answered `request` with `answer`, passed on, at `now`.
     pub fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
         match self {
-            Side::Apt(_) | Side::Snap(_) => {}
+            Side::Apt(_) | Side::Snap(_) | Side::Lxd(_) => {}
             Side::Go(go) if matches!(answer.status, StatusCode::NOT_FOUND | StatusCode::GONE) => {
                 go.remember(&request.key, answer, now)
             }
@@ -107,7 +112,7 @@ impl Side {
     pub fn granted(&self, request: &CachedRequest) {
         match self {
             Side::Registry(registry) => registry.granted(request),
-            Side::Apt(_) | Side::Go(_) | Side::Snap(_) => {}
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) | Side::Lxd(_) => {}
         }
     }
 
@@ -116,7 +121,7 @@ impl Side {
     /// the list.
     pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
         match self {
-            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) => Vec::new(),
+            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => Vec::new(),
             Side::Go(go) => go.prerequisites(request),
         }
     }
@@ -127,7 +132,26 @@ impl Side {
     pub fn by_digest(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
         match self {
             Side::Registry(registry) => registry.pointed_at(request, digest),
-            Side::Apt(_) | Side::Go(_) | Side::Snap(_) => None,
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) | Side::Lxd(_) => None,
+        }
+    }
+
+    /// The files that are one generation with `root`, whose body is
+    /// `body` (a simplestreams index's products files).
+    pub fn members(&self, root: &CachedRequest, body: &[u8]) -> Result<Vec<CachedRequest>, String> {
+        match self {
+            Side::Lxd(lxd) => lxd.members(root, body),
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) | Side::Registry(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Checks a new generation of `root` (its body and its members' with
+    /// theirs) and makes it the side's; `Err` keeps the previous one.
+    /// Blocking.
+    pub fn adopt(&self, root: &CachedRequest, body: &[u8], members: &[(CachedRequest, Bytes)]) -> Result<(), String> {
+        match self {
+            Side::Lxd(lxd) => lxd.adopt(root, body, members),
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) | Side::Registry(_) => Ok(()),
         }
     }
 
@@ -136,7 +160,7 @@ impl Side {
     pub fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
         match self {
             Side::Snap(snap) => snap.accepts(accepts, head),
-            Side::Apt(_) | Side::Go(_) | Side::Registry(_) => accepts == Acceptance::Any,
+            Side::Apt(_) | Side::Go(_) | Side::Registry(_) | Side::Lxd(_) => accepts == Acceptance::Any,
         }
     }
 
@@ -149,6 +173,7 @@ impl Side {
             Side::Go(go) => go.verifier(request, prerequisites),
             Side::Snap(snap) => snap.verifier(request),
             Side::Registry(registry) => registry.verifier(request),
+            Side::Lxd(_) => None,
         }
     }
 
@@ -157,7 +182,7 @@ impl Side {
     pub fn record(&self, record: &Record, sent: &[u8], answer: &[u8]) {
         match (self, record) {
             (Side::Snap(snap), Record::SnapActions(headers)) => snap.record(headers, sent, answer),
-            (Side::Apt(_) | Side::Go(_) | Side::Registry(_), _) => {}
+            (Side::Apt(_) | Side::Go(_) | Side::Registry(_) | Side::Lxd(_), _) => {}
         }
     }
 
@@ -167,7 +192,7 @@ impl Side {
     pub fn replay(&self, record: &Record, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
         match (self, record) {
             (Side::Snap(snap), Record::SnapActions(headers)) => snap.replay(headers, sent, failure),
-            (Side::Apt(_) | Side::Go(_) | Side::Registry(_), _) => None,
+            (Side::Apt(_) | Side::Go(_) | Side::Registry(_) | Side::Lxd(_), _) => None,
         }
     }
 
@@ -176,14 +201,14 @@ impl Side {
     pub fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
         match (self, rewrite) {
             (Side::Snap(snap), Rewrite::SnapUrls(at)) => snap.rewrite(at, body),
-            (Side::Apt(_) | Side::Go(_) | Side::Registry(_), _) => None,
+            (Side::Apt(_) | Side::Go(_) | Side::Registry(_) | Side::Lxd(_), _) => None,
         }
     }
 
     /// How the side's clients are told of `failure`.
     pub fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         match self {
-            Side::Apt(_) | Side::Go(_) => failure.plain_text(),
+            Side::Apt(_) | Side::Go(_) | Side::Lxd(_) => failure.plain_text(),
             Side::Snap(_) => snap::failure_answer(failure),
             Side::Registry(_) => registry::failure_answer(failure),
         }
@@ -193,7 +218,7 @@ impl Side {
     pub fn tunnels_to(&self, host: &str) -> bool {
         match self {
             Side::Apt(apt) => apt.config().serves_host(host),
-            Side::Go(_) | Side::Snap(_) | Side::Registry(_) => false,
+            Side::Go(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => false,
         }
     }
 
@@ -201,6 +226,7 @@ impl Side {
     pub fn learned(&self) -> Vec<Learned> {
         match self {
             Side::Apt(apt) => apt.learned(),
+            Side::Lxd(lxd) => lxd.learned(),
             Side::Go(_) | Side::Snap(_) | Side::Registry(_) => Vec::new(),
         }
     }
@@ -217,6 +243,8 @@ pub struct SidesConfig {
     pub snap: snap::Config,
     /// The registry side's upstreams and tag window.
     pub registry: registry::Config,
+    /// The LXD side's remotes and index window.
+    pub lxd: lxd::Config,
 }
 
 impl SidesConfig {
@@ -224,7 +252,8 @@ impl SidesConfig {
     /// addresses.
     pub fn trusted_hosts(&self) -> Vec<String> {
         let (apt, go, snap) = (self.apt.trusted_hosts(), self.go.trusted_hosts(), self.snap.trusted_hosts());
-        apt.into_iter().chain(go).chain(snap).chain(self.registry.trusted_hosts()).collect()
+        let (registry, lxd) = (self.registry.trusted_hosts(), self.lxd.trusted_hosts());
+        apt.into_iter().chain(go).chain(snap).chain(registry).chain(lxd).collect()
     }
 }
 
@@ -234,6 +263,9 @@ pub enum OpenError {
     /// The apt index beside the cache.
     #[error("cannot open the apt index: {0}")]
     AptIndex(#[from] apt::index::IndexError),
+    /// What the LXD side learnt of its remotes.
+    #[error("cannot open the LXD side's store: {0}")]
+    LxdItems(#[from] lxd::items::ItemsError),
 }
 
 /// Every side, in [`SideId::ALL`] order.
@@ -252,12 +284,14 @@ impl Sides {
         let apt = Apt::open(config.apt, cache.dir())?;
         let snap = Snap::new(config.snap, cache.clone());
         let registry = Registry::new(config.registry, cache.clone());
-        Ok(Sides::new(apt, Go::new(config.go), snap, registry))
+        let lxd = Lxd::open(config.lxd, cache.clone(), cache.dir())?;
+        Ok(Sides::new(apt, Go::new(config.go), snap, registry, lxd))
     }
 
     /// Every side, each ready with what it has learnt.
-    pub fn new(apt: Apt, go: Go, snap: Snap, registry: Registry) -> Sides {
-        Sides { all: vec![Side::Apt(apt), Side::Go(go), Side::Snap(snap), Side::Registry(registry)] }
+    pub fn new(apt: Apt, go: Go, snap: Snap, registry: Registry, lxd: Lxd) -> Sides {
+        let all = vec![Side::Apt(apt), Side::Go(go), Side::Snap(snap), Side::Registry(registry), Side::Lxd(lxd)];
+        Sides { all }
     }
 
     /// The side `id`.
@@ -301,8 +335,9 @@ mod tests {
         let go = Go::new(GoConfig::new(&Options::default()).unwrap());
         let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
         let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache.clone());
-        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap(), cache);
-        Sides::new(apt, go, snap, registry)
+        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap(), cache.clone());
+        let lxd = Lxd::open(lxd::Config::new(&lxd::Options::default()).unwrap(), cache, dir).unwrap();
+        Sides::new(apt, go, snap, registry, lxd)
     }
 
     fn request<'a>(

@@ -35,6 +35,9 @@ pub struct ConfigFile {
     /// `[registry]`.
     #[serde(default)]
     pub registry: RegistrySection,
+    /// `[lxd]`.
+    #[serde(default)]
+    pub lxd: LxdSection,
     /// `[server]`.
     #[serde(default)]
     pub server: ServerSection,
@@ -48,6 +51,30 @@ pub struct ServerSection {
     pub tls_cert: Option<PathBuf>,
     /// Its private key (PEM).
     pub tls_key: Option<PathBuf>,
+}
+
+/// `[lxd]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LxdSection {
+    /// How long a generation of a remote's index is served before it is
+    /// asked again.
+    #[serde(default, with = "humantime_serde")]
+    pub index_ttl: Option<Duration>,
+    /// `[[lxd.remote]]`: simplestreams servers beside the built-in ones, or
+    /// the instances of a built-in one.
+    #[serde(default)]
+    pub remote: Vec<LxdRemoteSection>,
+}
+
+/// One `[[lxd.remote]]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LxdRemoteSection {
+    /// The remote's name: its mount `/lxd/<name>/`.
+    pub name: String,
+    /// Its instances' base URLs.
+    pub mirrors: Vec<String>,
 }
 
 /// `[registry]`.

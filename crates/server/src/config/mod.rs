@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pkgproxy_cache::{Clock, SystemClock};
-use pkgproxy_sides::{apt, go, registry, snap, SidesConfig};
+use pkgproxy_sides::{apt, go, lxd, registry, snap, SidesConfig};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 
@@ -83,6 +83,9 @@ pub enum SettingsError {
     /// `[registry]` is wrong.
     #[error("{0}")]
     Registry(#[from] registry::ConfigError),
+    /// An `[[lxd.remote]]` is wrong.
+    #[error("{0}")]
+    Lxd(#[from] lxd::ConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
@@ -157,7 +160,16 @@ impl Settings {
             pull_reserve: file.registry.pull_reserve,
             private_offline: file.registry.private_offline,
         })?;
-        let sides = SidesConfig { apt, go, snap, registry };
+        let lxd = lxd::Config::new(&lxd::Options {
+            remotes: file
+                .lxd
+                .remote
+                .iter()
+                .map(|remote| lxd::RemoteOptions { name: remote.name.clone(), mirrors: remote.mirrors.clone() })
+                .collect(),
+            index_ttl: file.lxd.index_ttl,
+        })?;
+        let sides = SidesConfig { apt, go, snap, registry, lxd };
         for host in sides.trusted_hosts() {
             policy.trust(&host);
         }

@@ -19,7 +19,6 @@ use pkgproxy_sides::{Access, CachedRequest, Failure, Refusal, Side};
 
 use super::fetching;
 use super::outcome::{Failed, Outcome};
-use super::pointer::retry_after;
 use crate::context::Exchange;
 use crate::state::State;
 
@@ -53,7 +52,9 @@ pub async fn confirmed(
             side.remember(request, &passed, now);
             denied(side, access, status, &headers)
         }
-        StatusCode::TOO_MANY_REQUESTS => Failed::Overloaded { retry_after: retry_after(&headers) }.into(),
+        StatusCode::TOO_MANY_REQUESTS => {
+            Failed::Overloaded { retry_after: crate::headers::retry_after(&headers) }.into()
+        }
         _ => Failed::Upstream(format!("the upstream answered {status} when asked whether this client may read it"))
             .into(),
     })

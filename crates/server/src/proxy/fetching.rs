@@ -110,6 +110,37 @@ pub async fn head(
     Ok((parts.status, parts.headers))
 }
 
+/// The upstream's answer to a `GET` of `request` with `headers` beside the
+/// side's, the user agent and the loop mark: authorised and, when the
+/// side says so, redirected as for a fetch, the body still to be read. For
+/// files pkgproxy reads itself before anyone is served (a generation's).
+pub async fn get(
+    state: &Arc<State>,
+    request: &CachedRequest,
+    headers: HeaderMap,
+    agent: Option<HeaderValue>,
+) -> Result<Response<PoolBody>, FetchError> {
+    let origin = &request.origin;
+    let pool = state
+        .upstream
+        .transport
+        .pool(&origin.pool, &origin.instances)
+        .map_err(|error| FetchError::Upstream(Box::new(error)))?;
+    let mut sent = request.upstream_headers.clone();
+    sent.extend(headers);
+    sent.insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
+    state.loop_mark.add_to(&mut sent);
+    let get = PoolRequest::get(origin.path.clone(), sent);
+    let (get, answer) = authorised(state, &pool, origin, &request.upstream_auth, get).await?;
+    match request.redirects {
+        Redirects::PassedOn => Ok(answer.response),
+        Redirects::Followed => {
+            let base = origin.instances.get(answer.instance).cloned().unwrap_or_default();
+            follow(state, &origin.pool, &base, get, answer.response).await
+        }
+    }
+}
+
 /// Copies an upstream request to the shadows of the upstream step, as the
 /// upstream gets it: for the forward proxy, a proxy request for the URL at
 /// the pool's first instance; for a side mounted under a prefix, the path

@@ -16,6 +16,7 @@ pub mod answer;
 mod cached;
 mod fetching;
 mod forward;
+mod generation;
 pub mod outcome;
 pub mod plan;
 mod pointer;
@@ -115,6 +116,10 @@ async fn serve(
                 Some(_) => pointer::serve(state, &exchange, side, request).await,
                 None => cached::serve(state, &exchange, side, request).await,
             }
+        }
+        Decision::Generation(generation) => {
+            copy_body(tapped, body).await;
+            generation::serve(state, &exchange, side, *generation, &routed).await
         }
         Decision::Answer(answer) => {
             copy_body(tapped, body).await;

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{HeaderValue, RETRY_AFTER, USER_AGENT, WARNING};
+use http::header::{HeaderValue, USER_AGENT, WARNING};
 use http::{HeaderMap, StatusCode};
 use pkgproxy_cache::{Entry, FetchError};
 use pkgproxy_metrics::SideCounter;
@@ -32,9 +32,6 @@ use super::fetching;
 use super::outcome::{Failed, Outcome};
 use crate::context::Exchange;
 use crate::state::State;
-
-/// How long a `429` without `Retry-After` keeps a name from being asked.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Serves `request`, a name with `pointer`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
@@ -67,7 +64,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     };
     if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
         let failed = match status {
-            StatusCode::TOO_MANY_REQUESTS => Failed::Overloaded { retry_after: retry_after(&headers) },
+            StatusCode::TOO_MANY_REQUESTS => Failed::Overloaded { retry_after: crate::headers::retry_after(&headers) },
             _ => Failed::Upstream(format!("the registry answered {status}")),
         };
         return unchecked(state, exchange, &request, &pointer, cached.as_deref(), failed);
@@ -180,13 +177,4 @@ fn quota_left(pointer: &Pointer, headers: &HeaderMap) -> Option<u64> {
     let value = headers.get(header)?.to_str().ok()?;
     let left = value.split(';').next()?.trim().parse::<u64>().ok()?;
     (left <= *reserve).then_some(left)
-}
-
-/// A `Retry-After` in seconds, or the default.
-pub(super) fn retry_after(headers: &HeaderMap) -> Duration {
-    headers
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs)
 }

@@ -1,0 +1,199 @@
+//! Serving a request from a generation: a root file and the files it names
+//! (a simplestreams index and its products files), kept as one unit.
+//!
+//! - Within the root's window (or offline, always) the last generation is
+//!   served, and nothing is asked.
+//! - After it, the root and every file it names are asked again (with the
+//!   validators of what is held, so an unchanged file costs a `304`), read
+//!   whole, checked by the side as one ([`Side::adopt`]), and stored in one
+//!   commit. One refresh per root, however many clients ask at once.
+//! - A refresh that fails in any part changes nothing: the last generation
+//!   is served; with none, the client is told why.
+//!
+//! A request for a file the generation may name but the side did not know
+//! (asked for before pkgproxy read the root) is decided again once the
+//! generation is current, once.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, RETRY_AFTER, USER_AGENT};
+use http::{HeaderMap, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use pkgproxy_cache::fetch::{kept_headers, validators};
+use pkgproxy_cache::{Entry, Record};
+use pkgproxy_metrics::SideCounter;
+use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Refusal, Request, Side};
+
+use super::answer::Served;
+use super::cached;
+use super::fetching;
+use super::outcome::{Failed, Outcome};
+use crate::context::Exchange;
+use crate::state::{Refreshed, State};
+
+/// The largest file of a generation read (the largest products files are
+/// some tens of MB).
+const FILE_LIMIT: usize = 256 * 1024 * 1024;
+
+/// Serves `generation`, decided for `routed` by `side`.
+pub async fn serve(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    generation: GenerationRequest,
+    routed: &Request<'_>,
+) -> Outcome {
+    if let Err(failed) = current(state, exchange, &generation.root).await {
+        state.stats.side(generation.root.side).increment(SideCounter::Requests);
+        return failed.into();
+    }
+    match generation.serve {
+        Member::Key(key) => member(state, exchange, &generation.root, &key),
+        Member::DecidedAgain => match side.classify(routed) {
+            Decision::Cache(request) => cached::serve(state, exchange, side, request).await,
+            Decision::Refuse(refusal) => Failed::Refused(refusal).into(),
+            _ => Failed::Refused(Refusal::not_found("the remote's index does not name it")).into(),
+        },
+    }
+}
+
+/// The entry `key` of the current generation of `root`.
+fn member(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest, key: &str) -> Outcome {
+    state.stats.side(root.side).increment(SideCounter::Requests);
+    match state.cache.lookup(key) {
+        Some(entry) => {
+            let request = CachedRequest { key: key.to_string(), ..root.clone() };
+            cached::from_cache(state, exchange, &request, &entry, Served::Hit)
+        }
+        None => Failed::Refused(Refusal::not_found("the current index does not name it")).into(),
+    }
+}
+
+/// Brings the generation of `root` up to date if its window has passed:
+/// `Ok` when there is one to serve (the last one, if the refresh failed).
+async fn current(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest) -> Result<(), Failed> {
+    let published = state.cache.lookup(&root.key);
+    if published.as_ref().is_some_and(|entry| cached::is_fresh(state, exchange, root, entry)) {
+        return Ok(());
+    }
+    let agent = exchange.headers.get(USER_AGENT).cloned();
+    let (shared, request) = (Arc::clone(state), root.clone());
+    let refreshed =
+        state.generations.run(&root.key, move || async move { refresh(&shared, &request, agent).await }).await;
+    match (refreshed, published) {
+        (Ok(()), _) => Ok(()),
+        (Err(failed), Some(_)) => {
+            tracing::info!(key = root.key, reason = ?failed, "refresh failed; serving the last generation");
+            state.stats.side(root.side).increment(SideCounter::StaleServed);
+            Ok(())
+        }
+        (Err(failed), None) => Err(failed),
+    }
+}
+
+/// Fetches `root` and every file it names again, has the side check them,
+/// and stores them in one commit.
+async fn refresh(state: &Arc<State>, root: &CachedRequest, agent: Option<HeaderValue>) -> Refreshed {
+    let side = state.sides.get(root.side);
+    let index = fetch_file(state, root, agent.clone()).await?;
+    let members = side.members(root, &index.body).map_err(unusable)?;
+    let mut fetched = Vec::with_capacity(members.len());
+    for member in members {
+        let file = fetch_file(state, &member, agent.clone()).await?;
+        fetched.push((member, file));
+    }
+    let (shared, root) = (Arc::clone(state), root.clone());
+    let stored = tokio::task::spawn_blocking(move || {
+        let bodies: Vec<(CachedRequest, Bytes)> = fetched.iter().map(|(m, f)| (m.clone(), f.body.clone())).collect();
+        shared.sides.get(root.side).adopt(&root, &index.body, &bodies).map_err(unusable)?;
+        let records = std::iter::once((root, index)).chain(fetched).map(|(request, file)| file.record(request));
+        shared.cache.put_all(records.collect()).map_err(|error| Failed::Internal(error.to_string()))
+    });
+    stored.await.map_err(|_| Failed::Internal("storing a generation stopped".into()))?
+}
+
+/// A file of a generation, read whole.
+struct File {
+    body: Bytes,
+    headers: Vec<(String, String)>,
+    validators: pkgproxy_cache::Validators,
+}
+
+impl File {
+    fn record(self, request: CachedRequest) -> Record {
+        Record {
+            key: request.key,
+            body: self.body,
+            headers: self.headers,
+            validators: self.validators,
+            class: request.class,
+        }
+    }
+}
+
+/// `request`'s file as the upstream has it now: asked with the validators
+/// of the one held, which a `304` keeps.
+async fn fetch_file(state: &Arc<State>, request: &CachedRequest, agent: Option<HeaderValue>) -> Result<File, Failed> {
+    let held = state.cache.lookup(&request.key);
+    let response = fetching::get(state, request, conditional(held.as_deref()), agent)
+        .await
+        .map_err(|error| Failed::of_fetch(&error))?;
+    let status = response.status();
+    if let (StatusCode::NOT_MODIFIED, Some(entry)) = (status, held.as_ref()) {
+        return held_file(state, &request.key, entry).await;
+    }
+    if status != StatusCode::OK {
+        return Err(refused_by_upstream(status, response.headers()));
+    }
+    let (parts, body) = response.into_parts();
+    let body = Limited::new(body, FILE_LIMIT)
+        .collect()
+        .await
+        .map_err(|error| Failed::Upstream(format!("reading {}: {error}", request.origin.path)))?
+        .to_bytes();
+    state.stats.side(request.side).add(SideCounter::BytesFromUpstream, body.len() as u64);
+    Ok(File { body, headers: kept_headers(&parts.headers), validators: validators(&parts.headers) })
+}
+
+/// The file held under `key`, confirmed by a `304`.
+async fn held_file(state: &Arc<State>, key: &str, entry: &Entry) -> Result<File, Failed> {
+    let (cache, owned) = (state.cache.clone(), key.to_string());
+    let body = tokio::task::spawn_blocking(move || cache.read_small(&owned, FILE_LIMIT as u64))
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| Failed::Internal(format!("{key} cannot be read back")))?;
+    Ok(File { body: Bytes::from(body), headers: entry.headers.clone(), validators: entry.validators.clone() })
+}
+
+fn conditional(held: Option<&Entry>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    let Some(entry) = held else { return headers };
+    let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());
+    if let Some(etag) = value(&entry.validators.etag) {
+        headers.insert(IF_NONE_MATCH, etag);
+    }
+    if let Some(date) = value(&entry.validators.last_modified) {
+        headers.insert(IF_MODIFIED_SINCE, date);
+    }
+    headers
+}
+
+/// What a client is told when the upstream answered a generation's file
+/// with `status`.
+fn refused_by_upstream(status: StatusCode, headers: &HeaderMap) -> Failed {
+    match status {
+        StatusCode::NOT_FOUND | StatusCode::GONE => {
+            Failed::Refused(Refusal::new(status, "the remote does not have it (its index or a products file)"))
+        }
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE if headers.contains_key(RETRY_AFTER) => {
+            Failed::Overloaded { retry_after: crate::headers::retry_after(headers) }
+        }
+        _ => Failed::Upstream(format!("the remote answered {status}")),
+    }
+}
+
+fn unusable(reason: String) -> Failed {
+    Failed::Upstream(format!("the remote's index cannot be used: {reason}"))
+}

@@ -1,0 +1,338 @@
+//! The LXD side: a relay of simplestreams image servers for LXD and the
+//! craft tools, each mounted at `/lxd/<name>/` with its paths unchanged
+//! (simplestreams paths are relative to the remote root: nothing is
+//! rewritten).
+//!
+//! What it serves, and how:
+//! - `streams/v1/index.json` and the products files it names are one
+//!   generation ([`crate::GenerationRequest`]): fetched again together
+//!   after `[lxd] index_ttl`, checked, and switched in one commit, so LXD
+//!   never gets an index naming a products file pkgproxy does not hold.
+//! - Image files are served only when a products file named them
+//!   ([`items`]): checked against that sha256 and size as they stream, and
+//!   kept by their sha256, so a file with two names is one entry. Files of
+//!   older generations stay servable while cached: daemons keep an index
+//!   for an hour or more, and the upstream deletes old daily serials.
+//! - Anything else under a mount is a `404`, asked of no one; an item path
+//!   that could leave the remote (absolute, `..`, a backslash) is never
+//!   fetched.
+//!
+//! LXD fetches the JSON over TLS (`lxc remote add` takes only `https://`
+//! simplestreams remotes) and the image files over plain HTTP on the same
+//! host and port, on purpose, for caches like this one: the listener
+//! serves both.
+
+pub mod items;
+pub mod stream;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+use pkgproxy_cache::{Cache, Class, Expected};
+
+use crate::decision::{CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal};
+use crate::id::SideId;
+use crate::learned::Learned;
+use crate::route::Request;
+use items::{Items, ItemsError};
+use stream::Sum;
+
+/// How long a generation is served before the index is asked again.
+pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// Where every generation starts.
+pub const INDEX_PATH: &str = "streams/v1/index.json";
+
+/// The simplestreams servers known without configuration.
+pub const BUILT_IN: [(&str, &str); 7] = [
+    ("ubuntu", "https://cloud-images.ubuntu.com/releases"),
+    ("ubuntu-daily", "https://cloud-images.ubuntu.com/daily"),
+    ("ubuntu-minimal", "https://cloud-images.ubuntu.com/minimal/releases"),
+    ("ubuntu-minimal-daily", "https://cloud-images.ubuntu.com/minimal/daily"),
+    ("images", "https://images.lxd.canonical.com"),
+    ("craft-com.ubuntu.cloud-buildd", "https://cloud-images.ubuntu.com/buildd/releases"),
+    ("craft-com.ubuntu.cloud-buildd-daily", "https://cloud-images.ubuntu.com/buildd/daily"),
+];
+
+/// One `[[lxd.remote]]`, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteOptions {
+    /// Its name: the mount `/lxd/<name>/`.
+    pub name: String,
+    /// The instances of its pool (base URLs of the simplestreams root).
+    pub mirrors: Vec<String>,
+}
+
+/// The LXD side's configuration, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Remotes beside the built-in ones, or mirrors for a built-in one.
+    pub remotes: Vec<RemoteOptions>,
+    /// How long a generation is served before the index is asked again.
+    pub index_ttl: Option<Duration>,
+}
+
+/// An LXD configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("lxd.remote {name:?}: {reason}")]
+pub struct ConfigError {
+    /// The remote at fault.
+    pub name: String,
+    /// What is wrong, for people.
+    pub reason: String,
+}
+
+/// A simplestreams server: its name and its instances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// Its mount name.
+    pub name: String,
+    /// Its instances' base URLs, without a trailing slash.
+    pub mirrors: Vec<String>,
+}
+
+/// The LXD side's configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    remotes: Vec<Remote>,
+    index_ttl: Duration,
+}
+
+impl Config {
+    /// Validates `options`: configured mirrors replace a built-in remote's,
+    /// a new name adds a remote.
+    pub fn new(options: &Options) -> Result<Config, ConfigError> {
+        let mut remotes: Vec<Remote> = BUILT_IN
+            .iter()
+            .map(|(name, url)| Remote { name: name.to_string(), mirrors: vec![url.to_string()] })
+            .collect();
+        for configured in &options.remotes {
+            let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
+            let name_ok = !configured.name.is_empty()
+                && configured.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            if !name_ok {
+                return Err(bad("a remote name is letters, digits, '.', '_' and '-'".into()));
+            }
+            if configured.mirrors.is_empty() {
+                return Err(bad("has no mirrors".into()));
+            }
+            let mirrors = configured
+                .mirrors
+                .iter()
+                .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            remotes.retain(|remote| remote.name != configured.name);
+            remotes.push(Remote { name: configured.name.clone(), mirrors });
+        }
+        Ok(Config { remotes, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
+    }
+
+    /// The remote named `name`.
+    pub fn remote(&self, name: &str) -> Option<&Remote> {
+        self.remotes.iter().find(|remote| remote.name == name)
+    }
+
+    /// Every remote.
+    pub fn remotes(&self) -> &[Remote] {
+        &self.remotes
+    }
+
+    /// The hosts of configured instances: these may be on local addresses.
+    pub fn trusted_hosts(&self) -> Vec<String> {
+        let built_in = |url: &String| BUILT_IN.iter().any(|(_, known)| known == url);
+        let configured = self.remotes.iter().flat_map(|remote| &remote.mirrors).filter(|url| !built_in(url));
+        configured.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+    }
+}
+
+/// The LXD side at run time: its configuration, what it learnt of each
+/// remote, and the cache its files are kept in.
+#[derive(Debug)]
+pub struct Lxd {
+    config: Config,
+    items: Items,
+    cache: Cache,
+}
+
+impl Lxd {
+    /// Opens the side with what it learnt, kept beside the cache in
+    /// `cache_dir`. Blocking.
+    pub fn open(config: Config, cache: Cache, cache_dir: &Path) -> Result<Lxd, ItemsError> {
+        let items = Items::open(&cache_dir.join("lxd-items.redb"))?;
+        Ok(Lxd { config, items, cache })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Decides what to do with `request` (its path below `/lxd`).
+    pub fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
+        }
+        let (remote, path) = match self.locate(request.path) {
+            Ok(located) => located,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        self.decide(remote, &path, false).unwrap_or_else(|| {
+            Decision::Refuse(Refusal::not_found(format!(
+                "{path} is not named by the {} remote's index: only the index, its products files and the images they list are served",
+                remote.name
+            )))
+        })
+    }
+
+    /// The remote and the path below its root that `raw` (below `/lxd`,
+    /// percent-encoded) names.
+    fn locate<'c>(&'c self, raw: &str) -> Result<(&'c Remote, String), Refusal> {
+        let collapsed = collapse_slashes(raw);
+        let decoded = crate::path::checked_path(&collapsed)?;
+        let (name, path) =
+            decoded.trim_start_matches('/').split_once('/').unwrap_or((decoded.trim_start_matches('/'), ""));
+        let Some(remote) = self.config.remote(name) else {
+            let reason = format!("pkgproxy knows no LXD remote {name:?}; add it as an [[lxd.remote]]");
+            return Err(Refusal::not_found(reason));
+        };
+        Ok((remote, path.trim_end_matches('/').to_string()))
+    }
+
+    /// What `path` of `remote` is: the index or a products file (served
+    /// from the generation), an image file a products file named, or
+    /// nothing pkgproxy serves (`None`). A file no generation named yet is
+    /// asked for again once the generation is current when `learn` (a
+    /// client that never read the index through pkgproxy), else nothing.
+    fn decide(&self, remote: &Remote, path: &str, learn: bool) -> Option<Decision> {
+        let root = self.index_request(remote);
+        if path == INDEX_PATH || self.items.is_products(&remote.name, path) {
+            let key = member_key(&remote.name, path);
+            return Some(Decision::Generation(Box::new(GenerationRequest { root, serve: Member::Key(key) })));
+        }
+        if !stream::is_safe(path) {
+            return None;
+        }
+        match self.items.file(&remote.name, path) {
+            Some(sum) => Some(Decision::Cache(file_request(remote, path, &sum))),
+            None if learn => {
+                Some(Decision::Generation(Box::new(GenerationRequest { root, serve: Member::DecidedAgain })))
+            }
+            None => None,
+        }
+    }
+
+    /// The request for `remote`'s index: the root of its generations.
+    fn index_request(&self, remote: &Remote) -> CachedRequest {
+        CachedRequest {
+            fresh_for: self.config.index_ttl,
+            redirects: Redirects::Followed,
+            ..CachedRequest::new(
+                SideId::Lxd,
+                member_key(&remote.name, INDEX_PATH),
+                origin(remote, INDEX_PATH),
+                Class::Revalidated,
+            )
+        }
+    }
+
+    /// The products files `index`, the body of `root`, names: the other
+    /// members of its generation.
+    pub fn members(&self, root: &CachedRequest, index: &[u8]) -> Result<Vec<CachedRequest>, String> {
+        let remote = self.remote_of(root)?;
+        let paths = stream::products_paths(index).map_err(|error| error.to_string())?;
+        let member = |path: &String| CachedRequest {
+            redirects: Redirects::Followed,
+            ..CachedRequest::new(SideId::Lxd, member_key(&remote.name, path), origin(remote, path), Class::Revalidated)
+        };
+        Ok(paths.iter().map(member).collect())
+    }
+
+    /// Makes `index` and `members` (the products files it names, with
+    /// their bodies) the current generation of `root`'s remote: every
+    /// products file must parse, and what they name becomes servable.
+    /// Blocking.
+    pub fn adopt(&self, root: &CachedRequest, index: &[u8], members: &[(CachedRequest, Bytes)]) -> Result<(), String> {
+        let remote = self.remote_of(root)?;
+        let products = stream::products_paths(index).map_err(|error| error.to_string())?;
+        let mut files = BTreeMap::new();
+        for (path, (_, body)) in products.iter().zip(members) {
+            files.extend(stream::items(path, body).map_err(|error| error.to_string())?);
+        }
+        let cached = |sum: &Sum| self.cache.lookup(&file_key(sum)).is_some();
+        self.items.adopt(&remote.name, &products, &files, cached).map_err(|error| error.to_string())?;
+        tracing::info!(remote = remote.name, products = products.len(), files = files.len(), "new generation");
+        Ok(())
+    }
+
+    fn remote_of(&self, root: &CachedRequest) -> Result<&Remote, String> {
+        let name = root.origin.pool.strip_prefix("lxd ").unwrap_or("");
+        self.config.remote(name).ok_or_else(|| format!("no LXD remote {name:?}"))
+    }
+
+    /// What the side has learnt.
+    pub fn learned(&self) -> Vec<Learned> {
+        let files = Learned {
+            group: "lxd_items",
+            name: "files",
+            help: "Image files the LXD remotes' products files named.",
+            value: self.items.count() as u64,
+        };
+        vec![files]
+    }
+}
+
+/// An image file: one entry per sha256, whatever named it, checked against
+/// the products file's sum as it streams.
+fn file_request(remote: &Remote, path: &str, sum: &Sum) -> CachedRequest {
+    CachedRequest {
+        expected: Expected { sha256: Some(sum.sha256.clone()), size: Some(sum.size), ..Expected::default() },
+        dated_resume: DatedResume::Honoured,
+        redirects: Redirects::Followed,
+        ..CachedRequest::new(SideId::Lxd, file_key(sum), origin(remote, path), Class::Immutable)
+    }
+}
+
+fn file_key(sum: &Sum) -> String {
+    format!("lxd/file/sha256/{}", sum.sha256)
+}
+
+fn member_key(remote: &str, path: &str) -> String {
+    format!("lxd/{remote}/{path}")
+}
+
+fn origin(remote: &Remote, path: &str) -> Origin {
+    let encoded = percent_encoding::utf8_percent_encode(path, PATH_ENCODED).to_string();
+    Origin { pool: format!("lxd {}", remote.name), instances: remote.mirrors.clone(), path: format!("/{encoded}") }
+}
+
+/// What is percent-encoded in an upstream path: what cannot stand in a
+/// path as it is (`:`, used in serials and products file names, can).
+const PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'%');
+
+/// `raw` with runs of `/` made one (LXD joins URLs with `path.Join`, other
+/// clients may not).
+fn collapse_slashes(raw: &str) -> String {
+    let mut collapsed = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        if !(c == '/' && collapsed.ends_with('/')) {
+            collapsed.push(c);
+        }
+    }
+    collapsed
+}
+
+#[cfg(test)]
+mod tests;
