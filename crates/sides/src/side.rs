@@ -38,7 +38,7 @@ use http::StatusCode;
 use pkgproxy_cache::{Cache, PassedAnswer, Verifier};
 
 use crate::apt::{self, Apt};
-use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Record, Refusal, Rewrite};
+use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Record, Refusal, Rewrite, Target};
 use crate::failure::Failure;
 use crate::go::{self, Go};
 use crate::id::SideId;
@@ -218,7 +218,8 @@ impl Side {
     pub fn tunnels_to(&self, host: &str) -> bool {
         match self {
             Side::Apt(apt) => apt.config().serves_host(host),
-            Side::Go(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => false,
+            Side::Lxd(lxd) => lxd.tunnels_to(host),
+            Side::Go(_) | Side::Snap(_) | Side::Registry(_) => false,
         }
     }
 
@@ -297,6 +298,16 @@ impl Sides {
     /// The side `id`.
     pub fn get(&self, id: SideId) -> &Side {
         &self.all[id.index()]
+    }
+
+    /// The side that serves a request routed to `routed`: for a
+    /// forward-proxy request for an LXD remote's host (the image files an
+    /// LXD daemon sends through its proxy), the LXD side.
+    pub fn owner(&self, routed: SideId, target: Option<&Target>) -> &Side {
+        match (target, self.get(SideId::Lxd)) {
+            (Some(target), Side::Lxd(lxd)) if lxd.serves(target) => self.get(SideId::Lxd),
+            _ => self.get(routed),
+        }
     }
 
     /// Every side.

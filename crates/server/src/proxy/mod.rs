@@ -71,7 +71,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
             respond(None, state.upstream.switch.mode(), outcome)
         }
         Route::Side { side, mount, target } => {
-            let side = state.sides.get(side);
+            let side = state.sides.owner(side, target.as_ref());
             let outcome = serve(&state, side, mount, target, request).await;
             respond(Some(side), state.upstream.switch.mode(), outcome)
         }

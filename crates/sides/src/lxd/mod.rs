@@ -21,6 +21,12 @@
 //! simplestreams remotes) and the image files over plain HTTP on the same
 //! host and port, on purpose, for caches like this one: the listener
 //! serves both.
+//!
+//! An LXD daemon whose `core.proxy_http` is pkgproxy sends the image files
+//! of a remote it knows by its own URL as plain-http forward-proxy requests
+//! (its index goes through a `CONNECT` tunnel): those of a configured
+//! remote's hosts are served from the same entries, with the same checks,
+//! pkgproxy reading the remote's index itself to learn the sums.
 
 pub mod items;
 pub mod stream;
@@ -33,7 +39,9 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected};
 
-use crate::decision::{CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal};
+use crate::decision::{
+    CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
+};
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
@@ -170,16 +178,21 @@ impl Lxd {
         &self.config
     }
 
-    /// Decides what to do with `request` (its path below `/lxd`).
+    /// Decides what to do with `request`: its path below `/lxd`, or a
+    /// forward-proxy request for a remote's host.
     pub fn classify(&self, request: &Request<'_>) -> Decision {
         if !matches!(*request.method, Method::GET | Method::HEAD) {
             return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
         }
-        let (remote, path) = match self.locate(request.path) {
+        let located = match request.target {
+            Some(target) => self.locate_target(target),
+            None => self.locate(request.path),
+        };
+        let (remote, path) = match located {
             Ok(located) => located,
             Err(refusal) => return Decision::Refuse(refusal),
         };
-        self.decide(remote, &path, false).unwrap_or_else(|| {
+        self.decide(remote, &path, request.target.is_some()).unwrap_or_else(|| {
             Decision::Refuse(Refusal::not_found(format!(
                 "{path} is not named by the {} remote's index: only the index, its products files and the images they list are served",
                 remote.name
@@ -199,6 +212,38 @@ impl Lxd {
             return Err(Refusal::not_found(reason));
         };
         Ok((remote, path.trim_end_matches('/').to_string()))
+    }
+
+    /// The remote whose instance `target` is below (the longest such
+    /// instance), and the path below its root. The scheme is not compared:
+    /// LXD asks for the files of an `https://` remote over plain http.
+    fn locate_target<'c>(&'c self, target: &Target) -> Result<(&'c Remote, String), Refusal> {
+        let path = crate::path::checked_path(&collapse_slashes(&target.raw_path))?;
+        let below = |remote: &'c Remote| {
+            let path = &path;
+            remote.mirrors.iter().filter_map(move |mirror| {
+                let (host, prefix) = host_and_prefix(mirror)?;
+                let rest = path.strip_prefix(&prefix)?.strip_prefix('/')?;
+                (host == target.host).then(|| (prefix.len(), remote, rest.to_string()))
+            })
+        };
+        let found = self.config.remotes.iter().flat_map(below).max_by_key(|(length, _, _)| *length);
+        found
+            .map(|(_, remote, rest)| (remote, rest))
+            .ok_or_else(|| Refusal::forbidden(format!("{} is not an LXD remote pkgproxy knows", target.host)))
+    }
+
+    /// Whether a forward-proxy request for `target` is for one of the
+    /// remotes' hosts.
+    pub fn serves(&self, target: &Target) -> bool {
+        self.locate_target(target).is_ok()
+    }
+
+    /// Whether LXD may open a tunnel to `host`: a remote's host, whose
+    /// index LXD fetches over https through its proxy.
+    pub fn tunnels_to(&self, host: &str) -> bool {
+        let hosts = self.config.remotes.iter().flat_map(|remote| &remote.mirrors);
+        hosts.filter_map(|mirror| host_and_prefix(mirror)).any(|(known, _)| known == host)
     }
 
     /// What `path` of `remote` is: the index or a products file (served
@@ -293,6 +338,14 @@ fn file_request(remote: &Remote, path: &str, sum: &Sum) -> CachedRequest {
         redirects: Redirects::Followed,
         ..CachedRequest::new(SideId::Lxd, file_key(sum), origin(remote, path), Class::Immutable)
     }
+}
+
+/// The host of an instance's base URL and its path, without a trailing
+/// slash.
+fn host_and_prefix(url: &str) -> Option<(String, String)> {
+    let uri: http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    Some((host, uri.path().trim_end_matches('/').to_string()))
 }
 
 fn file_key(sum: &Sum) -> String {

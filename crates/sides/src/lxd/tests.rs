@@ -114,3 +114,34 @@ fn built_in_remotes_are_there_and_a_configured_one_takes_their_place() {
     let bad = RemoteOptions { name: "a b".into(), mirrors: vec!["http://x".into()] };
     assert!(Config::new(&Options { remotes: vec![bad], index_ttl: None }).is_err());
 }
+
+#[test]
+fn a_daemon_s_proxied_request_for_a_remote_s_host_is_served_as_the_remote_s_file() {
+    let fixture = lxd();
+    let lxd = &fixture.lxd;
+    let forwarded = |host: &str, path: &str| {
+        let headers = HeaderMap::new();
+        let target = Target { scheme: "http".into(), host: host.into(), port: 80, raw_path: path.into() };
+        let request = Request {
+            method: &Method::GET,
+            headers: &headers,
+            mount: Mount::ForwardProxy,
+            path,
+            query: None,
+            target: Some(&target),
+            host: "p:3142",
+        };
+        (lxd.serves(&target), lxd.classify(&request))
+    };
+    let (served, unknown) = forwarded("127.0.0.1", "/releases/server/noble/a.squashfs");
+    assert!(served);
+    assert_eq!(generation(unknown).serve, Member::DecidedAgain, "the index is read first to learn its sum");
+    let item = json!({"ftype": "squashfs", "path": "server/noble/a.squashfs", "sha256": SHA, "size": 7});
+    adopt(lxd, json!({"a": item}));
+    let (_, known) = forwarded("127.0.0.1", "/releases/server/noble/a.squashfs");
+    assert_eq!(cached(known).key, format!("lxd/file/sha256/{SHA}"));
+    let (served, other) = forwarded("example.org", "/releases/server/noble/a.squashfs");
+    assert!(!served);
+    assert_eq!(refused(other).status, StatusCode::FORBIDDEN);
+    assert!(lxd.tunnels_to("cloud-images.ubuntu.com") && !lxd.tunnels_to("example.org"));
+}
