@@ -71,6 +71,17 @@ enum Command {
         /// Write or remove the setup only, restarting nothing.
         #[arg(long, hide = true)]
         no_restart: bool,
+        /// lxd-remote: the machine's LXD configuration, not the user's.
+        #[arg(long)]
+        global: bool,
+        /// lxd: the project whose default profile gets the settings
+        /// (without it, a standalone `pkgproxy` profile).
+        #[arg(long, value_name = "NAME")]
+        project: Option<String>,
+        /// lxd-remote, lxd, snapcraft: show what would be done (they are
+        /// done otherwise).
+        #[arg(long, conflicts_with_all = ["apply", "undo"])]
+        print: bool,
     },
 }
 
@@ -109,8 +120,16 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        Command::Setup { client, host, apply, undo, root, no_restart } => {
+        Command::Setup { client, host, apply, undo, root, no_restart, global, project, print } => {
             let info = stats.info().await?;
+            if client.is_lxd() && !matches!(client, Client::LxdDaemon) {
+                let action = match (print, undo) {
+                    (true, _) => setup::lxd::Action::Print,
+                    (_, true) => setup::lxd::Action::Undo,
+                    _ => setup::lxd::Action::Apply,
+                };
+                return setup_lxd(&info, client, host.as_deref(), action, global, project.as_deref());
+            }
             let base = base_url(&info.listen_address, host.as_deref())?;
             match (apply, undo) {
                 (true, _) => setup::apply(client, &base, &root, !no_restart)?,
@@ -132,6 +151,41 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
 
 /// `http://HOST:PORT` for a daemon listening on `listen`: `host` if given,
 /// else the listening address, or this machine's name for a wildcard one.
+/// `setup lxd-remote`, `setup lxd` and `setup snapcraft`.
+fn setup_lxd(
+    info: &pkgproxy_control::Info,
+    client: Client,
+    host: Option<&str>,
+    action: setup::lxd::Action,
+    global: bool,
+    project: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if let Client::LxdRemote = client {
+        let base = base_url(&info.listen_address, host)?;
+        let pkgproxy =
+            setup::lxd::Pkgproxy { base: &base, certificate_pem: &info.certificate_pem, remotes: &info.lxd_remotes };
+        setup::lxd::remotes(&pkgproxy, action, global)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Containers reach the host at its address on LXD's bridge.
+    let bridge = host.is_none().then(bridge_address).flatten();
+    let base = base_url(&info.listen_address, host.or(bridge.as_deref()))?;
+    let project = match client {
+        Client::Snapcraft => Some(project.unwrap_or("snapcraft")),
+        _ => project,
+    };
+    setup::lxd::profile(&base, action, project)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The host's address on LXD's default bridge, when LXD can say.
+fn bridge_address() -> Option<String> {
+    let output = std::process::Command::new("lxc").args(["network", "get", "lxdbr0", "ipv4.address"]).output().ok()?;
+    let address = String::from_utf8_lossy(&output.stdout);
+    let address = address.trim().split('/').next()?.to_string();
+    (output.status.success() && !address.is_empty()).then_some(address)
+}
+
 fn base_url(listen: &str, host: Option<&str>) -> anyhow::Result<String> {
     let address: std::net::SocketAddr = listen.parse().with_context(|| format!("listen address {listen:?}"))?;
     let host = match host {

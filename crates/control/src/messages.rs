@@ -29,6 +29,12 @@ pub struct Info {
     pub mirrors: Vec<ShadowInfo>,
     /// The offline mode and the upstreams whose breaker is not closed.
     pub offline: OfflineInfo,
+    /// The LXD side's remotes, each served at `/lxd/NAME/`.
+    #[serde(default)]
+    pub lxd_remotes: Vec<String>,
+    /// The proxy listener's TLS certificate (PEM), for clients to pin.
+    #[serde(default)]
+    pub certificate_pem: String,
     /// What the sides have learnt, by group (`apt_index`) and count
     /// (`pool_files`), each group a key of its own at the top level.
     #[serde(flatten)]
@@ -170,6 +176,8 @@ mod tests {
                 in_flight: 1,
             }],
             offline: OfflineInfo { mode: "never".into(), upstreams: vec![] },
+            lxd_remotes: vec!["ubuntu".into()],
+            certificate_pem: String::new(),
             learned,
         };
         let json = serde_json::to_value(&info).unwrap();

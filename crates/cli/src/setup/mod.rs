@@ -15,9 +15,13 @@
 //! - podman, buildah, skopeo, CRI-O: a `registries.conf.d` file with a
 //!   mirror per registry (path prefixes for all but Docker Hub).
 //! - k3s and rke2: `registries.yaml` with a mirror per registry.
+//! - LXD, both ways ([`lxd`]): pkgproxy's image remotes for the LXD
+//!   client, a profile for containers' own traffic, the daemon's proxy.
 //!
 //! A file pkgproxy writes whole carries a marker line: `--undo` removes
 //! only such a file, and `--apply` never overwrites a file without it.
+
+pub mod lxd;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,6 +45,23 @@ pub enum Client {
     Podman,
     /// k3s and rke2.
     K3s,
+    /// pkgproxy's LXD image remotes (and the craft tools' remote names) in
+    /// the LXD client's configuration, its certificate pinned.
+    LxdRemote,
+    /// A profile (or a project's default profile) sending containers' apt,
+    /// snap and go traffic through pkgproxy.
+    Lxd,
+    /// `lxd` for the project the craft tools build in (`snapcraft`).
+    Snapcraft,
+    /// The LXD daemon's own proxy settings.
+    LxdDaemon,
+}
+
+impl Client {
+    /// Whether this is one of LXD's setups ([`lxd`]).
+    pub fn is_lxd(self) -> bool {
+        matches!(self, Client::LxdRemote | Client::Lxd | Client::Snapcraft | Client::LxdDaemon)
+    }
 }
 
 /// The line marking a file as pkgproxy's.
@@ -74,7 +95,11 @@ pub fn print(client: Client, base: &str) -> String {
             "# Go modules through pkgproxy; go checks sums through it too (GOSUMDB keeps its default)\nexport GOPROXY={base}/go\n"
         ),
         Client::Apt => format!("Acquire::http::Proxy \"{base}/\";\n"),
-        _ => format!(
+        Client::LxdDaemon => lxd::daemon(base),
+        Client::LxdRemote | Client::Lxd | Client::Snapcraft => {
+            format!("# pkgproxyctl setup {client:?} --print shows what it does\n").to_lowercase()
+        }
+        Client::Docker | Client::Snap | Client::Containerd | Client::Podman | Client::K3s => format!(
             "# /etc/docker/daemon.json (pkgproxyctl setup docker --apply merges it), then: systemctl restart docker\n{{\"registry-mirrors\": [\"{base}\"]}}\n# dockerd mirrors Docker Hub only: other registries are pulled as {host}/ghcr.io/OWNER/IMAGE\n# (over plain http that needs \"insecure-registries\": [\"{host}\"]).\n",
             host = base.trim_start_matches("http://")
         ),
@@ -127,6 +152,7 @@ fn plan(client: Client, base: &str) -> Option<Plan> {
             Some(Plan { path: "/etc/rancher/k3s/registries.yaml", content, restart: &[&["systemctl", "restart", "k3s"]], note: String::new() })
         }
         Client::Go | Client::Apt | Client::Docker => None,
+        Client::LxdRemote | Client::Lxd | Client::Snapcraft | Client::LxdDaemon => None,
     }
 }
 

@@ -31,7 +31,16 @@ pub fn gather(state: &State) -> Info {
             mode: state.upstream.switch.mode().as_str().to_string(),
             upstreams: super::offline::upstreams(state),
         },
+        lxd_remotes: lxd_remotes(state),
+        certificate_pem: state.tls.certificate_pem.clone(),
         learned: learned(state),
+    }
+}
+
+fn lxd_remotes(state: &State) -> Vec<String> {
+    match state.sides.get(pkgproxy_sides::SideId::Lxd) {
+        pkgproxy_sides::Side::Lxd(lxd) => lxd.config().remotes().iter().map(|remote| remote.name.clone()).collect(),
+        _ => Vec::new(),
     }
 }
 
