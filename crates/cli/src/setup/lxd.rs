@@ -70,6 +70,9 @@ struct Listed {
 /// (the machine's with `global`).
 pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow::Result<()> {
     let conf = conf_dir(global)?;
+    if action == Action::Apply {
+        std::fs::create_dir_all(&conf).with_context(|| format!("cannot create {}", conf.display()))?;
+    }
     let listed = list(&conf).unwrap_or_default();
     let fingerprint = fingerprint(pkgproxy.certificate_pem)?;
     for name in pkgproxy.remotes {
@@ -79,7 +82,10 @@ pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow:
         match action {
             Action::Print => print_remote(&conf, &local, &url, &cert, pkgproxy.certificate_pem),
             Action::Apply => add_remote(&conf, &local, &url, listed.get(&local))?,
-            Action::Undo => remove_remote(&conf, &local, &url, listed.get(&local), &cert)?,
+            Action::Undo => {
+                remove_remote(&conf, &local, &url, listed.get(&local), &cert)?;
+                restore_remote(&conf, &local)?;
+            }
         }
         if action == Action::Apply {
             write_file(&cert, pkgproxy.certificate_pem)?;
@@ -114,6 +120,7 @@ fn add_remote(conf: &Path, local: &str, url: &str, held: Option<&Listed>) -> any
         }
         Some(held) => {
             lxc(conf, &["remote", "remove", local])?;
+            remember_replaced(conf, local, &held.addr)?;
             println!("{local}: was {}", held.addr);
         }
         None => {}
@@ -136,6 +143,33 @@ fn remove_remote(conf: &Path, local: &str, url: &str, held: Option<&Listed>, cer
     }
     println!("{local}: removed");
     Ok(())
+}
+
+/// Where the remotes pkgproxy's replaced are kept (`NAME URL` lines), for
+/// `--undo` to put back.
+fn replaced_file(conf: &Path) -> PathBuf {
+    conf.join("pkgproxy-replaced-remotes")
+}
+
+fn remember_replaced(conf: &Path, local: &str, addr: &str) -> anyhow::Result<()> {
+    let path = replaced_file(conf);
+    let mut kept = std::fs::read_to_string(&path).unwrap_or_default();
+    kept.push_str(&format!("{local} {addr}\n"));
+    std::fs::write(&path, kept).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Puts back the remote `local` that `--apply` replaced, if it did.
+fn restore_remote(conf: &Path, local: &str) -> anyhow::Result<()> {
+    let path = replaced_file(conf);
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    let Some(addr) = kept.lines().find_map(|line| line.strip_prefix(local)?.strip_prefix(' ')) else {
+        return Ok(());
+    };
+    lxc(conf, &["remote", "add", local, addr, "--protocol=simplestreams", "--public"])?;
+    println!("{local}: {addr} again");
+    let rest: String =
+        kept.lines().filter(|line| line.split(' ').next() != Some(local)).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, rest).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The LXD client configuration folder: `$LXD_CONF`; else, for the
@@ -270,7 +304,7 @@ fn print_profile(profile: &str, project: Option<&str>, settings: &[(String, Stri
         println!("lxc profile create {profile}");
     }
     for (key, value) in settings {
-        println!("lxc profile set {profile} {key}{scope} - <<'EOF'\n{}EOF", with_newline(value));
+        println!("lxc profile set {profile} {key}{scope} \"$(cat <<'EOF'\n{}EOF\n)\"", with_newline(value));
     }
 }
 
