@@ -100,6 +100,17 @@ pub struct Remote {
     pub name: String,
     /// Its instances' base URLs, without a trailing slash.
     pub mirrors: Vec<String>,
+    /// Each instance's host (lower-case) and path prefix (no trailing
+    /// slash), for matching forward-proxy requests without parsing URLs
+    /// on every request.
+    roots: Vec<(String, String)>,
+}
+
+impl Remote {
+    fn new(name: &str, mirrors: Vec<String>) -> Remote {
+        let roots = mirrors.iter().filter_map(|mirror| host_and_prefix(mirror)).collect();
+        Remote { name: name.to_string(), mirrors, roots }
+    }
 }
 
 /// The LXD side's configuration, validated.
@@ -113,10 +124,8 @@ impl Config {
     /// Validates `options`: configured mirrors replace a built-in remote's,
     /// a new name adds a remote.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let mut remotes: Vec<Remote> = BUILT_IN
-            .iter()
-            .map(|(name, url)| Remote { name: name.to_string(), mirrors: vec![url.to_string()] })
-            .collect();
+        let mut remotes: Vec<Remote> =
+            BUILT_IN.iter().map(|(name, url)| Remote::new(name, vec![url.to_string()])).collect();
         for configured in &options.remotes {
             let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
             let name_ok = !configured.name.is_empty()
@@ -133,7 +142,7 @@ impl Config {
                 .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
                 .collect::<Result<Vec<_>, _>>()?;
             remotes.retain(|remote| remote.name != configured.name);
-            remotes.push(Remote { name: configured.name.clone(), mirrors });
+            remotes.push(Remote::new(&configured.name, mirrors));
         }
         Ok(Config { remotes, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
@@ -218,19 +227,20 @@ impl Lxd {
     /// instance), and the path below its root. The scheme is not compared:
     /// LXD asks for the files of an `https://` remote over plain http.
     fn locate_target<'c>(&'c self, target: &Target) -> Result<(&'c Remote, String), Refusal> {
+        let unknown = || Refusal::forbidden(format!("{} is not an LXD remote pkgproxy knows", target.host));
+        if !self.tunnels_to(&target.host) {
+            return Err(unknown());
+        }
         let path = crate::path::checked_path(&collapse_slashes(&target.raw_path))?;
         let below = |remote: &'c Remote| {
             let path = &path;
-            remote.mirrors.iter().filter_map(move |mirror| {
-                let (host, prefix) = host_and_prefix(mirror)?;
-                let rest = path.strip_prefix(&prefix)?.strip_prefix('/')?;
-                (host == target.host).then(|| (prefix.len(), remote, rest.to_string()))
+            remote.roots.iter().filter_map(move |(host, prefix)| {
+                let rest = path.strip_prefix(prefix.as_str())?.strip_prefix('/')?;
+                (*host == target.host).then(|| (prefix.len(), remote, rest.to_string()))
             })
         };
         let found = self.config.remotes.iter().flat_map(below).max_by_key(|(length, _, _)| *length);
-        found
-            .map(|(_, remote, rest)| (remote, rest))
-            .ok_or_else(|| Refusal::forbidden(format!("{} is not an LXD remote pkgproxy knows", target.host)))
+        found.map(|(_, remote, rest)| (remote, rest)).ok_or_else(unknown)
     }
 
     /// Whether a forward-proxy request for `target` is for one of the
@@ -242,8 +252,7 @@ impl Lxd {
     /// Whether LXD may open a tunnel to `host`: a remote's host, whose
     /// index LXD fetches over https through its proxy.
     pub fn tunnels_to(&self, host: &str) -> bool {
-        let hosts = self.config.remotes.iter().flat_map(|remote| &remote.mirrors);
-        hosts.filter_map(|mirror| host_and_prefix(mirror)).any(|(known, _)| known == host)
+        self.config.remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
     }
 
     /// What `path` of `remote` is: the index or a products file (served
