@@ -71,10 +71,16 @@ pub async fn serve_proxy(
                     };
                     match first_byte(&stream).await {
                         Some(crate::tls::HANDSHAKE) => match tls.accept(stream).await {
-                            Ok(stream) => serve_connection(stream, handler, shutdown).await,
+                            Ok(stream) => {
+                                let span = tracing::debug_span!("tls");
+                                serve_connection(stream, handler, shutdown).instrument(span).await
+                            }
                             Err(error) => tracing::debug!(%error, "TLS handshake failed"),
                         },
-                        Some(_) => serve_connection(stream, handler, shutdown).await,
+                        Some(_) => {
+                            let span = tracing::debug_span!("plain");
+                            serve_connection(stream, handler, shutdown).instrument(span).await
+                        }
                         None => {}
                     }
                 };

@@ -56,6 +56,7 @@ fn certificate(state: &State) -> Response<ResponseBody> {
 
 /// Answers one request from a client of the proxy listener.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+    tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
     if state.loop_mark.seen_in(request.headers()) {
         return answer::text(
             StatusCode::LOOP_DETECTED,
