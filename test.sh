@@ -2,7 +2,7 @@
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
 # apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs,
-# skopeo and containerd) when they are missing, then checks formatting and
+# skopeo, containerd and lxc) when they are missing, then checks formatting and
 # lints, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -19,6 +19,7 @@ command -v snap >/dev/null || need+=(snapd)
 command -v mksquashfs >/dev/null || need+=(squashfs-tools)
 command -v skopeo >/dev/null || need+=(skopeo)
 command -v containerd >/dev/null || need+=(containerd)
+command -v lxc >/dev/null || need+=(lxd-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

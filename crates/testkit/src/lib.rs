@@ -8,7 +8,8 @@
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
 //! demand (for connection management; over TCP or over in-memory streams
 //! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
-//! Docker Hub, [`ports`] gives ports that refuse
+//! Docker Hub, [`simplestreams`] a fake LXD image server and [`lxc`] the
+//! real `lxc` in a sandbox, [`ports`] gives ports that refuse
 //! connections, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to 127.0.0.1 only.
 
@@ -20,9 +21,11 @@ pub mod containerd;
 pub mod daemon;
 pub mod golang;
 pub mod hub;
+pub mod lxc;
 pub mod origin;
 pub mod ports;
 pub mod shadow;
+pub mod simplestreams;
 pub mod skopeo;
 pub mod snapclient;
 pub mod snapstore;
@@ -36,9 +39,11 @@ pub use chaos::{Behaviour, ChaosUpstream};
 pub use daemon::Daemon;
 pub use golang::{GoModules, GoOutput, GoSandbox};
 pub use hub::{FakeHub, Image};
+pub use lxc::{LxcOutput, LxcSandbox};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};
+pub use simplestreams::{FakeSimplestreams, LxdImage};
 pub use skopeo::{SkopeoOutput, SkopeoSandbox};
 pub use snapclient::{SnapOutput, SnapSandbox};
 pub use snapstore::FakeStore;

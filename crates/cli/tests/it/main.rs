@@ -14,6 +14,7 @@ mod disk_full;
 mod flags;
 mod go_client;
 mod inproc;
+mod lxd_client;
 mod offline;
 mod proxy_http;
 mod registry_client;

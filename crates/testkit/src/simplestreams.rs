@@ -1,0 +1,376 @@
+//! A fake simplestreams image server (cloud-images' layout) over plain
+//! HTTP on 127.0.0.1, rooted at `/releases/`: an index naming one
+//! products file (with a colon in its name, as the real one has) and an
+//! `image-ids` catalogue LXD ignores; one product, `testos`, with a version
+//! per published serial, each a metadata tarball, a squashfs and a VM disk
+//! with the combined fingerprints LXD pairs them by. The image bytes are
+//! opaque: LXD lists, checks and exports them without opening them.
+//!
+//! Knobs that misbehave on demand (corrupt, short, long or trickled image
+//! files; a redirect; no validators; a forced status; an item whose path
+//! climbs out of the root) and a log of every request.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::origin::RecordedRequest;
+
+/// Where the products file is, below the root.
+pub const PRODUCTS_PATH: &str = "streams/v1/com.ubuntu.cloud:released:download.json";
+/// The product every serial is a version of.
+const PRODUCT: &str = "com.ubuntu.cloud:server:24.04:amd64";
+
+/// An image's three files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LxdImage {
+    /// `lxd.tar.xz`: the metadata.
+    pub meta: Bytes,
+    /// The container root file system.
+    pub squashfs: Bytes,
+    /// The VM disk.
+    pub disk: Bytes,
+}
+
+impl LxdImage {
+    /// Opaque bytes made from `text`; the squashfs padded to `size` bytes
+    /// when given.
+    pub fn build(text: &str, size: Option<usize>) -> LxdImage {
+        let fill = |part: &str, length: usize| {
+            let seed = format!("{part} of {text}\n");
+            Bytes::from(seed.bytes().cycle().take(length.max(seed.len())).collect::<Vec<u8>>())
+        };
+        LxdImage {
+            meta: fill("meta", 1000),
+            squashfs: fill("squashfs", size.unwrap_or(12_000)),
+            disk: fill("disk", 6_000),
+        }
+    }
+}
+
+/// One published file: where it is and its bytes.
+#[derive(Clone)]
+struct Item {
+    ftype: &'static str,
+    path: String,
+    bytes: Bytes,
+}
+
+struct Shared {
+    /// serial → its items.
+    versions: Mutex<BTreeMap<String, Vec<Item>>>,
+    /// Paths that answer although no version names them (an escaping
+    /// item's target), and deleted serials' paths (which 404).
+    extra: Mutex<Vec<Item>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    corrupt: AtomicBool,
+    short: AtomicBool,
+    long: AtomicBool,
+    redirect: AtomicBool,
+    validators: AtomicBool,
+    status: AtomicU16,
+    trickle_ms: AtomicU64,
+}
+
+/// A running simplestreams server. Dropping it stops it.
+pub struct FakeSimplestreams {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: JoinHandle<()>,
+}
+
+impl FakeSimplestreams {
+    /// Starts a server with nothing published.
+    pub async fn start() -> FakeSimplestreams {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared {
+            versions: Mutex::default(),
+            extra: Mutex::default(),
+            requests: Mutex::default(),
+            corrupt: AtomicBool::new(false),
+            short: AtomicBool::new(false),
+            long: AtomicBool::new(false),
+            redirect: AtomicBool::new(false),
+            validators: AtomicBool::new(true),
+            status: AtomicU16::new(0),
+            trickle_ms: AtomicU64::new(0),
+        });
+        let accept = tokio::spawn(serve(listener, Arc::clone(&shared)));
+        FakeSimplestreams { shared, addr, accept }
+    }
+
+    /// `http://127.0.0.1:PORT`; the simplestreams root is `{url}/releases`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Publishes `image` as version `serial` (`yyyymmdd`).
+    pub fn publish(&self, serial: &str, image: &LxdImage) {
+        let dir = format!("server/releases/noble/release-{serial}/ubuntu-24.04-server-cloudimg-amd64");
+        let items = vec![
+            Item { ftype: "lxd.tar.xz", path: format!("{dir}-lxd.tar.xz"), bytes: image.meta.clone() },
+            Item { ftype: "squashfs", path: format!("{dir}.squashfs"), bytes: image.squashfs.clone() },
+            Item { ftype: "disk-kvm.img", path: format!("{dir}.img"), bytes: image.disk.clone() },
+        ];
+        self.shared.versions.lock().unwrap().insert(serial.to_string(), items);
+    }
+
+    /// Removes version `serial` from the products file; its files 404.
+    pub fn delete(&self, serial: &str) {
+        self.shared.versions.lock().unwrap().remove(serial);
+    }
+
+    /// The items of `serial`: path, sha256 and size.
+    pub fn items(&self, serial: &str) -> Vec<(String, String, u64)> {
+        let versions = self.shared.versions.lock().unwrap();
+        let items = versions.get(serial).cloned().unwrap_or_default();
+        items.iter().map(|item| (item.path.clone(), sha256(&item.bytes), item.bytes.len() as u64)).collect()
+    }
+
+    /// Adds to the newest version an item whose path climbs out of the
+    /// root (`../../escaped/evil.squashfs`), and serves that file at
+    /// `/escaped/evil.squashfs`, so a test sees whether it was fetched.
+    pub fn add_escaping_item(&self) {
+        let evil = Bytes::from_static(b"outside the remote");
+        let mut versions = self.shared.versions.lock().unwrap();
+        if let Some((_, items)) = versions.iter_mut().next_back() {
+            items.push(Item { ftype: "root.tar.xz", path: "../../escaped/evil.squashfs".into(), bytes: evil.clone() });
+        }
+        self.shared.extra.lock().unwrap().push(Item {
+            ftype: "root.tar.xz",
+            path: "escaped/evil.squashfs".into(),
+            bytes: evil,
+        });
+    }
+
+    /// Image files with one byte flipped.
+    pub fn set_corrupt(&self, on: bool) {
+        self.shared.corrupt.store(on, Ordering::SeqCst);
+    }
+
+    /// Image files without their last bytes (the length says so).
+    pub fn set_short(&self, on: bool) {
+        self.shared.short.store(on, Ordering::SeqCst);
+    }
+
+    /// Image files with bytes appended (the length says so).
+    pub fn set_long(&self, on: bool) {
+        self.shared.long.store(on, Ordering::SeqCst);
+    }
+
+    /// Image files sent in small chunks, `delay` apart, their headers at
+    /// once.
+    pub fn set_trickle(&self, delay: Option<Duration>) {
+        self.shared.trickle_ms.store(delay.map_or(0, |d| d.as_millis() as u64), Ordering::SeqCst);
+    }
+
+    /// Image files answered `302` to `/releases/redirected/PATH`, which
+    /// serves them.
+    pub fn set_redirect(&self, on: bool) {
+        self.shared.redirect.store(on, Ordering::SeqCst);
+    }
+
+    /// `ETag` and `Last-Modified` on the JSON, honoured with `304`s.
+    pub fn set_validators(&self, on: bool) {
+        self.shared.validators.store(on, Ordering::SeqCst);
+    }
+
+    /// Every request answered `status` (`0`: normally).
+    pub fn set_status(&self, status: u16) {
+        self.shared.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Forgets the requests so far.
+    pub fn clear_requests(&self) {
+        self.shared.requests.lock().unwrap().clear();
+    }
+
+    /// The `GET`s of image files so far.
+    pub fn file_requests(&self) -> usize {
+        let is_json = |r: &RecordedRequest| r.path.contains("/streams/");
+        self.requests().iter().filter(|r| r.method == "GET" && !is_json(r)).count()
+    }
+}
+
+impl Drop for FakeSimplestreams {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(answer(&shared, request).await) }
+            });
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Response<Body> {
+    let mut answer = Response::new(Full::new(body.into()).boxed());
+    *answer.status_mut() = status;
+    for (name, value) in headers {
+        answer.headers_mut().insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+    }
+    answer
+}
+
+async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let _ = body.collect().await;
+    shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
+    let forced = shared.status.load(Ordering::SeqCst);
+    if forced != 0 {
+        return reply(StatusCode::from_u16(forced).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &[], "forced");
+    }
+    let path = percent_encoding::percent_decode_str(parts.uri.path()).decode_utf8_lossy().into_owned();
+    if let Some(item) = shared.extra.lock().unwrap().iter().find(|item| path == format!("/{}", item.path)) {
+        return reply(StatusCode::OK, &[], item.bytes.clone());
+    }
+    let Some(below) = path.strip_prefix("/releases/") else { return reply(StatusCode::NOT_FOUND, &[], "") };
+    match below {
+        "streams/v1/index.json" => json_file(shared, &parts.headers, index()),
+        PRODUCTS_PATH => json_file(shared, &parts.headers, products(shared)),
+        _ => image_file(shared, below).await,
+    }
+}
+
+fn index() -> Value {
+    json!({"format": "index:1.0", "updated": "Mon, 01 Jan 2024 00:00:00 +0000", "index": {
+        "com.ubuntu.cloud:released:download": {"datatype": "image-downloads", "path": PRODUCTS_PATH,
+            "products": [PRODUCT], "format": "products:1.0", "updated": "Mon, 01 Jan 2024 00:00:00 +0000"},
+        "com.ubuntu.cloud:released:aws": {"datatype": "image-ids", "path": "streams/v1/com.ubuntu.cloud:released:aws.json",
+            "products": [PRODUCT], "format": "products:1.0"}}})
+}
+
+fn products(shared: &Shared) -> Value {
+    let versions: serde_json::Map<String, Value> = shared
+        .versions
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(serial, items)| (serial.clone(), json!({"items": version_items(items)})))
+        .collect();
+    json!({"content_id": "com.ubuntu.cloud:released:download", "datatype": "image-downloads", "format": "products:1.0",
+        "products": {PRODUCT: {"aliases": "testos,testos/24.04", "arch": "amd64", "os": "ubuntu", "release": "noble",
+            "release_title": "24.04 LTS", "versions": versions}}})
+}
+
+fn version_items(items: &[Item]) -> Value {
+    let bytes = |ftype: &str| items.iter().find(|item| item.ftype == ftype).map(|item| item.bytes.clone());
+    let combined = |root: &str| {
+        let (meta, root) = (bytes("lxd.tar.xz")?, bytes(root)?);
+        Some(sha256(&[meta.as_ref(), root.as_ref()].concat()))
+    };
+    let mut listed = serde_json::Map::new();
+    for (i, item) in items.iter().enumerate() {
+        let mut entry =
+            json!({"ftype": item.ftype, "path": item.path, "sha256": sha256(&item.bytes), "size": item.bytes.len()});
+        if item.ftype == "lxd.tar.xz" {
+            entry["combined_squashfs_sha256"] = json!(combined("squashfs"));
+            entry["combined_disk-kvm-img_sha256"] = json!(combined("disk-kvm.img"));
+        }
+        let key = if item.ftype == "root.tar.xz" { format!("extra{i}") } else { item.ftype.to_string() };
+        listed.insert(key, entry);
+    }
+    Value::Object(listed)
+}
+
+/// A JSON file, with validators unless they are switched off.
+fn json_file(shared: &Shared, headers: &http::HeaderMap, value: Value) -> Response<Body> {
+    let body = value.to_string();
+    let etag = format!("\"{}\"", &sha256(body.as_bytes())[..16]);
+    if !shared.validators.load(Ordering::SeqCst) {
+        return reply(StatusCode::OK, &[("content-type", "application/json".into())], body);
+    }
+    if headers.get("if-none-match").and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+        return reply(StatusCode::NOT_MODIFIED, &[("etag", etag)], "");
+    }
+    let dated = [("content-type", "application/json".into()), ("etag", etag)];
+    reply(StatusCode::OK, &dated, body)
+}
+
+async fn image_file(shared: &Shared, below: &str) -> Response<Body> {
+    let (path, redirected) = match below.strip_prefix("redirected/") {
+        Some(path) => (path, true),
+        None => (below, false),
+    };
+    let item = {
+        let versions = shared.versions.lock().unwrap();
+        versions.values().flatten().find(|item| item.path == path).cloned()
+    };
+    let Some(item) = item else { return reply(StatusCode::NOT_FOUND, &[], "") };
+    if shared.redirect.load(Ordering::SeqCst) && !redirected {
+        return reply(StatusCode::FOUND, &[("location", format!("/releases/redirected/{path}"))], "");
+    }
+    let bytes = misbehaved(shared, item.bytes);
+    let delay = shared.trickle_ms.load(Ordering::SeqCst);
+    if delay == 0 {
+        return reply(StatusCode::OK, &[("content-type", "application/octet-stream".into())], bytes);
+    }
+    trickled(bytes, Duration::from_millis(delay))
+}
+
+/// `bytes` as the knobs say they are sent.
+fn misbehaved(shared: &Shared, bytes: Bytes) -> Bytes {
+    let mut sent = bytes.to_vec();
+    if shared.corrupt.load(Ordering::SeqCst) {
+        if let Some(last) = sent.last_mut() {
+            *last ^= 0xff;
+        }
+    }
+    if shared.short.load(Ordering::SeqCst) {
+        sent.truncate(sent.len().saturating_sub(10));
+    }
+    if shared.long.load(Ordering::SeqCst) {
+        sent.extend_from_slice(b"and some more bytes");
+    }
+    Bytes::from(sent)
+}
+
+/// `bytes` in 64 KiB chunks, `delay` apart, with its length up front.
+fn trickled(bytes: Bytes, delay: Duration) -> Response<Body> {
+    let length = bytes.len();
+    let chunks: Vec<Bytes> =
+        (0..length).step_by(64 * 1024).map(|at| bytes.slice(at..(at + 64 * 1024).min(length))).collect();
+    let stream = futures_util::stream::unfold(chunks.into_iter(), move |mut chunks| async move {
+        let chunk = chunks.next()?;
+        tokio::time::sleep(delay).await;
+        Some((Ok::<_, Infallible>(Frame::data(chunk)), chunks))
+    });
+    let mut answer = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    answer.headers_mut().insert("content-length", length.into());
+    answer
+}
