@@ -139,6 +139,12 @@ async fn an_old_serial_still_exports_after_the_origin_deletes_it_and_the_new_one
     let newest = lxc.export(&format!("{REMOTE}:testos"), "new");
     assert!(newest.success, "{}", newest.stderr);
     assert!(lxc.exported("new").iter().any(|(_, bytes)| bytes == new.squashfs.as_ref()));
+
+    // A refresh that fails changes nothing: the last generation is served.
+    origin.set_status(503);
+    server.clock().advance(Duration::from_secs(601));
+    let listed = lxc.list(REMOTE);
+    assert!(listed.success && listed.stdout.contains("20240102"), "{}{}", listed.stdout, listed.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -148,7 +154,7 @@ async fn ten_parallel_exports_make_one_origin_request_per_file_and_headers_come_
     let daemon = Daemon::start(PKGPROXY, Some(&config(&origin, ""))).await;
     let lxc = std::sync::Arc::new(lxc_for(daemon.proxy_addr()).await);
     assert!(lxc.list(REMOTE).success);
-    origin.set_trickle(Some(Duration::from_millis(2)));
+    origin.set_trickle(Some(Duration::from_millis(20)));
     origin.clear_requests();
     let exports: Vec<_> = (0..10)
         .map(|i| {
