@@ -300,8 +300,11 @@ fn in_project(project: Option<&str>) -> String {
 
 fn print_profile(profile: &str, project: Option<&str>, settings: &[(String, String)]) {
     let scope = project.map(|project| format!(" --project {project}")).unwrap_or_default();
-    if project.is_none() {
-        println!("lxc profile create {profile}");
+    match project {
+        None => println!("lxc profile create {profile}"),
+        Some(project) => println!(
+            "lxc project show {project} >/dev/null 2>&1 || {{ lxc project create {project} && lxc profile show default | lxc profile edit default --project {project}; }}"
+        ),
     }
     for (key, value) in settings {
         println!("lxc profile set {profile} {key}{scope} \"$(cat <<'EOF'\n{}EOF\n)\"", with_newline(value));
