@@ -94,18 +94,9 @@ pub async fn head(
     request: &CachedRequest,
     agent: Option<HeaderValue>,
 ) -> Result<(StatusCode, HeaderMap), FetchError> {
-    let origin = &request.origin;
-    let pool = state
-        .upstream
-        .transport
-        .pool(&origin.pool, &origin.instances)
-        .map_err(|error| FetchError::Upstream(Box::new(error)))?;
-    let mut headers = request.upstream_headers.clone();
-    headers
-        .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
-    state.loop_mark.add_to(&mut headers);
-    let head = PoolRequest { method: Method::HEAD, ..PoolRequest::get(origin.path.clone(), headers) };
-    let (_, answer) = authorised(state, &pool, origin, &request.upstream_auth, head).await?;
+    let (pool, headers) = prepared(state, request, HeaderMap::new(), agent)?;
+    let head = PoolRequest { method: Method::HEAD, ..PoolRequest::get(request.origin.path.clone(), headers) };
+    let (_, answer) = authorised(state, &pool, &request.origin, &request.upstream_auth, head).await?;
     let (parts, _) = answer.response.into_parts();
     Ok((parts.status, parts.headers))
 }
@@ -121,16 +112,8 @@ pub async fn get(
     agent: Option<HeaderValue>,
 ) -> Result<Response<PoolBody>, FetchError> {
     let origin = &request.origin;
-    let pool = state
-        .upstream
-        .transport
-        .pool(&origin.pool, &origin.instances)
-        .map_err(|error| FetchError::Upstream(Box::new(error)))?;
-    let mut sent = request.upstream_headers.clone();
-    sent.extend(headers);
-    sent.insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
-    state.loop_mark.add_to(&mut sent);
-    let get = PoolRequest::get(origin.path.clone(), sent);
+    let (pool, headers) = prepared(state, request, headers, agent)?;
+    let get = PoolRequest::get(origin.path.clone(), headers);
     let (get, answer) = authorised(state, &pool, origin, &request.upstream_auth, get).await?;
     match request.redirects {
         Redirects::PassedOn => Ok(answer.response),
@@ -139,6 +122,29 @@ pub async fn get(
             follow(state, &origin.pool, &base, get, answer.response).await
         }
     }
+}
+
+/// The pool `request` goes out through, and the headers it carries: the
+/// side's, then `extra`, the client's user agent (or pkgproxy's) and the
+/// loop mark.
+fn prepared(
+    state: &State,
+    request: &CachedRequest,
+    extra: HeaderMap,
+    agent: Option<HeaderValue>,
+) -> Result<(Arc<Pool>, HeaderMap), FetchError> {
+    let origin = &request.origin;
+    let pool = state
+        .upstream
+        .transport
+        .pool(&origin.pool, &origin.instances)
+        .map_err(|error| FetchError::Upstream(Box::new(error)))?;
+    let mut headers = request.upstream_headers.clone();
+    headers.extend(extra);
+    headers
+        .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
+    state.loop_mark.add_to(&mut headers);
+    Ok((pool, headers))
 }
 
 /// Copies an upstream request to the shadows of the upstream step, as the
