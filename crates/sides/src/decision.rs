@@ -261,9 +261,12 @@ pub struct CachedRequest {
     pub accepts: Acceptance,
     /// Whether the upstream's redirects are followed.
     pub redirects: Redirects,
-    /// Headers the side puts on the answer, whether from the cache or the
-    /// upstream (a registry's version and digest headers).
+    /// Headers the side puts on every answer, whether from the cache or
+    /// the upstream (a registry's API version).
     pub reply_headers: HeaderMap,
+    /// Headers that describe the content itself (a registry's digest), put
+    /// only on an answer that carries it (`2xx`, `304`), never on a `404`.
+    pub content_headers: HeaderMap,
     /// How pkgproxy authorises itself upstream.
     pub upstream_auth: UpstreamAuth,
     /// For a name that points at content by digest, how it is revalidated
@@ -294,6 +297,7 @@ impl CachedRequest {
             accepts: Acceptance::Any,
             redirects: Redirects::PassedOn,
             reply_headers: HeaderMap::new(),
+            content_headers: HeaderMap::new(),
             upstream_auth: UpstreamAuth::None,
             pointer: None,
             access: None,

@@ -75,6 +75,34 @@ async fn skopeo_pulls_through_pkgproxy_once_and_then_from_the_cache() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_cached_tag_names_its_digest_and_serves_a_client_that_accepts_its_type_offline_too() {
+    let (hub, image, daemon) = published("library/hello", "hello", "").await;
+    let addr = daemon.proxy_addr();
+    let tag = "/v2/library/hello/manifests/v1";
+    assert_eq!(send(addr, "GET", tag, &[], b"").await.status, 200);
+    for method in ["GET", "HEAD"] {
+        let hit = send(addr, method, tag, &[], b"").await;
+        assert_eq!(
+            hit.header("docker-content-digest"),
+            Some(image.manifest.digest.as_str()),
+            "{method}, from the cache"
+        );
+    }
+    let missing = send(addr, "HEAD", &format!("/v2/library/hello/blobs/sha256:{}", "b".repeat(64)), &[], b"").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.header("docker-content-digest").is_none(), "a 404 names no content");
+
+    daemon.set_offline_mode("offline").await;
+    hub.clear_requests();
+    let oci_only = [("accept", "application/vnd.oci.image.manifest.v1+json")];
+    let served = send(addr, "GET", tag, &oci_only, b"").await;
+    assert_eq!((served.status, served.body), (200, image.manifest.bytes.clone()), "the type it accepts, cached");
+    let docker_only = [("accept", "application/vnd.docker.distribution.manifest.v2+json")];
+    assert_eq!(send(addr, "GET", tag, &docker_only, b"").await.status, 503, "not a type it reads: asked upstream");
+    assert!(hub.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_multi_arch_index_is_pulled_and_short_names_are_library_names() {
     let (hub, image, daemon) = published("library/hello", "multi", "").await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
@@ -120,6 +148,10 @@ async fn routing_the_ping_unknown_registries_and_the_spec_s_errors() {
     assert_eq!((bad_digest.status, json(&bad_digest)["errors"][0]["code"].as_str()), (400, Some("DIGEST_INVALID")));
     let bad_name = send(addr, "GET", "/v2/Library/Hello/manifests/v1", &[], b"").await;
     assert_eq!((bad_name.status, json(&bad_name)["errors"][0]["code"].as_str()), (400, Some("NAME_INVALID")));
+    for method in ["GET", "HEAD"] {
+        let bad_tag = send(addr, method, "/v2/library/hello/manifests/.INVALID_MANIFEST_NAME", &[], b"").await;
+        assert_eq!(bad_tag.status, 404, "no manifest can have that name: {method}");
+    }
     assert!(hub.requests().is_empty(), "none of these reached the hub: {:#?}", hub.requests());
 
     let missing = send(addr, "GET", "/v2/library/hello/manifests/nope", &[], b"").await;

@@ -36,6 +36,7 @@ use crate::state::State;
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
     let (rewrite, reply_headers) = (request.rewrite.clone(), request.reply_headers.clone());
+    let content_headers = request.content_headers.clone();
     let outcome = through_the_cache(state, exchange, side, request).await;
     // After the cache, for this client: the stored bytes stay the
     // upstream's.
@@ -43,18 +44,19 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
         None => outcome,
         Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
     };
-    with_headers(outcome, reply_headers)
+    with_headers(outcome, reply_headers, content_headers)
 }
 
-/// `outcome`, with the headers the side puts on its answers.
-fn with_headers(outcome: Outcome, headers: http::HeaderMap) -> Outcome {
-    match outcome {
-        Outcome::Answered(mut response) if !headers.is_empty() => {
-            response.headers_mut().extend(headers);
-            Outcome::Answered(response)
-        }
-        other => other,
+/// `outcome`, with the headers the side puts on its answers, and on those
+/// that carry the content, the headers describing it.
+fn with_headers(outcome: Outcome, reply: http::HeaderMap, content: http::HeaderMap) -> Outcome {
+    let Outcome::Answered(mut response) = outcome else { return outcome };
+    let carries_content = response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED;
+    response.headers_mut().extend(reply);
+    if carries_content {
+        response.headers_mut().extend(content);
     }
+    Outcome::Answered(response)
 }
 
 /// Serves `request` from the cache, or from the fetch it joins.

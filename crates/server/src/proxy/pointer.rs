@@ -38,8 +38,9 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     let Some(pointer) = request.pointer.clone() else { return cached::serve(state, exchange, side, request).await };
     let as_it_is = CachedRequest { pointer: None, ..request.clone() };
     let cached = state.cache.lookup(&request.key);
-    if cached.as_ref().is_some_and(|entry| cached::is_fresh(state, exchange, &request, entry)) {
-        return cached::serve(state, exchange, side, as_it_is).await;
+    if let Some(entry) = cached.as_ref().filter(|entry| cached::is_fresh(state, exchange, &request, entry)) {
+        let outcome = cached::serve(state, exchange, side, as_it_is).await;
+        return with_headers(outcome, &request, &pointer, entry);
     }
     // With content to fall back on, the client waits for the registry no
     // longer than one healthy attempt may take: a stalled registry costs
@@ -162,7 +163,7 @@ fn unchecked(
 /// the digest the name points at.
 fn with_headers(outcome: Outcome, request: &CachedRequest, pointer: &Pointer, entry: &Entry) -> Outcome {
     let Outcome::Answered(mut response) = outcome else { return outcome };
-    for (name, value) in &request.reply_headers {
+    for (name, value) in request.reply_headers.iter().chain(&request.content_headers) {
         response.headers_mut().insert(name, value.clone());
     }
     if let Ok(value) = HeaderValue::from_str(&format!("sha256:{}", entry.sha256)) {

@@ -272,7 +272,7 @@ impl Registry {
             return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
         };
         let client = request.headers.get(http::header::AUTHORIZATION).filter(|_| self.is_private(&located));
-        let reply = reply_headers(ns, &located.endpoint);
+        let reply = reply_headers(ns);
         match &located.endpoint {
             Endpoint::Blob(digest) => {
                 Decision::Cache(self.by_digest(upstream, &located, "blob", digest, reply, request.headers))
@@ -285,13 +285,16 @@ impl Registry {
             Endpoint::Manifest(Reference::Tag(_)) if client.is_some() => {
                 Decision::Forward(self.as_asked(upstream, &located, request))
             }
-            Endpoint::Manifest(Reference::Tag(tag)) if takes_every_modern_type(request.headers) => {
+            Endpoint::Manifest(Reference::Tag(tag))
+                if takes_every_modern_type(request.headers) || self.holds_accepted(&located, tag, request.headers) =>
+            {
                 Decision::Cache(self.by_tag(upstream, &located, tag, reply))
             }
             // A client that does not take every manifest type pkgproxy asks
-            // for (an old docker that reads only schema 2 manifests) gets
-            // the tag as it asked, so it is never given a type it cannot
-            // read, and the tag pkgproxy holds is left as it is.
+            // for (an old docker that reads only schema 2 manifests), and
+            // not the type of the manifest the tag holds, gets the tag as it
+            // asked, so it is never given a type it cannot read, and the tag
+            // pkgproxy holds is left as it is.
             Endpoint::Manifest(Reference::Tag(_)) => Decision::Forward(self.as_asked(upstream, &located, request)),
             Endpoint::Tags => Decision::Forward(self.as_asked(upstream, &located, request)),
         }
@@ -324,6 +327,7 @@ impl Registry {
             upstream_headers: upstream_headers(kind),
             redirects: Redirects::Followed,
             reply_headers: reply,
+            content_headers: digest_headers(digest),
             upstream_auth,
             access,
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Immutable)
@@ -404,10 +408,17 @@ impl Registry {
         by_digest.pointer = None;
         by_digest.access = None;
         by_digest.dated_resume = DatedResume::Honoured;
-        if let Ok(value) = HeaderValue::from_str(&digest.to_string()) {
-            by_digest.reply_headers.insert(HeaderName::from_static("docker-content-digest"), value);
-        }
+        by_digest.content_headers = digest_headers(&digest);
         Some(by_digest)
+    }
+
+    /// Whether the manifest cached for the tag is of a type the client's
+    /// `Accept` names.
+    fn holds_accepted(&self, located: &Located, tag: &str, headers: &HeaderMap) -> bool {
+        let key = format!("registry/tag/{}/{}/{tag}", located.registry, located.repository);
+        let Some(entry) = self.cache.lookup(&key) else { return false };
+        let held = entry.headers.iter().find(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+        held.is_some_and(|(_, media_type)| accepted_types(headers).contains(&media_type.as_str()))
     }
 
     fn is_private(&self, located: &Located) -> bool {
@@ -551,20 +562,22 @@ impl Verifier for Manifest {
 /// The largest manifest kept (as registries and clients limit them).
 const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;
 
-/// The headers on every cached answer: the API version, the digest asked
-/// for, and the namespace containerd named, echoed.
-fn reply_headers(ns: Option<&str>, endpoint: &Endpoint) -> HeaderMap {
+/// The headers on every answer: the API version, and the namespace
+/// containerd named, echoed.
+fn reply_headers(ns: Option<&str>) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(HeaderName::from_static(API_VERSION.0), HeaderValue::from_static(API_VERSION.1));
-    let digest = match endpoint {
-        Endpoint::Blob(digest) | Endpoint::Manifest(Reference::Digest(digest)) => Some(digest),
-        _ => None,
-    };
-    if let Some(value) = digest.and_then(|digest| HeaderValue::from_str(&digest.to_string()).ok()) {
-        headers.insert(HeaderName::from_static("docker-content-digest"), value);
-    }
     if let Some(value) = ns.and_then(|ns| HeaderValue::from_str(ns).ok()) {
         headers.insert(HeaderName::from_static("oci-namespace"), value);
+    }
+    headers
+}
+
+/// The headers on an answer that carries content asked for by `digest`.
+fn digest_headers(digest: &Digest) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Ok(value) = HeaderValue::from_str(&digest.to_string()) {
+        headers.insert(HeaderName::from_static("docker-content-digest"), value);
     }
     headers
 }
@@ -573,16 +586,23 @@ fn reply_headers(ns: Option<&str>, endpoint: &Endpoint) -> HeaderMap {
 /// item) takes each manifest type pkgproxy asks upstream for: no `Accept`
 /// at all, `*/*`, or all four.
 fn takes_every_modern_type(headers: &HeaderMap) -> bool {
-    let accepted: Vec<&str> = headers
+    let accepted = accepted_types(headers);
+    accepted.is_empty()
+        || accepted.contains(&"*/*")
+        || MANIFEST_TYPES.split(", ").all(|wanted| accepted.contains(&wanted))
+}
+
+/// The media types the client's `Accept` names, across repeated headers and
+/// comma lists, without their parameters.
+fn accepted_types(headers: &HeaderMap) -> Vec<&str> {
+    headers
         .get_all(ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .map(|item| item.split(';').next().unwrap_or("").trim())
-        .collect();
-    accepted.is_empty()
-        || accepted.contains(&"*/*")
-        || MANIFEST_TYPES.split(", ").all(|wanted| accepted.contains(&wanted))
+        .filter(|item| !item.is_empty())
+        .collect()
 }
 
 /// The value of `name` in a query.

@@ -127,7 +127,12 @@ fn split_endpoint(rest: &str) -> Result<(&str, Endpoint), Refusal> {
         "blobs" => Endpoint::Blob(Digest::parse(reference)?),
         _ if reference.contains(':') => Endpoint::Manifest(Reference::Digest(Digest::parse(reference)?)),
         _ if is_tag(reference) => Endpoint::Manifest(Reference::Tag(reference.to_string())),
-        _ => return Err(name_invalid(format!("{reference:?} is not a tag"))),
+        // No manifest has such a name: the spec's answer to a manifest a
+        // repository does not hold, given here without asking upstream.
+        _ => {
+            let reason = format!("{reference:?} is not a tag: no manifest has that name");
+            return Err(Refusal::not_found(reason).with_code("MANIFEST_UNKNOWN"));
+        }
     };
     Ok((name, endpoint))
 }
@@ -219,7 +224,8 @@ mod tests {
         assert_eq!(code("/library/hello/blobs/md5:abc", None), (400, "DIGEST_INVALID"));
         assert_eq!(code("/library/hello/blobs/latest", None), (400, "DIGEST_INVALID"));
         assert_eq!(code("/library/hello/manifests/sha256:zz", None), (400, "DIGEST_INVALID"));
-        assert_eq!(code("/library/hello/manifests/-bad", None), (400, "NAME_INVALID"));
+        assert_eq!(code("/library/hello/manifests/-bad", None), (404, "MANIFEST_UNKNOWN"), "no such tag can exist");
+        assert_eq!(code("/library/hello/manifests/.INVALID_MANIFEST_NAME", None), (404, "MANIFEST_UNKNOWN"));
         assert_eq!(code("/Library/hello/manifests/v1", None), (400, "NAME_INVALID"));
         assert_eq!(code("/library/hel..lo/manifests/v1", None), (400, "NAME_INVALID"));
         assert_eq!(code("/library//hello/manifests/v1", None), (400, "NAME_INVALID"));
