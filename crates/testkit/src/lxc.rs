@@ -2,7 +2,13 @@
 //! simplestreams remotes it lists, inspects and exports images by itself.
 //! Its configuration (`config.yml` with the test's remotes, pinned
 //! certificates in `servercerts/`) is a folder of the sandbox's own
-//! (`LXD_CONF`), and its environment is cleared but for `PATH`.
+//! (`LXD_CONF`), its `HOME` is the sandbox, and its environment is
+//! cleared but for `PATH`, so nothing of the user's LXD setup leaks in.
+//!
+//! An `http://` remote works only when written into `config.yml` (`lxc
+//! remote add` refuses it for simplestreams). lxc then tries each image
+//! file at `http://http://HOST/…` first, looking up a host named `http`;
+//! with no DNS that fails at once and it goes on to the configured URL.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,13 +24,24 @@ pub struct LxcOutput {
     pub stderr: String,
 }
 
+impl LxcOutput {
+    /// Standard output as JSON (for `--format=json` runs); `Null` when it
+    /// is not JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_default()
+    }
+}
+
 /// A sandboxed `lxc`.
 pub struct LxcSandbox {
     dir: tempfile::TempDir,
 }
 
 impl LxcSandbox {
-    /// An `lxc` whose remotes are `remotes` (name, URL), all simplestreams.
+    /// An `lxc` whose remotes are `remotes` (name, URL), all simplestreams,
+    /// with `local` the default. With no remotes no `config.yml` is
+    /// written, so lxc starts from its built-in defaults as on a fresh
+    /// install (what `pkgproxyctl setup lxd-remote` meets).
     pub fn new(remotes: &[(&str, &str)]) -> LxcSandbox {
         let dir = tempfile::tempdir().expect("temporary folder");
         let conf = dir.path().join("conf");
@@ -67,19 +84,32 @@ impl LxcSandbox {
         }
     }
 
-    /// `lxc image list REMOTE: --format=csv`.
+    /// `lxc image list REMOTE: --format=json`: every image, containers
+    /// and VMs, with its fingerprint, serial and aliases.
     pub fn list(&self, remote: &str) -> LxcOutput {
-        self.run(&["image", "list", &format!("{remote}:"), "--format=csv"])
+        self.run(&["image", "list", &format!("{remote}:"), "--format=json"])
     }
 
-    /// `lxc image export IMAGE` into the sandbox's folder `name`.
+    /// `lxc image export IMAGE` (`REMOTE:ALIAS`, the container image) into
+    /// the sandbox's folder `name`.
     pub fn export(&self, image: &str, name: &str) -> LxcOutput {
+        self.export_with(&[], image, name)
+    }
+
+    /// `lxc image export --vm IMAGE`: the VM image (metadata and disk).
+    pub fn export_vm(&self, image: &str, name: &str) -> LxcOutput {
+        self.export_with(&["--vm"], image, name)
+    }
+
+    fn export_with(&self, flags: &[&str], image: &str, name: &str) -> LxcOutput {
         let target = self.out(name);
         std::fs::create_dir_all(&target).expect("the export folder");
-        self.run(&["image", "export", image, &format!("{}/", target.display())])
+        let target = format!("{}/", target.display());
+        self.run(&[&["image", "export"], flags, &[image, &target]].concat())
     }
 
-    /// The files `export` wrote into folder `name`, by name, sorted.
+    /// The files `export` wrote into folder `name` (named after the
+    /// items' paths), by name, sorted.
     pub fn exported(&self, name: &str) -> Vec<(String, Vec<u8>)> {
         let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(self.out(name))
             .map(|entries| {

@@ -9,13 +9,16 @@
 //! Knobs that misbehave on demand (corrupt, short, long or trickled image
 //! files; a redirect; no validators; a forced status; an item whose path
 //! climbs out of the root) and a log of every request.
+//!
+//! No `md5` on items: LXD parses it but never checks it, and the workspace
+//! has no md5 crate. It must not listen on anything but loopback.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -31,6 +34,10 @@ use tokio::task::JoinHandle;
 
 use crate::origin::RecordedRequest;
 
+/// The path below the server that is the simplestreams root.
+pub const ROOT: &str = "/releases";
+/// Where the index is, below the root (a fixed name: LXD starts there).
+pub const INDEX_PATH: &str = "streams/v1/index.json";
 /// Where the products file is, below the root.
 pub const PRODUCTS_PATH: &str = "streams/v1/com.ubuntu.cloud:released:download.json";
 /// The product every serial is a version of.
@@ -53,7 +60,9 @@ impl LxdImage {
     pub fn build(text: &str, size: Option<usize>) -> LxdImage {
         let fill = |part: &str, length: usize| {
             let seed = format!("{part} of {text}\n");
-            Bytes::from(seed.bytes().cycle().take(length.max(seed.len())).collect::<Vec<u8>>())
+            let mut bytes = seed.repeat(length.div_ceil(seed.len()).max(1)).into_bytes();
+            bytes.truncate(length.max(seed.len()));
+            Bytes::from(bytes)
         };
         LxdImage {
             meta: fill("meta", 1000),
@@ -74,9 +83,12 @@ struct Item {
 struct Shared {
     /// serial → its items.
     versions: Mutex<BTreeMap<String, Vec<Item>>>,
-    /// Paths that answer although no version names them (an escaping
-    /// item's target), and deleted serials' paths (which 404).
+    /// Files served although no version names them under the root: an
+    /// escaping item's target, at its path below the server.
     extra: Mutex<Vec<Item>>,
+    /// Bumped by every change to the products file, so its
+    /// `Last-Modified` moves on.
+    generation: AtomicU64,
     requests: Mutex<Vec<RecordedRequest>>,
     corrupt: AtomicBool,
     short: AtomicBool,
@@ -102,6 +114,7 @@ impl FakeSimplestreams {
         let shared = Arc::new(Shared {
             versions: Mutex::default(),
             extra: Mutex::default(),
+            generation: AtomicU64::new(0),
             requests: Mutex::default(),
             corrupt: AtomicBool::new(false),
             short: AtomicBool::new(false),
@@ -115,9 +128,19 @@ impl FakeSimplestreams {
         FakeSimplestreams { shared, addr, accept }
     }
 
-    /// `http://127.0.0.1:PORT`; the simplestreams root is `{url}/releases`.
+    /// `http://127.0.0.1:PORT`; the simplestreams root is [`Self::root`].
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT/releases`: the URL a remote names.
+    pub fn root(&self) -> String {
+        format!("{}{ROOT}", self.url())
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// Publishes `image` as version `serial` (`yyyymmdd`).
@@ -129,11 +152,14 @@ impl FakeSimplestreams {
             Item { ftype: "disk-kvm.img", path: format!("{dir}.img"), bytes: image.disk.clone() },
         ];
         self.shared.versions.lock().unwrap().insert(serial.to_string(), items);
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Removes version `serial` from the products file; its files 404.
+    /// Removes version `serial` from the products file and makes its files
+    /// 404, as upstream does with old daily serials.
     pub fn delete(&self, serial: &str) {
         self.shared.versions.lock().unwrap().remove(serial);
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The items of `serial`: path, sha256 and size.
@@ -143,9 +169,31 @@ impl FakeSimplestreams {
         items.iter().map(|item| (item.path.clone(), sha256(&item.bytes), item.bytes.len() as u64)).collect()
     }
 
+    /// The fingerprint `lxc image list` shows for `serial`'s container
+    /// image: sha256(meta ‖ squashfs).
+    pub fn container_fingerprint(&self, serial: &str) -> Option<String> {
+        self.combined(serial, "squashfs")
+    }
+
+    /// The fingerprint of `serial`'s VM image: sha256(meta ‖ disk).
+    pub fn vm_fingerprint(&self, serial: &str) -> Option<String> {
+        self.combined(serial, "disk-kvm.img")
+    }
+
+    fn combined(&self, serial: &str, root: &str) -> Option<String> {
+        let versions = self.shared.versions.lock().unwrap();
+        combined_sha256(versions.get(serial)?, root)
+    }
+
     /// Adds to the newest version an item whose path climbs out of the
     /// root (`../../escaped/evil.squashfs`), and serves that file at
     /// `/escaped/evil.squashfs`, so a test sees whether it was fetched.
+    ///
+    /// The item is a `root.tar.xz` with no combined fingerprint, so LXD
+    /// 5.0.2 skips it ("No LXD image fingerprint found") and `testos` stays
+    /// the squashfs image: with a fingerprint, two container images of one
+    /// serial would share the alias and lxc would pick either. What it
+    /// catches is a relay that fetches every item a products file names.
     pub fn add_escaping_item(&self) {
         let evil = Bytes::from_static(b"outside the remote");
         let mut versions = self.shared.versions.lock().unwrap();
@@ -157,36 +205,38 @@ impl FakeSimplestreams {
             path: "escaped/evil.squashfs".into(),
             bytes: evil,
         });
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Image files with one byte flipped.
+    /// Image files with their last byte flipped.
     pub fn set_corrupt(&self, on: bool) {
         self.shared.corrupt.store(on, Ordering::SeqCst);
     }
 
-    /// Image files without their last bytes (the length says so).
+    /// Image files without their last 10 bytes (`Content-Length` says so).
     pub fn set_short(&self, on: bool) {
         self.shared.short.store(on, Ordering::SeqCst);
     }
 
-    /// Image files with bytes appended (the length says so).
+    /// Image files with bytes appended (`Content-Length` says so).
     pub fn set_long(&self, on: bool) {
         self.shared.long.store(on, Ordering::SeqCst);
     }
 
-    /// Image files sent in small chunks, `delay` apart, their headers at
-    /// once.
+    /// Image files sent in 64 KiB chunks, `delay` apart (the first one
+    /// too), their headers at once; `None`: all at once.
     pub fn set_trickle(&self, delay: Option<Duration>) {
         self.shared.trickle_ms.store(delay.map_or(0, |d| d.as_millis() as u64), Ordering::SeqCst);
     }
 
-    /// Image files answered `302` to `/releases/redirected/PATH`, which
-    /// serves them.
+    /// Image files answered `302` to `/releases/redirected/PATH` (same
+    /// host), which serves them.
     pub fn set_redirect(&self, on: bool) {
         self.shared.redirect.store(on, Ordering::SeqCst);
     }
 
-    /// `ETag` and `Last-Modified` on the JSON, honoured with `304`s.
+    /// `ETag` and `Last-Modified` on the JSON, honoured with `304`s (on by
+    /// default).
     pub fn set_validators(&self, on: bool) {
         self.shared.validators.store(on, Ordering::SeqCst);
     }
@@ -206,7 +256,8 @@ impl FakeSimplestreams {
         self.shared.requests.lock().unwrap().clear();
     }
 
-    /// The `GET`s of image files so far.
+    /// The `GET`s of anything but the JSON so far: image files, the
+    /// escaping file, unknown paths; a redirected file counts twice.
     pub fn file_requests(&self) -> usize {
         let is_json = |r: &RecordedRequest| r.path.contains("/streams/");
         self.requests().iter().filter(|r| r.method == "GET" && !is_json(r)).count()
@@ -259,12 +310,25 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
     if let Some(item) = shared.extra.lock().unwrap().iter().find(|item| path == format!("/{}", item.path)) {
         return reply(StatusCode::OK, &[], item.bytes.clone());
     }
-    let Some(below) = path.strip_prefix("/releases/") else { return reply(StatusCode::NOT_FOUND, &[], "") };
+    let Some(below) = path.strip_prefix(ROOT).and_then(|path| path.strip_prefix('/')) else {
+        return reply(StatusCode::NOT_FOUND, &[], "");
+    };
     match below {
-        "streams/v1/index.json" => json_file(shared, &parts.headers, index()),
-        PRODUCTS_PATH => json_file(shared, &parts.headers, products(shared)),
+        INDEX_PATH => json_file(shared, &parts.headers, index(), published(0)),
+        PRODUCTS_PATH => {
+            let generation = shared.generation.load(Ordering::SeqCst);
+            json_file(shared, &parts.headers, products(shared), published(generation))
+        }
         _ => image_file(shared, below).await,
     }
+}
+
+/// When the products file of `generation` was published: a minute after
+/// the one before, from 2024-01-01 on (a date, not the clock, so two
+/// changes within a second still move `Last-Modified`).
+fn published(generation: u64) -> SystemTime {
+    const FIRST: u64 = 1_704_067_200;
+    SystemTime::UNIX_EPOCH + Duration::from_secs(FIRST + 60 * generation)
 }
 
 fn index() -> Value {
@@ -288,12 +352,16 @@ fn products(shared: &Shared) -> Value {
             "release_title": "24.04 LTS", "versions": versions}}})
 }
 
+/// sha256(meta ‖ root), the fingerprint LXD gives the image made of the
+/// metadata and the item of ftype `root`.
+fn combined_sha256(items: &[Item], root: &str) -> Option<String> {
+    let bytes = |ftype: &str| items.iter().find(|item| item.ftype == ftype).map(|item| &item.bytes);
+    let (meta, root) = (bytes("lxd.tar.xz")?, bytes(root)?);
+    Some(sha256(&[meta.as_ref(), root.as_ref()].concat()))
+}
+
 fn version_items(items: &[Item]) -> Value {
-    let bytes = |ftype: &str| items.iter().find(|item| item.ftype == ftype).map(|item| item.bytes.clone());
-    let combined = |root: &str| {
-        let (meta, root) = (bytes("lxd.tar.xz")?, bytes(root)?);
-        Some(sha256(&[meta.as_ref(), root.as_ref()].concat()))
-    };
+    let combined = |root: &str| combined_sha256(items, root);
     let mut listed = serde_json::Map::new();
     for (i, item) in items.iter().enumerate() {
         let mut entry =
@@ -309,17 +377,29 @@ fn version_items(items: &[Item]) -> Value {
 }
 
 /// A JSON file, with validators unless they are switched off.
-fn json_file(shared: &Shared, headers: &http::HeaderMap, value: Value) -> Response<Body> {
+fn json_file(shared: &Shared, headers: &http::HeaderMap, value: Value, modified: SystemTime) -> Response<Body> {
     let body = value.to_string();
-    let etag = format!("\"{}\"", &sha256(body.as_bytes())[..16]);
+    let json = ("content-type", "application/json".to_string());
     if !shared.validators.load(Ordering::SeqCst) {
-        return reply(StatusCode::OK, &[("content-type", "application/json".into())], body);
+        return reply(StatusCode::OK, &[json], body);
     }
-    if headers.get("if-none-match").and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
-        return reply(StatusCode::NOT_MODIFIED, &[("etag", etag)], "");
+    let etag = format!("\"{}\"", &sha256(body.as_bytes())[..16]);
+    let validators = [("etag", etag), ("last-modified", httpdate::fmt_http_date(modified))];
+    if unchanged(headers, &validators[0].1, modified) {
+        return reply(StatusCode::NOT_MODIFIED, &validators, "");
     }
-    let dated = [("content-type", "application/json".into()), ("etag", etag)];
-    reply(StatusCode::OK, &dated, body)
+    reply(StatusCode::OK, &[&[json][..], &validators].concat(), body)
+}
+
+/// Whether the client's copy is current. `If-None-Match` decides when it
+/// is sent (RFC 9110 §13.2.2), `If-Modified-Since` otherwise.
+fn unchanged(headers: &http::HeaderMap, etag: &str, modified: SystemTime) -> bool {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(tags) = header("if-none-match") {
+        return tags.split(',').map(str::trim).any(|tag| tag == etag || tag == "*");
+    }
+    let since = header("if-modified-since").and_then(|date| httpdate::parse_http_date(date).ok());
+    since.is_some_and(|since| modified <= since)
 }
 
 async fn image_file(shared: &Shared, below: &str) -> Response<Body> {
@@ -333,7 +413,7 @@ async fn image_file(shared: &Shared, below: &str) -> Response<Body> {
     };
     let Some(item) = item else { return reply(StatusCode::NOT_FOUND, &[], "") };
     if shared.redirect.load(Ordering::SeqCst) && !redirected {
-        return reply(StatusCode::FOUND, &[("location", format!("/releases/redirected/{path}"))], "");
+        return reply(StatusCode::FOUND, &[("location", format!("{ROOT}/redirected/{path}"))], "");
     }
     let bytes = misbehaved(shared, item.bytes);
     let delay = shared.trickle_ms.load(Ordering::SeqCst);
@@ -374,3 +454,6 @@ fn trickled(bytes: Bytes, delay: Duration) -> Response<Body> {
     answer.headers_mut().insert("content-length", length.into());
     answer
 }
+
+#[cfg(test)]
+mod tests;
