@@ -378,14 +378,21 @@ pub enum Member {
 pub enum Decision {
     /// Refuse it.
     Refuse(Refusal),
-    /// Serve it through the cache.
-    Cache(CachedRequest),
+    /// Serve it through the cache (boxed: most of a decision's size).
+    Cache(Box<CachedRequest>),
     /// Serve it from a generation, brought up to date first.
     Generation(Box<GenerationRequest>),
     /// Pass it to the upstream, uncached.
     Forward(ForwardRequest),
     /// Answer it without the upstream.
     Answer(LocalAnswer),
+}
+
+impl Decision {
+    /// Serve `request` through the cache.
+    pub fn cache(request: CachedRequest) -> Decision {
+        Decision::Cache(Box::new(request))
+    }
 }
 
 /// What tests of the sides take a decision apart with.
@@ -396,7 +403,7 @@ pub(crate) mod expect {
     /// The request to cache, or the test fails.
     pub fn cached(decision: Decision) -> CachedRequest {
         match decision {
-            Decision::Cache(request) => request,
+            Decision::Cache(request) => *request,
             other => panic!("not cached: {other:?}"),
         }
     }

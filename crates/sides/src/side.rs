@@ -412,14 +412,14 @@ mod tests {
         let go = sides.get(SideId::Go);
         let headers = HeaderMap::new();
         let zip = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/v1.0.0.zip", None)) {
-            Decision::Cache(zip) => zip,
+            Decision::Cache(zip) => *zip,
             other => panic!("{other:?}"),
         };
         let keys: Vec<String> = go.prerequisites(&zip).into_iter().map(|r| r.key).collect();
         assert_eq!(keys, ["go/sumdb/sum.golang.org/supported", "go/sumdb/sum.golang.org/lookup/example.com/m@v1.0.0"]);
         assert!(go.verifier(&zip, &[]).is_some(), "without the record the zip's shape is still checked");
         let list = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/list", None)) {
-            Decision::Cache(list) => list,
+            Decision::Cache(list) => *list,
             other => panic!("{other:?}"),
         };
         assert!(go.prerequisites(&list).is_empty());

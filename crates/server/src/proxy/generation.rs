@@ -51,7 +51,7 @@ pub async fn serve(
     match generation.serve {
         Member::Key(key) => member(state, exchange, &generation.root, &key),
         Member::DecidedAgain => match side.classify(routed) {
-            Decision::Cache(request) => cached::serve(state, exchange, side, request).await,
+            Decision::Cache(request) => cached::serve(state, exchange, side, *request).await,
             Decision::Refuse(refusal) => Failed::Refused(refusal).into(),
             _ => Failed::Refused(Refusal::not_found("the remote's index does not name it")).into(),
         },

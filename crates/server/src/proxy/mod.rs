@@ -114,8 +114,8 @@ async fn serve(
         Decision::Cache(request) => {
             copy_body(tapped, body).await;
             match request.pointer {
-                Some(_) => pointer::serve(state, &exchange, side, request).await,
-                None => cached::serve(state, &exchange, side, request).await,
+                Some(_) => pointer::serve(state, &exchange, side, *request).await,
+                None => cached::serve(state, &exchange, side, *request).await,
             }
         }
         Decision::Generation(generation) => {

@@ -71,7 +71,7 @@ fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target, i
     }
     let key = format!("apt/{}/{relative}", archive.name);
     let origin = origin(archive, mirror, relative, target);
-    Decision::Cache(CachedRequest {
+    Decision::cache(CachedRequest {
         expected,
         dated_resume,
         fresh_for: index_ttl,

@@ -158,7 +158,7 @@ impl Apt {
             return Decision::Refuse(Refusal::bad_request("apt asks for absolute URLs, as of a forward proxy"));
         };
         match self.config.classify(target) {
-            Decision::Cache(request) => Decision::Cache(self.expecting_listed_sums(request)),
+            Decision::Cache(request) => Decision::cache(self.expecting_listed_sums(*request)),
             other => other,
         }
     }

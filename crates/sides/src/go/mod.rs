@@ -151,7 +151,7 @@ impl Config {
             None => classify_module(path),
         };
         match classified {
-            Ok((relative, class)) => Decision::Cache(self.cached(relative, class)),
+            Ok((relative, class)) => Decision::cache(self.cached(relative, class)),
             Err(refusal) => Decision::Refuse(refusal),
         }
     }

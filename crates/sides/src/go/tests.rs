@@ -8,7 +8,7 @@ fn side() -> Config {
 
 fn cached(path: &str) -> CachedRequest {
     match side().classify(path) {
-        Decision::Cache(request) => request,
+        Decision::Cache(request) => *request,
         other => panic!("{path}: not cached: {other:?}"),
     }
 }

@@ -270,7 +270,7 @@ impl Lxd {
             return None;
         }
         match self.items.file(&remote.name, path) {
-            Some(sum) => Some(Decision::Cache(file_request(remote, path, &sum))),
+            Some(sum) => Some(Decision::cache(file_request(remote, path, &sum))),
             None if learn => {
                 Some(Decision::Generation(Box::new(GenerationRequest { root, serve: Member::DecidedAgain })))
             }

@@ -275,10 +275,10 @@ impl Registry {
         let reply = reply_headers(ns);
         match &located.endpoint {
             Endpoint::Blob(digest) => {
-                Decision::Cache(self.by_digest(upstream, &located, "blob", digest, reply, request.headers))
+                Decision::cache(self.by_digest(upstream, &located, "blob", digest, reply, request.headers))
             }
             Endpoint::Manifest(Reference::Digest(digest)) => {
-                Decision::Cache(self.by_digest(upstream, &located, "manifest", digest, reply, request.headers))
+                Decision::cache(self.by_digest(upstream, &located, "manifest", digest, reply, request.headers))
             }
             // A private repository's tags are the client's to ask, with its
             // own credentials: what they point at is then cached by digest.
@@ -288,7 +288,7 @@ impl Registry {
             Endpoint::Manifest(Reference::Tag(tag))
                 if takes_every_modern_type(request.headers) || self.holds_accepted(&located, tag, request.headers) =>
             {
-                Decision::Cache(self.by_tag(upstream, &located, tag, reply))
+                Decision::cache(self.by_tag(upstream, &located, tag, reply))
             }
             // A client that does not take every manifest type pkgproxy asks
             // for (an old docker that reads only schema 2 manifests), and

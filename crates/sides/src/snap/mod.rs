@@ -223,7 +223,7 @@ impl Snap {
         let device = Device::of(request.headers);
         let key = format!("snap/answer/{}{}?{}", device.key(), request.path, normalised_query(request.query));
         let origin = self.store_origin(request.path, request.query);
-        Decision::Cache(CachedRequest {
+        Decision::cache(CachedRequest {
             rewrite: rewritten.then(|| Rewrite::SnapUrls(served_at(request))),
             upstream_headers: device::upstream_headers(request.headers),
             fresh_for,
@@ -238,7 +238,7 @@ impl Snap {
         };
         let device = Device::of(request.headers);
         let origin = self.store_origin(blob.store_path, request.query);
-        Decision::Cache(CachedRequest {
+        Decision::cache(CachedRequest {
             expected: Expected { size: Some(blob.size), ..Expected::default() },
             dated_resume: DatedResume::Honoured,
             upstream_headers: device::upstream_headers(request.headers),
@@ -254,7 +254,7 @@ impl Snap {
         };
         let device = Device::of(request.headers);
         let origin = self.store_origin(request.path, request.query);
-        Decision::Cache(CachedRequest {
+        Decision::cache(CachedRequest {
             upstream_headers: device::upstream_headers(request.headers),
             fresh_for: assertion.fresh_for(),
             accepts: Acceptance::AssertionFormatAtMost(assertion.max_format),
@@ -282,7 +282,7 @@ impl Snap {
             return unknown();
         }
         let origin = Origin { pool: "snap-media".to_string(), instances: vec![origin], path };
-        Decision::Cache(CachedRequest {
+        Decision::cache(CachedRequest {
             fresh_for: MEDIA_TTL,
             redirects: Redirects::Followed,
             ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
