@@ -66,9 +66,21 @@ pub struct Entry {
     pub fetched_at: u64,
     /// How this entry ages.
     pub class: Class,
+    /// When a client was last served it, as last written (seconds since
+    /// the Unix epoch; `0`: not since it was fetched). Uses are written in
+    /// batches ([`crate::recency`]): a crash loses a little recency, never
+    /// an entry.
+    #[serde(default)]
+    pub last_used: u64,
 }
 
 impl Entry {
+    /// When it was last used or fetched, as written: what eviction orders
+    /// entries by.
+    pub fn last_use(&self) -> u64 {
+        self.last_used.max(self.fetched_at)
+    }
+
     /// The time the upstream last confirmed this entry.
     pub fn fetched_at_time(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(self.fetched_at)

@@ -23,8 +23,38 @@ pub struct Index {
     db: Database,
     entries: RwLock<HashMap<String, Arc<Entry>>>,
     /// How many entries name each blob, so a blob is deleted when its last
-    /// entry goes (two keys may hold the same bytes).
-    blob_refs: Mutex<HashMap<String, usize>>,
+    /// entry goes (two keys may hold the same bytes), and the bytes of the
+    /// blobs named.
+    blob_refs: Mutex<BlobRefs>,
+}
+
+/// Each named blob's entry count and size, and the bytes of them all.
+#[derive(Debug, Default)]
+struct BlobRefs {
+    counts: HashMap<String, (usize, u64)>,
+    bytes: u64,
+}
+
+impl BlobRefs {
+    fn hold(&mut self, entry: &Entry) {
+        let held = self.counts.entry(entry.sha256.clone()).or_insert((0, entry.size));
+        if held.0 == 0 {
+            self.bytes += entry.size;
+        }
+        held.0 += 1;
+    }
+
+    /// Drops one reference to `sha256`; returns it when none is left.
+    fn release(&mut self, sha256: &str) -> Option<String> {
+        let held = self.counts.get_mut(sha256)?;
+        held.0 -= 1;
+        if held.0 > 0 {
+            return None;
+        }
+        self.bytes -= held.1;
+        self.counts.remove(sha256);
+        Some(sha256.to_string())
+    }
 }
 
 impl std::fmt::Debug for Index {
@@ -39,12 +69,8 @@ impl Index {
     /// next write of that key).
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let db = Database::create(path).map_err(|e| index_error(path, e))?;
-        let index = Index {
-            path: path.to_path_buf(),
-            db,
-            entries: RwLock::new(HashMap::new()),
-            blob_refs: Mutex::new(HashMap::new()),
-        };
+        let index =
+            Index { path: path.to_path_buf(), db, entries: RwLock::new(HashMap::new()), blob_refs: Mutex::default() };
         index.load()?;
         Ok(index)
     }
@@ -69,9 +95,9 @@ impl Index {
                 Err(e) => tracing::warn!(key, error = %e, "skipping unreadable cache index record"),
             }
         }
-        let mut refs = HashMap::new();
+        let mut refs = BlobRefs::default();
         for entry in entries.values() {
-            *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
+            refs.hold(entry);
         }
         *self.entries.write().unwrap_or_else(|p| p.into_inner()) = entries;
         *self.blob_refs.lock().unwrap_or_else(|p| p.into_inner()) = refs;
@@ -125,9 +151,9 @@ impl Index {
         let (mut written, mut freed) = (Vec::with_capacity(records.len()), Vec::new());
         for (key, entry) in records {
             let entry = Arc::new(entry);
-            *refs.entry(entry.sha256.clone()).or_insert(0) += 1;
+            refs.hold(&entry);
             if let Some(old) = entries.insert(key, Arc::clone(&entry)) {
-                freed.extend(release(&mut refs, &old.sha256));
+                freed.extend(refs.release(&old.sha256));
             }
             written.push(entry);
         }
@@ -137,10 +163,57 @@ impl Index {
     /// Removes `key`. Returns the hash of a blob no entry refers to any more.
     /// Blocking.
     pub fn remove(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.write(|table| table.remove(key).map(|_| ()))?;
-        let previous = self.entries.write().unwrap_or_else(|p| p.into_inner()).remove(key);
+        Ok(self.remove_all(&[key.to_string()])?.pop())
+    }
+
+    /// Removes every one of `keys` in one commit. Returns the hashes of
+    /// blobs no entry refers to any more. Blocking.
+    pub fn remove_all(&self, keys: &[String]) -> Result<Vec<String>, StoreError> {
+        self.write(|table| {
+            for key in keys {
+                table.remove(key.as_str())?;
+            }
+            Ok(())
+        })?;
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
         let mut refs = self.blob_refs.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(previous.and_then(|old| release(&mut refs, &old.sha256)))
+        Ok(keys.iter().filter_map(|key| entries.remove(key)).filter_map(|old| refs.release(&old.sha256)).collect())
+    }
+
+    /// Writes when each of `uses` (key, time) was last used, in one commit,
+    /// into the records as they are in the table (a record a fetch replaced
+    /// meanwhile keeps its new content). Blocking.
+    pub fn touch_all(&self, uses: &[(String, u64)]) -> Result<(), StoreError> {
+        let mut touched = Vec::new();
+        self.write(|table| {
+            for (key, at) in uses {
+                let Some(record) = table.get(key.as_str())? else { continue };
+                let Ok(mut entry) = serde_json::from_slice::<Entry>(record.value()) else { continue };
+                drop(record);
+                if entry.last_used >= *at {
+                    continue;
+                }
+                entry.last_used = *at;
+                let Ok(encoded) = serde_json::to_vec(&entry) else { continue };
+                table.insert(key.as_str(), encoded.as_slice())?;
+                touched.push((key.clone(), entry));
+            }
+            Ok(())
+        })?;
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        for (key, entry) in touched {
+            if let Some(held) = entries.get_mut(&key) {
+                if held.sha256 == entry.sha256 && held.fetched_at == entry.fetched_at {
+                    *held = Arc::new(entry);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of the blobs the entries name, each once.
+    pub fn blob_bytes(&self) -> u64 {
+        self.blob_refs.lock().unwrap_or_else(|p| p.into_inner()).bytes
     }
 
     fn write(
@@ -154,18 +227,6 @@ impl Index {
             change(&mut table).map_err(|e| index_error(path, e))?;
         }
         txn.commit().map_err(|e| index_error(path, e))
-    }
-}
-
-/// Drops one reference to `sha256`; returns it when none is left.
-fn release(refs: &mut HashMap<String, usize>, sha256: &str) -> Option<String> {
-    let count = refs.get_mut(sha256)?;
-    *count -= 1;
-    if *count == 0 {
-        refs.remove(sha256);
-        Some(sha256.to_string())
-    } else {
-        None
     }
 }
 

@@ -9,10 +9,12 @@ mod blobs;
 mod clock;
 mod entry;
 mod error;
+pub mod evict;
 pub mod fetch;
 pub mod freshness;
 mod index;
 mod open_files;
+pub mod recency;
 mod store;
 
 use std::path::Path;
@@ -22,12 +24,13 @@ pub use blobs::BodyHashes;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
+pub use evict::{MinFree, Quota, Usage};
 pub use fetch::{
     BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, Source, StartFetch,
     StreamingCheck, UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
-pub use store::{Record, Store};
+pub use store::{Evicted, Record, Store};
 
 /// The cache as the server uses it: lookups, bodies and shared fetches.
 #[derive(Debug, Clone)]
@@ -113,6 +116,27 @@ impl Cache {
         let mut body = vec![0; usize::try_from(entry.size).ok()?];
         file.read_exact_at(&mut body, 0).ok()?;
         Some(body)
+    }
+
+    /// A client was just served `key`'s entry (remembered in memory).
+    pub fn touch(&self, key: &str) {
+        self.store.touch(key);
+    }
+
+    /// Writes the uses remembered so far into the index. Blocking.
+    pub fn persist_recency(&self) -> Result<usize, StoreError> {
+        self.store.persist_recency()
+    }
+
+    /// Where the cache stands against a quota.
+    pub fn usage(&self) -> Usage {
+        self.store.usage()
+    }
+
+    /// Evicts the least recently used entries until within `quota`.
+    /// Blocking.
+    pub fn evict(&self, quota: &Quota) -> Result<Evicted, StoreError> {
+        self.store.evict(quota)
     }
 
     /// Number of entries and bytes of bodies.

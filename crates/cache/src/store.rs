@@ -15,8 +15,10 @@ use crate::blobs::{BlobStore, BodyHashes, TempBlob};
 use crate::clock::Clock;
 use crate::entry::{unix_secs, Class, Entry, Validators};
 use crate::error::StoreError;
+use crate::evict::{self, Candidate, Quota, Usage};
 use crate::index::Index;
 use crate::open_files::{default_capacity, OpenFiles};
+use crate::recency::Recency;
 
 /// A body to store whole, with what its entry says of it.
 #[derive(Debug, Clone)]
@@ -41,6 +43,16 @@ pub struct Store {
     index: Index,
     open_files: OpenFiles,
     clock: Arc<dyn Clock>,
+    recency: Recency,
+}
+
+/// What an eviction did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// Entries removed.
+    pub entries: usize,
+    /// Bytes of blobs deleted.
+    pub bytes: u64,
 }
 
 impl Store {
@@ -51,7 +63,7 @@ impl Store {
         let blobs = BlobStore::open(dir)?;
         let index = Index::open(&dir.join("index.redb"))?;
         let open_files = OpenFiles::new(default_capacity());
-        let store = Store { dir: dir.to_path_buf(), blobs, index, open_files, clock };
+        let store = Store { dir: dir.to_path_buf(), blobs, index, open_files, clock, recency: Recency::default() };
         store.repair()?;
         Ok(store)
     }
@@ -156,6 +168,7 @@ impl Store {
             validators: Validators::default(),
             fetched_at: unix_secs(self.clock.now()),
             class,
+            last_used: 0,
         };
         self.update(key, entry).map(Some)
     }
@@ -180,6 +193,7 @@ impl Store {
             validators: Validators::default(),
             fetched_at: unix_secs(self.clock.now()),
             class,
+            last_used: 0,
         };
         self.commit(key, temp, &hashes, entry)
     }
@@ -215,6 +229,7 @@ impl Store {
                 validators: record.validators,
                 fetched_at: unix_secs(self.clock.now()),
                 class: record.class,
+                last_used: 0,
             };
             entries.push((record.key, entry));
         }
@@ -238,11 +253,61 @@ impl Store {
             validators: Validators::default(),
             fetched_at: unix_secs(self.clock.now()),
             class,
+            last_used: 0,
         };
         let records = keys.iter().map(|key| (key.clone(), entry.clone())).collect();
         let (_, freed) = self.index.put_all(records)?;
         freed.iter().for_each(|sha256| self.delete_blob(sha256));
         Ok(())
+    }
+
+    /// A client was just served `key`'s entry: remembered in memory, written
+    /// with the next [`Store::persist_recency`].
+    pub fn touch(&self, key: &str) {
+        self.recency.touch(key, unix_secs(self.clock.now()));
+    }
+
+    /// Writes the uses remembered since the last call into the index, in
+    /// one commit. Blocking.
+    pub fn persist_recency(&self) -> Result<usize, StoreError> {
+        let uses = self.recency.drain();
+        self.index.touch_all(&uses)?;
+        Ok(uses.len())
+    }
+
+    /// Where the cache stands: the bytes of its blobs, and the space on its
+    /// file system.
+    pub fn usage(&self) -> Usage {
+        let (free, total) = file_system_space(&self.dir).unwrap_or((u64::MAX, u64::MAX));
+        Usage { bytes: self.index.blob_bytes(), free, total }
+    }
+
+    /// Removes the least recently used entries until the cache is back
+    /// within `quota` (their blobs are deleted once no entry names them; a
+    /// client still reading one keeps its open handle). Blocking.
+    pub fn evict(&self, quota: &Quota) -> Result<Evicted, StoreError> {
+        let to_free = quota.to_free(self.usage());
+        if to_free == 0 {
+            return Ok(Evicted::default());
+        }
+        let candidates = self
+            .index
+            .snapshot()
+            .into_iter()
+            .map(|(key, entry)| Candidate {
+                last_use: self.recency.get(&key).unwrap_or(0).max(entry.last_use()),
+                key,
+                sha256: entry.sha256.clone(),
+                size: entry.size,
+            })
+            .collect();
+        let chosen = evict::choose(candidates, to_free);
+        let before = self.index.blob_bytes();
+        let freed = self.index.remove_all(&chosen)?;
+        freed.iter().for_each(|sha256| self.delete_blob(sha256));
+        let evicted = Evicted { entries: chosen.len(), bytes: before.saturating_sub(self.index.blob_bytes()) };
+        tracing::info!(entries = evicted.entries, bytes = evicted.bytes, "evicted the least recently used entries");
+        Ok(evicted)
     }
 
     /// Forgets `key` and deletes its body if nothing else uses it. Blocking.
@@ -252,6 +317,20 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Free and total bytes of the file system holding `dir`.
+fn file_system_space(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a writable
+    // statvfs the call fills.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    let unit = stat.f_frsize as u64;
+    Some((stat.f_bavail as u64 * unit, stat.f_blocks as u64 * unit))
 }
 
 #[cfg(test)]
@@ -270,6 +349,7 @@ mod tests {
             validators: Validators { etag: Some("\"1\"".into()), last_modified: None },
             fetched_at: 1_700_000_000,
             class: Class::Immutable,
+            last_used: 0,
         };
         store.commit(key, temp, &hashes, entry).unwrap()
     }
@@ -288,6 +368,50 @@ mod tests {
         std::io::Read::read_to_end(&mut store.open_body(&entry).unwrap(), &mut body).unwrap();
         assert_eq!(body, b"package bytes");
         assert_eq!(store.totals(), (1, 13));
+    }
+
+    #[test]
+    fn eviction_takes_the_least_recently_used_and_a_shared_blob_stays_while_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(crate::clock::ManualClock::new(std::time::SystemTime::now()));
+        let store = Store::open(dir.path(), clock.clone()).unwrap();
+        let put = |key: &str, body: &[u8]| store.put(key, body, vec![], Class::Immutable).unwrap();
+        put("stale", &[1; 1000]);
+        put("shared-by-name", &[2; 1000]);
+        clock.advance(std::time::Duration::from_secs(10));
+        put("shared-by-hash", &[2; 1000]);
+        put("fresh", &[3; 1000]);
+        clock.advance(std::time::Duration::from_secs(10));
+        store.touch("stale");
+        assert_eq!(store.usage().bytes, 3000, "the shared blob counts once");
+
+        let quota = Quota { max_size: Some(2500), min_free: crate::evict::MinFree::Bytes(0) };
+        let evicted = store.evict(&quota).unwrap();
+        assert_eq!((evicted.entries, evicted.bytes), (2, 1000));
+        assert!(store.lookup("stale").is_some(), "used a moment ago, not yet written");
+        assert!(store.lookup("shared-by-name").is_none(), "the least recently used");
+        assert!(store.lookup("fresh").is_none(), "next, and the first to free bytes");
+        let shared = store.lookup("shared-by-hash").expect("still named");
+        assert_eq!(store.open_body(&shared).unwrap().metadata().unwrap().len(), 1000, "its bytes stay");
+        assert_eq!(store.evict(&quota).unwrap(), Evicted::default(), "within the quota now");
+    }
+
+    #[test]
+    fn uses_are_written_in_a_batch_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(crate::clock::ManualClock::new(std::time::SystemTime::now()));
+        {
+            let store = Store::open(dir.path(), clock.clone()).unwrap();
+            store.put("a", b"a", vec![], Class::Immutable).unwrap();
+            clock.advance(std::time::Duration::from_secs(100));
+            store.touch("a");
+            store.touch("gone");
+            assert_eq!(store.persist_recency().unwrap(), 2);
+        }
+        let store = Store::open(dir.path(), clock.clone()).unwrap();
+        let entry = store.lookup("a").unwrap();
+        assert_eq!(entry.last_used, entry.fetched_at + 100);
+        assert_eq!(entry.last_use(), entry.last_used);
     }
 
     #[test]

@@ -92,6 +92,11 @@ struct Flags {
     /// served without revalidation, e.g. 5m, 30s, 0s. Default: 5m.
     #[arg(long, env = "PKGPROXY_APT_INDEX_TTL", value_name = "DURATION")]
     apt_index_ttl: Option<String>,
+
+    /// The most the cache holds, e.g. 50GiB; the least recently used entries are
+    /// evicted beyond it (over [cache] max_size). Default: unlimited.
+    #[arg(long, env = "PKGPROXY_CACHE_MAX_SIZE", value_name = "SIZE")]
+    cache_max_size: Option<String>,
 }
 
 /// Where a flag's value came from, for error messages.
@@ -145,7 +150,8 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
             .with_context(|| source_of(&matches, "auto_offline", "PKGPROXY_AUTO_OFFLINE"))?,
         None => Trigger::platform_default(),
     };
-    let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline };
+    let cache_max_size = flags.cache_max_size.clone();
+    let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline, cache_max_size };
     let settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),

@@ -55,6 +55,7 @@ mod state;
 mod stats;
 mod tls;
 mod tokens;
+mod upkeep;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -160,6 +161,7 @@ pub async fn run(
             }
         });
     }
+    tracker.spawn(upkeep::run(Arc::clone(&state), token.clone()));
     for (listener, role) in [(listeners.stats, control::Role::Stats), (listeners.admin, control::Role::Admin)] {
         tracker.spawn(gateway::serve_control(listener, Arc::clone(&state), role, token.clone(), tracker.clone()));
     }

@@ -158,6 +158,7 @@ async fn download(
         validators: entry_validators,
         fetched_at: unix_secs(store.clock().now()),
         class: spec.class,
+        last_used: 0,
     };
     let (store, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
     let entry = tokio::task::spawn_blocking(move || store.commit(&key, temp, &hashes, entry))

@@ -46,6 +46,7 @@ impl Server {
             offline_mode: None,
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
+            cache_max_size: None,
         };
         let mut settings = Settings::new(dir.path().join("cache"), &file, &overrides).expect("valid settings");
         let clock = Arc::new(ManualClock::new(SystemTime::now()));

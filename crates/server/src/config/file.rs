@@ -38,6 +38,9 @@ pub struct ConfigFile {
     /// `[lxd]`.
     #[serde(default)]
     pub lxd: LxdSection,
+    /// `[cache]`.
+    #[serde(default)]
+    pub cache: CacheSection,
     /// `[server]`.
     #[serde(default)]
     pub server: ServerSection,
@@ -51,6 +54,16 @@ pub struct ServerSection {
     pub tls_cert: Option<PathBuf>,
     /// Its private key (PEM).
     pub tls_key: Option<PathBuf>,
+}
+
+/// `[cache]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSection {
+    /// The most the cache holds (`"50GiB"`); unlimited without it.
+    pub max_size: Option<String>,
+    /// The free space kept on the cache's file system (`"5%"`, `"10GiB"`).
+    pub min_free: Option<String>,
 }
 
 /// `[lxd]`.

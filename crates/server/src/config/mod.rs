@@ -54,6 +54,8 @@ pub struct Settings {
     pub clock: Arc<dyn Clock>,
     /// Where the listener's TLS certificate comes from.
     pub tls: crate::tls::Source,
+    /// The limits the cache keeps to.
+    pub quota: pkgproxy_cache::Quota,
 }
 
 /// Settings that cannot be used, naming the key at fault.
@@ -83,6 +85,16 @@ pub enum SettingsError {
     /// `[registry]` is wrong.
     #[error("{0}")]
     Registry(#[from] registry::ConfigError),
+    /// `[cache] max_size` or `min_free` is not a size.
+    #[error("cache.{key} {value:?}: {reason}")]
+    CacheSize {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An `[[lxd.remote]]` is wrong.
     #[error("{0}")]
     Lxd(#[from] lxd::ConfigError),
@@ -112,6 +124,8 @@ pub struct Overrides {
     pub persistence: Persistence,
     /// `-auto-offline`.
     pub auto_offline: Trigger,
+    /// `-cache-max-size`, as written.
+    pub cache_max_size: Option<String>,
 }
 
 impl Settings {
@@ -193,8 +207,13 @@ impl Settings {
             (None, None) => crate::tls::Source::Kept(cache_dir.join("tls")),
             _ => return Err(SettingsError::TlsPair),
         };
+        let quota = quota(
+            overrides.cache_max_size.as_deref().or(file.cache.max_size.as_deref()),
+            file.cache.min_free.as_deref(),
+        )?;
         Ok(Settings {
             tls,
+            quota,
             cache_dir,
             sides,
             upstream,
@@ -205,6 +224,37 @@ impl Settings {
             clock: Arc::new(SystemClock),
         })
     }
+}
+
+/// The cache's limits: `max_size` (unlimited without it) and `min_free`
+/// (5 % of the file system without it).
+fn quota(max_size: Option<&str>, min_free: Option<&str>) -> Result<pkgproxy_cache::Quota, SettingsError> {
+    let max_size = max_size.map(|value| size("max_size", value)).transpose()?;
+    let min_free = match min_free {
+        None => pkgproxy_cache::MinFree::default(),
+        Some(value) => match value.trim().strip_suffix('%') {
+            Some(percent) => {
+                let share = percent.trim().parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+                let share = share.ok_or_else(|| SettingsError::CacheSize {
+                    key: "min_free",
+                    value: value.to_string(),
+                    reason: "a share is 0% to 100%".into(),
+                })?;
+                pkgproxy_cache::MinFree::Share((share * 100.0).round() as u32)
+            }
+            None => pkgproxy_cache::MinFree::Bytes(size("min_free", value)?),
+        },
+    };
+    Ok(pkgproxy_cache::Quota { max_size, min_free })
+}
+
+/// A size as people write it (`50GiB`, `500 MB`, `1048576`).
+fn size(key: &'static str, value: &str) -> Result<u64, SettingsError> {
+    value.trim().parse::<bytesize::ByteSize>().map(|size| size.as_u64()).map_err(|reason| SettingsError::CacheSize {
+        key,
+        value: value.to_string(),
+        reason: format!("not a size (e.g. 50GiB, 500MB): {reason}"),
+    })
 }
 
 /// A duration of `[upstream]`: the file's, else the default; never zero.
@@ -277,6 +327,7 @@ mod tests {
             offline_mode: None,
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
+            cache_max_size: None,
         };
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();

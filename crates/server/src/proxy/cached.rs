@@ -244,6 +244,7 @@ pub(super) fn from_cache(
             return Failed::Internal("cached body cannot be read".to_string()).into();
         }
     };
+    state.cache.touch(&request.key);
     let (response, sent) = answer::from_entry(exchange, entry, file, served, request.dated_resume);
     if served != Served::Miss {
         let stats = state.stats.side(request.side);

@@ -171,6 +171,7 @@ mod tests {
             offline_mode: None,
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
+            cache_max_size: None,
         };
         let settings = Settings::new(dir.to_path_buf(), &file, &overrides).unwrap();
         Arc::new(State::open(settings, "127.0.0.1:3142".parse().unwrap()).await.unwrap())

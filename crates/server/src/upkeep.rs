@@ -1,0 +1,51 @@
+//! The cache's upkeep, in the background, off the request path: every few
+//! seconds, eviction down to the quota (or to the free space kept on the
+//! disk); every minute, and at shutdown, the uses hits recorded in memory
+//! written into the index.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::state::State;
+
+/// How often the cache is checked against its quota.
+const EVICT_EVERY: Duration = Duration::from_secs(5);
+/// How often recorded uses are written.
+const PERSIST_EVERY: Duration = Duration::from_secs(60);
+
+/// Keeps the cache until `token` is cancelled, then writes what uses are
+/// left.
+pub async fn run(state: Arc<State>, token: CancellationToken) {
+    let mut evict = tokio::time::interval(EVICT_EVERY);
+    let mut persist = tokio::time::interval(PERSIST_EVERY);
+    loop {
+        tokio::select! {
+            _ = evict.tick() => blocking(&state, evict_now).await,
+            _ = persist.tick() => blocking(&state, persist_now).await,
+            _ = token.cancelled() => break,
+        }
+    }
+    blocking(&state, persist_now).await;
+}
+
+async fn blocking(state: &Arc<State>, work: fn(&State)) {
+    let state = Arc::clone(state);
+    if tokio::task::spawn_blocking(move || work(&state)).await.is_err() {
+        tracing::warn!("the cache's upkeep stopped");
+    }
+}
+
+/// Evicts down to the quota, when the cache is over it.
+pub fn evict_now(state: &State) {
+    if let Err(error) = state.cache.evict(&state.settings.quota) {
+        tracing::warn!(%error, "eviction failed");
+    }
+}
+
+fn persist_now(state: &State) {
+    if let Err(error) = state.cache.persist_recency() {
+        tracing::warn!(%error, "cannot write when entries were last used");
+    }
+}
