@@ -45,7 +45,8 @@ impl MinFree {
 /// Where the cache stands against its quota.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Bytes of bodies held (each blob once).
+    /// Bytes the cache takes on disk: its bodies (each blob once) and its
+    /// index.
     pub bytes: u64,
     /// Free bytes on the cache's file system.
     pub free: u64,

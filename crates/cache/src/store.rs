@@ -279,7 +279,8 @@ impl Store {
     /// file system.
     pub fn usage(&self) -> Usage {
         let (free, total) = file_system_space(&self.dir).unwrap_or((u64::MAX, u64::MAX));
-        Usage { bytes: self.index.blob_bytes(), free, total }
+        let index = std::fs::metadata(self.dir.join("index.redb")).map_or(0, |meta| meta.len());
+        Usage { bytes: self.index.blob_bytes() + index, free, total }
     }
 
     /// Removes the least recently used entries until the cache is back
@@ -337,6 +338,7 @@ fn file_system_space(dir: &Path) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
     use crate::clock::SystemClock;
+    use crate::evict::MinFree;
 
     fn store_body(store: &Store, key: &str, body: &[u8]) -> Arc<Entry> {
         let mut temp = store.temp().unwrap();
@@ -372,27 +374,31 @@ mod tests {
 
     #[test]
     fn eviction_takes_the_least_recently_used_and_a_shared_blob_stays_while_named() {
+        const MIB: usize = 1 << 20;
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(crate::clock::ManualClock::new(std::time::SystemTime::now()));
         let store = Store::open(dir.path(), clock.clone()).unwrap();
-        let put = |key: &str, body: &[u8]| store.put(key, body, vec![], Class::Immutable).unwrap();
-        put("stale", &[1; 1000]);
-        put("shared-by-name", &[2; 1000]);
+        let put = |key: &str, byte: u8| store.put(key, &vec![byte; MIB], vec![], Class::Immutable).unwrap();
+        put("stale", 1);
+        put("shared-by-name", 2);
         clock.advance(std::time::Duration::from_secs(10));
-        put("shared-by-hash", &[2; 1000]);
-        put("fresh", &[3; 1000]);
+        put("shared-by-hash", 2);
+        put("fresh", 3);
         clock.advance(std::time::Duration::from_secs(10));
         store.touch("stale");
-        assert_eq!(store.usage().bytes, 3000, "the shared blob counts once");
+        let index = std::fs::metadata(dir.path().join("index.redb")).unwrap().len();
+        let usage = store.usage().bytes;
+        assert_eq!(usage - index, 3 * MIB as u64, "the shared blob counts once, the index counts too");
 
-        let quota = Quota { max_size: Some(2500), min_free: crate::evict::MinFree::Bytes(0) };
+        // A quota that takes a little under one blob: from 95 % to 90 %.
+        let quota = Quota { max_size: Some((usage - MIB as u64 * 3 / 4) * 10 / 9), min_free: MinFree::Bytes(0) };
         let evicted = store.evict(&quota).unwrap();
-        assert_eq!((evicted.entries, evicted.bytes), (2, 1000));
+        assert_eq!((evicted.entries, evicted.bytes), (2, MIB as u64));
         assert!(store.lookup("stale").is_some(), "used a moment ago, not yet written");
         assert!(store.lookup("shared-by-name").is_none(), "the least recently used");
         assert!(store.lookup("fresh").is_none(), "next, and the first to free bytes");
         let shared = store.lookup("shared-by-hash").expect("still named");
-        assert_eq!(store.open_body(&shared).unwrap().metadata().unwrap().len(), 1000, "its bytes stay");
+        assert_eq!(store.open_body(&shared).unwrap().metadata().unwrap().len(), MIB as u64, "its bytes stay");
         assert_eq!(store.evict(&quota).unwrap(), Evicted::default(), "within the quota now");
     }
 

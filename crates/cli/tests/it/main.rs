@@ -17,6 +17,7 @@ mod inproc;
 mod lxd_client;
 mod offline;
 mod proxy_http;
+mod quota;
 mod registry_client;
 mod shadow;
 mod shared_fetch;

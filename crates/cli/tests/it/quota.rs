@@ -1,0 +1,65 @@
+//! The cache's quota end to end: a daemon given `-cache-max-size` keeps its
+//! cache (bodies and index, on disk) within it while more distinct files
+//! than fit go through it, keeping the most recently used; an evicted file
+//! is fetched again and served correctly.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::PKGPROXY;
+use pkgproxy_testkit::client::send;
+use pkgproxy_testkit::{eventually, Daemon, FakeSimplestreams, LxdImage};
+
+const MIB: u64 = 1 << 20;
+
+/// The bytes the cache takes on disk: its blobs and its index.
+fn on_disk(cache: &Path) -> u64 {
+    fn walk(path: &Path) -> u64 {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                std::fs::read_dir(path).map(|dir| dir.flatten().map(|e| walk(&e.path())).sum()).unwrap_or(0)
+            }
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        }
+    }
+    walk(&cache.join("blobs")) + walk(&cache.join("index.redb"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
+    let origin = FakeSimplestreams::start().await;
+    let serials: Vec<String> = (1..=10).map(|day| format!("202401{day:02}")).collect();
+    let images: Vec<LxdImage> = serials.iter().map(|serial| LxdImage::build(serial, Some(3 * MIB as usize))).collect();
+    for (serial, image) in serials.iter().zip(&images) {
+        origin.publish(serial, image);
+    }
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-cache-max-size", "16MiB"]).await;
+    let addr = daemon.proxy_addr();
+    assert_eq!(send(addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let squashfs = |serial: &str| {
+        let items = origin.items(serial);
+        items.into_iter().find(|(path, _, _)| path.ends_with(".squashfs")).map(|(path, _, _)| path).unwrap()
+    };
+
+    // 30 MiB of distinct files through a 16 MiB cache (4 MiB of it the
+    // index), one after the other, as a client would.
+    for (serial, image) in serials.iter().zip(&images) {
+        let answer = send(addr, "GET", &format!("/lxd/test/{}", squashfs(serial)), &[], b"").await;
+        assert_eq!((answer.status, answer.body.len() as u64), (200, image.squashfs.len() as u64), "{serial}");
+        assert!(answer.body == image.squashfs, "{serial}: the right bytes");
+    }
+    let cache = daemon.cache_dir();
+    eventually("the cache to be within its quota", || async { (on_disk(&cache) <= 16 * MIB).then_some(()) }).await;
+
+    origin.clear_requests();
+    let newest = send(addr, "GET", &format!("/lxd/test/{}", squashfs(&serials[9])), &[], b"").await;
+    assert_eq!(newest.header("x-pkgproxy-cache"), Some("hit"), "the most recently used is kept");
+    assert_eq!(origin.file_requests(), 0);
+    let oldest = send(addr, "GET", &format!("/lxd/test/{}", squashfs(&serials[0])), &[], b"").await;
+    assert!(oldest.body == images[0].squashfs, "an evicted file is fetched again, whole");
+    assert_eq!(origin.file_requests(), 1, "the least recently used was evicted");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(daemon.log().contains("evicted"), "{}", daemon.log());
+}
