@@ -76,6 +76,13 @@ impl Quota {
         over_quota.max(short_of_space)
     }
 
+    /// How many bytes to free to reach the low-water mark now, above the
+    /// high-water mark or not.
+    pub fn to_free_now(&self, usage: Usage) -> u64 {
+        let over_low = self.max_size.map_or(0, |max| usage.bytes.saturating_sub(max / 100 * LOW_WATER));
+        over_low.max(self.to_free(usage))
+    }
+
     /// Whether a body of `size` bytes may be cached at all.
     pub fn admits(&self, size: u64) -> bool {
         self.max_size.is_none_or(|max| size <= max)

@@ -139,6 +139,21 @@ impl Cache {
         self.store.evict(quota)
     }
 
+    /// Evicts now down to `quota`'s low-water mark. Blocking.
+    pub fn collect(&self, quota: &Quota) -> Result<Evicted, StoreError> {
+        self.store.collect(quota)
+    }
+
+    /// Every entry, with when it was last used.
+    pub fn entries(&self) -> Vec<(String, Arc<Entry>, u64)> {
+        self.store.entries()
+    }
+
+    /// Removes every one of `keys`. Blocking.
+    pub fn remove_all(&self, keys: &[String]) -> Result<Evicted, StoreError> {
+        self.store.remove_all(keys)
+    }
+
     /// Number of entries and bytes of bodies.
     pub fn totals(&self) -> (usize, u64) {
         self.store.totals()

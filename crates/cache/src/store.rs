@@ -287,7 +287,37 @@ impl Store {
     /// within `quota` (their blobs are deleted once no entry names them; a
     /// client still reading one keeps its open handle). Blocking.
     pub fn evict(&self, quota: &Quota) -> Result<Evicted, StoreError> {
-        let to_free = quota.to_free(self.usage());
+        self.evict_bytes(quota.to_free(self.usage()))
+    }
+
+    /// Evicts now down to `quota`'s low-water mark, over its high-water
+    /// mark or not (`pkgproxyctl cache gc`). Blocking.
+    pub fn collect(&self, quota: &Quota) -> Result<Evicted, StoreError> {
+        self.evict_bytes(quota.to_free_now(self.usage()))
+    }
+
+    /// Every entry, with when it was last used (or fetched), as eviction
+    /// sees it.
+    pub fn entries(&self) -> Vec<(String, Arc<Entry>, u64)> {
+        let entries = self.index.snapshot().into_iter();
+        entries
+            .map(|(key, entry)| {
+                let last_use = self.recency.get(&key).unwrap_or(0).max(entry.last_use());
+                (key, entry, last_use)
+            })
+            .collect()
+    }
+
+    /// Removes every one of `keys`, deleting the blobs no entry names any
+    /// more. Blocking.
+    pub fn remove_all(&self, keys: &[String]) -> Result<Evicted, StoreError> {
+        let before = self.index.blob_bytes();
+        let freed = self.index.remove_all(keys)?;
+        freed.iter().for_each(|sha256| self.delete_blob(sha256));
+        Ok(Evicted { entries: keys.len(), bytes: before.saturating_sub(self.index.blob_bytes()) })
+    }
+
+    fn evict_bytes(&self, to_free: u64) -> Result<Evicted, StoreError> {
         if to_free == 0 {
             return Ok(Evicted::default());
         }
@@ -303,10 +333,7 @@ impl Store {
             })
             .collect();
         let chosen = evict::choose(candidates, to_free);
-        let before = self.index.blob_bytes();
-        let freed = self.index.remove_all(&chosen)?;
-        freed.iter().for_each(|sha256| self.delete_blob(sha256));
-        let evicted = Evicted { entries: chosen.len(), bytes: before.saturating_sub(self.index.blob_bytes()) };
+        let evicted = self.remove_all(&chosen)?;
         tracing::info!(entries = evicted.entries, bytes = evicted.bytes, "evicted the least recently used entries");
         Ok(evicted)
     }

@@ -30,6 +30,11 @@ struct Flags {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The cache's entries: list, remove by pattern, evict now.
+    Cache {
+        #[command(subcommand)]
+        command: crate::cache_cmd::CacheCommand,
+    },
     /// Show the daemon's version, cache and counters.
     Info {
         /// Print the daemon's JSON answer as it is.
@@ -137,6 +142,7 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 _ => print!("{}", setup::print(client, &base)),
             }
         }
+        Command::Cache { command } => crate::cache_cmd::run(command, &stats, &admin).await?,
         Command::Info { json } => {
             let info = stats.info().await?;
             if json {

@@ -11,7 +11,8 @@ mod messages;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ShadowInfo, UpstreamReport,
+    CacheEntry, ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, Removed,
+    ShadowInfo, UpstreamReport,
 };
 
 /// `GET`: the daemon's version, cache, counters and state ([`Info`]).
@@ -20,6 +21,11 @@ pub const INFO_PATH: &str = "/pkgproxy/v1/info";
 pub const OFFLINE_PATH: &str = "/pkgproxy/v1/offline";
 /// `GET`: the counters of [`INFO_PATH`] in Prometheus' text format.
 pub const METRICS_PATH: &str = "/metrics";
+/// The cache's entries: `GET` lists them (`?side=S&pattern=P`), `DELETE`
+/// removes those matching `?pattern=P` (admin socket).
+pub const CACHE_ENTRIES_PATH: &str = "/pkgproxy/v1/cache/entries";
+/// `POST`: evict now, down to the low-water mark (admin socket).
+pub const CACHE_GC_PATH: &str = "/pkgproxy/v1/cache/gc";
 /// What the body of a `PUT` to [`OFFLINE_PATH`] from the snap's configure
 /// hook says in `from`.
 pub const FROM_CONFIGURE_HOOK: &str = "configure-hook";

@@ -41,6 +41,30 @@ pub struct Info {
     pub learned: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
+/// One cached entry, as `pkgproxyctl cache ls` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheEntry {
+    /// Its cache key.
+    pub key: String,
+    /// The side that keeps it (the key's first part).
+    pub side: String,
+    /// Its body's size.
+    pub size: u64,
+    /// When it was last used or fetched (seconds since the Unix epoch).
+    pub last_use: u64,
+    /// How it ages: `immutable` or `revalidated`.
+    pub class: String,
+}
+
+/// What a removal or an eviction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Removed {
+    /// Entries removed.
+    pub entries: usize,
+    /// Bytes freed on disk.
+    pub bytes: u64,
+}
+
 /// The offline part of [`Info`] (read-only here; the admin socket changes
 /// it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -213,6 +213,21 @@ impl Daemon {
         }
     }
 
+    /// `SIGTERM`, and waits for it to stop, as a service manager does.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: signalling a child this process started and has not
+            // reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            child.wait().expect("reap");
+        }
+    }
+
+    /// Starts the daemon again on the same cache, stopped or not.
+    pub async fn start_again(&mut self) {
+        self.spawn().await;
+    }
+
     /// Starts the daemon again on the same cache (after [`Daemon::kill9`]).
     pub async fn restart(&mut self) {
         self.kill9();

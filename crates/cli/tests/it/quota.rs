@@ -63,3 +63,63 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert!(daemon.log().contains("evicted"), "{}", daemon.log());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_clean_restart() {
+    let origin = FakeSimplestreams::start().await;
+    origin.publish("20240101", &LxdImage::build("one", None));
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let mut daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let files = origin.items("20240101");
+    for (path, _, _) in &files {
+        assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
+    }
+    let ctl = |daemon: &Daemon, args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .arg("-stats-socket-path")
+            .arg(daemon.stats_socket())
+            .arg("-admin-socket-path")
+            .arg(daemon.admin_socket())
+            .args(args)
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        (output.status.success(), printed)
+    };
+    let (ok, listed) = ctl(&daemon, &["cache", "ls", "--side", "lxd", "lxd/file/*"]);
+    assert!(ok && listed.contains("3 entries"), "{listed}");
+    let (ok, json) = ctl(&daemon, &["cache", "ls", "--json"]);
+    assert!(ok, "{json}");
+    let entries: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let used = |entries: &serde_json::Value, key: &str| {
+        entries.as_array().unwrap().iter().find(|e| e["key"] == key).map(|e| e["last_use"].as_u64().unwrap())
+    };
+    let index_key = "lxd/test/streams/v1/index.json";
+    let before = used(&entries, index_key).expect("the index is listed");
+
+    // A use now, recorded in memory, written at a clean stop.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    daemon.stop();
+    daemon.start_again().await;
+    let (_, json) = ctl(&daemon, &["cache", "ls", "--json"]);
+    let after = used(&serde_json::from_str(&json).unwrap(), index_key).expect("still listed");
+    assert!(after > before, "the last use survived the restart: {before} then {after}");
+
+    let (ok, printed) = ctl(&daemon, &["cache", "rm", "lxd/file/*"]);
+    assert!(ok && printed.contains("removed 3 entries"), "{printed}");
+    let (ok, listed) = ctl(&daemon, &["cache", "ls", "lxd/file/*"]);
+    assert!(ok && listed.contains("0 entries"), "{listed}");
+    let (ok, printed) = ctl(&daemon, &["cache", "gc"]);
+    assert!(ok && printed.contains("evicted 0 entries"), "no quota, nothing to evict: {printed}");
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("-admin-socket-path")
+        .arg(daemon.stats_socket())
+        .args(["cache", "gc"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("read-only"), "the stats socket changes nothing: {said}");
+}

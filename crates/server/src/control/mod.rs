@@ -1,6 +1,7 @@
 //! The control sockets: `stats.sock` (read-only) and `admin.sock`
 //! (read-write). Both speak HTTP/1.1 with JSON bodies under `/pkgproxy/v1/`.
 
+mod cache;
 mod info;
 mod metrics;
 pub mod offline;
@@ -11,7 +12,10 @@ use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use pkgproxy_control::{ErrorAnswer, ModeRequest, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH, OFFLINE_PATH};
+use pkgproxy_control::{
+    ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH,
+    OFFLINE_PATH,
+};
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
 
@@ -46,6 +50,22 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the mode on the admin socket")
         }
         (_, OFFLINE_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
+        (&Method::GET, CACHE_ENTRIES_PATH) => {
+            let (side, pattern) = (query_value(&request, "side"), query_value(&request, "pattern"));
+            json(StatusCode::OK, &cache::list(&state, side.as_deref(), pattern.as_deref()))
+        }
+        (&Method::DELETE, CACHE_ENTRIES_PATH) if role == Role::Admin => {
+            let Some(pattern) = query_value(&request, "pattern") else {
+                return error(StatusCode::BAD_REQUEST, "name the entries to remove: ?pattern=...");
+            };
+            blocking(state, move |state| cache::remove(state, &pattern)).await
+        }
+        (&Method::POST, CACHE_GC_PATH) if role == Role::Admin => blocking(state, cache::collect).await,
+        (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH) if role == Role::Stats => {
+            error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the cache on the admin socket")
+        }
+        (_, CACHE_ENTRIES_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or DELETE"),
+        (_, CACHE_GC_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         _ => {
             let what = match role {
                 Role::Stats => "stats socket",
@@ -53,6 +73,25 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             };
             error(StatusCode::NOT_FOUND, &format!("no such endpoint on the {what}: {path}"))
         }
+    }
+}
+
+/// The value of `name` in the request's query, percent-decoded.
+fn query_value(request: &Request<Incoming>, name: &str) -> Option<String> {
+    let query = request.uri().query()?;
+    let value = query.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))?;
+    Some(percent_encoding::percent_decode_str(value).decode_utf8_lossy().into_owned())
+}
+
+/// `work`'s answer, on a blocking thread (it writes the cache's index).
+async fn blocking<T: Serialize + Send + 'static>(
+    state: Arc<State>,
+    work: impl FnOnce(&Arc<State>) -> Result<T, String> + Send + 'static,
+) -> Response<ResponseBody> {
+    match tokio::task::spawn_blocking(move || work(&state)).await {
+        Ok(Ok(answer)) => json(StatusCode::OK, &answer),
+        Ok(Err(reason)) => error(StatusCode::INTERNAL_SERVER_ERROR, &reason),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the cache's maintenance stopped"),
     }
 }
 

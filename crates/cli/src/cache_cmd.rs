@@ -1,0 +1,99 @@
+//! `pkgproxyctl cache`: the cache's entries listed, removed by pattern, or
+//! evicted down to the quota's low-water mark, by the daemon itself over
+//! its control sockets (so nothing races its own writes).
+
+use http::Method;
+use pkgproxy_control::{CacheEntry, ControlClient, Removed, CACHE_ENTRIES_PATH, CACHE_GC_PATH};
+
+/// What `pkgproxyctl cache` does.
+#[derive(Debug, clap::Subcommand)]
+pub enum CacheCommand {
+    /// List entries: key, side, size, last use, class (least recently used first).
+    Ls {
+        /// Only this side's (apt, go, snap, registry, lxd).
+        #[arg(long)]
+        side: Option<String>,
+        /// Only keys matching it whole, `*` for any run of characters.
+        pattern: Option<String>,
+        /// Print the daemon's JSON answer as it is.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the entries whose key matches PATTERN (`*` for any run).
+    Rm {
+        /// The keys to remove.
+        pattern: String,
+    },
+    /// Evict the least recently used entries now, down to the low-water mark.
+    Gc,
+}
+
+/// Runs `command` against the daemon's sockets.
+pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlClient) -> anyhow::Result<()> {
+    match command {
+        CacheCommand::Ls { side, pattern, json } => {
+            let mut query = Vec::new();
+            query.extend(side.map(|side| format!("side={}", encoded(&side))));
+            query.extend(pattern.map(|pattern| format!("pattern={}", encoded(&pattern))));
+            let path = format!("{CACHE_ENTRIES_PATH}?{}", query.join("&"));
+            let entries: Vec<CacheEntry> = stats.json(Method::GET, &path, None).await?;
+            match json {
+                true => println!("{}", serde_json::to_string_pretty(&entries)?),
+                false => print!("{}", render(&entries, now())),
+            }
+        }
+        CacheCommand::Rm { pattern } => {
+            let path = format!("{CACHE_ENTRIES_PATH}?pattern={}", encoded(&pattern));
+            let removed: Removed = admin.json(Method::DELETE, &path, None).await?;
+            println!("removed {} entries, {} freed", removed.entries, size(removed.bytes));
+        }
+        CacheCommand::Gc => {
+            let removed: Removed = admin.json(Method::POST, CACHE_GC_PATH, None).await?;
+            println!("evicted {} entries, {} freed", removed.entries, size(removed.bytes));
+        }
+    }
+    Ok(())
+}
+
+fn encoded(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// `entries` as a table, their last use as a time ago from `now`.
+fn render(entries: &[CacheEntry], now: u64) -> String {
+    let mut out = format!("{:<9} {:>10} {:>12} {:<11} KEY\n", "SIDE", "SIZE", "LAST USE", "CLASS");
+    for entry in entries {
+        let ago = humantime::format_duration(std::time::Duration::from_secs(now.saturating_sub(entry.last_use)));
+        let ago = ago.to_string().split(' ').take(2).collect::<Vec<_>>().join(" ");
+        out += &format!("{:<9} {:>10} {:>12} {:<11} {}\n", entry.side, size(entry.size), ago, entry.class, entry.key);
+    }
+    out += &format!("{} entries, {}\n", entries.len(), size(entries.iter().map(|e| e.size).sum()));
+    out
+}
+
+fn size(bytes: u64) -> String {
+    bytesize::ByteSize::b(bytes).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_listed_with_their_age_and_size() {
+        let entry = CacheEntry {
+            key: "apt/debian/pool/main/h/hello/hello_2.10_amd64.deb".into(),
+            side: "apt".into(),
+            size: 2048,
+            last_use: 1000,
+            class: "immutable".into(),
+        };
+        let table = render(&[entry], 1000 + 3 * 3600 + 5);
+        assert!(table.contains("apt") && table.contains("3h 5s") && table.contains("hello_2.10_amd64.deb"), "{table}");
+        assert!(table.ends_with("1 entries, 2.0 KiB\n"), "{table}");
+    }
+}
