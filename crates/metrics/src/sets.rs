@@ -168,10 +168,27 @@ pub enum CacheGauge {
     SizeBytes,
     /// Shared upstream fetches in progress.
     FetchesInProgress,
+    /// Bytes the cache takes on disk: each blob once, and the index.
+    DiskBytes,
+    /// The quota (`[cache] max_size`; `0`: none).
+    MaxSizeBytes,
+    /// Free bytes on the cache's file system.
+    FreeBytes,
+    /// `1` while the cache's file system has less free space than
+    /// `[cache] min_free`.
+    DiskPressure,
 }
 
 impl MetricSet for CacheGauge {
-    const ALL: &'static [Self] = &[CacheGauge::Entries, CacheGauge::SizeBytes, CacheGauge::FetchesInProgress];
+    const ALL: &'static [Self] = &[
+        CacheGauge::Entries,
+        CacheGauge::SizeBytes,
+        CacheGauge::FetchesInProgress,
+        CacheGauge::DiskBytes,
+        CacheGauge::MaxSizeBytes,
+        CacheGauge::FreeBytes,
+        CacheGauge::DiskPressure,
+    ];
     const KIND: Kind = Kind::Gauge;
     const PROMETHEUS_PREFIX: &'static str = "cache_";
 
@@ -180,6 +197,10 @@ impl MetricSet for CacheGauge {
             CacheGauge::Entries => ("entries", "Cached entries."),
             CacheGauge::SizeBytes => ("size_bytes", "Bytes of cached bodies."),
             CacheGauge::FetchesInProgress => ("fetches_in_progress", "Shared upstream fetches in progress."),
+            CacheGauge::DiskBytes => ("disk_bytes", "Bytes the cache takes on disk (each blob once, and the index)."),
+            CacheGauge::MaxSizeBytes => ("max_size_bytes", "The cache's quota (0: none)."),
+            CacheGauge::FreeBytes => ("free_bytes", "Free bytes on the cache's file system."),
+            CacheGauge::DiskPressure => ("disk_pressure", "1 while free space is under [cache] min_free."),
         };
         Definition { name, help }
     }

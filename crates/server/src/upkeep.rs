@@ -1,7 +1,8 @@
 //! The cache's upkeep, in the background, off the request path: every few
 //! seconds, eviction down to the quota (or to the free space kept on the
-//! disk); every minute, and at shutdown, the uses hits recorded in memory
-//! written into the index.
+//! disk), and a line in the log when the disk comes under pressure or out of
+//! it (once, not per request); every minute, and at shutdown, the uses hits
+//! recorded in memory written into the index.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,9 +21,13 @@ const PERSIST_EVERY: Duration = Duration::from_secs(60);
 pub async fn run(state: Arc<State>, token: CancellationToken) {
     let mut evict = tokio::time::interval(EVICT_EVERY);
     let mut persist = tokio::time::interval(PERSIST_EVERY);
+    let mut under_pressure = false;
     loop {
         tokio::select! {
-            _ = evict.tick() => blocking(&state, evict_now).await,
+            _ = evict.tick() => {
+                blocking(&state, evict_now).await;
+                under_pressure = report_pressure(&state, under_pressure);
+            }
             _ = persist.tick() => blocking(&state, persist_now).await,
             _ = token.cancelled() => break,
         }
@@ -42,6 +47,24 @@ pub fn evict_now(state: &State) {
     if let Err(error) = state.cache.evict(&state.settings.quota) {
         tracing::warn!(%error, "eviction failed");
     }
+}
+
+/// Whether the cache's file system is short of its kept free space now,
+/// said in the log when that changes from `was`.
+fn report_pressure(state: &State, was: bool) -> bool {
+    let (usage, quota) = (state.cache.usage(), state.settings.quota);
+    let kept = quota.min_free.bytes(usage.total);
+    let now = usage.free < kept;
+    match (was, now) {
+        (false, true) => tracing::warn!(
+            free = usage.free,
+            kept,
+            "disk pressure: the cache's file system is short of free space even after eviction"
+        ),
+        (true, false) => tracing::info!(free = usage.free, "disk pressure is over"),
+        _ => {}
+    }
+    now
 }
 
 fn persist_now(state: &State) {

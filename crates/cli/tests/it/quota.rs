@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::PKGPROXY;
+use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::send;
 use pkgproxy_testkit::{eventually, Daemon, FakeSimplestreams, LxdImage};
 
@@ -62,6 +63,12 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
     assert_eq!(origin.file_requests(), 1, "the least recently used was evicted");
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert!(daemon.log().contains("evicted"), "{}", daemon.log());
+    let info = daemon.info().await;
+    assert_eq!(info.cache.get(CacheGauge::MaxSizeBytes), 16 * MIB);
+    assert!(info.cache.get(CacheGauge::DiskBytes) <= 16 * MIB + 4 * MIB, "within the quota and one more file");
+    assert_eq!(info.cache.get(CacheGauge::DiskPressure), 0);
+    let metrics = daemon.metrics().await;
+    assert!(metrics.contains("pkgproxy_cache_disk_pressure 0"), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -13,6 +13,8 @@ use crate::state::State;
 /// Reads everything now.
 pub fn gather(state: &State) -> Info {
     let (entries, size) = state.cache.totals();
+    let usage = state.cache.usage();
+    let quota = state.settings.quota;
     Info {
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_seconds: state.started.elapsed().as_secs(),
@@ -22,6 +24,10 @@ pub fn gather(state: &State) -> Info {
             CacheGauge::Entries => entries as u64,
             CacheGauge::SizeBytes => size,
             CacheGauge::FetchesInProgress => state.cache.fetches_in_progress() as u64,
+            CacheGauge::DiskBytes => usage.bytes,
+            CacheGauge::MaxSizeBytes => quota.max_size.unwrap_or(0),
+            CacheGauge::FreeBytes => usage.free,
+            CacheGauge::DiskPressure => u64::from(usage.free < quota.min_free.bytes(usage.total)),
         }),
         sides: state.sides.iter().map(|side| (side.id().to_string(), state.stats.side(side.id()).snapshot())).collect(),
         upstream: state.upstream.counters.snapshot(),
