@@ -86,6 +86,7 @@ impl BlobStore {
             sha256: Sha256::new(),
             sha512: Sha512::new(),
             written: 0,
+            spilled: 0,
             promoted: false,
         })
     }
@@ -143,6 +144,9 @@ pub struct TempBlob {
     sha256: Sha256,
     sha512: Sha512,
     written: u64,
+    /// Bytes hashed but not written: the part of a body passed through
+    /// when the disk had no room for it.
+    spilled: u64,
     promoted: bool,
 }
 
@@ -167,6 +171,14 @@ impl TempBlob {
         Ok(())
     }
 
+    /// Hashes bytes that cannot be written (the disk is full): the body
+    /// is still checked whole, and passed through uncached.
+    pub fn spill(&mut self, chunk: &[u8]) {
+        self.sha256.update(chunk);
+        self.sha512.update(chunk);
+        self.spilled += chunk.len() as u64;
+    }
+
     /// Bytes written so far.
     pub fn written(&self) -> u64 {
         self.written
@@ -183,7 +195,7 @@ impl TempBlob {
         BodyHashes {
             sha256: hex::encode(self.sha256.clone().finalize()),
             sha512: hex::encode(self.sha512.clone().finalize()),
-            size: self.written,
+            size: self.written + self.spilled,
         }
     }
 }

@@ -42,6 +42,18 @@ impl StoreError {
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         StoreError::Io { action, path: path.into(), source }
     }
+
+    /// Whether the file system had no room (or the user's quota was used
+    /// up): what eviction, or passing the body through, answers.
+    pub fn is_full(&self) -> bool {
+        match self {
+            StoreError::Io { source, .. } => {
+                source.kind() == std::io::ErrorKind::StorageFull
+                    || matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Why a shared fetch did not produce a cacheable body. Every waiter of the

@@ -44,6 +44,9 @@ pub struct Store {
     open_files: OpenFiles,
     clock: Arc<dyn Clock>,
     recency: Recency,
+    /// Whether a download found the disk full since the last commit (said
+    /// once in the log, not per download).
+    full: std::sync::atomic::AtomicBool,
 }
 
 /// What an eviction did.
@@ -63,7 +66,15 @@ impl Store {
         let blobs = BlobStore::open(dir)?;
         let index = Index::open(&dir.join("index.redb"))?;
         let open_files = OpenFiles::new(default_capacity());
-        let store = Store { dir: dir.to_path_buf(), blobs, index, open_files, clock, recency: Recency::default() };
+        let store = Store {
+            dir: dir.to_path_buf(),
+            blobs,
+            index,
+            open_files,
+            clock,
+            recency: Recency::default(),
+            full: Default::default(),
+        };
         store.repair()?;
         Ok(store)
     }
@@ -141,6 +152,9 @@ impl Store {
         let (entry, freed) = self.index.put(key, entry)?;
         if let Some(sha256) = freed {
             self.delete_blob(&sha256);
+        }
+        if self.full.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            tracing::info!("the cache's disk has room again: downloads are cached");
         }
         Ok(entry)
     }
@@ -315,6 +329,20 @@ impl Store {
         let freed = self.index.remove_all(keys)?;
         freed.iter().for_each(|sha256| self.delete_blob(sha256));
         Ok(Evicted { entries: keys.len(), bytes: before.saturating_sub(self.index.blob_bytes()) })
+    }
+
+    /// Evicts the least recently used entries to free `bytes` now (a
+    /// download found the disk full); the bytes freed. Blocking.
+    pub fn make_room(&self, bytes: u64) -> Result<u64, StoreError> {
+        self.evict_bytes(bytes).map(|evicted| evicted.bytes)
+    }
+
+    /// A download found the disk full even after eviction and is passed
+    /// through uncached: said once, until a body is stored again.
+    pub fn report_full(&self, key: &str) {
+        if !self.full.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(key, "the cache's disk is full: downloads are passed through uncached until there is room");
+        }
     }
 
     fn evict_bytes(&self, to_free: u64) -> Result<Evicted, StoreError> {

@@ -13,7 +13,7 @@ use futures_util::stream::{self, BoxStream, StreamExt};
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::watch;
 
-use super::{BoxError, Phase, Progress};
+use super::{BoxError, Phase, Progress, Spill};
 use crate::error::FetchError;
 
 /// Bytes read from the temporary file per frame.
@@ -48,9 +48,14 @@ enum Step {
 
 impl Reader {
     fn step(&self, progress: &Progress) -> Step {
+        let received = match &progress.spill {
+            Some(spill) => spill.base + spill.len(),
+            None => progress.written,
+        };
         let (readable, total) = match &progress.phase {
-            Phase::Streaming(_) => (progress.written.saturating_sub(1), None),
+            Phase::Streaming(_) => (received.saturating_sub(1), None),
             Phase::Done(entry) => (entry.size, Some(entry.size)),
+            Phase::Uncached { size } => (*size, Some(*size)),
             Phase::Failed(error) => return Step::Fail(failure(error)),
             _ => return Step::Fail(failure(&FetchError::Abandoned)),
         };
@@ -69,7 +74,7 @@ impl Reader {
         loop {
             let progress = self.progress.borrow_and_update().clone();
             match self.step(&progress) {
-                Step::Read(len) => return Some(self.read(len)),
+                Step::Read(len) => return Some(self.read(len, progress.spill.as_deref())),
                 Step::Finished => return None,
                 Step::Fail(error) => return Some(Err(error)),
                 Step::Wait => {
@@ -77,7 +82,7 @@ impl Reader {
                         // The leader is gone: its last word decides.
                         let progress = self.progress.borrow().clone();
                         match self.step(&progress) {
-                            Step::Read(len) => return Some(self.read(len)),
+                            Step::Read(len) => return Some(self.read(len, progress.spill.as_deref())),
                             Step::Finished => return None,
                             Step::Fail(error) => return Some(Err(error)),
                             Step::Wait => return Some(Err(failure(&FetchError::Abandoned))),
@@ -88,7 +93,18 @@ impl Reader {
         }
     }
 
-    fn read(&mut self, len: u64) -> Result<Bytes, BoxError> {
+    /// Up to `len` bytes at the reader's position: from the file, or past
+    /// where the disk had room, from `spill`.
+    fn read(&mut self, len: u64, spill: Option<&Spill>) -> Result<Bytes, BoxError> {
+        let len = match spill {
+            Some(spill) if self.pos >= spill.base => {
+                let bytes = spill.read(self.pos, len);
+                self.pos += bytes.len() as u64;
+                return Ok(bytes);
+            }
+            Some(spill) => len.min(spill.base - self.pos),
+            None => len,
+        };
         let mut buf = vec![0; len as usize];
         let n = self.file.read_at(&mut buf, self.pos)?;
         if n == 0 {

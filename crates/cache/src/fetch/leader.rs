@@ -9,11 +9,11 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use tokio::sync::watch;
 
-use super::BodyReader;
 use super::{
     kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, Source, UpstreamBody,
     PASSED_BODY_LIMIT,
 };
+use super::{BodyReader, Spill};
 use crate::blobs::TempBlob;
 use crate::entry::{unix_secs, Entry, Validators};
 use crate::error::FetchError;
@@ -56,7 +56,8 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
     let (parts, body) = answer.into_parts();
     match (parts.status, &spec.revalidating) {
         (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress).await {
-            Ok(entry) => Phase::Done(entry),
+            Ok(Downloaded::Cached(entry)) => Phase::Done(entry),
+            Ok(Downloaded::Uncached(size)) => Phase::Uncached { size },
             Err(error) => Phase::Failed(Arc::new(error)),
         },
         (StatusCode::NOT_MODIFIED, Some(cached)) => {
@@ -64,6 +65,14 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         }
         (status, _) => Phase::Passed(Arc::new(pass(status, &parts.headers, body).await)),
     }
+}
+
+/// What a `200` body became.
+enum Downloaded {
+    /// Verified and cached.
+    Cached(Arc<Entry>),
+    /// Verified and passed through: the disk had no room for it.
+    Uncached(u64),
 }
 
 /// Streams a `200` body into the store.
@@ -74,7 +83,7 @@ async fn download(
     mut body: UpstreamBody,
     source: &dyn Source,
     progress: &watch::Sender<Progress>,
-) -> Result<Arc<Entry>, FetchError> {
+) -> Result<Downloaded, FetchError> {
     let content_length =
         headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if let (Some(declared), Some(expected)) = (content_length, spec.expected.size) {
@@ -96,6 +105,7 @@ async fn download(
     progress.send_modify(|p| p.phase = Phase::Streaming(Arc::new(head)));
 
     let mut streaming_check = spec.verifier.as_ref().and_then(|verifier| verifier.streaming_check());
+    let mut spill: Option<Arc<Spill>> = None;
     let mut published = 0;
     let mut fruitless = 0;
     let mut resumed_at = None;
@@ -125,11 +135,19 @@ async fn download(
         if !data.is_empty() {
             fruitless = 0;
         }
-        append(&mut temp, &data, limit)?;
+        check_length(&temp, spill.as_deref(), &data, limit)?;
+        match &spill {
+            Some(spill) => spilled(&mut temp, spill, &data, progress),
+            None => {
+                if let Err(error) = temp.append(&data) {
+                    spill = make_room_or_spill(store, spec, &mut temp, &data, limit, error, progress).await?;
+                }
+            }
+        }
         if let Some(check) = streaming_check.as_mut() {
             check.update(&data);
         }
-        let written = temp.written();
+        let written = temp.written() + spill.as_ref().map_or(0, |spill| spill.len());
         // Waking every waiter for every small chunk costs more than it
         // brings; they read all that is there when they wake.
         if published == 0 || written - published >= PUBLISH_STEP {
@@ -142,6 +160,12 @@ async fn download(
     verify(spec, limit, &hashes)?;
     if let Some(check) = streaming_check {
         check.verdict().map_err(FetchError::Rejected)?;
+    }
+    if spill.is_some() {
+        if spec.verifier.as_ref().is_some_and(|verifier| verifier.judges_body()) {
+            return Err(FetchError::Rejected("the disk has no room to keep the body for its check".into()));
+        }
+        return Ok(Downloaded::Uncached(hashes.size));
     }
     let body = temp.reader();
     if let Some(verifier) = &spec.verifier {
@@ -168,7 +192,7 @@ async fn download(
         let verifier = Arc::clone(verifier);
         tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &committed_hashes));
     }
-    Ok(entry)
+    Ok(Downloaded::Cached(entry))
 }
 
 /// Asks the source for the bytes from `from` on and checks the answer is
@@ -195,15 +219,58 @@ async fn resume(
     Ok(answer.into_body())
 }
 
-fn append(temp: &mut TempBlob, data: &Bytes, limit: Option<u64>) -> Result<(), FetchError> {
-    let total = temp.written() + data.len() as u64;
-    if let Some(expected) = limit {
-        if total > expected {
-            return Err(FetchError::Length { expected, actual: total });
-        }
+/// Fails a body that grows past the length it was given.
+fn check_length(temp: &TempBlob, spill: Option<&Spill>, data: &Bytes, limit: Option<u64>) -> Result<(), FetchError> {
+    let held = temp.written() + spill.map_or(0, Spill::len);
+    let total = held + data.len() as u64;
+    match limit {
+        Some(expected) if total > expected => Err(FetchError::Length { expected, actual: total }),
+        _ => Ok(()),
     }
-    temp.append(data)?;
-    Ok(())
+}
+
+/// The most of a body held in memory when the disk has no room for it.
+const SPILL_LIMIT: u64 = 512 * 1024 * 1024;
+
+/// The disk had no room for `data` (`error`): evict what the rest of the
+/// body needs and write it; failing that, hold the rest of the body in
+/// memory for the waiters, to pass it through uncached (still checked
+/// whole). Any other error, or a body too large to hold, fails the fetch.
+async fn make_room_or_spill(
+    store: &Arc<Store>,
+    spec: &FetchSpec,
+    temp: &mut TempBlob,
+    data: &Bytes,
+    limit: Option<u64>,
+    error: crate::error::StoreError,
+    progress: &watch::Sender<Progress>,
+) -> Result<Option<Arc<Spill>>, FetchError> {
+    if !error.is_full() {
+        return Err(error.into());
+    }
+    let rest = limit.map_or(data.len() as u64, |limit| limit.saturating_sub(temp.written()));
+    let evicting = Arc::clone(store);
+    let room = tokio::task::spawn_blocking(move || evicting.make_room(rest + rest / 10)).await;
+    if matches!(room, Ok(Ok(freed)) if freed > 0) && temp.append(data).is_ok() {
+        return Ok(None);
+    }
+    if rest > SPILL_LIMIT {
+        return Err(error.into());
+    }
+    store.report_full(&spec.key);
+    let spill = Arc::new(Spill::at(temp.written()));
+    spilled(temp, &spill, data, progress);
+    Ok(Some(spill))
+}
+
+/// `data`, which the disk has no room for, held in `spill` and hashed.
+fn spilled(temp: &mut TempBlob, spill: &Arc<Spill>, data: &Bytes, progress: &watch::Sender<Progress>) {
+    temp.spill(data);
+    spill.push(data.clone());
+    if progress.borrow().spill.is_none() {
+        let shared = Arc::clone(spill);
+        progress.send_modify(|p| p.spill = Some(shared));
+    }
 }
 
 fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &crate::blobs::BodyHashes) -> Result<(), FetchError> {

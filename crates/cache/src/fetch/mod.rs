@@ -143,6 +143,12 @@ pub enum Phase {
     NotModified(Arc<Entry>),
     /// The upstream answered something not cacheable; pass it on.
     Passed(Arc<PassedAnswer>),
+    /// The body was complete and verified, but the disk had no room for
+    /// it: passed through to the waiters, not cached.
+    Uncached {
+        /// The body's length.
+        size: u64,
+    },
     /// The fetch failed; nothing was cached.
     Failed(Arc<FetchError>),
 }
@@ -156,6 +162,7 @@ impl Phase {
             Phase::Done(_) => "done",
             Phase::NotModified(_) => "not-modified",
             Phase::Passed(_) => "passed",
+            Phase::Uncached { .. } => "uncached",
             Phase::Failed(_) => "failed",
         }
     }
@@ -164,8 +171,53 @@ impl Phase {
 #[derive(Debug, Clone)]
 struct Progress {
     phase: Phase,
-    /// Body bytes written to the temporary file.
+    /// Body bytes received: written to the temporary file, then held in
+    /// the spill if there is one.
     written: u64,
+    /// The rest of the body, held in memory, once the disk had no room for
+    /// it.
+    spill: Option<Arc<Spill>>,
+}
+
+/// The part of a body the disk had no room for: from byte `base` on, in
+/// memory, for the waiters to read as it arrives.
+#[derive(Debug, Default)]
+pub(crate) struct Spill {
+    base: u64,
+    chunks: Mutex<Vec<Bytes>>,
+}
+
+impl Spill {
+    /// A spill from byte `base` on.
+    fn at(base: u64) -> Spill {
+        Spill { base, chunks: Mutex::default() }
+    }
+
+    /// Holds `chunk`, the next bytes of the body.
+    fn push(&self, chunk: Bytes) {
+        self.chunks.lock().unwrap_or_else(|p| p.into_inner()).push(chunk);
+    }
+
+    /// Bytes held.
+    fn len(&self) -> u64 {
+        self.chunks.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|c| c.len() as u64).sum()
+    }
+
+    /// The bytes held, `from` (at or after `base`) on, at most `len`.
+    fn read(&self, from: u64, len: u64) -> Bytes {
+        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at = self.base;
+        for chunk in chunks.iter() {
+            let end = at + chunk.len() as u64;
+            if from < end {
+                let start = (from - at) as usize;
+                let stop = (start as u64 + len).min(chunk.len() as u64) as usize;
+                return chunk.slice(start..stop);
+            }
+            at = end;
+        }
+        Bytes::new()
+    }
 }
 
 /// One fetch in progress, shared by its waiters.
@@ -256,7 +308,7 @@ impl Fetches {
         if let Some(fetch) = inflight.get(&spec.key) {
             return Joined { fetch: Arc::clone(fetch), started: false };
         }
-        let (tx, rx) = watch::channel(Progress { phase: Phase::Asking, written: 0 });
+        let (tx, rx) = watch::channel(Progress { phase: Phase::Asking, written: 0, spill: None });
         let fetch = Arc::new(Fetch { key: spec.key.clone(), progress: rx });
         inflight.insert(spec.key.clone(), Arc::clone(&fetch));
         drop(inflight);

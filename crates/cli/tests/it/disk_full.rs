@@ -1,7 +1,7 @@
-//! A full disk: a download that does not fit fails cleanly (the client sees
-//! a broken transfer, nothing partial is kept), and pkgproxy goes on serving
-//! what fits. The cache lives on a small tmpfs the test mounts; skipped,
-//! saying why, where mounting is not allowed.
+//! A full disk: a download that does not fit is passed through, complete and
+//! checked, and not cached (nothing partial is kept), and pkgproxy goes on
+//! caching and serving what fits. The cache lives on a small tmpfs the test
+//! mounts; skipped, saying why, where mounting is not allowed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +36,7 @@ impl Drop for SmallDisk {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_download_that_does_not_fit_fails_cleanly_and_the_rest_is_served() {
+async fn a_download_that_does_not_fit_is_passed_through_whole_and_the_rest_is_cached() {
     let (repo, origin, mut daemon) = origin_and_daemon().await;
     daemon.kill9();
     let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
@@ -50,10 +50,15 @@ async fn a_download_that_does_not_fit_fails_cleanly_and_the_rest_is_served() {
 
     let big = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
     let answer = proxy_get(daemon.proxy_addr(), &big, &[]).await;
-    assert!(answer.status != 200 || !answer.complete, "a 20 MiB body cannot have been stored on 8 MiB");
-    assert!(daemon.log().contains("No space left"), "the log says why:\n{}", daemon.log());
+    assert_eq!((answer.status, answer.complete), (200, true), "passed through whole");
+    assert_eq!(sha256(&answer.body), sha256_file(&repo.deb_path("pkgproxy-big")), "and right");
+    assert!(daemon.log().contains("disk is full"), "the log says why:\n{}", daemon.log());
     let tmp = daemon.cache_dir().join("tmp");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the partial download was removed");
+    let again = proxy_get(daemon.proxy_addr(), &big, &[]).await;
+    assert_eq!((again.status, again.complete), (200, true));
+    assert_ne!(again.header("x-pkgproxy-cache"), Some("hit"), "not cached");
+    assert_eq!(daemon.log().matches("disk is full").count(), 1, "said once, not per download");
 
     let small = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));
     let answer = proxy_get(daemon.proxy_addr(), &small, &[]).await;

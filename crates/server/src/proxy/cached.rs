@@ -142,6 +142,11 @@ async fn through_the_cache(
                 Failed::of_fetch(&error).into()
             }
         },
+        // Only a client that joined as the download ended sees this: the
+        // others streamed it as it came.
+        Phase::Uncached { .. } => {
+            Failed::Upstream("the cache's disk is full and the download ended: ask again".to_string()).into()
+        }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
     }
 }
@@ -151,7 +156,7 @@ async fn through_the_cache(
 /// revalidation, which the client did not ask for: not compared.
 fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
     let status = match phase {
-        Phase::Streaming(_) | Phase::Done(_) => StatusCode::OK,
+        Phase::Streaming(_) | Phase::Done(_) | Phase::Uncached { .. } => StatusCode::OK,
         Phase::Passed(passed) => passed.status,
         Phase::NotModified(_) | Phase::Failed(_) | Phase::Asking => return,
     };
