@@ -3,6 +3,9 @@
 //! blob's bytes as freed only when its last entry goes (an apt by-hash copy
 //! and the same file by name, identical layers: one blob, several keys).
 //!
+//! Entries that can never be served again (an apt index file a newer
+//! Release has superseded) go before any other.
+//!
 //! Eviction starts above a high-water mark and goes down to a low-water
 //! mark, so it runs now and then, not on every write.
 
@@ -100,6 +103,8 @@ pub struct Candidate {
     pub sha256: String,
     /// Its blob's size.
     pub size: u64,
+    /// Whether it can never be served again.
+    pub obsolete: bool,
 }
 
 /// The keys to remove to free `to_free` bytes, least recently used first;
@@ -114,7 +119,8 @@ pub fn choose(mut candidates: Vec<Candidate>, to_free: u64) -> Vec<String> {
         *holders.entry(candidate.sha256.as_str()).or_default() += 1;
     }
     let mut holders: HashMap<String, usize> = holders.into_iter().map(|(sha, n)| (sha.to_string(), n)).collect();
-    candidates.sort_by(|a, b| a.last_use.cmp(&b.last_use).then_with(|| a.key.cmp(&b.key)));
+    candidates
+        .sort_by(|a, b| (!a.obsolete, a.last_use).cmp(&(!b.obsolete, b.last_use)).then_with(|| a.key.cmp(&b.key)));
     let (mut chosen, mut freed) = (Vec::new(), 0);
     for candidate in candidates {
         if freed >= to_free {
@@ -135,7 +141,7 @@ mod tests {
     use super::*;
 
     fn candidate(key: &str, last_use: u64, sha256: &str, size: u64) -> Candidate {
-        Candidate { key: key.into(), last_use, sha256: sha256.into(), size }
+        Candidate { key: key.into(), last_use, sha256: sha256.into(), size, obsolete: false }
     }
 
     #[test]
@@ -161,6 +167,9 @@ mod tests {
         assert_eq!(choose(candidates.clone(), 100), ["old"]);
         assert_eq!(choose(candidates.clone(), 150), ["old", "by-name", "new"], "by-name alone frees nothing");
         assert_eq!(choose(candidates.clone(), 0), Vec::<String>::new());
-        assert_eq!(choose(candidates, 10_000).len(), 4);
+        assert_eq!(choose(candidates.clone(), 10_000).len(), 4);
+        let mut superseded = candidates;
+        superseded[0].obsolete = true;
+        assert_eq!(choose(superseded, 100), ["new"], "what can never be served again goes first");
     }
 }

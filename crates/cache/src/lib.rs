@@ -135,13 +135,15 @@ impl Cache {
 
     /// Evicts the least recently used entries until within `quota`.
     /// Blocking.
-    pub fn evict(&self, quota: &Quota) -> Result<Evicted, StoreError> {
-        self.store.evict(quota)
+    /// `obsolete` says which entries can never be served again: they go
+    /// first.
+    pub fn evict(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+        self.store.evict(quota, obsolete)
     }
 
     /// Evicts now down to `quota`'s low-water mark. Blocking.
-    pub fn collect(&self, quota: &Quota) -> Result<Evicted, StoreError> {
-        self.store.collect(quota)
+    pub fn collect(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+        self.store.collect(quota, obsolete)
     }
 
     /// Every entry, with when it was last used.

@@ -300,14 +300,14 @@ impl Store {
     /// Removes the least recently used entries until the cache is back
     /// within `quota` (their blobs are deleted once no entry names them; a
     /// client still reading one keeps its open handle). Blocking.
-    pub fn evict(&self, quota: &Quota) -> Result<Evicted, StoreError> {
-        self.evict_bytes(quota.to_free(self.usage()))
+    pub fn evict(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+        self.evict_bytes(quota.to_free(self.usage()), obsolete)
     }
 
     /// Evicts now down to `quota`'s low-water mark, over its high-water
     /// mark or not (`pkgproxyctl cache gc`). Blocking.
-    pub fn collect(&self, quota: &Quota) -> Result<Evicted, StoreError> {
-        self.evict_bytes(quota.to_free_now(self.usage()))
+    pub fn collect(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+        self.evict_bytes(quota.to_free_now(self.usage()), obsolete)
     }
 
     /// Every entry, with when it was last used (or fetched), as eviction
@@ -334,7 +334,7 @@ impl Store {
     /// Evicts the least recently used entries to free `bytes` now (a
     /// download found the disk full); the bytes freed. Blocking.
     pub fn make_room(&self, bytes: u64) -> Result<u64, StoreError> {
-        self.evict_bytes(bytes).map(|evicted| evicted.bytes)
+        self.evict_bytes(bytes, &|_, _| false).map(|evicted| evicted.bytes)
     }
 
     /// A download found the disk full even after eviction and is passed
@@ -345,7 +345,7 @@ impl Store {
         }
     }
 
-    fn evict_bytes(&self, to_free: u64) -> Result<Evicted, StoreError> {
+    fn evict_bytes(&self, to_free: u64, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
         if to_free == 0 {
             return Ok(Evicted::default());
         }
@@ -355,6 +355,7 @@ impl Store {
             .into_iter()
             .map(|(key, entry)| Candidate {
                 last_use: self.recency.get(&key).unwrap_or(0).max(entry.last_use()),
+                obsolete: obsolete(&key, &entry),
                 key,
                 sha256: entry.sha256.clone(),
                 size: entry.size,
@@ -447,14 +448,14 @@ mod tests {
 
         // A quota that takes a little under one blob: from 95 % to 90 %.
         let quota = Quota { max_size: Some((usage - MIB as u64 * 3 / 4) * 10 / 9), min_free: MinFree::Bytes(0) };
-        let evicted = store.evict(&quota).unwrap();
+        let evicted = store.evict(&quota, &|_, _| false).unwrap();
         assert_eq!((evicted.entries, evicted.bytes), (2, MIB as u64));
         assert!(store.lookup("stale").is_some(), "used a moment ago, not yet written");
         assert!(store.lookup("shared-by-name").is_none(), "the least recently used");
         assert!(store.lookup("fresh").is_none(), "next, and the first to free bytes");
         let shared = store.lookup("shared-by-hash").expect("still named");
         assert_eq!(store.open_body(&shared).unwrap().metadata().unwrap().len(), MIB as u64, "its bytes stay");
-        assert_eq!(store.evict(&quota).unwrap(), Evicted::default(), "within the quota now");
+        assert_eq!(store.evict(&quota, &|_, _| false).unwrap(), Evicted::default(), "within the quota now");
     }
 
     #[test]

@@ -310,6 +310,15 @@ impl Sides {
         }
     }
 
+    /// Whether the cache entry `key` can never be served again (an apt
+    /// index file a newer Release superseded): eviction takes it first.
+    pub fn obsolete(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
+        match (key.split('/').next(), self.get(SideId::Apt)) {
+            (Some("apt"), Side::Apt(apt)) => apt.superseded(key, entry),
+            _ => false,
+        }
+    }
+
     /// Every side.
     pub fn iter(&self) -> impl Iterator<Item = &Side> {
         self.all.iter()

@@ -42,7 +42,8 @@ pub fn remove(state: &State, pattern: &str) -> Result<Removed, String> {
 
 /// Evicts now, down to the quota's low-water mark. Blocking.
 pub fn collect(state: &Arc<State>) -> Result<Removed, String> {
-    state.cache.collect(&state.settings.quota).map(removed).map_err(|error| error.to_string())
+    let obsolete = |key: &str, entry: &pkgproxy_cache::Entry| state.sides.obsolete(key, entry);
+    state.cache.collect(&state.settings.quota, &obsolete).map(removed).map_err(|error| error.to_string())
 }
 
 fn removed(evicted: Evicted) -> Removed {

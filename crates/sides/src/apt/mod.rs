@@ -130,6 +130,20 @@ pub struct Apt {
 }
 
 impl Apt {
+    /// Whether the entry `key` (`apt/ARCHIVE/dists/...`) holds an index file
+    /// other than the one the suite's Release lists now: apt will never
+    /// ask for those bytes again.
+    pub fn superseded(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
+        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
+            return false;
+        };
+        if !relative.starts_with("dists/") || relative.contains("/by-hash/") {
+            return false;
+        }
+        let Some(listed) = self.index.index_file(archive, relative) else { return false };
+        hex::encode(listed.sha256) != entry.sha256
+    }
+
     /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
     pub fn open(config: Config, cache_dir: &Path) -> Result<Self, IndexError> {
         let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
@@ -206,4 +220,43 @@ fn parse_mirror(archive: &str, url: &str) -> Result<Mirror, ConfigError> {
         port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
         prefix: prefix.to_string(),
     })
+}
+
+#[cfg(test)]
+mod superseded_tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+    use crate::apt::release::{FileSum, Release};
+
+    fn entry(byte: u8) -> pkgproxy_cache::Entry {
+        pkgproxy_cache::Entry {
+            sha256: hex::encode([byte; 32]),
+            size: 1,
+            headers: vec![],
+            validators: Default::default(),
+            fetched_at: 0,
+            class: pkgproxy_cache::Class::Revalidated,
+            last_used: 0,
+        }
+    }
+
+    #[test]
+    fn an_index_file_the_release_no_longer_lists_is_superseded() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
+        let apt = Apt::open(Config::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir.path()).unwrap();
+        let files = [("main/binary-amd64/Packages".to_string(), FileSum { size: 1, sha256: [2; 32] })];
+        let release = Release {
+            date: Some(UNIX_EPOCH + Duration::from_secs(100)),
+            acquire_by_hash: true,
+            files: files.into_iter().collect(),
+        };
+        apt.index.offer_release("local/dists/stable", release).unwrap();
+        let packages = "apt/local/dists/stable/main/binary-amd64/Packages";
+        assert!(apt.superseded(packages, &entry(1)), "other bytes than the Release lists");
+        assert!(!apt.superseded(packages, &entry(2)), "the listed bytes");
+        assert!(!apt.superseded("apt/local/dists/stable/InRelease", &entry(1)), "not listed: unknown");
+        assert!(!apt.superseded("apt/local/pool/main/h/hello.deb", &entry(1)), "pool files are not index files");
+    }
 }
