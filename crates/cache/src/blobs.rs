@@ -115,6 +115,64 @@ impl BlobStore {
         }
     }
 
+    /// The SHA-256 and length of the blob `sha256` as it is on disk, read
+    /// at most `pace` bytes a second; `None` when it is missing.
+    pub fn rehash(&self, sha256: &str, pace: u64) -> Option<(String, u64)> {
+        use std::io::Read;
+        let mut file = self.open_blob(sha256).ok()?;
+        let (mut hasher, mut length) = (Sha256::new(), 0u64);
+        let mut buf = vec![0; 1 << 20];
+        let started = std::time::Instant::now();
+        loop {
+            let n = file.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            length += n as u64;
+            // Never faster than `pace`: serving is not starved of the disk.
+            let due = std::time::Duration::from_secs_f64(length as f64 / pace.max(1) as f64);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        Some((hex::encode(hasher.finalize()), length))
+    }
+
+    /// Deletes the temporary files nothing has written for `age`: left by a
+    /// download that died without cleaning up. Returns how many.
+    pub fn clear_stale_temp(&self, age: std::time::Duration) -> usize {
+        let Ok(entries) = fs::read_dir(&self.tmp) else { return 0 };
+        let stale = |entry: &fs::DirEntry| {
+            let modified = entry.metadata().and_then(|meta| meta.modified()).ok();
+            modified.and_then(|at| at.elapsed().ok()).is_some_and(|elapsed| elapsed >= age)
+        };
+        entries.flatten().filter(stale).filter(|entry| fs::remove_file(entry.path()).is_ok()).count()
+    }
+
+    /// Deletes the blobs not in `referenced` and untouched for `age` (a
+    /// younger one may be a download between its rename and its index
+    /// commit). Returns how many, and their bytes.
+    pub fn sweep_old_orphans(&self, referenced: &HashSet<String>, age: std::time::Duration) -> (usize, u64) {
+        let (mut removed, mut bytes) = (0, 0);
+        let Ok(fans) = fs::read_dir(&self.blobs) else { return (0, 0) };
+        for fan in fans.flatten() {
+            let Ok(blobs) = fs::read_dir(fan.path()) else { continue };
+            for blob in blobs.flatten() {
+                let Ok(meta) = blob.metadata() else { continue };
+                let old = meta.modified().ok().and_then(|at| at.elapsed().ok()).is_some_and(|e| e >= age);
+                if old
+                    && !referenced.contains(blob.file_name().to_string_lossy().as_ref())
+                    && fs::remove_file(blob.path()).is_ok()
+                {
+                    removed += 1;
+                    bytes += meta.len();
+                }
+            }
+        }
+        (removed, bytes)
+    }
+
     /// Deletes every blob whose hash is not in `referenced` (left behind when a
     /// crash fell between the rename and the index commit). Returns how many.
     pub fn sweep_orphans(&self, referenced: &HashSet<String>) -> Result<usize, StoreError> {

@@ -15,6 +15,7 @@ pub mod freshness;
 mod index;
 mod open_files;
 pub mod recency;
+pub mod scrub;
 mod store;
 
 use std::path::Path;
@@ -144,6 +145,12 @@ impl Cache {
     /// Evicts now down to `quota`'s low-water mark. Blocking.
     pub fn collect(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
         self.store.collect(quota, obsolete)
+    }
+
+    /// Reads every blob back and repairs what is wrong (see [`scrub`]).
+    /// Blocking, and long.
+    pub fn scrub(&self) -> Result<scrub::Scrubbed, StoreError> {
+        self.store.scrub(scrub::PACE, scrub::LEFT_OVER_AFTER)
     }
 
     /// Every entry, with when it was last used.

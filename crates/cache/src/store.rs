@@ -96,6 +96,10 @@ impl Store {
         Ok(())
     }
 
+    pub(crate) fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
     /// The clock that dates entries.
     pub fn clock(&self) -> &dyn Clock {
         self.clock.as_ref()

@@ -3,7 +3,9 @@
 //! its control sockets (so nothing races its own writes).
 
 use http::Method;
-use pkgproxy_control::{CacheEntry, ControlClient, Removed, CACHE_ENTRIES_PATH, CACHE_GC_PATH};
+use pkgproxy_control::{
+    CacheEntry, CacheVerified, ControlClient, Removed, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
+};
 
 /// What `pkgproxyctl cache` does.
 #[derive(Debug, clap::Subcommand)]
@@ -26,10 +28,14 @@ pub enum CacheCommand {
     },
     /// Evict the least recently used entries now, down to the low-water mark.
     Gc,
+    /// Read every cached body back and check it against its hash; drop damaged
+    /// entries, delete left-over files. Exits 1 when it found damage.
+    Verify,
 }
 
-/// Runs `command` against the daemon's sockets.
-pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlClient) -> anyhow::Result<()> {
+/// Runs `command` against the daemon's sockets; `false` when it found
+/// something wrong.
+pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlClient) -> anyhow::Result<bool> {
     match command {
         CacheCommand::Ls { side, pattern, json } => {
             let mut query = Vec::new();
@@ -51,8 +57,22 @@ pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlCl
             let removed: Removed = admin.json(Method::POST, CACHE_GC_PATH, None).await?;
             println!("evicted {} entries, {} freed", removed.entries, size(removed.bytes));
         }
+        CacheCommand::Verify => {
+            eprintln!("reading every cached body back (hits are served meanwhile)...");
+            let found: CacheVerified = admin.json(Method::POST, CACHE_VERIFY_PATH, None).await?;
+            println!(
+                "checked {} bodies: {} bad ({} entries dropped), {} left-over bodies and {} temporary files deleted, {} freed",
+                found.checked,
+                found.bad,
+                found.entries_removed,
+                found.orphans_removed,
+                found.temps_removed,
+                size(found.bytes_freed)
+            );
+            return Ok(found.bad + found.orphans_removed + found.temps_removed == 0);
+        }
     }
-    Ok(())
+    Ok(true)
 }
 
 fn encoded(text: &str) -> String {

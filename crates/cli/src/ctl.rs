@@ -142,7 +142,11 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 _ => print!("{}", setup::print(client, &base)),
             }
         }
-        Command::Cache { command } => crate::cache_cmd::run(command, &stats, &admin).await?,
+        Command::Cache { command } => {
+            if !crate::cache_cmd::run(command, &stats, &admin).await? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         Command::Info { json } => {
             let info = stats.info().await?;
             if json {

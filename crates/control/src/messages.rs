@@ -56,6 +56,23 @@ pub struct CacheEntry {
     pub class: String,
 }
 
+/// What `pkgproxyctl cache verify` found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CacheVerified {
+    /// Blobs read back.
+    pub checked: usize,
+    /// Blobs missing or not matching their name.
+    pub bad: usize,
+    /// Entries dropped because their blob was bad (fetched again when asked).
+    pub entries_removed: usize,
+    /// Blobs no entry named, deleted.
+    pub orphans_removed: usize,
+    /// Stale temporary files deleted.
+    pub temps_removed: usize,
+    /// Bytes freed on disk.
+    pub bytes_freed: u64,
+}
+
 /// What a removal or an eviction did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Removed {

@@ -130,3 +130,46 @@ async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_cl
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && said.contains("read-only"), "the stats socket changes nothing: {said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports_none() {
+    let origin = FakeSimplestreams::start().await;
+    let image = LxdImage::build("one", None);
+    origin.publish("20240101", &image);
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let files = origin.items("20240101");
+    for (path, _, _) in &files {
+        assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
+    }
+    let blob = |sha256: &str| daemon.cache_dir().join("blobs/sha256").join(&sha256[..2]).join(sha256);
+    let (squashfs, squashfs_sha, _) = files.iter().find(|(path, _, _)| path.ends_with(".squashfs")).unwrap();
+    let (_, disk_sha, _) = files.iter().find(|(path, _, _)| path.ends_with(".img")).unwrap();
+    let mut damaged = std::fs::read(blob(squashfs_sha)).unwrap();
+    damaged[0] ^= 0xff;
+    std::fs::write(blob(squashfs_sha), damaged).unwrap();
+    std::fs::remove_file(blob(disk_sha)).unwrap();
+
+    let verify = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .arg("-admin-socket-path")
+            .arg(daemon.admin_socket())
+            .args(["cache", "verify"])
+            .output()
+            .unwrap()
+    };
+    let found = verify();
+    let said = String::from_utf8_lossy(&found.stdout);
+    assert!(!found.status.success(), "damage found: exit 1");
+    assert!(said.contains("2 bad (2 entries dropped)"), "{said}");
+
+    origin.clear_requests();
+    let again = send(&addr, "GET", &format!("/lxd/test/{squashfs}"), &[], b"").await;
+    assert!(again.body == image.squashfs, "fetched again, right");
+    assert_eq!(origin.file_requests(), 1);
+    let clean = verify();
+    assert!(clean.status.success(), "{}", String::from_utf8_lossy(&clean.stdout));
+    assert!(String::from_utf8_lossy(&clean.stdout).contains(" 0 bad"));
+}

@@ -40,6 +40,19 @@ pub fn remove(state: &State, pattern: &str) -> Result<Removed, String> {
     state.cache.remove_all(&keys).map(removed).map_err(|error| error.to_string())
 }
 
+/// Reads every blob back and repairs what is wrong. Blocking, and long.
+pub fn verify(state: &Arc<State>) -> Result<pkgproxy_control::CacheVerified, String> {
+    let scrubbed = state.cache.scrub().map_err(|error| error.to_string())?;
+    Ok(pkgproxy_control::CacheVerified {
+        checked: scrubbed.checked,
+        bad: scrubbed.bad,
+        entries_removed: scrubbed.entries_removed,
+        orphans_removed: scrubbed.orphans_removed,
+        temps_removed: scrubbed.temps_removed,
+        bytes_freed: scrubbed.bytes_freed,
+    })
+}
+
 /// Evicts now, down to the quota's low-water mark. Blocking.
 pub fn collect(state: &Arc<State>) -> Result<Removed, String> {
     let obsolete = |key: &str, entry: &pkgproxy_cache::Entry| state.sides.obsolete(key, entry);

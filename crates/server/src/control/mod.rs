@@ -13,8 +13,8 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH,
-    OFFLINE_PATH,
+    ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, FROM_CONFIGURE_HOOK, INFO_PATH,
+    METRICS_PATH, OFFLINE_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -61,11 +61,12 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             blocking(state, move |state| cache::remove(state, &pattern)).await
         }
         (&Method::POST, CACHE_GC_PATH) if role == Role::Admin => blocking(state, cache::collect).await,
-        (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH) if role == Role::Stats => {
+        (&Method::POST, CACHE_VERIFY_PATH) if role == Role::Admin => blocking(state, cache::verify).await,
+        (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH | CACHE_VERIFY_PATH) if role == Role::Stats => {
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the cache on the admin socket")
         }
         (_, CACHE_ENTRIES_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or DELETE"),
-        (_, CACHE_GC_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (_, CACHE_GC_PATH | CACHE_VERIFY_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         _ => {
             let what = match role {
                 Role::Stats => "stats socket",
