@@ -245,6 +245,20 @@ fn render_info(info: &Info) -> String {
         size(info.cache.get(CacheGauge::SizeBytes)),
         info.cache.get(CacheGauge::FetchesInProgress),
     );
+    let quota = match info.cache.get(CacheGauge::MaxSizeBytes) {
+        0 => "no quota".to_string(),
+        max => format!("quota {}", size(max)),
+    };
+    let pressure = match info.cache.get(CacheGauge::DiskPressure) {
+        0 => "",
+        _ => ", DISK PRESSURE: downloads may be passed through uncached",
+    };
+    out += &format!(
+        "disk:     {} on disk, {quota}, {} free{pressure}
+",
+        size(info.cache.get(CacheGauge::DiskBytes)),
+        size(info.cache.get(CacheGauge::FreeBytes)),
+    );
     for (name, side) in &info.sides {
         let n = |counter| side.get(counter);
         out += &format!(
@@ -339,7 +353,8 @@ mod tests {
     fn info_renders_every_side_line() {
         let json = serde_json::json!({
             "version": "0.1.0", "uptime_seconds": 61, "listen_address": "[::]:3142", "cache_dir": "/c",
-            "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0},
+            "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0, "disk_bytes": 4096,
+                      "max_size_bytes": 0, "free_bytes": 1000000, "disk_pressure": 0},
             "sides": {"apt": {"requests": 3, "hits": 2, "misses": 1, "revalidations": 0, "stale_served": 0,
                               "refused": 0, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
             "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
@@ -351,6 +366,7 @@ mod tests {
         let text = render_info(&info);
         assert!(text.contains("apt:      3 requests: 2 hits, 1 misses"), "{text}");
         assert!(text.contains("2 entries, 2.0 KiB"), "{text}");
+        assert!(text.contains("disk:     4.0 KiB on disk, no quota"), "{text}");
         assert!(text.contains("up 1m 1s"), "{text}");
         assert!(text.contains("apt index: 4 pool files, 1 suites"), "{text}");
     }
@@ -359,7 +375,8 @@ mod tests {
     fn info_missing_a_counter_is_an_error_not_a_zero() {
         let json = serde_json::json!({
             "version": "0.1.0", "uptime_seconds": 61, "listen_address": "[::]:3142", "cache_dir": "/c",
-            "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0},
+            "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0, "disk_bytes": 4096,
+                      "max_size_bytes": 0, "free_bytes": 1000000, "disk_pressure": 0},
             "sides": {"apt": {"requests": 3}},
             "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
                          "mirror_requests": 0, "mirror_connections": 0},
