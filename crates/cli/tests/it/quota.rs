@@ -173,3 +173,47 @@ async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports
     assert!(clean.status.success(), "{}", String::from_utf8_lossy(&clean.stdout));
     assert!(String::from_utf8_lossy(&clean.stdout).contains(" 0 bad"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_entry_evicted_while_a_slow_client_reads_it_still_reaches_that_client_whole() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let origin = FakeSimplestreams::start().await;
+    let image = LxdImage::build("big", Some(32 * MIB as usize));
+    origin.publish("20240101", &image);
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let (path, sha256, size) =
+        origin.items("20240101").into_iter().find(|(path, _, _)| path.ends_with(".squashfs")).unwrap();
+    assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200, "cached");
+
+    // A slow client: the head and a first bite, then the entry goes while
+    // most of the 32 MiB are still to be read from the file (more than the
+    // socket buffers hold).
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let request = format!("GET /lxd/test/{path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    slow.write_all(request.as_bytes()).await.unwrap();
+    let mut received = vec![0; 64 * 1024];
+    let first = slow.read(&mut received).await.unwrap();
+    received.truncate(first);
+
+    let removed = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("-admin-socket-path")
+        .arg(daemon.admin_socket())
+        .args(["cache", "rm", "lxd/file/*"])
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{}", String::from_utf8_lossy(&removed.stderr));
+    let blob = daemon.cache_dir().join("blobs/sha256").join(&sha256[..2]).join(&sha256);
+    assert!(!blob.exists(), "the bytes left the cache");
+
+    let mut rest = Vec::new();
+    slow.read_to_end(&mut rest).await.unwrap();
+    received.extend_from_slice(&rest);
+    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let body = &received[head_end..];
+    assert_eq!(body.len() as u64, size, "the whole body");
+    assert!(body == image.squashfs.as_ref(), "and the right one");
+}
