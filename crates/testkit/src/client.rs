@@ -159,3 +159,9 @@ pub fn first_status(raw: &[u8]) -> u16 {
     let text = String::from_utf8_lossy(raw);
     text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
+
+/// A raw connection to pkgproxy at `addr`, for a test that reads the
+/// answer at its own pace (a slow client).
+pub async fn connect(addr: &str) -> TcpStream {
+    TcpStream::connect(addr).await.expect("connect to pkgproxy")
+}

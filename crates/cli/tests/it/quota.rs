@@ -192,7 +192,7 @@ async fn an_entry_evicted_while_a_slow_client_reads_it_still_reaches_that_client
     // A slow client: the head and a first bite, then the entry goes while
     // most of the 32 MiB are still to be read from the file (more than the
     // socket buffers hold).
-    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut slow = pkgproxy_testkit::client::connect(&addr).await;
     let request = format!("GET /lxd/test/{path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
     slow.write_all(request.as_bytes()).await.unwrap();
     let mut received = vec![0; 64 * 1024];
