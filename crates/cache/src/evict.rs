@@ -18,6 +18,8 @@ pub struct Quota {
     pub max_size: Option<u64>,
     /// The free space kept on the cache's file system.
     pub min_free: MinFree,
+    /// The largest body cached (`None`: no limit but `max_size`).
+    pub max_object_size: Option<u64>,
 }
 
 /// Free space kept on the cache's file system.
@@ -86,9 +88,10 @@ impl Quota {
         over_low.max(self.to_free(usage))
     }
 
-    /// Whether a body of `size` bytes may be cached at all.
+    /// Whether a body of `size` bytes may be cached at all: one larger
+    /// than the quota, or than `max_object_size`, is passed through.
     pub fn admits(&self, size: u64) -> bool {
-        self.max_size.is_none_or(|max| size <= max)
+        self.max_size.is_none_or(|max| size <= max) && self.max_object_size.is_none_or(|max| size <= max)
     }
 }
 
@@ -146,12 +149,13 @@ mod tests {
 
     #[test]
     fn eviction_starts_at_the_high_water_mark_and_goes_to_the_low_one() {
-        let quota = Quota { max_size: Some(1000), min_free: MinFree::Bytes(0) };
+        let quota = Quota { max_size: Some(1000), min_free: MinFree::Bytes(0), max_object_size: None };
         let usage = |bytes| Usage { bytes, free: 1 << 30, total: 1 << 31 };
         assert_eq!(quota.to_free(usage(950)), 0);
         assert_eq!(quota.to_free(usage(960)), 60);
         assert_eq!(Quota::default().to_free(usage(1 << 40)), 0, "no limit");
-        let tight = Quota { max_size: None, min_free: MinFree::Share(500) };
+        let tight = Quota { max_size: None, min_free: MinFree::Share(500), max_object_size: Some(10) };
+        assert!(!tight.admits(11) && tight.admits(10));
         assert_eq!(tight.to_free(Usage { bytes: 0, free: 40, total: 1000 }), 15, "5 % and a tenth more");
         assert!(quota.admits(1000) && !quota.admits(1001));
     }

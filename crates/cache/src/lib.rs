@@ -129,6 +129,12 @@ impl Cache {
         self.store.persist_recency()
     }
 
+    /// Keeps to `quota`: a body it does not admit is passed through, not
+    /// cached.
+    pub fn set_quota(&self, quota: Quota) {
+        self.store.set_quota(quota);
+    }
+
     /// Where the cache stands against a quota.
     pub fn usage(&self) -> Usage {
         self.store.usage()

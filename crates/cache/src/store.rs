@@ -47,6 +47,8 @@ pub struct Store {
     /// Whether a download found the disk full since the last commit (said
     /// once in the log, not per download).
     full: std::sync::atomic::AtomicBool,
+    /// The limits the cache keeps to (set once the settings are read).
+    quota: std::sync::RwLock<Quota>,
 }
 
 /// What an eviction did.
@@ -74,6 +76,7 @@ impl Store {
             clock,
             recency: Recency::default(),
             full: Default::default(),
+            quota: Default::default(),
         };
         store.repair()?;
         Ok(store)
@@ -341,6 +344,17 @@ impl Store {
         self.evict_bytes(bytes, &|_, _| false).map(|evicted| evicted.bytes)
     }
 
+    /// Keeps to `quota` from now on: a body it does not admit is passed
+    /// through, not cached.
+    pub fn set_quota(&self, quota: Quota) {
+        *self.quota.write().unwrap_or_else(|p| p.into_inner()) = quota;
+    }
+
+    /// Whether a body of `size` bytes may be cached.
+    pub fn admits(&self, size: u64) -> bool {
+        self.quota.read().unwrap_or_else(|p| p.into_inner()).admits(size)
+    }
+
     /// A download found the disk full even after eviction and is passed
     /// through uncached: said once, until a body is stored again.
     pub fn report_full(&self, key: &str) {
@@ -451,7 +465,8 @@ mod tests {
         assert_eq!(usage - index, 3 * MIB as u64, "the shared blob counts once, the index counts too");
 
         // A quota that takes a little under one blob: from 95 % to 90 %.
-        let quota = Quota { max_size: Some((usage - MIB as u64 * 3 / 4) * 10 / 9), min_free: MinFree::Bytes(0) };
+        let max_size = Some((usage - MIB as u64 * 3 / 4) * 10 / 9);
+        let quota = Quota { max_size, min_free: MinFree::Bytes(0), max_object_size: None };
         let evicted = store.evict(&quota, &|_, _| false).unwrap();
         assert_eq!((evicted.entries, evicted.bytes), (2, MIB as u64));
         assert!(store.lookup("stale").is_some(), "used a moment ago, not yet written");

@@ -181,9 +181,10 @@ impl State {
     /// shadows, for a proxy listening on `listen`.
     pub(crate) async fn open(settings: Settings, listen: SocketAddr) -> Result<State, ServerError> {
         let (cache_dir, sides, clock) = (settings.cache_dir.clone(), settings.sides.clone(), settings.clock.clone());
-        let tls_source = settings.tls.clone();
+        let (tls_source, quota) = (settings.tls.clone(), settings.quota);
         let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides, tls::ListenerTls), ServerError> {
             let cache = Cache::open(&cache_dir, clock)?;
+            cache.set_quota(quota);
             let sides = Sides::open(sides, &cache)?;
             let tls = tls::ListenerTls::open(&tls_source).map_err(|error| ServerError::Start(error.to_string()))?;
             Ok((cache, sides, tls))

@@ -55,7 +55,7 @@ impl Reader {
         let (readable, total) = match &progress.phase {
             Phase::Streaming(_) => (received.saturating_sub(1), None),
             Phase::Done(entry) => (entry.size, Some(entry.size)),
-            Phase::Uncached { size } => (*size, Some(*size)),
+            Phase::Uncached { size, .. } => (*size, Some(*size)),
             Phase::Failed(error) => return Step::Fail(failure(error)),
             _ => return Step::Fail(failure(&FetchError::Abandoned)),
         };

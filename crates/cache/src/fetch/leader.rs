@@ -57,7 +57,7 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
     match (parts.status, &spec.revalidating) {
         (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress).await {
             Ok(Downloaded::Cached(entry)) => Phase::Done(entry),
-            Ok(Downloaded::Uncached(size)) => Phase::Uncached { size },
+            Ok(Downloaded::Uncached(head, size)) => Phase::Uncached { head, size },
             Err(error) => Phase::Failed(Arc::new(error)),
         },
         (StatusCode::NOT_MODIFIED, Some(cached)) => {
@@ -72,7 +72,7 @@ enum Downloaded {
     /// Verified and cached.
     Cached(Arc<Entry>),
     /// Verified and passed through: the disk had no room for it.
-    Uncached(u64),
+    Uncached(Arc<Head>, u64),
 }
 
 /// Streams a `200` body into the store.
@@ -102,7 +102,8 @@ async fn download(
     };
     let entry_headers = head.headers.clone();
     let entry_validators = head.validators.clone();
-    progress.send_modify(|p| p.phase = Phase::Streaming(Arc::new(head)));
+    let head = Arc::new(head);
+    progress.send_modify(|p| p.phase = Phase::Streaming(Arc::clone(&head)));
 
     let mut streaming_check = spec.verifier.as_ref().and_then(|verifier| verifier.streaming_check());
     let mut spill: Option<Arc<Spill>> = None;
@@ -161,11 +162,17 @@ async fn download(
     if let Some(check) = streaming_check {
         check.verdict().map_err(FetchError::Rejected)?;
     }
+    if spill.is_none() && !store.admits(hashes.size) {
+        // Larger than the cache may hold: the waiters read the temporary
+        // file through their open handles, and it goes.
+        tracing::info!(key = spec.key, size = hashes.size, "larger than the cache takes: passed through");
+        return Ok(Downloaded::Uncached(head, hashes.size));
+    }
     if spill.is_some() {
         if spec.verifier.as_ref().is_some_and(|verifier| verifier.judges_body()) {
             return Err(FetchError::Rejected("the disk has no room to keep the body for its check".into()));
         }
-        return Ok(Downloaded::Uncached(hashes.size));
+        return Ok(Downloaded::Uncached(head, hashes.size));
     }
     let body = temp.reader();
     if let Some(verifier) = &spec.verifier {

@@ -143,9 +143,12 @@ pub enum Phase {
     NotModified(Arc<Entry>),
     /// The upstream answered something not cacheable; pass it on.
     Passed(Arc<PassedAnswer>),
-    /// The body was complete and verified, but the disk had no room for
-    /// it: passed through to the waiters, not cached.
+    /// The body was complete and verified, but is not cached (the disk had
+    /// no room for it, or it is larger than the cache takes): passed
+    /// through to the waiters, who read it through the download's handle.
     Uncached {
+        /// The download's head, its handle included.
+        head: Arc<Head>,
         /// The body's length.
         size: u64,
     },

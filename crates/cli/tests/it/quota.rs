@@ -217,3 +217,33 @@ async fn an_entry_evicted_while_a_slow_client_reads_it_still_reaches_that_client
     assert_eq!(body.len() as u64, size, "the whole body");
     assert!(body == image.squashfs.as_ref(), "and the right one");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_larger_than_the_cache_takes_is_passed_through_and_the_rest_stays_cached() {
+    let origin = FakeSimplestreams::start().await;
+    let image = LxdImage::build("big", Some(8 * MIB as usize));
+    origin.publish("20240101", &image);
+    let config = format!(
+        "[cache]\nmax_object_size = \"4MiB\"\n[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n",
+        origin.url()
+    );
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let file = |suffix: &str| {
+        let items = origin.items("20240101");
+        items.into_iter().find(|(path, _, _)| path.ends_with(suffix)).map(|(path, _, _)| path).unwrap()
+    };
+    let (big, small) = (format!("/lxd/test/{}", file(".squashfs")), format!("/lxd/test/{}", file("-lxd.tar.xz")));
+    for _ in 0..2 {
+        let answer = send(&addr, "GET", &big, &[], b"").await;
+        assert_eq!((answer.status, answer.complete, answer.body.len()), (200, true, image.squashfs.len()));
+        assert!(answer.body == image.squashfs, "whole and right, each time");
+        let small = send(&addr, "GET", &small, &[], b"").await;
+        assert!(small.body == image.meta);
+    }
+    assert_eq!(origin.file_requests(), 3, "the big file twice (never cached), the small one once");
+    assert!(daemon.log().contains("larger than the cache takes"), "{}", daemon.log());
+    let tmp = daemon.cache_dir().join("tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left behind");
+}

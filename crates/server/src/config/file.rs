@@ -64,6 +64,8 @@ pub struct CacheSection {
     pub max_size: Option<String>,
     /// The free space kept on the cache's file system (`"5%"`, `"10GiB"`).
     pub min_free: Option<String>,
+    /// The largest body cached (`"4GiB"`); larger ones are passed through.
+    pub max_object_size: Option<String>,
 }
 
 /// `[lxd]`.

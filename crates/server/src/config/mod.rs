@@ -207,10 +207,8 @@ impl Settings {
             (None, None) => crate::tls::Source::Kept(cache_dir.join("tls")),
             _ => return Err(SettingsError::TlsPair),
         };
-        let quota = quota(
-            overrides.cache_max_size.as_deref().or(file.cache.max_size.as_deref()),
-            file.cache.min_free.as_deref(),
-        )?;
+        let max_size = overrides.cache_max_size.as_deref().or(file.cache.max_size.as_deref());
+        let quota = quota(max_size, file.cache.min_free.as_deref(), file.cache.max_object_size.as_deref())?;
         Ok(Settings {
             tls,
             quota,
@@ -228,8 +226,13 @@ impl Settings {
 
 /// The cache's limits: `max_size` (unlimited without it) and `min_free`
 /// (5 % of the file system without it).
-fn quota(max_size: Option<&str>, min_free: Option<&str>) -> Result<pkgproxy_cache::Quota, SettingsError> {
+fn quota(
+    max_size: Option<&str>,
+    min_free: Option<&str>,
+    max_object_size: Option<&str>,
+) -> Result<pkgproxy_cache::Quota, SettingsError> {
     let max_size = max_size.map(|value| size("max_size", value)).transpose()?;
+    let max_object_size = max_object_size.map(|value| size("max_object_size", value)).transpose()?;
     let min_free = match min_free {
         None => pkgproxy_cache::MinFree::default(),
         Some(value) => match value.trim().strip_suffix('%') {
@@ -245,7 +248,7 @@ fn quota(max_size: Option<&str>, min_free: Option<&str>) -> Result<pkgproxy_cach
             None => pkgproxy_cache::MinFree::Bytes(size("min_free", value)?),
         },
     };
-    Ok(pkgproxy_cache::Quota { max_size, min_free })
+    Ok(pkgproxy_cache::Quota { max_size, min_free, max_object_size })
 }
 
 /// A size as people write it (`50GiB`, `500 MB`, `1048576`).

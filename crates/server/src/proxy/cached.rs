@@ -108,7 +108,7 @@ async fn through_the_cache(
     let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
     if joined.started {
         report_upstream_status(exchange, &phase);
-        if matches!(phase, Phase::Streaming(_) | Phase::Done(_)) {
+        if matches!(phase, Phase::Streaming(_) | Phase::Done(_) | Phase::Uncached { .. }) {
             access::granted(state, side, &request).await;
         }
     }
@@ -142,10 +142,10 @@ async fn through_the_cache(
                 Failed::of_fetch(&error).into()
             }
         },
-        // Only a client that joined as the download ended sees this: the
-        // others streamed it as it came.
-        Phase::Uncached { .. } => {
-            Failed::Upstream("the cache's disk is full and the download ended: ask again".to_string()).into()
+        // Passed through, not cached: read through the download's handle.
+        Phase::Uncached { head, .. } => {
+            stats.increment(SideCounter::Misses);
+            Outcome::Answered(answer::from_fetch(exchange, &joined.fetch, &head, request.dated_resume))
         }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
     }
