@@ -247,3 +247,37 @@ async fn a_body_larger_than_the_cache_takes_is_passed_through_and_the_rest_stays
     let tmp = daemon.cache_dir().join("tmp");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left behind");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_download_going_on_during_cache_verify_is_unaffected() {
+    let origin = FakeSimplestreams::start().await;
+    let image = LxdImage::build("slow", Some(4 * MIB as usize));
+    origin.publish("20240101", &image);
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let path = origin.items("20240101").into_iter().find(|(p, _, _)| p.ends_with(".squashfs")).unwrap().0;
+    origin.set_trickle(Some(Duration::from_millis(30)));
+    let download = {
+        let (addr, path) = (addr.clone(), format!("/lxd/test/{path}"));
+        tokio::spawn(async move { send(&addr, "GET", &path, &[], b"").await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let verify = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("-admin-socket-path")
+        .arg(daemon.admin_socket())
+        .args(["cache", "verify"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "a download in progress is not damage: {}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let downloaded = download.await.unwrap();
+    assert!(downloaded.complete && downloaded.body == image.squashfs, "the download went on, whole and right");
+    origin.clear_requests();
+    let hit = send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await;
+    assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"), "and was cached");
+}
