@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{origin_and_daemon, sha256, sha256_file};
+use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
+use pkgproxy_testkit::eventually;
 
 /// A tmpfs mounted over a folder, unmounted when dropped.
 struct SmallDisk {
@@ -66,5 +68,24 @@ async fn a_download_that_does_not_fit_is_passed_through_whole_and_the_rest_is_ca
     assert_eq!(sha256(&answer.body), sha256_file(&repo.deb_path("pkgproxy-small1")));
     let again = proxy_get(daemon.proxy_addr(), &small, &[]).await;
     assert_eq!(again.header("x-pkgproxy-cache"), Some("hit"));
+
+    // Something else fills the disk: pressure is reported, and clears
+    // once the space comes back.
+    let free = daemon.info().await.cache.get(CacheGauge::FreeBytes);
+    let ballast = daemon.cache_dir().join("ballast");
+    std::fs::write(&ballast, vec![0u8; free.saturating_sub(64 * 1024) as usize]).unwrap();
+    eventually("disk pressure to be reported", || async {
+        (daemon.info().await.cache.get(CacheGauge::DiskPressure) == 1).then_some(())
+    })
+    .await;
+    eventually("disk pressure in the log", || async { daemon.log().contains("disk pressure: ").then_some(()) }).await;
+    std::fs::remove_file(&ballast).unwrap();
+    eventually("disk pressure to clear", || async {
+        (daemon.info().await.cache.get(CacheGauge::DiskPressure) == 0).then_some(())
+    })
+    .await;
+    eventually("its end in the log", || async { daemon.log().contains("disk pressure is over").then_some(()) }).await;
+    let log = daemon.log();
+    assert_eq!(log.matches("disk pressure: ").count(), 1, "said once:\n{log}");
     daemon.kill9();
 }
