@@ -183,11 +183,13 @@ struct Progress {
 }
 
 /// The part of a body the disk had no room for: from byte `base` on, in
-/// memory, for the waiters to read as it arrives.
+/// memory, for the waiters to read as it arrives. Each chunk is kept with
+/// the body offset it ends at, so a read finds its chunk by binary search
+/// and the length is the last end: neither grows with the chunks held.
 #[derive(Debug, Default)]
 pub(crate) struct Spill {
     base: u64,
-    chunks: Mutex<Vec<Bytes>>,
+    chunks: Mutex<Vec<(u64, Bytes)>>,
 }
 
 impl Spill {
@@ -198,28 +200,43 @@ impl Spill {
 
     /// Holds `chunk`, the next bytes of the body.
     fn push(&self, chunk: Bytes) {
-        self.chunks.lock().unwrap_or_else(|p| p.into_inner()).push(chunk);
+        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let end = chunks.last().map_or(self.base, |(end, _)| *end) + chunk.len() as u64;
+        chunks.push((end, chunk));
     }
 
     /// Bytes held.
     fn len(&self) -> u64 {
-        self.chunks.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|c| c.len() as u64).sum()
+        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+        chunks.last().map_or(0, |(end, _)| end - self.base)
     }
 
     /// The bytes held, `from` (at or after `base`) on, at most `len`.
     fn read(&self, from: u64, len: u64) -> Bytes {
         let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut at = self.base;
-        for chunk in chunks.iter() {
-            let end = at + chunk.len() as u64;
-            if from < end {
-                let start = (from - at) as usize;
-                let stop = (start as u64 + len).min(chunk.len() as u64) as usize;
-                return chunk.slice(start..stop);
-            }
-            at = end;
-        }
-        Bytes::new()
+        let index = chunks.partition_point(|(end, _)| *end <= from);
+        let Some((end, chunk)) = chunks.get(index) else { return Bytes::new() };
+        let start = (from - (end - chunk.len() as u64)) as usize;
+        let stop = (start as u64 + len).min(chunk.len() as u64) as usize;
+        chunk.slice(start..stop)
+    }
+}
+
+#[cfg(test)]
+mod spill_tests {
+    use super::*;
+
+    #[test]
+    fn a_spill_reads_back_what_it_holds_from_any_offset() {
+        let spill = Spill::at(100);
+        spill.push(Bytes::from_static(b"abc"));
+        spill.push(Bytes::from_static(b"defg"));
+        assert_eq!(spill.len(), 7);
+        assert_eq!(spill.read(100, 10), "abc");
+        assert_eq!(spill.read(101, 1), "b");
+        assert_eq!(spill.read(103, 10), "defg");
+        assert_eq!(spill.read(105, 10), "fg");
+        assert_eq!(spill.read(107, 10), "", "nothing past the end");
     }
 }
 
