@@ -27,6 +27,38 @@ fn on_disk(cache: &Path) -> u64 {
     walk(&cache.join("blobs")) + walk(&cache.join("index.redb"))
 }
 
+/// `pkgproxyctl ARGS` against `daemon`'s sockets.
+fn ctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("-stats-socket-path")
+        .arg(daemon.stats_socket())
+        .arg("-admin-socket-path")
+        .arg(daemon.admin_socket())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// An origin with `image` published as serial 20240101, and a pkgproxy
+/// relaying it as LXD remote `test`, with `[cache]` settings `cache`, that
+/// has read the remote's index.
+async fn relay(image: &LxdImage, cache: &str) -> (FakeSimplestreams, Daemon, String) {
+    let origin = FakeSimplestreams::start().await;
+    origin.publish("20240101", image);
+    let config =
+        format!("[cache]\n{cache}\n[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let addr = daemon.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    (origin, daemon, addr)
+}
+
+/// The path of serial 20240101's file whose name ends with `suffix`.
+fn file_path(origin: &FakeSimplestreams, suffix: &str) -> String {
+    let items = origin.items("20240101");
+    items.into_iter().find(|(path, _, _)| path.ends_with(suffix)).map(|(path, _, _)| path).expect("the file")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
     let origin = FakeSimplestreams::start().await;
@@ -73,25 +105,13 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_clean_restart() {
-    let origin = FakeSimplestreams::start().await;
-    origin.publish("20240101", &LxdImage::build("one", None));
-    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
-    let mut daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let addr = daemon.proxy_addr().to_string();
-    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let (origin, mut daemon, addr) = relay(&LxdImage::build("one", None), "").await;
     let files = origin.items("20240101");
     for (path, _, _) in &files {
         assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
     }
     let ctl = |daemon: &Daemon, args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-            .arg("-stats-socket-path")
-            .arg(daemon.stats_socket())
-            .arg("-admin-socket-path")
-            .arg(daemon.admin_socket())
-            .args(args)
-            .output()
-            .unwrap();
+        let output = ctl(daemon, args);
         let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
         (output.status.success(), printed)
     };
@@ -133,13 +153,8 @@ async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_cl
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports_none() {
-    let origin = FakeSimplestreams::start().await;
     let image = LxdImage::build("one", None);
-    origin.publish("20240101", &image);
-    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let addr = daemon.proxy_addr().to_string();
-    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let (origin, daemon, addr) = relay(&image, "").await;
     let files = origin.items("20240101");
     for (path, _, _) in &files {
         assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
@@ -152,14 +167,7 @@ async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports
     std::fs::write(blob(squashfs_sha), damaged).unwrap();
     std::fs::remove_file(blob(disk_sha)).unwrap();
 
-    let verify = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-            .arg("-admin-socket-path")
-            .arg(daemon.admin_socket())
-            .args(["cache", "verify"])
-            .output()
-            .unwrap()
-    };
+    let verify = || ctl(&daemon, &["cache", "verify"]);
     let found = verify();
     let said = String::from_utf8_lossy(&found.stdout);
     assert!(!found.status.success(), "damage found: exit 1");
@@ -178,13 +186,8 @@ async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports
 async fn an_entry_evicted_while_a_slow_client_reads_it_still_reaches_that_client_whole() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    let origin = FakeSimplestreams::start().await;
     let image = LxdImage::build("big", Some(32 * MIB as usize));
-    origin.publish("20240101", &image);
-    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let addr = daemon.proxy_addr().to_string();
-    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
+    let (origin, daemon, addr) = relay(&image, "").await;
     let (path, sha256, size) =
         origin.items("20240101").into_iter().find(|(path, _, _)| path.ends_with(".squashfs")).unwrap();
     assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200, "cached");
@@ -199,12 +202,7 @@ async fn an_entry_evicted_while_a_slow_client_reads_it_still_reaches_that_client
     let first = slow.read(&mut received).await.unwrap();
     received.truncate(first);
 
-    let removed = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
-        .args(["cache", "rm", "lxd/file/*"])
-        .output()
-        .unwrap();
+    let removed = ctl(&daemon, &["cache", "rm", "lxd/file/*"]);
     assert!(removed.status.success(), "{}", String::from_utf8_lossy(&removed.stderr));
     let blob = daemon.cache_dir().join("blobs/sha256").join(&sha256[..2]).join(&sha256);
     assert!(!blob.exists(), "the bytes left the cache");
@@ -220,21 +218,10 @@ async fn an_entry_evicted_while_a_slow_client_reads_it_still_reaches_that_client
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_body_larger_than_the_cache_takes_is_passed_through_and_the_rest_stays_cached() {
-    let origin = FakeSimplestreams::start().await;
     let image = LxdImage::build("big", Some(8 * MIB as usize));
-    origin.publish("20240101", &image);
-    let config = format!(
-        "[cache]\nmax_object_size = \"4MiB\"\n[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n",
-        origin.url()
-    );
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let addr = daemon.proxy_addr().to_string();
-    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
-    let file = |suffix: &str| {
-        let items = origin.items("20240101");
-        items.into_iter().find(|(path, _, _)| path.ends_with(suffix)).map(|(path, _, _)| path).unwrap()
-    };
-    let (big, small) = (format!("/lxd/test/{}", file(".squashfs")), format!("/lxd/test/{}", file("-lxd.tar.xz")));
+    let (origin, daemon, addr) = relay(&image, "max_object_size = \"4MiB\"").await;
+    let big = format!("/lxd/test/{}", file_path(&origin, ".squashfs"));
+    let small = format!("/lxd/test/{}", file_path(&origin, "-lxd.tar.xz"));
     for _ in 0..2 {
         let answer = send(&addr, "GET", &big, &[], b"").await;
         assert_eq!((answer.status, answer.complete, answer.body.len()), (200, true, image.squashfs.len()));
@@ -250,26 +237,16 @@ async fn a_body_larger_than_the_cache_takes_is_passed_through_and_the_rest_stays
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_download_going_on_during_cache_verify_is_unaffected() {
-    let origin = FakeSimplestreams::start().await;
     let image = LxdImage::build("slow", Some(4 * MIB as usize));
-    origin.publish("20240101", &image);
-    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let addr = daemon.proxy_addr().to_string();
-    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
-    let path = origin.items("20240101").into_iter().find(|(p, _, _)| p.ends_with(".squashfs")).unwrap().0;
+    let (origin, daemon, addr) = relay(&image, "").await;
+    let path = file_path(&origin, ".squashfs");
     origin.set_trickle(Some(Duration::from_millis(30)));
     let download = {
         let (addr, path) = (addr.clone(), format!("/lxd/test/{path}"));
         tokio::spawn(async move { send(&addr, "GET", &path, &[], b"").await })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let verify = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
-        .args(["cache", "verify"])
-        .output()
-        .unwrap();
+    let verify = ctl(&daemon, &["cache", "verify"]);
     assert!(
         verify.status.success(),
         "a download in progress is not damage: {}",
