@@ -7,7 +7,6 @@
 //! of an unfinished download. This module does no network I/O and knows
 //! nothing of keys; the index maps keys to blobs.
 
-use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -150,10 +149,10 @@ impl BlobStore {
         entries.flatten().filter(stale).filter(|entry| fs::remove_file(entry.path()).is_ok()).count()
     }
 
-    /// Deletes the blobs not in `referenced` and untouched for `age` (a
-    /// younger one may be a download between its rename and its index
-    /// commit). Returns how many, and their bytes.
-    pub fn sweep_old_orphans(&self, referenced: &HashSet<String>, age: std::time::Duration) -> (usize, u64) {
+    /// Deletes the blobs no entry names (`named` says) and untouched for
+    /// `age` (a younger one may be a download between its rename and its
+    /// index commit). Returns how many, and their bytes.
+    pub fn sweep_old_orphans(&self, named: &dyn Fn(&str) -> bool, age: std::time::Duration) -> (usize, u64) {
         let (mut removed, mut bytes) = (0, 0);
         let Ok(fans) = fs::read_dir(&self.blobs) else { return (0, 0) };
         for fan in fans.flatten() {
@@ -161,35 +160,13 @@ impl BlobStore {
             for blob in blobs.flatten() {
                 let Ok(meta) = blob.metadata() else { continue };
                 let old = meta.modified().ok().and_then(|at| at.elapsed().ok()).is_some_and(|e| e >= age);
-                if old
-                    && !referenced.contains(blob.file_name().to_string_lossy().as_ref())
-                    && fs::remove_file(blob.path()).is_ok()
-                {
+                if old && !named(blob.file_name().to_string_lossy().as_ref()) && fs::remove_file(blob.path()).is_ok() {
                     removed += 1;
                     bytes += meta.len();
                 }
             }
         }
         (removed, bytes)
-    }
-
-    /// Deletes every blob whose hash is not in `referenced` (left behind when a
-    /// crash fell between the rename and the index commit). Returns how many.
-    pub fn sweep_orphans(&self, referenced: &HashSet<String>) -> Result<usize, StoreError> {
-        let mut removed = 0;
-        let fans = fs::read_dir(&self.blobs).map_err(|e| StoreError::io("list", &self.blobs, e))?;
-        for fan in fans.flatten() {
-            let Ok(blobs) = fs::read_dir(fan.path()) else { continue };
-            for blob in blobs.flatten() {
-                let name = blob.file_name();
-                if !referenced.contains(name.to_string_lossy().as_ref()) {
-                    let path = blob.path();
-                    fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
-                    removed += 1;
-                }
-            }
-        }
-        Ok(removed)
     }
 }
 
@@ -304,21 +281,22 @@ mod tests {
     }
 
     #[test]
-    fn orphans_are_swept_and_referenced_blobs_kept() {
+    fn orphans_are_swept_and_named_blobs_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::open(dir.path()).unwrap();
-        let mut keep = HashSet::new();
+        let mut kept = String::new();
         for body in [&b"kept"[..], &b"orphan"[..]] {
             let mut temp = store.temp().unwrap();
             temp.append(body).unwrap();
             let sha = temp.hashes().sha256;
             store.promote(temp, &sha).unwrap();
             if body == b"kept" {
-                keep.insert(sha);
+                kept = sha;
             }
         }
-        assert_eq!(store.sweep_orphans(&keep).unwrap(), 1);
-        let kept = keep.iter().next().unwrap();
-        assert!(store.path(kept).exists());
+        let named = |sha256: &str| sha256 == kept;
+        assert_eq!(store.sweep_old_orphans(&named, std::time::Duration::from_secs(60)), (0, 0), "young: left");
+        assert_eq!(store.sweep_old_orphans(&named, std::time::Duration::ZERO), (1, 6));
+        assert!(store.path(&kept).exists());
     }
 }

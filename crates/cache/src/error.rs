@@ -47,13 +47,16 @@ impl StoreError {
     /// up): what eviction, or passing the body through, answers.
     pub fn is_full(&self) -> bool {
         match self {
-            StoreError::Io { source, .. } => {
-                source.kind() == std::io::ErrorKind::StorageFull
-                    || matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
-            }
+            StoreError::Io { source, .. } => no_room(source),
             _ => false,
         }
     }
+}
+
+/// Whether `error` says the file system had no room (or the user's quota
+/// was used up).
+pub(crate) fn no_room(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::StorageFull || matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
 }
 
 /// Why a shared fetch did not produce a cacheable body. Every waiter of the

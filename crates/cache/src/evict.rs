@@ -9,7 +9,9 @@
 //! Eviction starts above a high-water mark and goes down to a low-water
 //! mark, so it runs now and then, not on every write.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use crate::entry::Entry;
 
 /// The limits the cache keeps to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,57 +97,76 @@ impl Quota {
     }
 }
 
-/// One entry, as eviction sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// Its key.
-    pub key: String,
-    /// When it was last used (or fetched).
-    pub last_use: u64,
-    /// Its blob.
-    pub sha256: String,
-    /// Its blob's size.
-    pub size: u64,
-    /// Whether it can never be served again.
-    pub obsolete: bool,
+/// What the sides know of entries that can never be served again (an apt
+/// index file a newer Release superseded): eviction takes them first.
+pub trait Obsolete {
+    /// The key prefixes under which such entries may lie: only these are
+    /// read, not the whole index.
+    fn prefixes(&self) -> Vec<String>;
+    /// Whether the entry `key` can never be served again.
+    fn is_obsolete(&self, key: &str, entry: &Entry) -> bool;
 }
 
-/// The keys to remove to free `to_free` bytes, least recently used first;
-/// a blob counts once its last key is removed. Fewer bytes when every
-/// entry together holds fewer.
-pub fn choose(mut candidates: Vec<Candidate>, to_free: u64) -> Vec<String> {
-    if to_free == 0 {
-        return Vec::new();
+/// Nothing is known to be obsolete.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NothingObsolete;
+
+impl Obsolete for NothingObsolete {
+    fn prefixes(&self) -> Vec<String> {
+        Vec::new()
     }
-    let mut holders: HashMap<&str, usize> = HashMap::new();
-    for candidate in &candidates {
-        *holders.entry(candidate.sha256.as_str()).or_default() += 1;
+
+    fn is_obsolete(&self, _: &str, _: &Entry) -> bool {
+        false
     }
-    let mut holders: HashMap<String, usize> = holders.into_iter().map(|(sha, n)| (sha.to_string(), n)).collect();
-    candidates
-        .sort_by(|a, b| (!a.obsolete, a.last_use).cmp(&(!b.obsolete, b.last_use)).then_with(|| a.key.cmp(&b.key)));
-    let (mut chosen, mut freed) = (Vec::new(), 0);
-    for candidate in candidates {
-        if freed >= to_free {
-            break;
+}
+
+/// Picks the keys to remove, offered in the order they should go, until
+/// enough bytes are freed; a blob counts once its last key is picked.
+#[derive(Debug, Default)]
+pub struct Picker {
+    to_free: u64,
+    freed: u64,
+    chosen: Vec<String>,
+    picked: HashSet<String>,
+    /// For each blob some of whose keys are picked: how many.
+    taken: HashMap<String, u64>,
+}
+
+impl Picker {
+    /// A picker that frees `to_free` bytes.
+    pub fn new(to_free: u64) -> Self {
+        Picker { to_free, ..Picker::default() }
+    }
+
+    /// Whether enough is picked.
+    pub fn is_done(&self) -> bool {
+        self.freed >= self.to_free
+    }
+
+    /// Offers `key`, whose blob `sha256` of `size` bytes `holders` keys
+    /// name in all. A key offered twice counts once.
+    pub fn offer(&mut self, key: &str, sha256: &str, size: u64, holders: u64) {
+        if self.is_done() || !self.picked.insert(key.to_string()) {
+            return;
         }
-        let left = holders.get_mut(&candidate.sha256).expect("counted above");
-        *left -= 1;
-        if *left == 0 {
-            freed += candidate.size;
+        let taken = self.taken.entry(sha256.to_string()).or_default();
+        *taken += 1;
+        if *taken >= holders {
+            self.freed += size;
         }
-        chosen.push(candidate.key);
+        self.chosen.push(key.to_string());
     }
-    chosen
+
+    /// The keys picked, in the order offered.
+    pub fn chosen(self) -> Vec<String> {
+        self.chosen
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn candidate(key: &str, last_use: u64, sha256: &str, size: u64) -> Candidate {
-        Candidate { key: key.into(), last_use, sha256: sha256.into(), size, obsolete: false }
-    }
 
     #[test]
     fn eviction_starts_at_the_high_water_mark_and_goes_to_the_low_one() {
@@ -161,19 +182,25 @@ mod tests {
     }
 
     #[test]
-    fn the_least_recently_used_go_first_and_a_shared_blob_counts_when_its_last_key_goes() {
-        let candidates = vec![
-            candidate("new", 30, "n", 100),
-            candidate("by-name", 10, "shared", 100),
-            candidate("by-hash", 40, "shared", 100),
-            candidate("old", 5, "o", 100),
-        ];
-        assert_eq!(choose(candidates.clone(), 100), ["old"]);
-        assert_eq!(choose(candidates.clone(), 150), ["old", "by-name", "new"], "by-name alone frees nothing");
-        assert_eq!(choose(candidates.clone(), 0), Vec::<String>::new());
-        assert_eq!(choose(candidates.clone(), 10_000).len(), 4);
-        let mut superseded = candidates;
-        superseded[0].obsolete = true;
-        assert_eq!(choose(superseded, 100), ["new"], "what can never be served again goes first");
+    fn keys_are_picked_until_enough_is_freed_and_a_shared_blob_counts_when_its_last_key_goes() {
+        // In order of use: old, by-name (shares a blob with by-hash), new, by-hash.
+        let offered = [("old", "o", 1), ("by-name", "shared", 2), ("new", "n", 1), ("by-hash", "shared", 2)];
+        let pick = |to_free| {
+            let mut picker = Picker::new(to_free);
+            for (key, sha256, holders) in offered {
+                picker.offer(key, sha256, 100, holders);
+            }
+            picker.chosen()
+        };
+        assert_eq!(pick(100), ["old"]);
+        assert_eq!(pick(150), ["old", "by-name", "new"], "by-name alone frees nothing");
+        assert_eq!(pick(0), Vec::<String>::new());
+        assert_eq!(pick(10_000).len(), 4);
+        let mut twice = Picker::new(250);
+        twice.offer("superseded", "s", 100, 1);
+        twice.offer("old", "o", 100, 1);
+        twice.offer("superseded", "s", 100, 1);
+        assert!(!twice.is_done(), "a key offered again counts once");
+        assert_eq!(twice.chosen(), ["superseded", "old"]);
     }
 }

@@ -25,7 +25,7 @@ pub use blobs::BodyHashes;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
-pub use evict::{MinFree, Quota, Usage};
+pub use evict::{MinFree, NothingObsolete, Obsolete, Quota, Usage};
 pub use fetch::{
     BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, Source, StartFetch,
     StreamingCheck, UpstreamBody, Verifier,
@@ -41,15 +41,15 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// Opens the cache under `dir`, repairing what a crash may have left;
-    /// entries are dated by `clock`.
+    /// Opens the cache under `dir`, deleting the partial downloads a crash
+    /// may have left; entries are dated by `clock`.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         let store = Arc::new(Store::open(dir, clock)?);
         let fetches = fetch::Fetches::new(Arc::clone(&store));
         Ok(Cache { store, fetches })
     }
 
-    /// The entry for `key`, if any (answered from memory).
+    /// The entry for `key`, if any (from memory when asked for lately).
     pub fn lookup(&self, key: &str) -> Option<Arc<Entry>> {
         self.store.lookup(key)
     }
@@ -140,16 +140,15 @@ impl Cache {
         self.store.usage()
     }
 
-    /// Evicts the least recently used entries until within `quota`.
-    /// Blocking.
+    /// Evicts the least recently used entries until within `quota`;
     /// `obsolete` says which entries can never be served again: they go
-    /// first.
-    pub fn evict(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+    /// first. Blocking.
+    pub fn evict(&self, quota: &Quota, obsolete: &dyn Obsolete) -> Result<Evicted, StoreError> {
         self.store.evict(quota, obsolete)
     }
 
     /// Evicts now down to `quota`'s low-water mark. Blocking.
-    pub fn collect(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+    pub fn collect(&self, quota: &Quota, obsolete: &dyn Obsolete) -> Result<Evicted, StoreError> {
         self.store.collect(quota, obsolete)
     }
 
@@ -159,9 +158,10 @@ impl Cache {
         self.store.scrub(scrub::PACE, scrub::LEFT_OVER_AFTER)
     }
 
-    /// Every entry, with when it was last used.
-    pub fn entries(&self) -> Vec<(String, Arc<Entry>, u64)> {
-        self.store.entries()
+    /// Calls `visit` with every entry whose key starts with `prefix`, and
+    /// when it was last used. Blocking: it reads the index file.
+    pub fn visit(&self, prefix: &str, visit: impl FnMut(&str, &Entry, u64)) -> Result<(), StoreError> {
+        self.store.visit(prefix, visit)
     }
 
     /// Removes every one of `keys`. Blocking.

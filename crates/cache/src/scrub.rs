@@ -5,7 +5,7 @@
 //! nothing writes to any more, are deleted. Run by the daemon itself, so it
 //! never races the daemon's own writes; hits are served all along.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::error::StoreError;
@@ -45,27 +45,25 @@ impl Scrubbed {
 impl Store {
     /// Scrubs the store (see the module). Blocking, and long.
     pub fn scrub(&self, pace: u64, left_over_after: Duration) -> Result<Scrubbed, StoreError> {
-        let mut holders: HashMap<String, (u64, Vec<String>)> = HashMap::new();
-        for (key, entry, _) in self.entries() {
-            holders.entry(entry.sha256.clone()).or_insert((entry.size, Vec::new())).1.push(key);
-        }
         let mut scrubbed = Scrubbed::default();
-        let mut damaged = Vec::new();
-        for (sha256, (size, keys)) in &holders {
+        let mut bad = HashSet::new();
+        self.index().visit_blobs(|sha256, size| {
             scrubbed.checked += 1;
             let sound =
-                self.blobs().rehash(sha256, pace).is_some_and(|(actual, length)| actual == *sha256 && length == *size);
+                self.blobs().rehash(sha256, pace).is_some_and(|(actual, length)| actual == sha256 && length == size);
             if !sound {
-                tracing::warn!(sha256, keys = keys.len(), "a cached body is missing or damaged: dropped");
-                scrubbed.bad += 1;
-                damaged.extend(keys.iter().cloned());
+                bad.insert(sha256.to_string());
             }
+        })?;
+        let damaged = self.index().keys_naming(&bad)?;
+        for sha256 in &bad {
+            tracing::warn!(sha256, "a cached body is missing or damaged: its entries are dropped");
         }
+        scrubbed.bad = bad.len();
         let removed = self.remove_all(&damaged)?;
         scrubbed.entries_removed = removed.entries;
-        let referenced: HashSet<String> =
-            self.entries().into_iter().map(|(_, entry, _)| entry.sha256.clone()).collect();
-        let (orphans, orphan_bytes) = self.blobs().sweep_old_orphans(&referenced, left_over_after);
+        let named = |sha256: &str| self.index().names_blob(sha256).unwrap_or(true);
+        let (orphans, orphan_bytes) = self.blobs().sweep_old_orphans(&named, left_over_after);
         scrubbed.orphans_removed = orphans;
         scrubbed.temps_removed = self.blobs().clear_stale_temp(left_over_after);
         scrubbed.bytes_freed = removed.bytes + orphan_bytes;

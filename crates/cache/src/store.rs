@@ -2,11 +2,15 @@
 //!
 //! The order of a write is what makes the cache crash-safe: the body is
 //! fsynced and renamed into the blob store before the index commit that makes
-//! it visible, so an index entry never names a missing or partial blob. At
-//! open, entries whose blob is missing or of the wrong length are dropped and
-//! blobs no entry names are deleted.
+//! it visible, so an index entry never names a missing or partial blob. A
+//! crash can leave a blob no entry names, never the reverse.
+//!
+//! Nothing is scanned at open (a cache of a million entries opens in a
+//! moment): an entry is checked against its blob when it is first read from
+//! the index file, and one whose blob is missing or of the wrong length is
+//! not served and is dropped at the next upkeep; blobs no entry names are
+//! found by the scrub.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +19,7 @@ use crate::blobs::{BlobStore, BodyHashes, TempBlob};
 use crate::clock::Clock;
 use crate::entry::{unix_secs, Class, Entry, Validators};
 use crate::error::StoreError;
-use crate::evict::{self, Candidate, Quota, Usage};
+use crate::evict::{Obsolete, Picker, Quota, Usage};
 use crate::index::Index;
 use crate::open_files::{default_capacity, OpenFiles};
 use crate::recency::Recency;
@@ -44,11 +48,14 @@ pub struct Store {
     open_files: OpenFiles,
     clock: Arc<dyn Clock>,
     recency: Recency,
-    /// Whether a download found the disk full since the last commit (said
-    /// once in the log, not per download).
+    /// Whether a download could not be stored (the disk was full) since
+    /// the last commit (said once in the log, not per download).
     full: std::sync::atomic::AtomicBool,
     /// The limits the cache keeps to (set once the settings are read).
     quota: std::sync::RwLock<Quota>,
+    /// Keys whose entry was found without its body, dropped at the next
+    /// upkeep.
+    damaged: std::sync::Mutex<Vec<String>>,
 }
 
 /// What an eviction did.
@@ -61,8 +68,8 @@ pub struct Evicted {
 }
 
 impl Store {
-    /// Opens the store under `dir`, repairing what a crash may have left;
-    /// entries are dated by `clock`.
+    /// Opens the store under `dir`, deleting the partial downloads a crash
+    /// may have left; entries are dated by `clock`.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
         let blobs = BlobStore::open(dir)?;
@@ -77,30 +84,17 @@ impl Store {
             recency: Recency::default(),
             full: Default::default(),
             quota: Default::default(),
+            damaged: Default::default(),
         };
-        store.repair()?;
         Ok(store)
-    }
-
-    fn repair(&self) -> Result<(), StoreError> {
-        let mut referenced = HashSet::new();
-        for (key, entry) in self.index.snapshot() {
-            if self.blobs.blob_len(&entry.sha256) == Some(entry.size) {
-                referenced.insert(entry.sha256.clone());
-            } else {
-                tracing::warn!(key, sha256 = entry.sha256, "dropping cache entry whose body is missing or damaged");
-                self.index.remove(&key)?;
-            }
-        }
-        let swept = self.blobs.sweep_orphans(&referenced)?;
-        if swept > 0 {
-            tracing::info!(swept, "removed bodies no cache entry refers to");
-        }
-        Ok(())
     }
 
     pub(crate) fn blobs(&self) -> &BlobStore {
         &self.blobs
+    }
+
+    pub(crate) fn index(&self) -> &Index {
+        &self.index
     }
 
     /// The clock that dates entries.
@@ -113,9 +107,26 @@ impl Store {
         &self.dir
     }
 
-    /// The entry for `key`, if any. Answered from memory.
+    /// The entry for `key`, if any: from memory when hits asked for it
+    /// lately, else read from the index file, checked against its blob.
     pub fn lookup(&self, key: &str) -> Option<Arc<Entry>> {
-        self.index.get(key)
+        if let Some(entry) = self.index.held(key) {
+            return Some(entry);
+        }
+        let (entry, read_from) = match self.index.read(key) {
+            Ok(found) => found?,
+            Err(error) => {
+                tracing::error!(key, %error, "cannot read the cache index");
+                return None;
+            }
+        };
+        if self.blobs.blob_len(&entry.sha256) != Some(entry.size) {
+            tracing::warn!(key, sha256 = entry.sha256, "a cached body is missing or damaged: not served, dropped");
+            self.damaged.lock().unwrap_or_else(|p| p.into_inner()).push(key.to_string());
+            return None;
+        }
+        self.index.hold(key, &entry, read_from);
+        Some(entry)
     }
 
     /// The body of `entry`, for positioned reads (a held handle when there
@@ -161,7 +172,7 @@ impl Store {
             self.delete_blob(&sha256);
         }
         if self.full.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            tracing::info!("the cache's disk has room again: downloads are cached");
+            tracing::info!("bodies are stored again: downloads are cached");
         }
         Ok(entry)
     }
@@ -288,9 +299,14 @@ impl Store {
         self.recency.touch(key, unix_secs(self.clock.now()));
     }
 
-    /// Writes the uses remembered since the last call into the index, in
-    /// one commit. Blocking.
+    /// Writes what hits learnt since the last call into the index: the
+    /// uses, in one commit, and the entries found without their body,
+    /// dropped. Returns how many uses. Blocking.
     pub fn persist_recency(&self) -> Result<usize, StoreError> {
+        let damaged = std::mem::take(&mut *self.damaged.lock().unwrap_or_else(|p| p.into_inner()));
+        if !damaged.is_empty() {
+            self.remove_all(&damaged)?;
+        }
         let uses = self.recency.drain();
         self.index.touch_all(&uses)?;
         Ok(uses.len())
@@ -307,26 +323,24 @@ impl Store {
     /// Removes the least recently used entries until the cache is back
     /// within `quota` (their blobs are deleted once no entry names them; a
     /// client still reading one keeps its open handle). Blocking.
-    pub fn evict(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+    pub fn evict(&self, quota: &Quota, obsolete: &dyn Obsolete) -> Result<Evicted, StoreError> {
         self.evict_bytes(quota.to_free(self.usage()), obsolete)
     }
 
     /// Evicts now down to `quota`'s low-water mark, over its high-water
     /// mark or not (`pkgproxyctl cache gc`). Blocking.
-    pub fn collect(&self, quota: &Quota, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+    pub fn collect(&self, quota: &Quota, obsolete: &dyn Obsolete) -> Result<Evicted, StoreError> {
         self.evict_bytes(quota.to_free_now(self.usage()), obsolete)
     }
 
-    /// Every entry, with when it was last used (or fetched), as eviction
-    /// sees it.
-    pub fn entries(&self) -> Vec<(String, Arc<Entry>, u64)> {
-        let entries = self.index.snapshot().into_iter();
-        entries
-            .map(|(key, entry)| {
-                let last_use = self.recency.get(&key).unwrap_or(0).max(entry.last_use());
-                (key, entry, last_use)
-            })
-            .collect()
+    /// Calls `visit` with every entry whose key starts with `prefix`, and
+    /// when it was last used (or fetched), as eviction sees it. Blocking:
+    /// it reads the index file.
+    pub fn visit(&self, prefix: &str, mut visit: impl FnMut(&str, &Entry, u64)) -> Result<(), StoreError> {
+        self.index.visit(prefix, |key, entry| {
+            let last_use = self.recency.get(key).unwrap_or(0).max(entry.last_use());
+            visit(key, entry, last_use);
+        })
     }
 
     /// Removes every one of `keys`, deleting the blobs no entry names any
@@ -341,7 +355,7 @@ impl Store {
     /// Evicts the least recently used entries to free `bytes` now (a
     /// download found the disk full); the bytes freed. Blocking.
     pub fn make_room(&self, bytes: u64) -> Result<u64, StoreError> {
-        self.evict_bytes(bytes, &|_, _| false).map(|evicted| evicted.bytes)
+        self.evict_bytes(bytes, &crate::evict::NothingObsolete).map(|evicted| evicted.bytes)
     }
 
     /// Keeps to `quota` from now on: a body it does not admit is passed
@@ -363,24 +377,27 @@ impl Store {
         }
     }
 
-    fn evict_bytes(&self, to_free: u64, obsolete: &dyn Fn(&str, &Entry) -> bool) -> Result<Evicted, StoreError> {
+    /// A download could not be stored (`error`) and is passed through
+    /// uncached: said once, until a body is stored again.
+    pub fn report_not_stored(&self, key: &str, error: &StoreError) {
+        if error.is_full() {
+            return self.report_full(key);
+        }
+        if !self.full.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(key, %error, "cannot store bodies: downloads are passed through uncached until one is stored");
+        }
+    }
+
+    fn evict_bytes(&self, to_free: u64, obsolete: &dyn Obsolete) -> Result<Evicted, StoreError> {
         if to_free == 0 {
             return Ok(Evicted::default());
         }
-        let candidates = self
-            .index
-            .snapshot()
-            .into_iter()
-            .map(|(key, entry)| Candidate {
-                last_use: self.recency.get(&key).unwrap_or(0).max(entry.last_use()),
-                obsolete: obsolete(&key, &entry),
-                key,
-                sha256: entry.sha256.clone(),
-                size: entry.size,
-            })
-            .collect();
-        let chosen = evict::choose(candidates, to_free);
-        let evicted = self.remove_all(&chosen)?;
+        // The uses hits recorded since the last write count: an entry used
+        // a moment ago is never taken for an old one.
+        self.persist_recency()?;
+        let mut picker = Picker::new(to_free);
+        self.index.choose(&mut picker, obsolete)?;
+        let evicted = self.remove_all(&picker.chosen())?;
         tracing::info!(entries = evicted.entries, bytes = evicted.bytes, "evicted the least recently used entries");
         Ok(evicted)
     }
@@ -467,14 +484,18 @@ mod tests {
         // A quota that takes a little under one blob: from 95 % to 90 %.
         let max_size = Some((usage - MIB as u64 * 3 / 4) * 10 / 9);
         let quota = Quota { max_size, min_free: MinFree::Bytes(0), max_object_size: None };
-        let evicted = store.evict(&quota, &|_, _| false).unwrap();
+        let evicted = store.evict(&quota, &crate::evict::NothingObsolete).unwrap();
         assert_eq!((evicted.entries, evicted.bytes), (2, MIB as u64));
         assert!(store.lookup("stale").is_some(), "used a moment ago, not yet written");
         assert!(store.lookup("shared-by-name").is_none(), "the least recently used");
         assert!(store.lookup("fresh").is_none(), "next, and the first to free bytes");
         let shared = store.lookup("shared-by-hash").expect("still named");
         assert_eq!(store.open_body(&shared).unwrap().metadata().unwrap().len(), MIB as u64, "its bytes stay");
-        assert_eq!(store.evict(&quota, &|_, _| false).unwrap(), Evicted::default(), "within the quota now");
+        assert_eq!(
+            store.evict(&quota, &crate::evict::NothingObsolete).unwrap(),
+            Evicted::default(),
+            "within the quota now"
+        );
     }
 
     #[test]
@@ -515,7 +536,7 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_whose_body_is_damaged_is_dropped_at_open() {
+    fn an_entry_whose_body_is_damaged_is_not_served_and_is_dropped_at_the_next_upkeep() {
         let dir = tempfile::tempdir().unwrap();
         let entry = {
             let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
@@ -524,8 +545,43 @@ mod tests {
         let blob = BlobStore::open(dir.path()).unwrap().path(&entry.sha256);
         std::fs::write(&blob, b"01234").unwrap();
         let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
+        assert_eq!(store.totals(), (1, 10), "nothing is read at open");
         assert!(store.lookup("k").is_none());
+        store.persist_recency().unwrap();
+        assert_eq!(store.totals(), (0, 0));
         assert!(!blob.exists());
+    }
+
+    #[test]
+    fn a_large_index_is_not_read_at_open_and_totals_are_kept_across_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<String> = (0..5_000).map(|n| format!("go/example.com/m{n}/@v/v1.0.0.info")).collect();
+        {
+            let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
+            let records = keys
+                .iter()
+                .map(|key| Record {
+                    key: key.clone(),
+                    body: bytes::Bytes::from(format!("{{\"Version\":\"{key}\"}}")),
+                    headers: vec![],
+                    validators: Validators::default(),
+                    class: Class::Immutable,
+                })
+                .collect();
+            store.put_all(records).unwrap();
+            store.remove(&keys[0]).unwrap();
+        }
+        let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
+        let (entries, bytes) = store.totals();
+        assert_eq!(entries, 4_999);
+        let expected: usize = keys[1..].iter().map(|key| format!("{{\"Version\":\"{key}\"}}").len()).sum();
+        assert_eq!(bytes, expected as u64);
+        assert_eq!(store.index.counted(), 4_999);
+        assert!(store.lookup(&keys[0]).is_none());
+        assert!(store.lookup(&keys[4_000]).is_some(), "read from the file when asked for");
+        let mut listed = 0;
+        store.visit("go/example.com/m4", |_, _, _| listed += 1).unwrap();
+        assert_eq!(listed, 1 + 10 + 100 + 1000, "m4, m40.., m400.., m4000..");
     }
 
     #[test]

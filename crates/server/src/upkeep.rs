@@ -44,7 +44,7 @@ async fn blocking(state: &Arc<State>, work: fn(&State)) {
 
 /// Evicts down to the quota, when the cache is over it.
 pub fn evict_now(state: &State) {
-    if let Err(error) = state.cache.evict(&state.settings.quota, &|key, entry| state.sides.obsolete(key, entry)) {
+    if let Err(error) = state.cache.evict(&state.settings.quota, &state.sides) {
         tracing::warn!(%error, "eviction failed");
     }
 }

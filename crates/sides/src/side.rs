@@ -310,15 +310,6 @@ impl Sides {
         }
     }
 
-    /// Whether the cache entry `key` can never be served again (an apt
-    /// index file a newer Release superseded): eviction takes it first.
-    pub fn obsolete(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
-        match (key.split('/').next(), self.get(SideId::Apt)) {
-            (Some("apt"), Side::Apt(apt)) => apt.superseded(key, entry),
-            _ => false,
-        }
-    }
-
     /// Every side.
     pub fn iter(&self) -> impl Iterator<Item = &Side> {
         self.all.iter()
@@ -333,6 +324,24 @@ impl Sides {
         match self.all.iter().any(|side| side.tunnels_to(host)) {
             true => Ok(()),
             false => Err(Refusal::forbidden(format!("CONNECT to {host} refused: not a known archive host"))),
+        }
+    }
+}
+
+/// Which entries can never be served again (an apt index file a newer
+/// Release superseded): eviction takes them first.
+impl pkgproxy_cache::Obsolete for Sides {
+    fn prefixes(&self) -> Vec<String> {
+        match self.get(SideId::Apt) {
+            Side::Apt(apt) => apt.superseded_prefixes(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn is_obsolete(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
+        match (key.split('/').next(), self.get(SideId::Apt)) {
+            (Some("apt"), Side::Apt(apt)) => apt.superseded(key, entry),
+            _ => false,
         }
     }
 }

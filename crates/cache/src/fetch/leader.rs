@@ -191,10 +191,19 @@ async fn download(
         class: spec.class,
         last_used: 0,
     };
-    let (store, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
-    let entry = tokio::task::spawn_blocking(move || store.commit(&key, temp, &hashes, entry))
+    let (committing, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
+    let committed = tokio::task::spawn_blocking(move || committing.commit(&key, temp, &hashes, entry))
         .await
-        .map_err(|_| FetchError::Abandoned)??;
+        .map_err(|_| FetchError::Abandoned)?;
+    let entry = match committed {
+        Ok(entry) => entry,
+        // The body is whole and checked: the waiters read it through their
+        // handles; only the cache goes without it.
+        Err(error) => {
+            store.report_not_stored(&spec.key, &error);
+            return Ok(Downloaded::Uncached(head, committed_hashes.size));
+        }
+    };
     if let Some(verifier) = &spec.verifier {
         let verifier = Arc::clone(verifier);
         tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &committed_hashes));

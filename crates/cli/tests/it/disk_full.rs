@@ -89,3 +89,58 @@ async fn a_download_that_does_not_fit_is_passed_through_whole_and_the_rest_is_ca
     assert_eq!(log.matches("disk pressure: ").count(), 1, "said once:\n{log}");
     daemon.kill9();
 }
+
+/// Fills the file system holding `dir` to the last byte; the file is
+/// returned, to be removed.
+fn fill(dir: &Path) -> PathBuf {
+    use std::io::Write;
+    let ballast = dir.join("ballast");
+    let mut file = std::fs::File::create(&ballast).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    while file.write_all(&chunk).is_ok() {}
+    while file.write_all(&chunk[..512]).is_ok() {}
+    ballast
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disk_full_to_the_last_byte_costs_the_cache_nothing_once_space_comes_back() {
+    let (repo, origin, mut daemon) = origin_and_daemon().await;
+    daemon.kill9();
+    let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
+        Ok(disk) => disk,
+        Err(why) => {
+            eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
+            return;
+        }
+    };
+    daemon.restart().await;
+    let url = |name: &str| format!("{}{}", origin.url(), repo.deb_url_path(name));
+    let cached = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small1"), &[]).await;
+    assert_eq!(cached.status, 200);
+
+    // Not a byte left: neither a body nor the index can be written.
+    let ballast = fill(&daemon.cache_dir());
+    for _ in 0..2 {
+        let answer = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small2"), &[]).await;
+        assert_eq!((answer.status, answer.complete), (200, true), "passed through whole");
+        assert_eq!(sha256(&answer.body), sha256_file(&repo.deb_path("pkgproxy-small2")), "and right");
+        let hit = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small1"), &[]).await;
+        assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"), "hits go on being served");
+        assert_eq!(sha256(&hit.body), sha256_file(&repo.deb_path("pkgproxy-small1")));
+    }
+
+    std::fs::remove_file(&ballast).unwrap();
+    eventually("a download to be cached again", || async {
+        let answer = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small2"), &[]).await;
+        assert_eq!(sha256(&answer.body), sha256_file(&repo.deb_path("pkgproxy-small2")));
+        (answer.header("x-pkgproxy-cache") == Some("hit")).then_some(())
+    })
+    .await;
+    let log = daemon.log();
+    assert!(!log.contains("panicked"), "{log}");
+    daemon.kill9();
+    daemon.restart().await;
+    let after = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small2"), &[]).await;
+    assert_eq!(after.header("x-pkgproxy-cache"), Some("hit"), "and kept across a restart");
+    daemon.kill9();
+}

@@ -14,30 +14,47 @@ use pkgproxy_control::{CacheEntry, Removed};
 use crate::state::State;
 
 /// The entries of `side` (every side without it) whose key matches
-/// `pattern`, least recently used first.
-pub fn list(state: &State, side: Option<&str>, pattern: Option<&str>) -> Vec<CacheEntry> {
-    let mut listed: Vec<CacheEntry> = state
+/// `pattern`, least recently used first. Blocking: only the keys under
+/// the side's and the pattern's common prefix are read, but that may be
+/// the whole index.
+pub fn list(state: &State, side: Option<&str>, pattern: Option<&str>) -> Result<Vec<CacheEntry>, String> {
+    let mut listed = Vec::new();
+    let prefix = walked_prefix(side, pattern);
+    let matched =
+        |key: &str| side.is_none_or(|side| side_of(key) == side) && pattern.is_none_or(|pattern| matches(pattern, key));
+    state
         .cache
-        .entries()
-        .into_iter()
-        .filter(|(key, _, _)| side.is_none_or(|side| side_of(key) == side))
-        .filter(|(key, _, _)| pattern.is_none_or(|pattern| matches(pattern, key)))
-        .map(|(key, entry, last_use)| CacheEntry {
-            side: side_of(&key).to_string(),
-            key,
-            size: entry.size,
-            last_use,
-            class: entry.class.as_str().to_string(),
+        .visit(&prefix, |key, entry, last_use| {
+            if matched(key) {
+                listed.push(CacheEntry {
+                    side: side_of(key).to_string(),
+                    key: key.to_string(),
+                    size: entry.size,
+                    last_use,
+                    class: entry.class.as_str().to_string(),
+                });
+            }
         })
-        .collect();
+        .map_err(|error| error.to_string())?;
     listed.sort_by(|a, b| a.last_use.cmp(&b.last_use).then_with(|| a.key.cmp(&b.key)));
-    listed
+    Ok(listed)
 }
 
 /// Removes the entries whose key matches `pattern`. Blocking.
 pub fn remove(state: &State, pattern: &str) -> Result<Removed, String> {
-    let keys: Vec<String> = list(state, None, Some(pattern)).into_iter().map(|entry| entry.key).collect();
+    let keys: Vec<String> = list(state, None, Some(pattern))?.into_iter().map(|entry| entry.key).collect();
     state.cache.remove_all(&keys).map(removed).map_err(|error| error.to_string())
+}
+
+/// The keys a listing has to read: those starting with the pattern's text
+/// before its first `*`, or with the side's name.
+fn walked_prefix(side: Option<&str>, pattern: Option<&str>) -> String {
+    let literal = pattern.map(|pattern| pattern.split('*').next().unwrap_or(""));
+    match (side, literal) {
+        (_, Some(literal)) if !literal.is_empty() => literal.to_string(),
+        (Some(side), _) => format!("{side}/"),
+        _ => String::new(),
+    }
 }
 
 /// Reads every blob back and repairs what is wrong. Blocking, and long.
@@ -55,8 +72,7 @@ pub fn verify(state: &Arc<State>) -> Result<pkgproxy_control::CacheVerified, Str
 
 /// Evicts now, down to the quota's low-water mark. Blocking.
 pub fn collect(state: &Arc<State>) -> Result<Removed, String> {
-    let obsolete = |key: &str, entry: &pkgproxy_cache::Entry| state.sides.obsolete(key, entry);
-    state.cache.collect(&state.settings.quota, &obsolete).map(removed).map_err(|error| error.to_string())
+    state.cache.collect(&state.settings.quota, &state.sides).map(removed).map_err(|error| error.to_string())
 }
 
 fn removed(evicted: Evicted) -> Removed {
@@ -102,5 +118,14 @@ mod tests {
         assert!(!matches("lxd/file", "lxd/file/sha256/ab"), "whole keys");
         assert!(matches("a*a", "aa") && !matches("a*a", "a"));
         assert!(matches("go/*@v/*.zip", "go/example.com/m/@v/v1.0.0.zip"));
+    }
+
+    #[test]
+    fn a_listing_reads_only_the_keys_its_pattern_or_side_starts_with() {
+        assert_eq!(walked_prefix(None, Some("apt/*/pool/*.deb")), "apt/");
+        assert_eq!(walked_prefix(Some("go"), Some("go/example.com/*")), "go/example.com/");
+        assert_eq!(walked_prefix(Some("go"), Some("*.zip")), "go/");
+        assert_eq!(walked_prefix(None, Some("*")), "");
+        assert_eq!(walked_prefix(None, None), "");
     }
 }

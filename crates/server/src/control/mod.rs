@@ -52,7 +52,7 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
         (_, OFFLINE_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
         (&Method::GET, CACHE_ENTRIES_PATH) => {
             let (side, pattern) = (query_value(&request, "side"), query_value(&request, "pattern"));
-            json(StatusCode::OK, &cache::list(&state, side.as_deref(), pattern.as_deref()))
+            blocking(state, move |state| cache::list(state, side.as_deref(), pattern.as_deref())).await
         }
         (&Method::DELETE, CACHE_ENTRIES_PATH) if role == Role::Admin => {
             let Some(pattern) = query_value(&request, "pattern") else {

@@ -131,17 +131,32 @@ pub struct Apt {
 
 impl Apt {
     /// Whether the entry `key` (`apt/ARCHIVE/dists/...`) holds an index file
-    /// other than the one the suite's Release lists now: apt will never
-    /// ask for those bytes again.
+    /// other than the one the suite's Release lists now, or is a by-hash
+    /// file the Release does not list (of an older Release): apt will
+    /// never ask for those bytes again.
     pub fn superseded(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
         let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
             return false;
         };
-        if !relative.starts_with("dists/") || relative.contains("/by-hash/") {
+        if !relative.starts_with("dists/") {
             return false;
+        }
+        if let Some((dir, _)) = relative.split_once("/by-hash/") {
+            let Some(sha256) = hex::decode(&entry.sha256).ok().and_then(|sha| <[u8; 32]>::try_from(sha).ok()) else {
+                return false;
+            };
+            let folder = format!("{archive}/{dir}/");
+            let suite_held = self.index.suites().iter().any(|suite| folder.starts_with(&format!("{suite}/")));
+            return suite_held && self.index.name_by_hash(archive, dir, &sha256).is_none();
         }
         let Some(listed) = self.index.index_file(archive, relative) else { return false };
         hex::encode(listed.sha256) != entry.sha256
+    }
+
+    /// The key prefixes under which superseded entries may lie: the
+    /// `dists/` folder of every suite whose Release is held.
+    pub fn superseded_prefixes(&self) -> Vec<String> {
+        self.index.suites().into_iter().map(|suite| format!("apt/{suite}/")).collect()
     }
 
     /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
@@ -258,5 +273,11 @@ mod superseded_tests {
         assert!(!apt.superseded(packages, &entry(2)), "the listed bytes");
         assert!(!apt.superseded("apt/local/dists/stable/InRelease", &entry(1)), "not listed: unknown");
         assert!(!apt.superseded("apt/local/pool/main/h/hello.deb", &entry(1)), "pool files are not index files");
+        let by_hash = |hex: &str| format!("apt/local/dists/stable/main/binary-amd64/by-hash/SHA256/{hex}");
+        assert!(!apt.superseded(&by_hash(&hex::encode([2; 32])), &entry(2)), "the Release lists it");
+        assert!(apt.superseded(&by_hash(&hex::encode([1; 32])), &entry(1)), "of an older Release");
+        let other_suite = "apt/local/dists/testing/main/binary-amd64/by-hash/SHA256/01";
+        assert!(!apt.superseded(other_suite, &entry(1)), "no Release held: unknown");
+        assert_eq!(apt.superseded_prefixes(), ["apt/local/dists/stable/"]);
     }
 }

@@ -103,6 +103,11 @@ impl AptIndex {
         self.releases.read().unwrap_or_else(|p| p.into_inner()).get(suite).cloned()
     }
 
+    /// The suites whose Release is held (`<archive>/dists/<suite>`).
+    pub fn suites(&self) -> Vec<String> {
+        self.releases.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()
+    }
+
     /// What the Release of the suite `relative` (`dists/...`, within
     /// `archive`) lies in expects of that file, if any Release held lists it.
     pub fn index_file(&self, archive: &str, relative: &str) -> Option<FileSum> {

@@ -1,0 +1,222 @@
+//! The index's tables and the rules that keep them agreeing, applied
+//! inside one write transaction: an entry, the blob it names and its place
+//! in the order of use change together or not at all, so a crash never
+//! leaves a count that lies.
+//!
+//! - `entries`: key → the entry (JSON).
+//! - `blobs`: a blob's SHA-256 → how many entries name it, and its size: a
+//!   blob is deleted when its last entry goes.
+//! - `uses`: (last use, key): the entries, least recently used first, so
+//!   eviction reads the oldest without reading them all.
+//! - `totals`: the entry count, their bytes and the blobs' bytes, so none
+//!   of it is summed at start.
+
+use std::ops::Bound;
+
+use redb::{ReadableTable, StorageError, Table, TableDefinition, WriteTransaction};
+
+use crate::entry::Entry;
+
+pub const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+pub const BLOBS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("blobs");
+pub const USES: TableDefinition<(u64, &str), ()> = TableDefinition::new("uses");
+pub const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
+
+/// The version of the tables beside `entries`. An index written before
+/// they existed (or by a later layout) has them built again from the
+/// entries when opened.
+const LAYOUT: u64 = 2;
+
+/// How many entries, their bytes, and the bytes of the blobs they name
+/// (each once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub entries: u64,
+    pub entry_bytes: u64,
+    pub blob_bytes: u64,
+}
+
+/// The tables, open in one write transaction.
+pub struct Tables<'txn> {
+    entries: Table<'txn, &'static str, &'static [u8]>,
+    blobs: Table<'txn, &'static str, (u64, u64)>,
+    uses: Table<'txn, (u64, &'static str), ()>,
+    totals: Table<'txn, &'static str, u64>,
+    held: Totals,
+    /// The totals as the transaction found them, and whether of this
+    /// layout: a transaction that changed nothing writes nothing (a write
+    /// on a full disk may fail).
+    found: Option<Totals>,
+}
+
+impl<'txn> Tables<'txn> {
+    /// Opens (creating) every table in `txn`.
+    pub fn open(txn: &'txn WriteTransaction) -> Result<Self, Box<redb::Error>> {
+        let boxed = |e: redb::TableError| Box::new(redb::Error::from(e));
+        let totals = txn.open_table(TOTALS).map_err(boxed)?;
+        let held = read_totals(&totals).map_err(|e| Box::new(e.into()))?;
+        let layout = totals.get("layout").map_err(|e| Box::new(e.into()))?.map(|layout| layout.value());
+        Ok(Tables {
+            found: (layout == Some(LAYOUT)).then_some(held),
+            entries: txn.open_table(ENTRIES).map_err(boxed)?,
+            blobs: txn.open_table(BLOBS).map_err(boxed)?,
+            uses: txn.open_table(USES).map_err(boxed)?,
+            totals,
+            held,
+        })
+    }
+
+    /// Writes the totals back; the caller then commits.
+    pub fn close(mut self) -> Result<Totals, StorageError> {
+        if self.found == Some(self.held) {
+            return Ok(self.held);
+        }
+        self.totals.insert("entries", self.held.entries)?;
+        self.totals.insert("entry_bytes", self.held.entry_bytes)?;
+        self.totals.insert("blob_bytes", self.held.blob_bytes)?;
+        self.totals.insert("layout", LAYOUT)?;
+        Ok(self.held)
+    }
+
+    /// The entry under `key`; a record that cannot be decoded counts as
+    /// none (it was never counted either).
+    pub fn entry(&self, key: &str) -> Result<Option<Entry>, StorageError> {
+        Ok(self.entries.get(key)?.and_then(|record| decode(key, record.value())))
+    }
+
+    /// Makes `entry` (encoded as `record`) the entry under `key`. Returns
+    /// the blob no entry names any more, if the replaced entry's was the
+    /// last.
+    pub fn put(&mut self, key: &str, entry: &Entry, record: &[u8]) -> Result<Option<String>, StorageError> {
+        let old = self.entry(key)?;
+        if let Some(old) = &old {
+            self.uses.remove((old.last_use(), key))?;
+            self.held.entries -= 1;
+            self.held.entry_bytes -= old.size;
+        }
+        self.entries.insert(key, record)?;
+        self.uses.insert((entry.last_use(), key), ())?;
+        self.held.entries += 1;
+        self.held.entry_bytes += entry.size;
+        // Held before the old one is released: the same bytes under the
+        // same key stay.
+        self.hold(&entry.sha256, entry.size)?;
+        match old {
+            Some(old) => self.release(&old.sha256),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes `key`'s entry; returns it, and the blob no entry names any
+    /// more if it was the last.
+    pub fn remove(&mut self, key: &str) -> Result<Option<(Entry, Option<String>)>, StorageError> {
+        let old = self.entry(key)?;
+        self.entries.remove(key)?;
+        let Some(old) = old else { return Ok(None) };
+        self.uses.remove((old.last_use(), key))?;
+        self.held.entries -= 1;
+        self.held.entry_bytes -= old.size;
+        let freed = self.release(&old.sha256)?;
+        Ok(Some((old, freed)))
+    }
+
+    /// Records that `key` was used at `at`; returns the entry as written,
+    /// or `None` when there is none or it knew of a later use.
+    pub fn touch(&mut self, key: &str, at: u64) -> Result<Option<Entry>, StorageError> {
+        let Some(mut entry) = self.entry(key)? else { return Ok(None) };
+        if entry.last_used >= at {
+            return Ok(None);
+        }
+        let before = entry.last_use();
+        entry.last_used = at;
+        let Ok(record) = serde_json::to_vec(&entry) else { return Ok(None) };
+        self.entries.insert(key, record.as_slice())?;
+        self.uses.remove((before, key))?;
+        self.uses.insert((entry.last_use(), key), ())?;
+        Ok(Some(entry))
+    }
+
+    fn hold(&mut self, sha256: &str, size: u64) -> Result<(), StorageError> {
+        let (count, size) = self.blobs.get(sha256)?.map_or((0, size), |held| held.value());
+        if count == 0 {
+            self.held.blob_bytes += size;
+        }
+        self.blobs.insert(sha256, (count + 1, size))?;
+        Ok(())
+    }
+
+    fn release(&mut self, sha256: &str) -> Result<Option<String>, StorageError> {
+        let Some((count, size)) = self.blobs.get(sha256)?.map(|held| held.value()) else { return Ok(None) };
+        if count > 1 {
+            self.blobs.insert(sha256, (count - 1, size))?;
+            return Ok(None);
+        }
+        self.blobs.remove(sha256)?;
+        self.held.blob_bytes -= size;
+        Ok(Some(sha256.to_string()))
+    }
+
+    /// Builds the tables beside `entries` again from the entries, unless
+    /// they are of this layout. Returns whether it did.
+    pub fn build_if_older(&mut self) -> Result<bool, StorageError> {
+        if self.found.is_some() {
+            return Ok(false);
+        }
+        self.blobs.retain(|_, _| false)?;
+        self.uses.retain(|_, _| false)?;
+        self.held = Totals::default();
+        let mut after: Option<String> = None;
+        loop {
+            let (batch, last) = self.entries_after(after.as_deref(), BUILD_BATCH)?;
+            let Some(last) = last else { break };
+            after = Some(last);
+            for (key, entry) in &batch {
+                self.uses.insert((entry.last_use(), key.as_str()), ())?;
+                self.held.entries += 1;
+                self.held.entry_bytes += entry.size;
+                self.hold(&entry.sha256, entry.size)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Up to `limit` records after the key `after`: the readable ones, and
+    /// the last key read (`None`: no record is left).
+    #[allow(clippy::type_complexity)]
+    fn entries_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<(String, Entry)>, Option<String>), StorageError> {
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let (mut batch, mut last) = (Vec::new(), None);
+        for row in self.entries.range::<&str>((start, Bound::Unbounded))?.take(limit) {
+            let (key, record) = row?;
+            if let Some(entry) = decode(key.value(), record.value()) {
+                batch.push((key.value().to_string(), entry));
+            }
+            last = Some(key.value().to_string());
+        }
+        Ok((batch, last))
+    }
+}
+
+/// How many entries are read at a time while the tables are built.
+const BUILD_BATCH: usize = 10_000;
+
+/// The totals as `table` holds them.
+pub fn read_totals(table: &impl ReadableTable<&'static str, u64>) -> Result<Totals, StorageError> {
+    let get = |name: &str| -> Result<u64, StorageError> { Ok(table.get(name)?.map_or(0, |value| value.value())) };
+    Ok(Totals { entries: get("entries")?, entry_bytes: get("entry_bytes")?, blob_bytes: get("blob_bytes")? })
+}
+
+/// An entry record, or `None` (said in the log) when it cannot be read.
+pub fn decode(key: &str, record: &[u8]) -> Option<Entry> {
+    match serde_json::from_slice(record) {
+        Ok(entry) => Some(entry),
+        Err(error) => {
+            tracing::warn!(key, %error, "skipping an unreadable cache index record");
+            None
+        }
+    }
+}

@@ -1,0 +1,126 @@
+use super::*;
+use crate::entry::{Class, Validators};
+use crate::evict::NothingObsolete;
+
+fn entry(sha256: &str, size: u64, last_used: u64) -> Entry {
+    Entry {
+        sha256: sha256.into(),
+        size,
+        headers: vec![("content-type".into(), "text/plain".into())],
+        validators: Validators::default(),
+        fetched_at: 1,
+        class: Class::Immutable,
+        last_used,
+    }
+}
+
+fn pick(index: &Index, to_free: u64, obsolete: &dyn Obsolete) -> Vec<String> {
+    let mut picker = Picker::new(to_free);
+    index.choose(&mut picker, obsolete).unwrap();
+    picker.chosen()
+}
+
+#[test]
+fn counts_follow_writes_replacements_and_removals_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    {
+        let index = Index::open(&path).unwrap();
+        assert_eq!(index.put("a", entry("x", 10, 0)).unwrap().1, None);
+        assert_eq!(index.put("b", entry("x", 10, 0)).unwrap().1, None);
+        assert_eq!(index.put("a", entry("y", 4, 0)).unwrap().1, None, "b still names x");
+        assert_eq!(index.put("a", entry("y", 4, 0)).unwrap().1, None, "the same bytes again");
+        assert_eq!((index.totals(), index.blob_bytes()), ((2, 14), 14));
+    }
+    let index = Index::open(&path).unwrap();
+    assert_eq!((index.totals(), index.blob_bytes()), ((2, 14), 14));
+    assert_eq!(index.remove("b").unwrap(), Some("x".to_string()), "its last entry gone");
+    assert_eq!(index.remove("b").unwrap(), None);
+    assert_eq!(index.remove_all(&["a".to_string()]).unwrap(), ["y"]);
+    assert_eq!((index.totals(), index.blob_bytes(), index.counted()), ((0, 0), 0, 0));
+}
+
+#[test]
+fn an_index_written_before_the_counts_existed_gets_them_built_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    {
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(ENTRIES).unwrap();
+            for (key, entry) in [("old", entry("s", 7, 5)), ("new", entry("s", 7, 50)), ("mid", entry("m", 3, 20))] {
+                table.insert(key, serde_json::to_vec(&entry).unwrap().as_slice()).unwrap();
+            }
+            table.insert("unreadable", b"{".as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let index = Index::open(&path).unwrap();
+    assert_eq!((index.totals(), index.blob_bytes()), ((3, 17), 10));
+    assert_eq!(pick(&index, 3, &NothingObsolete), ["old", "mid"], "by last use; old alone frees nothing");
+    assert_eq!(pick(&index, 10, &NothingObsolete), ["old", "mid", "new"]);
+}
+
+#[test]
+fn uses_move_an_entry_in_the_order_of_eviction_and_memory_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(&dir.path().join("index.redb")).unwrap();
+    index.put_all(vec![("a".into(), entry("a", 1, 10)), ("b".into(), entry("b", 1, 20))]).unwrap();
+    assert_eq!(pick(&index, 1, &NothingObsolete), ["a"]);
+    index.touch_all(&[("a".into(), 30), ("gone".into(), 40), ("b".into(), 5)]).unwrap();
+    assert_eq!(pick(&index, 1, &NothingObsolete), ["b"], "a was used since; b's older use is ignored");
+    assert_eq!(index.held("a").unwrap().last_used, 30);
+    let (read, _) = index.read("a").unwrap().unwrap();
+    assert_eq!(read.last_used, 30);
+    assert_eq!(index.totals(), (2, 2));
+}
+
+struct Superseded;
+
+impl Obsolete for Superseded {
+    fn prefixes(&self) -> Vec<String> {
+        vec!["apt/debian/dists/".into(), "none/".into()]
+    }
+
+    fn is_obsolete(&self, key: &str, _: &Entry) -> bool {
+        key.ends_with("Packages.old")
+    }
+}
+
+#[test]
+fn what_can_never_be_served_again_goes_first_and_only_its_prefixes_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(&dir.path().join("index.redb")).unwrap();
+    index
+        .put_all(vec![
+            ("apt/debian/dists/main/Packages.old".into(), entry("p1", 1, 90)),
+            ("apt/debian/dists/main/Packages".into(), entry("p2", 1, 80)),
+            ("apt/debian/pool/a.deb".into(), entry("d", 1, 10)),
+            ("apt/other/dists/main/Packages.old".into(), entry("p3", 1, 95)),
+        ])
+        .unwrap();
+    assert_eq!(pick(&index, 2, &Superseded), ["apt/debian/dists/main/Packages.old", "apt/debian/pool/a.deb"]);
+    let everything = pick(&index, 100, &Superseded);
+    assert_eq!(everything.len(), 4, "each key once: {everything:?}");
+    assert_eq!(everything[3], "apt/other/dists/main/Packages.old", "outside the prefixes: by use only");
+}
+
+#[test]
+fn a_walk_reads_every_page_and_stops_at_the_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(&dir.path().join("index.redb")).unwrap();
+    let records = (0..2_500).map(|n| (format!("k/{n:05}"), entry(&format!("{n}"), 1, 0))).collect();
+    index.put_all(records).unwrap();
+    index.put("l/after", entry("l", 1, 0)).unwrap();
+    let mut keys = Vec::new();
+    index.visit("k/", |key, _| keys.push(key.to_string())).unwrap();
+    assert_eq!(keys.len(), 2_500);
+    assert!(keys.windows(2).all(|pair| pair[0] < pair[1]));
+    let mut blobs = 0;
+    index.visit_blobs(|_, _| blobs += 1).unwrap();
+    assert_eq!(blobs, 2_501);
+    assert!(index.names_blob("l").unwrap() && !index.names_blob("nothing").unwrap());
+    let naming: HashSet<String> = ["7".to_string(), "l".to_string()].into();
+    assert_eq!(index.keys_naming(&naming).unwrap(), ["k/00007", "l/after"]);
+}
