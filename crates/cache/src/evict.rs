@@ -126,6 +126,8 @@ impl Obsolete for NothingObsolete {
 #[derive(Debug, Default)]
 pub struct Picker {
     to_free: u64,
+    /// The most keys picked at once (the rest in a later round).
+    most: usize,
     freed: u64,
     chosen: Vec<String>,
     picked: HashSet<String>,
@@ -136,12 +138,17 @@ pub struct Picker {
 impl Picker {
     /// A picker that frees `to_free` bytes.
     pub fn new(to_free: u64) -> Self {
-        Picker { to_free, ..Picker::default() }
+        Picker { to_free, most: usize::MAX, ..Picker::default() }
+    }
+
+    /// Picks at most `most` keys.
+    pub fn at_most(self, most: usize) -> Self {
+        Picker { most, ..self }
     }
 
     /// Whether enough is picked.
     pub fn is_done(&self) -> bool {
-        self.freed >= self.to_free
+        self.freed >= self.to_free || self.chosen.len() >= self.most
     }
 
     /// Offers `key`, whose blob `sha256` of `size` bytes `holders` keys
@@ -202,5 +209,10 @@ mod tests {
         twice.offer("superseded", "s", 100, 1);
         assert!(!twice.is_done(), "a key offered again counts once");
         assert_eq!(twice.chosen(), ["superseded", "old"]);
+        let mut few = Picker::new(1_000).at_most(2);
+        for key in ["a", "b", "c"] {
+            few.offer(key, key, 1, 1);
+        }
+        assert_eq!(few.chosen(), ["a", "b"], "the rest in a later round");
     }
 }

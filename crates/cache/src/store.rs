@@ -395,10 +395,22 @@ impl Store {
         // The uses hits recorded since the last write count: an entry used
         // a moment ago is never taken for an old one.
         self.persist_recency()?;
-        let mut picker = Picker::new(to_free);
-        self.index.choose(&mut picker, obsolete)?;
-        let evicted = self.remove_all(&picker.chosen())?;
-        tracing::info!(entries = evicted.entries, bytes = evicted.bytes, "evicted the least recently used entries");
+        let mut evicted = Evicted::default();
+        // In rounds, so a large eviction holds a bounded list of keys.
+        while evicted.bytes < to_free {
+            let mut picker = Picker::new(to_free - evicted.bytes).at_most(EVICTION_ROUND);
+            self.index.choose(&mut picker, obsolete)?;
+            let chosen = picker.chosen();
+            if chosen.is_empty() {
+                break;
+            }
+            let round = self.remove_all(&chosen)?;
+            evicted.entries += round.entries;
+            evicted.bytes += round.bytes;
+        }
+        if evicted.entries > 0 {
+            tracing::info!(entries = evicted.entries, bytes = evicted.bytes, "evicted the least recently used entries");
+        }
         Ok(evicted)
     }
 
@@ -410,6 +422,9 @@ impl Store {
         Ok(())
     }
 }
+
+/// The most entries one round of eviction removes.
+const EVICTION_ROUND: usize = 10_000;
 
 /// Free and total bytes of the file system holding `dir`.
 fn file_system_space(dir: &Path) -> Option<(u64, u64)> {

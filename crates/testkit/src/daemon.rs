@@ -228,6 +228,13 @@ impl Daemon {
         self.spawn().await;
     }
 
+    /// Starts the daemon again on the same cache, stopped or not, with
+    /// other extra arguments.
+    pub async fn start_again_with(&mut self, args: &[&str]) {
+        self.extra_args = args.iter().map(|a| a.to_string()).collect();
+        self.spawn().await;
+    }
+
     /// Starts the daemon again on the same cache (after [`Daemon::kill9`]).
     pub async fn restart(&mut self) {
         self.kill9();

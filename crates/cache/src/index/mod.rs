@@ -52,6 +52,10 @@ impl std::fmt::Debug for Index {
     }
 }
 
+/// Keys changed in one commit by the writes of many (an eviction, the uses
+/// of a minute): a commit's copied pages stay in memory until it is done.
+const WRITE_BATCH: usize = 2_000;
+
 /// Keys read at a time by the walks that visit the whole index, each in a
 /// short read transaction (a long one would keep the file from reusing
 /// the pages freed meanwhile).
@@ -199,45 +203,47 @@ impl Index {
         Ok(self.remove_all(&[key.to_string()])?.pop())
     }
 
-    /// Removes every one of `keys` in one commit. Returns the hashes of
-    /// blobs no entry refers to any more. Blocking.
+    /// Removes every one of `keys`, a few thousand to a commit (a large
+    /// eviction holds bounded memory; a crash between commits leaves each
+    /// entry whole or gone). Returns the hashes of blobs no entry refers
+    /// to any more. Blocking.
     pub fn remove_all(&self, keys: &[String]) -> Result<Vec<String>, StoreError> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
+        let mut freed = Vec::new();
+        for batch in keys.chunks(WRITE_BATCH) {
+            freed.extend(self.write(
+                |tables| {
+                    let mut freed = Vec::new();
+                    for key in batch {
+                        freed.extend(tables.remove(key)?.and_then(|(_, freed)| freed));
+                    }
+                    Ok(freed)
+                },
+                |hot| hot.written([], batch.iter().map(String::as_str)),
+            )?);
         }
-        self.write(
-            |tables| {
-                let mut freed = Vec::new();
-                for key in keys {
-                    freed.extend(tables.remove(key)?.and_then(|(_, freed)| freed));
-                }
-                Ok(freed)
-            },
-            |hot| hot.written([], keys.iter().map(String::as_str)),
-        )
+        Ok(freed)
     }
 
-    /// Writes when each of `uses` (key, time) was last used, in one commit,
-    /// into the records as they are in the table (a record a fetch replaced
-    /// meanwhile keeps its new content). Blocking.
+    /// Writes when each of `uses` (key, time) was last used, a few
+    /// thousand to a commit, into the records as they are in the table (a
+    /// record a fetch replaced meanwhile keeps its new content). Blocking.
     pub fn touch_all(&self, uses: &[(String, u64)]) -> Result<(), StoreError> {
-        if uses.is_empty() {
-            return Ok(());
-        }
-        let mut touched = Vec::new();
-        self.write(
-            |tables| {
-                for (key, at) in uses {
-                    if let Some(entry) = tables.touch(key, *at)? {
-                        touched.push((key.as_str(), Arc::new(entry)));
+        for batch in uses.chunks(WRITE_BATCH) {
+            let mut touched = Vec::new();
+            self.write(
+                |tables| {
+                    for (key, at) in batch {
+                        if let Some(entry) = tables.touch(key, *at)? {
+                            touched.push((key.as_str(), Arc::new(entry)));
+                        }
                     }
-                }
-                Ok(())
-            },
-            |_| {},
-        )?;
-        for (key, entry) in &touched {
-            self.hot.refresh(key, entry);
+                    Ok(())
+                },
+                |_| {},
+            )?;
+            for (key, entry) in &touched {
+                self.hot.refresh(key, entry);
+            }
         }
         Ok(())
     }

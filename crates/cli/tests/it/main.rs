@@ -18,6 +18,7 @@ mod lxd_client;
 mod offline;
 mod proxy_http;
 mod quota;
+mod quota_apt;
 mod registry_client;
 mod shadow;
 mod shared_fetch;
