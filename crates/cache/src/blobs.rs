@@ -115,8 +115,9 @@ impl BlobStore {
     }
 
     /// The SHA-256 and length of the blob `sha256` as it is on disk, read
-    /// at most `pace` bytes a second; `None` when it is missing.
-    pub fn rehash(&self, sha256: &str, pace: u64) -> Option<(String, u64)> {
+    /// at most `pace` bytes a second, each read told to `read`; `None` when
+    /// it is missing.
+    pub fn rehash(&self, sha256: &str, pace: u64, read: &dyn Fn(u64)) -> Option<(String, u64)> {
         use std::io::Read;
         let mut file = self.open_blob(sha256).ok()?;
         let (mut hasher, mut length) = (Sha256::new(), 0u64);
@@ -129,6 +130,7 @@ impl BlobStore {
             }
             hasher.update(&buf[..n]);
             length += n as u64;
+            read(n as u64);
             // Never faster than `pace`: serving is not starved of the disk.
             let due = std::time::Duration::from_secs_f64(length as f64 / pace.max(1) as f64);
             if let Some(wait) = due.checked_sub(started.elapsed()) {

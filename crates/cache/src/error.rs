@@ -27,6 +27,9 @@ pub enum StoreError {
         /// What redb said.
         message: String,
     },
+    /// The work asked for is already being done (one scrub at a time).
+    #[error("{0}")]
+    Busy(&'static str),
     /// An index record could not be decoded (written by an incompatible
     /// version, or damaged).
     #[error("cache index record for {key:?} is unreadable: {message}")]

@@ -155,7 +155,12 @@ impl Cache {
     /// Reads every blob back and repairs what is wrong (see [`scrub`]).
     /// Blocking, and long.
     pub fn scrub(&self) -> Result<scrub::Scrubbed, StoreError> {
-        self.store.scrub(scrub::PACE, scrub::LEFT_OVER_AFTER)
+        self.store.scrub(scrub::PACE, scrub::LEFT_OVER_AFTER, self.store.scrubbing())
+    }
+
+    /// How far the scrub in progress is; `None` when none is running.
+    pub fn scrub_reached(&self) -> Option<scrub::Reached> {
+        self.store.scrubbing().reached()
     }
 
     /// Calls `visit` with every entry whose key starts with `prefix`, and

@@ -6,6 +6,7 @@
 //! never races the daemon's own writes; hits are served all along.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::error::StoreError;
@@ -42,15 +43,76 @@ impl Scrubbed {
     }
 }
 
+/// How far the scrub in progress is, for a progress bar.
+#[derive(Debug, Default)]
+pub struct Progress {
+    running: AtomicBool,
+    checked: AtomicUsize,
+    bytes_read: AtomicU64,
+    bytes_total: AtomicU64,
+}
+
+/// The scrub in progress, as far as it went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reached {
+    /// Blobs read back so far.
+    pub checked: usize,
+    /// Bytes read back so far.
+    pub bytes_read: u64,
+    /// Bytes of every blob named when it started.
+    pub bytes_total: u64,
+}
+
+impl Progress {
+    /// How far the scrub in progress is; `None` when none is running.
+    pub fn reached(&self) -> Option<Reached> {
+        self.running.load(Ordering::Acquire).then(|| Reached {
+            checked: self.checked.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            bytes_total: self.bytes_total.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Starts counting a scrub of `bytes_total`; `false` when one is
+    /// already running.
+    fn start(&self, bytes_total: u64) -> bool {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.checked.store(0, Ordering::Relaxed);
+        self.bytes_read.store(0, Ordering::Relaxed);
+        self.bytes_total.store(bytes_total, Ordering::Relaxed);
+        true
+    }
+}
+
+/// Ends the count when the scrub returns, however it returns.
+struct Running<'a>(&'a Progress);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.store(false, Ordering::Release);
+    }
+}
+
 impl Store {
-    /// Scrubs the store (see the module). Blocking, and long.
-    pub fn scrub(&self, pace: u64, left_over_after: Duration) -> Result<Scrubbed, StoreError> {
+    /// Scrubs the store (see the module), counting in `progress`. Blocking,
+    /// and long; one at a time.
+    pub fn scrub(&self, pace: u64, left_over_after: Duration, progress: &Progress) -> Result<Scrubbed, StoreError> {
+        if !progress.start(self.index().blob_bytes()) {
+            return Err(StoreError::Busy("a verify of the cache is already running"));
+        }
+        let _running = Running(progress);
         let mut scrubbed = Scrubbed::default();
         let mut bad = HashSet::new();
+        let read = |bytes: u64| {
+            progress.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+        };
         self.index().visit_blobs(|sha256, size| {
             scrubbed.checked += 1;
-            let sound =
-                self.blobs().rehash(sha256, pace).is_some_and(|(actual, length)| actual == sha256 && length == size);
+            progress.checked.fetch_add(1, Ordering::Relaxed);
+            let rehashed = self.blobs().rehash(sha256, pace, &read);
+            let sound = rehashed.is_some_and(|(actual, length)| actual == sha256 && length == size);
             if !sound {
                 bad.insert(sha256.to_string());
             }
@@ -93,14 +155,16 @@ mod tests {
         std::fs::write(&orphan, b"nobody's").unwrap();
         std::fs::write(dir.path().join("tmp/123-4.part"), b"half a download").unwrap();
 
-        let scrubbed = store.scrub(u64::MAX, Duration::ZERO).unwrap();
+        let progress = Progress::default();
+        let scrubbed = store.scrub(u64::MAX, Duration::ZERO, &progress).unwrap();
+        assert_eq!(progress.reached(), None, "done");
         assert_eq!((scrubbed.checked, scrubbed.bad, scrubbed.entries_removed), (3, 2, 2));
         assert_eq!((scrubbed.orphans_removed, scrubbed.temps_removed), (1, 1));
         assert!(scrubbed.found_damage());
         assert!(store.lookup("flipped").is_none() && store.lookup("deleted").is_none());
         assert!(store.lookup("sound").is_some());
         assert!(!orphan.exists());
-        let again = store.scrub(u64::MAX, Duration::ZERO).unwrap();
+        let again = store.scrub(u64::MAX, Duration::ZERO, &progress).unwrap();
         assert_eq!(again, Scrubbed { checked: 1, ..Scrubbed::default() }, "clean now");
     }
 
@@ -109,8 +173,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
         std::fs::write(dir.path().join("tmp/123-4.part"), b"a download going on").unwrap();
-        let scrubbed = store.scrub(u64::MAX, LEFT_OVER_AFTER).unwrap();
+        let scrubbed = store.scrub(u64::MAX, LEFT_OVER_AFTER, &Progress::default()).unwrap();
         assert_eq!(scrubbed, Scrubbed::default());
         assert!(dir.path().join("tmp/123-4.part").exists());
+    }
+
+    #[test]
+    fn progress_is_counted_while_it_runs_and_one_runs_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Arc::new(SystemClock)).unwrap();
+        store.put("a", &[7; 3000], vec![], Class::Immutable).unwrap();
+        let progress = Progress::default();
+        assert!(progress.start(10));
+        assert!(matches!(store.scrub(u64::MAX, Duration::ZERO, &progress), Err(StoreError::Busy(_))));
+        assert_eq!(progress.reached(), Some(Reached { checked: 0, bytes_read: 0, bytes_total: 10 }));
+        progress.running.store(false, Ordering::Release);
+        let seen = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            scope.spawn(|| store.scrub(6000, Duration::ZERO, &progress).unwrap());
+            for _ in 0..50 {
+                seen.lock().unwrap().extend(progress.reached());
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let seen = seen.into_inner().unwrap();
+        assert!(seen.iter().any(|reached| reached.bytes_total == 3000), "{seen:?}");
+        assert!(seen.windows(2).all(|pair| pair[0].bytes_read <= pair[1].bytes_read));
+        assert_eq!(progress.reached(), None);
     }
 }

@@ -56,6 +56,8 @@ pub struct Store {
     /// Keys whose entry was found without its body, dropped at the next
     /// upkeep.
     damaged: std::sync::Mutex<Vec<String>>,
+    /// How far the scrub in progress is.
+    scrubbing: crate::scrub::Progress,
 }
 
 /// What an eviction did.
@@ -85,6 +87,7 @@ impl Store {
             full: Default::default(),
             quota: Default::default(),
             damaged: Default::default(),
+            scrubbing: Default::default(),
         };
         Ok(store)
     }
@@ -95,6 +98,11 @@ impl Store {
 
     pub(crate) fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// How far the scrub in progress is.
+    pub fn scrubbing(&self) -> &crate::scrub::Progress {
+        &self.scrubbing
     }
 
     /// The clock that dates entries.
@@ -120,7 +128,8 @@ impl Store {
                 return None;
             }
         };
-        if self.blobs.blob_len(&entry.sha256) != Some(entry.size) {
+        // Opening it checks it, and keeps the handle for the hit that asked.
+        if self.open_body(&entry).is_err() {
             tracing::warn!(key, sha256 = entry.sha256, "a cached body is missing or damaged: not served, dropped");
             self.damaged.lock().unwrap_or_else(|p| p.into_inner()).push(key.to_string());
             return None;
@@ -130,9 +139,18 @@ impl Store {
     }
 
     /// The body of `entry`, for positioned reads (a held handle when there
-    /// is one).
+    /// is one); an error when the blob is missing or not of the entry's
+    /// length.
     pub fn open_body(&self, entry: &Entry) -> std::io::Result<Arc<File>> {
-        self.open_files.get_or_open(&entry.sha256, || self.blobs.open_blob(&entry.sha256))
+        self.open_files.get_or_open(&entry.sha256, || {
+            let file = self.blobs.open_blob(&entry.sha256)?;
+            match file.metadata()?.len() == entry.size {
+                true => Ok(file),
+                false => {
+                    Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the blob is not of its entry's length"))
+                }
+            }
+        })
     }
 
     fn delete_blob(&self, sha256: &str) {

@@ -2,9 +2,13 @@
 //! evicted down to the quota's low-water mark, by the daemon itself over
 //! its control sockets (so nothing races its own writes).
 
+use std::io::IsTerminal;
+use std::time::Duration;
+
 use http::Method;
 use pkgproxy_control::{
-    CacheEntry, CacheVerified, ControlClient, Removed, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
+    CacheEntry, CacheVerified, ControlClient, Removed, VerifyProgress, CACHE_ENTRIES_PATH, CACHE_GC_PATH,
+    CACHE_VERIFY_PATH,
 };
 
 /// What `pkgproxyctl cache` does.
@@ -59,7 +63,10 @@ pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlCl
         }
         CacheCommand::Verify => {
             eprintln!("reading every cached body back (hits are served meanwhile)...");
-            let found: CacheVerified = admin.json(Method::POST, CACHE_VERIFY_PATH, None).await?;
+            let found = match std::io::stderr().is_terminal() {
+                true => verify_with_progress_bar(admin).await?,
+                false => admin.json(Method::POST, CACHE_VERIFY_PATH, None).await?,
+            };
             println!(
                 "checked {} bodies: {} bad ({} entries dropped), {} left-over bodies and {} temporary files deleted, {} freed",
                 found.checked,
@@ -73,6 +80,32 @@ pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlCl
         }
     }
     Ok(true)
+}
+
+/// Runs the verify, drawing how far it is on the terminal as it goes.
+async fn verify_with_progress_bar(admin: &ControlClient) -> anyhow::Result<CacheVerified> {
+    let style =
+        indicatif::ProgressStyle::with_template("{bar:40} {percent:>3}% {bytes}/{total_bytes}, {msg}, {eta} left")?;
+    let bar = indicatif::ProgressBar::new(0).with_style(style);
+    let verify = admin.json::<CacheVerified>(Method::POST, CACHE_VERIFY_PATH, None);
+    tokio::pin!(verify);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            found = &mut verify => {
+                bar.finish_and_clear();
+                return Ok(found?);
+            }
+            _ = tick.tick() => {
+                let progress = admin.json::<VerifyProgress>(Method::GET, CACHE_VERIFY_PATH, None).await;
+                if let Ok(Some(progress)) = progress.as_ref().map(|p| p.running.then_some(p)) {
+                    bar.set_length(progress.bytes_total);
+                    bar.set_position(progress.bytes_read);
+                    bar.set_message(format!("{} bodies", progress.checked));
+                }
+            }
+        }
+    }
 }
 
 fn encoded(text: &str) -> String {

@@ -12,7 +12,7 @@ mod messages;
 pub use client::{ControlClient, ControlError};
 pub use messages::{
     CacheEntry, CacheVerified, ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo, OfflineReport, PoolInfo,
-    Removed, ShadowInfo, UpstreamReport,
+    Removed, ShadowInfo, UpstreamReport, VerifyProgress,
 };
 
 /// `GET`: the daemon's version, cache, counters and state ([`Info`]).
@@ -26,7 +26,8 @@ pub const METRICS_PATH: &str = "/metrics";
 pub const CACHE_ENTRIES_PATH: &str = "/pkgproxy/v1/cache/entries";
 /// `POST`: evict now, down to the low-water mark (admin socket).
 pub const CACHE_GC_PATH: &str = "/pkgproxy/v1/cache/gc";
-/// `POST`: read every blob back and repair what is wrong (admin socket).
+/// `POST`: read every blob back and repair what is wrong (admin socket);
+/// `GET`: how far the one running is ([`VerifyProgress`], either socket).
 pub const CACHE_VERIFY_PATH: &str = "/pkgproxy/v1/cache/verify";
 /// What the body of a `PUT` to [`OFFLINE_PATH`] from the snap's configure
 /// hook says in `from`.

@@ -73,6 +73,19 @@ pub struct CacheVerified {
     pub bytes_freed: u64,
 }
 
+/// How far the verify in progress is (`GET` on the verify endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct VerifyProgress {
+    /// Whether a verify is running.
+    pub running: bool,
+    /// Blobs read back so far.
+    pub checked: usize,
+    /// Bytes read back so far.
+    pub bytes_read: u64,
+    /// Bytes of every blob named when it started.
+    pub bytes_total: u64,
+}
+
 /// What a removal or an eviction did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Removed {

@@ -29,7 +29,7 @@ use tables::{Tables, Totals, BLOBS, ENTRIES, USES};
 
 /// Memory redb may keep of the file's pages; the rest is read from the
 /// operating system's page cache when asked for.
-const PAGE_CACHE_BYTES: usize = 16 << 20;
+const PAGE_CACHE_BYTES: usize = 8 << 20;
 
 /// The persistent key → entry map.
 pub struct Index {

@@ -180,6 +180,16 @@ async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports
     let clean = verify();
     assert!(clean.status.success(), "{}", String::from_utf8_lossy(&clean.stdout));
     assert!(String::from_utf8_lossy(&clean.stdout).contains(" 0 bad"));
+
+    // Its progress, for a progress bar, on either socket: none running now.
+    let progress = std::process::Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(daemon.stats_socket())
+        .arg("http://pkgproxy/pkgproxy/v1/cache/verify")
+        .output()
+        .unwrap();
+    let progress: serde_json::Value = serde_json::from_slice(&progress.stdout).unwrap();
+    assert_eq!(progress["running"], false, "{progress}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -257,4 +267,40 @@ async fn a_download_going_on_during_cache_verify_is_unaffected() {
     origin.clear_requests();
     let hit = send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await;
     assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"), "and was cached");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_kill_9_every_entry_is_intact_and_only_recent_uses_may_be_lost() {
+    let image = LxdImage::build("kill", None);
+    let (origin, mut daemon, addr) = relay(&image, "").await;
+    let files = origin.items("20240101");
+    for (path, _, _) in &files {
+        assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
+    }
+    let before = String::from_utf8_lossy(&ctl(&daemon, &["cache", "ls", "--json"]).stdout).into_owned();
+    let before: Vec<serde_json::Value> = serde_json::from_str(&before).unwrap();
+    // A hit whose use is only in memory, then no chance to write it.
+    let (first, _, _) = &files[0];
+    assert_eq!(send(&addr, "GET", &format!("/lxd/test/{first}"), &[], b"").await.status, 200);
+    daemon.kill9();
+    daemon.start_again().await;
+    let addr = daemon.proxy_addr().to_string();
+
+    let after = String::from_utf8_lossy(&ctl(&daemon, &["cache", "ls", "--json"]).stdout).into_owned();
+    let after: Vec<serde_json::Value> = serde_json::from_str(&after).unwrap();
+    let keys = |entries: &[serde_json::Value]| {
+        let mut keys: Vec<String> = entries.iter().map(|e| e["key"].as_str().unwrap().to_string()).collect();
+        keys.sort();
+        keys
+    };
+    assert_eq!(keys(&after), keys(&before), "every entry is still there");
+    origin.clear_requests();
+    for (path, sha256, _) in &files {
+        let answer = send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await;
+        assert_eq!(answer.header("x-pkgproxy-cache"), Some("hit"), "{path}");
+        assert_eq!(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&answer.body)), *sha256, "{path}: its bytes");
+    }
+    assert_eq!(origin.file_requests(), 0);
+    let verified = ctl(&daemon, &["cache", "verify"]);
+    assert!(verified.status.success(), "nothing to repair: {}", String::from_utf8_lossy(&verified.stdout));
 }

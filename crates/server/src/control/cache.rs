@@ -70,6 +70,19 @@ pub fn verify(state: &Arc<State>) -> Result<pkgproxy_control::CacheVerified, Str
     })
 }
 
+/// How far the verify in progress is.
+pub fn verifying(state: &State) -> pkgproxy_control::VerifyProgress {
+    match state.cache.scrub_reached() {
+        Some(reached) => pkgproxy_control::VerifyProgress {
+            running: true,
+            checked: reached.checked,
+            bytes_read: reached.bytes_read,
+            bytes_total: reached.bytes_total,
+        },
+        None => pkgproxy_control::VerifyProgress::default(),
+    }
+}
+
 /// Evicts now, down to the quota's low-water mark. Blocking.
 pub fn collect(state: &Arc<State>) -> Result<Removed, String> {
     state.cache.collect(&state.settings.quota, &state.sides).map(removed).map_err(|error| error.to_string())

@@ -62,11 +62,13 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
         }
         (&Method::POST, CACHE_GC_PATH) if role == Role::Admin => blocking(state, cache::collect).await,
         (&Method::POST, CACHE_VERIFY_PATH) if role == Role::Admin => blocking(state, cache::verify).await,
+        (&Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state)),
         (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH | CACHE_VERIFY_PATH) if role == Role::Stats => {
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the cache on the admin socket")
         }
         (_, CACHE_ENTRIES_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or DELETE"),
-        (_, CACHE_GC_PATH | CACHE_VERIFY_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (_, CACHE_GC_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (_, CACHE_VERIFY_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST, or GET for its progress"),
         _ => {
             let what = match role {
                 Role::Stats => "stats socket",
