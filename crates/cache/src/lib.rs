@@ -38,6 +38,8 @@ pub use store::{Evicted, Record, Store};
 pub struct Cache {
     store: Arc<Store>,
     fetches: Arc<fetch::Fetches>,
+    /// How far the scrub in progress is.
+    scrubbing: Arc<scrub::Progress>,
 }
 
 impl Cache {
@@ -46,7 +48,7 @@ impl Cache {
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         let store = Arc::new(Store::open(dir, clock)?);
         let fetches = fetch::Fetches::new(Arc::clone(&store));
-        Ok(Cache { store, fetches })
+        Ok(Cache { store, fetches, scrubbing: Arc::default() })
     }
 
     /// The entry for `key`, if any (from memory when asked for lately).
@@ -155,12 +157,12 @@ impl Cache {
     /// Reads every blob back and repairs what is wrong (see [`scrub`]).
     /// Blocking, and long.
     pub fn scrub(&self) -> Result<scrub::Scrubbed, StoreError> {
-        self.store.scrub(scrub::PACE, scrub::LEFT_OVER_AFTER, self.store.scrubbing())
+        self.store.scrub(scrub::PACE, scrub::LEFT_OVER_AFTER, &self.scrubbing)
     }
 
     /// How far the scrub in progress is; `None` when none is running.
     pub fn scrub_reached(&self) -> Option<scrub::Reached> {
-        self.store.scrubbing().reached()
+        self.scrubbing.reached()
     }
 
     /// Calls `visit` with every entry whose key starts with `prefix`, and

@@ -56,8 +56,6 @@ pub struct Store {
     /// Keys whose entry was found without its body, dropped at the next
     /// upkeep.
     damaged: std::sync::Mutex<Vec<String>>,
-    /// How far the scrub in progress is.
-    scrubbing: crate::scrub::Progress,
 }
 
 /// What an eviction did.
@@ -87,7 +85,6 @@ impl Store {
             full: Default::default(),
             quota: Default::default(),
             damaged: Default::default(),
-            scrubbing: Default::default(),
         };
         Ok(store)
     }
@@ -98,11 +95,6 @@ impl Store {
 
     pub(crate) fn index(&self) -> &Index {
         &self.index
-    }
-
-    /// How far the scrub in progress is.
-    pub fn scrubbing(&self) -> &crate::scrub::Progress {
-        &self.scrubbing
     }
 
     /// The clock that dates entries.
