@@ -205,6 +205,11 @@ impl Daemon {
         self.admin_client().set_offline(&request).await.expect("the admin socket sets the mode")
     }
 
+    /// The running daemon's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|child| child.id())
+    }
+
     /// `kill -9`: no chance to clean up.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -13,7 +13,8 @@ use futures_util::stream::{self, BoxStream, StreamExt};
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::watch;
 
-use super::{BoxError, Phase, Progress, Spill};
+use super::spill::{Cursor, Spill};
+use super::{BoxError, Phase, Progress};
 use crate::error::FetchError;
 
 /// Bytes read from the temporary file per frame.
@@ -36,6 +37,8 @@ struct Reader {
     file: Arc<File>,
     pos: u64,
     end: Option<u64>,
+    /// Where this reader is, for a spill to keep what it still needs.
+    cursor: Cursor,
 }
 
 /// What the reader may do next, judged from the fetch's progress.
@@ -98,8 +101,13 @@ impl Reader {
     fn read(&mut self, len: u64, spill: Option<&Spill>) -> Result<Bytes, BoxError> {
         let len = match spill {
             Some(spill) if self.pos >= spill.base => {
-                let bytes = spill.read(self.pos, len);
+                let Some(bytes) = spill.read(self.pos, len) else {
+                    return Err(Box::new(std::io::Error::other(
+                        "the body is passed through uncached and this part of it is no longer held: ask again",
+                    )));
+                };
                 self.pos += bytes.len() as u64;
+                self.cursor.moved_to(self.pos);
                 return Ok(bytes);
             }
             Some(spill) => len.min(spill.base - self.pos),
@@ -115,6 +123,9 @@ impl Reader {
         }
         buf.truncate(n);
         self.pos += n as u64;
+        if spill.is_some() {
+            self.cursor.moved_to(self.pos);
+        }
         Ok(Bytes::from(buf))
     }
 }
@@ -125,7 +136,8 @@ fn failure(error: &FetchError) -> BoxError {
 
 impl FetchBody {
     pub(super) fn new(progress: watch::Receiver<Progress>, file: Arc<File>, start: u64, end: Option<u64>) -> Self {
-        let reader = Reader { progress, file, pos: start, end };
+        let cursor = progress.borrow().readers.join(start);
+        let reader = Reader { progress, file, pos: start, end, cursor };
         let stream = stream::unfold(reader, |mut reader| async move {
             let chunk = reader.next_chunk().await?;
             Some((chunk, reader))

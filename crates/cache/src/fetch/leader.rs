@@ -9,11 +9,12 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use tokio::sync::watch;
 
+use super::spill::{self, Spill};
+use super::BodyReader;
 use super::{
     kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, Source, UpstreamBody,
     PASSED_BODY_LIMIT,
 };
-use super::{BodyReader, Spill};
 use crate::blobs::TempBlob;
 use crate::entry::{unix_secs, Entry, Validators};
 use crate::error::FetchError;
@@ -138,7 +139,7 @@ async fn download(
         }
         check_length(&temp, spill.as_deref(), &data, limit)?;
         match &spill {
-            Some(spill) => spilled(&mut temp, spill, &data, progress),
+            Some(spill) => spilled(&mut temp, spill, &data, progress).await,
             None => {
                 if let Err(error) = temp.append(&data) {
                     spill = make_room_or_spill(store, spec, &mut temp, &data, limit, error, progress).await?;
@@ -245,13 +246,10 @@ fn check_length(temp: &TempBlob, spill: Option<&Spill>, data: &Bytes, limit: Opt
     }
 }
 
-/// The most of a body held in memory when the disk has no room for it.
-const SPILL_LIMIT: u64 = 512 * 1024 * 1024;
-
 /// The disk had no room for `data` (`error`): evict what the rest of the
-/// body needs and write it; failing that, hold the rest of the body in
-/// memory for the waiters, to pass it through uncached (still checked
-/// whole). Any other error, or a body too large to hold, fails the fetch.
+/// body needs and write it; failing that, pass the rest of the body
+/// through memory to the waiters, uncached (still checked whole). Any
+/// other error fails the fetch.
 async fn make_room_or_spill(
     store: &Arc<Store>,
     spec: &FetchSpec,
@@ -270,23 +268,27 @@ async fn make_room_or_spill(
     if matches!(room, Ok(Ok(freed)) if freed > 0) && temp.append(data).is_ok() {
         return Ok(None);
     }
-    if rest > SPILL_LIMIT {
-        return Err(error.into());
-    }
     store.report_full(&spec.key);
     let spill = Arc::new(Spill::at(temp.written()));
-    spilled(temp, &spill, data, progress);
+    spilled(temp, &spill, data, progress).await;
     Ok(Some(spill))
 }
 
-/// `data`, which the disk has no room for, held in `spill` and hashed.
-fn spilled(temp: &mut TempBlob, spill: &Arc<Spill>, data: &Bytes, progress: &watch::Sender<Progress>) {
+/// `data`, which the disk has no room for, held in `spill` and hashed;
+/// returns once the spill is back within its window (the slowest waiter
+/// has read enough).
+async fn spilled(temp: &mut TempBlob, spill: &Arc<Spill>, data: &Bytes, progress: &watch::Sender<Progress>) {
     temp.spill(data);
     spill.push(data.clone());
     if progress.borrow().spill.is_none() {
         let shared = Arc::clone(spill);
         progress.send_modify(|p| p.spill = Some(shared));
     }
+    let readers = Arc::clone(&progress.borrow().readers);
+    // The waiters are told of the new bytes before waiting for them.
+    let received = spill.base + spill.len();
+    progress.send_modify(|p| p.written = received);
+    spill::keep_within(spill, &readers, spill::WINDOW).await;
 }
 
 fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &crate::blobs::BodyHashes) -> Result<(), FetchError> {

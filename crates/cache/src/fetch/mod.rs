@@ -19,6 +19,7 @@
 
 mod body;
 mod leader;
+mod spill;
 mod verify;
 
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ pub use verify::{BodyReader, StreamingCheck, Verifier};
 use crate::entry::{Class, Entry, Validators};
 use crate::error::FetchError;
 use crate::store::Store;
+use spill::{Readers, Spill};
 
 pub use crate::error::BoxError;
 /// The body of an upstream answer, as the fetch consumes it.
@@ -180,64 +182,8 @@ struct Progress {
     /// The rest of the body, held in memory, once the disk had no room for
     /// it.
     spill: Option<Arc<Spill>>,
-}
-
-/// The part of a body the disk had no room for: from byte `base` on, in
-/// memory, for the waiters to read as it arrives. Each chunk is kept with
-/// the body offset it ends at, so a read finds its chunk by binary search
-/// and the length is the last end: neither grows with the chunks held.
-#[derive(Debug, Default)]
-pub(crate) struct Spill {
-    base: u64,
-    chunks: Mutex<Vec<(u64, Bytes)>>,
-}
-
-impl Spill {
-    /// A spill from byte `base` on.
-    fn at(base: u64) -> Spill {
-        Spill { base, chunks: Mutex::default() }
-    }
-
-    /// Holds `chunk`, the next bytes of the body.
-    fn push(&self, chunk: Bytes) {
-        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let end = chunks.last().map_or(self.base, |(end, _)| *end) + chunk.len() as u64;
-        chunks.push((end, chunk));
-    }
-
-    /// Bytes held.
-    fn len(&self) -> u64 {
-        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        chunks.last().map_or(0, |(end, _)| end - self.base)
-    }
-
-    /// The bytes held, `from` (at or after `base`) on, at most `len`.
-    fn read(&self, from: u64, len: u64) -> Bytes {
-        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let index = chunks.partition_point(|(end, _)| *end <= from);
-        let Some((end, chunk)) = chunks.get(index) else { return Bytes::new() };
-        let start = (from - (end - chunk.len() as u64)) as usize;
-        let stop = (start as u64 + len).min(chunk.len() as u64) as usize;
-        chunk.slice(start..stop)
-    }
-}
-
-#[cfg(test)]
-mod spill_tests {
-    use super::*;
-
-    #[test]
-    fn a_spill_reads_back_what_it_holds_from_any_offset() {
-        let spill = Spill::at(100);
-        spill.push(Bytes::from_static(b"abc"));
-        spill.push(Bytes::from_static(b"defg"));
-        assert_eq!(spill.len(), 7);
-        assert_eq!(spill.read(100, 10), "abc");
-        assert_eq!(spill.read(101, 1), "b");
-        assert_eq!(spill.read(103, 10), "defg");
-        assert_eq!(spill.read(105, 10), "fg");
-        assert_eq!(spill.read(107, 10), "", "nothing past the end");
-    }
+    /// Where the waiters are reading, so a spill keeps what they need.
+    readers: Arc<Readers>,
 }
 
 /// One fetch in progress, shared by its waiters.
@@ -328,7 +274,8 @@ impl Fetches {
         if let Some(fetch) = inflight.get(&spec.key) {
             return Joined { fetch: Arc::clone(fetch), started: false };
         }
-        let (tx, rx) = watch::channel(Progress { phase: Phase::Asking, written: 0, spill: None });
+        let readers = Arc::default();
+        let (tx, rx) = watch::channel(Progress { phase: Phase::Asking, written: 0, spill: None, readers });
         let fetch = Arc::new(Fetch { key: spec.key.clone(), progress: rx });
         inflight.insert(spec.key.clone(), Arc::clone(&fetch));
         drop(inflight);

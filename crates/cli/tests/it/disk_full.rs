@@ -144,3 +144,47 @@ async fn a_disk_full_to_the_last_byte_costs_the_cache_nothing_once_space_comes_b
     assert_eq!(after.header("x-pkgproxy-cache"), Some("hit"), "and kept across a restart");
     daemon.kill9();
 }
+
+/// The most memory the process `pid` has held, from `/proc`.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_many_times_the_free_space_passes_through_whole_in_bounded_memory() {
+    const MIB: usize = 1 << 20;
+    let image = pkgproxy_testkit::LxdImage::build("large", Some(160 * MIB));
+    let origin = pkgproxy_testkit::FakeSimplestreams::start().await;
+    origin.publish("20240101", &image);
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let mut daemon = pkgproxy_testkit::Daemon::start(crate::common::PKGPROXY, Some(&config)).await;
+    daemon.kill9();
+    let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
+        Ok(disk) => disk,
+        Err(why) => {
+            eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
+            return;
+        }
+    };
+    daemon.restart().await;
+    let addr = daemon.proxy_addr().to_string();
+    let send = pkgproxy_testkit::client::send;
+    let index = send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await;
+    assert_eq!(index.status, 200, "{}", daemon.log());
+    let items = origin.items("20240101");
+    let (path, _, _) = items.iter().find(|(path, _, _)| path.ends_with(".squashfs")).unwrap();
+
+    // Two clients at once: the download goes as fast as the slower reads.
+    let url = format!("/lxd/test/{path}");
+    let (first, second) = tokio::join!(send(&addr, "GET", &url, &[], b""), send(&addr, "GET", &url, &[], b""));
+    for answer in [&first, &second] {
+        assert_eq!((answer.status, answer.complete), (200, true));
+        assert!(answer.body == image.squashfs, "the whole body, right");
+    }
+    let peak = peak_rss(daemon.pid().unwrap());
+    assert!(peak < 120 * MIB as u64, "memory stays within the spill's window: {} MiB", peak >> 20);
+    assert!(daemon.log().contains("disk is full"), "{}", daemon.log());
+    daemon.kill9();
+}
