@@ -8,7 +8,6 @@
 //! nothing of keys; the index maps keys to blobs.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -93,6 +92,8 @@ impl BlobStore {
     /// Makes a finished temporary file a blob: fsync, rename into place,
     /// fsync the folder. Blocking; call it off the async threads.
     pub fn promote(&self, mut temp: TempBlob, sha256: &str) -> Result<PathBuf, StoreError> {
+        // What a failed write left past the body goes.
+        temp.file.set_len(temp.written).map_err(|e| StoreError::io("truncate", &temp.path, e))?;
         temp.file.sync_all().map_err(|e| StoreError::io("fsync", &temp.path, e))?;
         let target = self.path(sha256);
         let dir = target.parent().unwrap_or(&self.blobs).to_path_buf();
@@ -199,9 +200,13 @@ pub struct BodyHashes {
 }
 
 impl TempBlob {
-    /// Appends bytes, updating the hashes.
+    /// Appends bytes, updating the hashes. Written at their place in the
+    /// body, not at the file's cursor: a write the disk had room for only
+    /// part of leaves those bytes past the end, where a retry overwrites
+    /// them, and never shifts what follows.
     pub fn append(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
-        (&*self.file).write_all(chunk).map_err(|e| StoreError::io("write", &self.path, e))?;
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(chunk, self.written).map_err(|e| StoreError::io("write", &self.path, e))?;
         self.sha256.update(chunk);
         self.sha512.update(chunk);
         self.written += chunk.len() as u64;
@@ -261,6 +266,28 @@ mod tests {
         store.promote(temp, &hashes.sha256).unwrap();
         assert_eq!(fs::read(store.path(&hashes.sha256)).unwrap(), b"hello world");
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn what_a_write_left_past_the_body_is_overwritten_by_the_retry_and_cut_at_promotion() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path()).unwrap();
+        let mut temp = store.temp().unwrap();
+        temp.append(b"head ").unwrap();
+        // What a write the disk had room for only part of leaves: two
+        // bytes past the body, and the call failed.
+        temp.file.write_all_at(b"bo", temp.written).unwrap();
+        temp.append(b"body").unwrap();
+        let sha = temp.hashes().sha256;
+        let path = store.promote(temp, &sha).unwrap();
+        assert_eq!(fs::read(path).unwrap(), b"head body");
+
+        let mut temp = store.temp().unwrap();
+        temp.append(b"whole").unwrap();
+        temp.file.write_all_at(b"left over", temp.written).unwrap();
+        let sha = temp.hashes().sha256;
+        assert_eq!(fs::read(store.promote(temp, &sha).unwrap()).unwrap(), b"whole", "nothing past the body");
     }
 
     #[test]
