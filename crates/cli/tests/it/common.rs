@@ -1,6 +1,8 @@
 //! What the end-to-end tests share: the daemon binary, the shared test
 //! repository and an origin serving it, and configuration snippets.
 
+use std::path::Path;
+
 use pkgproxy_control::Info;
 use pkgproxy_metrics::UpstreamCounter;
 
@@ -70,4 +72,18 @@ pub fn sha256_file(path: &std::path::Path) -> String {
 pub fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The bytes the cache takes on disk: its blobs and its index.
+pub fn on_disk(cache: &Path) -> u64 {
+    fn walk(path: &Path) -> u64 {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                std::fs::read_dir(path).map(|dir| dir.flatten().map(|e| walk(&e.path())).sum()).unwrap_or(0)
+            }
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        }
+    }
+    walk(&cache.join("blobs")) + walk(&cache.join("index.redb"))
 }

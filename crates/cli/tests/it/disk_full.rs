@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::common::{origin_and_daemon, sha256, sha256_file};
 use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
-use pkgproxy_testkit::eventually;
+use pkgproxy_testkit::{eventually, Daemon};
 
 /// A tmpfs mounted over a folder, unmounted when dropped.
 struct SmallDisk {
@@ -31,6 +31,24 @@ impl SmallDisk {
     }
 }
 
+impl SmallDisk {
+    /// Restarts `daemon` with its cache on an 8 MiB tmpfs; `None` (said
+    /// as a skip) where mounting is not allowed.
+    async fn under(daemon: &mut Daemon) -> Option<SmallDisk> {
+        daemon.kill9();
+        match SmallDisk::mount(&daemon.cache_dir(), "8m") {
+            Ok(disk) => {
+                daemon.restart().await;
+                Some(disk)
+            }
+            Err(why) => {
+                eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
+                None
+            }
+        }
+    }
+}
+
 impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.at).status();
@@ -40,15 +58,7 @@ impl Drop for SmallDisk {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_download_that_does_not_fit_is_passed_through_whole_and_the_rest_is_cached() {
     let (repo, origin, mut daemon) = origin_and_daemon().await;
-    daemon.kill9();
-    let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
-        Ok(disk) => disk,
-        Err(why) => {
-            eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
-            return;
-        }
-    };
-    daemon.restart().await;
+    let Some(_disk) = SmallDisk::under(&mut daemon).await else { return };
 
     let big = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
     let answer = proxy_get(daemon.proxy_addr(), &big, &[]).await;
@@ -105,15 +115,7 @@ fn fill(dir: &Path) -> PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_disk_full_to_the_last_byte_costs_the_cache_nothing_once_space_comes_back() {
     let (repo, origin, mut daemon) = origin_and_daemon().await;
-    daemon.kill9();
-    let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
-        Ok(disk) => disk,
-        Err(why) => {
-            eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
-            return;
-        }
-    };
-    daemon.restart().await;
+    let Some(_disk) = SmallDisk::under(&mut daemon).await else { return };
     let url = |name: &str| format!("{}{}", origin.url(), repo.deb_url_path(name));
     let cached = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small1"), &[]).await;
     assert_eq!(cached.status, 200);
@@ -159,16 +161,8 @@ async fn a_body_many_times_the_free_space_passes_through_whole_in_bounded_memory
     let origin = pkgproxy_testkit::FakeSimplestreams::start().await;
     origin.publish("20240101", &image);
     let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
-    let mut daemon = pkgproxy_testkit::Daemon::start(crate::common::PKGPROXY, Some(&config)).await;
-    daemon.kill9();
-    let _disk = match SmallDisk::mount(&daemon.cache_dir(), "8m") {
-        Ok(disk) => disk,
-        Err(why) => {
-            eprintln!("SKIPPED: cannot mount a small tmpfs for the cache ({why})");
-            return;
-        }
-    };
-    daemon.restart().await;
+    let mut daemon = Daemon::start(crate::common::PKGPROXY, Some(&config)).await;
+    let Some(_disk) = SmallDisk::under(&mut daemon).await else { return };
     let addr = daemon.proxy_addr().to_string();
     let send = pkgproxy_testkit::client::send;
     let index = send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await;

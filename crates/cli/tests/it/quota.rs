@@ -3,29 +3,14 @@
 //! than fit go through it, keeping the most recently used; an evicted file
 //! is fetched again and served correctly.
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::common::PKGPROXY;
+use crate::common::{on_disk, PKGPROXY};
 use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::send;
 use pkgproxy_testkit::{eventually, Daemon, FakeSimplestreams, LxdImage};
 
 const MIB: u64 = 1 << 20;
-
-/// The bytes the cache takes on disk: its blobs and its index.
-fn on_disk(cache: &Path) -> u64 {
-    fn walk(path: &Path) -> u64 {
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                std::fs::read_dir(path).map(|dir| dir.flatten().map(|e| walk(&e.path())).sum()).unwrap_or(0)
-            }
-            Ok(meta) => meta.len(),
-            Err(_) => 0,
-        }
-    }
-    walk(&cache.join("blobs")) + walk(&cache.join("index.redb"))
-}
 
 /// `pkgproxyctl ARGS` against `daemon`'s sockets.
 fn ctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {

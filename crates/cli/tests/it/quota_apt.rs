@@ -4,30 +4,15 @@
 //! index files of an older Release) goes before anything a client may
 //! still want.
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{archive, PKGPROXY};
+use crate::common::{archive, on_disk, PKGPROXY};
 use pkgproxy_control::CacheEntry;
 use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
 use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin};
 
 const MIB: u64 = 1 << 20;
-
-/// The bytes the cache takes on disk: its blobs and its index.
-fn on_disk(cache: &Path) -> u64 {
-    fn walk(path: &Path) -> u64 {
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                std::fs::read_dir(path).map(|dir| dir.flatten().map(|e| walk(&e.path())).sum()).unwrap_or(0)
-            }
-            Ok(meta) => meta.len(),
-            Err(_) => 0,
-        }
-    }
-    walk(&cache.join("blobs")) + walk(&cache.join("index.redb"))
-}
 
 /// The entries `daemon` lists, over its stats socket.
 fn listed(daemon: &Daemon) -> Vec<CacheEntry> {
