@@ -61,7 +61,10 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             blocking(state, move |state| cache::remove(state, &pattern)).await
         }
         (&Method::POST, CACHE_GC_PATH) if role == Role::Admin => blocking(state, cache::collect).await,
-        (&Method::POST, CACHE_VERIFY_PATH) if role == Role::Admin => blocking(state, cache::verify).await,
+        (&Method::POST, CACHE_VERIFY_PATH) if role == Role::Admin => match state.cache.scrub_reached() {
+            Some(_) => error(StatusCode::CONFLICT, "a verify of the cache is already running"),
+            None => blocking(state, cache::verify).await,
+        },
         (&Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state)),
         (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH | CACHE_VERIFY_PATH) if role == Role::Stats => {
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the cache on the admin socket")
