@@ -285,13 +285,34 @@ async fn shutdown_signal() {
 }
 
 async fn serve(daemon: Daemon) -> anyhow::Result<()> {
-    let listeners = Listeners {
-        proxy: bind_proxy(daemon.addr).context("-addr")?,
-        stats: bind_socket(&daemon.stats_socket, 0o666).context("-stats-socket-path")?,
-        admin: bind_socket(&daemon.admin_socket, 0o600).context("-admin-socket-path")?,
+    let passed = crate::systemd::passed_sockets()?;
+    if passed.proxy.is_some() {
+        tracing::info!("listening on the proxy socket systemd passed; -addr is not bound");
+    }
+    // Socket files this process made, removed when it stops (never those
+    // systemd holds).
+    let mut made = Vec::new();
+    let mut control = |passed: Option<std::os::unix::net::UnixListener>, path: &Path, mode, flag: &str| {
+        let listener = match passed {
+            Some(passed) => UnixListener::from_std(passed).with_context(|| flag.to_string())?,
+            None => {
+                made.push(path.to_path_buf());
+                bind_socket(path, mode).with_context(|| flag.to_string())?
+            }
+        };
+        anyhow::Ok(listener)
     };
-    let result = pkgproxy_server::run(daemon.settings, listeners, shutdown_signal()).await;
-    for socket in [&daemon.stats_socket, &daemon.admin_socket] {
+    let listeners = Listeners {
+        stats: control(passed.stats, &daemon.stats_socket, 0o666, "-stats-socket-path")?,
+        admin: control(passed.admin, &daemon.admin_socket, 0o600, "-admin-socket-path")?,
+        proxy: passed.proxy.map_or_else(|| bind_proxy(daemon.addr).context("-addr"), Ok)?,
+    };
+    let shutdown = async {
+        shutdown_signal().await;
+        crate::systemd::stopping();
+    };
+    let result = pkgproxy_server::run(daemon.settings, listeners, shutdown, crate::systemd::ready).await;
+    for socket in made {
         let _ = std::fs::remove_file(socket);
     }
     Ok(result?)

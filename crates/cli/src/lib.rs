@@ -8,3 +8,4 @@ pub mod ctl;
 pub mod daemon;
 mod paths;
 mod setup;
+mod systemd;

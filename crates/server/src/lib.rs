@@ -131,11 +131,13 @@ fn proxy_thread(number: usize, token: CancellationToken, tracker: TaskTracker) -
 }
 
 /// Runs the server until `shutdown` completes, then lets requests in flight
-/// finish (for up to ten seconds).
+/// finish (for up to ten seconds). `ready` is called with a one-line
+/// summary once the cache is open and the listeners serve.
 pub async fn run(
     settings: Settings,
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
+    ready: impl FnOnce(&str),
 ) -> Result<(), ServerError> {
     let listen = listeners.proxy.local_addr().map_err(ServerError::Listener)?;
     let state = Arc::new(State::open(settings, listen).await?);
@@ -165,6 +167,9 @@ pub async fn run(
     for (listener, role) in [(listeners.stats, control::Role::Stats), (listeners.admin, control::Role::Admin)] {
         tracker.spawn(gateway::serve_control(listener, Arc::clone(&state), role, token.clone(), tracker.clone()));
     }
+    // The listeners are listening and the cache is open: connections
+    // already wait in the backlog.
+    ready(&format!("serving on {listen}: {entries} cached entries, {} MB", bytes / 1_000_000));
     shutdown.await;
     tracing::info!("shutting down");
     token.cancel();

@@ -64,7 +64,7 @@ impl Server {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            if let Err(error) = pkgproxy_server::run(settings, listeners, shutdown).await {
+            if let Err(error) = pkgproxy_server::run(settings, listeners, shutdown, |_| {}).await {
                 panic!("the server stopped: {error}");
             }
         });

@@ -23,4 +23,5 @@ mod registry_client;
 mod shadow;
 mod shared_fetch;
 mod snap_client;
+mod systemd;
 mod upstream_pools;
