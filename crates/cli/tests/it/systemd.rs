@@ -84,3 +84,37 @@ async fn a_listening_socket_passed_as_fd_3_is_served_and_no_address_is_bound() {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     assert!(child.wait().unwrap().success(), "a clean stop");
 }
+
+/// `systemd-analyze ARGS` in `dir`, where it is installed.
+fn systemd_analyze(dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    Command::new("systemd-analyze").args(args).current_dir(dir).output().ok()
+}
+
+#[test]
+fn the_units_pass_systemd_analyze_verify_and_expose_little() {
+    let units = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/systemd");
+    let dir = tempfile::tempdir().unwrap();
+    for unit in ["pkgproxy.service", "pkgproxy.socket"] {
+        let text = std::fs::read_to_string(units.join(unit)).unwrap();
+        // The binary as built here stands for the installed one.
+        let text = text.replace("ExecStart=/usr/bin/pkgproxy", &format!("ExecStart={PKGPROXY}"));
+        std::fs::write(dir.path().join(unit), text).unwrap();
+    }
+    let Some(verified) = systemd_analyze(dir.path(), &["verify", "--man=no", "pkgproxy.service", "pkgproxy.socket"])
+    else {
+        eprintln!("SKIPPED: systemd-analyze is not installed");
+        return;
+    };
+    let said = String::from_utf8_lossy(&verified.stderr).into_owned() + &String::from_utf8_lossy(&verified.stdout);
+    assert!(verified.status.success() && said.trim().is_empty(), "{said}");
+
+    let security = systemd_analyze(dir.path(), &["security", "--offline=yes", "pkgproxy.service"]).unwrap();
+    let report = String::from_utf8_lossy(&security.stdout).into_owned();
+    let level = report
+        .lines()
+        .find_map(|line| line.split("Overall exposure level for pkgproxy.service: ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|level| level.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no exposure level in:\n{report}"));
+    assert!(level <= 2.0, "exposure {level}, more than a network daemon writing only its cache needs:\n{report}");
+}
