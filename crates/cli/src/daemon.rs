@@ -97,6 +97,12 @@ struct Flags {
     /// evicted beyond it (over [cache] max_size). Default: unlimited.
     #[arg(long, env = "PKGPROXY_CACHE_MAX_SIZE", value_name = "SIZE")]
     cache_max_size: Option<String>,
+
+    /// On SIGTERM or SIGINT, how long requests in flight and their downloads may
+    /// take to finish before pkgproxy exits anyway, e.g. 30s. A second signal
+    /// exits at once. Default: 30s.
+    #[arg(long, env = "PKGPROXY_SHUTDOWN_GRACE", value_name = "DURATION")]
+    shutdown_grace: Option<String>,
 }
 
 /// Where a flag's value came from, for error messages.
@@ -124,12 +130,10 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     let addr = parse_addr(&flags.addr).with_context(|| source_of(&matches, "addr", "PKGPROXY_ADDR"))?;
     let log_filter = log_filter(flags.log_level.as_deref())
         .with_context(|| source_of(&matches, "log_level", "PKGPROXY_LOG_LEVEL"))?;
-    let apt_index_ttl = flags
-        .apt_index_ttl
-        .as_deref()
-        .map(|v| humantime::parse_duration(v).with_context(|| format!("{v:?} is not a duration (e.g. 5m, 30s)")))
-        .transpose()
+    let apt_index_ttl = duration(flags.apt_index_ttl.as_deref())
         .with_context(|| source_of(&matches, "apt_index_ttl", "PKGPROXY_APT_INDEX_TTL"))?;
+    let shutdown_grace = duration(flags.shutdown_grace.as_deref())
+        .with_context(|| source_of(&matches, "shutdown_grace", "PKGPROXY_SHUTDOWN_GRACE"))?;
     let file = match &flags.config {
         Some(path) => ConfigFile::load(path).with_context(|| source_of(&matches, "config", "PKGPROXY_CONFIG"))?,
         None => ConfigFile::default(),
@@ -152,11 +156,20 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     };
     let cache_max_size = flags.cache_max_size.clone();
     let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline, cache_max_size };
-    let settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
+    let mut settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),
     })?;
+    if let Some(grace) = shutdown_grace {
+        settings.shutdown_grace = grace;
+    }
     Ok(Daemon { addr, stats_socket, admin_socket, log_filter, settings })
+}
+
+fn duration(value: Option<&str>) -> anyhow::Result<Option<std::time::Duration>> {
+    value
+        .map(|v| humantime::parse_duration(v).with_context(|| format!("{v:?} is not a duration (e.g. 5m, 30s)")))
+        .transpose()
 }
 
 /// pkgproxy's own snap keeps the offline mode in its settings; a snap that
@@ -274,6 +287,9 @@ fn bind_socket(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
     Ok(listener)
 }
 
+/// Completes at the first SIGTERM or SIGINT; a second one exits the
+/// process at once (nothing partial enters the cache either way: a
+/// download is committed only whole).
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -282,6 +298,14 @@ async fn shutdown_signal() {
         _ = term.recv() => {}
         _ = int.recv() => {}
     }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::warn!("a second stop signal: exiting now");
+        std::process::exit(1);
+    });
 }
 
 async fn serve(daemon: Daemon) -> anyhow::Result<()> {

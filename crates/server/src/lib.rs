@@ -60,7 +60,7 @@ mod upkeep;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pkgproxy_cache::{Cache, StoreError};
 use pkgproxy_sides::{OpenError, Sides};
@@ -73,9 +73,6 @@ use tokio_util::task::TaskTracker;
 
 pub use config::Settings;
 use state::State;
-
-/// How long in-flight requests get to finish after shutdown is asked for.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The sockets the server serves.
 #[derive(Debug)]
@@ -131,7 +128,7 @@ fn proxy_thread(number: usize, token: CancellationToken, tracker: TaskTracker) -
 }
 
 /// Runs the server until `shutdown` completes, then lets requests in flight
-/// finish (for up to ten seconds). `ready` is called with a one-line
+/// finish (for up to the settings' grace period). `ready` is called with a one-line
 /// summary once the cache is open and the listeners serve.
 pub async fn run(
     settings: Settings,
@@ -174,8 +171,9 @@ pub async fn run(
     tracing::info!("shutting down");
     token.cancel();
     tracker.close();
-    if tokio::time::timeout(DRAIN_TIMEOUT, tracker.wait()).await.is_err() {
-        tracing::warn!("requests still in flight after {} s; stopping anyway", DRAIN_TIMEOUT.as_secs());
+    let grace = state.settings.shutdown_grace;
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!("requests still in flight after {}; stopping anyway", humantime::format_duration(grace));
     }
     Ok(())
 }

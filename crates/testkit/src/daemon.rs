@@ -218,14 +218,14 @@ impl Daemon {
         }
     }
 
-    /// `SIGTERM`, and waits for it to stop, as a service manager does.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // SAFETY: signalling a child this process started and has not
-            // reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            child.wait().expect("reap");
-        }
+    /// `SIGTERM`, and waits for it to stop, as a service manager does;
+    /// how it exited (`None`: it was not running).
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: signalling a child this process started and has not
+        // reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        Some(child.wait().expect("reap"))
     }
 
     /// Starts the daemon again on the same cache, stopped or not.

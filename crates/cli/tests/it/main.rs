@@ -23,5 +23,6 @@ mod registry_client;
 mod shadow;
 mod shared_fetch;
 mod snap_client;
+mod stop;
 mod systemd;
 mod upstream_pools;

@@ -56,7 +56,12 @@ pub struct Settings {
     pub tls: crate::tls::Source,
     /// The limits the cache keeps to.
     pub quota: pkgproxy_cache::Quota,
+    /// How long requests in flight may take to finish once a stop is asked.
+    pub shutdown_grace: std::time::Duration,
 }
+
+/// How long requests in flight may take to finish at a stop, by default.
+pub const DEFAULT_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Settings that cannot be used, naming the key at fault.
 #[derive(Debug, thiserror::Error)]
@@ -220,6 +225,7 @@ impl Settings {
             auto_offline: overrides.auto_offline,
             shadows,
             clock: Arc::new(SystemClock),
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         })
     }
 }
