@@ -241,6 +241,11 @@ impl Fetch {
         }
     }
 
+    /// Whether the body passes through memory and its start is gone.
+    fn lost_its_start(&self) -> bool {
+        self.progress.borrow().spill.as_ref().is_some_and(|spill| spill.lost_its_start())
+    }
+
     /// The bytes `start..end` (`end`: to the end of the body) of a body being
     /// downloaded, streamed as they arrive.
     pub fn body(&self, head: &Head, start: u64, end: Option<u64>) -> FetchBody {
@@ -271,7 +276,10 @@ impl Fetches {
     /// task.
     pub fn join(self: &Arc<Self>, spec: FetchSpec, make: impl FnOnce() -> Box<dyn Source>) -> Joined {
         let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(fetch) = inflight.get(&spec.key) {
+        // A fetch passing its body through whose start is gone (the disk
+        // was full and the body larger than the spill's window) cannot be
+        // joined: this client gets a fetch of its own.
+        if let Some(fetch) = inflight.get(&spec.key).filter(|fetch| !fetch.lost_its_start()) {
             return Joined { fetch: Arc::clone(fetch), started: false };
         }
         let readers = Arc::default();

@@ -85,16 +85,23 @@ impl Spill {
         Some(chunk.slice(start..stop))
     }
 
-    /// Drops the chunks that end at or before `offset`.
-    fn drop_before(&self, offset: u64) {
+    /// Drops chunks from the front while more than `keep` bytes are held
+    /// and the chunk ends at or before `offset`.
+    fn drop_until(&self, offset: u64, keep: u64) {
         let mut window = self.window();
         while let Some((end, _)) = window.chunks.front() {
-            if *end > offset {
+            if *end > offset || window.end - window.start <= keep {
                 break;
             }
             window.start = *end;
             window.chunks.pop_front();
         }
+    }
+
+    /// Whether the start of the spill was dropped: a client joining now
+    /// could not be given the whole body.
+    pub(super) fn lost_its_start(&self) -> bool {
+        self.window().start > self.base
     }
 }
 
@@ -147,16 +154,20 @@ impl Drop for Cursor {
     }
 }
 
-/// Drops what every reader has passed, and waits until `spill` holds at
-/// most `window` bytes: the download goes on as fast as its slowest
-/// reader.
+/// Waits until `spill` holds at most `window` bytes, dropping, oldest
+/// first, only what every reader has passed: the download goes on as fast
+/// as its slowest reader. Within the window nothing is dropped, so a client
+/// that joins late still gets the whole body.
 pub(super) async fn keep_within(spill: &Spill, readers: &Readers, window: u64) {
     loop {
+        if spill.held() <= window {
+            return;
+        }
         let moved = readers.moved.notified();
         tokio::pin!(moved);
         // Registered before looking, so a move in between is not missed.
         moved.as_mut().enable();
-        spill.drop_before(readers.slowest().unwrap_or(u64::MAX));
+        spill.drop_until(readers.slowest().unwrap_or(u64::MAX), window);
         if spill.held() <= window {
             return;
         }
@@ -179,10 +190,10 @@ mod tests {
         assert_eq!(spill.read(103, 10).unwrap(), "defg");
         assert_eq!(spill.read(105, 10).unwrap(), "fg");
         assert_eq!(spill.read(107, 10).unwrap(), "", "nothing past the end yet");
-        spill.drop_before(104);
+        spill.drop_until(104, 0);
         assert_eq!(spill.read(100, 10), None, "dropped");
         assert_eq!(spill.read(104, 10).unwrap(), "efg", "a chunk goes only once passed whole");
-        spill.drop_before(107);
+        spill.drop_until(107, 0);
         assert_eq!((spill.read(105, 10), spill.len(), spill.held()), (None, 7, 0));
     }
 
@@ -224,13 +235,20 @@ mod tests {
         assert_eq!((fast_read, &slow_read), (body.clone(), &body), "both read the whole body");
         assert!(download.await.unwrap() <= 30, "never more than the window held");
 
-        // A reader that goes away holds nothing back.
+        // Within the window nothing goes, for clients that join late; a
+        // reader that goes away holds nothing back.
         let spill = Spill::at(0);
         let gone = readers.join(0);
         drop((fast, slow));
-        spill.push(Bytes::from_static(&[0; 50]));
+        for _ in 0..5 {
+            spill.push(Bytes::from_static(&[0; 10]));
+        }
+        keep_within(&spill, &readers, 50).await;
+        assert!(!spill.lost_its_start());
+        spill.push(Bytes::from_static(&[0; 10]));
         drop(gone);
-        keep_within(&spill, &readers, 10).await;
-        assert_eq!(spill.held(), 0);
+        keep_within(&spill, &readers, 50).await;
+        assert_eq!(spill.held(), 50, "only what is over the window");
+        assert!(spill.lost_its_start());
     }
 }
