@@ -98,6 +98,11 @@ struct Flags {
     #[arg(long, env = "PKGPROXY_CACHE_MAX_SIZE", value_name = "SIZE")]
     cache_max_size: Option<String>,
 
+    /// Log lines as text (under systemd, where JOURNAL_STREAM is set, without a
+    /// timestamp: the journal adds its own) or as json, one object a line.
+    #[arg(long, env = "PKGPROXY_LOG_FORMAT", value_name = "FORMAT", default_value = "text")]
+    log_format: String,
+
     /// On SIGTERM or SIGINT, how long requests in flight and their downloads may
     /// take to finish before pkgproxy exits anyway, e.g. 30s. A second signal
     /// exits at once. Default: 30s.
@@ -117,6 +122,7 @@ fn source_of(matches: &ArgMatches, id: &str, env: &str) -> String {
 /// The daemon's configuration, validated.
 struct Daemon {
     addr: SocketAddr,
+    log_json: bool,
     stats_socket: PathBuf,
     admin_socket: PathBuf,
     log_filter: tracing_subscriber::EnvFilter,
@@ -130,6 +136,12 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     let addr = parse_addr(&flags.addr).with_context(|| source_of(&matches, "addr", "PKGPROXY_ADDR"))?;
     let log_filter = log_filter(flags.log_level.as_deref())
         .with_context(|| source_of(&matches, "log_level", "PKGPROXY_LOG_LEVEL"))?;
+    let log_json = match flags.log_format.as_str() {
+        "text" => false,
+        "json" => true,
+        other => Err(anyhow::anyhow!("{other:?} is not a log format (text, json)"))
+            .with_context(|| source_of(&matches, "log_format", "PKGPROXY_LOG_FORMAT"))?,
+    };
     let apt_index_ttl = duration(flags.apt_index_ttl.as_deref())
         .with_context(|| source_of(&matches, "apt_index_ttl", "PKGPROXY_APT_INDEX_TTL"))?;
     let shutdown_grace = duration(flags.shutdown_grace.as_deref())
@@ -163,7 +175,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     if let Some(grace) = shutdown_grace {
         settings.shutdown_grace = grace;
     }
-    Ok(Daemon { addr, stats_socket, admin_socket, log_filter, settings })
+    Ok(Daemon { addr, log_json, stats_socket, admin_socket, log_filter, settings })
 }
 
 fn duration(value: Option<&str>) -> anyhow::Result<Option<std::time::Duration>> {
@@ -356,6 +368,18 @@ fn raise_file_limit() {
     }
 }
 
+/// Logs to stderr: JSON objects with `-log-format json`; text otherwise,
+/// without a timestamp under systemd (the journal stamps each line).
+fn init_logging(daemon: &Daemon) {
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let logs = tracing_subscriber::fmt().with_env_filter(daemon.log_filter.clone()).with_writer(std::io::stderr);
+    match (daemon.log_json, std::env::var_os("JOURNAL_STREAM").is_some()) {
+        (true, _) => logs.json().init(),
+        (false, true) => logs.without_time().with_ansi(false).init(),
+        (false, false) => logs.with_ansi(ansi).init(),
+    }
+}
+
 /// Runs the daemon; the exit code is non-zero when it could not start.
 pub fn main() -> ExitCode {
     raise_file_limit();
@@ -367,12 +391,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(daemon.log_filter.clone())
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .init();
+    init_logging(&daemon);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

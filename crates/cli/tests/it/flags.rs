@@ -42,6 +42,10 @@ fn bad_values_are_refused_naming_the_flag_or_variable() {
     assert!(err.contains("-config") && err.contains("/nonexistent/pkgproxy.toml"), "{err}");
     let err = refused(&["-no-such-flag"], &[]);
     assert!(err.contains("no-such-flag"), "{err}");
+    let err = refused(&["-log-format", "xml"], &[]);
+    assert!(err.contains("-log-format") && err.contains("xml"), "{err}");
+    let err = refused(&["-shutdown-grace", "later"], &[]);
+    assert!(err.contains("-shutdown-grace"), "{err}");
 }
 
 #[test]
@@ -80,6 +84,8 @@ fn help_documents_every_flag_and_its_variable() {
         "--config",
         "--log-level",
         "--apt-index-ttl",
+        "--log-format",
+        "--shutdown-grace",
     ] {
         assert!(help.contains(flag), "help lacks {flag}:\n{help}");
     }
@@ -120,4 +126,22 @@ impl Drop for KilledOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn logs_are_json_objects_with_log_format_json_and_unstamped_text_under_systemd() {
+    let daemon = pkgproxy_testkit::Daemon::start_with(PKGPROXY, None, &["-log-format", "json"]).await;
+    let log = daemon.log();
+    let lines: Vec<&str> = log.lines().filter(|line| !line.trim().is_empty()).collect();
+    assert!(!lines.is_empty());
+    for line in &lines {
+        let object: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(object["timestamp"].is_string() && object["level"].is_string(), "{line}");
+    }
+    assert!(lines.iter().any(|line| line.contains("pkgproxy is serving")), "{log}");
+
+    let journal = pkgproxy_testkit::Daemon::start_with_env(PKGPROXY, None, &[], &[("JOURNAL_STREAM", "8:1234")]).await;
+    let log = journal.log();
+    let serving = log.lines().find(|line| line.contains("pkgproxy is serving")).expect("the serving line");
+    assert!(serving.trim_start().starts_with("INFO"), "the journal stamps lines itself: {serving}");
 }
