@@ -88,6 +88,34 @@ enum Command {
         #[arg(long, conflicts_with_all = ["apply", "undo"])]
         print: bool,
     },
+    /// Print pkgproxyctl's completion script for a shell (bash, zsh, fish, ...).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page, in roff: pkgproxy's (section 8) or pkgproxyctl's (1).
+    #[command(hide = true)]
+    Manpage {
+        /// Whose page.
+        program: Program,
+    },
+}
+
+/// The programs with a manual page.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Program {
+    Pkgproxy,
+    Pkgproxyctl,
+}
+
+/// Writes the manual page of `program` to stdout.
+fn manpage(program: Program) -> anyhow::Result<()> {
+    let (command, section) = match program {
+        Program::Pkgproxy => (crate::daemon::command(), "8"),
+        Program::Pkgproxyctl => (<Flags as clap::CommandFactory>::command(), "1"),
+    };
+    clap_mangen::Man::new(command).section(section).render(&mut std::io::stdout())?;
+    Ok(())
 }
 
 /// Runs pkgproxyctl.
@@ -107,6 +135,11 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
     let stats = ControlClient::new(flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket));
     let admin = ControlClient::new(flags.admin_socket_path.unwrap_or_else(paths::default_admin_socket));
     match flags.command {
+        Command::Completions { shell } => {
+            let mut command = <Flags as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "pkgproxyctl", &mut std::io::stdout());
+        }
+        Command::Manpage { program } => manpage(program)?,
         Command::Offline { mode, json, configure_hook } => {
             let answer = match mode {
                 Some(mode) => {

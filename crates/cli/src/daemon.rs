@@ -129,8 +129,14 @@ struct Daemon {
     settings: Settings,
 }
 
+/// The daemon's command line, as parsed and as documented (`-help`, the
+/// manual page).
+pub fn command() -> clap::Command {
+    Flags::command().after_help(after_help())
+}
+
 fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
-    let matches = Flags::command().after_help(after_help()).get_matches_from(args);
+    let matches = command().get_matches_from(args);
     let flags = Flags::from_arg_matches(&matches).expect("clap checked the flags");
 
     let addr = parse_addr(&flags.addr).with_context(|| source_of(&matches, "addr", "PKGPROXY_ADDR"))?;

@@ -145,3 +145,24 @@ async fn logs_are_json_objects_with_log_format_json_and_unstamped_text_under_sys
     let serving = log.lines().find(|line| line.contains("pkgproxy is serving")).expect("the serving line");
     assert!(serving.trim_start().starts_with("INFO"), "the journal stamps lines itself: {serving}");
 }
+
+#[test]
+fn completions_and_manual_pages_come_from_the_flags() {
+    let ctl = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl")).args(args).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let bash = ctl(&["completions", "bash"]);
+    assert!(bash.contains("_pkgproxyctl()") && bash.contains("verify"), "{bash}");
+    let checked = Command::new("bash").arg("-n").arg("-c").arg(&bash).status().unwrap();
+    assert!(checked.success(), "bash reads it");
+    for shell in ["zsh", "fish"] {
+        assert!(ctl(&["completions", shell]).contains("pkgproxyctl"), "{shell}");
+    }
+    let daemon = ctl(&["manpage", "pkgproxy"]);
+    assert!(daemon.contains(".TH pkgproxy 8"), "{daemon}");
+    assert!(daemon.contains("shutdown\\-grace") && daemon.contains("PKGPROXY_CACHE_DIR"), "every flag: {daemon}");
+    let ctl_page = ctl(&["manpage", "pkgproxyctl"]);
+    assert!(ctl_page.contains(".TH pkgproxyctl 1") && ctl_page.contains("completions"), "{ctl_page}");
+}
