@@ -20,6 +20,7 @@ command -v mksquashfs >/dev/null || need+=(squashfs-tools)
 command -v skopeo >/dev/null || need+=(skopeo)
 command -v containerd >/dev/null || need+=(containerd)
 command -v lxc >/dev/null || need+=(lxd-client)
+command -v lintian >/dev/null || need+=(lintian)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""
@@ -47,3 +48,7 @@ if [ "$(id -u)" -eq 0 ] && ip netns add "$probe" 2>/dev/null; then
 else
   echo "test.sh: NOT RUN: the auto_offline tests (they need root and network namespaces)" >&2
 fi
+
+# The Debian package builds, and lintian finds no error in it.
+command -v cargo-deb >/dev/null || cargo install --locked cargo-deb
+dist/deb/check.sh

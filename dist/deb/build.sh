@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds pkgproxy's Debian package: the release binaries, their manual
+# pages and shell completions (generated from the flags), then `cargo deb`
+# (the metadata is in crates/cli/Cargo.toml). Prints the package's path.
+#   dist/deb/build.sh    # needs cargo-deb: cargo install cargo-deb
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+command -v cargo-deb >/dev/null || { echo "dist/deb/build.sh: cargo-deb is missing (cargo install cargo-deb)" >&2; exit 1; }
+
+cargo build --release --locked --bin pkgproxy --bin pkgproxyctl
+out=target/dist
+rm -rf "$out"
+mkdir -p "$out"
+ctl=target/release/pkgproxyctl
+"$ctl" manpage pkgproxy | gzip -9n >"$out/pkgproxy.8.gz"
+"$ctl" manpage pkgproxyctl | gzip -9n >"$out/pkgproxyctl.1.gz"
+"$ctl" completions bash >"$out/pkgproxyctl"
+"$ctl" completions zsh >"$out/_pkgproxyctl"
+"$ctl" completions fish >"$out/pkgproxyctl.fish"
+cargo deb --locked --no-build -p pkgproxy-cli 2>&1 | tail -n 1
