@@ -23,6 +23,7 @@ mod registry_client;
 mod shadow;
 mod shared_fetch;
 mod snap_client;
+mod snap_package;
 mod stop;
 mod systemd;
 mod upstream_pools;
