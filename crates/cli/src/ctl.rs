@@ -64,6 +64,10 @@ enum Command {
         /// address, or this machine's name when it listens on every address).
         #[arg(long, value_name = "HOST")]
         host: Option<String>,
+        /// Where clients reach pkgproxy, HOST:PORT: no running daemon is
+        /// asked then (but for the LXD setups, which need its certificate).
+        #[arg(long, value_name = "HOST:PORT", conflicts_with = "host")]
+        addr: Option<String>,
         /// Write the client's setup and restart the client (as root).
         #[arg(long, conflicts_with = "undo")]
         apply: bool,
@@ -158,7 +162,16 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        Command::Setup { client, host, apply, undo, root, no_restart, global, project, print } => {
+        Command::Setup { client, host, addr, apply, undo, root, no_restart, global, project, print } => {
+            if let (Some(addr), false) = (&addr, client.is_lxd() && !matches!(client, Client::LxdDaemon)) {
+                let base = given_base(addr)?;
+                match (apply, undo) {
+                    (true, _) => setup::apply(client, &base, &root, !no_restart)?,
+                    (_, true) => setup::undo(client, &base, &root, !no_restart)?,
+                    _ => print!("{}", setup::print(client, &base)),
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let info = stats.info().await?;
             if client.is_lxd() && !matches!(client, Client::LxdDaemon) {
                 let action = match (print, undo) {
@@ -227,6 +240,24 @@ fn bridge_address() -> Option<String> {
     let address = String::from_utf8_lossy(&output.stdout);
     let address = address.trim().split('/').next()?.to_string();
     (output.status.success() && !address.is_empty()).then_some(address)
+}
+
+/// `http://HOST:PORT` from `-addr HOST:PORT`.
+fn given_base(addr: &str) -> anyhow::Result<String> {
+    let (host, port) = addr.rsplit_once(':').with_context(|| format!("-addr {addr:?}: give HOST:PORT"))?;
+    anyhow::ensure!(
+        !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port > 0),
+        "-addr {addr:?}: give HOST:PORT, e.g. 192.168.1.10:3142"
+    );
+    // It is written into shell scripts and configuration files: a host
+    // name, an IPv4 address or a bracketed IPv6 one, nothing else.
+    let name = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '-';
+    let host_ok = match host.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+        Some(ipv6) => ipv6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => host.chars().all(name),
+    };
+    anyhow::ensure!(host_ok, "-addr {addr:?}: {host:?} is not a host name or IP address");
+    Ok(format!("http://{addr}"))
 }
 
 fn base_url(listen: &str, host: Option<&str>) -> anyhow::Result<String> {

@@ -91,12 +91,8 @@ pub fn print(client: Client, base: &str) -> String {
         return script(&plan);
     }
     match client {
-        Client::Go => format!(
-            "# Go modules through pkgproxy; go checks sums through it too (GOSUMDB keeps its default)\nexport GOPROXY={base}/go\n"
-        ),
-        Client::Apt => format!("Acquire::http::Proxy \"{base}/\";\n"),
         Client::LxdDaemon => lxd::daemon(base),
-        Client::LxdRemote | Client::Lxd | Client::Snapcraft => {
+        Client::Go | Client::Apt | Client::LxdRemote | Client::Lxd | Client::Snapcraft => {
             format!("# pkgproxyctl setup {client:?} --print shows what it does\n").to_lowercase()
         }
         Client::Docker | Client::Snap | Client::Containerd | Client::Podman | Client::K3s => format!(
@@ -106,15 +102,23 @@ pub fn print(client: Client, base: &str) -> String {
     }
 }
 
-/// A plan as a root shell script (`pkgproxyctl setup snap | sudo sh`).
+/// A plan as a POSIX shell script to pipe to `sh` as root (`pkgproxyctl
+/// setup snap | sudo sh`): it writes the file whole, so running it again
+/// changes nothing. `PKGPROXY_SETUP_ROOT=DIR` writes under DIR instead of
+/// `/`, and restarts nothing.
 fn script(plan: &Plan) -> String {
     let dir = plan.path.rsplit_once('/').map_or("/", |(dir, _)| dir);
     let mut text = format!(
-        "# pkgproxyctl setup --apply does this; --undo takes it back\nmkdir -p {dir}\ncat > {} <<'EOF'\n{}EOF\n",
-        plan.path, plan.content
+        "#!/bin/sh\n# Writes {path} (run again, it changes nothing); pkgproxyctl setup --apply does\n# the same, --undo takes it back. PKGPROXY_SETUP_ROOT=DIR writes under DIR instead.\nset -eu\nroot=\"${{PKGPROXY_SETUP_ROOT:-}}\"\nmkdir -p \"$root{dir}\"\ncat > \"$root{path}\" <<'EOF'\n{content}EOF\n",
+        path = plan.path,
+        content = plan.content
     );
-    for command in plan.restart {
-        text.push_str(&format!("{}\n", command.join(" ")));
+    if !plan.restart.is_empty() {
+        text.push_str("if [ -z \"$root\" ]; then\n");
+        for command in plan.restart {
+            text.push_str(&format!("  {}\n", command.join(" ")));
+        }
+        text.push_str("fi\n");
     }
     text.push_str(&plan.note);
     text
@@ -123,7 +127,7 @@ fn script(plan: &Plan) -> String {
 /// The file `client`'s setup writes, if it is written whole.
 fn plan(client: Client, base: &str) -> Option<Plan> {
     let host = base.trim_start_matches("http://");
-    let marker = |comment: &str| format!("{comment} {MARKER}: pulls go through pkgproxy.\n");
+    let marker = |comment: &str| format!("{comment} {MARKER}: downloads go through pkgproxy.\n");
     match client {
         Client::Snap => Some(Plan {
             path: "/etc/systemd/system/snapd.service.d/pkgproxy.conf",
@@ -151,7 +155,19 @@ fn plan(client: Client, base: &str) -> Option<Plan> {
             }
             Some(Plan { path: "/etc/rancher/k3s/registries.yaml", content, restart: &[&["systemctl", "restart", "k3s"]], note: String::new() })
         }
-        Client::Go | Client::Apt | Client::Docker => None,
+        Client::Apt => Some(Plan {
+            path: "/etc/apt/apt.conf.d/01pkgproxy",
+            content: format!("{}Acquire::http::Proxy \"{base}/\";\n", marker("//")),
+            restart: &[],
+            note: String::new(),
+        }),
+        Client::Go => Some(Plan {
+            path: "/etc/profile.d/pkgproxy-go.sh",
+            content: format!("{}# go checks sums through it too (GOSUMDB keeps its default).\nexport GOPROXY={base}/go\n", marker("#")),
+            restart: &[],
+            note: format!("# Login shells read it from now on; in this one: export GOPROXY={base}/go\n"),
+        }),
+        Client::Docker => None,
         Client::LxdRemote | Client::Lxd | Client::Snapcraft | Client::LxdDaemon => None,
     }
 }

@@ -20,6 +20,7 @@ mod proxy_http;
 mod quota;
 mod quota_apt;
 mod registry_client;
+mod setup_script;
 mod shadow;
 mod shared_fetch;
 mod snap_client;
