@@ -122,8 +122,13 @@ impl Store {
         };
         // Opening it checks it, and keeps the handle for the hit that asked.
         if self.open_body(&entry).is_err() {
-            tracing::warn!(key, sha256 = entry.sha256, "a cached body is missing or damaged: not served, dropped");
-            self.damaged.lock().unwrap_or_else(|p| p.into_inner()).push(key.to_string());
+            let mut damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
+            // Said and queued once, however often it is asked for before
+            // the next upkeep drops it.
+            if !damaged.iter().any(|held| held == key) {
+                tracing::warn!(key, sha256 = entry.sha256, "a cached body is missing or damaged: not served, dropped");
+                damaged.push(key.to_string());
+            }
             return None;
         }
         self.index.hold(key, &entry, read_from);
