@@ -2,7 +2,7 @@
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
 # apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs,
-# skopeo, containerd and lxc) when they are missing, then checks formatting and
+# skopeo, containerd, lxc and headless chromium) when they are missing, then checks formatting and
 # lints, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -21,6 +21,7 @@ command -v skopeo >/dev/null || need+=(skopeo)
 command -v containerd >/dev/null || need+=(containerd)
 command -v lxc >/dev/null || need+=(lxd-client)
 command -v lintian >/dev/null || need+=(lintian)
+command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

@@ -11,10 +11,12 @@ mod messages;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    CacheEntry, CacheVerified, ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo, OfflineReport, PoolInfo,
-    Removed, ShadowInfo, UpstreamReport, VerifyProgress,
+    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo,
+    OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
 };
 
+/// `GET` on the proxy listener: what its status page shows ([`Status`]).
+pub const STATUS_PATH: &str = "/pkgproxy/v1/status";
 /// `GET`: the daemon's version, cache, counters and state ([`Info`]).
 pub const INFO_PATH: &str = "/pkgproxy/v1/info";
 /// `GET` the offline mode, `PUT` a new one (admin socket): [`OfflineReport`].

@@ -206,6 +206,89 @@ pub struct ErrorAnswer {
     pub error: String,
 }
 
+/// What the status page shows, and only that (`GET /pkgproxy/v1/status` on
+/// the proxy listener, open to every client of the proxy): no credentials,
+/// no paths of the machine, nothing only the admin socket tells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// pkgproxy's version.
+    pub version: String,
+    /// Seconds since start.
+    pub uptime_seconds: u64,
+    /// The offline mode in effect, and why when auto-offline set it.
+    pub offline: StatusOffline,
+    /// Each side's traffic, in the route table's order.
+    pub sides: Vec<SideStatus>,
+    /// The cache against its limits.
+    pub cache: CacheStatus,
+    /// Each upstream pool's instances (their URLs without user information).
+    pub pools: Vec<PoolInfo>,
+    /// The traffic mirrors: name, target (without user information) and counters.
+    pub mirrors: Vec<ShadowInfo>,
+    /// How each client is pointed at this pkgproxy, by the host and port
+    /// the request for this status named.
+    pub setup: Vec<ClientSetup>,
+    /// The names of the LXD remotes (`/lxd/NAME/`).
+    #[serde(default)]
+    pub lxd_remotes: Vec<String>,
+}
+
+/// The offline mode as the status page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusOffline {
+    /// `online`, `offline` or `local`.
+    pub mode: String,
+    /// Why auto-offline put the mode in effect, when it did.
+    pub reason: Option<String>,
+    /// The upstream hosts whose breaker is not closed.
+    pub upstreams: Vec<UpstreamReport>,
+}
+
+/// One side's traffic since start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideStatus {
+    /// The side's name (`apt`, `go`, ...).
+    pub name: String,
+    /// Requests it served through the cache or forwarded.
+    pub requests: u64,
+    /// Answered from the cache.
+    pub hits: u64,
+    /// Answered from an upstream.
+    pub misses: u64,
+    /// Hits over hits and misses; none before the first of either.
+    pub hit_ratio: Option<f64>,
+    /// Body bytes sent from the cache: what the upstreams did not send.
+    pub bytes_saved: u64,
+    /// Body bytes received from upstreams.
+    pub bytes_fetched: u64,
+}
+
+/// The cache against its limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheStatus {
+    /// Entries held.
+    pub entries: u64,
+    /// Bytes of their bodies.
+    pub size_bytes: u64,
+    /// The configured `max_size`, if any.
+    pub max_size_bytes: Option<u64>,
+    /// Free space on the cache's file system.
+    pub free_bytes: u64,
+    /// The file system's size.
+    pub disk_bytes: u64,
+}
+
+/// How one side's clients are pointed at pkgproxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSetup {
+    /// The side (`apt`, `go`, ...).
+    pub side: String,
+    /// The clients, for people (`apt`, `Docker`, ...).
+    pub clients: String,
+    /// Lines to copy: a configuration line, an environment variable, a command.
+    pub lines: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,7 @@ pub mod shadow;
 mod single_flight;
 mod state;
 mod stats;
+mod status;
 mod tls;
 mod tokens;
 mod upkeep;

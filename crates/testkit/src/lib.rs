@@ -9,12 +9,13 @@
 //! demand (for connection management; over TCP or over in-memory streams
 //! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
 //! Docker Hub, [`simplestreams`] a fake LXD image server and [`lxc`] the
-//! real `lxc` in a sandbox, [`ports`] gives ports that refuse
+//! real `lxc` in a sandbox, [`browser`] the real Chromium, headless, [`ports`] gives ports that refuse
 //! connections, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to 127.0.0.1 only.
 
 pub mod aptclient;
 pub mod aptrepo;
+pub mod browser;
 pub mod chaos;
 pub mod client;
 pub mod containerd;

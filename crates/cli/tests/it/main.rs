@@ -25,6 +25,7 @@ mod shadow;
 mod shared_fetch;
 mod snap_client;
 mod snap_package;
+mod status_page;
 mod stop;
 mod systemd;
 mod upstream_pools;

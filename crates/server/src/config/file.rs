@@ -44,6 +44,28 @@ pub struct ConfigFile {
     /// `[server]`.
     #[serde(default)]
     pub server: ServerSection,
+    /// `[status]`.
+    #[serde(default)]
+    pub status: StatusSection,
+}
+
+/// `[status]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusSection {
+    /// The status page at `/` and its JSON (on by default).
+    #[serde(default = "on")]
+    pub page: bool,
+}
+
+impl Default for StatusSection {
+    fn default() -> Self {
+        StatusSection { page: true }
+    }
+}
+
+fn on() -> bool {
+    true
 }
 
 /// `[server]`.

@@ -58,6 +58,8 @@ pub struct Settings {
     pub quota: pkgproxy_cache::Quota,
     /// How long requests in flight may take to finish once a stop is asked.
     pub shutdown_grace: std::time::Duration,
+    /// Whether `/` shows the status page (and `/pkgproxy/v1/status` its JSON).
+    pub status_page: bool,
 }
 
 /// How long requests in flight may take to finish at a stop, by default.
@@ -226,6 +228,7 @@ impl Settings {
             shadows,
             clock: Arc::new(SystemClock),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            status_page: file.status.page,
         })
     }
 }

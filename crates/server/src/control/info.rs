@@ -43,7 +43,7 @@ pub fn gather(state: &State) -> Info {
     }
 }
 
-fn lxd_remotes(state: &State) -> Vec<String> {
+pub(crate) fn lxd_remotes(state: &State) -> Vec<String> {
     match state.sides.get(pkgproxy_sides::SideId::Lxd) {
         pkgproxy_sides::Side::Lxd(lxd) => lxd.config().remotes().iter().map(|remote| remote.name.clone()).collect(),
         _ => Vec::new(),
@@ -59,7 +59,7 @@ fn learned(state: &State) -> BTreeMap<String, BTreeMap<String, u64>> {
     groups
 }
 
-fn pool_info(report: PoolReport) -> PoolInfo {
+pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
     let instance = |(url, state): (String, InstanceReport)| InstanceInfo {
         url,
         state: if state.penalised_for.is_some() { "penalised" } else { "healthy" }.to_string(),

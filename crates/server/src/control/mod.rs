@@ -2,7 +2,7 @@
 //! (read-write). Both speak HTTP/1.1 with JSON bodies under `/pkgproxy/v1/`.
 
 mod cache;
-mod info;
+pub(crate) mod info;
 mod metrics;
 pub mod offline;
 

@@ -66,6 +66,9 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     if request.uri().scheme().is_none() && request.uri().path() == CERTIFICATE_PATH {
         return certificate(&state);
     }
+    if let Some(page) = crate::status::answer(&state, &request) {
+        return page;
+    }
     match route::route(request.method(), request.uri(), state.listen.port()) {
         Route::Tunnel => {
             let outcome = tunnel::handle(&state, request).await;
@@ -92,7 +95,7 @@ async fn serve(
     let tapped = tap(state, &request, side.id(), mount, client);
     let upstream_answer = tapped.answer();
     let (parts, body) = request.into_parts();
-    let host = host_of(&parts, state.listen);
+    let host = host_of(&parts.uri, &parts.headers, state.listen);
     let routed = pkgproxy_sides::Request {
         method: &parts.method,
         headers: &parts.headers,
@@ -132,10 +135,14 @@ async fn serve(
 /// The host (and port) the client reached pkgproxy by: the authority of an
 /// absolute-form request, else its `Host`; pkgproxy's own address when it
 /// named none that can be put in a URL.
-fn host_of(parts: &http::request::Parts, listen: std::net::SocketAddr) -> std::borrow::Cow<'_, str> {
-    let named = match parts.uri.authority() {
+pub(crate) fn host_of<'a>(
+    uri: &'a http::Uri,
+    headers: &'a http::HeaderMap,
+    listen: std::net::SocketAddr,
+) -> std::borrow::Cow<'a, str> {
+    let named = match uri.authority() {
         Some(authority) => Some(authority.as_str()),
-        None => parts.headers.get(http::header::HOST).and_then(|v| v.to_str().ok()),
+        None => headers.get(http::header::HOST).and_then(|v| v.to_str().ok()),
     };
     let usable = |host: &&str| {
         !host.is_empty()
@@ -204,15 +211,20 @@ mod tests {
         request.body(()).unwrap().into_parts().0
     }
 
+    fn host(uri: &str, named: Option<&str>, listen: std::net::SocketAddr) -> String {
+        let parts = parts(uri, named);
+        host_of(&parts.uri, &parts.headers, listen).into_owned()
+    }
+
     #[test]
     fn the_host_a_client_named_is_used_only_when_it_fits_in_a_url() {
         let listen: std::net::SocketAddr = "192.0.2.1:3142".parse().unwrap();
-        assert_eq!(host_of(&parts("/snap/x", Some("proxy.lan:3142")), listen), "proxy.lan:3142");
-        assert_eq!(host_of(&parts("/snap/x", Some("[::1]:3142")), listen), "[::1]:3142");
-        assert_eq!(host_of(&parts("http://pkgproxy.test:3142/snap/x", Some("other")), listen), "pkgproxy.test:3142");
+        assert_eq!(host("/snap/x", Some("proxy.lan:3142"), listen), "proxy.lan:3142");
+        assert_eq!(host("/snap/x", Some("[::1]:3142"), listen), "[::1]:3142");
+        assert_eq!(host("http://pkgproxy.test:3142/snap/x", Some("other"), listen), "pkgproxy.test:3142");
         for hostile in ["evil/\"x", "a b", "x@y", ""] {
-            assert_eq!(host_of(&parts("/snap/x", Some(hostile)), listen), "192.0.2.1:3142", "{hostile:?}");
+            assert_eq!(host("/snap/x", Some(hostile), listen), "192.0.2.1:3142", "{hostile:?}");
         }
-        assert_eq!(host_of(&parts("/snap/x", None), listen), "192.0.2.1:3142");
+        assert_eq!(host("/snap/x", None, listen), "192.0.2.1:3142");
     }
 }

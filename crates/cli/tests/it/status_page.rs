@@ -1,0 +1,136 @@
+//! The status page at `/`, read by the real Chromium after real `apt-get`
+//! traffic: the counters that traffic changed, the setup lines filled in
+//! with the host and port the browser used, the offline mode, and a layout
+//! that fits a phone. `[status] page = false` leaves the plain hint.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common::{archive, origin_and_daemon, PKGPROXY};
+use pkgproxy_metrics::SideCounter;
+use pkgproxy_testkit::browser::Chromium;
+use pkgproxy_testkit::client::get;
+use pkgproxy_testkit::{AptSandbox, Daemon};
+
+/// Where the screenshots are kept for people to look at.
+fn artefact(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("artefacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// The cell `class` of the traffic row of `side` in `dom`.
+fn side_cell(dom: &str, side: &str, class: &str) -> String {
+    let row_start = dom.find(&format!("<tr data-side=\"{side}\">")).unwrap_or_else(|| panic!("no row for {side}"));
+    let row = &dom[row_start..row_start + dom[row_start..].find("</tr>").unwrap()];
+    let cell = format!("<td class=\"{class}\">");
+    let start = row.find(&cell).unwrap_or_else(|| panic!("no {class} in {row}")) + cell.len();
+    row[start..start + row[start..].find('<').unwrap()].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chromium_shows_the_traffic_apt_made_and_the_setup_for_the_host_it_used() {
+    let (repo, origin, daemon) = origin_and_daemon().await;
+    let source = format!("{}/debian", origin.url());
+    for _ in 0..2 {
+        let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+        apt.update().assert_success();
+        apt.download(&["pkgproxy-hello", "pkgproxy-small1"]).assert_success();
+    }
+    let apt = daemon.info().await.sides["apt"].clone();
+    assert!(apt.get(SideCounter::Hits) >= 2 && apt.get(SideCounter::Misses) >= 2, "{apt:?}");
+
+    // By name, as a person on the LAN would: the setup lines follow it.
+    let port = daemon.proxy_addr().rsplit(':').next().unwrap().to_string();
+    let url = format!("http://localhost:{port}/");
+    let chromium = Chromium::new();
+    let dom = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || Chromium::new().dump_dom(&url, Duration::from_secs(3))
+    })
+    .await
+    .unwrap();
+    assert!(dom.contains("id=\"refreshed\">updated"), "the script redrew the page from its JSON:\n{dom}");
+    assert_eq!(side_cell(&dom, "apt", "requests"), apt.get(SideCounter::Requests).to_string());
+    assert_eq!(side_cell(&dom, "apt", "hits"), apt.get(SideCounter::Hits).to_string());
+    assert_eq!(side_cell(&dom, "apt", "misses"), apt.get(SideCounter::Misses).to_string());
+    assert_ne!(side_cell(&dom, "apt", "saved"), "0 B", "hits saved bytes");
+    assert_eq!(side_cell(&dom, "go", "requests"), "0");
+    let hits = apt.get(SideCounter::Hits) as f64;
+    let ratio = hits / (hits + apt.get(SideCounter::Misses) as f64);
+    assert_eq!(side_cell(&dom, "apt", "ratio"), format!("{:.1} %", ratio * 100.0));
+    for line in [
+        format!("Acquire::http::Proxy \"http://localhost:{port}/\";"),
+        format!("export GOPROXY=http://localhost:{port}/go"),
+        format!("SNAPPY_FORCE_API_URL=http://localhost:{port}/snap/"),
+        format!("pkgproxyctl setup docker -addr localhost:{port} | sudo sh"),
+        format!("pkgproxyctl setup lxd-remote -addr localhost:{port}"),
+    ] {
+        assert!(dom.contains(&line), "{line} missing from:\n{dom}");
+    }
+    assert!(dom.contains("mode-never"), "online");
+    assert!(dom.contains(&format!("{}/debian", origin.url())), "the archive's instance is listed");
+
+    let (desktop, phone) = (artefact("status-page-desktop.png"), artefact("status-page-phone.png"));
+    let layout = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || {
+            chromium.screenshot(&url, (1280, 1400), &desktop);
+            chromium.screenshot(&url, pkgproxy_testkit::browser::PHONE, &phone);
+            chromium.evaluate_on_phone(
+                &url,
+                "document.getElementById('refreshed').textContent.startsWith('updated')",
+                "({ page: document.documentElement.scrollWidth, screen: window.innerWidth, \
+                   setup: Math.max(...[...document.querySelectorAll('pre')].map(p => p.scrollWidth - p.clientWidth)) })",
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(layout["screen"], 390, "a phone's width: {layout}");
+    assert!(layout["page"].as_u64() <= layout["screen"].as_u64(), "nothing sticks out sideways on a phone: {layout}");
+    assert_eq!(layout["setup"], 0, "the setup lines wrap rather than scroll: {layout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_of_an_offline_pkgproxy_says_so() {
+    let daemon = Daemon::start_with(PKGPROXY, None, &["-offline-mode", "offline"]).await;
+    let url = daemon.proxy_url();
+    let dom =
+        tokio::task::spawn_blocking(move || Chromium::new().dump_dom(&url, Duration::from_secs(2))).await.unwrap();
+    assert!(dom.contains("class=\"mode mode-offline\">offline</span>"), "{dom}");
+    let json: pkgproxy_control::Status =
+        serde_json::from_slice(&get(daemon.proxy_addr(), pkgproxy_control::STATUS_PATH).await.body).unwrap();
+    assert_eq!(json.offline.mode, "offline");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_page_off_the_root_answers_the_hint_and_the_json_is_gone() {
+    let config = format!("{}[status]\npage = false\n", archive("local", &["http://127.0.0.1:9/debian".into()]));
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let root = get(daemon.proxy_addr(), "/").await;
+    assert_eq!(root.status, 404);
+    assert!(String::from_utf8_lossy(&root.body).contains("Acquire::http::Proxy"), "the hint");
+    assert_eq!(get(daemon.proxy_addr(), pkgproxy_control::STATUS_PATH).await.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_json_holds_no_credentials_and_only_get_and_head_are_answered() {
+    let registry = "[[registry.upstream]]\nname = \"registry.lan:5000\"\nmirrors = [\"http://127.0.0.1:9\"]\nusername = \"puller\"\npassword = \"s3cret-pass\"\n";
+    let config = format!("{}{registry}", archive("local", &["http://mirror:hunter2@127.0.0.1:9/debian".into()]));
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    // A request through the archive, so its pool and instance are listed.
+    let failed =
+        pkgproxy_testkit::client::proxy_get(daemon.proxy_addr(), "http://127.0.0.1:9/debian/pool/main/a.deb", &[])
+            .await;
+    assert_eq!(failed.status, 502);
+    let status = get(daemon.proxy_addr(), pkgproxy_control::STATUS_PATH).await;
+    assert_eq!(status.header("content-type"), Some("application/json"));
+    let text = String::from_utf8_lossy(&status.body).into_owned();
+    assert!(text.contains("http://127.0.0.1:9/debian"), "the instance, without its user: {text}");
+    for secret in ["hunter2", "s3cret-pass", daemon.cache_dir().to_str().unwrap()] {
+        assert!(!text.contains(secret), "{secret} leaked: {text}");
+    }
+    let posted = pkgproxy_testkit::client::send(daemon.proxy_addr(), "POST", "/", &[], b"x").await;
+    assert_eq!((posted.status, posted.header("allow")), (405, Some("GET, HEAD")));
+}

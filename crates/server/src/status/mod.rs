@@ -1,0 +1,156 @@
+//! The status page a person opens at `http://HOST:PORT/`: what pkgproxy is
+//! doing and how to point each client at it, rendered here (no external
+//! assets: it must work offline), and its JSON at
+//! [`pkgproxy_control::STATUS_PATH`], which the page's script polls.
+//!
+//! Both are on the proxy listener, so everyone who may use the proxy may
+//! read them: they hold only what the page shows (no credentials, no
+//! paths of the machine, nothing only the admin socket tells).
+//! `[status] page = false` turns both off.
+
+mod page;
+mod setup;
+
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use pkgproxy_control::{CacheStatus, ShadowInfo, SideStatus, Status, StatusOffline, STATUS_PATH};
+use pkgproxy_metrics::SideCounter;
+use pkgproxy_sides::LocalAnswer;
+
+use crate::body::ResponseBody;
+use crate::proxy::outcome;
+use crate::state::State;
+
+/// The page's own answer to `request`, when it asks for the page or its
+/// JSON and they are on; `None` for every other request.
+pub fn answer<B>(state: &State, request: &Request<B>) -> Option<Response<ResponseBody>> {
+    let uri = request.uri();
+    if !state.settings.status_page || uri.scheme().is_some() {
+        return None;
+    }
+    let wanted = match uri.path() {
+        "/" => Wanted::Page,
+        STATUS_PATH => Wanted::Json,
+        _ => return None,
+    };
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        let body = "pkgproxy: the status page answers GET and HEAD only".into();
+        return Some(outcome::local(LocalAnswer { status: StatusCode::METHOD_NOT_ALLOWED, headers, body }));
+    }
+    let host = crate::proxy::host_of(uri, request.headers(), state.listen);
+    let status = gather(state, &host);
+    Some(match wanted {
+        Wanted::Page => respond("text/html; charset=utf-8", page::render(&status, &host).into()),
+        Wanted::Json => respond("application/json", serde_json::to_vec(&status).unwrap_or_default().into()),
+    })
+}
+
+enum Wanted {
+    Page,
+    Json,
+}
+
+/// What a page loaded now reads, with the setup lines for `host`.
+pub fn gather(state: &State, host: &str) -> Status {
+    let (entries, size) = state.cache.totals();
+    let usage = state.cache.usage();
+    let auto = state.auto_offline.report();
+    let upstreams = crate::control::offline::upstreams(state);
+    Status {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_seconds: state.started.elapsed().as_secs(),
+        offline: StatusOffline {
+            mode: state.upstream.switch.mode().as_str().to_string(),
+            reason: auto.in_effect.map(|(_, reason)| reason.as_str().to_string()),
+            upstreams: upstreams.into_iter().filter(|upstream| upstream.state != "closed").collect(),
+        },
+        sides: state.sides.iter().map(|side| side_status(state, side.id())).collect(),
+        cache: CacheStatus {
+            entries: entries as u64,
+            size_bytes: size,
+            max_size_bytes: state.settings.quota.max_size,
+            free_bytes: usage.free,
+            disk_bytes: usage.total,
+        },
+        pools: state
+            .upstream
+            .transport
+            .report()
+            .into_iter()
+            .map(crate::control::info::pool_info)
+            .map(without_users)
+            .collect(),
+        mirrors: state
+            .shadows
+            .report()
+            .into_iter()
+            .map(|mirror| ShadowInfo { target: without_user(&mirror.target), ..mirror })
+            .collect(),
+        setup: setup::clients(host, &crate::control::info::lxd_remotes(state)),
+        lxd_remotes: crate::control::info::lxd_remotes(state),
+    }
+}
+
+fn side_status(state: &State, side: pkgproxy_sides::SideId) -> SideStatus {
+    let counters = state.stats.side(side).snapshot();
+    let (hits, misses) = (counters.get(SideCounter::Hits), counters.get(SideCounter::Misses));
+    SideStatus {
+        name: side.to_string(),
+        requests: counters.get(SideCounter::Requests),
+        hits,
+        misses,
+        hit_ratio: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
+        bytes_saved: counters.get(SideCounter::BytesFromCache),
+        bytes_fetched: counters.get(SideCounter::BytesFromUpstream),
+    }
+}
+
+fn without_users(mut pool: pkgproxy_control::PoolInfo) -> pkgproxy_control::PoolInfo {
+    for instance in &mut pool.instances {
+        instance.url = without_user(&instance.url);
+    }
+    pool
+}
+
+/// `url` without its user information (`https://user:secret@host/` gives
+/// `https://host/`): an instance's credentials are not for every client.
+fn without_user(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    match scheme {
+        "" => format!("{host}{path}"),
+        scheme => format!("{scheme}://{host}{path}"),
+    }
+}
+
+fn respond(content_type: &'static str, body: bytes::Bytes) -> Response<ResponseBody> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    // The page's own inline style and script, its JSON, and nothing else.
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+    );
+    outcome::local(LocalAnswer { status: StatusCode::OK, headers, body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_user;
+
+    #[test]
+    fn user_information_is_left_out_of_urls() {
+        assert_eq!(without_user("https://puller:secret@registry.lan:5000/v2"), "https://registry.lan:5000/v2");
+        assert_eq!(without_user("http://a:b@c@mirror/debian?x=@"), "http://mirror/debian?x=@");
+        assert_eq!(without_user("http://mirror.lan/debian"), "http://mirror.lan/debian");
+        assert_eq!(without_user("mirror.lan:80"), "mirror.lan:80");
+    }
+}

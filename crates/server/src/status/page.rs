@@ -1,0 +1,251 @@
+//! The status page as HTML: whole at first load, so it reads without
+//! script; then its script ([`SCRIPT`]) polls the JSON and redraws the
+//! figures and tables in place, formatting them as this module does.
+
+use std::fmt::Write;
+
+use pkgproxy_control::{PoolInfo, ShadowInfo, SideStatus, Status, UpstreamReport};
+use pkgproxy_metrics::ShadowCounter;
+
+/// The page's style: one column that fits a phone, tables that scroll
+/// sideways rather than overflow.
+const STYLE: &str = include_str!("page.css");
+
+/// The page's script: polls the JSON and redraws what changed.
+const SCRIPT: &str = include_str!("page.js");
+
+/// How often the script asks again, in milliseconds.
+const REFRESH_MS: u32 = 5_000;
+
+/// The page for `status`, read by a browser that reached pkgproxy as `host`.
+pub fn render(status: &Status, host: &str) -> String {
+    let mut html = String::with_capacity(16 * 1024);
+    let host = escape(host);
+    let _ = write!(
+        html,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>pkgproxy on {host}</title><style>{STYLE}</style></head>\n<body>\n"
+    );
+    header(&mut html, status, &host);
+    traffic(&mut html, &status.sides);
+    cache(&mut html, status);
+    upstreams(&mut html, &status.pools, &status.offline.upstreams);
+    mirrors(&mut html, &status.mirrors);
+    setup(&mut html, status);
+    let _ = write!(html, "<script>const REFRESH_MS = {REFRESH_MS};\n{SCRIPT}</script>\n</body></html>\n");
+    html
+}
+
+fn header(html: &mut String, status: &Status, host: &str) {
+    let reason =
+        status.offline.reason.as_deref().map(|r| format!(" (auto-offline: {})", escape(r))).unwrap_or_default();
+    let _ = write!(
+        html,
+        "<header><h1>pkgproxy <small>{version}</small></h1>\
+         <p>at <b>{host}</b> · up <span id=\"uptime\">{uptime}</span> · offline mode: \
+         <span id=\"mode\" class=\"mode mode-{mode}\">{mode}</span><span id=\"mode-reason\">{reason}</span> · \
+         <span id=\"refreshed\">as loaded</span></p></header>",
+        version = escape(&status.version),
+        uptime = duration(status.uptime_seconds),
+        mode = escape(&status.offline.mode),
+    );
+}
+
+fn traffic(html: &mut String, sides: &[SideStatus]) {
+    html.push_str(
+        "<section><h2>Traffic since start</h2><div class=\"scroll\"><table>\
+         <thead><tr><th>side</th><th>requests</th><th>hits</th><th>misses</th><th>hit ratio</th>\
+         <th>bytes saved</th><th>fetched</th></tr></thead><tbody id=\"sides\">",
+    );
+    for side in sides {
+        let _ = write!(
+            html,
+            "<tr data-side=\"{name}\"><td>{name}</td><td class=\"requests\">{requests}</td><td class=\"hits\">{hits}</td>\
+             <td class=\"misses\">{misses}</td><td class=\"ratio\">{ratio}</td><td class=\"saved\">{saved}</td>\
+             <td class=\"fetched\">{fetched}</td></tr>",
+            name = escape(&side.name),
+            requests = side.requests,
+            hits = side.hits,
+            misses = side.misses,
+            ratio = ratio(side.hit_ratio),
+            saved = bytes(side.bytes_saved),
+            fetched = bytes(side.bytes_fetched),
+        );
+    }
+    html.push_str("</tbody></table></div></section>\n");
+}
+
+fn cache(html: &mut String, status: &Status) {
+    let cache = &status.cache;
+    let limit = cache.max_size_bytes.map_or_else(|| "no size limit".to_string(), |max| format!("of {}", bytes(max)));
+    let _ = write!(
+        html,
+        "<section><h2>Cache</h2><p><b id=\"cache-size\">{size}</b> <span id=\"cache-limit\">{limit}</span> · \
+         <span id=\"cache-entries\">{entries}</span> entries · <span id=\"disk-free\">{free}</span> free on its disk</p>",
+        size = bytes(cache.size_bytes),
+        entries = cache.entries,
+        free = bytes(cache.free_bytes),
+    );
+    let (value, max, caption) = meter(cache);
+    let _ = write!(
+        html,
+        "<meter id=\"cache-meter\" min=\"0\" max=\"{max}\" value=\"{value}\"></meter>\
+         <p class=\"caption\" id=\"meter-caption\">{caption}</p></section>"
+    );
+}
+
+/// What the meter shows: the cache against its limit, or without one, the
+/// disk it fills (`page.js`'s `meter` too).
+fn meter(cache: &pkgproxy_control::CacheStatus) -> (u64, u64, String) {
+    let (value, max, of) = match cache.max_size_bytes {
+        Some(max) => (cache.size_bytes, max, "of the size limit"),
+        None => (cache.disk_bytes.saturating_sub(cache.free_bytes), cache.disk_bytes, "of the disk in use"),
+    };
+    let share = if max == 0 { 0.0 } else { value as f64 / max as f64 };
+    (value, max, format!("{:.0} % {of}", share * 100.0))
+}
+
+fn upstreams(html: &mut String, pools: &[PoolInfo], breakers: &[UpstreamReport]) {
+    html.push_str(
+        "<section><h2>Upstreams</h2><div class=\"scroll\"><table><thead><tr><th>pool</th><th>instance</th>\
+         <th>state</th><th>failures</th><th>in flight</th></tr></thead><tbody id=\"pools\">",
+    );
+    for pool in pools {
+        for instance in &pool.instances {
+            let _ = write!(
+                html,
+                "<tr><td>{pool}</td><td>{url}</td><td class=\"state-{state}\">{state}</td><td>{failures}</td><td>{in_flight}</td></tr>",
+                pool = escape(&pool.name),
+                url = escape(&instance.url),
+                state = escape(&instance.state),
+                failures = instance.failures,
+                in_flight = instance.in_flight,
+            );
+        }
+    }
+    if pools.is_empty() {
+        html.push_str("<tr><td colspan=\"5\">none asked yet</td></tr>");
+    }
+    html.push_str("</tbody></table></div><ul id=\"breakers\">");
+    for breaker in breakers {
+        let _ = write!(html, "<li>{}</li>", breaker_line(breaker));
+    }
+    html.push_str("</ul></section>\n");
+}
+
+fn breaker_line(breaker: &UpstreamReport) -> String {
+    let retry = breaker.retry_after_seconds.map(|s| format!(", tried again in {}", duration(s))).unwrap_or_default();
+    format!("{}: breaker {}{retry}", escape(&breaker.host), escape(&breaker.state))
+}
+
+fn mirrors(html: &mut String, mirrors: &[ShadowInfo]) {
+    if mirrors.is_empty() {
+        return;
+    }
+    html.push_str(
+        "<section><h2>Traffic mirrors</h2><div class=\"scroll\"><table><thead><tr><th>name</th><th>target</th>\
+         <th>sent</th><th>answered</th><th>failed</th><th>not copied</th></tr></thead><tbody id=\"mirrors\">",
+    );
+    for mirror in mirrors {
+        let _ = write!(
+            html,
+            "<tr><td>{name}</td><td>{target}</td><td>{sent}</td><td>{answered}</td><td>{failed}</td><td>{skipped}</td></tr>",
+            name = escape(&mirror.name),
+            target = escape(&mirror.target),
+            sent = mirror.get(ShadowCounter::Sent),
+            failed = mirror.get(ShadowCounter::Failed),
+            answered = mirror.get(ShadowCounter::Answered),
+            skipped = [ShadowCounter::SkippedInflight, ShadowCounter::SkippedSize, ShadowCounter::SkippedOffline]
+                .into_iter()
+                .map(|counter| mirror.get(counter))
+                .sum::<u64>(),
+        );
+    }
+    html.push_str("</tbody></table></div></section>\n");
+}
+
+fn setup(html: &mut String, status: &Status) {
+    html.push_str("<section id=\"setup\"><h2>Point your clients here</h2>");
+    for client in &status.setup {
+        let _ = write!(html, "<h3>{} <small>{}</small></h3><pre>", escape(&client.side), escape(&client.clients));
+        for line in &client.lines {
+            let _ = writeln!(html, "{}", escape(line));
+        }
+        html.push_str("</pre>");
+    }
+    html.push_str("</section>\n");
+}
+
+/// `text` safe inside an element or a quoted attribute.
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// Bytes in binary units, one decimal (`page.js`'s `bytes` too).
+fn bytes(count: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = count as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{count} B"),
+        _ => format!("{value:.1} {}", UNITS[unit]),
+    }
+}
+
+/// A share as a percentage, one decimal; a dash before there is one.
+fn ratio(share: Option<f64>) -> String {
+    share.map_or_else(|| "–".to_string(), |share| format!("{:.1} %", share * 100.0))
+}
+
+/// Seconds as the two largest units (`3d 4h`, `5m 12s`).
+fn duration(seconds: u64) -> String {
+    let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60);
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{seconds}s"),
+        (0, 0, _) => format!("{minutes}m {}s", seconds % 60),
+        (0, _, _) => format!("{hours}h {minutes}m"),
+        _ => format!("{days}d {hours}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_as_people_write_them() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(5 * 1024 * 1024 * 1024), "5.0 GiB");
+        assert_eq!(ratio(None), "–");
+        assert_eq!(ratio(Some(0.5)), "50.0 %");
+        assert_eq!(duration(42), "42s");
+        assert_eq!(duration(312), "5m 12s");
+        assert_eq!(duration(3 * 3600 + 120), "3h 2m");
+        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3d 4h");
+    }
+
+    #[test]
+    fn what_reaches_the_page_is_escaped() {
+        assert_eq!(
+            escape("<script>\"a\" & 'b'</script>"),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
+        );
+    }
+}
