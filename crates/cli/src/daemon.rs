@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
+use pkgproxy_server::access_log::Target as AccessLogTarget;
 use pkgproxy_server::config::{ConfigFile, Overrides, Persistence, EXAMPLE};
 use pkgproxy_server::{Listeners, Settings};
 use pkgproxy_upstream::offline::auto::Trigger;
@@ -108,6 +109,13 @@ struct Flags {
     /// exits at once. Default: 30s.
     #[arg(long, env = "PKGPROXY_SHUTDOWN_GRACE", value_name = "DURATION")]
     shutdown_grace: Option<String>,
+
+    /// Write one JSON object per proxy request to PATH (appended; reopened on
+    /// SIGHUP, for log rotation), or to stderr with `-`: time, client, method,
+    /// side, uri, cache (hit, miss, revalidated, stale, refused, passed,
+    /// local), status, bytes, duration_ms, upstream. Default: off.
+    #[arg(long, env = "PKGPROXY_ACCESS_LOG", value_name = "PATH")]
+    access_log: Option<PathBuf>,
 }
 
 /// Where a flag's value came from, for error messages.
@@ -181,6 +189,12 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     if let Some(grace) = shutdown_grace {
         settings.shutdown_grace = grace;
     }
+    settings.access_log = non_empty(flags.access_log, &matches, "access_log", "PKGPROXY_ACCESS_LOG")?.map(|path| {
+        match path.as_os_str() == "-" {
+            true => AccessLogTarget::Stderr,
+            false => AccessLogTarget::File(path),
+        }
+    });
     Ok(Daemon { addr, log_json, stats_socket, admin_socket, log_filter, settings })
 }
 

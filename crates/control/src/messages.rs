@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, Snapshot, UpstreamCounter};
+use pkgproxy_metrics::{AccessLogCounter, CacheGauge, ShadowCounter, SideCounter, Snapshot, UpstreamCounter};
 use serde::{Deserialize, Serialize};
 
 /// The answer of `GET /pkgproxy/v1/info`.
@@ -37,6 +37,9 @@ pub struct Info {
     pub certificate_pem: String,
     /// What the sides have learnt, by group (`apt_index`) and count
     /// (`pool_files`), each group a key of its own at the top level.
+    /// The access log's lines written and dropped.
+    #[serde(default)]
+    pub access_log: Snapshot<AccessLogCounter>,
     #[serde(flatten)]
     pub learned: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -313,6 +316,7 @@ mod tests {
                 in_flight: 1,
             }],
             offline: OfflineInfo { mode: "never".into(), upstreams: vec![] },
+            access_log: Snapshot::default(),
             lxd_remotes: vec!["ubuntu".into()],
             certificate_pem: String::new(),
             learned,

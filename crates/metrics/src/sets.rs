@@ -209,3 +209,30 @@ impl MetricSet for CacheGauge {
         self as usize
     }
 }
+
+/// The access log's lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessLogCounter {
+    /// Lines written.
+    Written,
+    /// Lines dropped: the writer was behind (the requests were served).
+    Dropped,
+}
+
+impl MetricSet for AccessLogCounter {
+    const ALL: &'static [Self] = &[AccessLogCounter::Written, AccessLogCounter::Dropped];
+    const KIND: Kind = Kind::Counter;
+    const PROMETHEUS_PREFIX: &'static str = "access_log_";
+
+    fn definition(self) -> Definition {
+        let (name, help) = match self {
+            AccessLogCounter::Written => ("written", "Access log lines written."),
+            AccessLogCounter::Dropped => ("dropped", "Access log lines dropped because the writer was behind."),
+        };
+        Definition { name, help }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}

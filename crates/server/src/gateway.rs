@@ -25,7 +25,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::body::ResponseBody;
 use crate::context::ClientInfo;
 use crate::state::State;
 use crate::{control, proxy};
@@ -67,7 +66,12 @@ pub async fn serve_proxy(
                     let handler = move |mut request: hyper::Request<hyper::body::Incoming>| {
                         let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         request.extensions_mut().insert(ClientInfo { addr: peer, id });
-                        proxy::handle(Arc::clone(&state), request)
+                        let state = Arc::clone(&state);
+                        async move {
+                            let begun = state.access_log.begin(&request, peer);
+                            let response = proxy::handle(Arc::clone(&state), request).await;
+                            state.access_log.attach(begun, response)
+                        }
                     };
                     match first_byte(&stream).await {
                         Some(crate::tls::HANDSHAKE) => match tls.accept(stream).await {
@@ -131,11 +135,13 @@ async fn accept_failed(error: std::io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-async fn serve_connection<S, H, F>(stream: S, handler: H, shutdown: CancellationToken)
+async fn serve_connection<S, H, F, B>(stream: S, handler: H, shutdown: CancellationToken)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
-    F: Future<Output = Response<ResponseBody>> + Send + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let handler = Arc::new(handler);
     let service = service_fn(move |request| {

@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access_log;
 mod body;
 pub mod config;
 mod context;
@@ -49,6 +50,7 @@ mod gateway;
 mod grants;
 mod headers;
 mod proxy;
+mod redact;
 pub mod shadow;
 mod single_flight;
 mod state;
@@ -176,6 +178,8 @@ pub async fn run(
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
         tracing::warn!("requests still in flight after {}; stopping anyway", humantime::format_duration(grace));
     }
+    let access_log = state.access_log.clone();
+    let _ = tokio::task::spawn_blocking(move || access_log.flush()).await;
     Ok(())
 }
 
@@ -199,6 +203,8 @@ impl State {
         let upstream = Upstream::new(settings.upstream.clone());
         let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
             .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
+        let access_log = access_log::AccessLog::open(settings.access_log.as_ref())
+            .map_err(|error| ServerError::Start(error.to_string()))?;
         Ok(State {
             clock: Arc::clone(&settings.clock),
             settings,
@@ -218,6 +224,7 @@ impl State {
             grants: Default::default(),
             generations: Default::default(),
             tls,
+            access_log,
         })
     }
 }

@@ -56,6 +56,8 @@ pub struct State {
     pub grants: crate::grants::Grants,
     /// The refreshes of generations in progress, one per root.
     pub generations: crate::single_flight::SingleFlight<Refreshed>,
+    /// Where a line per request goes, if anywhere.
+    pub access_log: crate::access_log::AccessLog,
 }
 
 /// How a refresh of a generation ended.

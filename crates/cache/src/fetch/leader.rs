@@ -55,6 +55,10 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         Err(error) => return Phase::Failed(Arc::new(error)),
     };
     let (parts, body) = answer.into_parts();
+    if let Some(by) = parts.extensions.get::<super::AnsweredBy>() {
+        let by = Arc::clone(&by.0);
+        progress.send_modify(|p| p.answered_by = Some(by));
+    }
     match (parts.status, &spec.revalidating) {
         (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress).await {
             Ok(Downloaded::Cached(entry)) => Phase::Done(entry),

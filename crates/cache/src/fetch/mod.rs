@@ -73,6 +73,12 @@ impl Source for Once {
     }
 }
 
+/// Which upstream answered a fetch (an instance's base URL), put in the
+/// extensions of the answer a [`Source`] gives: the access log names it
+/// for every request the fetch served.
+#[derive(Debug, Clone)]
+pub struct AnsweredBy(pub Arc<str>);
+
 /// What the body must match before it is cached. Empty: only the upstream's
 /// own `Content-Length` is checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -184,6 +190,8 @@ struct Progress {
     spill: Option<Arc<Spill>>,
     /// Where the waiters are reading, so a spill keeps what they need.
     readers: Arc<Readers>,
+    /// The upstream that answered, once one did.
+    answered_by: Option<Arc<str>>,
 }
 
 /// One fetch in progress, shared by its waiters.
@@ -241,6 +249,11 @@ impl Fetch {
         }
     }
 
+    /// The upstream that answered, once one did.
+    pub fn answered_by(&self) -> Option<Arc<str>> {
+        self.progress.borrow().answered_by.clone()
+    }
+
     /// Whether the body passes through memory and its start is gone.
     fn lost_its_start(&self) -> bool {
         self.progress.borrow().spill.as_ref().is_some_and(|spill| spill.lost_its_start())
@@ -283,7 +296,8 @@ impl Fetches {
             return Joined { fetch: Arc::clone(fetch), started: false };
         }
         let readers = Arc::default();
-        let (tx, rx) = watch::channel(Progress { phase: Phase::Asking, written: 0, spill: None, readers });
+        let (tx, rx) =
+            watch::channel(Progress { phase: Phase::Asking, written: 0, spill: None, readers, answered_by: None });
         let fetch = Arc::new(Fetch { key: spec.key.clone(), progress: rx });
         inflight.insert(spec.key.clone(), Arc::clone(&fetch));
         drop(inflight);

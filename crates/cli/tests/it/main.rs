@@ -4,6 +4,7 @@
 //! `go` ([`pkgproxy_testkit::Daemon`]). One test binary, so the suite links
 //! once.
 
+mod access_log;
 mod apt_client;
 mod apt_integrity;
 mod apt_mirrors;

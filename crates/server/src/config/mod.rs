@@ -60,6 +60,8 @@ pub struct Settings {
     pub shutdown_grace: std::time::Duration,
     /// Whether `/` shows the status page (and `/pkgproxy/v1/status` its JSON).
     pub status_page: bool,
+    /// Where the access log goes (`-access-log`); none by default.
+    pub access_log: Option<crate::access_log::Target>,
 }
 
 /// How long requests in flight may take to finish at a stop, by default.
@@ -229,6 +231,7 @@ impl Settings {
             clock: Arc::new(SystemClock),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             status_page: file.status.page,
+            access_log: None,
         })
     }
 }

@@ -39,6 +39,7 @@ pub fn gather(state: &State) -> Info {
         },
         lxd_remotes: lxd_remotes(state),
         certificate_pem: state.tls.certificate_pem.clone(),
+        access_log: state.access_log.snapshot(),
         learned: learned(state),
     }
 }

@@ -18,6 +18,7 @@ pub fn render(info: &Info, learned: &[Learned]) -> String {
     render_set(&mut out, &sides);
     render_set(&mut out, &[(String::new(), &info.upstream)]);
     render_set(&mut out, &[(String::new(), &info.cache)]);
+    render_set(&mut out, &[(String::new(), &info.access_log)]);
     let shadows: Vec<(String, &Snapshot<_>)> =
         info.mirrors.iter().map(|shadow| (format!("mirror=\"{}\"", label(&shadow.name)), &shadow.counters)).collect();
     render_set(&mut out, &shadows);

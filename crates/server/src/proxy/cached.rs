@@ -112,31 +112,46 @@ async fn through_the_cache(
             access::granted(state, side, &request).await;
         }
     }
+    let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
+    with_upstream(outcome, joined.fetch.answered_by())
+}
+
+/// The answer a fetch's `phase` gives the request.
+fn from_fetch(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    request: &CachedRequest,
+    cached: Option<&Arc<Entry>>,
+    fetch: &Arc<pkgproxy_cache::Fetch>,
+    phase: Phase,
+) -> Outcome {
+    let stats = state.stats.side(side.id());
     match phase {
         Phase::Streaming(head) => {
             stats.increment(SideCounter::Misses);
-            Outcome::Answered(answer::from_fetch(exchange, &joined.fetch, &head, request.dated_resume))
+            Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.dated_resume))
         }
         Phase::Done(entry) => {
             stats.increment(SideCounter::Misses);
-            from_cache(state, exchange, &request, &entry, Served::Miss)
+            from_cache(state, exchange, request, &entry, Served::Miss)
         }
         Phase::NotModified(entry) => {
             stats.increment(SideCounter::Revalidations);
-            from_cache(state, exchange, &request, &entry, Served::Revalidated)
+            from_cache(state, exchange, request, &entry, Served::Revalidated)
         }
-        Phase::Passed(passed) => match &cached {
+        Phase::Passed(passed) => match cached {
             Some(entry) if passed.status.is_server_error() || passed.status == StatusCode::TOO_MANY_REQUESTS => {
-                stale(state, exchange, &request, entry, &format!("upstream answered {}", passed.status))
+                stale(state, exchange, request, entry, &format!("upstream answered {}", passed.status))
             }
             _ => {
                 stats.increment(SideCounter::Misses);
-                side.remember(&request, &passed, tokio::time::Instant::now().into_std());
+                side.remember(request, &passed, tokio::time::Instant::now().into_std());
                 Outcome::Answered(answer::passed(exchange, &passed))
             }
         },
-        Phase::Failed(error) => match &cached {
-            Some(entry) => stale(state, exchange, &request, entry, &error.to_string()),
+        Phase::Failed(error) => match cached {
+            Some(entry) => stale(state, exchange, request, entry, &error.to_string()),
             None => {
                 stats.increment(SideCounter::Misses);
                 Failed::of_fetch(&error).into()
@@ -145,9 +160,20 @@ async fn through_the_cache(
         // Passed through, not cached: read through the download's handle.
         Phase::Uncached { head, .. } => {
             stats.increment(SideCounter::Misses);
-            Outcome::Answered(answer::from_fetch(exchange, &joined.fetch, &head, request.dated_resume))
+            Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.dated_resume))
         }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
+    }
+}
+
+/// `outcome`, naming the upstream that answered the fetch, when one did.
+fn with_upstream(outcome: Outcome, answered_by: Option<Arc<str>>) -> Outcome {
+    match (outcome, answered_by) {
+        (Outcome::Answered(mut response), Some(by)) => {
+            response.extensions_mut().insert(pkgproxy_cache::AnsweredBy(by));
+            Outcome::Answered(response)
+        }
+        (outcome, _) => outcome,
     }
 }
 

@@ -14,7 +14,7 @@ use http::header::{
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use pkgproxy_cache::{Entry, FetchError, Source, StartFetch, Validators};
+use pkgproxy_cache::{AnsweredBy, Entry, FetchError, Source, StartFetch, Validators};
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
@@ -22,6 +22,7 @@ use pkgproxy_upstream::{Pool, PoolAnswer, PoolBody, PoolRequest, UpstreamError};
 
 use crate::config::Step;
 use crate::context::{Exchange, UpstreamAnswer};
+use crate::redact::without_user;
 use crate::shadow::Original;
 use crate::state::State;
 use crate::tokens::Challenge;
@@ -205,7 +206,11 @@ impl PoolSource {
             if let Some(report) = report {
                 report.report(response.status().as_u16());
             }
-            Ok(response.map(|body| counted(body, state, side)))
+            let mut response = response.map(|body| counted(body, state, side));
+            if let Some(base) = origin.instances.get(answer.instance) {
+                response.extensions_mut().insert(AnsweredBy(without_user(base).into()));
+            }
+            Ok(response)
         })
     }
 }

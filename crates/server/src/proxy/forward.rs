@@ -143,6 +143,10 @@ async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardReque
     strip_hop_by_hop(headers);
     add_via(headers);
     headers.insert(CACHE_STATUS, HeaderValue::from_static(Served::Miss.as_str()));
+    response.extensions_mut().insert(crate::access_log::CacheUse::Passed);
+    if let Some(base) = origin.instances.get(answer.instance) {
+        response.extensions_mut().insert(pkgproxy_cache::AnsweredBy(crate::redact::without_user(base).into()));
+    }
     if *exchange.method == http::Method::HEAD {
         *response.body_mut() = ResponseBody::Empty;
     }

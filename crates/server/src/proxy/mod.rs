@@ -33,6 +33,7 @@ use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target};
 use pkgproxy_upstream::offline::Mode;
 
+use crate::access_log::{CacheUse, Note};
 use crate::body::ResponseBody;
 use crate::config::Step;
 use crate::context::{ClientInfo, Exchange};
@@ -54,32 +55,70 @@ fn certificate(state: &State) -> Response<ResponseBody> {
     outcome::local(pkgproxy_sides::LocalAnswer { status: StatusCode::OK, headers, body: pem.into() })
 }
 
-/// Answers one request from a client of the proxy listener.
+/// Answers one request from a client of the proxy listener; with the
+/// access log on, the answer notes which side served it and how.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
+    let (response, note) = answer_request(&state, request).await;
+    match state.access_log.is_on() {
+        true => {
+            let mut response = response;
+            response.extensions_mut().insert(note);
+            response
+        }
+        false => response,
+    }
+}
+
+async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Response<ResponseBody>, Note) {
+    let local = Note { side: None, cache: CacheUse::Local };
     if state.loop_mark.seen_in(request.headers()) {
-        return answer::text(
+        let refused = answer::text(
             StatusCode::LOOP_DETECTED,
             "pkgproxy: request loop: this request already passed through this pkgproxy (is a mirror configured to be pkgproxy itself?)",
         );
+        return (refused, Note { cache: CacheUse::Refused, ..local });
     }
     if request.uri().scheme().is_none() && request.uri().path() == CERTIFICATE_PATH {
-        return certificate(&state);
+        return (certificate(state), local);
     }
-    if let Some(page) = crate::status::answer(&state, &request) {
-        return page;
+    if let Some(page) = crate::status::answer(state, &request) {
+        return (page, local);
     }
     match route::route(request.method(), request.uri(), state.listen.port()) {
         Route::Tunnel => {
-            let outcome = tunnel::handle(&state, request).await;
-            respond(None, state.upstream.switch.mode(), outcome)
+            let outcome = tunnel::handle(state, request).await;
+            let cache = match &outcome {
+                Outcome::Failed(_) => CacheUse::Refused,
+                _ => CacheUse::Passed,
+            };
+            (respond(None, state.upstream.switch.mode(), outcome), Note { cache, ..local })
         }
         Route::Side { side, mount, target } => {
             let side = state.sides.owner(side, target.as_ref());
-            let outcome = serve(&state, side, mount, target, request).await;
-            respond(Some(side), state.upstream.switch.mode(), outcome)
+            let outcome = serve(state, side, mount, target, request).await;
+            let note = Note { side: Some(side.id()), cache: cache_use(&outcome) };
+            (respond(Some(side), state.upstream.switch.mode(), outcome), note)
         }
-        Route::Nowhere => answer::text(StatusCode::NOT_FOUND, HINT),
+        Route::Nowhere => (answer::text(StatusCode::NOT_FOUND, HINT), local),
+    }
+}
+
+/// How `outcome` used the cache, as the access log says it.
+fn cache_use(outcome: &Outcome) -> CacheUse {
+    match outcome {
+        Outcome::Answered(response) => match response.extensions().get::<CacheUse>() {
+            Some(noted) => *noted,
+            None => match response.headers().get(answer::CACHE_STATUS).map(|value| value.as_bytes()) {
+                Some(b"hit") => CacheUse::Hit,
+                Some(b"revalidated") => CacheUse::Revalidated,
+                Some(b"stale") => CacheUse::Stale,
+                _ => CacheUse::Miss,
+            },
+        },
+        Outcome::Local(_) => CacheUse::Local,
+        Outcome::Failed(Failed::Refused(_) | Failed::Offline) => CacheUse::Refused,
+        Outcome::Failed(_) => CacheUse::Miss,
     }
 }
 

@@ -19,6 +19,7 @@ use pkgproxy_sides::LocalAnswer;
 
 use crate::body::ResponseBody;
 use crate::proxy::outcome;
+use crate::redact::without_user;
 use crate::state::State;
 
 /// The page's own answer to `request`, when it asks for the page or its
@@ -114,19 +115,6 @@ fn without_users(mut pool: pkgproxy_control::PoolInfo) -> pkgproxy_control::Pool
     pool
 }
 
-/// `url` without its user information (`https://user:secret@host/` gives
-/// `https://host/`): an instance's credentials are not for every client.
-fn without_user(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    match scheme {
-        "" => format!("{host}{path}"),
-        scheme => format!("{scheme}://{host}{path}"),
-    }
-}
-
 fn respond(content_type: &'static str, body: bytes::Bytes) -> Response<ResponseBody> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -140,17 +128,4 @@ fn respond(content_type: &'static str, body: bytes::Bytes) -> Response<ResponseB
         ),
     );
     outcome::local(LocalAnswer { status: StatusCode::OK, headers, body })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_user;
-
-    #[test]
-    fn user_information_is_left_out_of_urls() {
-        assert_eq!(without_user("https://puller:secret@registry.lan:5000/v2"), "https://registry.lan:5000/v2");
-        assert_eq!(without_user("http://a:b@c@mirror/debian?x=@"), "http://mirror/debian?x=@");
-        assert_eq!(without_user("http://mirror.lan/debian"), "http://mirror.lan/debian");
-        assert_eq!(without_user("mirror.lan:80"), "mirror.lan:80");
-    }
 }
