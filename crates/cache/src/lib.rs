@@ -137,6 +137,11 @@ impl Cache {
         self.store.set_quota(quota);
     }
 
+    /// The limits the cache keeps to now.
+    pub fn quota(&self) -> Quota {
+        self.store.quota()
+    }
+
     /// Where the cache stands against a quota.
     pub fn usage(&self) -> Usage {
         self.store.usage()

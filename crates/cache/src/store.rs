@@ -379,6 +379,11 @@ impl Store {
         *self.quota.write().unwrap_or_else(|p| p.into_inner()) = quota;
     }
 
+    /// The limits kept to now.
+    pub fn quota(&self) -> Quota {
+        *self.quota.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether a body of `size` bytes may be cached.
     pub fn admits(&self, size: u64) -> bool {
         self.quota.read().unwrap_or_else(|p| p.into_inner()).admits(size)

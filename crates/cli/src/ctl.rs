@@ -92,6 +92,9 @@ enum Command {
         #[arg(long, conflicts_with_all = ["apply", "undo"])]
         print: bool,
     },
+    /// Make the daemon read its configuration file again, as on SIGHUP; a file
+    /// it cannot use is refused with the reason, and the settings in use stay.
+    Reload,
     /// Print pkgproxyctl's completion script for a shell (bash, zsh, fish, ...).
     Completions {
         /// The shell.
@@ -192,6 +195,10 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             if !crate::cache_cmd::run(command, &stats, &admin).await? {
                 return Ok(ExitCode::FAILURE);
             }
+        }
+        Command::Reload => {
+            let _: serde_json::Value = admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await?;
+            println!("configuration reloaded");
         }
         Command::Info { json } => {
             let info = stats.info().await?;

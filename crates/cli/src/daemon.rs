@@ -182,10 +182,11 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     };
     let cache_max_size = flags.cache_max_size.clone();
     let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline, cache_max_size };
-    let mut settings = Settings::new(cache_dir, &file, &overrides).with_context(|| match &flags.config {
+    let mut settings = Settings::new(cache_dir.clone(), &file, &overrides).with_context(|| match &flags.config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),
     })?;
+    settings.reload.reread = Some(std::sync::Arc::new(reread(flags.config.clone(), cache_dir, overrides)));
     if let Some(grace) = shutdown_grace {
         settings.shutdown_grace = grace;
     }
@@ -196,6 +197,26 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
         }
     });
     Ok(Daemon { addr, log_json, stats_socket, admin_socket, log_filter, settings })
+}
+
+/// Reads the settings again as they were read at start, from the same
+/// flags and the file at `config` as it is now (`SIGHUP`, `pkgproxyctl
+/// reload`).
+fn reread(
+    config: Option<PathBuf>,
+    cache_dir: PathBuf,
+    overrides: Overrides,
+) -> impl Fn() -> Result<Settings, String> + Send + Sync + 'static {
+    move || {
+        let file = match &config {
+            Some(path) => ConfigFile::load(path).map_err(|error| format!("{error:#}"))?,
+            None => ConfigFile::default(),
+        };
+        Settings::new(cache_dir.clone(), &file, &overrides).map_err(|error| match &config {
+            Some(path) => format!("configuration file {}: {error}", path.display()),
+            None => error.to_string(),
+        })
+    }
 }
 
 fn duration(value: Option<&str>) -> anyhow::Result<Option<std::time::Duration>> {
@@ -340,7 +361,20 @@ async fn shutdown_signal() {
     });
 }
 
+/// Tells the server of every `SIGHUP` (it reads its configuration again).
+fn forward_hangups(hangup: std::sync::Arc<tokio::sync::Notify>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = signal(SignalKind::hangup()).context("SIGHUP handler")?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            hangup.notify_one();
+        }
+    });
+    Ok(())
+}
+
 async fn serve(daemon: Daemon) -> anyhow::Result<()> {
+    forward_hangups(std::sync::Arc::clone(&daemon.settings.reload.hangup))?;
     let passed = crate::systemd::passed_sockets()?;
     if passed.proxy.is_some() {
         tracing::info!("listening on the proxy socket systemd passed; -addr is not bound");

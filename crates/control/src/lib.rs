@@ -15,6 +15,9 @@ pub use messages::{
     OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
 };
 
+/// `POST` (admin socket): read the configuration again and take it; `422`
+/// with an [`ErrorAnswer`] when it cannot be used (the one in use stays).
+pub const RELOAD_PATH: &str = "/pkgproxy/v1/reload";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).
 pub const STATUS_PATH: &str = "/pkgproxy/v1/status";
 /// `GET`: the daemon's version, cache, counters and state ([`Info`]).

@@ -51,6 +51,7 @@ mod grants;
 mod headers;
 mod proxy;
 mod redact;
+pub mod reload;
 pub mod shadow;
 mod single_flight;
 mod state;
@@ -164,6 +165,15 @@ pub async fn run(
         });
     }
     tracker.spawn(upkeep::run(Arc::clone(&state), token.clone()));
+    tokio::spawn({
+        let (state, token) = (Arc::clone(&state), token.clone());
+        async move {
+            tokio::select! {
+                _ = reload::on_hangup(state) => {}
+                _ = token.cancelled() => {}
+            }
+        }
+    });
     for (listener, role) in [(listeners.stats, control::Role::Stats), (listeners.admin, control::Role::Admin)] {
         tracker.spawn(gateway::serve_control(listener, Arc::clone(&state), role, token.clone(), tracker.clone()));
     }
@@ -199,6 +209,7 @@ impl State {
         });
         let (cache, sides, tls) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();
+        let status_page = settings.status_page;
         let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
         let upstream = Upstream::new(settings.upstream.clone());
         let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
@@ -217,7 +228,9 @@ impl State {
             restart_mode: std::sync::Mutex::new(start_mode),
             auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
             loop_mark: headers::LoopMark::new(),
-            shadows,
+            shadows: arc_swap::ArcSwap::from_pointee(shadows),
+            status_page: std::sync::atomic::AtomicBool::new(status_page),
+            reloading: Default::default(),
             request_ids: Default::default(),
             tokens: Default::default(),
             pointer_checks: Default::default(),

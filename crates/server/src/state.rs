@@ -40,8 +40,12 @@ pub struct State {
     pub auto_offline: Arc<AutoOffline>,
     /// This process's mark in `Via`, to refuse requests that loop back.
     pub loop_mark: LoopMark,
-    /// Where copies of the traffic go.
-    pub shadows: Shadows,
+    /// Where copies of the traffic go (replaced on a reload).
+    pub shadows: arc_swap::ArcSwap<Shadows>,
+    /// Whether the status page is on (`[status] page`, changed on a reload).
+    pub status_page: std::sync::atomic::AtomicBool,
+    /// Held while a reload runs: one at a time.
+    pub reloading: tokio::sync::Mutex<()>,
     /// The wall clock.
     pub clock: Arc<dyn Clock>,
     /// Numbers the requests (logs name them).

@@ -44,7 +44,7 @@ async fn blocking(state: &Arc<State>, work: fn(&State)) {
 
 /// Evicts down to the quota, when the cache is over it.
 pub fn evict_now(state: &State) {
-    if let Err(error) = state.cache.evict(&state.settings.quota, &state.sides) {
+    if let Err(error) = state.cache.evict(&state.cache.quota(), &state.sides) {
         tracing::warn!(%error, "eviction failed");
     }
 }
@@ -52,7 +52,7 @@ pub fn evict_now(state: &State) {
 /// Whether the cache's file system is short of its kept free space now,
 /// said in the log when that changes from `was`.
 fn report_pressure(state: &State, was: bool) -> bool {
-    let (usage, quota) = (state.cache.usage(), state.settings.quota);
+    let (usage, quota) = (state.cache.usage(), state.cache.quota());
     let kept = quota.min_free.bytes(usage.total);
     let now = usage.free < kept;
     match (was, now) {

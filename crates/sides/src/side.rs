@@ -315,6 +315,21 @@ impl Sides {
         self.all.iter()
     }
 
+    /// Takes `config` for the requests from now on (a reload): each side's
+    /// configuration is swapped whole, what the sides learnt is kept.
+    pub fn reconfigure(&self, config: SidesConfig) {
+        let SidesConfig { apt, go, snap, registry, lxd } = config;
+        for side in &self.all {
+            match side {
+                Side::Apt(side) => side.reconfigure(apt.clone()),
+                Side::Go(side) => side.reconfigure(go.clone()),
+                Side::Snap(side) => side.reconfigure(snap.clone()),
+                Side::Registry(side) => side.reconfigure(registry.clone()),
+                Side::Lxd(side) => side.reconfigure(lxd.clone()),
+            }
+        }
+    }
+
     /// Whether `CONNECT host:port` may be tunnelled: port 443 of a host a
     /// side's clients use.
     pub fn allows_tunnel(&self, host: &str, port: u16) -> Result<(), Refusal> {

@@ -83,6 +83,20 @@ impl Daemon {
         std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
     }
 
+    /// Replaces the configuration file's text (the daemon reads it again on
+    /// `SIGHUP` or `pkgproxyctl reload`, and at its next start).
+    pub fn rewrite_config(&mut self, text: &str) {
+        std::fs::write(self.dir.path().join("pkgproxy.toml"), text).expect("write config");
+        self.config = Some(text.to_string());
+    }
+
+    /// Sends `signal` to the daemon.
+    pub fn signal(&self, signal: libc::c_int) {
+        let pid = self.pid().expect("the daemon runs") as libc::pid_t;
+        // SAFETY: kill(2) on the child this harness started.
+        unsafe { libc::kill(pid, signal) };
+    }
+
     /// `host:port` of the proxy listener.
     pub fn proxy_addr(&self) -> &str {
         &self.proxy_addr

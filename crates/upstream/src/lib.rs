@@ -107,6 +107,10 @@ pub struct Upstream {
     pub switch: offline::Switch,
     /// Where copies of requests go (the mirror feature), counted apart.
     pub shadow_client: shadow::ShadowClient,
+    /// The pins every connector resolves with (shared with theirs).
+    resolver: Resolver,
+    /// What every connector may reach (shared with theirs).
+    policy: AddressPolicy,
 }
 
 impl Upstream {
@@ -132,6 +136,7 @@ impl Upstream {
             network.clone(),
         );
         let shadow_client = shadow::ShadowClient::new(shadow_connector, timeouts.pool_idle, Arc::clone(&counters));
+        let (resolver, policy) = (config.resolver.clone(), config.policy.clone());
         let connector = connect::Connector::new(
             config.resolver,
             config.policy,
@@ -143,6 +148,14 @@ impl Upstream {
         );
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
-        Upstream { transport, dialer, counters, switch: config.switch, shadow_client }
+        Upstream { transport, dialer, counters, switch: config.switch, shadow_client, resolver, policy }
+    }
+
+    /// Takes `config`'s pinned addresses and trusted hosts, from the next
+    /// connection on (a reload). Its timeouts and keepalive are kept: they
+    /// are read once, at start.
+    pub fn reconfigure(&self, config: &UpstreamConfig) {
+        self.resolver.adopt(&config.resolver);
+        self.policy.adopt(&config.policy);
     }
 }

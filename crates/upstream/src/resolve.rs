@@ -9,26 +9,40 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use pkgproxy_addr::local_kind;
 
 use crate::error::UpstreamError;
 
-/// Resolves `host:port` to socket addresses.
+/// The pinned addresses, by lower-case host and port.
+type Pins = HashMap<(String, u16), Vec<SocketAddr>>;
+
+/// Resolves `host:port` to socket addresses. Its clones share their pins,
+/// so a reload ([`Resolver::adopt`]) reaches every connector at once.
 #[derive(Debug, Clone, Default)]
 pub struct Resolver {
-    fixed: HashMap<(String, u16), Vec<SocketAddr>>,
+    fixed: Arc<ArcSwap<Pins>>,
 }
 
 impl Resolver {
     /// Pins `host:port` to `addresses` (consulted before DNS).
     pub fn pin(&mut self, host: &str, port: u16, addresses: Vec<SocketAddr>) {
-        self.fixed.insert((host.to_ascii_lowercase(), port), addresses);
+        let mut fixed = Pins::clone(&self.fixed.load());
+        fixed.insert((host.to_ascii_lowercase(), port), addresses);
+        self.fixed.store(Arc::new(fixed));
+    }
+
+    /// Takes `other`'s pins, from the next connection on.
+    pub fn adopt(&self, other: &Resolver) {
+        self.fixed.store(other.fixed.load_full());
     }
 
     /// The addresses of `host:port`.
     pub(crate) async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, UpstreamError> {
-        if let Some(fixed) = self.fixed.get(&(host.to_ascii_lowercase(), port)) {
+        if let Some(fixed) = self.fixed.load().get(&(host.to_ascii_lowercase(), port)) {
             return Ok(fixed.clone());
         }
         if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
@@ -46,22 +60,31 @@ impl Resolver {
     }
 }
 
-/// Which hosts may be reached on local addresses.
+/// Which hosts may be reached on local addresses. Its clones share what
+/// they trust, so a reload ([`AddressPolicy::adopt`]) reaches every
+/// connector at once.
 #[derive(Debug, Clone, Default)]
 pub struct AddressPolicy {
-    trusted: HashSet<String>,
+    trusted: Arc<ArcSwap<HashSet<String>>>,
 }
 
 impl AddressPolicy {
     /// Lets `host` resolve to loopback, private or link-local addresses (a
     /// configured archive on the local network).
     pub fn trust(&mut self, host: &str) {
-        self.trusted.insert(host.to_ascii_lowercase());
+        let mut trusted = HashSet::clone(&self.trusted.load());
+        trusted.insert(host.to_ascii_lowercase());
+        self.trusted.store(Arc::new(trusted));
+    }
+
+    /// Takes what `other` trusts, from the next connection on.
+    pub fn adopt(&self, other: &AddressPolicy) {
+        self.trusted.store(other.trusted.load_full());
     }
 
     /// True when `host` was trusted.
     pub fn is_trusted(&self, host: &str) -> bool {
-        self.trusted.contains(&host.to_ascii_lowercase())
+        self.trusted.load().contains(&host.to_ascii_lowercase())
     }
 
     /// The addresses of `addresses` that `host` may be connected to, or why

@@ -41,6 +41,13 @@ impl Transport {
         Ok(pool)
     }
 
+    /// Lets go of every pool (a reload): requests under way keep theirs,
+    /// new ones make new pools over the instances configured now, whose
+    /// health is learnt afresh, as after a restart.
+    pub fn forget_pools(&self) {
+        self.pools.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     /// Every pool's state, by name.
     pub fn report(&self) -> Vec<PoolReport> {
         let pools: Vec<Arc<Pool>> = self.pools.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();

@@ -21,6 +21,7 @@ mod proxy_http;
 mod quota;
 mod quota_apt;
 mod registry_client;
+mod reload;
 mod setup_script;
 mod shadow;
 mod shared_fetch;

@@ -62,6 +62,8 @@ pub struct Settings {
     pub status_page: bool,
     /// Where the access log goes (`-access-log`); none by default.
     pub access_log: Option<crate::access_log::Target>,
+    /// How the configuration is read again (`SIGHUP`, `pkgproxyctl reload`).
+    pub reload: crate::reload::Reload,
 }
 
 /// How long requests in flight may take to finish at a stop, by default.
@@ -232,6 +234,7 @@ impl Settings {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             status_page: file.status.page,
             access_log: None,
+            reload: Default::default(),
         })
     }
 }

@@ -85,7 +85,7 @@ pub fn verifying(state: &State) -> pkgproxy_control::VerifyProgress {
 
 /// Evicts now, down to the quota's low-water mark. Blocking.
 pub fn collect(state: &Arc<State>) -> Result<Removed, String> {
-    state.cache.collect(&state.settings.quota, &state.sides).map(removed).map_err(|error| error.to_string())
+    state.cache.collect(&state.cache.quota(), &state.sides).map(removed).map_err(|error| error.to_string())
 }
 
 fn removed(evicted: Evicted) -> Removed {

@@ -14,7 +14,7 @@ use crate::state::State;
 pub fn gather(state: &State) -> Info {
     let (entries, size) = state.cache.totals();
     let usage = state.cache.usage();
-    let quota = state.settings.quota;
+    let quota = state.cache.quota();
     Info {
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_seconds: state.started.elapsed().as_secs(),
@@ -32,7 +32,7 @@ pub fn gather(state: &State) -> Info {
         sides: state.sides.iter().map(|side| (side.id().to_string(), state.stats.side(side.id()).snapshot())).collect(),
         upstream: state.upstream.counters.snapshot(),
         pools: state.upstream.transport.report().into_iter().map(pool_info).collect(),
-        mirrors: state.shadows.report(),
+        mirrors: state.shadows.load().report(),
         offline: OfflineInfo {
             mode: state.upstream.switch.mode().as_str().to_string(),
             upstreams: super::offline::upstreams(state),

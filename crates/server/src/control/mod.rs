@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
     ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, FROM_CONFIGURE_HOOK, INFO_PATH,
-    METRICS_PATH, OFFLINE_PATH,
+    METRICS_PATH, OFFLINE_PATH, RELOAD_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -71,6 +71,16 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
         }
         (_, CACHE_ENTRIES_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or DELETE"),
         (_, CACHE_GC_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (&Method::POST, RELOAD_PATH) if role == Role::Admin => {
+            match crate::reload::reload(&state, "the admin socket").await {
+                Ok(()) => json(StatusCode::OK, &serde_json::json!({ "reloaded": true })),
+                Err(reason) => error(StatusCode::UNPROCESSABLE_ENTITY, &reason),
+            }
+        }
+        (_, RELOAD_PATH) if role == Role::Stats => {
+            error(StatusCode::FORBIDDEN, "the stats socket is read-only: reload on the admin socket")
+        }
+        (_, RELOAD_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         (_, CACHE_VERIFY_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST, or GET for its progress"),
         _ => {
             let what = match role {

@@ -160,14 +160,14 @@ pub fn copy_upstream_request(
     method: &Method,
     headers: &HeaderMap,
 ) -> UpstreamAnswer {
-    if state.shadows.is_empty() {
+    if state.shadows.load().is_empty() {
         return UpstreamAnswer::default();
     }
     let uri = match exchange.mount {
         Mount::ForwardProxy => format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path),
         Mount::Prefix(_) => origin.path.clone(),
     };
-    let tapped = state.shadows.tap(&Original {
+    let tapped = state.shadows.load().tap(&Original {
         step: Step::Upstream,
         side,
         method,

@@ -196,14 +196,14 @@ pub(crate) fn host_of<'a>(
 /// The copies the shadows make of a request: a forward-proxy request as the
 /// proxy request it is, a mounted side's request by its path and query.
 fn tap(state: &State, request: &Request<Incoming>, side: SideId, mount: Mount, client: Option<ClientInfo>) -> Tapped {
-    if state.shadows.is_empty() {
+    if state.shadows.load().is_empty() {
         return Tapped::default();
     }
     let uri = match mount {
         Mount::ForwardProxy => request.uri().to_string(),
         Mount::Prefix(_) => request.uri().path_and_query().map_or("/", |p| p.as_str()).to_string(),
     };
-    state.shadows.tap(&Original {
+    state.shadows.load().tap(&Original {
         step: Step::Request,
         side,
         method: request.method(),

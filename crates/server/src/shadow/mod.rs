@@ -95,6 +95,20 @@ impl Shadows {
         Ok(Shadows { all })
     }
 
+    /// The mirrors of `configs` (a reload): a mirror configured as before is
+    /// kept as it is, with its counters and its copies under way.
+    pub fn reconfigured(&self, configs: &[ShadowConfig], shadows: &ShadowClient) -> Result<Self, UpstreamError> {
+        let kept = |config: &ShadowConfig| self.all.iter().find(|shadow| shadow.config == *config).cloned();
+        let all = configs
+            .iter()
+            .map(|config| match kept(config) {
+                Some(shadow) => Ok(shadow),
+                None => Shadow::new(config.clone(), shadows).map(Arc::new),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Shadows { all })
+    }
+
     /// True when no mirror is configured (the request path skips the tap).
     pub fn is_empty(&self) -> bool {
         self.all.is_empty()

@@ -26,7 +26,7 @@ use crate::state::State;
 /// JSON and they are on; `None` for every other request.
 pub fn answer<B>(state: &State, request: &Request<B>) -> Option<Response<ResponseBody>> {
     let uri = request.uri();
-    if !state.settings.status_page || uri.scheme().is_some() {
+    if !state.status_page.load(std::sync::atomic::Ordering::Relaxed) || uri.scheme().is_some() {
         return None;
     }
     let wanted = match uri.path() {
@@ -71,7 +71,7 @@ pub fn gather(state: &State, host: &str) -> Status {
         cache: CacheStatus {
             entries: entries as u64,
             size_bytes: size,
-            max_size_bytes: state.settings.quota.max_size,
+            max_size_bytes: state.cache.quota().max_size,
             free_bytes: usage.free,
             disk_bytes: usage.total,
         },
@@ -85,6 +85,7 @@ pub fn gather(state: &State, host: &str) -> Status {
             .collect(),
         mirrors: state
             .shadows
+            .load()
             .report()
             .into_iter()
             .map(|mirror| ShadowInfo { target: without_user(&mirror.target), ..mirror })

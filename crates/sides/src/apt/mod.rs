@@ -15,6 +15,7 @@ mod integrity;
 pub mod packages;
 pub mod release;
 
+use arc_swap::{ArcSwap, Guard};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,9 +124,10 @@ impl Config {
 
 /// The apt side at run time: its configuration and its index of what the
 /// archives' `Release` and `Packages` files say.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Apt {
-    config: Config,
+    /// Swapped whole on a reload; requests under way keep the one they read.
+    config: ArcSwap<Config>,
     index: Arc<AptIndex>,
 }
 
@@ -162,12 +164,17 @@ impl Apt {
     /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
     pub fn open(config: Config, cache_dir: &Path) -> Result<Self, IndexError> {
         let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
-        Ok(Apt { config, index: Arc::new(index) })
+        Ok(Apt { config: ArcSwap::from_pointee(config), index: Arc::new(index) })
     }
 
     /// The side's validated configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for the requests from now on (a reload).
+    pub fn reconfigure(&self, config: Config) {
+        self.config.store(Arc::new(config));
     }
 
     /// What the archives' `Release` and `Packages` files said, as learnt.
@@ -186,7 +193,7 @@ impl Apt {
         let Some(target) = request.target else {
             return Decision::Refuse(Refusal::bad_request("apt asks for absolute URLs, as of a forward proxy"));
         };
-        match self.config.classify(target) {
+        match self.config().classify(target) {
             Decision::Cache(request) => Decision::cache(self.expecting_listed_sums(*request)),
             other => other,
         }

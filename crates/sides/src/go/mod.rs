@@ -18,6 +18,7 @@ mod negative;
 pub mod path;
 pub mod sumdb;
 
+use arc_swap::{ArcSwap, Guard};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -251,26 +252,32 @@ impl Config {
 /// it remembers.
 #[derive(Debug)]
 pub struct Go {
-    config: Config,
+    /// Swapped whole on a reload; requests under way keep the one they read.
+    config: ArcSwap<Config>,
     not_found: NegativeCache,
 }
 
 impl Go {
     /// The side with nothing remembered yet.
     pub fn new(config: Config) -> Self {
-        Go { config, not_found: NegativeCache::default() }
+        Go { config: ArcSwap::from_pointee(config), not_found: NegativeCache::default() }
     }
 
     /// The side's validated configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for the requests from now on (a reload).
+    pub fn reconfigure(&self, config: Config) {
+        self.config.store(Arc::new(config));
     }
 
     /// Decides what to do with a request below `/go`: the module proxy
     /// protocol is `GET` (and `HEAD`) only.
     pub fn classify(&self, request: &Request<'_>) -> Decision {
         match *request.method {
-            Method::GET | Method::HEAD => self.config.classify(request.path),
+            Method::GET | Method::HEAD => self.config().classify(request.path),
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
         }
     }
@@ -282,7 +289,7 @@ impl Go {
 
     /// Remembers the upstream's "not found" for `key` for `negative_ttl`.
     pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
-        self.not_found.remember(key, Arc::clone(answer), self.config.negative_ttl, now);
+        self.not_found.remember(key, Arc::clone(answer), self.config().negative_ttl, now);
     }
 
     /// For a `.zip` or `.mod`: whether the upstream has the checksum
@@ -290,7 +297,7 @@ impl Go {
     /// so no lookup is asked of it for every version), then the lookup
     /// record that gives the file's hash.
     pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
-        match (self.config.sumdb_supported(), self.config.lookup_for(request)) {
+        match (self.config().sumdb_supported(), self.config().lookup_for(request)) {
             (Some(supported), Some(lookup)) => vec![supported, lookup],
             _ => Vec::new(),
         }
@@ -311,7 +318,7 @@ impl Go {
             }
             _ => Sums::default(),
         };
-        self.config.verifier(request, sums)
+        self.config().verifier(request, sums)
     }
 }
 

@@ -31,6 +31,9 @@
 pub mod items;
 pub mod stream;
 
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -169,7 +172,8 @@ impl Config {
 /// remote, and the cache its files are kept in.
 #[derive(Debug)]
 pub struct Lxd {
-    config: Config,
+    /// Swapped whole on a reload; requests under way keep the one they read.
+    config: ArcSwap<Config>,
     items: Items,
     cache: Cache,
 }
@@ -179,12 +183,17 @@ impl Lxd {
     /// `cache_dir`. Blocking.
     pub fn open(config: Config, cache: Cache, cache_dir: &Path) -> Result<Lxd, ItemsError> {
         let items = Items::open(&cache_dir.join("lxd-items.redb"))?;
-        Ok(Lxd { config, items, cache })
+        Ok(Lxd { config: ArcSwap::from_pointee(config), items, cache })
     }
 
     /// Its configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for the requests from now on (a reload).
+    pub fn reconfigure(&self, config: Config) {
+        self.config.store(Arc::new(config));
     }
 
     /// Decides what to do with `request`: its path below `/lxd`, or a
@@ -193,9 +202,10 @@ impl Lxd {
         if !matches!(*request.method, Method::GET | Method::HEAD) {
             return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
         }
+        let config = self.config();
         let located = match request.target {
-            Some(target) => self.locate_target(target),
-            None => self.locate(request.path),
+            Some(target) => self.locate_target(&config, target),
+            None => locate(&config, request.path),
         };
         let (remote, path) = match located {
             Ok(located) => located,
@@ -209,24 +219,10 @@ impl Lxd {
         })
     }
 
-    /// The remote and the path below its root that `raw` (below `/lxd`,
-    /// percent-encoded) names.
-    fn locate<'c>(&'c self, raw: &str) -> Result<(&'c Remote, String), Refusal> {
-        let collapsed = collapse_slashes(raw);
-        let decoded = crate::path::checked_path(&collapsed)?;
-        let (name, path) =
-            decoded.trim_start_matches('/').split_once('/').unwrap_or((decoded.trim_start_matches('/'), ""));
-        let Some(remote) = self.config.remote(name) else {
-            let reason = format!("pkgproxy knows no LXD remote {name:?}; add it as an [[lxd.remote]]");
-            return Err(Refusal::not_found(reason));
-        };
-        Ok((remote, path.trim_end_matches('/').to_string()))
-    }
-
     /// The remote whose instance `target` is below (the longest such
     /// instance), and the path below its root. The scheme is not compared:
     /// LXD asks for the files of an `https://` remote over plain http.
-    fn locate_target<'c>(&'c self, target: &Target) -> Result<(&'c Remote, String), Refusal> {
+    fn locate_target<'c>(&self, config: &'c Config, target: &Target) -> Result<(&'c Remote, String), Refusal> {
         let unknown = || Refusal::forbidden(format!("{} is not an LXD remote pkgproxy knows", target.host));
         if !self.tunnels_to(&target.host) {
             return Err(unknown());
@@ -239,20 +235,20 @@ impl Lxd {
                 (*host == target.host).then(|| (prefix.len(), remote, rest.to_string()))
             })
         };
-        let found = self.config.remotes.iter().flat_map(below).max_by_key(|(length, _, _)| *length);
+        let found = config.remotes.iter().flat_map(below).max_by_key(|(length, _, _)| *length);
         found.map(|(_, remote, rest)| (remote, rest)).ok_or_else(unknown)
     }
 
     /// Whether a forward-proxy request for `target` is for one of the
     /// remotes' hosts.
     pub fn serves(&self, target: &Target) -> bool {
-        self.locate_target(target).is_ok()
+        self.locate_target(&self.config(), target).is_ok()
     }
 
     /// Whether LXD may open a tunnel to `host`: a remote's host, whose
     /// index LXD fetches over https through its proxy.
     pub fn tunnels_to(&self, host: &str) -> bool {
-        self.config.remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
+        self.config().remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
     }
 
     /// What `path` of `remote` is: the index or a products file (served
@@ -281,7 +277,7 @@ impl Lxd {
     /// The request for `remote`'s index: the root of its generations.
     fn index_request(&self, remote: &Remote) -> CachedRequest {
         CachedRequest {
-            fresh_for: self.config.index_ttl,
+            fresh_for: self.config().index_ttl,
             redirects: Redirects::Followed,
             ..CachedRequest::new(
                 SideId::Lxd,
@@ -299,7 +295,7 @@ impl Lxd {
         let paths = stream::products_paths(index).map_err(|error| error.to_string())?;
         let member = |path: &String| CachedRequest {
             redirects: Redirects::Followed,
-            ..CachedRequest::new(SideId::Lxd, member_key(&remote.name, path), origin(remote, path), Class::Revalidated)
+            ..CachedRequest::new(SideId::Lxd, member_key(&remote.name, path), origin(&remote, path), Class::Revalidated)
         };
         Ok(paths.iter().map(member).collect())
     }
@@ -321,9 +317,9 @@ impl Lxd {
         Ok(())
     }
 
-    fn remote_of(&self, root: &CachedRequest) -> Result<&Remote, String> {
+    fn remote_of(&self, root: &CachedRequest) -> Result<Remote, String> {
         let name = root.origin.pool.strip_prefix("lxd ").unwrap_or("");
-        self.config.remote(name).ok_or_else(|| format!("no LXD remote {name:?}"))
+        self.config().remote(name).cloned().ok_or_else(|| format!("no LXD remote {name:?}"))
     }
 
     /// What the side has learnt.
@@ -394,6 +390,19 @@ fn collapse_slashes(raw: &str) -> String {
         }
     }
     collapsed
+}
+
+/// The remote of `config` and the path below its root that `raw` (below
+/// `/lxd`, percent-encoded) names.
+fn locate<'c>(config: &'c Config, raw: &str) -> Result<(&'c Remote, String), Refusal> {
+    let collapsed = collapse_slashes(raw);
+    let decoded = crate::path::checked_path(&collapsed)?;
+    let (name, path) = decoded.trim_start_matches('/').split_once('/').unwrap_or((decoded.trim_start_matches('/'), ""));
+    let Some(remote) = config.remote(name) else {
+        let reason = format!("pkgproxy knows no LXD remote {name:?}; add it as an [[lxd.remote]]");
+        return Err(Refusal::not_found(reason));
+    };
+    Ok((remote, path.trim_end_matches('/').to_string()))
 }
 
 #[cfg(test)]

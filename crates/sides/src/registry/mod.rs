@@ -24,6 +24,7 @@
 pub mod links;
 pub mod name;
 
+use arc_swap::{ArcSwap, Guard};
 use std::collections::HashSet;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
@@ -190,7 +191,8 @@ impl Config {
 /// manifest fetched by tag is also kept in under its digest.
 #[derive(Debug)]
 pub struct Registry {
-    config: Config,
+    /// Swapped whole on a reload; requests under way keep the one they read.
+    config: ArcSwap<Config>,
     cache: Cache,
     /// The repositories (`registry/repository`) an anonymous token cannot
     /// pull from: a client's own credentials go to them. Learnt again after
@@ -201,7 +203,7 @@ pub struct Registry {
 impl Registry {
     /// The side with `config`, keeping manifests in `cache`.
     pub fn new(config: Config, cache: Cache) -> Registry {
-        Registry { config, cache, private: Mutex::new(HashSet::new()) }
+        Registry { config: ArcSwap::from_pointee(config), cache, private: Mutex::new(HashSet::new()) }
     }
 
     /// The checks and follow-up of a fetch. A manifest is read whole
@@ -250,8 +252,13 @@ impl Registry {
     }
 
     /// Its configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for the requests from now on (a reload).
+    pub fn reconfigure(&self, config: Config) {
+        self.config.store(Arc::new(config));
     }
 
     /// Decides what to do with `request` (its path below `/v2`).
@@ -267,7 +274,8 @@ impl Registry {
             Ok(located) => located,
             Err(refusal) => return Decision::Refuse(refusal),
         };
-        let Some(upstream) = self.config.upstream(&located.registry) else {
+        let config = self.config();
+        let Some(upstream) = config.upstream(&located.registry) else {
             let reason = format!("pkgproxy knows no registry {}; add it as a [[registry.upstream]]", located.registry);
             return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
         };
@@ -367,7 +375,7 @@ impl Registry {
                 let credential = hex::encode(&Sha256::digest(authorization.as_bytes())[..16]);
                 let grant = format!("{repository} {credential}");
                 let auth = UpstreamAuth::Client(ClientAuthorization(authorization.clone()));
-                (auth, access(grant, self.config.private_offline))
+                (auth, access(grant, self.config().private_offline))
             }
             None => (pull_scope(upstream, located), access(format!("{repository} as pkgproxy"), false)),
         }
@@ -380,11 +388,11 @@ impl Registry {
         let pointer = Pointer {
             name: format!("{}/{}:{tag}", located.registry, located.repository),
             digest_header: HeaderName::from_static("docker-content-digest"),
-            quota: Some((HeaderName::from_static("ratelimit-remaining"), self.config.pull_reserve)),
+            quota: Some((HeaderName::from_static("ratelimit-remaining"), self.config().pull_reserve)),
         };
         CachedRequest {
             upstream_headers: upstream_headers("manifest"),
-            fresh_for: self.config.tag_ttl,
+            fresh_for: self.config().tag_ttl,
             reply_headers: reply,
             upstream_auth: pull_scope(upstream, located),
             pointer: Some(Box::new(pointer)),

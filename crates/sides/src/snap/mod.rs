@@ -42,6 +42,7 @@ pub mod blob;
 mod device;
 pub mod rewrite;
 
+use arc_swap::{ArcSwap, Guard};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -127,7 +128,8 @@ impl Config {
 /// and assertions are read back from, and the media hosts the store named.
 #[derive(Debug)]
 pub struct Snap {
-    config: Config,
+    /// Swapped whole on a reload; requests under way keep the one they read.
+    config: ArcSwap<Config>,
     cache: Cache,
     media_origins: Mutex<BTreeSet<String>>,
 }
@@ -135,12 +137,17 @@ pub struct Snap {
 impl Snap {
     /// The side, reading back what it recorded from `cache`.
     pub fn new(config: Config, cache: Cache) -> Snap {
-        Snap { config, cache, media_origins: Mutex::new(BTreeSet::new()) }
+        Snap { config: ArcSwap::from_pointee(config), cache, media_origins: Mutex::new(BTreeSet::new()) }
     }
 
     /// Its configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for the requests from now on (a reload).
+    pub fn reconfigure(&self, config: Config) {
+        self.config.store(Arc::new(config));
     }
 
     /// Decides what to do with `request`.
@@ -214,7 +221,7 @@ impl Snap {
             Some(query) => format!("{path}?{query}"),
             None => path.to_string(),
         };
-        Origin { pool: "snap".to_string(), instances: self.config.stores.clone(), path }
+        Origin { pool: "snap".to_string(), instances: self.config().stores.clone(), path }
     }
 
     /// A store answer served through the cache under the device and the
@@ -277,7 +284,7 @@ impl Snap {
         // A host is fetched from only when a store answer named it: since
         // start, or before (what it served then is cached).
         let learnt = self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin);
-        let named = learnt || self.config.stores.contains(&origin) || self.cache.lookup(&key).is_some();
+        let named = learnt || self.config().stores.contains(&origin) || self.cache.lookup(&key).is_some();
         if !matches!(scheme, "http" | "https") || !named {
             return unknown();
         }
@@ -307,7 +314,7 @@ impl Snap {
     /// `body` with its URLs pointing at pkgproxy as served at `at`; `None`
     /// when it is not JSON.
     pub fn rewrite(&self, at: &ServedAt, body: &[u8]) -> Option<Bytes> {
-        let mut rewriter = Rewriter { stores: &self.config.stores, served_at: at, media_origins: Vec::new() };
+        let mut rewriter = Rewriter { stores: &self.config().stores, served_at: at, media_origins: Vec::new() };
         let rewritten = rewriter.rewrite(body)?;
         self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).extend(rewriter.media_origins);
         Some(Bytes::from(rewritten))
@@ -344,7 +351,7 @@ impl Snap {
         let device = &Device::of(headers);
         let why = unavailable(failure)?;
         let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
-        let answer = actions::replay(device, &request, &why, self, &self.config.stores);
+        let answer = actions::replay(device, &request, &why, self, &self.config().stores);
         Some(json_answer(StatusCode::OK, &answer))
     }
 }

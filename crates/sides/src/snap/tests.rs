@@ -157,7 +157,7 @@ fn media_come_only_from_hosts_a_store_answer_named() {
 
     // After a restart nothing is learnt yet, but what the host served is cached.
     fixture.snap.cache.put(&media.key, b"png", vec![], Class::Revalidated).unwrap();
-    let restarted = Snap::new(fixture.snap.config.clone(), fixture.snap.cache.clone());
+    let restarted = Snap::new(Config::clone(&fixture.snap.config()), fixture.snap.cache.clone());
     assert!(matches!(classify(&restarted, Method::GET, &headers, path, None), Decision::Cache(_)));
     let other = "/media/https/dashboard.snapcraft.io/site_media/other.png";
     assert!(matches!(classify(&restarted, Method::GET, &headers, other, None), Decision::Refuse(_)));
