@@ -22,6 +22,7 @@ command -v containerd >/dev/null || need+=(containerd)
 command -v lxc >/dev/null || need+=(lxd-client)
 command -v lintian >/dev/null || need+=(lintian)
 command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
+command -v jq >/dev/null || need+=(jq)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

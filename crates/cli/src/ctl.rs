@@ -64,8 +64,9 @@ enum Command {
         /// address, or this machine's name when it listens on every address).
         #[arg(long, value_name = "HOST")]
         host: Option<String>,
-        /// Where clients reach pkgproxy, HOST:PORT: no running daemon is
-        /// asked then (but for the LXD setups, which need its certificate).
+        /// Where clients reach pkgproxy, HOST:PORT: no daemon here is asked
+        /// then (lxd-remote asks the pkgproxy there for its remotes and
+        /// certificate).
         #[arg(long, value_name = "HOST:PORT", conflicts_with = "host")]
         addr: Option<String>,
         /// Write the client's setup and restart the client (as root).
@@ -88,8 +89,9 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         project: Option<String>,
         /// lxd-remote, lxd, snapcraft: show what would be done (they are
-        /// done otherwise).
-        #[arg(long, conflicts_with_all = ["apply", "undo"])]
+        /// done otherwise); with --undo, for the others: print the script
+        /// that takes the setup back.
+        #[arg(long, conflicts_with = "apply")]
         print: bool,
     },
     /// Make the daemon read its configuration file again, as on SIGHUP; a file
@@ -166,30 +168,9 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Setup { client, host, addr, apply, undo, root, no_restart, global, project, print } => {
-            if let (Some(addr), false) = (&addr, client.is_lxd() && !matches!(client, Client::LxdDaemon)) {
-                let base = given_base(addr)?;
-                match (apply, undo) {
-                    (true, _) => setup::apply(client, &base, &root, !no_restart)?,
-                    (_, true) => setup::undo(client, &base, &root, !no_restart)?,
-                    _ => print!("{}", setup::print(client, &base)),
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let info = stats.info().await?;
-            if client.is_lxd() && !matches!(client, Client::LxdDaemon) {
-                let action = match (print, undo) {
-                    (true, _) => setup::lxd::Action::Print,
-                    (_, true) => setup::lxd::Action::Undo,
-                    _ => setup::lxd::Action::Apply,
-                };
-                return setup_lxd(&info, client, host.as_deref(), action, global, project.as_deref());
-            }
-            let base = base_url(&info.listen_address, host.as_deref())?;
-            match (apply, undo) {
-                (true, _) => setup::apply(client, &base, &root, !no_restart)?,
-                (_, true) => setup::undo(client, &base, &root, !no_restart)?,
-                _ => print!("{}", setup::print(client, &base)),
-            }
+            let wanted = Wanted { apply, undo, print, restart: !no_restart };
+            return setup(&stats, client, host.as_deref(), addr.as_deref(), wanted, &root, global, project.as_deref())
+                .await;
         }
         Command::Cache { command } => {
             if !crate::cache_cmd::run(command, &stats, &admin).await? {
@@ -214,30 +195,74 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
 
 /// `http://HOST:PORT` for a daemon listening on `listen`: `host` if given,
 /// else the listening address, or this machine's name for a wildcard one.
-/// `setup lxd-remote`, `setup lxd` and `setup snapcraft`.
-fn setup_lxd(
-    info: &pkgproxy_control::Info,
+/// What `setup` was asked to do.
+#[derive(Debug, Clone, Copy)]
+struct Wanted {
+    apply: bool,
+    undo: bool,
+    print: bool,
+    restart: bool,
+}
+
+/// `setup CLIENT`: for pkgproxy at `-addr` (no daemon asked, but for
+/// `lxd-remote`, whose remotes and certificate the pkgproxy there tells),
+/// or at the daemon's own address.
+#[allow(clippy::too_many_arguments)]
+async fn setup(
+    stats: &ControlClient,
     client: Client,
     host: Option<&str>,
-    action: setup::lxd::Action,
+    addr: Option<&str>,
+    wanted: Wanted,
+    root: &std::path::Path,
     global: bool,
     project: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    if let Client::LxdRemote = client {
-        let base = base_url(&info.listen_address, host)?;
-        let pkgproxy =
-            setup::lxd::Pkgproxy { base: &base, certificate_pem: &info.certificate_pem, remotes: &info.lxd_remotes };
-        setup::lxd::remotes(&pkgproxy, action, global)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    // Containers reach the host at its address on LXD's bridge.
-    let bridge = host.is_none().then(bridge_address).flatten();
-    let base = base_url(&info.listen_address, host.or(bridge.as_deref()))?;
-    let project = match client {
-        Client::Snapcraft => Some(project.unwrap_or("snapcraft")),
-        _ => project,
+    let lxd_action = match (wanted.print, wanted.undo) {
+        (true, true) if client.is_lxd() && !matches!(client, Client::LxdDaemon) => {
+            anyhow::bail!("--undo runs lxc to take the LXD setup back; --print shows the setup itself")
+        }
+        (true, _) => setup::lxd::Action::Print,
+        (_, true) => setup::lxd::Action::Undo,
+        _ => setup::lxd::Action::Apply,
     };
-    setup::lxd::profile(&base, action, project)?;
+    let info = match addr {
+        Some(_) => None,
+        None => Some(stats.info().await?),
+    };
+    let base = match (addr, &info) {
+        (Some(addr), _) => given_base(addr)?,
+        (None, Some(info)) if matches!(client, Client::Lxd | Client::Snapcraft) && host.is_none() => {
+            // Containers reach the host at its address on LXD's bridge.
+            base_url(&info.listen_address, bridge_address().as_deref())?
+        }
+        (None, Some(info)) => base_url(&info.listen_address, host)?,
+        (None, None) => unreachable!("a daemon was asked when no address was given"),
+    };
+    match client {
+        Client::LxdRemote => {
+            let (remotes, certificate_pem) = match (&info, addr) {
+                (Some(info), _) => (info.lxd_remotes.clone(), info.certificate_pem.clone()),
+                (None, Some(addr)) => setup::listener::lxd_details(addr).await?,
+                (None, None) => unreachable!("a daemon was asked when no address was given"),
+            };
+            let pkgproxy = setup::lxd::Pkgproxy { base: &base, certificate_pem: &certificate_pem, remotes: &remotes };
+            setup::lxd::remotes(&pkgproxy, lxd_action, global)?;
+        }
+        Client::Lxd | Client::Snapcraft => {
+            let project = match client {
+                Client::Snapcraft => Some(project.unwrap_or("snapcraft")),
+                _ => project,
+            };
+            setup::lxd::profile(&base, lxd_action, project)?;
+        }
+        _ => match (wanted.apply, wanted.undo, wanted.print) {
+            (true, _, _) => setup::apply(client, &base, root, wanted.restart)?,
+            (_, true, false) => setup::undo(client, &base, root, wanted.restart)?,
+            (_, true, true) => print!("{}", setup::print_undo(client, &base)),
+            _ => print!("{}", setup::print(client, &base)),
+        },
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -18,6 +18,8 @@ pub use messages::{
 /// `POST` (admin socket): read the configuration again and take it; `422`
 /// with an [`ErrorAnswer`] when it cannot be used (the one in use stays).
 pub const RELOAD_PATH: &str = "/pkgproxy/v1/reload";
+/// `GET` on the proxy listener: its TLS certificate, PEM, for clients to pin.
+pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).
 pub const STATUS_PATH: &str = "/pkgproxy/v1/status";
 /// `GET`: the daemon's version, cache, counters and state ([`Info`]).

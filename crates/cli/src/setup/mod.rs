@@ -21,6 +21,7 @@
 //! A file pkgproxy writes whole carries a marker line: `--undo` removes
 //! only such a file, and `--apply` never overwrites a file without it.
 
+pub mod listener;
 pub mod lxd;
 
 use std::path::{Path, PathBuf};
@@ -91,14 +92,28 @@ pub fn print(client: Client, base: &str) -> String {
         return script(&plan);
     }
     match client {
+        Client::Docker => docker::script(base),
         Client::LxdDaemon => lxd::daemon(base),
-        Client::Go | Client::Apt | Client::LxdRemote | Client::Lxd | Client::Snapcraft => {
+        Client::Go | Client::Apt | Client::Snap | Client::Containerd | Client::Podman | Client::K3s => {
+            format!("# pkgproxyctl setup {client:?}: nothing to print\n").to_lowercase()
+        }
+        Client::LxdRemote | Client::Lxd | Client::Snapcraft => {
             format!("# pkgproxyctl setup {client:?} --print shows what it does\n").to_lowercase()
         }
-        Client::Docker | Client::Snap | Client::Containerd | Client::Podman | Client::K3s => format!(
-            "# /etc/docker/daemon.json (pkgproxyctl setup docker --apply merges it), then: systemctl restart docker\n{{\"registry-mirrors\": [\"{base}\"]}}\n# dockerd mirrors Docker Hub only: other registries are pulled as {host}/ghcr.io/OWNER/IMAGE\n# (over plain http that needs \"insecure-registries\": [\"{host}\"]).\n",
-            host = base.trim_start_matches("http://")
-        ),
+    }
+}
+
+/// The reverse of [`print`]: a root shell script taking `client`'s setup
+/// for pkgproxy at `base` back (`pkgproxyctl setup snap --undo --print |
+/// sudo sh`).
+pub fn print_undo(client: Client, base: &str) -> String {
+    if let Some(plan) = plan(client, base) {
+        return undo_script(&plan);
+    }
+    match client {
+        Client::Docker => docker::undo_script(base),
+        Client::LxdDaemon => "lxc config unset core.proxy_http\nlxc config unset core.proxy_https\n".to_string(),
+        _ => format!("# pkgproxyctl setup {client:?} --undo --print shows what it does\n").to_lowercase(),
     }
 }
 
@@ -121,6 +136,23 @@ fn script(plan: &Plan) -> String {
         text.push_str("fi\n");
     }
     text.push_str(&plan.note);
+    text
+}
+
+/// The reverse of [`script`]: removes the plan's file if pkgproxy wrote it.
+fn undo_script(plan: &Plan) -> String {
+    let mut text = format!(
+        "#!/bin/sh\n# Removes {path} if pkgproxyctl setup wrote it (run again, it changes nothing);\n# pkgproxyctl setup --undo does the same. PKGPROXY_SETUP_ROOT=DIR works under DIR instead.\nset -eu\nroot=\"${{PKGPROXY_SETUP_ROOT:-}}\"\nfile=\"$root{path}\"\nif [ -f \"$file\" ] && grep -q '{MARKER}' \"$file\"; then\n  rm -f \"$file\"\n",
+        path = plan.path
+    );
+    if !plan.restart.is_empty() {
+        text.push_str("  if [ -z \"$root\" ]; then\n");
+        for command in plan.restart {
+            text.push_str(&format!("    {}\n", command.join(" ")));
+        }
+        text.push_str("  fi\n");
+    }
+    text.push_str("elif [ -f \"$file\" ]; then\n  echo \"$file is not pkgproxy's: left as it is\" >&2\n  exit 1\nfi\n");
     text
 }
 
@@ -250,6 +282,86 @@ mod docker {
     use serde_json::{json, Value};
 
     const RESTART: &[&[&str]] = &[&["systemctl", "restart", "docker"]];
+
+    /// The script's start: where the file is, and which mirror.
+    fn preamble(base: &str, what: &str) -> String {
+        format!(
+            "#!/bin/sh\n# {what} {base} in dockerd's registry-mirrors (/etc/docker/daemon.json), keeping the rest\n# of the file; run again, it changes nothing. pkgproxyctl setup docker --apply (--undo) does the same.\n# PKGPROXY_SETUP_ROOT=DIR works under DIR instead, and restarts nothing. Merging into a file that\n# holds other settings needs python3 or jq.\nset -eu\nroot=\"${{PKGPROXY_SETUP_ROOT:-}}\"\nfile=\"$root/etc/docker/daemon.json\"\nmirror='{base}'\n"
+        )
+    }
+
+    /// The restart, unless written under another root.
+    const RESTART_SCRIPT: &str = "if [ -z \"$root\" ]; then\n  systemctl restart docker\nfi\n";
+
+    /// A POSIX script putting `base` first in `registry-mirrors`.
+    pub fn script(base: &str) -> String {
+        let mut text = preamble(base, "Puts");
+        text.push_str(
+            r#"if [ ! -s "$file" ]; then
+  mkdir -p "$root/etc/docker"
+  printf '{\n  "registry-mirrors": [\n    "%s"\n  ]\n}\n' "$mirror" > "$file"
+elif grep -q "\"$mirror\"" "$file"; then
+  exit 0
+elif command -v python3 >/dev/null 2>&1; then
+  python3 - "$file" "$mirror" <<'EOF'
+import json, sys
+path, mirror = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    config = json.load(f)
+mirrors = config.setdefault("registry-mirrors", [])
+if mirror not in mirrors:
+    mirrors.insert(0, mirror)
+with open(path, "w") as f:
+    json.dump(config, f, indent=2)
+    f.write("\n")
+EOF
+elif command -v jq >/dev/null 2>&1; then
+  jq --arg m "$mirror" '."registry-mirrors" = ([$m] + ((."registry-mirrors" // []) - [$m]))' "$file" > "$file.pkgproxy"
+  mv "$file.pkgproxy" "$file"
+else
+  echo "$file holds other settings: merging needs python3 or jq (or run pkgproxyctl setup docker --apply)" >&2
+  exit 1
+fi
+"#,
+        );
+        text.push_str(RESTART_SCRIPT);
+        text.push_str("# dockerd mirrors Docker Hub only: other registries are pulled as HOST:PORT/ghcr.io/OWNER/IMAGE\n# (over plain http that needs \"insecure-registries\": [\"HOST:PORT\"]).\n");
+        text
+    }
+
+    /// A POSIX script taking `base` out of `registry-mirrors`.
+    pub fn undo_script(base: &str) -> String {
+        let mut text = preamble(base, "Takes out");
+        text.push_str(
+            r#"if [ ! -f "$file" ] || ! grep -q "\"$mirror\"" "$file"; then
+  exit 0
+elif command -v python3 >/dev/null 2>&1; then
+  python3 - "$file" "$mirror" <<'EOF'
+import json, sys
+path, mirror = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    config = json.load(f)
+mirrors = [m for m in config.get("registry-mirrors", []) if m != mirror]
+if mirrors:
+    config["registry-mirrors"] = mirrors
+else:
+    config.pop("registry-mirrors", None)
+with open(path, "w") as f:
+    json.dump(config, f, indent=2)
+    f.write("\n")
+EOF
+elif command -v jq >/dev/null 2>&1; then
+  jq --arg m "$mirror" '((."registry-mirrors" // []) - [$m]) as $left | if $left == [] then del(."registry-mirrors") else ."registry-mirrors" = $left end' "$file" > "$file.pkgproxy"
+  mv "$file.pkgproxy" "$file"
+else
+  echo "taking the mirror out of $file needs python3 or jq (or run pkgproxyctl setup docker --undo)" >&2
+  exit 1
+fi
+"#,
+        );
+        text.push_str(RESTART_SCRIPT);
+        text
+    }
 
     fn read(path: &Path) -> anyhow::Result<Value> {
         match std::fs::read_to_string(path) {

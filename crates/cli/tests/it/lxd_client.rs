@@ -297,3 +297,34 @@ async fn pkgproxyctl_setup_lxd_remote_gives_working_remotes_including_the_craft_
     assert!(ok);
     assert!(!lxc.conf_dir().join("servercerts/craft-com.ubuntu.cloud-buildd.crt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn setup_lxd_remote_with_addr_asks_the_pkgproxy_there_and_needs_no_daemon_here() {
+    let image = LxdImage::build("noble", None);
+    let origin = origin_with("20240101", &image).await;
+    let daemon = Daemon::start(PKGPROXY, Some(&config(&origin, ""))).await;
+    let lxc = LxcSandbox::new(&[]);
+    let ctl = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(["setup", "lxd-remote", "-addr", daemon.proxy_addr()])
+            .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+            .args(args)
+            .env("LXD_CONF", lxc.conf_dir())
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        (output.status.success(), printed)
+    };
+    let (ok, printed) = ctl(&["--print"]);
+    assert!(ok, "{printed}");
+    assert!(printed.contains(&format!("https://{}/lxd/{REMOTE}", daemon.proxy_addr())), "{printed}");
+    assert!(printed.contains(daemon.info().await.certificate_pem.trim()), "its certificate, pinned: {printed}");
+
+    let (ok, printed) = ctl(&[]);
+    assert!(ok, "{printed}");
+    let exported = lxc.export(&format!("{REMOTE}:testos"), REMOTE);
+    assert!(exported.success, "{}", exported.stderr);
+    let (ok, printed) = ctl(&["--undo"]);
+    assert!(ok, "{printed}");
+    assert!(!lxc.conf_dir().join(format!("servercerts/{REMOTE}.crt")).exists(), "taken back");
+}

@@ -10,8 +10,19 @@ use std::process::{Command, Stdio};
 /// The script `pkgproxyctl setup CLIENT -addr ADDR` prints, with no
 /// daemon to ask (the sockets named do not exist).
 fn script(client: &str, addr: &str) -> String {
+    printed(&["setup", client, "-addr", addr])
+}
+
+/// The script that takes the setup back: `--undo --print`.
+fn undo_script(client: &str, addr: &str) -> String {
+    printed(&["setup", client, "-addr", addr, "--undo", "--print"])
+}
+
+/// What `pkgproxyctl ARGS` prints, with no daemon to ask.
+fn printed(args: &[&str]) -> String {
+    let client = args[1];
     let output = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .args(["setup", client, "-addr", addr])
+        .args(args)
         .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
         .output()
         .unwrap();
@@ -21,10 +32,39 @@ fn script(client: &str, addr: &str) -> String {
 
 /// Pipes `script` to `sh` with `root` standing for `/`.
 fn run(script: &str, root: &Path) {
+    assert!(sh(script, root).status.success(), "{script}");
+}
+
+/// Pipes `script` to `sh` with `root` standing for `/`; how it went.
+fn sh(script: &str, root: &Path) -> std::process::Output {
+    sh_with(script, root, &std::env::var("PATH").unwrap())
+}
+
+/// A `PATH` holding only the POSIX tools and `jq`: a host without python3.
+fn without_python() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for tool in ["sh", "grep", "mkdir", "printf", "mv", "jq"] {
+        let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().unwrap();
+        let found = String::from_utf8(found.stdout).unwrap();
+        assert!(!found.trim().is_empty(), "{tool} is installed (test.sh installs jq)");
+        std::os::unix::fs::symlink(found.trim(), dir.path().join(tool)).unwrap();
+    }
+    let path = dir.path().display().to_string();
+    (dir, path)
+}
+
+fn sh_with(script: &str, root: &Path, path: &str) -> std::process::Output {
     use std::io::Write;
-    let mut sh = Command::new("sh").env("PKGPROXY_SETUP_ROOT", root).stdin(Stdio::piped()).spawn().unwrap();
+    let mut sh = Command::new("sh")
+        .env("PATH", path)
+        .env("PKGPROXY_SETUP_ROOT", root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     sh.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    assert!(sh.wait().unwrap().success(), "{script}");
+    sh.wait_with_output().unwrap()
 }
 
 /// Every file under `root`, with its content.
@@ -54,6 +94,7 @@ fn each_client_s_script_writes_its_setting_once_with_no_daemon() {
         ("containerd", "etc/containerd/certs.d/_default/hosts.toml", "[host.\"http://10.0.0.5:3142\"]"),
         ("podman", "etc/containers/registries.conf.d/50-pkgproxy.conf", "location = \"10.0.0.5:3142\""),
         ("k3s", "etc/rancher/k3s/registries.yaml", "- \"http://10.0.0.5:3142\""),
+        ("docker", "etc/docker/daemon.json", "\"http://10.0.0.5:3142\""),
     ] {
         let text = script(client, "10.0.0.5:3142");
         assert!(text.starts_with("#!/bin/sh\n#"), "a commented script: {text}");
@@ -64,7 +105,70 @@ fn each_client_s_script_writes_its_setting_once_with_no_daemon() {
         let once = tree(root.path());
         run(&text, root.path());
         assert_eq!(tree(root.path()), once, "{client}: a second run changes nothing");
+
+        let undo = undo_script(client, "10.0.0.5:3142");
+        assert!(undo.starts_with("#!/bin/sh\n#"), "a commented script: {undo}");
+        run(&undo, root.path());
+        let left = tree(root.path());
+        match client {
+            "docker" => assert_eq!(left.len(), 1, "daemon.json stays, without the mirror: {left:?}"),
+            _ => assert!(left.is_empty(), "{client}: the file is gone: {left:?}"),
+        }
+        assert!(left.iter().all(|(_, text)| !text.contains("10.0.0.5")), "{client}: {left:?}");
+        run(&undo, root.path());
+        assert_eq!(tree(root.path()), left, "{client}: a second undo changes nothing");
     }
+}
+
+#[test]
+fn the_docker_script_merges_into_the_daemon_json_there_and_takes_only_its_mirror_back() {
+    let (_tools, jq_only) = without_python();
+    for path in [std::env::var("PATH").unwrap(), jq_only] {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("etc/docker/daemon.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let before = r#"{"log-driver": "journald", "registry-mirrors": ["https://mirror.gcr.io"], "insecure-registries": ["10.0.0.5:3142"]}"#;
+        std::fs::write(&file, before).unwrap();
+        let run = |script: &str| assert!(sh_with(script, root.path(), &path).status.success(), "{path}: {script}");
+        let read = || -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap() };
+        run(&script("docker", "10.0.0.5:3142"));
+        let merged = read();
+        assert_eq!(merged["registry-mirrors"], serde_json::json!(["http://10.0.0.5:3142", "https://mirror.gcr.io"]));
+        assert_eq!(merged["log-driver"], "journald", "the rest is kept");
+        let once = std::fs::read_to_string(&file).unwrap();
+        run(&script("docker", "10.0.0.5:3142"));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), once, "a second run changes nothing");
+
+        run(&undo_script("docker", "10.0.0.5:3142"));
+        let undone = read();
+        assert_eq!(undone["registry-mirrors"], serde_json::json!(["https://mirror.gcr.io"]), "{path}");
+        assert_eq!(undone["insecure-registries"], serde_json::json!(["10.0.0.5:3142"]), "not pkgproxy's to take");
+        assert_eq!(tree(root.path()).len(), 1, "no file left behind");
+    }
+}
+
+#[test]
+fn an_undo_script_leaves_a_file_pkgproxy_did_not_write() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("etc/apt/apt.conf.d/01pkgproxy");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "Acquire::http::Proxy \"http://mine:3128/\";\n").unwrap();
+    let output = sh(&undo_script("apt", "10.0.0.5:3142"), root.path());
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not pkgproxy's"));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("mine:3128"));
+}
+
+#[test]
+fn the_lxd_profile_setups_print_their_commands_with_no_daemon() {
+    for client in ["lxd", "snapcraft"] {
+        let text = printed(&["setup", client, "-addr", "10.0.0.5:3142", "--print"]);
+        assert!(text.contains("lxc profile set"), "{client}: {text}");
+        assert!(text.contains("GOPROXY=http://10.0.0.5:3142/go"), "{client}: {text}");
+        assert!(text.contains("Acquire::http::Proxy \"http://10.0.0.5:3142/\";"), "{client}: {text}");
+    }
+    let daemon = printed(&["setup", "lxd-daemon", "-addr", "10.0.0.5:3142"]);
+    assert!(daemon.contains("lxc config set core.proxy_http http://10.0.0.5:3142"), "{daemon}");
 }
 
 #[test]

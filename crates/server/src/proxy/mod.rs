@@ -29,6 +29,7 @@ use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use pkgproxy_control::CERTIFICATE_PATH;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target};
 use pkgproxy_upstream::offline::Mode;
@@ -43,9 +44,6 @@ use outcome::{respond, Failed, Outcome};
 
 /// What a request for no side is told.
 const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";, go with GOPROXY=http://HOST:PORT/go snapd with SNAPPY_FORCE_API_URL=http://HOST:PORT/snap/, and a registry client with http://HOST:PORT as its mirror";
-
-/// Where the listener's TLS certificate is served, for clients to pin.
-pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 
 /// The listener's TLS certificate, PEM.
 fn certificate(state: &State) -> Response<ResponseBody> {
