@@ -58,3 +58,57 @@ impl UpstreamAnswer {
         rx
     }
 }
+
+/// The host (and port) the client reached pkgproxy by: the authority of an
+/// absolute-form request, else its `Host`; pkgproxy's own address when it
+/// named none that can be put in a URL.
+pub fn host_of<'a>(
+    uri: &'a http::Uri,
+    headers: &'a http::HeaderMap,
+    listen: std::net::SocketAddr,
+) -> std::borrow::Cow<'a, str> {
+    let named = match uri.authority() {
+        Some(authority) => Some(authority.as_str()),
+        None => headers.get(http::header::HOST).and_then(|v| v.to_str().ok()),
+    };
+    let usable = |host: &&str| {
+        !host.is_empty()
+            && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+    };
+    match named.filter(usable) {
+        Some(host) => std::borrow::Cow::Borrowed(host),
+        None => std::borrow::Cow::Owned(listen.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Request;
+
+    use super::*;
+
+    fn parts(uri: &str, host: Option<&str>) -> http::request::Parts {
+        let mut request = Request::builder().uri(uri);
+        if let Some(host) = host {
+            request = request.header(http::header::HOST, host);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    fn host(uri: &str, named: Option<&str>, listen: std::net::SocketAddr) -> String {
+        let parts = parts(uri, named);
+        host_of(&parts.uri, &parts.headers, listen).into_owned()
+    }
+
+    #[test]
+    fn the_host_a_client_named_is_used_only_when_it_fits_in_a_url() {
+        let listen: std::net::SocketAddr = "192.0.2.1:3142".parse().unwrap();
+        assert_eq!(host("/snap/x", Some("proxy.lan:3142"), listen), "proxy.lan:3142");
+        assert_eq!(host("/snap/x", Some("[::1]:3142"), listen), "[::1]:3142");
+        assert_eq!(host("http://pkgproxy.test:3142/snap/x", Some("other"), listen), "pkgproxy.test:3142");
+        for hostile in ["evil/\"x", "a b", "x@y", ""] {
+            assert_eq!(host("/snap/x", Some(hostile), listen), "192.0.2.1:3142", "{hostile:?}");
+        }
+        assert_eq!(host("/snap/x", None, listen), "192.0.2.1:3142");
+    }
+}

@@ -17,29 +17,8 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-
 use crate::config::Settings;
 use crate::state::State;
-
-/// Reads the settings again, from the same command line and file.
-pub type Reread = Arc<dyn Fn() -> Result<Settings, String> + Send + Sync>;
-
-/// How a running server is asked to reload.
-#[derive(Clone, Default)]
-pub struct Reload {
-    /// Reads the settings again; without it (a server not started from a
-    /// command line), reloading is refused.
-    pub reread: Option<Reread>,
-    /// Notified on `SIGHUP`.
-    pub hangup: Arc<Notify>,
-}
-
-impl std::fmt::Debug for Reload {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reload").field("reread", &self.reread.is_some()).finish()
-    }
-}
 
 /// Reads the settings again and takes them, or says why not; `why` names
 /// what asked, for the log.

@@ -30,7 +30,7 @@ async fn ready_is_told_once_serving_and_stopping_on_sigterm() {
     assert!(ready.lines().any(|line| line == "READY=1"), "{ready}");
     let status = ready.lines().find_map(|line| line.strip_prefix("STATUS=")).expect("a status line");
     assert!(status.contains(&format!("serving on {}", daemon.proxy_addr())), "{status}");
-    assert_eq!(send(daemon.proxy_addr(), "GET", "/", &[], b"").await.status, 404, "the listener answers");
+    assert_eq!(send(daemon.proxy_addr(), "GET", "/", &[], b"").await.status, 200, "the listener answers");
 
     daemon.stop();
     let stopping = notice(&socket);
@@ -74,7 +74,7 @@ async fn a_listening_socket_passed_as_fd_3_is_served_and_no_address_is_bound() {
     drop(listener);
     eventually("the passed socket to be served", || async {
         let answer = tokio::time::timeout(Duration::from_secs(1), send(&addr, "GET", "/", &[], b"")).await.ok()?;
-        (answer.status == 404 && String::from_utf8_lossy(&answer.body).contains("pkgproxy")).then_some(())
+        (answer.status == 200 && String::from_utf8_lossy(&answer.body).contains("pkgproxy")).then_some(())
     })
     .await;
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();

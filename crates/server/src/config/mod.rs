@@ -15,6 +15,7 @@ use pkgproxy_cache::{Clock, SystemClock};
 use pkgproxy_sides::{apt, go, lxd, registry, snap, SidesConfig};
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
+use tokio::sync::Notify;
 
 use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
@@ -63,7 +64,26 @@ pub struct Settings {
     /// Where the access log goes (`-access-log`); none by default.
     pub access_log: Option<crate::access_log::Target>,
     /// How the configuration is read again (`SIGHUP`, `pkgproxyctl reload`).
-    pub reload: crate::reload::Reload,
+    pub reload: Reload,
+}
+
+/// Reads the settings again, from the same command line and file.
+pub type Reread = Arc<dyn Fn() -> Result<Settings, String> + Send + Sync>;
+
+/// How a running server is asked to reload.
+#[derive(Clone, Default)]
+pub struct Reload {
+    /// Reads the settings again; without it (a server not started from a
+    /// command line), reloading is refused.
+    pub reread: Option<Reread>,
+    /// Notified on `SIGHUP`.
+    pub hangup: Arc<Notify>,
+}
+
+impl std::fmt::Debug for Reload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reload").field("reread", &self.reread.is_some()).finish()
+    }
 }
 
 /// How long requests in flight may take to finish at a stop, by default.

@@ -15,10 +15,8 @@ use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use pkgproxy_control::{CacheStatus, ShadowInfo, SideStatus, Status, StatusOffline, STATUS_PATH};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::LocalAnswer;
 
 use crate::body::ResponseBody;
-use crate::proxy::outcome;
 use crate::redact::without_user;
 use crate::state::State;
 
@@ -38,9 +36,9 @@ pub fn answer<B>(state: &State, request: &Request<B>) -> Option<Response<Respons
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         let body = "pkgproxy: the status page answers GET and HEAD only".into();
-        return Some(outcome::local(LocalAnswer { status: StatusCode::METHOD_NOT_ALLOWED, headers, body }));
+        return Some(local(StatusCode::METHOD_NOT_ALLOWED, headers, body));
     }
-    let host = crate::proxy::host_of(uri, request.headers(), state.listen);
+    let host = crate::context::host_of(uri, request.headers(), state.listen);
     let status = gather(state, &host);
     Some(match wanted {
         Wanted::Page => respond("text/html; charset=utf-8", page::render(&status, &host).into()),
@@ -128,5 +126,13 @@ fn respond(content_type: &'static str, body: bytes::Bytes) -> Response<ResponseB
             "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         ),
     );
-    outcome::local(LocalAnswer { status: StatusCode::OK, headers, body })
+    local(StatusCode::OK, headers, body)
+}
+
+fn local(status: StatusCode, mut headers: HeaderMap, body: bytes::Bytes) -> Response<ResponseBody> {
+    headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
 }
