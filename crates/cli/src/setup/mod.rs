@@ -302,28 +302,13 @@ mod docker {
   printf '{\n  "registry-mirrors": [\n    "%s"\n  ]\n}\n' "$mirror" > "$file"
 elif grep -q "\"$mirror\"" "$file"; then
   exit 0
-elif command -v python3 >/dev/null 2>&1; then
-  python3 - "$file" "$mirror" <<'EOF'
-import json, sys
-path, mirror = sys.argv[1], sys.argv[2]
-with open(path) as f:
-    config = json.load(f)
-mirrors = config.setdefault("registry-mirrors", [])
-if mirror not in mirrors:
-    mirrors.insert(0, mirror)
-with open(path, "w") as f:
-    json.dump(config, f, indent=2)
-    f.write("\n")
-EOF
-elif command -v jq >/dev/null 2>&1; then
-  jq --arg m "$mirror" '."registry-mirrors" = ([$m] + ((."registry-mirrors" // []) - [$m]))' "$file" > "$file.pkgproxy"
-  mv "$file.pkgproxy" "$file"
-else
-  echo "$file holds other settings: merging needs python3 or jq (or run pkgproxyctl setup docker --apply)" >&2
-  exit 1
-fi
 "#,
         );
+        text.push_str(&edited(
+            "mirrors = config.setdefault(\"registry-mirrors\", [])\nif mirror not in mirrors:\n    mirrors.insert(0, mirror)\n",
+            r#"."registry-mirrors" = ([$m] + ((."registry-mirrors" // []) - [$m]))"#,
+            "$file holds other settings: merging needs python3 or jq (or run pkgproxyctl setup docker --apply)",
+        ));
         text.push_str(RESTART_SCRIPT);
         text.push_str("# dockerd mirrors Docker Hub only: other registries are pulled as HOST:PORT/ghcr.io/OWNER/IMAGE\n# (over plain http that needs \"insecure-registries\": [\"HOST:PORT\"]).\n");
         text
@@ -332,35 +317,40 @@ fi
     /// A POSIX script taking `base` out of `registry-mirrors`.
     pub fn undo_script(base: &str) -> String {
         let mut text = preamble(base, "Takes out");
-        text.push_str(
-            r#"if [ ! -f "$file" ] || ! grep -q "\"$mirror\"" "$file"; then
-  exit 0
-elif command -v python3 >/dev/null 2>&1; then
+        text.push_str("if [ ! -f \"$file\" ] || ! grep -q \"\\\"$mirror\\\"\" \"$file\"; then\n  exit 0\n");
+        text.push_str(&edited(
+            "mirrors = [m for m in config.get(\"registry-mirrors\", []) if m != mirror]\nif mirrors:\n    config[\"registry-mirrors\"] = mirrors\nelse:\n    config.pop(\"registry-mirrors\", None)\n",
+            r#"((."registry-mirrors" // []) - [$m]) as $left | if $left == [] then del(."registry-mirrors") else ."registry-mirrors" = $left end"#,
+            "taking the mirror out of $file needs python3 or jq (or run pkgproxyctl setup docker --undo)",
+        ));
+        text.push_str(RESTART_SCRIPT);
+        text
+    }
+
+    /// The script's branches that change `daemon.json` in place: `python`
+    /// (lines changing `config`, with `mirror`), else `jq` (a filter, with
+    /// `$m`), else `cannot` said and a failure.
+    fn edited(python: &str, jq: &str, cannot: &str) -> String {
+        format!(
+            r#"elif command -v python3 >/dev/null 2>&1; then
   python3 - "$file" "$mirror" <<'EOF'
 import json, sys
 path, mirror = sys.argv[1], sys.argv[2]
 with open(path) as f:
     config = json.load(f)
-mirrors = [m for m in config.get("registry-mirrors", []) if m != mirror]
-if mirrors:
-    config["registry-mirrors"] = mirrors
-else:
-    config.pop("registry-mirrors", None)
-with open(path, "w") as f:
+{python}with open(path, "w") as f:
     json.dump(config, f, indent=2)
     f.write("\n")
 EOF
 elif command -v jq >/dev/null 2>&1; then
-  jq --arg m "$mirror" '((."registry-mirrors" // []) - [$m]) as $left | if $left == [] then del(."registry-mirrors") else ."registry-mirrors" = $left end' "$file" > "$file.pkgproxy"
+  jq --arg m "$mirror" '{jq}' "$file" > "$file.pkgproxy"
   mv "$file.pkgproxy" "$file"
 else
-  echo "taking the mirror out of $file needs python3 or jq (or run pkgproxyctl setup docker --undo)" >&2
+  echo "{cannot}" >&2
   exit 1
 fi
-"#,
-        );
-        text.push_str(RESTART_SCRIPT);
-        text
+"#
+        )
     }
 
     fn read(path: &Path) -> anyhow::Result<Value> {

@@ -254,6 +254,19 @@ async fn an_lxd_daemon_s_proxied_file_requests_are_served_verified_from_the_same
     assert_eq!(elsewhere.status, 403, "not a remote's host: the apt side's policy");
 }
 
+/// `pkgproxyctl setup ARGS` with `lxc`'s configuration in its sandbox:
+/// whether it succeeded, and what it printed.
+fn setup(lxc: &LxcSandbox, args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("setup")
+        .args(args)
+        .env("LXD_CONF", lxc.conf_dir())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), printed)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pkgproxyctl_setup_lxd_remote_gives_working_remotes_including_the_craft_names() {
     let image = LxdImage::build("noble", None);
@@ -264,17 +277,8 @@ async fn pkgproxyctl_setup_lxd_remote_gives_working_remotes_including_the_craft_
     );
     let daemon = Daemon::start(PKGPROXY, Some(&(config(&origin, "") + &extra))).await;
     let lxc = LxcSandbox::new(&[]);
-    let ctl = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-            .args(["setup", "-stats-socket-path"])
-            .arg(daemon.stats_socket())
-            .args(args)
-            .env("LXD_CONF", lxc.conf_dir())
-            .output()
-            .unwrap();
-        let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-        (output.status.success(), printed)
-    };
+    let stats = daemon.stats_socket().display().to_string();
+    let ctl = |args: &[&str]| setup(&lxc, &[&["-stats-socket-path", &stats], args].concat());
     let (ok, printed) = ctl(&["lxd-remote", "--host", "127.0.0.1"]);
     assert!(ok, "{printed}");
     assert!(lxc.conf_dir().join("servercerts/craft-com.ubuntu.cloud-buildd.crt").exists());
@@ -304,17 +308,9 @@ async fn setup_lxd_remote_with_addr_asks_the_pkgproxy_there_and_needs_no_daemon_
     let origin = origin_with("20240101", &image).await;
     let daemon = Daemon::start(PKGPROXY, Some(&config(&origin, ""))).await;
     let lxc = LxcSandbox::new(&[]);
-    let ctl = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-            .args(["setup", "lxd-remote", "-addr", daemon.proxy_addr()])
-            .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
-            .args(args)
-            .env("LXD_CONF", lxc.conf_dir())
-            .output()
-            .unwrap();
-        let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-        (output.status.success(), printed)
-    };
+    let no_daemon = ["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"];
+    let ctl =
+        |args: &[&str]| setup(&lxc, &[&["lxd-remote", "-addr", daemon.proxy_addr()], &no_daemon[..], args].concat());
     let (ok, printed) = ctl(&["--print"]);
     assert!(ok, "{printed}");
     assert!(printed.contains(&format!("https://{}/lxd/{REMOTE}", daemon.proxy_addr())), "{printed}");
