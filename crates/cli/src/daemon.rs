@@ -182,7 +182,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     };
     let cache_max_size = flags.cache_max_size.clone();
     let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline, cache_max_size };
-    let mut settings = Settings::new(cache_dir.clone(), &file, &overrides).with_context(|| match &flags.config {
+    let mut settings = settings_from(cache_dir.clone(), &file, &overrides).with_context(|| match &flags.config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),
     })?;
@@ -199,6 +199,31 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     Ok(Daemon { addr, log_json, stats_socket, admin_socket, log_filter, settings })
 }
 
+/// The settings of `file` and the flags, with the client connection cap
+/// drawn from this process's file limit where the file sets none.
+fn settings_from(
+    cache_dir: PathBuf,
+    file: &ConfigFile,
+    overrides: &Overrides,
+) -> Result<Settings, pkgproxy_server::config::SettingsError> {
+    let mut settings = Settings::new(cache_dir, file, overrides)?;
+    if file.server.max_connections.is_none() {
+        settings.clients.max_connections =
+            pkgproxy_server::config::clients::connections_for_file_limit(open_file_limit());
+    }
+    Ok(settings)
+}
+
+/// The soft limit of open files (raised to the hard one at start).
+fn open_file_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct passed, nothing else.
+    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur,
+        _ => 1024,
+    }
+}
+
 /// Reads the settings again as they were read at start, from the same
 /// flags and the file at `config` as it is now (`SIGHUP`, `pkgproxyctl
 /// reload`).
@@ -212,7 +237,7 @@ fn reread(
             Some(path) => ConfigFile::load(path).map_err(|error| format!("{error:#}"))?,
             None => ConfigFile::default(),
         };
-        Settings::new(cache_dir.clone(), &file, &overrides).map_err(|error| match &config {
+        settings_from(cache_dir.clone(), &file, &overrides).map_err(|error| match &config {
             Some(path) => format!("configuration file {}: {error}", path.display()),
             None => error.to_string(),
         })

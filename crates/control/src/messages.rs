@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use pkgproxy_metrics::{AccessLogCounter, CacheGauge, ShadowCounter, SideCounter, Snapshot, UpstreamCounter};
+use pkgproxy_metrics::{
+    AccessLogCounter, CacheGauge, ClientCounter, ShadowCounter, SideCounter, Snapshot, UpstreamCounter,
+};
 use serde::{Deserialize, Serialize};
 
 /// The answer of `GET /pkgproxy/v1/info`.
@@ -40,6 +42,12 @@ pub struct Info {
     /// The access log's lines written and dropped.
     #[serde(default)]
     pub access_log: Snapshot<AccessLogCounter>,
+    /// The proxy listener's client connections: admitted, refused, timed out.
+    #[serde(default)]
+    pub clients: Snapshot<ClientCounter>,
+    /// Client connections open now.
+    #[serde(default)]
+    pub connections_open: u64,
     #[serde(flatten)]
     pub learned: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -317,6 +325,8 @@ mod tests {
             }],
             offline: OfflineInfo { mode: "never".into(), upstreams: vec![] },
             access_log: Snapshot::default(),
+            clients: Snapshot::default(),
+            connections_open: 0,
             lxd_remotes: vec!["ubuntu".into()],
             certificate_pem: String::new(),
             learned,

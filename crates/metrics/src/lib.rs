@@ -19,7 +19,7 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use sets::{AccessLogCounter, CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
+pub use sets::{AccessLogCounter, CacheGauge, ClientCounter, ShadowCounter, SideCounter, UpstreamCounter};
 pub use snapshot::Snapshot;
 
 /// Whether a metric only grows or goes up and down.

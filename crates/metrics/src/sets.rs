@@ -236,3 +236,62 @@ impl MetricSet for AccessLogCounter {
         self as usize
     }
 }
+
+/// The proxy listener's client connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCounter {
+    /// Connections admitted.
+    Accepted,
+    /// Connections from outside `[server] allow`, refused.
+    RefusedNotAllowed,
+    /// Connections over `max_connections`, refused.
+    RefusedFull,
+    /// Connections over `max_connections_per_client`, refused.
+    RefusedClientFull,
+    /// Connections closed: a request's head did not arrive in time.
+    HeaderTimeouts,
+    /// Keep-alive connections closed after idling too long.
+    IdleTimeouts,
+    /// Requests refused as malformed (a URI too long, a `Transfer-Encoding`).
+    Malformed,
+}
+
+impl MetricSet for ClientCounter {
+    const ALL: &'static [Self] = &[
+        ClientCounter::Accepted,
+        ClientCounter::RefusedNotAllowed,
+        ClientCounter::RefusedFull,
+        ClientCounter::RefusedClientFull,
+        ClientCounter::HeaderTimeouts,
+        ClientCounter::IdleTimeouts,
+        ClientCounter::Malformed,
+    ];
+    const KIND: Kind = Kind::Counter;
+    const PROMETHEUS_PREFIX: &'static str = "clients_";
+
+    fn definition(self) -> Definition {
+        let (name, help) = match self {
+            ClientCounter::Accepted => ("accepted", "Client connections admitted."),
+            ClientCounter::RefusedNotAllowed => {
+                ("refused_not_allowed", "Client connections from outside [server] allow.")
+            }
+            ClientCounter::RefusedFull => ("refused_full", "Client connections refused: max_connections were open."),
+            ClientCounter::RefusedClientFull => (
+                "refused_client_full",
+                "Client connections refused: max_connections_per_client were open from the address.",
+            ),
+            ClientCounter::HeaderTimeouts => {
+                ("header_timeouts", "Connections closed: a request head did not arrive in time.")
+            }
+            ClientCounter::IdleTimeouts => ("idle_timeouts", "Keep-alive connections closed after idling too long."),
+            ClientCounter::Malformed => {
+                ("malformed", "Requests refused as malformed (URI too long, Transfer-Encoding).")
+            }
+        };
+        Definition { name, help }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}

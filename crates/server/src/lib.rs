@@ -214,6 +214,7 @@ impl State {
         let upstream = Upstream::new(settings.upstream.clone());
         let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
             .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
+        let admission = gateway::admission::Admission::new(settings.clients.clone());
         let access_log = access_log::AccessLog::open(settings.access_log.as_ref())
             .map_err(|error| ServerError::Start(error.to_string()))?;
         Ok(State {
@@ -238,6 +239,7 @@ impl State {
             generations: Default::default(),
             tls,
             access_log,
+            admission,
         })
     }
 }

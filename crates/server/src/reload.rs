@@ -8,7 +8,9 @@
 //! their mirrors, go proxies and windows, snap stores, registry upstreams,
 //! LXD remotes), the upstream hosts trusted on local addresses and the
 //! pinned addresses, the traffic mirrors, the cache's limits and the status
-//! page. Requests under way finish on what they started with. The upstream
+//! page, and the proxy listener's client limits (`[server] allow`, the
+//! connection caps and timeouts, for connections from then on). Requests
+//! under way finish on what they started with. The upstream
 //! pools are made again on first use, their instances' health learnt
 //! afresh. The access log is reopened (for log rotation). What is read only
 //! at start: the listener, the cache's directory, TLS, the upstream
@@ -55,6 +57,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.shadows.store(Arc::new(shadows));
     state.cache.set_quota(new.quota);
     state.status_page.store(new.status_page, std::sync::atomic::Ordering::Relaxed);
+    state.admission.reconfigure(new.clients);
     state.access_log.reopen();
     Ok(())
 }

@@ -62,6 +62,8 @@ pub struct State {
     pub generations: crate::single_flight::SingleFlight<Refreshed>,
     /// Where a line per request goes, if anywhere.
     pub access_log: crate::access_log::AccessLog,
+    /// Who may connect to the proxy listener, and how many are.
+    pub admission: Arc<crate::gateway::admission::Admission>,
 }
 
 /// How a refresh of a generation ended.

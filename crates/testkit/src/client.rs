@@ -141,17 +141,36 @@ async fn read_answer(response: http::Response<Incoming>) -> Answer {
 /// Writes `raw` to the proxy and reads until the connection closes or
 /// `timeout` passes; returns what came back.
 pub async fn raw_exchange(proxy_addr: &str, raw: &[u8], timeout: Duration) -> Vec<u8> {
-    let mut stream = TcpStream::connect(proxy_addr).await.expect("connect to pkgproxy");
-    stream.write_all(raw).await.expect("write");
+    raw_until_closed(connect(proxy_addr).await, raw, timeout).await.0
+}
+
+/// Writes `raw` on `stream` and reads until the connection closes or
+/// `timeout` passes: what came back, and whether pkgproxy closed it.
+pub async fn raw_until_closed(mut stream: TcpStream, raw: &[u8], timeout: Duration) -> (Vec<u8>, bool) {
+    // pkgproxy may answer and close before it read all of `raw`.
+    let _ = stream.write_all(raw).await;
     let mut received = Vec::new();
     let mut buf = vec![0; 64 * 1024];
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Ok(Ok(0)) | Err(_) | Ok(Err(_)) => return received,
+            Ok(Ok(0)) | Ok(Err(_)) => return (received, true),
+            Err(_) => return (received, false),
             Ok(Ok(n)) => received.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// A raw connection to pkgproxy at `addr` from the local address `from`
+/// (another loopback address stands for another client).
+pub async fn connect_from(from: std::net::IpAddr, addr: &str) -> TcpStream {
+    let socket = match from {
+        std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }
+    .expect("a socket");
+    socket.bind(std::net::SocketAddr::new(from, 0)).expect("bind the client's address");
+    socket.connect(addr.parse().expect("an address")).await.expect("connect to pkgproxy")
 }
 
 /// The status code of the first answer in raw bytes.

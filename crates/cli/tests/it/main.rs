@@ -14,6 +14,7 @@ mod common;
 mod disk_full;
 mod flags;
 mod go_client;
+mod hostile_clients;
 mod inproc;
 mod lxd_client;
 mod offline;

@@ -76,6 +76,20 @@ pub struct ServerSection {
     pub tls_cert: Option<PathBuf>,
     /// Its private key (PEM).
     pub tls_key: Option<PathBuf>,
+    /// How long a client may take to send a request's head, from its
+    /// connection or its first byte (`"10s"`).
+    #[serde(default, with = "humantime_serde")]
+    pub header_read_timeout: Option<Duration>,
+    /// How long a keep-alive connection may wait for its next request.
+    #[serde(default, with = "humantime_serde")]
+    pub idle_timeout: Option<Duration>,
+    /// Client connections open at once (default: from the file limit).
+    pub max_connections: Option<usize>,
+    /// Client connections open at once from one address.
+    pub max_connections_per_client: Option<usize>,
+    /// The client networks served (`"10.0.0.0/8"`, `"::1/128"`); default:
+    /// loopback, private and link-local ones.
+    pub allow: Option<Vec<String>>,
 }
 
 /// `[cache]`.

@@ -2,6 +2,7 @@
 //! [`Settings`] the server runs with. Flags and environment variables are the
 //! command line's business; they arrive here already merged.
 
+pub mod clients;
 mod file;
 pub mod shadow;
 mod size;
@@ -20,7 +21,7 @@ use tokio::sync::Notify;
 use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
 use file::UpstreamSection;
-pub use file::{ConfigFile, FileError, ShadowSection, EXAMPLE};
+pub use file::{ConfigFile, FileError, ServerSection, ShadowSection, EXAMPLE};
 pub use shadow::{ShadowConfig, ShadowConfigError, Step};
 pub use size::{parse_size, Size};
 
@@ -65,6 +66,8 @@ pub struct Settings {
     pub access_log: Option<crate::access_log::Target>,
     /// How the configuration is read again (`SIGHUP`, `pkgproxyctl reload`).
     pub reload: Reload,
+    /// Who may connect to the proxy listener, how often, for how long.
+    pub clients: clients::ClientLimits,
 }
 
 /// Reads the settings again, from the same command line and file.
@@ -109,6 +112,9 @@ pub enum SettingsError {
     /// `[snap]` is wrong.
     #[error("{0}")]
     Snap(#[from] snap::ConfigError),
+    /// A `[server] allow` entry is not a network.
+    #[error("{0}")]
+    Allow(#[from] clients::AllowError),
     /// `[server]` names a TLS certificate without its key, or a key
     /// without its certificate.
     #[error("server.tls_cert and server.tls_key go together")]
@@ -255,6 +261,7 @@ impl Settings {
             status_page: file.status.page,
             access_log: None,
             reload: Default::default(),
+            clients: clients::ClientLimits::new(&file.server)?,
         })
     }
 }

@@ -40,6 +40,8 @@ pub fn gather(state: &State) -> Info {
         lxd_remotes: lxd_remotes(state),
         certificate_pem: state.tls.certificate_pem.clone(),
         access_log: state.access_log.snapshot(),
+        clients: state.admission.counters.snapshot(),
+        connections_open: state.admission.open() as u64,
         learned: learned(state),
     }
 }

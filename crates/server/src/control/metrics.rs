@@ -19,6 +19,9 @@ pub fn render(info: &Info, learned: &[Learned]) -> String {
     render_set(&mut out, &[(String::new(), &info.upstream)]);
     render_set(&mut out, &[(String::new(), &info.cache)]);
     render_set(&mut out, &[(String::new(), &info.access_log)]);
+    render_set(&mut out, &[(String::new(), &info.clients)]);
+    header(&mut out, "pkgproxy_clients_open", "Client connections open now.", Kind::Gauge);
+    let _ = writeln!(out, "pkgproxy_clients_open {}", info.connections_open);
     let shadows: Vec<(String, &Snapshot<_>)> =
         info.mirrors.iter().map(|shadow| (format!("mirror=\"{}\"", label(&shadow.name)), &shadow.counters)).collect();
     render_set(&mut out, &shadows);

@@ -4,9 +4,18 @@
 //! over TLS, told apart by a connection's first byte (see `tls.rs`). Requests go to `proxy` or `control`;
 //! nothing here decides anything about caching.
 //!
+//! Before hyper sees a connection, [`admission`] decides whether its
+//! client is served at all; its reads keep to the deadlines of
+//! [`deadline`], and each request's framing is checked ([`framing`])
+//! before the request path reads it.
+//!
 //! hyper's `pipeline_flush` is deliberately off: it makes the connection
 //! buffer a body without bound (a whole 100 MiB file per client), and
 //! pipelined requests are answered in order without it.
+
+pub mod admission;
+pub mod deadline;
+mod framing;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -19,19 +28,19 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use crate::access_log::{CacheUse, Note};
 use crate::context::ClientInfo;
 use crate::state::State;
 use crate::{control, proxy};
-
-/// How long a client may take to send a request's head (idle keep-alive
-/// connections included).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
+use deadline::{Answering, ConnectionClock, Expired, Watched};
+use pkgproxy_metrics::ClientCounter;
+use std::net::SocketAddr;
 
 /// Accepts on the proxy listener until `shutdown`, handing each connection
 /// to the next of `threads` in turn, so they share the load evenly (two
@@ -52,6 +61,14 @@ pub async fn serve_proxy(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let ticket = match state.admission.admit(peer.ip()) {
+                    Ok(ticket) => ticket,
+                    Err(refusal) => {
+                        tracing::debug!(%peer, ?refusal, "connection refused");
+                        tokio::spawn(admission::refuse(stream, refusal));
+                        continue;
+                    }
+                };
                 let _ = stream.set_nodelay(true);
                 let Ok(stream) = stream.into_std() else { continue };
                 let state = Arc::clone(&state);
@@ -62,31 +79,8 @@ pub async fn serve_proxy(
                 let connection = async move {
                     // Registered with the reactor of the thread that serves it.
                     let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
-                    let tls = state.tls.acceptor.clone();
-                    let handler = move |mut request: hyper::Request<hyper::body::Incoming>| {
-                        let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        request.extensions_mut().insert(ClientInfo { addr: peer, id });
-                        let state = Arc::clone(&state);
-                        async move {
-                            let begun = state.access_log.begin(&request, peer);
-                            let response = proxy::handle(Arc::clone(&state), request).await;
-                            state.access_log.attach(begun, response)
-                        }
-                    };
-                    match first_byte(&stream).await {
-                        Some(crate::tls::HANDSHAKE) => match tls.accept(stream).await {
-                            Ok(stream) => {
-                                let span = tracing::debug_span!("tls");
-                                serve_connection(stream, handler, shutdown).instrument(span).await
-                            }
-                            Err(error) => tracing::debug!(%error, "TLS handshake failed"),
-                        },
-                        Some(_) => {
-                            let span = tracing::debug_span!("plain");
-                            serve_connection(stream, handler, shutdown).instrument(span).await
-                        }
-                        None => {}
-                    }
+                    serve_client(stream, peer, state, shutdown).await;
+                    drop(ticket);
                 };
                 tracker.spawn_on(connection.instrument(span), thread);
             }
@@ -95,12 +89,56 @@ pub async fn serve_proxy(
     }
 }
 
+/// Serves one admitted client connection, in clear or over TLS, until it
+/// ends, its deadlines pass or the server stops.
+async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, shutdown: CancellationToken) {
+    let limits = state.admission.limits();
+    let clock = ConnectionClock::new(limits.header_read_timeout, limits.idle_timeout);
+    let first = tokio::time::timeout(limits.header_read_timeout, first_byte(&stream)).await;
+    let handler = {
+        let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
+        move |mut request: Request<Incoming>| {
+            let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            request.extensions_mut().insert(ClientInfo { addr: peer, id });
+            clock.request_read();
+            let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
+            async move {
+                let begun = state.access_log.begin(&request, peer);
+                let response = match framing::refused(&request) {
+                    Some(mut refused) => {
+                        state.admission.counters.increment(ClientCounter::Malformed);
+                        refused.extensions_mut().insert(Note { side: None, cache: CacheUse::Refused });
+                        refused
+                    }
+                    None => proxy::handle(Arc::clone(&state), request).await,
+                };
+                state.access_log.attach(begun, response).map(|body| Answering::new(body, clock))
+            }
+        }
+    };
+    let stream = Watched::new(stream, Arc::clone(&clock));
+    match first {
+        Ok(Some(crate::tls::HANDSHAKE)) => match state.tls.acceptor.clone().accept(stream).await {
+            Ok(stream) => serve_connection(stream, handler, shutdown).instrument(tracing::debug_span!("tls")).await,
+            Err(error) => tracing::debug!(%error, "TLS handshake failed"),
+        },
+        Ok(Some(_)) => serve_connection(stream, handler, shutdown).instrument(tracing::debug_span!("plain")).await,
+        Ok(None) => {}
+        Err(_) => _ = state.admission.counters.increment(ClientCounter::HeaderTimeouts),
+    }
+    match clock.expired() {
+        Some(Expired::Head) => _ = state.admission.counters.increment(ClientCounter::HeaderTimeouts),
+        Some(Expired::Idle) => _ = state.admission.counters.increment(ClientCounter::IdleTimeouts),
+        None => {}
+    }
+}
+
 /// The first byte a client sent, without taking it (`0x16` starts a TLS
-/// handshake); `None` when it sent nothing in time or closed.
-async fn first_byte(stream: &tokio::net::TcpStream) -> Option<u8> {
+/// handshake); `None` when it closed first.
+async fn first_byte(stream: &TcpStream) -> Option<u8> {
     let mut byte = [0u8; 1];
-    match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut byte)).await {
-        Ok(Ok(1)) => Some(byte[0]),
+    match stream.peek(&mut byte).await {
+        Ok(1) => Some(byte[0]),
         _ => None,
     }
 }
@@ -150,7 +188,10 @@ where
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        // The proxy listener's deadlines are kept by `deadline::Watched`;
+        // the control sockets' clients are local and trusted.
+        .header_read_timeout(None)
+        .max_header_size(framing::MAX_HEAD_SIZE)
         .keep_alive(true)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();

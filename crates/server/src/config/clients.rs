@@ -1,0 +1,154 @@
+//! `[server]`'s limits on the proxy listener's clients: who may connect,
+//! how many connections at once, and how long a connection may take to
+//! ask or stay idle. pkgproxy listens on every interface by default: these
+//! keep one misbehaving host from taking every file descriptor, and a
+//! pkgproxy on a public address from being an open cache for the internet.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use super::file::ServerSection;
+
+/// How long a client may take to send a request's head, from its
+/// connection or from the first byte of the head.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a keep-alive connection may wait for its next request.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Client connections from one address, by default.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 512;
+
+/// Client connections in all, when the file limit is not known.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8192;
+
+/// The client networks served by default: loopback, the private ranges
+/// (RFC 1918, shared address space, unique local) and link-local.
+pub const DEFAULT_ALLOW: [&str; 9] = [
+    "127.0.0.0/8",
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "::1/128",
+    "fc00::/7",
+    "fe80::/10",
+];
+
+/// The limits, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientLimits {
+    /// See [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// See [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// Client connections open at once; beyond, new ones get a `503`.
+    pub max_connections: usize,
+    /// The same, from one address.
+    pub max_connections_per_client: usize,
+    /// The networks served; others get a `403`.
+    pub allow: Vec<IpNet>,
+}
+
+/// A `[server] allow` entry that is not a network.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("server.allow entry {entry:?}: not an address or a network such as 10.0.0.0/8 or fd00::/8")]
+pub struct AllowError {
+    /// The entry as written.
+    pub entry: String,
+}
+
+impl ClientLimits {
+    /// The limits `section` sets, the defaults elsewhere.
+    pub fn new(section: &ServerSection) -> Result<Self, AllowError> {
+        let allow = match &section.allow {
+            Some(entries) => entries.iter().map(|entry| network(entry)).collect::<Result<Vec<_>, _>>()?,
+            None => DEFAULT_ALLOW.iter().map(|entry| network(entry)).collect::<Result<Vec<_>, _>>()?,
+        };
+        Ok(ClientLimits {
+            header_read_timeout: section.header_read_timeout.unwrap_or(DEFAULT_HEADER_READ_TIMEOUT),
+            idle_timeout: section.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+            max_connections: section.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1),
+            max_connections_per_client: section
+                .max_connections_per_client
+                .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_CLIENT)
+                .max(1),
+            allow,
+        })
+    }
+
+    /// Whether a client at `address` is served (an IPv4 client of a
+    /// dual-stack listener shows as `::ffff:a.b.c.d`: it counts as IPv4).
+    pub fn allows(&self, address: IpAddr) -> bool {
+        let address = address.to_canonical();
+        self.allow.iter().any(|network| network.contains(&address))
+    }
+}
+
+/// The most client connections for a file limit of `open_files`: half of
+/// what is left after a reserve for the cache's files and the logs, the
+/// other half for upstream connections and held blobs.
+pub fn connections_for_file_limit(open_files: u64) -> usize {
+    const RESERVE: u64 = 256;
+    usize::try_from(open_files.saturating_sub(RESERVE) / 2).unwrap_or(usize::MAX).clamp(64, 1 << 20)
+}
+
+/// `entry` as a network: `10.0.0.0/8`, or one address (`192.0.2.7`).
+fn network(entry: &str) -> Result<IpNet, AllowError> {
+    let entry = entry.trim();
+    entry
+        .parse::<IpNet>()
+        .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
+        .map(|network| network.trunc())
+        .map_err(|_| AllowError { entry: entry.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(allow: Option<&[&str]>) -> ClientLimits {
+        let section = ServerSection {
+            allow: allow.map(|entries| entries.iter().map(|entry| entry.to_string()).collect()),
+            ..ServerSection::default()
+        };
+        ClientLimits::new(&section).unwrap()
+    }
+
+    #[test]
+    fn by_default_loopback_and_private_networks_are_served_and_public_ones_are_not() {
+        let limits = limits(None);
+        for served in
+            ["127.0.0.1", "10.1.2.3", "192.168.1.9", "172.31.0.1", "169.254.1.1", "::1", "fd12::1", "::ffff:10.0.0.7"]
+        {
+            assert!(limits.allows(served.parse().unwrap()), "{served}");
+        }
+        for refused in ["8.8.8.8", "172.32.0.1", "2001:db8::1", "::ffff:8.8.8.8"] {
+            assert!(!limits.allows(refused.parse().unwrap()), "{refused}");
+        }
+        assert_eq!(
+            (limits.header_read_timeout, limits.idle_timeout),
+            (DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT)
+        );
+    }
+
+    #[test]
+    fn allow_takes_networks_and_single_addresses_and_names_a_bad_entry() {
+        let limits = limits(Some(&["127.0.0.1", "203.0.113.0/24", "0.0.0.0/0"][..2]));
+        assert!(limits.allows("127.0.0.1".parse().unwrap()));
+        assert!(!limits.allows("127.0.0.2".parse().unwrap()));
+        assert!(limits.allows("203.0.113.77".parse().unwrap()));
+        let section = ServerSection { allow: Some(vec!["10.0.0.0/33".into()]), ..ServerSection::default() };
+        assert_eq!(ClientLimits::new(&section).unwrap_err().entry, "10.0.0.0/33");
+    }
+
+    #[test]
+    fn the_connection_cap_follows_the_file_limit() {
+        assert_eq!(connections_for_file_limit(1024), 384);
+        assert_eq!(connections_for_file_limit(65536), 32640);
+        assert_eq!(connections_for_file_limit(100), 64);
+    }
+}

@@ -1,0 +1,292 @@
+//! How long a client connection may keep pkgproxy waiting: a request's
+//! head must arrive within the header timeout, counted from the
+//! connection or from the head's first byte (a client sending half a
+//! request line and stopping is let go then, as nginx's
+//! `client_header_timeout` does); between requests, a keep-alive
+//! connection may idle for the idle timeout. While a request is being
+//! answered, neither runs: a long download is never cut.
+//!
+//! hyper has one timer for both (its header timeout also runs while the
+//! connection idles), so the connection's reads go through [`Watched`],
+//! which fails the read once the deadline of the phase the connection is
+//! in has passed; hyper then closes it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// Where a connection stands, shared by its reads and its requests.
+#[derive(Debug)]
+pub struct ConnectionClock {
+    header_timeout: Duration,
+    idle_timeout: Duration,
+    /// Requests read whose answers are not sent yet.
+    answering: AtomicU32,
+    /// When the phase without a request began, and which it is.
+    waiting: Mutex<Waiting>,
+    /// Why the connection was let go, once it was.
+    expired: Mutex<Option<Expired>>,
+}
+
+/// What a connection answering no request is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    /// A request's head, since then (the connection's start, or its first
+    /// byte).
+    Head(Instant),
+    /// The next request of a keep-alive connection, since then.
+    Idle(Instant),
+}
+
+/// Why a connection was let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expired {
+    /// A request's head did not arrive in time.
+    Head,
+    /// A keep-alive connection idled too long.
+    Idle,
+}
+
+impl ConnectionClock {
+    /// The clock of a connection accepted now.
+    pub fn new(header_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
+        Arc::new(ConnectionClock {
+            header_timeout,
+            idle_timeout,
+            answering: AtomicU32::new(0),
+            waiting: Mutex::new(Waiting::Head(Instant::now())),
+            expired: Mutex::new(None),
+        })
+    }
+
+    /// Why the connection was let go, if its clock did.
+    pub fn expired(&self) -> Option<Expired> {
+        *self.expired.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request's head was read: no deadline until it is answered.
+    pub fn request_read(&self) {
+        self.answering.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request's answer was sent (or dropped): the connection idles when
+    /// it was the last.
+    pub fn request_answered(&self) {
+        if self.answering.fetch_sub(1, Ordering::Relaxed) == 1 {
+            *self.waiting() = Waiting::Idle(Instant::now());
+        }
+    }
+
+    /// Bytes arrived: an idle connection starts a head now.
+    fn bytes_arrived(&self) {
+        if self.answering.load(Ordering::Relaxed) == 0 {
+            let mut waiting = self.waiting();
+            if let Waiting::Idle(_) = *waiting {
+                *waiting = Waiting::Head(Instant::now());
+            }
+        }
+    }
+
+    /// When the connection is let go if nothing changes, and why; `None`
+    /// while a request is answered.
+    fn deadline(&self) -> Option<(Instant, Expired)> {
+        if self.answering.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        Some(match *self.waiting() {
+            Waiting::Head(since) => (since + self.header_timeout, Expired::Head),
+            Waiting::Idle(since) => (since + self.idle_timeout, Expired::Idle),
+        })
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A client connection whose reads keep to its [`ConnectionClock`].
+#[derive(Debug)]
+pub struct Watched<S> {
+    inner: S,
+    clock: Arc<ConnectionClock>,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl<S> Watched<S> {
+    /// `inner`, read under `clock`.
+    pub fn new(inner: S, clock: Arc<ConnectionClock>) -> Self {
+        let timer = Box::pin(tokio::time::sleep_until(Instant::now() + clock.header_timeout));
+        Watched { inner, clock, timer }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.clock.bytes_arrived();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => {
+                let Some((deadline, why)) = this.clock.deadline() else { return Poll::Pending };
+                if this.timer.deadline() != deadline {
+                    this.timer.as_mut().reset(deadline);
+                }
+                match this.timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        *this.clock.expired.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                        let message = match why {
+                            Expired::Head => "the request's head did not arrive in time",
+                            Expired::Idle => "the connection idled too long",
+                        };
+                        Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, message)))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// An answer's body that tells the connection's clock when it was sent
+/// (or dropped): the connection idles from then.
+#[derive(Debug)]
+pub struct Answering<B> {
+    inner: B,
+    clock: Arc<ConnectionClock>,
+}
+
+impl<B> Answering<B> {
+    /// `inner`, the body of an answer to a request `clock` counts.
+    pub fn new(inner: B, clock: Arc<ConnectionClock>) -> Self {
+        Answering { inner, clock }
+    }
+}
+
+impl<B: http_body::Body + Unpin> http_body::Body for Answering<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B> Drop for Answering<B> {
+    fn drop(&mut self) {
+        self.clock.request_answered();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    const HEAD: Duration = Duration::from_secs(10);
+    const IDLE: Duration = Duration::from_secs(60);
+
+    fn watched() -> (Watched<tokio::io::DuplexStream>, tokio::io::DuplexStream, Arc<ConnectionClock>) {
+        let (server, client) = tokio::io::duplex(1024);
+        let clock = ConnectionClock::new(HEAD, IDLE);
+        (Watched::new(server, Arc::clone(&clock)), client, clock)
+    }
+
+    /// How long a read waits before it fails with a timeout.
+    async fn read_fails_after(connection: &mut Watched<tokio::io::DuplexStream>) -> Duration {
+        let started = Instant::now();
+        let mut byte = [0u8; 64];
+        let error = connection.read(&mut byte).await.expect_err("the read times out");
+        assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+        started.elapsed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_that_never_completes_a_head_is_let_go_after_the_header_timeout() {
+        let (mut connection, mut client, _clock) = watched();
+        tokio::time::advance(Duration::from_secs(4)).await;
+        client.write_all(b"GET /half-a-line").await.unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(connection.read(&mut buf).await.unwrap(), 16);
+        // From the connection's start, not from its last byte.
+        assert_eq!(read_fails_after(&mut connection).await, Duration::from_secs(6));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answered_connection_idles_for_the_idle_timeout_and_then_has_the_header_timeout() {
+        let (mut connection, mut client, clock) = watched();
+        clock.request_read();
+        clock.request_answered();
+        assert_eq!(read_fails_after(&mut connection).await, IDLE);
+
+        let (mut connection, mut client_two, clock) = watched();
+        clock.request_read();
+        clock.request_answered();
+        tokio::time::advance(Duration::from_secs(30)).await;
+        client_two.write_all(b"GET / HT").await.unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(connection.read(&mut buf).await.unwrap(), 8);
+        assert_eq!(read_fails_after(&mut connection).await, HEAD, "a head started: its own timeout");
+        client.shutdown().await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_deadline_runs_while_a_request_is_answered() {
+        let (mut connection, _client, clock) = watched();
+        clock.request_read();
+        let mut buf = [0u8; 64];
+        let waited = tokio::time::timeout(Duration::from_secs(3600), connection.read(&mut buf)).await;
+        assert!(waited.is_err(), "still reading after an hour: not cut");
+        clock.request_answered();
+        assert_eq!(read_fails_after(&mut connection).await, IDLE);
+    }
+}

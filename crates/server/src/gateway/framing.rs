@@ -1,0 +1,64 @@
+//! What a request's framing must be before anything reads it. hyper
+//! refuses what it cannot parse (a head over the size limit: `431`; a
+//! malformed `Transfer-Encoding`: `400`), but it takes a request carrying
+//! both `Content-Length` and `Transfer-Encoding` by dropping the length,
+//! and no trace of it is left to see: on a connection shared through
+//! another proxy that reads the length, the rest of the body would be
+//! read as a second request (request smuggling). pkgproxy's clients send
+//! bodies only with a `Content-Length` (snapd's `POST`s), so any
+//! `Transfer-Encoding` is refused, and the connection closed.
+
+use http::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
+use http::{Request, Response, StatusCode};
+
+use crate::body::ResponseBody;
+
+/// The longest request target taken, as nginx's default buffers take.
+pub const MAX_URI_LENGTH: usize = 8 * 1024;
+
+/// The most a request's head may hold (request line and headers).
+pub const MAX_HEAD_SIZE: usize = 64 * 1024;
+
+/// The answer to a request whose framing is refused, or `None`.
+pub fn refused<B>(request: &Request<B>) -> Option<Response<ResponseBody>> {
+    let target_length = request.uri().to_string().len();
+    if target_length > MAX_URI_LENGTH {
+        let reason =
+            format!("pkgproxy: the request target is {target_length} bytes; at most {MAX_URI_LENGTH} are taken");
+        return Some(closing(StatusCode::URI_TOO_LONG, reason));
+    }
+    if request.headers().contains_key(TRANSFER_ENCODING) {
+        let reason = "pkgproxy: a request body needs a Content-Length; Transfer-Encoding is refused".to_string();
+        return Some(closing(StatusCode::BAD_REQUEST, reason));
+    }
+    None
+}
+
+/// An answer that closes the connection after it.
+fn closing(status: StatusCode, reason: String) -> Response<ResponseBody> {
+    let body = format!("{reason}\n");
+    let mut response = Response::new(ResponseBody::full(body.clone()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_target_and_any_transfer_encoding_are_refused_with_a_close() {
+        let long = format!("/go/{}", "a".repeat(MAX_URI_LENGTH));
+        let answer = refused(&Request::get(long).body(()).unwrap()).unwrap();
+        assert_eq!(answer.status(), StatusCode::URI_TOO_LONG);
+        assert_eq!(answer.headers()[CONNECTION], "close");
+        let chunked = Request::post("/snap/v2/snaps/refresh").header(TRANSFER_ENCODING, "chunked").body(()).unwrap();
+        assert_eq!(refused(&chunked).unwrap().status(), StatusCode::BAD_REQUEST);
+        let fine = Request::post("/snap/v2/snaps/refresh").header(CONTENT_LENGTH, "2").body(()).unwrap();
+        assert!(refused(&fine).is_none());
+    }
+}
