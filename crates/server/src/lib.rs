@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access_log;
+mod admission;
 mod body;
 pub mod config;
 mod context;
@@ -214,7 +215,7 @@ impl State {
         let upstream = Upstream::new(settings.upstream.clone());
         let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
             .map_err(|error| ServerError::Start(format!("mirror: {error}")))?;
-        let admission = gateway::admission::Admission::new(settings.clients.clone());
+        let admission = admission::Admission::new(settings.clients.clone());
         let access_log = access_log::AccessLog::open(settings.access_log.as_ref())
             .map_err(|error| ServerError::Start(error.to_string()))?;
         Ok(State {

@@ -63,7 +63,7 @@ pub struct State {
     /// Where a line per request goes, if anywhere.
     pub access_log: crate::access_log::AccessLog,
     /// Who may connect to the proxy listener, and how many are.
-    pub admission: Arc<crate::gateway::admission::Admission>,
+    pub admission: Arc<crate::admission::Admission>,
 }
 
 /// How a refresh of a generation ended.

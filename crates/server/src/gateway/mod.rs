@@ -4,7 +4,7 @@
 //! over TLS, told apart by a connection's first byte (see `tls.rs`). Requests go to `proxy` or `control`;
 //! nothing here decides anything about caching.
 //!
-//! Before hyper sees a connection, [`admission`] decides whether its
+//! Before hyper sees a connection, [`crate::admission`] decides whether its
 //! client is served at all; its reads keep to the deadlines of
 //! [`deadline`], and each request's framing is checked ([`framing`])
 //! before the request path reads it.
@@ -13,7 +13,6 @@
 //! buffer a body without bound (a whole 100 MiB file per client), and
 //! pipelined requests are answered in order without it.
 
-pub mod admission;
 pub mod deadline;
 mod framing;
 
@@ -65,7 +64,7 @@ pub async fn serve_proxy(
                     Ok(ticket) => ticket,
                     Err(refusal) => {
                         tracing::debug!(%peer, ?refusal, "connection refused");
-                        tokio::spawn(admission::refuse(stream, refusal));
+                        tokio::spawn(crate::admission::refuse(stream, refusal));
                         continue;
                     }
                 };
