@@ -9,8 +9,12 @@
 //! The request path, in the order a request meets it:
 //!
 //! ```text
-//! gateway.rs           accept; HTTP/1.1 (keep-alive, pipelining, CONNECT
-//!                      upgrades); who asked (context.rs)
+//! admission.rs         who may connect, and how many at once
+//! gateway/             accept; each connection's deadlines (deadline.rs),
+//!                      HTTP/1.1 (keep-alive, pipelining, CONNECT upgrades),
+//!                      each request's framing (framing.rs); who asked
+//!                      (context.rs); the access log's line (access_log.rs)
+//! status/              the status page at `/` and its JSON
 //! proxy/mod.rs         loop check -> route table (pkgproxy_sides::route)
 //!                      -> the shadows' tap (shadow/) -> the side's decision
 //!   proxy/cached.rs      through the cache: remembered "not found", lookup,
@@ -35,8 +39,9 @@
 //!
 //! Beside it: `control/` (the stats and admin sockets, speaking
 //! `pkgproxy_control`'s messages), `config/` (the file as written, validated
-//! into [`Settings`]), `state.rs` (what every handler shares) and
-//! `stats.rs` (each side's counters).
+//! into [`Settings`]), `reload.rs` (the file read again while serving),
+//! `state.rs` (what every handler shares) and `stats.rs` (each side's
+//! counters).
 
 #![forbid(unsafe_code)]
 
