@@ -93,6 +93,41 @@ pub enum Behaviour {
     /// Answer the first request on a connection normally; on any later request
     /// on it, read the head (it is counted) and close without answering.
     DropReusedConnections,
+    /// Answer normally with one more header holding this many bytes.
+    HugeHeaders {
+        /// The extra header's length.
+        bytes: usize,
+    },
+    /// Declare this `Content-Length` (less than the body) and send the whole
+    /// body: what follows the declared length is left on the connection.
+    ShortLength {
+        /// The declared length.
+        declared: u64,
+    },
+    /// A whole-body answer is reset after `after_bytes`; a range answer (the
+    /// resume) names a representation one byte longer in its `Content-Range`.
+    CutThenOtherLength {
+        /// Body bytes sent before the reset.
+        after_bytes: u64,
+    },
+    /// A whole-body answer is reset after `after_bytes`; a range answer (the
+    /// resume) names a range one byte later than the one asked for, and
+    /// sends those bytes.
+    CutThenWrongRange {
+        /// Body bytes sent before the reset.
+        after_bytes: u64,
+    },
+    /// Send the body chunked: `after_bytes` of it in one chunk, then a chunk
+    /// size that is not hexadecimal.
+    BadChunks {
+        /// Body bytes sent before the garbage.
+        after_bytes: u64,
+    },
+    /// Send the body chunked, again and again, without end (until the peer
+    /// closes or a gibibyte went out).
+    Endless,
+    /// Answer with the right length and every byte of the body flipped.
+    WrongBytes,
 }
 
 /// State shared between the [`ChaosUpstream`] handle and its connection tasks.
@@ -349,6 +384,7 @@ where
             Behaviour::Status { code, retry_after } => Reply::status(*code, retry_after.as_deref()),
             _ => message::respond(&shared.entries.lock().unwrap(), &req),
         };
+        let reply = lie_in_the_head(&behaviour, reply, &shared.entries.lock().unwrap(), &req);
         let head = reply.head(req.keep_alive);
         let body = if req.method == "HEAD" { Bytes::new() } else { reply.body };
         match deliver(stream, behaviour, &head, body).await {
@@ -358,6 +394,25 @@ where
         }
     }
     Ending::Close
+}
+
+/// The head's lies of `behaviour`, told in `reply`.
+fn lie_in_the_head(
+    behaviour: &Behaviour,
+    mut reply: Reply,
+    entries: &HashMap<String, Entry>,
+    req: &RequestHead,
+) -> Reply {
+    match behaviour {
+        Behaviour::HugeHeaders { bytes } => reply.add_header("X-Padding", "a".repeat(*bytes)),
+        Behaviour::ShortLength { declared } => reply.declare_length(*declared),
+        Behaviour::CutThenOtherLength { .. } => reply.misstate_total(),
+        Behaviour::CutThenWrongRange { .. } => reply.shift_range(entries, req),
+        Behaviour::BadChunks { .. } | Behaviour::Endless => reply.chunked(),
+        Behaviour::WrongBytes => reply.flip_bytes(),
+        _ => {}
+    }
+    reply
 }
 
 /// Sends one answer as `behaviour` says.
@@ -393,11 +448,49 @@ where
             drain(stream).await;
             return Ok(After::End(Ending::Close));
         }
-        Behaviour::Ok | Behaviour::Status { .. } | Behaviour::DropReusedConnections => {
+        Behaviour::CutThenOtherLength { after_bytes } | Behaviour::CutThenWrongRange { after_bytes }
+            if !is_partial(head) =>
+        {
+            send(stream, head, &prefix(after_bytes)).await?;
+            return Ok(After::End(Ending::Reset));
+        }
+        Behaviour::BadChunks { after_bytes } => {
+            stream.write_all(head).await?;
+            let piece = prefix(after_bytes);
+            stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).await?;
+            stream.write_all(&piece).await?;
+            stream.write_all(b"\r\nzz-not-a-size\r\n").await?;
+            return Ok(After::End(Ending::Close));
+        }
+        Behaviour::Endless => {
+            stream.write_all(head).await?;
+            let piece = if body.is_empty() { Bytes::from_static(b"endless") } else { body };
+            let mut sent = 0u64;
+            while sent < 1 << 30 {
+                stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).await?;
+                stream.write_all(&piece).await?;
+                stream.write_all(b"\r\n").await?;
+                sent += piece.len() as u64;
+            }
+            return Ok(After::End(Ending::Close));
+        }
+        Behaviour::Ok
+        | Behaviour::Status { .. }
+        | Behaviour::DropReusedConnections
+        | Behaviour::HugeHeaders { .. }
+        | Behaviour::ShortLength { .. }
+        | Behaviour::CutThenOtherLength { .. }
+        | Behaviour::CutThenWrongRange { .. }
+        | Behaviour::WrongBytes => {
             send(stream, head, &body).await?;
         }
     }
     Ok(After::KeepOpen)
+}
+
+/// Whether `head` is a `206`'s.
+fn is_partial(head: &[u8]) -> bool {
+    head.starts_with(b"HTTP/1.1 206")
 }
 
 async fn send<S: AsyncWrite + Unpin>(stream: &mut S, head: &[u8], body: &[u8]) -> io::Result<()> {

@@ -139,6 +139,8 @@ struct Shared {
     remaining: AtomicU64,
     addr: SocketAddr,
     cdn_addr: SocketAddr,
+    /// Where blobs are redirected instead of the CDN, when set.
+    blob_location: Mutex<Option<String>>,
 }
 
 /// A running fake hub. Dropping it stops it.
@@ -165,6 +167,7 @@ impl FakeHub {
             remaining: AtomicU64::new(99),
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
+            blob_location: Mutex::default(),
         });
         let accept = [hub, cdn].map(|listener| tokio::spawn(serve(listener, Arc::clone(&shared))));
         FakeHub { shared, accept: accept.into() }
@@ -224,6 +227,12 @@ impl FakeHub {
     /// From now on the CDN serves every blob with its last byte changed.
     pub fn set_corrupt(&self, corrupt: bool) {
         self.shared.corrupt.store(corrupt, Ordering::SeqCst);
+    }
+
+    /// From now on blobs are redirected to `location` as it is (a hostile
+    /// or broken registry), or to the CDN again with `None`.
+    pub fn set_blob_location(&self, location: Option<&str>) {
+        *self.shared.blob_location.lock().unwrap() = location.map(str::to_string);
     }
 
     /// From now on every request is answered `status` (`0`: normally); a
@@ -298,10 +307,10 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
         Some((repository, *kind, reference))
     }) {
         Some(found) => found,
-        None => return challenge(shared, None),
+        None => return challenge(shared, &parts.headers, None),
     };
     if !authorised(shared, repository, &parts.headers) {
-        return challenge(shared, Some(repository));
+        return challenge(shared, &parts.headers, Some(repository));
     }
     let digest = match reference.starts_with("sha256:") {
         true => Some(reference.to_string()),
@@ -314,8 +323,9 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
     };
     match kind {
         "blobs" => {
-            let location =
+            let cdn =
                 format!("http://{}/cdn/{}?signature=expiring", shared.cdn_addr, &content.digest["sha256:".len()..]);
+            let location = shared.blob_location.lock().unwrap().clone().unwrap_or(cdn);
             reply(StatusCode::TEMPORARY_REDIRECT, &[("location", location)], "")
         }
         _ => {
@@ -367,8 +377,12 @@ fn counts(shared: &Shared) -> Answer {
     reply(StatusCode::OK, &[("content-type", "application/json".into())], body.to_string())
 }
 
-fn challenge(shared: &Shared, repository: Option<&str>) -> Answer {
-    let mut value = format!("Bearer realm=\"http://{}/token\",service=\"fakehub\"", shared.addr);
+/// A `401` whose realm is on the host the client named (the hub's address,
+/// or a name pinned to it), as a registry's realm is on its own domain.
+fn challenge(shared: &Shared, headers: &HeaderMap, repository: Option<&str>) -> Answer {
+    let host = headers.get(http::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let host = host.unwrap_or_else(|| shared.addr.to_string());
+    let mut value = format!("Bearer realm=\"http://{host}/token\",service=\"fakehub\"");
     if let Some(repository) = repository {
         value.push_str(&format!(",scope=\"repository:{repository}:pull\""));
     }

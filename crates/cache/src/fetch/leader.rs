@@ -39,7 +39,11 @@ pub(super) async fn lead(
     }
     let phase = run(&store, &spec, source.as_ref(), &progress).await;
     match &phase {
-        Phase::Failed(error) => tracing::warn!(key = spec.key, %error, "fetch failed"),
+        Phase::Failed(error) => {
+            let upstream = progress.borrow().answered_by.clone();
+            let upstream = upstream.as_deref().unwrap_or("none answered");
+            tracing::warn!(key = spec.key, upstream, %error, "fetch failed")
+        }
         phase => tracing::debug!(key = spec.key, outcome = phase.as_str(), "fetch finished"),
     }
     progress.send_modify(|p| p.phase = phase);

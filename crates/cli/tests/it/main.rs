@@ -15,6 +15,7 @@ mod disk_full;
 mod flags;
 mod go_client;
 mod hostile_clients;
+mod hostile_upstreams;
 mod inproc;
 mod lxd_client;
 mod offline;

@@ -307,8 +307,9 @@ async fn follow(
         let Some(location) = response.headers().get(LOCATION).and_then(|v| v.to_str().ok()) else {
             return Ok(response);
         };
-        let (to, path) = resolve_location(&from, location)
-            .ok_or_else(|| redirect_error(format!("the upstream redirected to {location:?}, which is not a URL")))?;
+        let (to, path) = resolve_location(&from, location).ok_or_else(|| {
+            redirect_error(format!("the upstream redirected to {location:?}, not an http or https URL"))
+        })?;
         if to != from {
             let names: Vec<_> =
                 request.headers.keys().filter(|name| name.as_str().ends_with("authorization")).cloned().collect();

@@ -84,11 +84,79 @@ pub(super) struct Reply {
     /// Headers besides `Content-Length` and `Connection`.
     headers: Vec<(&'static str, String)>,
     pub(super) body: Bytes,
+    /// How the body's length is told.
+    length: Length,
+}
+
+/// How a reply tells its body's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Length {
+    /// `Content-Length`, the body's own.
+    Actual,
+    /// `Content-Length`, this one (a lie).
+    Declared(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
 }
 
 impl Reply {
     fn bare(status: u16) -> Reply {
-        Reply { status, headers: Vec::new(), body: Bytes::new() }
+        Reply { status, headers: Vec::new(), body: Bytes::new(), length: Length::Actual }
+    }
+
+    /// One more header.
+    pub(super) fn add_header(&mut self, name: &'static str, value: String) {
+        self.headers.push((name, value));
+    }
+
+    /// Tells `length` as the body's length, whatever the body is.
+    pub(super) fn declare_length(&mut self, length: u64) {
+        self.length = Length::Declared(length);
+    }
+
+    /// Tells no length: the body goes chunked.
+    pub(super) fn chunked(&mut self) {
+        self.length = Length::Chunked;
+    }
+
+    /// Every body byte flipped, the length kept.
+    pub(super) fn flip_bytes(&mut self) {
+        self.body = self.body.iter().map(|byte| !byte).collect::<Vec<u8>>().into();
+    }
+
+    /// A `206` whose `Content-Range` names a representation one byte longer.
+    pub(super) fn misstate_total(&mut self) {
+        for (name, value) in &mut self.headers {
+            if *name == "Content-Range" {
+                if let Some((range, total)) = value.rsplit_once('/') {
+                    let total: u64 = total.parse().unwrap_or(0);
+                    *value = format!("{range}/{}", total + 1);
+                }
+            }
+        }
+    }
+
+    /// A `206` for the range one byte later than the one asked for (its
+    /// bytes and its `Content-Range`).
+    pub(super) fn shift_range(&mut self, entries: &HashMap<String, Entry>, req: &RequestHead) {
+        let Some(entry) = entries.get(&req.path) else { return };
+        let len = entry.body.len() as u64;
+        for (name, value) in &mut self.headers {
+            if *name != "Content-Range" {
+                continue;
+            }
+            let Some((first, last)) = value
+                .strip_prefix("bytes ")
+                .and_then(|rest| rest.split_once('/'))
+                .and_then(|(range, _)| range.split_once('-'))
+                .and_then(|(first, last)| Some((first.parse::<u64>().ok()?, last.parse::<u64>().ok()?)))
+            else {
+                return;
+            };
+            let (first, last) = ((first + 1).min(len - 1), last);
+            *value = format!("bytes {first}-{last}/{len}");
+            self.body = entry.body.slice(first as usize..=last as usize);
+        }
     }
 
     /// An empty answer with `status` and, when given, `Retry-After`.
@@ -105,7 +173,11 @@ impl Reply {
         for (name, value) in &self.headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
-        head.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
+        match self.length {
+            Length::Actual => head.push_str(&format!("Content-Length: {}\r\n", self.body.len())),
+            Length::Declared(length) => head.push_str(&format!("Content-Length: {length}\r\n")),
+            Length::Chunked => head.push_str("Transfer-Encoding: chunked\r\n"),
+        }
         if !keep_alive {
             head.push_str("Connection: close\r\n");
         }

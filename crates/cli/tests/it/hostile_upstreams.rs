@@ -1,0 +1,133 @@
+//! Upstreams that misbehave, against the real daemon: redirects toward
+//! the machine's own or the local network's addresses, or to other
+//! schemes, are refused (nothing is fetched from their targets), as a
+//! client's own targets are; answers that lie about their body fail the
+//! fetch, and nothing of them is cached or served whole.
+
+use std::time::Duration;
+
+use crate::common::{archive, PKGPROXY};
+use pkgproxy_testkit::client::{get, proxy_get};
+use pkgproxy_testkit::hub::{FakeHub, Image};
+use pkgproxy_testkit::{AptRepo, AptSandbox, Behaviour, ChaosUpstream, Daemon, Origin};
+
+/// A hub known by a name (`hub.test`, pinned to its loopback address):
+/// it is trusted on that address, and nothing else on the machine is.
+async fn named_hub() -> (FakeHub, Image, Daemon) {
+    let hub = FakeHub::start().await;
+    let image = Image::build("redirected", None);
+    hub.publish("library/app", "v1", &image);
+    let port = hub.url().rsplit(':').next().unwrap().to_string();
+    let config = format!(
+        "[upstream]\nresolve = [\"hub.test:{port}:127.0.0.1\"]\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"http://hub.test:{port}\"]\n"
+    );
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    (hub, image, daemon)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redirects_to_local_addresses_and_other_schemes_are_refused_and_nothing_is_fetched_there() {
+    let (hub, image, daemon) = named_hub().await;
+    let empty = tempfile::tempdir().unwrap();
+    let recorder = Origin::serve(empty.path()).await;
+    let port = recorder.addr().port();
+    let blob = format!("/v2/library/app/blobs/{}", image.layer.digest);
+    for location in [
+        format!("http://127.0.0.1:{port}/stolen"),
+        format!("http://localhost:{port}/stolen"),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "file:///etc/passwd".to_string(),
+        "gopher://127.0.0.1:70/".to_string(),
+    ] {
+        hub.set_blob_location(Some(&location));
+        let answer = tokio::time::timeout(Duration::from_secs(20), get(daemon.proxy_addr(), &blob)).await.unwrap();
+        assert!(answer.status >= 500, "{location}: {} {:?}", answer.status, String::from_utf8_lossy(&answer.body));
+        assert_ne!(answer.body.as_ref(), image.layer.bytes.as_ref());
+    }
+    assert!(recorder.requests().is_empty(), "nothing reached the redirect targets: {:?}", recorder.requests());
+    let log = daemon.log();
+    assert!(log.contains("169.254.169.254"), "the refusal is logged with its target:\n{log}");
+
+    // The registry's own CDN is on a loopback address it was not trusted
+    // for either; pinned by name, it is served.
+    hub.set_blob_location(None);
+    let cdn = get(daemon.proxy_addr(), &blob).await;
+    assert!(cdn.status >= 500, "the CDN on 127.0.0.1 is not trusted: {}", cdn.status);
+    assert_eq!(daemon.info().await.cache.get(pkgproxy_metrics::CacheGauge::Entries), 0, "nothing cached");
+}
+
+/// A chaos upstream serving the shared repository, behind a pkgproxy that
+/// knows it as archive `local`, after a real `apt-get update` through it (so
+/// pkgproxy knows each package's size and hash).
+async fn lying_mirror() -> (&'static AptRepo, ChaosUpstream, Daemon, AptSandbox) {
+    let repo = AptRepo::shared_default();
+    let chaos = ChaosUpstream::start().await;
+    for (path, bytes) in files_under(repo.root()) {
+        chaos.put(&path, bytes);
+    }
+    let source = format!("{}/debian", chaos.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    (repo, chaos, daemon, apt)
+}
+
+/// Every file under `root`, by its path from there (`/debian/...`).
+fn files_under(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            match entry.file_type().unwrap().is_dir() {
+                true => dirs.push(entry.path()),
+                false => {
+                    let relative = entry.path().strip_prefix(root).unwrap().display().to_string();
+                    files.push((format!("/{relative}"), std::fs::read(entry.path()).unwrap()));
+                }
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_lies_about_a_body_fails_the_fetch_caches_nothing_and_the_next_honest_answer_is_cached() {
+    let (repo, chaos, daemon, _apt) = lying_mirror().await;
+    let path = repo.deb_url_path("pkgproxy-big");
+    let url = format!("{}{path}", chaos.url());
+    let good = std::fs::read(repo.deb_path("pkgproxy-big")).unwrap();
+    let size = good.len() as u64;
+    for lie in [
+        Behaviour::HugeHeaders { bytes: 1 << 20 },
+        Behaviour::ShortLength { declared: size / 2 },
+        Behaviour::CutThenOtherLength { after_bytes: size / 3 },
+        Behaviour::CutThenWrongRange { after_bytes: size / 3 },
+        Behaviour::BadChunks { after_bytes: size / 4 },
+        Behaviour::Endless,
+        Behaviour::WrongBytes,
+    ] {
+        chaos.set_path_behaviour(&path, lie.clone());
+        let lied = tokio::time::timeout(Duration::from_secs(60), proxy_get(daemon.proxy_addr(), &url, &[]))
+            .await
+            .unwrap_or_else(|_| panic!("{lie:?}: no answer"));
+        let whole_and_wrong = lied.status == 200 && lied.complete && lied.body.as_ref() != good.as_slice();
+        assert!(!whole_and_wrong, "{lie:?}: a complete wrong body was served");
+        assert!(!(lied.status == 200 && lied.complete), "{lie:?}: the client is told it failed ({})", lied.status);
+        let again = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+        assert_ne!(again.header("x-pkgproxy-cache"), Some("hit"), "{lie:?}: nothing was cached");
+
+        chaos.clear_path_behaviour(&path);
+        let honest = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+        assert_eq!((honest.status, honest.complete), (200, true), "{lie:?}");
+        assert!(honest.body.as_ref() == good.as_slice(), "{lie:?}: the honest bytes");
+        let hit = proxy_get(daemon.proxy_addr(), &url, &[]).await;
+        assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"), "{lie:?}: the honest answer was cached");
+        let (status, _) = daemon.admin("DELETE", "/pkgproxy/v1/cache/entries?pattern=apt/local/pool/**", None).await;
+        assert_eq!(status, 200, "{lie:?}: emptied for the next lie");
+    }
+    let log = daemon.log();
+    let failures: Vec<&str> = log.lines().filter(|line| line.contains("fetch failed")).collect();
+    assert!(failures.len() >= 7, "each lie is logged:\n{log}");
+    let named = failures.iter().filter(|line| line.contains(&format!("upstream=\"{}/debian\"", chaos.url()))).count();
+    assert!(named >= 5, "failures name the upstream:\n{}", failures.join("\n"));
+}
