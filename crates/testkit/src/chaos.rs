@@ -128,6 +128,9 @@ pub enum Behaviour {
     Endless,
     /// Answer with the right length and every byte of the body flipped.
     WrongBytes,
+    /// Answer with the body gzipped and `Content-Encoding: gzip`, whatever
+    /// the request accepts.
+    Gzipped,
 }
 
 /// State shared between the [`ChaosUpstream`] handle and its connection tasks.
@@ -410,6 +413,7 @@ fn lie_in_the_head(
         Behaviour::CutThenWrongRange { .. } => reply.shift_range(entries, req),
         Behaviour::BadChunks { .. } | Behaviour::Endless => reply.chunked(),
         Behaviour::WrongBytes => reply.flip_bytes(),
+        Behaviour::Gzipped => reply.gzip(),
         _ => {}
     }
     reply
@@ -481,7 +485,8 @@ where
         | Behaviour::ShortLength { .. }
         | Behaviour::CutThenOtherLength { .. }
         | Behaviour::CutThenWrongRange { .. }
-        | Behaviour::WrongBytes => {
+        | Behaviour::WrongBytes
+        | Behaviour::Gzipped => {
             send(stream, head, &body).await?;
         }
     }

@@ -63,6 +63,11 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         let by = Arc::clone(&by.0);
         progress.send_modify(|p| p.answered_by = Some(by));
     }
+    if let (StatusCode::OK, Some(coding)) = (parts.status, content_coding(&parts.headers)) {
+        let refused =
+            format!("the body is encoded as {coding:?}; only its identity bytes (which checksums cover) are taken");
+        return Phase::Failed(Arc::new(FetchError::Rejected(refused)));
+    }
     match (parts.status, &spec.revalidating) {
         (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress).await {
             Ok(Downloaded::Cached(entry)) => Phase::Done(entry),
@@ -74,6 +79,15 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         }
         (status, _) => Phase::Passed(Arc::new(pass(status, &parts.headers, body).await)),
     }
+}
+
+/// The content coding of an answer, other than `identity`: pkgproxy asks
+/// for the identity (`Accept-Encoding: identity`) and keeps only that, the
+/// bytes every checksum covers; an upstream that encodes anyway is refused
+/// rather than stored in a form some clients cannot read.
+fn content_coding(headers: &http::HeaderMap) -> Option<String> {
+    let coding = headers.get(http::header::CONTENT_ENCODING)?.to_str().unwrap_or("?").trim().to_ascii_lowercase();
+    (!coding.is_empty() && coding != "identity").then_some(coding)
 }
 
 /// What a `200` body became.

@@ -105,6 +105,7 @@ async fn an_upstream_that_lies_about_a_body_fails_the_fetch_caches_nothing_and_t
         Behaviour::BadChunks { after_bytes: size / 4 },
         Behaviour::Endless,
         Behaviour::WrongBytes,
+        Behaviour::Gzipped,
     ] {
         chaos.set_path_behaviour(&path, lie.clone());
         let lied = tokio::time::timeout(Duration::from_secs(60), proxy_get(daemon.proxy_addr(), &url, &[]))
@@ -127,7 +128,7 @@ async fn an_upstream_that_lies_about_a_body_fails_the_fetch_caches_nothing_and_t
     }
     let log = daemon.log();
     let failures: Vec<&str> = log.lines().filter(|line| line.contains("fetch failed")).collect();
-    assert!(failures.len() >= 7, "each lie is logged:\n{log}");
+    assert!(failures.len() >= 8, "each lie is logged:\n{log}");
     let named = failures.iter().filter(|line| line.contains(&format!("upstream=\"{}/debian\"", chaos.url()))).count();
     assert!(named >= 5, "failures name the upstream:\n{}", failures.join("\n"));
 }

@@ -9,7 +9,8 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{
-    HeaderValue, AUTHORIZATION, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE, USER_AGENT,
+    HeaderValue, ACCEPT_ENCODING, AUTHORIZATION, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE,
+    USER_AGENT,
 };
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
@@ -144,6 +145,8 @@ fn prepared(
     headers.extend(extra);
     headers
         .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
+    // What is cached is the identity: the bytes checksums cover.
+    headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     state.loop_mark.add_to(&mut headers);
     Ok((pool, headers))
 }

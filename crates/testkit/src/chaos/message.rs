@@ -119,6 +119,15 @@ impl Reply {
         self.length = Length::Chunked;
     }
 
+    /// The body gzipped, said in `Content-Encoding`.
+    pub(super) fn gzip(&mut self) {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let _ = encoder.write_all(&self.body);
+        self.body = encoder.finish().unwrap_or_default().into();
+        self.headers.push(("Content-Encoding", "gzip".to_owned()));
+    }
+
     /// Every body byte flipped, the length kept.
     pub(super) fn flip_bytes(&mut self) {
         self.body = self.body.iter().map(|byte| !byte).collect::<Vec<u8>>().into();
