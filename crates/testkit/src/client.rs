@@ -69,6 +69,16 @@ pub async fn get(addr: &str, path: &str) -> Answer {
     read_answer(sender.send_request(request).await.expect("answer")).await
 }
 
+/// As [`get`], for a pkgproxy that may be gone (killed, restarting):
+/// `None` when it could not be asked or did not answer.
+pub async fn try_get(addr: &str, path: &str) -> Option<Answer> {
+    let stream = TcpStream::connect(addr).await.ok()?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
+    tokio::spawn(connection);
+    let request = http::Request::get(path).header("host", addr).body(Empty::<Bytes>::new()).ok()?;
+    Some(read_answer(sender.send_request(request).await.ok()?).await)
+}
+
 /// Sends `METHOD path` (origin-form) with `headers` and `body` to `addr`
 /// and reads the whole answer.
 pub async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {

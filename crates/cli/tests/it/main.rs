@@ -29,6 +29,7 @@ mod shadow;
 mod shared_fetch;
 mod snap_client;
 mod snap_package;
+mod soak;
 mod status_page;
 mod stop;
 mod systemd;
