@@ -12,10 +12,14 @@ cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
 
 export PKGPROXY_BIN="$root/target/release/pkgproxy"
 export PKGPROXY_ARGS='-addr 127.0.0.1:{port} -cache-dir {cache} -config {conf} -stats-socket-path {dir}/stats.sock -admin-socket-path {dir}/admin.sock -log-level warn'
-# The harness's origin is a configured archive: it lives on 127.0.0.1.
+# The harness's origin is a configured archive: it lives on 127.0.0.1. The
+# load generator is one address: the per-client connection cap is lifted.
 export PKGPROXY_CONF='[[apt.archive]]
 name = "bench"
-mirrors = ["{origin}/debian"]'
+mirrors = ["{origin}/debian"]
+[server]
+max_connections_per_client = 100000
+max_connections = 100000'
 export PROXIES=${PROXIES:-"origin nginx pkgproxy"}
 cd "$harness"
 exec ./run.sh
