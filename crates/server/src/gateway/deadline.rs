@@ -32,6 +32,12 @@ pub struct ConnectionClock {
     waiting: Mutex<Waiting>,
     /// Why the connection was let go, once it was.
     expired: Mutex<Option<Expired>>,
+    /// Requests answered on the connection so far.
+    answered: AtomicU32,
+    /// Told each time the last answer under way was sent.
+    idle: tokio::sync::Notify,
+    /// Whether the client asked for the connection to end after its answer.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 /// What a connection answering no request is waiting for.
@@ -62,7 +68,37 @@ impl ConnectionClock {
             answering: AtomicU32::new(0),
             waiting: Mutex::new(Waiting::Head(Instant::now())),
             expired: Mutex::new(None),
+            answered: AtomicU32::new(0),
+            idle: tokio::sync::Notify::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Requests answered so far.
+    pub fn answered(&self) -> u32 {
+        self.answered.load(Ordering::Relaxed)
+    }
+
+    /// Whether no request is being answered.
+    pub fn is_idle(&self) -> bool {
+        self.answering.load(Ordering::Relaxed) == 0
+    }
+
+    /// Completes when the last answer under way was sent (maybe before: a
+    /// caller checks [`ConnectionClock::is_idle`]).
+    pub fn idled(&self) -> tokio::sync::futures::Notified<'_> {
+        self.idle.notified()
+    }
+
+    /// The client asked for the connection to end after this answer
+    /// (`Connection: close`, or HTTP/1.0 without keep-alive).
+    pub fn close_after_answer(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the connection ends once its answers are sent.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
     }
 
     /// Why the connection was let go, if its clock did.
@@ -78,8 +114,10 @@ impl ConnectionClock {
     /// A request's answer was sent (or dropped): the connection idles when
     /// it was the last.
     pub fn request_answered(&self) {
+        self.answered.fetch_add(1, Ordering::Relaxed);
         if self.answering.fetch_sub(1, Ordering::Relaxed) == 1 {
             *self.waiting() = Waiting::Idle(Instant::now());
+            self.idle.notify_one();
         }
     }
 

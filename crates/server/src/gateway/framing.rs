@@ -34,6 +34,30 @@ pub fn refused<B>(request: &Request<B>) -> Option<Response<ResponseBody>> {
     None
 }
 
+/// Whether `request`'s client wants the connection closed after its
+/// answer: `Connection: close`, or HTTP/1.0 without `keep-alive`.
+pub fn wants_close<B>(request: &Request<B>) -> bool {
+    let says = |word: &str| {
+        request
+            .headers()
+            .get_all(CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|value| value.split(',').any(|token| token.trim().eq_ignore_ascii_case(word)))
+    };
+    says("close") || (request.version() < http::Version::HTTP_11 && !says("keep-alive"))
+}
+
+/// Whether `response` closes its connection (`Connection: close`).
+pub fn closes<B>(response: &Response<B>) -> bool {
+    response
+        .headers()
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|value| value.split(',').any(|token| token.trim().eq_ignore_ascii_case("close")))
+}
+
 /// An answer that closes the connection after it.
 fn closing(status: StatusCode, reason: String) -> Response<ResponseBody> {
     let body = format!("{reason}\n");

@@ -15,6 +15,7 @@
 
 pub mod deadline;
 mod framing;
+mod parking;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -100,6 +101,9 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
             let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             request.extensions_mut().insert(ClientInfo { addr: peer, id });
             clock.request_read();
+            if framing::wants_close(&request) {
+                clock.close_after_answer();
+            }
             let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
             async move {
                 let begun = state.access_log.begin(&request, peer);
@@ -111,6 +115,9 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                     }
                     None => proxy::handle(Arc::clone(&state), request).await,
                 };
+                if framing::closes(&response) {
+                    clock.close_after_answer();
+                }
                 state.access_log.attach(begun, response).map(|body| Answering::new(body, clock))
             }
         }
@@ -118,10 +125,18 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
     let stream = Watched::new(stream, Arc::clone(&clock));
     match first {
         Ok(Some(crate::tls::HANDSHAKE)) => match state.tls.acceptor.clone().accept(stream).await {
-            Ok(stream) => serve_connection(stream, handler, shutdown).instrument(tracing::debug_span!("tls")).await,
+            Ok(stream) => {
+                let span = tracing::debug_span!("tls");
+                let runs = parking::serve(stream, handler, Arc::clone(&clock), shutdown).instrument(span).await;
+                tracing::debug!(runs, "connection ended");
+            }
             Err(error) => tracing::debug!(%error, "TLS handshake failed"),
         },
-        Ok(Some(_)) => serve_connection(stream, handler, shutdown).instrument(tracing::debug_span!("plain")).await,
+        Ok(Some(_)) => {
+            let span = tracing::debug_span!("plain");
+            let runs = parking::serve(stream, handler, Arc::clone(&clock), shutdown).instrument(span).await;
+            tracing::debug!(runs, "connection ended");
+        }
         Ok(None) => {}
         Err(_) => _ = state.admission.counters.increment(ClientCounter::HeaderTimeouts),
     }
@@ -172,6 +187,7 @@ async fn accept_failed(error: std::io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
+/// Serves a control socket's connection until it ends or `shutdown`.
 async fn serve_connection<S, H, F, B>(stream: S, handler: H, shutdown: CancellationToken)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -187,10 +203,8 @@ where
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        // The proxy listener's deadlines are kept by `deadline::Watched`;
-        // the control sockets' clients are local and trusted.
+        // The control sockets' clients are local and trusted.
         .header_read_timeout(None)
-        .max_header_size(framing::MAX_HEAD_SIZE)
         .keep_alive(true)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
