@@ -39,16 +39,30 @@ impl FakeSnap {
     fn run(&self, script: &str, args: &[&str], env: &[(&str, &PathBuf)]) -> Output {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../snap").join(script);
         let path = format!("{}:{}", self.dir.path().join("fakebin").display(), std::env::var("PATH").unwrap());
-        Command::new(script)
-            .args(args)
-            .env("PATH", path)
-            .env("SNAP", self.dir.path().join("snap"))
-            .env("SNAP_COMMON", self.dir.path().join("common"))
-            .env_remove("PKGPROXY_OFFLINE_MODE")
-            .env_remove("PKGPROXY_AUTO_OFFLINE")
-            .envs(env.iter().map(|(key, value)| (*key, value.as_os_str())))
-            .output()
-            .unwrap()
+        let run = || {
+            Command::new(&script)
+                .args(args)
+                .env("PATH", &path)
+                .env("SNAP", self.dir.path().join("snap"))
+                .env("SNAP_COMMON", self.dir.path().join("common"))
+                .env_remove("PKGPROXY_OFFLINE_MODE")
+                .env_remove("PKGPROXY_AUTO_OFFLINE")
+                .envs(env.iter().map(|(key, value)| (*key, value.as_os_str())))
+                .output()
+                .unwrap()
+        };
+        // A script written a moment ago may still be open for writing in a
+        // child another test forked meanwhile (until it execs): executing
+        // it then fails with ETXTBSY, which says nothing of the script.
+        let mut output = run();
+        for _ in 0..5 {
+            if !String::from_utf8_lossy(&output.stderr).contains("Text file busy") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            output = run();
+        }
+        output
     }
 }
 
@@ -94,6 +108,8 @@ fn the_daemon_starts_with_the_snap_s_settings() {
     assert_eq!(said.trim(), "mode=store-overloaded trigger=off args=-log-level info");
 
     let unset = FakeSnap::new(&[], &shown);
-    let said = String::from_utf8_lossy(&unset.run("local/daemon", &[], &[]).stdout).into_owned();
-    assert_eq!(said.trim(), "mode= trigger= args=", "the daemon's defaults");
+    let output = unset.run("local/daemon", &[], &[]);
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(said.trim(), "mode= trigger= args=", "the daemon's defaults ({}): {stderr}", output.status);
 }
