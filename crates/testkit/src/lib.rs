@@ -9,7 +9,8 @@
 //! demand (for connection management; over TCP or over in-memory streams
 //! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
 //! Docker Hub, [`simplestreams`] a fake LXD image server and [`lxc`] the
-//! real `lxc` in a sandbox, [`browser`] the real Chromium, headless, [`ports`] gives ports that refuse
+//! real `lxc` in a sandbox, [`browser`] the real Chromium, headless,
+//! [`tree`] lists a folder's files, [`ports`] gives ports that refuse
 //! connections, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to 127.0.0.1 only.
 
@@ -32,6 +33,7 @@ pub mod snapclient;
 pub mod snapstore;
 pub mod sumdb;
 pub mod tls;
+pub mod tree;
 pub mod wait;
 
 pub use aptclient::{AptOutput, AptSandbox};

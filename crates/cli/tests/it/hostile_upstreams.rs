@@ -62,32 +62,14 @@ async fn redirects_to_local_addresses_and_other_schemes_are_refused_and_nothing_
 async fn lying_mirror() -> (&'static AptRepo, ChaosUpstream, Daemon, AptSandbox) {
     let repo = AptRepo::shared_default();
     let chaos = ChaosUpstream::start().await;
-    for (path, bytes) in files_under(repo.root()) {
-        chaos.put(&path, bytes);
+    for (path, bytes) in pkgproxy_testkit::tree::files(repo.root()) {
+        chaos.put(&format!("/{}", path.strip_prefix(repo.root()).unwrap().display()), bytes);
     }
     let source = format!("{}/debian", chaos.url());
     let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
     let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
     apt.update().assert_success();
     (repo, chaos, daemon, apt)
-}
-
-/// Every file under `root`, by its path from there (`/debian/...`).
-fn files_under(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            match entry.file_type().unwrap().is_dir() {
-                true => dirs.push(entry.path()),
-                false => {
-                    let relative = entry.path().strip_prefix(root).unwrap().display().to_string();
-                    files.push((format!("/{relative}"), std::fs::read(entry.path()).unwrap()));
-                }
-            }
-        }
-    }
-    files
 }
 
 #[tokio::test(flavor = "multi_thread")]

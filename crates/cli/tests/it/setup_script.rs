@@ -69,20 +69,8 @@ fn sh_with(script: &str, root: &Path, path: &str) -> std::process::Output {
 
 /// Every file under `root`, with its content.
 fn tree(root: &Path) -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            match entry.file_type().unwrap().is_dir() {
-                true => dirs.push(entry.path()),
-                false => {
-                    files.push((entry.path().display().to_string(), std::fs::read_to_string(entry.path()).unwrap()))
-                }
-            }
-        }
-    }
-    files.sort();
-    files
+    let files = pkgproxy_testkit::tree::files(root).into_iter();
+    files.map(|(path, bytes)| (path.display().to_string(), String::from_utf8(bytes).unwrap())).collect()
 }
 
 #[test]
