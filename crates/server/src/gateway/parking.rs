@@ -155,6 +155,9 @@ fn builder() -> http1::Builder {
         // The deadlines are kept by `deadline::Watched`.
         .header_read_timeout(None)
         .max_header_size(framing::MAX_HEAD_SIZE)
+        // What waits for a slow reader: one chunk of a cached file, not two
+        // (hyper's default takes about 400 KB before it stops asking).
+        .max_buf_size(framing::MAX_HEAD_SIZE + 8 * 1024)
         .keep_alive(true);
     builder
 }
