@@ -57,6 +57,7 @@ pub fn gather(state: &State, host: &str) -> Status {
     let usage = state.cache.usage();
     let auto = state.auto_offline.report();
     let upstreams = crate::control::offline::upstreams(state);
+    let lxd_remotes = crate::control::info::lxd_remotes(state);
     Status {
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_seconds: state.started.elapsed().as_secs(),
@@ -88,8 +89,8 @@ pub fn gather(state: &State, host: &str) -> Status {
             .into_iter()
             .map(|mirror| ShadowInfo { target: without_user(&mirror.target), ..mirror })
             .collect(),
-        setup: setup::clients(host, &crate::control::info::lxd_remotes(state)),
-        lxd_remotes: crate::control::info::lxd_remotes(state),
+        setup: setup::clients(host, &lxd_remotes),
+        lxd_remotes,
     }
 }
 
