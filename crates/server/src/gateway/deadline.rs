@@ -34,8 +34,6 @@ pub struct ConnectionClock {
     expired: Mutex<Option<Expired>>,
     /// Requests answered on the connection so far.
     answered: AtomicU32,
-    /// Told each time the last answer under way was sent.
-    idle: tokio::sync::Notify,
     /// Whether the client asked for the connection to end after its answer.
     closing: std::sync::atomic::AtomicBool,
 }
@@ -69,7 +67,6 @@ impl ConnectionClock {
             waiting: Mutex::new(Waiting::Head(Instant::now())),
             expired: Mutex::new(None),
             answered: AtomicU32::new(0),
-            idle: tokio::sync::Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -82,12 +79,6 @@ impl ConnectionClock {
     /// Whether no request is being answered.
     pub fn is_idle(&self) -> bool {
         self.answering.load(Ordering::Relaxed) == 0
-    }
-
-    /// Completes when the last answer under way was sent (maybe before: a
-    /// caller checks [`ConnectionClock::is_idle`]).
-    pub fn idled(&self) -> tokio::sync::futures::Notified<'_> {
-        self.idle.notified()
     }
 
     /// The client asked for the connection to end after this answer
@@ -117,7 +108,6 @@ impl ConnectionClock {
         self.answered.fetch_add(1, Ordering::Relaxed);
         if self.answering.fetch_sub(1, Ordering::Relaxed) == 1 {
             *self.waiting() = Waiting::Idle(Instant::now());
-            self.idle.notify_one();
         }
     }
 

@@ -124,14 +124,23 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
     };
     let stream = Watched::new(stream, Arc::clone(&clock));
     match first {
-        Ok(Some(crate::tls::HANDSHAKE)) => match state.tls.acceptor.clone().accept(stream).await {
-            Ok(stream) => {
-                let span = tracing::debug_span!("tls");
-                let runs = parking::serve(stream, handler, Arc::clone(&clock), shutdown).instrument(span).await;
-                tracing::debug!(runs, "connection ended");
-            }
-            Err(error) => tracing::debug!(%error, "TLS handshake failed"),
-        },
+        Ok(Some(crate::tls::HANDSHAKE)) => {
+            // Boxed: a TLS session's state is kilobytes, and a plain
+            // connection's task would carry room for it otherwise.
+            let acceptor = state.tls.acceptor.clone();
+            let clock = Arc::clone(&clock);
+            let serving = async move {
+                match acceptor.accept(stream).await {
+                    Ok(stream) => {
+                        let span = tracing::debug_span!("tls");
+                        let runs = parking::serve(stream, handler, clock, shutdown).instrument(span).await;
+                        tracing::debug!(runs, "connection ended");
+                    }
+                    Err(error) => tracing::debug!(%error, "TLS handshake failed"),
+                }
+            };
+            Box::pin(serving).await;
+        }
         Ok(Some(_)) => {
             let span = tracing::debug_span!("plain");
             let runs = parking::serve(stream, handler, Arc::clone(&clock), shutdown).instrument(span).await;
