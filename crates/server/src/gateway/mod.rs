@@ -123,6 +123,10 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
         }
     };
     let stream = Watched::new(stream, Arc::clone(&clock));
+    let crowded = {
+        let admission = Arc::clone(&state.admission);
+        move || admission.open() > parking::CROWDED
+    };
     match first {
         Ok(Some(crate::tls::HANDSHAKE)) => {
             // Boxed: a TLS session's state is kilobytes, and a plain
@@ -133,7 +137,7 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                 match acceptor.accept(stream).await {
                     Ok(stream) => {
                         let span = tracing::debug_span!("tls");
-                        let runs = parking::serve(stream, handler, clock, shutdown).instrument(span).await;
+                        let runs = parking::serve(stream, handler, clock, crowded, shutdown).instrument(span).await;
                         tracing::debug!(runs, "connection ended");
                     }
                     Err(error) => tracing::debug!(%error, "TLS handshake failed"),
@@ -143,7 +147,7 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
         }
         Ok(Some(_)) => {
             let span = tracing::debug_span!("plain");
-            let runs = parking::serve(stream, handler, Arc::clone(&clock), shutdown).instrument(span).await;
+            let runs = parking::serve(stream, handler, Arc::clone(&clock), crowded, shutdown).instrument(span).await;
             tracing::debug!(runs, "connection ended");
         }
         Ok(None) => {}

@@ -10,6 +10,12 @@
 //! all the time (a load generator's) thus holds buffers only while a
 //! request is read and answered, not while it waits on the network.
 //!
+//! A new hyper connection for each request costs a few hundredths of the
+//! small hits a second, and holding buffers costs nothing worth saving
+//! while few connections are open: a connection parks only when the
+//! listener is crowded (more than [`CROWDED`] connections open), which
+//! bounds what unparked connections hold to a few MiB.
+//!
 //! The answers keep saying keep-alive: hyper is told to stop only once
 //! nothing is being answered, after the last answer's head went out. Bytes
 //! hyper read but did not parse (a pipelined request's start) are handed to
@@ -39,6 +45,9 @@ use super::framing;
 /// the read runs.
 const START_READ: usize = 4096;
 
+/// Open connections above which a connection parks after each answer.
+pub const CROWDED: usize = 256;
+
 /// Bytes read to tell a `CONNECT` from other methods.
 const METHOD_PREFIX: usize = 8;
 
@@ -52,6 +61,7 @@ pub async fn serve<S, H, F, B>(
     mut stream: S,
     handler: H,
     clock: Arc<ConnectionClock>,
+    crowded: impl Fn() -> bool,
     shutdown: CancellationToken,
 ) -> usize
 where
@@ -115,7 +125,7 @@ where
                 // Deciding here, not on a later wake-up, lets the buffers go
                 // before the next connection's turn: at 10,000 busy
                 // connections, most would hold theirs otherwise.
-                if clock.is_idle() && clock.answered() > answered_before {
+                if clock.is_idle() && clock.answered() > answered_before && crowded() {
                     stopping = true;
                     Pin::new(&mut *connection).graceful_shutdown();
                     continue;
@@ -240,8 +250,13 @@ mod tests {
 
     use super::*;
 
-    /// A connection served by `serve`, answering every request `ok`.
+    /// A connection served by `serve` on a crowded listener, answering every
+    /// request `ok`.
     fn served() -> (DuplexStream, tokio::task::JoinHandle<usize>, CancellationToken) {
+        served_when_crowded(true)
+    }
+
+    fn served_when_crowded(crowded: bool) -> (DuplexStream, tokio::task::JoinHandle<usize>, CancellationToken) {
         let (server, client) = tokio::io::duplex(64 * 1024);
         let clock = ConnectionClock::new(Duration::from_secs(10), Duration::from_secs(60));
         let handler = {
@@ -256,7 +271,7 @@ mod tests {
             }
         };
         let shutdown = CancellationToken::new();
-        let serving = tokio::spawn(serve(server, handler, clock, shutdown.clone()));
+        let serving = tokio::spawn(serve(server, handler, clock, move || crowded, shutdown.clone()));
         (client, serving, shutdown)
     }
 
@@ -322,5 +337,17 @@ mod tests {
         assert_eq!(serving.await.unwrap(), 2, "one hyper connection a request, and the socket ends");
         let mut rest = Vec::new();
         assert_eq!(client.read_to_end(&mut rest).await.unwrap(), 0, "closed after the last answer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn on_an_uncrowded_listener_one_hyper_connection_serves_every_request() {
+        let (mut client, serving, _shutdown) = served_when_crowded(false);
+        for path in ["/a", "/b", "/c"] {
+            client.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+            answer(&mut client, path).await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        drop(client);
+        assert_eq!(serving.await.unwrap(), 1);
     }
 }
