@@ -2,7 +2,8 @@
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
 # apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs,
-# skopeo, containerd, lxc and headless chromium) when they are missing, then checks formatting and
+# skopeo, containerd, lxc and headless chromium, and moto's S3 server from
+# PyPI) when they are missing, then checks formatting and
 # lints, and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -23,12 +24,22 @@ command -v lxc >/dev/null || need+=(lxd-client)
 command -v lintian >/dev/null || need+=(lintian)
 command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
 command -v jq >/dev/null || need+=(jq)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# The cluster's tests run a real S3 server: moto's, from PyPI, in a
+# virtual environment of the tests' own.
+moto=target/test-tools/moto
+if [ ! -x "$moto/bin/moto_server" ]; then
+  echo "test.sh: installing moto's S3 server into $moto" >&2
+  python3 -m venv "$moto"
+  "$moto/bin/pip" install -q 'moto[server]==5.*'
 fi
 
 cargo fmt --all -- --check

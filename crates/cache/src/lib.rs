@@ -27,8 +27,8 @@ pub use entry::{unix_secs, Class, Entry, Validators};
 pub use error::{FetchError, StoreError};
 pub use evict::{MinFree, NothingObsolete, Obsolete, Quota, Usage};
 pub use fetch::{
-    AnsweredBy, BodyReader, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, Source,
-    StartFetch, StreamingCheck, UpstreamBody, Verifier,
+    AnsweredBy, BodyReader, Committed, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase,
+    Source, StartFetch, StreamingCheck, UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
 pub use store::{Evicted, Record, Store};
@@ -60,6 +60,12 @@ impl Cache {
     /// handle may be shared with other readers).
     pub fn open_body(&self, entry: &Entry) -> std::io::Result<Arc<std::fs::File>> {
         self.store.open_body(entry)
+    }
+
+    /// Tells `hook` of every body a fetch commits from now on (a cluster
+    /// publishes them); `false` when a hook was set already.
+    pub fn on_commit(&self, hook: Arc<dyn Committed>) -> bool {
+        self.fetches.on_commit(hook)
     }
 
     /// Joins or starts the shared fetch for `spec.key`, from one request

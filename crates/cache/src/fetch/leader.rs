@@ -46,6 +46,12 @@ pub(super) async fn lead(
         }
         phase => tracing::debug!(key = spec.key, outcome = phase.as_str(), "fetch finished"),
     }
+    if let (Phase::Done(entry), Some(hook)) = (&phase, registration.fetches.committed.get()) {
+        if let Ok(body) = store.open_body(entry) {
+            let answered_by = progress.borrow().answered_by.clone();
+            Arc::clone(hook).committed(&spec.key, entry, body, answered_by.as_deref());
+        }
+    }
     progress.send_modify(|p| p.phase = phase);
     // Unregister only after the outcome is published: a request arriving in
     // between joins this fetch and sees the outcome, and one arriving after
@@ -59,6 +65,16 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         Err(error) => return Phase::Failed(Arc::new(error)),
     };
     let (parts, body) = answer.into_parts();
+    // A source may promise more than the request knew (a body read from a
+    // cluster's store is named by its hash): it is held to that too.
+    let promised;
+    let spec = match parts.extensions.get::<super::Expected>() {
+        Some(more) => {
+            promised = FetchSpec { expected: spec.expected.clone().or(more.clone()), ..spec.clone() };
+            &promised
+        }
+        None => spec,
+    };
     if let Some(by) = parts.extensions.get::<super::AnsweredBy>() {
         let by = Arc::clone(&by.0);
         progress.send_modify(|p| p.answered_by = Some(by));

@@ -73,6 +73,13 @@ impl Source for Once {
     }
 }
 
+/// Told of every body a fetch committed, with the name of the upstream that
+/// answered (a cluster publishes what its node fetched).
+pub trait Committed: Send + Sync + std::fmt::Debug {
+    /// `entry` was committed under `key`; `body` reads it.
+    fn committed(self: Arc<Self>, key: &str, entry: &Arc<Entry>, body: Arc<File>, answered_by: Option<&str>);
+}
+
 /// Which upstream answered a fetch (an instance's base URL), put in the
 /// extensions of the answer a [`Source`] gives: the access log names it
 /// for every request the fetch served.
@@ -276,12 +283,20 @@ pub fn once(start: StartFetch) -> Box<dyn Source> {
 pub struct Fetches {
     store: Arc<Store>,
     inflight: Mutex<HashMap<String, Arc<Fetch>>>,
+    /// Told of every commit, once set.
+    committed: std::sync::OnceLock<Arc<dyn Committed>>,
 }
 
 impl Fetches {
     /// A registry storing into `store`.
     pub fn new(store: Arc<Store>) -> Arc<Self> {
-        Arc::new(Fetches { store, inflight: Mutex::new(HashMap::new()) })
+        Arc::new(Fetches { store, inflight: Mutex::new(HashMap::new()), committed: std::sync::OnceLock::new() })
+    }
+
+    /// Tells `hook` of every body committed from now on (once: a second
+    /// hook is refused).
+    pub fn on_commit(&self, hook: Arc<dyn Committed>) -> bool {
+        self.committed.set(hook).is_ok()
     }
 
     /// Joins the fetch of `spec.key` in progress, or starts one with the

@@ -1,0 +1,90 @@
+//! `[cluster]`: where the shared tier is and who this node is.
+
+use std::sync::Arc;
+
+use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
+
+use crate::error::ClusterError;
+
+/// The shared tier's settings.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// The S3 endpoint (`https://s3.eu-west-1.amazonaws.com`,
+    /// `http://minio.lan:9000`).
+    pub endpoint: String,
+    /// The bucket every node shares.
+    pub bucket: String,
+    /// Where under the bucket pkgproxy keeps its objects.
+    pub prefix: String,
+    /// The store's region (any name for stores that have none).
+    pub region: String,
+    /// How pkgproxy signs its requests.
+    pub credentials: Credentials,
+    /// This node's name, unique in the cluster.
+    pub node_id: String,
+    /// Where other nodes reach this one.
+    pub peer_url: Option<String>,
+}
+
+/// An S3 access key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// `AWS_ACCESS_KEY_ID`.
+    pub access_key_id: String,
+    /// `AWS_SECRET_ACCESS_KEY`.
+    pub secret_access_key: String,
+    /// `AWS_SESSION_TOKEN`, for temporary keys.
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ClusterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterConfig")
+            .field("endpoint", &self.endpoint)
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("node_id", &self.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterConfig {
+    /// The S3 client for this configuration: path-style requests (what
+    /// self-hosted stores serve), conditional writes by `If-None-Match` and
+    /// `If-Match`.
+    pub fn store(&self) -> Result<Arc<AmazonS3>, ClusterError> {
+        let endpoint: http::Uri = self
+            .endpoint
+            .parse()
+            .map_err(|_| ClusterError::Config(format!("endpoint {:?} is not a URL", self.endpoint)))?;
+        if !matches!(endpoint.scheme_str(), Some("http" | "https")) || endpoint.host().is_none() {
+            return Err(ClusterError::Config(format!("endpoint {:?} is not an http(s) URL", self.endpoint)));
+        }
+        if self.bucket.is_empty() {
+            return Err(ClusterError::Config("bucket is empty".into()));
+        }
+        // The S3 client's TLS uses the process's provider: ring, as every
+        // other TLS connection of pkgproxy (a second call finds it set).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = AmazonS3Builder::new()
+            .with_endpoint(self.endpoint.trim_end_matches('/'))
+            .with_bucket_name(&self.bucket)
+            .with_region(&self.region)
+            .with_access_key_id(&self.credentials.access_key_id)
+            .with_secret_access_key(&self.credentials.secret_access_key)
+            .with_allow_http(endpoint.scheme_str() == Some("http"))
+            .with_virtual_hosted_style_request(false)
+            .with_conditional_put(S3ConditionalPut::ETagMatch);
+        if let Some(token) = &self.credentials.session_token {
+            builder = builder.with_token(token);
+        }
+        let store = builder.build().map_err(|source| ClusterError::store("configure the S3 client", source))?;
+        Ok(Arc::new(store))
+    }
+}

@@ -1,0 +1,44 @@
+//! The shared tier of a cluster of pkgproxies: verified bodies published to
+//! S3-compatible object storage, read through by every node on a local
+//! miss.
+//!
+//! The local store stays tier 1 and the only hot path: repeated hits never
+//! touch the bucket. A node that misses locally asks the bucket before the
+//! upstream ([`SharedFirst`]), and takes what it finds through the same
+//! fetch as an upstream body, verified against the hash the bucket names it
+//! by. What a node fetched from upstream and committed is published from the
+//! committed local file ([`Publisher`]): nothing unverified reaches the
+//! bucket, a blob is there before the index object that names it, and a
+//! bucket that fails costs the cluster its sharing, never a client its
+//! answer (`degraded`).
+//!
+//! Only stores that honour conditional writes are used: a concurrent
+//! self-test at start ([`selftest`]) refuses the others.
+
+mod config;
+mod error;
+mod layout;
+mod publish;
+pub mod selftest;
+mod source;
+mod tier;
+
+pub use config::{ClusterConfig, Credentials};
+pub use error::ClusterError;
+pub use publish::Publisher;
+pub use source::SharedFirst;
+pub use tier::{SharedEntry, SharedTier, TierCounters};
+
+use std::sync::Arc;
+
+/// Connects to the store `config` names and checks it keeps the promises
+/// cluster mode rests on ([`selftest`]): the tier this node shares, or why
+/// the store cannot be used.
+pub async fn connect(config: &ClusterConfig) -> Result<Arc<SharedTier>, ClusterError> {
+    let store: Arc<dyn object_store::ObjectStore> = config.store()?;
+    let layout = layout::Layout::new(&config.prefix);
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let probe = layout.probe(&format!("{}-{stamp}", config.node_id));
+    selftest::check(Arc::clone(&store), &probe, &config.endpoint).await?;
+    Ok(SharedTier::new(store, &config.prefix, &config.node_id))
+}

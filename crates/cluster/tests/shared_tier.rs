@@ -1,0 +1,274 @@
+//! The shared tier against a real S3 server (moto): what one node fetched
+//! reaches the others from the bucket, verified; a damaged object is never
+//! delivered whole; a bucket that is down costs sharing, not answers; and a
+//! store that does not honour conditional writes is refused.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+use http_body_util::{BodyExt, Full};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use pkgproxy_cache::{Cache, Class, Expected, FetchSpec, Phase, Source, StartFetch, SystemClock};
+use pkgproxy_cluster::{selftest, ClusterConfig, Credentials, Publisher, SharedFirst, SharedTier};
+use pkgproxy_testkit::{eventually, S3Server};
+use sha2::{Digest, Sha256};
+
+const PREFIX: &str = "pkgproxy";
+
+/// An upstream that answers every request with `body`, counting them.
+struct Upstream {
+    body: Bytes,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Source for Upstream {
+    fn start(&self) -> StartFetch {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let body = self.body.clone();
+        Box::pin(async move {
+            Ok(http::Response::builder()
+                .status(200)
+                .header("content-length", body.len())
+                .header("content-type", "application/vnd.debian.binary-package")
+                .body(Full::new(body).map_err(|never| match never {}).boxed())
+                .expect("a response"))
+        })
+    }
+}
+
+/// One pkgproxy node's cache and its view of the bucket.
+struct Node {
+    cache: Cache,
+    tier: Arc<SharedTier>,
+    _dir: tempfile::TempDir,
+}
+
+fn config(server: &S3Server, bucket: &str, node: &str) -> ClusterConfig {
+    ClusterConfig {
+        endpoint: server.endpoint(),
+        bucket: bucket.to_owned(),
+        prefix: PREFIX.to_owned(),
+        region: "us-east-1".to_owned(),
+        credentials: Credentials {
+            access_key_id: "testing".to_owned(),
+            secret_access_key: "testing".to_owned(),
+            session_token: None,
+        },
+        node_id: node.to_owned(),
+        peer_url: None,
+    }
+}
+
+fn node(server: &S3Server, bucket: &str, name: &str) -> Node {
+    let dir = tempfile::tempdir().expect("a cache directory");
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).expect("a cache");
+    let tier = SharedTier::new(config(server, bucket, name).store().expect("an S3 client"), PREFIX, name);
+    cache.on_commit(Publisher::new(Arc::clone(&tier)));
+    Node { cache, tier, _dir: dir }
+}
+
+/// Fetches `key` through `node`, the bucket first: the body, or the error
+/// the fetch failed with.
+async fn fetch(node: &Node, key: &str, upstream: Upstream) -> Result<Vec<u8>, String> {
+    let spec = FetchSpec {
+        key: key.into(),
+        class: Class::Immutable,
+        expected: Expected::default(),
+        revalidating: None,
+        verifier: None,
+    };
+    let tier = Arc::clone(&node.tier);
+    let joined = node
+        .cache
+        .fetch_from(spec, move || Box::new(SharedFirst::new(tier, key, Expected::default(), Box::new(upstream))));
+    match joined.fetch.finished().await {
+        Phase::Done(entry) => {
+            let file = node.cache.open_body(&entry).expect("the committed body");
+            let mut body = vec![0; entry.size as usize];
+            std::os::unix::fs::FileExt::read_exact_at(&*file, &mut body, 0).expect("read the body");
+            Ok(body)
+        }
+        Phase::Failed(error) => Err(error.to_string()),
+        other => Err(format!("the fetch ended {}", other.as_str())),
+    }
+}
+
+fn upstream(body: &Bytes) -> (Upstream, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    (Upstream { body: body.clone(), calls: Arc::clone(&calls) }, calls)
+}
+
+fn random_body(len: usize) -> Bytes {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64 ^ len as u64;
+    Bytes::from_iter((0..len).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u8
+    }))
+}
+
+const KEY: &str = "apt/deb.example/debian/pool/main/h/hello/hello_1.0_amd64.deb";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_one_node_fetched_reaches_another_from_the_bucket_without_the_upstream() {
+    let server = S3Server::start();
+    let bucket = server.bucket("shared-one");
+    let body = random_body(3 * 1024 * 1024 + 17);
+    let (a, b) = (node(&server, &bucket, "a"), node(&server, &bucket, "b"));
+
+    let (first, first_calls) = upstream(&body);
+    assert_eq!(fetch(&a, KEY, first).await.expect("node a fetches"), body);
+    assert_eq!(first_calls.load(Ordering::SeqCst), 1);
+    eventually("node a publishes", || async { (a.tier.counters().published == 1).then_some(()) }).await;
+
+    let (second, second_calls) = upstream(&body);
+    assert_eq!(fetch(&b, KEY, second).await.expect("node b fetches"), body);
+    assert_eq!(second_calls.load(Ordering::SeqCst), 0, "node b never asked the upstream");
+    assert_eq!(b.tier.counters().shared_hits, 1);
+    let entry = b.cache.lookup(KEY).expect("node b cached it");
+    assert_eq!(entry.sha256, hex::encode(Sha256::digest(&body)));
+    assert!(
+        entry.headers.iter().any(|(name, value)| name == "content-type" && value.contains("debian")),
+        "{:?}",
+        entry.headers
+    );
+    // What came from the bucket is not published again.
+    assert_eq!(b.tier.counters().published, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_damaged_in_the_bucket_is_never_delivered_whole_and_is_removed() {
+    let server = S3Server::start();
+    let bucket = server.bucket("shared-damaged");
+    let body = random_body(200_000);
+    let a = node(&server, &bucket, "a");
+    let (first, _) = upstream(&body);
+    fetch(&a, KEY, first).await.expect("node a fetches");
+    eventually("node a publishes", || async { (a.tier.counters().published == 1).then_some(()) }).await;
+
+    let sha = hex::encode(Sha256::digest(&body));
+    let blob = format!("{PREFIX}/blobs/sha256/{}/{sha}", &sha[..2]);
+    let mut damaged = body.to_vec();
+    damaged[150_000] ^= 0xff;
+    let behind_its_back = config(&server, &bucket, "someone").store().expect("an S3 client");
+    let blob = Path::from(blob);
+    behind_its_back.put(&blob, PutPayload::from(damaged)).await.expect("the body is overwritten");
+
+    let b = node(&server, &bucket, "b");
+    let (second, second_calls) = upstream(&body);
+    let error = fetch(&b, KEY, second).await.expect_err("a damaged body is not taken");
+    assert!(error.contains("SHA256") || error.contains("sha256") || error.contains("checksum"), "{error}");
+    assert!(b.cache.lookup(KEY).is_none(), "nothing cached");
+    assert_eq!(second_calls.load(Ordering::SeqCst), 0);
+    eventually("the damaged body is removed", || async {
+        matches!(behind_its_back.head(&blob).await, Err(object_store::Error::NotFound { .. })).then_some(())
+    })
+    .await;
+    assert_eq!(b.tier.counters().corrupt, 1);
+
+    let (third, third_calls) = upstream(&body);
+    assert_eq!(fetch(&b, KEY, third).await.expect("the next miss goes upstream"), body);
+    assert_eq!(third_calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_bucket_down_misses_are_fetched_upstream_and_published_once_it_is_back() {
+    let mut server = S3Server::start();
+    let bucket = server.bucket("shared-down");
+    let a = node(&server, &bucket, "a");
+    server.stop();
+
+    let body = random_body(50_000);
+    let (first, first_calls) = upstream(&body);
+    assert_eq!(fetch(&a, KEY, first).await.expect("served with the bucket down"), body);
+    assert_eq!(first_calls.load(Ordering::SeqCst), 1);
+    assert!(a.tier.is_degraded(), "the node says it works alone");
+
+    server.resume();
+    server.bucket(&bucket);
+    let other = random_body(60_000);
+    let (second, _) = upstream(&other);
+    fetch(&a, "go/example.com/m/@v/v1.0.0.zip", second).await.expect("the next miss");
+    eventually("published once the bucket is back", || async { (a.tier.counters().published == 1).then_some(()) })
+        .await;
+    assert!(!a.tier.is_degraded());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_self_test_passes_on_moto_and_refuses_a_store_where_every_create_wins() {
+    let server = S3Server::start();
+    let bucket = server.bucket("shared-selftest");
+    let store: Arc<dyn ObjectStore> = config(&server, &bucket, "a").store().expect("an S3 client");
+    selftest::check(Arc::clone(&store), &Path::from("probe/a"), &server.endpoint())
+        .await
+        .expect("moto keeps its promises");
+
+    let careless: Arc<dyn ObjectStore> = Arc::new(Careless(InMemory::new()));
+    let refused = selftest::check(careless, &Path::from("probe/a"), "careless").await.expect_err("refused");
+    assert!(refused.to_string().contains("8 of 8 concurrent conditional creates"), "{refused}");
+}
+
+/// A store that checks nothing: every conditional create wins, as on a
+/// store that ignores `If-None-Match`.
+#[derive(Debug)]
+struct Careless(InMemory);
+
+impl std::fmt::Display for Careless {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("careless")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Careless {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        mut opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        if opts.mode == PutMode::Create {
+            opts.mode = PutMode::Overwrite;
+        }
+        self.0.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.0.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
+        self.0.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.0.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
