@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
+use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 
 use crate::error::ClusterError;
 
@@ -72,7 +75,10 @@ impl ClusterConfig {
         // The S3 client's TLS uses the process's provider: ring, as every
         // other TLS connection of pkgproxy (a second call finds it set).
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // The client options first: they replace every client setting made
+        // before them (plain HTTP allowed or not among them).
         let mut builder = AmazonS3Builder::new()
+            .with_client_options(client_options())
             .with_endpoint(self.endpoint.trim_end_matches('/'))
             .with_bucket_name(&self.bucket)
             .with_region(&self.region)
@@ -80,11 +86,32 @@ impl ClusterConfig {
             .with_secret_access_key(&self.credentials.secret_access_key)
             .with_allow_http(endpoint.scheme_str() == Some("http"))
             .with_virtual_hosted_style_request(false)
-            .with_conditional_put(S3ConditionalPut::ETagMatch);
+            .with_conditional_put(S3ConditionalPut::ETagMatch)
+            .with_retry(retries());
         if let Some(token) = &self.credentials.session_token {
             builder = builder.with_token(token);
         }
         let store = builder.build().map_err(|source| ClusterError::store("configure the S3 client", source))?;
         Ok(Arc::new(store))
+    }
+}
+
+/// A store that does not answer is found out in seconds, not minutes: a
+/// miss that asks it first must not wait long for the upstream. A body
+/// streams for as long as it takes (no overall time limit).
+fn client_options() -> ClientOptions {
+    ClientOptions::new().with_connect_timeout(Duration::from_secs(2)).with_timeout_disabled()
+}
+
+/// Two retries within five seconds at most.
+fn retries() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+            base: 2.0,
+        },
+        max_retries: 2,
+        retry_timeout: Duration::from_secs(5),
     }
 }

@@ -64,7 +64,11 @@ impl Source for SharedFirst {
         let (tier, key, expected) = (Arc::clone(&self.tier), self.key.clone(), self.expected.clone());
         let (upstream, reading) = (Arc::clone(&self.upstream), Arc::clone(&self.reading));
         Box::pin(async move {
-            if let Some(entry) = shared_entry(&tier, &key, &expected).await {
+            let entry = match tier.worth_asking() {
+                true => shared_entry(&tier, &key, &expected).await,
+                false => None,
+            };
+            if let Some(entry) = entry {
                 if let Ok(Some(answer)) = tier.answer(&entry, 0).await {
                     tracing::debug!(key, sha256 = entry.sha256, "answered from the cluster store");
                     *reading.lock().unwrap_or_else(|p| p.into_inner()) = Some(entry.clone());

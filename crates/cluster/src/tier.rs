@@ -40,6 +40,9 @@ pub struct TierCounters {
     pub errors: u64,
 }
 
+/// How long misses leave a failing store alone before one asks it again.
+pub const REST: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The name fetches answered from the bucket give as their upstream.
 pub const ANSWERED_BY: &str = "cluster store";
 
@@ -50,6 +53,9 @@ pub struct SharedTier {
     layout: Layout,
     node: String,
     degraded: AtomicBool,
+    /// When the store last failed: misses leave it alone for [`REST`]
+    /// after, rather than each waiting for it to fail again.
+    failed_at: std::sync::Mutex<Option<std::time::Instant>>,
     shared_hits: AtomicU64,
     published: AtomicU64,
     corrupt: AtomicU64,
@@ -64,6 +70,7 @@ impl SharedTier {
             layout: Layout::new(prefix),
             node: node.to_owned(),
             degraded: AtomicBool::new(false),
+            failed_at: std::sync::Mutex::new(None),
             shared_hits: AtomicU64::new(0),
             published: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
@@ -75,6 +82,21 @@ impl SharedTier {
     /// (hits and misses served locally, nothing shared) until it answers.
     pub fn is_degraded(&self) -> bool {
         self.degraded.load(Ordering::Relaxed)
+    }
+
+    /// Whether a miss should ask the store: not while it rests after a
+    /// failure (one miss asks again once the rest is over).
+    pub fn worth_asking(&self) -> bool {
+        let mut failed_at = self.failed_at.lock().unwrap_or_else(|p| p.into_inner());
+        match *failed_at {
+            Some(at) if at.elapsed() < REST => false,
+            Some(_) => {
+                // This miss asks; the others rest until it is answered.
+                *failed_at = Some(std::time::Instant::now());
+                true
+            }
+            None => true,
+        }
     }
 
     /// The counters so far.
@@ -104,11 +126,13 @@ impl SharedTier {
     pub(crate) fn outcome<T>(&self, result: Result<T, ClusterError>) -> Result<T, ClusterError> {
         match &result {
             Ok(_) => {
+                *self.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 if self.degraded.swap(false, Ordering::Relaxed) {
                     tracing::info!("the cluster store answers again");
                 }
             }
             Err(error) => {
+                *self.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
                 self.errors.fetch_add(1, Ordering::Relaxed);
                 if !self.degraded.swap(true, Ordering::Relaxed) {
                     tracing::warn!(%error, "the cluster store failed: this node works alone until it answers");

@@ -11,8 +11,9 @@ mod messages;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ErrorAnswer, Info, InstanceInfo, ModeRequest, OfflineInfo,
-    OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
+    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Info, InstanceInfo, ModeRequest,
+    OfflineInfo, OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport,
+    VerifyProgress,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`

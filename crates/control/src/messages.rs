@@ -48,6 +48,9 @@ pub struct Info {
     /// Client connections open now.
     #[serde(default)]
     pub connections_open: u64,
+    /// This node's part in a cluster, when it is in one.
+    #[serde(default)]
+    pub cluster: Option<ClusterInfo>,
     #[serde(flatten)]
     pub learned: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -242,6 +245,31 @@ pub struct Status {
     /// The names of the LXD remotes (`/lxd/NAME/`).
     #[serde(default)]
     pub lxd_remotes: Vec<String>,
+    /// This node's part in a cluster, when it is in one.
+    #[serde(default)]
+    pub cluster: Option<ClusterInfo>,
+}
+
+/// A node of a cluster and its shared tier (`[cluster]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// This node's name.
+    pub node: String,
+    /// The store's endpoint.
+    pub endpoint: String,
+    /// The bucket the nodes share.
+    pub bucket: String,
+    /// `connected`, or `degraded` while the node works alone (the store
+    /// is unreachable or failed its last operation).
+    pub state: String,
+    /// Fetches answered from the shared tier.
+    pub shared_hits: u64,
+    /// Bodies this node published.
+    pub published: u64,
+    /// Bodies read from the store that did not match their hash (removed).
+    pub corrupt: u64,
+    /// Operations the store failed.
+    pub errors: u64,
 }
 
 /// The offline mode as the status page shows it.
@@ -327,6 +355,7 @@ mod tests {
             access_log: Snapshot::default(),
             clients: Snapshot::default(),
             connections_open: 0,
+            cluster: None,
             lxd_remotes: vec!["ubuntu".into()],
             certificate_pem: String::new(),
             learned,

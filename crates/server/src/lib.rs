@@ -48,6 +48,7 @@
 pub mod access_log;
 mod admission;
 mod body;
+mod cluster;
 pub mod config;
 mod context;
 pub mod control;
@@ -223,6 +224,12 @@ impl State {
         let admission = admission::Admission::new(settings.clients.clone());
         let access_log = access_log::AccessLog::open(settings.access_log.as_ref())
             .map_err(|error| ServerError::Start(error.to_string()))?;
+        let cluster = match settings.cluster.clone() {
+            Some(config) => Some(
+                cluster::Cluster::start(config, &cache).await.map_err(|error| ServerError::Start(error.to_string()))?,
+            ),
+            None => None,
+        };
         Ok(State {
             clock: Arc::clone(&settings.clock),
             settings,
@@ -246,6 +253,7 @@ impl State {
             tls,
             access_log,
             admission,
+            cluster,
         })
     }
 }

@@ -64,6 +64,8 @@ pub struct State {
     pub access_log: crate::access_log::AccessLog,
     /// Who may connect to the proxy listener, and how many are.
     pub admission: Arc<crate::admission::Admission>,
+    /// The cluster this node is part of, if any.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// How a refresh of a generation ended.

@@ -47,6 +47,30 @@ pub struct ConfigFile {
     /// `[status]`.
     #[serde(default)]
     pub status: StatusSection,
+    /// `[cluster]`: absent, the node works alone.
+    pub cluster: Option<ClusterSection>,
+}
+
+/// `[cluster]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The S3 endpoint.
+    pub endpoint: String,
+    /// The bucket the nodes share.
+    pub bucket: String,
+    /// Where under the bucket pkgproxy keeps its objects (`pkgproxy`).
+    pub prefix: Option<String>,
+    /// The store's region (`us-east-1`).
+    pub region: Option<String>,
+    /// The access key; `AWS_ACCESS_KEY_ID` without it.
+    pub access_key_id: Option<String>,
+    /// Its secret; `AWS_SECRET_ACCESS_KEY` without it.
+    pub secret_access_key: Option<String>,
+    /// This node's name in the cluster (the host name).
+    pub node_id: Option<String>,
+    /// Where the other nodes reach this one.
+    pub peer_url: Option<String>,
 }
 
 /// `[status]`.

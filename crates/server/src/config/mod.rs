@@ -3,6 +3,7 @@
 //! command line's business; they arrive here already merged.
 
 pub mod clients;
+mod cluster;
 mod file;
 pub mod shadow;
 mod size;
@@ -68,6 +69,9 @@ pub struct Settings {
     pub reload: Reload,
     /// Who may connect to the proxy listener, how often, for how long.
     pub clients: clients::ClientLimits,
+    /// The shared tier this node publishes to and reads from, if any
+    /// (`[cluster]`; read at start only).
+    pub cluster: Option<pkgproxy_cluster::ClusterConfig>,
 }
 
 /// Reads the settings again, from the same command line and file.
@@ -138,6 +142,14 @@ pub enum SettingsError {
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
+    /// `[cluster]` is incomplete.
+    #[error("cluster.{key} {reason}")]
+    Cluster {
+        /// The key at fault.
+        key: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A time limit of `[upstream]` is zero, or the penalties are inverted.
     #[error("upstream.{key}: {reason}")]
     Upstream {
@@ -262,6 +274,11 @@ impl Settings {
             access_log: None,
             reload: Default::default(),
             clients: clients::ClientLimits::new(&file.server)?,
+            cluster: file
+                .cluster
+                .as_ref()
+                .map(|section| cluster::settings(section, |name| std::env::var(name).ok()))
+                .transpose()?,
         })
     }
 }

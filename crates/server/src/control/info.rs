@@ -42,6 +42,7 @@ pub fn gather(state: &State) -> Info {
         access_log: state.access_log.snapshot(),
         clients: state.admission.counters.snapshot(),
         connections_open: state.admission.open() as u64,
+        cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         learned: learned(state),
     }
 }

@@ -22,6 +22,9 @@ pub fn render(info: &Info, learned: &[Learned]) -> String {
     render_set(&mut out, &[(String::new(), &info.clients)]);
     header(&mut out, "pkgproxy_clients_open", "Client connections open now.", Kind::Gauge);
     let _ = writeln!(out, "pkgproxy_clients_open {}", info.connections_open);
+    if let Some(cluster) = &info.cluster {
+        render_cluster(&mut out, cluster);
+    }
     let shadows: Vec<(String, &Snapshot<_>)> =
         info.mirrors.iter().map(|shadow| (format!("mirror=\"{}\"", label(&shadow.name)), &shadow.counters)).collect();
     render_set(&mut out, &shadows);
@@ -100,4 +103,29 @@ fn header(out: &mut String, name: &str, help: &str, kind: Kind) {
     };
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A cluster node's gauges and counters.
+fn render_cluster(out: &mut String, cluster: &pkgproxy_control::ClusterInfo) {
+    header(
+        out,
+        "pkgproxy_cluster_degraded",
+        "1 while this node works alone: its cluster store is unreachable or failing.",
+        Kind::Gauge,
+    );
+    let _ = writeln!(out, "pkgproxy_cluster_degraded {}", u8::from(cluster.state == "degraded"));
+    let counters = [
+        ("pkgproxy_cluster_shared_hits_total", "Fetches answered from the cluster store.", cluster.shared_hits),
+        ("pkgproxy_cluster_published_total", "Bodies this node published to the cluster store.", cluster.published),
+        (
+            "pkgproxy_cluster_corrupt_total",
+            "Bodies read from the cluster store that did not match their hash.",
+            cluster.corrupt,
+        ),
+        ("pkgproxy_cluster_errors_total", "Operations the cluster store failed.", cluster.errors),
+    ];
+    for (name, help, value) in counters {
+        header(out, name, help, Kind::Counter);
+        let _ = writeln!(out, "{name} {value}");
+    }
 }

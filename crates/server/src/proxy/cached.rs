@@ -21,7 +21,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use pkgproxy_cache::{freshness, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
+use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
+use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{Acceptance, CachedRequest, Mount, Side};
 
@@ -97,7 +98,15 @@ async fn through_the_cache(
         verifier: verifier.clone(),
     };
     let conditional = spec.revalidating.clone();
-    let joined = state.cache.fetch_from(spec, || fetching::source(state, &request, exchange, conditional.as_deref()));
+    let shared = shared_tier(state, &spec);
+    let expected = spec.expected.clone();
+    let joined = state.cache.fetch_from(spec, || {
+        let upstream = fetching::source(state, &request, exchange, conditional.as_deref());
+        match shared {
+            Some(tier) => Box::new(SharedFirst::new(tier, &request.key, expected, upstream)),
+            None => upstream,
+        }
+    });
     // Another client's fetch says nothing of whether this one may read it.
     if !joined.started {
         if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
@@ -114,6 +123,16 @@ async fn through_the_cache(
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
     with_upstream(outcome, joined.fetch.answered_by())
+}
+
+/// The cluster's shared tier, when this fetch may be answered from it: a
+/// miss of what never changes under its name (the bucket holds those only).
+/// Read also while offline: the bucket is the cluster's, not an upstream.
+fn shared_tier(state: &State, spec: &FetchSpec) -> Option<Arc<pkgproxy_cluster::SharedTier>> {
+    if spec.class != Class::Immutable || spec.revalidating.is_some() {
+        return None;
+    }
+    state.cluster.as_ref()?.tier()
 }
 
 /// The answer a fetch's `phase` gives the request.

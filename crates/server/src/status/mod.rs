@@ -91,6 +91,7 @@ pub fn gather(state: &State, host: &str) -> Status {
             .collect(),
         setup: setup::clients(host, &lxd_remotes),
         lxd_remotes,
+        cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
     }
 }
 

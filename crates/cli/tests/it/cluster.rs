@@ -1,0 +1,84 @@
+//! pkgproxy nodes sharing one S3 bucket (a real moto server): what one node
+//! fetched reaches the others from the bucket without the origin, also on
+//! a node that is offline; a store that cannot be reached at start leaves a
+//! node serving alone, and it says so.
+
+use crate::common::{archive, PKGPROXY};
+use pkgproxy_testkit::client::{get, proxy_get};
+use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, RefusingPort, S3Server};
+
+fn cluster_section(endpoint: &str, bucket: &str, node: &str) -> String {
+    format!(
+        "[cluster]\nendpoint = {endpoint:?}\nbucket = {bucket:?}\nnode_id = {node:?}\n\
+         access_key_id = \"testing\"\nsecret_access_key = \"testing\"\n"
+    )
+}
+
+/// The `cluster` part of a node's status JSON.
+async fn cluster_status(daemon: &Daemon) -> serde_json::Value {
+    let status = get(daemon.proxy_addr(), "/pkgproxy/v1/status").await;
+    assert_eq!(status.status, 200);
+    let json: serde_json::Value = serde_json::from_slice(&status.body).expect("status JSON");
+    json["cluster"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_one_node_fetched_is_served_by_the_others_from_the_bucket_even_offline() {
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-share");
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let apt = archive("local", &[format!("{}/debian", origin.url())]);
+    let config = |node: &str| format!("{apt}{}", cluster_section(&server.endpoint(), &bucket, node));
+    let first = Daemon::start(PKGPROXY, Some(&config("first"))).await;
+    let second = Daemon::start(PKGPROXY, Some(&config("second"))).await;
+    let offline = Daemon::start_with(PKGPROXY, Some(&config("offline")), &["-offline"]).await;
+
+    let path = repo.deb_url_path("pkgproxy-hello");
+    let url = format!("{}{path}", origin.url());
+    let fetched = proxy_get(first.proxy_addr(), &url, &[]).await;
+    assert_eq!((fetched.status, fetched.header("x-pkgproxy-cache")), (200, Some("miss")));
+    assert_eq!(origin.count_path(&path), 1);
+    eventually("the first node publishes", || async {
+        (cluster_status(&first).await["published"].as_u64() >= Some(1)).then_some(())
+    })
+    .await;
+
+    for node in [&second, &offline] {
+        let shared = proxy_get(node.proxy_addr(), &url, &[]).await;
+        assert_eq!(shared.status, 200, "{}", node.log());
+        assert!(shared.complete);
+        assert_eq!(shared.body, fetched.body, "the same bytes");
+        let status = cluster_status(node).await;
+        assert_eq!(
+            (status["shared_hits"].as_u64(), status["state"].as_str()),
+            (Some(1), Some("connected")),
+            "{status}"
+        );
+        let again = proxy_get(node.proxy_addr(), &url, &[]).await;
+        assert_eq!(again.header("x-pkgproxy-cache"), Some("hit"), "cached locally from then on");
+    }
+    assert_eq!(origin.count_path(&path), 1, "only the first node asked the origin");
+    let metrics = second.metrics().await;
+    assert!(metrics.contains("pkgproxy_cluster_shared_hits_total 1"), "{metrics}");
+    assert!(metrics.contains("pkgproxy_cluster_degraded 0"), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_whose_store_cannot_be_reached_starts_and_serves_alone() {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let closed = RefusingPort::new();
+    let config = format!(
+        "{}{}",
+        archive("local", &[format!("{}/debian", origin.url())]),
+        cluster_section(&closed.url(), "nowhere", "alone")
+    );
+    let node = Daemon::start(PKGPROXY, Some(&config)).await;
+    let path = repo.deb_url_path("pkgproxy-small1");
+    let answer = proxy_get(node.proxy_addr(), &format!("{}{path}", origin.url()), &[]).await;
+    assert_eq!(answer.status, 200, "{}", node.log());
+    assert_eq!(cluster_status(&node).await["state"].as_str(), Some("degraded"));
+    assert!(node.log().contains("cluster store unreachable"), "{}", node.log());
+    assert!(node.metrics().await.contains("pkgproxy_cluster_degraded 1"));
+}
