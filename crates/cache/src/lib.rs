@@ -192,6 +192,11 @@ impl Cache {
         self.store.totals()
     }
 
+    /// The fetch of `key` in progress, if any (none is started).
+    pub fn fetch_in_progress(&self, key: &str) -> Option<Arc<Fetch>> {
+        self.fetches.get(key)
+    }
+
     /// Fetches in progress.
     pub fn fetches_in_progress(&self) -> usize {
         self.fetches.in_progress()

@@ -25,9 +25,19 @@ pub struct ClusterConfig {
     pub credentials: Credentials,
     /// This node's name, unique in the cluster.
     pub node_id: String,
-    /// Where other nodes reach this one.
+    /// Where other nodes reach this one (its proxy listener's URL): a node
+    /// that loses the race for a fetch streams the body from the winner.
     pub peer_url: Option<String>,
+    /// How long a fetch's lease lasts unless renewed: a node that dies
+    /// mid-fetch holds its keys this long at most.
+    pub lease_ttl: Duration,
+    /// The secret nodes prove to each other (default: derived from the
+    /// store's secret key, which every node has).
+    pub peer_secret: Option<String>,
 }
+
+/// How long a lease lasts by default.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// An S3 access key.
 #[derive(Clone, PartialEq, Eq)]
@@ -58,6 +68,25 @@ impl std::fmt::Debug for ClusterConfig {
 }
 
 impl ClusterConfig {
+    /// The token this cluster's nodes send each other: an HMAC of the
+    /// bucket's name under the peer secret, so it differs per cluster and
+    /// never shows the secret.
+    pub fn peer_token(&self) -> String {
+        let secret = self.peer_secret.as_deref().unwrap_or(&self.credentials.secret_access_key);
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+        hex::encode(ring::hmac::sign(&key, format!("pkgproxy cluster peer {}", self.bucket).as_bytes()).as_ref())
+    }
+
+    /// Who this node is to the others.
+    pub fn identity(&self) -> crate::Identity {
+        crate::Identity {
+            node: self.node_id.clone(),
+            peer_url: self.peer_url.clone(),
+            peer_token: self.peer_token(),
+            lease_ttl: self.lease_ttl,
+        }
+    }
+
     /// The S3 client for this configuration: path-style requests (what
     /// self-hosted stores serve), conditional writes by `If-None-Match` and
     /// `If-Match`.

@@ -1,7 +1,8 @@
 //! Where things live in the bucket, under the configured prefix:
 //! `blobs/sha256/ab/<hex>` for bodies, named by their hash, and
 //! `idx/<sha256 of the cache key>.json` for the entries that name them
-//! (hashed, so any key is a valid object name).
+//! (hashed, so any key is a valid object name), and `lease/<same>.json`
+//! for the fetch of a key under way on one node.
 
 use object_store::path::Path;
 use sha2::{Digest, Sha256};
@@ -35,6 +36,11 @@ impl Layout {
     /// The index object of cache key `key`.
     pub fn index(&self, key: &str) -> Path {
         self.path(&format!("idx/{}.json", hex::encode(Sha256::digest(key.as_bytes()))))
+    }
+
+    /// The lease of the fetch of cache key `key`.
+    pub fn lease(&self, key: &str) -> Path {
+        self.path(&format!("lease/{}.json", hex::encode(Sha256::digest(key.as_bytes()))))
     }
 
     /// The self-test's probe objects.

@@ -18,12 +18,14 @@
 mod config;
 mod error;
 mod layout;
+mod lease;
+pub mod peer;
 mod publish;
 pub mod selftest;
 mod source;
 mod tier;
 
-pub use config::{ClusterConfig, Credentials};
+pub use config::{ClusterConfig, Credentials, DEFAULT_LEASE_TTL};
 pub use error::ClusterError;
 pub use publish::Publisher;
 pub use source::SharedFirst;
@@ -40,5 +42,31 @@ pub async fn connect(config: &ClusterConfig) -> Result<Arc<SharedTier>, ClusterE
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let probe = layout.probe(&format!("{}-{stamp}", config.node_id));
     selftest::check(Arc::clone(&store), &probe, &config.endpoint).await?;
-    Ok(SharedTier::new(store, &config.prefix, &config.node_id))
+    Ok(SharedTier::new(store, &config.prefix, config.identity()))
+}
+
+/// Who a node is to the others of its cluster.
+#[derive(Clone)]
+pub struct Identity {
+    /// Its name.
+    pub node: String,
+    /// Where the others reach it, if they may.
+    pub peer_url: Option<String>,
+    /// What nodes of this cluster send each other.
+    pub peer_token: String,
+    /// How long its leases last unless renewed.
+    pub lease_ttl: std::time::Duration,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity").field("node", &self.node).field("peer_url", &self.peer_url).finish_non_exhaustive()
+    }
+}
+
+impl Identity {
+    /// A node no other reaches, with default leases (tests, tools).
+    pub fn alone(node: &str) -> Self {
+        Identity { node: node.to_owned(), peer_url: None, peer_token: String::new(), lease_ttl: DEFAULT_LEASE_TTL }
+    }
 }

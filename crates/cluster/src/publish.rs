@@ -11,7 +11,7 @@ use pkgproxy_cache::{Class, Committed, Entry};
 use tokio::sync::Semaphore;
 
 use crate::error::ClusterError;
-use crate::tier::{SharedEntry, SharedTier, ANSWERED_BY};
+use crate::tier::{SharedEntry, SharedTier, CLUSTER_ANSWERS};
 
 /// Bodies up to this size go up in one `PUT`; larger ones in parts.
 const SINGLE_PUT_LIMIT: u64 = 64 * 1024 * 1024;
@@ -54,6 +54,7 @@ impl Publisher {
         let json = serde_json::to_vec(&shared).expect("an entry serialises");
         self.tier.create(&self.tier.layout().index(key), Bytes::from(json)).await?;
         self.tier.count_published();
+        crate::lease::release(&self.tier, key).await;
         tracing::debug!(key, sha256 = entry.sha256, "published to the cluster store");
         Ok(())
     }
@@ -116,9 +117,10 @@ async fn read_at(file: Arc<File>, offset: u64, len: usize) -> std::io::Result<By
 
 impl Committed for Publisher {
     fn committed(self: Arc<Self>, key: &str, entry: &Arc<Entry>, body: Arc<File>, answered_by: Option<&str>) {
-        // Only what never changes under its name is shared so far, and what
-        // came from the bucket is there already.
-        if entry.class != Class::Immutable || answered_by == Some(ANSWERED_BY) {
+        // Only what never changes under its name is shared so far; what
+        // came from the bucket is there already, and what came from a peer
+        // is the peer's to publish.
+        if entry.class != Class::Immutable || answered_by.is_some_and(|by| by.starts_with(CLUSTER_ANSWERS)) {
             return;
         }
         let (key, entry) = (key.to_owned(), Arc::clone(entry));

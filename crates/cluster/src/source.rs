@@ -10,21 +10,41 @@ use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, Expected, FetchError, Source, StartFetch, UpstreamBody, Validators};
 use sha2::{Digest, Sha256};
 
+use std::time::Duration;
+
+use crate::lease::{self, Taken};
+use crate::peer;
 use crate::tier::SharedTier;
 
 /// The source of a local miss in a cluster: the body another node
-/// published, when the bucket holds one that can be this key's, else the
-/// upstream. The fetch verifies the bucket's body against the hash it is
-/// named by, as it verifies an upstream body against its checksum; a body
-/// that does not match is removed from the bucket.
+/// published, when the bucket holds one that can be this key's; else the
+/// body another node is fetching, streamed from it, when it holds the
+/// key's lease; else the upstream, under this node's lease. The fetch
+/// verifies the bucket's body against the hash it is named by, as it
+/// verifies an upstream body against its checksum; a body that does not
+/// match is removed from the bucket. A peer's body is checked as an
+/// upstream's is, and the peer itself never sends the last byte of a body
+/// it found wrong.
 pub struct SharedFirst {
     tier: Arc<SharedTier>,
     key: String,
     expected: Expected,
     upstream: Arc<dyn Source>,
-    /// The entry whose body the fetch is reading from the bucket, if any:
-    /// a resume reads on from the bucket too.
-    reading: Arc<Mutex<Option<Entry>>>,
+    /// Where the fetch is reading from: a resume reads on from there, or
+    /// from the upstream once that source is gone.
+    reading: Arc<Mutex<Reading>>,
+}
+
+/// What a fetch is reading from, as far as a resume is concerned.
+#[derive(Default)]
+enum Reading {
+    /// The upstream (under this node's lease, when it holds one).
+    #[default]
+    Upstream,
+    /// A body published to the bucket.
+    Bucket(Entry),
+    /// The fetch of another node, which holds the lease.
+    Peer,
 }
 
 impl SharedFirst {
@@ -64,32 +84,110 @@ impl Source for SharedFirst {
         let (tier, key, expected) = (Arc::clone(&self.tier), self.key.clone(), self.expected.clone());
         let (upstream, reading) = (Arc::clone(&self.upstream), Arc::clone(&self.reading));
         Box::pin(async move {
-            let entry = match tier.worth_asking() {
-                true => shared_entry(&tier, &key, &expected).await,
-                false => None,
-            };
-            if let Some(entry) = entry {
+            if !tier.worth_asking() {
+                return upstream.start().await;
+            }
+            if let Some(entry) = shared_entry(&tier, &key, &expected).await {
                 if let Ok(Some(answer)) = tier.answer(&entry, 0).await {
                     tracing::debug!(key, sha256 = entry.sha256, "answered from the cluster store");
-                    *reading.lock().unwrap_or_else(|p| p.into_inner()) = Some(entry.clone());
+                    *lock(&reading) = Reading::Bucket(entry.clone());
                     return Ok(checked(answer, tier, entry));
                 }
             }
-            upstream.start().await
+            match from_whoever_fetches(&tier, &key, 0).await {
+                Ok(Some(answer)) => {
+                    *lock(&reading) = Reading::Peer;
+                    Ok(answer)
+                }
+                // This node holds the lease, or nobody can be asked.
+                Ok(None) | Err(_) => upstream.start().await,
+            }
         })
     }
 
     fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
-        let reading = self.reading.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(entry) = reading else { return self.upstream.resume(from, validators) };
-        let tier = Arc::clone(&self.tier);
-        Some(Box::pin(async move {
-            match tier.answer(&entry, from).await {
-                Ok(Some(answer)) => Ok(answer),
-                Ok(None) => Err(FetchError::Rejected("the cluster store no longer holds the body".into())),
-                Err(error) => Err(FetchError::Rejected(error.to_string())),
+        let reading = std::mem::take(&mut *lock(&self.reading));
+        match reading {
+            Reading::Upstream => self.upstream.resume(from, validators),
+            Reading::Bucket(entry) => {
+                let tier = Arc::clone(&self.tier);
+                *lock(&self.reading) = Reading::Bucket(entry.clone());
+                Some(Box::pin(async move {
+                    match tier.answer(&entry, from).await {
+                        Ok(Some(answer)) => Ok(answer),
+                        Ok(None) => Err(FetchError::Rejected("the cluster store no longer holds the body".into())),
+                        Err(error) => Err(FetchError::Rejected(error.to_string())),
+                    }
+                }))
             }
-        }))
+            Reading::Peer => {
+                // The peer's stream broke: it may have died. Its lease is
+                // looked at again: taken over, this node resumes from the
+                // upstream where the peer's bytes ended.
+                let (tier, key, upstream) = (Arc::clone(&self.tier), self.key.clone(), Arc::clone(&self.upstream));
+                let (reading, validators) = (Arc::clone(&self.reading), validators.clone());
+                Some(Box::pin(async move {
+                    match from_whoever_fetches(&tier, &key, from).await {
+                        Ok(Some(answer)) => {
+                            *lock(&reading) = Reading::Peer;
+                            Ok(answer)
+                        }
+                        Ok(None) | Err(_) => match upstream.resume(from, &validators) {
+                            Some(resumed) => resumed.await,
+                            None => Err(FetchError::Rejected("the upstream cannot resume a body a peer began".into())),
+                        },
+                    }
+                }))
+            }
+        }
+    }
+}
+
+impl Drop for SharedFirst {
+    /// The fetch ended: a lease this node held for it is renewed no more
+    /// (it is given up once the body is published, or lapses).
+    fn drop(&mut self) {
+        self.tier.let_go(&self.key);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The body of `key` from byte `from` on, streamed from the node that
+/// holds its lease. `Ok(None)`: this node took the lease (it fetches);
+/// `Err`: the holder could not be asked (this node fetches too: at most
+/// one duplicate fetch, never an error for a client). A holder that died
+/// is waited for until its lease expires, then its fetch is taken over.
+async fn from_whoever_fetches(
+    tier: &Arc<SharedTier>,
+    key: &str,
+    from: u64,
+) -> Result<Option<http::Response<UpstreamBody>>, FetchError> {
+    let deadline = tokio::time::Instant::now() + tier.identity().lease_ttl * 2;
+    loop {
+        let holder = match lease::take(tier, key).await {
+            Taken::Held(guard) => {
+                tier.hold(key, guard);
+                return Ok(None);
+            }
+            Taken::HeldBy(holder) if holder.node != tier.identity().node && holder.peer_url.is_some() => holder,
+            Taken::HeldBy(_) | Taken::Unavailable => return Err(FetchError::Rejected("no lease".into())),
+        };
+        let token = &tier.identity().peer_token;
+        match peer::tail(tier.peers(), &holder, key, from, token).await {
+            Ok(answer) => return Ok(Some(answer)),
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                // The holder does not answer: wait for its lease to lapse.
+                tracing::debug!(key, %error, "the peer fetching this key does not answer");
+                tokio::time::sleep(
+                    holder.left().min(deadline - tokio::time::Instant::now()) + Duration::from_millis(50),
+                )
+                .await;
+            }
+            Err(error) => return Err(error),
+        }
     }
 }
 

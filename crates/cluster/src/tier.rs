@@ -43,6 +43,10 @@ pub struct TierCounters {
 /// How long misses leave a failing store alone before one asks it again.
 pub const REST: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How the names fetches answered within the cluster give as their
+/// upstream begin (`cluster store`, `cluster peer NODE`).
+pub const CLUSTER_ANSWERS: &str = "cluster ";
+
 /// The name fetches answered from the bucket give as their upstream.
 pub const ANSWERED_BY: &str = "cluster store";
 
@@ -51,7 +55,11 @@ pub const ANSWERED_BY: &str = "cluster store";
 pub struct SharedTier {
     store: Arc<dyn ObjectStore>,
     layout: Layout,
-    node: String,
+    identity: crate::Identity,
+    /// Asks other nodes for the bodies they are fetching.
+    peers: reqwest::Client,
+    /// The leases this node holds for its fetches, renewed while held.
+    holding: std::sync::Mutex<std::collections::HashMap<String, crate::lease::LeaseGuard>>,
     degraded: AtomicBool,
     /// When the store last failed: misses leave it alone for [`REST`]
     /// after, rather than each waiting for it to fail again.
@@ -63,12 +71,14 @@ pub struct SharedTier {
 }
 
 impl SharedTier {
-    /// The tier in `store` under `prefix`, as node `node`.
-    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, node: &str) -> Arc<Self> {
+    /// The tier in `store` under `prefix`, for the node `identity` names.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, identity: crate::Identity) -> Arc<Self> {
         Arc::new(SharedTier {
             store,
             layout: Layout::new(prefix),
-            node: node.to_owned(),
+            identity,
+            peers: crate::peer::client(),
+            holding: Default::default(),
             degraded: AtomicBool::new(false),
             failed_at: std::sync::Mutex::new(None),
             shared_hits: AtomicU64::new(0),
@@ -118,7 +128,27 @@ impl SharedTier {
     }
 
     pub(crate) fn node(&self) -> &str {
-        &self.node
+        &self.identity.node
+    }
+
+    /// Who this node is to the others.
+    pub fn identity(&self) -> &crate::Identity {
+        &self.identity
+    }
+
+    /// Keeps `guard`, the lease of `key`'s fetch, renewed until
+    /// [`SharedTier::let_go`].
+    pub(crate) fn hold(&self, key: &str, guard: crate::lease::LeaseGuard) {
+        self.holding.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_owned(), guard);
+    }
+
+    /// `key`'s fetch ended: its lease is renewed no more.
+    pub(crate) fn let_go(&self, key: &str) {
+        self.holding.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    pub(crate) fn peers(&self) -> &reqwest::Client {
+        &self.peers
     }
 
     /// Records how an operation went: a failure degrades the node, a

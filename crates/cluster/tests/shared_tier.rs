@@ -16,7 +16,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use pkgproxy_cache::{Cache, Class, Expected, FetchSpec, Phase, Source, StartFetch, SystemClock};
-use pkgproxy_cluster::{selftest, ClusterConfig, Credentials, Publisher, SharedFirst, SharedTier};
+use pkgproxy_cluster::{selftest, ClusterConfig, Credentials, Publisher, SharedFirst, SharedTier, DEFAULT_LEASE_TTL};
 use pkgproxy_testkit::{eventually, S3Server};
 use sha2::{Digest, Sha256};
 
@@ -63,13 +63,16 @@ fn config(server: &S3Server, bucket: &str, node: &str) -> ClusterConfig {
         },
         node_id: node.to_owned(),
         peer_url: None,
+        lease_ttl: DEFAULT_LEASE_TTL,
+        peer_secret: None,
     }
 }
 
 fn node(server: &S3Server, bucket: &str, name: &str) -> Node {
     let dir = tempfile::tempdir().expect("a cache directory");
     let cache = Cache::open(dir.path(), Arc::new(SystemClock)).expect("a cache");
-    let tier = SharedTier::new(config(server, bucket, name).store().expect("an S3 client"), PREFIX, name);
+    let config = config(server, bucket, name);
+    let tier = SharedTier::new(config.store().expect("an S3 client"), PREFIX, config.identity());
     cache.on_commit(Publisher::new(Arc::clone(&tier)));
     Node { cache, tier, _dir: dir }
 }

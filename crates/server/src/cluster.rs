@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
+
 use pkgproxy_cache::Cache;
 use pkgproxy_cluster::{ClusterConfig, ClusterError, Publisher, SharedTier};
 

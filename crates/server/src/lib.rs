@@ -200,6 +200,21 @@ pub async fn run(
     Ok(())
 }
 
+/// `config`, with the proxy listener's address as where peers reach this
+/// node when it names none and the listener is on one address (on every
+/// address, which one the others can reach is not known: none is given,
+/// and the others fetch for themselves rather than stream from this node).
+fn with_peer_url(mut config: pkgproxy_cluster::ClusterConfig, listen: SocketAddr) -> pkgproxy_cluster::ClusterConfig {
+    if config.peer_url.is_none() {
+        if listen.ip().is_unspecified() {
+            tracing::warn!(%listen, "cluster: peer_url is not set: the other nodes cannot stream this node's fetches");
+        } else {
+            config.peer_url = Some(format!("http://{listen}"));
+        }
+    }
+    config
+}
+
 impl State {
     /// Opens what the server runs with: the cache and each side's learnt
     /// state (blocking work, on a blocking thread), the way out and the
@@ -224,7 +239,7 @@ impl State {
         let admission = admission::Admission::new(settings.clients.clone());
         let access_log = access_log::AccessLog::open(settings.access_log.as_ref())
             .map_err(|error| ServerError::Start(error.to_string()))?;
-        let cluster = match settings.cluster.clone() {
+        let cluster = match settings.cluster.clone().map(|config| with_peer_url(config, listen)) {
             Some(config) => Some(
                 cluster::Cluster::start(config, &cache).await.map_err(|error| ServerError::Start(error.to_string()))?,
             ),

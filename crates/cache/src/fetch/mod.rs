@@ -321,6 +321,12 @@ impl Fetches {
         Joined { fetch, started: true }
     }
 
+    /// The fetch of `key` in progress, if there is one (nothing is
+    /// started).
+    pub fn get(&self, key: &str) -> Option<Arc<Fetch>> {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
     /// How many fetches are in progress.
     pub fn in_progress(&self) -> usize {
         self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len()

@@ -82,3 +82,47 @@ async fn a_node_whose_store_cannot_be_reached_starts_and_serves_alone() {
     assert!(node.log().contains("cluster store unreachable"), "{}", node.log());
     assert!(node.metrics().await.contains("pkgproxy_cluster_degraded 1"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thirty_clients_on_three_nodes_make_one_upstream_fetch_and_all_get_the_right_bytes() {
+    use sha2::Digest;
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-fan-out");
+    let root = tempfile::tempdir().unwrap();
+    let path = "/debian/pool/main/b/big/big_1.0_all.deb";
+    let body: Vec<u8> = (0..32u32 * 1024 * 1024).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::create_dir_all(root.path().join("debian/pool/main/b/big")).unwrap();
+    std::fs::write(root.path().join(&path[1..]), &body).unwrap();
+    let origin = Origin::serve(root.path()).await;
+    // A download lasting about two seconds: every node misses while it runs.
+    origin.set_rate_limit(Some(16 * 1024 * 1024));
+    let apt = archive("local", &[format!("{}/debian", origin.url())]);
+    let config =
+        |node: &str| format!("{apt}{}lease_ttl = \"2s\"\n", cluster_section(&server.endpoint(), &bucket, node));
+    let nodes = [
+        Daemon::start(PKGPROXY, Some(&config("one"))).await,
+        Daemon::start(PKGPROXY, Some(&config("two"))).await,
+        Daemon::start(PKGPROXY, Some(&config("three"))).await,
+    ];
+    let url = format!("{}{path}", origin.url());
+    let clients: Vec<_> = (0..30)
+        .map(|i| {
+            let (proxy, url) = (nodes[i % 3].proxy_addr().to_string(), url.clone());
+            tokio::spawn(async move { proxy_get(&proxy, &url, &[]).await })
+        })
+        .collect();
+    let want = sha2::Sha256::digest(&body);
+    for (i, client) in clients.into_iter().enumerate() {
+        let answer = client.await.unwrap();
+        assert_eq!(answer.status, 200, "client {i} of node {}: {}", i % 3, nodes[i % 3].log());
+        assert!(answer.complete, "client {i}");
+        assert_eq!(sha2::Sha256::digest(&answer.body), want, "client {i}: the right bytes");
+    }
+    assert_eq!(origin.count_path(path), 1, "one upstream fetch for the cluster");
+    let mut peers_streamed = 0;
+    for node in &nodes {
+        let log = node.log();
+        peers_streamed += usize::from(log.contains(pkgproxy_cluster::peer::TAIL_PATH));
+    }
+    assert!(peers_streamed >= 1, "the others streamed the body from the node fetching it");
+}

@@ -41,6 +41,14 @@ pub fn settings(
         credentials: Credentials { access_key_id, secret_access_key, session_token: env("AWS_SESSION_TOKEN") },
         node_id,
         peer_url: section.peer_url.clone(),
+        lease_ttl: match section.lease_ttl {
+            Some(ttl) if ttl < std::time::Duration::from_secs(1) => {
+                return Err(missing("lease_ttl", "is under a second"))
+            }
+            Some(ttl) => ttl,
+            None => pkgproxy_cluster::DEFAULT_LEASE_TTL,
+        },
+        peer_secret: section.peer_secret.clone().or_else(|| env("PKGPROXY_CLUSTER_PEER_SECRET")),
     })
 }
 

@@ -69,8 +69,14 @@ pub struct ClusterSection {
     pub secret_access_key: Option<String>,
     /// This node's name in the cluster (the host name).
     pub node_id: Option<String>,
-    /// Where the other nodes reach this one.
+    /// Where the other nodes reach this one (its proxy listener's URL).
     pub peer_url: Option<String>,
+    /// How long a fetch's lease lasts unless renewed (`"30s"`).
+    #[serde(default, with = "humantime_serde")]
+    pub lease_ttl: Option<Duration>,
+    /// The secret nodes prove to each other (default: derived from the
+    /// secret key).
+    pub peer_secret: Option<String>,
 }
 
 /// `[status]`.

@@ -18,6 +18,7 @@ mod fetching;
 mod forward;
 mod generation;
 pub mod outcome;
+mod peer;
 pub mod plan;
 mod pointer;
 mod rewrite;
@@ -79,6 +80,9 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
     }
     if request.uri().scheme().is_none() && request.uri().path() == CERTIFICATE_PATH {
         return (certificate(state), local);
+    }
+    if request.uri().scheme().is_none() && request.uri().path() == pkgproxy_cluster::peer::TAIL_PATH {
+        return (peer::serve(state, &request).await, local);
     }
     if let Some(page) = crate::status::answer(state, &request) {
         return (page, local);

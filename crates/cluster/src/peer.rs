@@ -1,0 +1,76 @@
+//! Nodes streaming a fetch in progress from each other: a node that lost
+//! the race for a key's lease asks the holder for the body
+//! ([`TAIL_PATH`]), which serves the bytes its own clients get, as they
+//! arrive, the last one only once it verified the whole. The asking node
+//! verifies what it gets itself: it never trusts a peer.
+
+use futures_util::TryStreamExt;
+use http::{HeaderValue, Response};
+use http_body_util::BodyExt;
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use pkgproxy_cache::{AnsweredBy, FetchError, UpstreamBody};
+
+use crate::lease::LeaseRecord;
+
+/// Where a node serves its fetches to its peers, on its proxy listener:
+/// `GET TAIL_PATH?key=KEY`, with `Range: bytes=N-` to go on from byte N.
+pub const TAIL_PATH: &str = "/pkgproxy/v1/peer/tail";
+
+/// The header a peer proves itself with.
+pub const TOKEN_HEADER: &str = "x-pkgproxy-peer-token";
+
+/// The client nodes ask each other with: cluster-internal traffic, never
+/// to an upstream.
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
+}
+
+/// Whether `offered` is this cluster's token (compared in constant time).
+pub fn is_peer(offered: Option<&HeaderValue>, token: &str) -> bool {
+    let Some(offered) = offered else { return false };
+    !token.is_empty()
+        && offered.len() == token.len()
+        && offered.as_bytes().iter().zip(token.as_bytes()).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
+}
+
+/// The cache key a tail request asks for.
+pub fn key_of(query: Option<&str>) -> Option<String> {
+    let value = query?.split('&').find_map(|pair| pair.strip_prefix("key="))?;
+    percent_encoding::percent_decode_str(value).decode_utf8().ok().map(|key| key.into_owned())
+}
+
+/// Asks `holder` for the body of `key` from byte `from` on, as an upstream
+/// answer (a `200`, or a `206` for a later byte).
+pub async fn tail(
+    client: &reqwest::Client,
+    holder: &LeaseRecord,
+    key: &str,
+    from: u64,
+    token: &str,
+) -> Result<Response<UpstreamBody>, FetchError> {
+    let refused = |why: String| FetchError::Rejected(format!("peer {}: {why}", holder.node));
+    let base = holder.peer_url.as_deref().ok_or_else(|| refused("no peer address".into()))?;
+    let url = format!("{}{TAIL_PATH}?key={}", base.trim_end_matches('/'), utf8_percent_encode(key, NON_ALPHANUMERIC));
+    let mut request = client.get(&url).header(TOKEN_HEADER, token);
+    if from > 0 {
+        request = request.header(http::header::RANGE, format!("bytes={from}-"));
+    }
+    let answer = request.send().await.map_err(|error| refused(error.to_string()))?;
+    let status = answer.status();
+    let wanted = if from > 0 { http::StatusCode::PARTIAL_CONTENT } else { http::StatusCode::OK };
+    if status != wanted {
+        return Err(refused(format!("answered {status}")));
+    }
+    let mut response = Response::builder().status(status);
+    for (name, value) in answer.headers() {
+        if !matches!(name.as_str(), "connection" | "keep-alive" | "transfer-encoding" | "x-pkgproxy-cache") {
+            response = response.header(name, value);
+        }
+    }
+    let stream = answer.bytes_stream().map_ok(http_body::Frame::data).map_err(|error| error.into());
+    let body: UpstreamBody = http_body_util::StreamBody::new(sync_wrapper::SyncStream::new(stream)).boxed();
+    let mut response = response.body(body).map_err(|error| refused(error.to_string()))?;
+    response.extensions_mut().insert(AnsweredBy(format!("cluster peer {}", holder.node).into()));
+    Ok(response)
+}

@@ -1,0 +1,53 @@
+//! What a node of a cluster serves its peers: the body of a key it
+//! fetches or holds, to a node that lost the race for the key's lease.
+
+use std::sync::Arc;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use pkgproxy_cache::Phase;
+use pkgproxy_cluster::peer;
+use pkgproxy_sides::{DatedResume, Mount};
+
+use super::answer::{self, Served};
+use crate::body::ResponseBody;
+use crate::context::{Exchange, UpstreamAnswer};
+use crate::state::State;
+
+/// Serves a peer the body of a key this node fetches or holds (the tail a
+/// node that lost the race for the key's lease streams): the same bytes
+/// this node's own clients get, the last one only once it is verified.
+/// Only nodes of this cluster are answered.
+pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<ResponseBody> {
+    let Some(tier) = state.cluster.as_ref().and_then(|cluster| cluster.tier()) else {
+        return answer::text(StatusCode::NOT_FOUND, "pkgproxy: not part of a cluster");
+    };
+    if !peer::is_peer(request.headers().get(peer::TOKEN_HEADER), &tier.identity().peer_token) {
+        return answer::text(StatusCode::FORBIDDEN, "pkgproxy: only nodes of this cluster may ask");
+    }
+    let Some(key) = peer::key_of(request.uri().query()) else {
+        return answer::text(StatusCode::BAD_REQUEST, "pkgproxy: which key?");
+    };
+    let upstream_answer = UpstreamAnswer::default();
+    let exchange = Exchange {
+        method: request.method(),
+        headers: request.headers(),
+        mount: Mount::ForwardProxy,
+        upstream_answer: &upstream_answer,
+        client: None,
+    };
+    if let Some(fetch) = state.cache.fetch_in_progress(&key) {
+        match fetch.answered().await {
+            Phase::Streaming(head) => return answer::from_fetch(&exchange, &fetch, &head, DatedResume::Honoured),
+            Phase::Done(_) | Phase::NotModified(_) => {}
+            _ => return answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: this node's fetch of it failed"),
+        }
+    }
+    let Some(entry) = state.cache.lookup(&key) else {
+        return answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it");
+    };
+    match state.cache.open_body(&entry) {
+        Ok(file) => answer::from_entry(&exchange, &entry, file, Served::Hit, DatedResume::Honoured).0,
+        Err(_) => answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it"),
+    }
+}
