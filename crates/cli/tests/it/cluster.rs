@@ -126,3 +126,62 @@ async fn thirty_clients_on_three_nodes_make_one_upstream_fetch_and_all_get_the_r
     }
     assert!(peers_streamed >= 1, "the others streamed the body from the node fetching it");
 }
+
+/// The bytes of the partial downloads in `daemon`'s cache.
+fn partial_bytes(daemon: &Daemon) -> u64 {
+    std::fs::read_dir(daemon.cache_dir().join("tmp"))
+        .map(|dir| dir.flatten().filter_map(|file| file.metadata().ok()).map(|meta| meta.len()).sum())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_the_fetching_node_is_killed_another_takes_over_and_resumes_with_a_range() {
+    use sha2::Digest;
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-takeover");
+    let root = tempfile::tempdir().unwrap();
+    let path = "/debian/pool/main/b/big/big_2.0_all.deb";
+    let body: Vec<u8> = (0..16u32 * 1024 * 1024).map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8).collect();
+    std::fs::create_dir_all(root.path().join("debian/pool/main/b/big")).unwrap();
+    std::fs::write(root.path().join(&path[1..]), &body).unwrap();
+    let origin = Origin::serve(root.path()).await;
+    origin.set_rate_limit(Some(4 * 1024 * 1024));
+    let apt = archive("local", &[format!("{}/debian", origin.url())]);
+    let config =
+        |node: &str| format!("{apt}{}lease_ttl = \"2s\"\n", cluster_section(&server.endpoint(), &bucket, node));
+    let mut fetching = Daemon::start(PKGPROXY, Some(&config("fetching"))).await;
+    let others =
+        [Daemon::start(PKGPROXY, Some(&config("second"))).await, Daemon::start(PKGPROXY, Some(&config("third"))).await];
+    let url = format!("{}{path}", origin.url());
+
+    // The first node takes the lease; the others' clients stream from it.
+    let first_client = tokio::spawn({
+        let (proxy, url) = (fetching.proxy_addr().to_string(), url.clone());
+        async move { proxy_get(&proxy, &url, &[]).await }
+    });
+    eventually("the first node is fetching", || async { (partial_bytes(&fetching) > 0).then_some(()) }).await;
+    let clients: Vec<_> = (0..6)
+        .map(|i| {
+            let (proxy, url) = (others[i % 2].proxy_addr().to_string(), url.clone());
+            tokio::spawn(async move { proxy_get(&proxy, &url, &[]).await })
+        })
+        .collect();
+    let forty_percent = body.len() as u64 * 2 / 5;
+    eventually("40 % downloaded", || async { (partial_bytes(&fetching) >= forty_percent).then_some(()) }).await;
+    fetching.kill9();
+    let cut = first_client.await.unwrap();
+    assert!(!cut.complete || cut.status != 200, "the killed node's client never gets a whole body");
+
+    let want = sha2::Sha256::digest(&body);
+    for (i, client) in clients.into_iter().enumerate() {
+        let answer = client.await.unwrap();
+        assert_eq!(answer.status, 200, "client {i}: {}", others[i % 2].log());
+        assert!(answer.complete, "client {i}");
+        assert_eq!(sha2::Sha256::digest(&answer.body), want, "client {i}: the right bytes");
+    }
+    let asked: Vec<_> = origin.requests_matching(path);
+    let ranged = asked.iter().filter(|request| request.header("range").is_some()).count();
+    assert_eq!((asked.len(), ranged), (2, 1), "one full request and one resumed with a Range: {asked:?}");
+    let took_over = others.iter().filter(|node| node.log().contains("took over the fetch")).count();
+    assert_eq!(took_over, 1, "one node took the fetch over");
+}
