@@ -49,6 +49,10 @@ enum Command {
         /// (an automatic offline override then stays in effect).
         #[arg(long, hide = true, requires = "mode")]
         configure_hook: bool,
+        /// Set the mode for every node of the cluster (`[cluster]`), not
+        /// this one only.
+        #[arg(long, requires = "mode")]
+        cluster: bool,
         /// Print the daemon's JSON answer as it is.
         #[arg(long)]
         json: bool,
@@ -149,11 +153,11 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             clap_complete::generate(shell, &mut command, "pkgproxyctl", &mut std::io::stdout());
         }
         Command::Manpage { program } => manpage(program)?,
-        Command::Offline { mode, json, configure_hook } => {
+        Command::Offline { mode, json, configure_hook, cluster } => {
             let answer = match mode {
                 Some(mode) => {
                     let from = configure_hook.then(|| FROM_CONFIGURE_HOOK.to_string());
-                    admin.set_offline(&ModeRequest { mode, from }).await?
+                    admin.set_offline(&ModeRequest { mode, from, cluster }).await?
                 }
                 None => admin.offline().await?,
             };

@@ -34,6 +34,8 @@ pub struct ClusterConfig {
     /// The secret nodes prove to each other (default: derived from the
     /// store's secret key, which every node has).
     pub peer_secret: Option<String>,
+    /// How often the node reads the cluster's offline switch.
+    pub offline_poll: Duration,
 }
 
 /// How long a lease lasts by default.

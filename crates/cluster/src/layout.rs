@@ -43,6 +43,11 @@ impl Layout {
         self.path(&format!("lease/{}.json", hex::encode(Sha256::digest(key.as_bytes()))))
     }
 
+    /// The cluster's offline switch.
+    pub fn cluster_mode(&self) -> Path {
+        self.path("cluster/offline.json")
+    }
+
     /// The self-test's probe objects.
     pub fn probe(&self, name: &str) -> Path {
         self.path(&format!("probe/{name}"))

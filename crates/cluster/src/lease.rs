@@ -122,6 +122,32 @@ pub async fn take(tier: &Arc<SharedTier>, key: &str) -> Taken {
     Taken::Unavailable
 }
 
+/// Takes `key`'s lease from `holder`, who answered that it is not fetching
+/// the key (its fetch failed): its lease would otherwise keep the others
+/// waiting until it lapses. Only that holder's lease is taken.
+pub async fn take_from(tier: &Arc<SharedTier>, key: &str, holder: &LeaseRecord) -> Taken {
+    let path = tier.layout().lease(key);
+    let (held, version) = match read(tier, &path).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return take(tier, key).await,
+        Err(()) => return Taken::Unavailable,
+    };
+    if held.node != holder.node {
+        return Taken::HeldBy(held);
+    }
+    let update = PutOptions { mode: PutMode::Update(version), ..PutOptions::default() };
+    match tier.store().put_opts(&path, payload(&record(tier)), update).await {
+        Ok(written) => Taken::Held(LeaseGuard::renew(tier, path, written.into())),
+        Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
+            match read(tier, &path).await {
+                Ok(Some((winner, _))) => Taken::HeldBy(winner),
+                _ => Taken::Unavailable,
+            }
+        }
+        Err(_) => Taken::Unavailable,
+    }
+}
+
 /// The lease at `path` and its version, if there is one.
 async fn read(tier: &SharedTier, path: &Path) -> Result<Option<(LeaseRecord, UpdateVersion)>, ()> {
     let found = match tier.store().get_opts(path, GetOptions::default()).await {

@@ -23,6 +23,7 @@ pub mod peer;
 mod publish;
 pub mod selftest;
 mod source;
+pub mod switch;
 mod tier;
 
 pub use config::{ClusterConfig, Credentials, DEFAULT_LEASE_TTL};

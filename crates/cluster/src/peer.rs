@@ -40,6 +40,32 @@ pub fn key_of(query: Option<&str>) -> Option<String> {
     percent_encoding::percent_decode_str(value).decode_utf8().ok().map(|key| key.into_owned())
 }
 
+/// Why a peer's stream could not be had.
+#[derive(Debug)]
+pub enum TailError {
+    /// The peer did not answer (it may have died): its lease lapses soon.
+    Unreachable(String),
+    /// The peer answered that it has no such body (its fetch failed, or it
+    /// never started): nobody is fetching the key.
+    NotThere(String),
+}
+
+impl From<TailError> for FetchError {
+    fn from(error: TailError) -> Self {
+        match error {
+            TailError::Unreachable(why) | TailError::NotThere(why) => FetchError::Rejected(why),
+        }
+    }
+}
+
+impl std::fmt::Display for TailError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TailError::Unreachable(why) | TailError::NotThere(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Asks `holder` for the body of `key` from byte `from` on, as an upstream
 /// answer (a `200`, or a `206` for a later byte).
 pub async fn tail(
@@ -48,15 +74,16 @@ pub async fn tail(
     key: &str,
     from: u64,
     token: &str,
-) -> Result<Response<UpstreamBody>, FetchError> {
-    let refused = |why: String| FetchError::Rejected(format!("peer {}: {why}", holder.node));
-    let base = holder.peer_url.as_deref().ok_or_else(|| refused("no peer address".into()))?;
+) -> Result<Response<UpstreamBody>, TailError> {
+    let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", holder.node));
+    let refused = |why: String| TailError::NotThere(format!("peer {}: {why}", holder.node));
+    let base = holder.peer_url.as_deref().ok_or_else(|| unreachable("no peer address".into()))?;
     let url = format!("{}{TAIL_PATH}?key={}", base.trim_end_matches('/'), utf8_percent_encode(key, NON_ALPHANUMERIC));
     let mut request = client.get(&url).header(TOKEN_HEADER, token);
     if from > 0 {
         request = request.header(http::header::RANGE, format!("bytes={from}-"));
     }
-    let answer = request.send().await.map_err(|error| refused(error.to_string()))?;
+    let answer = request.send().await.map_err(|error| unreachable(error.to_string()))?;
     let status = answer.status();
     let wanted = if from > 0 { http::StatusCode::PARTIAL_CONTENT } else { http::StatusCode::OK };
     if status != wanted {
@@ -70,7 +97,7 @@ pub async fn tail(
     }
     let stream = answer.bytes_stream().map_ok(http_body::Frame::data).map_err(|error| error.into());
     let body: UpstreamBody = http_body_util::StreamBody::new(sync_wrapper::SyncStream::new(stream)).boxed();
-    let mut response = response.body(body).map_err(|error| refused(error.to_string()))?;
+    let mut response = response.body(body).map_err(|error| unreachable(error.to_string()))?;
     response.extensions_mut().insert(AnsweredBy(format!("cluster peer {}", holder.node).into()));
     Ok(response)
 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 use crate::lease::{self, Taken};
-use crate::peer;
+use crate::peer::{self, TailError};
 use crate::tier::SharedTier;
 
 /// The source of a local miss in a cluster: the body another node
@@ -166,8 +166,9 @@ async fn from_whoever_fetches(
     from: u64,
 ) -> Result<Option<http::Response<UpstreamBody>>, FetchError> {
     let deadline = tokio::time::Instant::now() + tier.identity().lease_ttl * 2;
+    let mut taken = lease::take(tier, key).await;
     loop {
-        let holder = match lease::take(tier, key).await {
+        let holder = match taken {
             Taken::Held(guard) => {
                 tier.hold(key, guard);
                 return Ok(None);
@@ -176,18 +177,22 @@ async fn from_whoever_fetches(
             Taken::HeldBy(_) | Taken::Unavailable => return Err(FetchError::Rejected("no lease".into())),
         };
         let token = &tier.identity().peer_token;
-        match peer::tail(tier.peers(), &holder, key, from, token).await {
+        taken = match peer::tail(tier.peers(), &holder, key, from, token).await {
             Ok(answer) => return Ok(Some(answer)),
-            Err(error) if tokio::time::Instant::now() < deadline => {
-                // The holder does not answer: wait for its lease to lapse.
-                tracing::debug!(key, %error, "the peer fetching this key does not answer");
-                tokio::time::sleep(
-                    holder.left().min(deadline - tokio::time::Instant::now()) + Duration::from_millis(50),
-                )
-                .await;
+            // Alive, and not fetching it: its lease is taken from it now.
+            Err(TailError::NotThere(why)) => {
+                tracing::debug!(key, why, "the node holding this key's lease is not fetching it");
+                lease::take_from(tier, key, &holder).await
             }
-            Err(error) => return Err(error),
-        }
+            Err(TailError::Unreachable(why)) if tokio::time::Instant::now() < deadline => {
+                // It does not answer: its lease lapses unless it renews it.
+                tracing::debug!(key, why, "the node fetching this key does not answer");
+                let wait = holder.left().min(deadline - tokio::time::Instant::now());
+                tokio::time::sleep(wait + Duration::from_millis(50)).await;
+                lease::take(tier, key).await
+            }
+            Err(error) => return Err(error.into()),
+        };
     }
 }
 

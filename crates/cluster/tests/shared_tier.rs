@@ -65,6 +65,7 @@ fn config(server: &S3Server, bucket: &str, node: &str) -> ClusterConfig {
         peer_url: None,
         lease_ttl: DEFAULT_LEASE_TTL,
         peer_secret: None,
+        offline_poll: pkgproxy_cluster::switch::DEFAULT_POLL,
     }
 }
 

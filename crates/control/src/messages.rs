@@ -211,6 +211,10 @@ pub struct ModeRequest {
     /// effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// Set it for every node of the cluster (kept in the cluster's store,
+    /// which every node reads).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster: bool,
 }
 
 /// The body of every control answer that is not a success.

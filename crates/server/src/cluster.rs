@@ -9,7 +9,9 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 
 use pkgproxy_cache::Cache;
+use pkgproxy_cluster::switch::{self, ClusterMode};
 use pkgproxy_cluster::{ClusterConfig, ClusterError, Publisher, SharedTier};
+use pkgproxy_upstream::offline::{Mode, Switch};
 
 /// How long the start waits for the store before starting alone.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
@@ -23,14 +25,16 @@ pub struct Cluster {
     /// The settings it was started with.
     pub config: ClusterConfig,
     tier: ArcSwapOption<SharedTier>,
+    /// The node's offline switch, which follows the cluster's.
+    switch: Switch,
 }
 
 impl Cluster {
     /// Connects to the store `config` names and publishes `cache`'s commits
     /// to it; a store that cannot be used is an error, one that cannot be
     /// reached yet is tried again in the background.
-    pub async fn start(config: ClusterConfig, cache: &Cache) -> Result<Arc<Cluster>, ClusterError> {
-        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty() });
+    pub async fn start(config: ClusterConfig, cache: &Cache, switch: Switch) -> Result<Arc<Cluster>, ClusterError> {
+        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch });
         match tokio::time::timeout(CONNECT_WAIT, pkgproxy_cluster::connect(&cluster.config)).await {
             Ok(Ok(tier)) => cluster.joined(tier, cache),
             Ok(Err(error @ (ClusterError::Unfit { .. } | ClusterError::Config(_)))) => return Err(error),
@@ -42,6 +46,7 @@ impl Cluster {
 
     fn joined(&self, tier: Arc<SharedTier>, cache: &Cache) {
         cache.on_commit(Publisher::new(Arc::clone(&tier)));
+        tokio::spawn(switch::watch(Arc::downgrade(&tier), self.config.offline_poll, follower(self.switch.clone())));
         self.tier.store(Some(tier));
         tracing::info!(
             endpoint = self.config.endpoint,
@@ -97,6 +102,33 @@ impl Cluster {
             published: counters.published,
             corrupt: counters.corrupt,
             errors: counters.errors,
+        }
+    }
+}
+
+/// What the node does with each new setting of the cluster's switch: an
+/// offline mode is taken at once; a return to `never` is taken only when
+/// the node followed the cluster into a mode before (a node started
+/// offline on its own stays so).
+fn follower(switch: Switch) -> impl Fn(&ClusterMode) + Send + 'static {
+    let followed = std::sync::Mutex::new(false);
+    move |set: &ClusterMode| {
+        let Ok(mode) = set.mode.parse::<Mode>() else {
+            tracing::warn!(mode = set.mode, "the cluster's offline switch names an unknown mode");
+            return;
+        };
+        let mut followed = followed.lock().unwrap_or_else(|p| p.into_inner());
+        if mode == Mode::Never && !*followed {
+            return;
+        }
+        *followed = mode != Mode::Never;
+        if switch.mode() != mode {
+            tracing::info!(
+                mode = set.mode,
+                set_by = set.set_by,
+                "the cluster's offline switch changed this node's mode"
+            );
+            switch.set_mode(mode);
         }
     }
 }

@@ -215,7 +215,7 @@ impl Daemon {
 
     /// Puts `mode` in effect over the admin socket.
     pub async fn set_offline_mode(&self, mode: &str) -> OfflineReport {
-        let request = ModeRequest { mode: mode.to_string(), from: None };
+        let request = ModeRequest { mode: mode.to_string(), from: None, cluster: false };
         self.admin_client().set_offline(&request).await.expect("the admin socket sets the mode")
     }
 

@@ -185,3 +185,65 @@ async fn when_the_fetching_node_is_killed_another_takes_over_and_resumes_with_a_
     let took_over = others.iter().filter(|node| node.log().contains("took over the fetch")).count();
     assert_eq!(took_over, 1, "one node took the fetch over");
 }
+
+fn pkgproxyctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(args)
+        .arg("-admin-socket-path")
+        .arg(daemon.admin_socket())
+        .arg("-stats-socket-path")
+        .arg(daemon.stats_socket())
+        .output()
+        .unwrap()
+}
+
+/// A node's offline mode, as its status says.
+async fn mode_of(daemon: &Daemon) -> String {
+    let status = get(daemon.proxy_addr(), "/pkgproxy/v1/status").await;
+    let json: serde_json::Value = serde_json::from_slice(&status.body).expect("status JSON");
+    json["offline"]["mode"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cluster_s_offline_switch_takes_every_node_offline_and_the_bucket_still_serves() {
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-offline");
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let apt = archive("local", &[format!("{}/debian", origin.url())]);
+    let config =
+        |node: &str| format!("{apt}{}offline_poll = \"200ms\"\n", cluster_section(&server.endpoint(), &bucket, node));
+    let (one, two) =
+        (Daemon::start(PKGPROXY, Some(&config("one"))).await, Daemon::start(PKGPROXY, Some(&config("two"))).await);
+    let shared = repo.deb_url_path("pkgproxy-hello");
+    let unseen = repo.deb_url_path("pkgproxy-small2");
+    let url = |path: &str| format!("{}{path}", origin.url());
+    assert_eq!(proxy_get(one.proxy_addr(), &url(&shared), &[]).await.status, 200);
+    eventually("the first node publishes", || async {
+        (cluster_status(&one).await["published"].as_u64() >= Some(1)).then_some(())
+    })
+    .await;
+
+    let set = pkgproxyctl(&one, &["offline", "offline", "--cluster"]);
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    eventually("the other node follows", || async { (mode_of(&two).await == "offline").then_some(()) }).await;
+    assert_eq!(mode_of(&one).await, "offline");
+    let from_bucket = proxy_get(two.proxy_addr(), &url(&shared), &[]).await;
+    assert_eq!(from_bucket.status, 200, "what the bucket holds is served offline: {}", two.log());
+    for node in [&one, &two] {
+        let refused = proxy_get(node.proxy_addr(), &url(&unseen), &[]).await;
+        assert_ne!(refused.status, 200);
+    }
+    assert_eq!((origin.count_path(&shared), origin.count_path(&unseen)), (1, 0), "nothing upstream while offline");
+
+    let back = pkgproxyctl(&two, &["offline", "never", "--cluster"]);
+    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    eventually("the first node follows back", || async { (mode_of(&one).await == "never").then_some(()) }).await;
+    assert_eq!(proxy_get(one.proxy_addr(), &url(&unseen), &[]).await.status, 200);
+
+    // A node that is not part of a cluster says so.
+    let alone = Daemon::start(PKGPROXY, None).await;
+    let refused = pkgproxyctl(&alone, &["offline", "offline", "--cluster"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not connected to a cluster"), "{refused:?}");
+}

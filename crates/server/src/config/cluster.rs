@@ -49,6 +49,11 @@ pub fn settings(
             None => pkgproxy_cluster::DEFAULT_LEASE_TTL,
         },
         peer_secret: section.peer_secret.clone().or_else(|| env("PKGPROXY_CLUSTER_PEER_SECRET")),
+        offline_poll: match section.offline_poll {
+            Some(poll) if poll.is_zero() => return Err(missing("offline_poll", "is zero")),
+            Some(poll) => poll,
+            None => pkgproxy_cluster::switch::DEFAULT_POLL,
+        },
     })
 }
 

@@ -77,6 +77,9 @@ pub struct ClusterSection {
     /// The secret nodes prove to each other (default: derived from the
     /// secret key).
     pub peer_secret: Option<String>,
+    /// How often the cluster's offline switch is read (`"2s"`).
+    #[serde(default, with = "humantime_serde")]
+    pub offline_poll: Option<Duration>,
 }
 
 /// `[status]`.

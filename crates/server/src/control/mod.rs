@@ -130,6 +130,14 @@ async fn put_offline(state: &Arc<State>, request: Request<Incoming>) -> Response
                 Some(FROM_CONFIGURE_HOOK) => true,
                 Some(other) => return error(StatusCode::BAD_REQUEST, &format!("unknown \"from\": {other:?}")),
             };
+            if asked.cluster {
+                let Some(tier) = state.cluster.as_ref().and_then(|cluster| cluster.tier()) else {
+                    return error(StatusCode::CONFLICT, "this pkgproxy is not connected to a cluster store");
+                };
+                if let Err(failed) = pkgproxy_cluster::switch::set(&tier, mode.as_str()).await {
+                    return error(StatusCode::BAD_GATEWAY, &format!("the cluster's switch was not set: {failed}"));
+                }
+            }
             json(StatusCode::OK, &offline::set(state, mode, from_hook).await)
         }
         Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
