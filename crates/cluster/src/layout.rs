@@ -48,6 +48,11 @@ impl Layout {
         self.path("cluster/offline.json")
     }
 
+    /// The breakers the cluster shares.
+    pub fn breakers(&self) -> Path {
+        self.path("cluster/breakers.json")
+    }
+
     /// The self-test's probe objects.
     pub fn probe(&self, name: &str) -> Path {
         self.path(&format!("probe/{name}"))

@@ -15,6 +15,7 @@
 //! Only stores that honour conditional writes are used: a concurrent
 //! self-test at start ([`selftest`]) refuses the others.
 
+pub mod breakers;
 mod config;
 mod error;
 mod layout;

@@ -19,13 +19,6 @@ pub const TAIL_PATH: &str = "/pkgproxy/v1/peer/tail";
 /// The header a peer proves itself with.
 pub const TOKEN_HEADER: &str = "x-pkgproxy-peer-token";
 
-/// The client nodes ask each other with: cluster-internal traffic, never
-/// to an upstream.
-pub fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
-}
-
 /// Whether `offered` is this cluster's token (compared in constant time).
 pub fn is_peer(offered: Option<&HeaderValue>, token: &str) -> bool {
     let Some(offered) = offered else { return false };

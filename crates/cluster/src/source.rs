@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use std::time::Duration;
 
-use crate::lease::{self, Taken};
+use crate::lease::{self, LeaseGuard, Taken};
 use crate::peer::{self, TailError};
 use crate::tier::SharedTier;
 
@@ -33,6 +33,9 @@ pub struct SharedFirst {
     /// Where the fetch is reading from: a resume reads on from there, or
     /// from the upstream once that source is gone.
     reading: Arc<Mutex<Reading>>,
+    /// The key's lease, while this node fetches it for the cluster:
+    /// renewed until the fetch ends (the source is dropped then).
+    lease: Arc<Mutex<Option<LeaseGuard>>>,
 }
 
 /// What a fetch is reading from, as far as a resume is concerned.
@@ -51,7 +54,14 @@ impl SharedFirst {
     /// The source of a miss of `key` whose body must match `expected`,
     /// falling back to `upstream`.
     pub fn new(tier: Arc<SharedTier>, key: &str, expected: Expected, upstream: Box<dyn Source>) -> Self {
-        SharedFirst { tier, key: key.to_owned(), expected, upstream: Arc::from(upstream), reading: Arc::default() }
+        SharedFirst {
+            tier,
+            key: key.to_owned(),
+            expected,
+            upstream: Arc::from(upstream),
+            reading: Arc::default(),
+            lease: Arc::default(),
+        }
     }
 }
 
@@ -82,7 +92,8 @@ async fn shared_entry(tier: &SharedTier, key: &str, expected: &Expected) -> Opti
 impl Source for SharedFirst {
     fn start(&self) -> StartFetch {
         let (tier, key, expected) = (Arc::clone(&self.tier), self.key.clone(), self.expected.clone());
-        let (upstream, reading) = (Arc::clone(&self.upstream), Arc::clone(&self.reading));
+        let (upstream, reading, lease) =
+            (Arc::clone(&self.upstream), Arc::clone(&self.reading), Arc::clone(&self.lease));
         Box::pin(async move {
             if !tier.worth_asking() {
                 return upstream.start().await;
@@ -95,12 +106,16 @@ impl Source for SharedFirst {
                 }
             }
             match from_whoever_fetches(&tier, &key, 0).await {
-                Ok(Some(answer)) => {
+                Ok(Whoever::Peer(answer)) => {
                     *lock(&reading) = Reading::Peer;
                     Ok(answer)
                 }
-                // This node holds the lease, or nobody can be asked.
-                Ok(None) | Err(_) => upstream.start().await,
+                Ok(Whoever::ThisNode(guard)) => {
+                    *lock(&lease) = Some(guard);
+                    upstream.start().await
+                }
+                // Nobody can be asked: this node fetches on its own.
+                Err(_) => upstream.start().await,
             }
         })
     }
@@ -126,16 +141,21 @@ impl Source for SharedFirst {
                 // upstream where the peer's bytes ended.
                 let (tier, key, upstream) = (Arc::clone(&self.tier), self.key.clone(), Arc::clone(&self.upstream));
                 let (reading, validators) = (Arc::clone(&self.reading), validators.clone());
+                let lease = Arc::clone(&self.lease);
                 Some(Box::pin(async move {
-                    match from_whoever_fetches(&tier, &key, from).await {
-                        Ok(Some(answer)) => {
-                            *lock(&reading) = Reading::Peer;
-                            Ok(answer)
-                        }
-                        Ok(None) | Err(_) => match upstream.resume(from, &validators) {
+                    let whoever = from_whoever_fetches(&tier, &key, from).await;
+                    if let Ok(Whoever::Peer(answer)) = whoever {
+                        *lock(&reading) = Reading::Peer;
+                        return Ok(answer);
+                    }
+                    if let Ok(Whoever::ThisNode(guard)) = whoever {
+                        *lock(&lease) = Some(guard);
+                    }
+                    {
+                        match upstream.resume(from, &validators) {
                             Some(resumed) => resumed.await,
                             None => Err(FetchError::Rejected("the upstream cannot resume a body a peer began".into())),
-                        },
+                        }
                     }
                 }))
             }
@@ -143,42 +163,35 @@ impl Source for SharedFirst {
     }
 }
 
-impl Drop for SharedFirst {
-    /// The fetch ended: a lease this node held for it is renewed no more
-    /// (it is given up once the body is published, or lapses).
-    fn drop(&mut self) {
-        self.tier.let_go(&self.key);
-    }
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Who brings a key's body.
+enum Whoever {
+    /// The node holding the key's lease, streaming it.
+    Peer(http::Response<UpstreamBody>),
+    /// This node, which holds the lease now.
+    ThisNode(LeaseGuard),
+}
+
 /// The body of `key` from byte `from` on, streamed from the node that
-/// holds its lease. `Ok(None)`: this node took the lease (it fetches);
+/// holds its lease. `ThisNode`: this node took the lease (it fetches);
 /// `Err`: the holder could not be asked (this node fetches too: at most
 /// one duplicate fetch, never an error for a client). A holder that died
 /// is waited for until its lease expires, then its fetch is taken over.
-async fn from_whoever_fetches(
-    tier: &Arc<SharedTier>,
-    key: &str,
-    from: u64,
-) -> Result<Option<http::Response<UpstreamBody>>, FetchError> {
+async fn from_whoever_fetches(tier: &Arc<SharedTier>, key: &str, from: u64) -> Result<Whoever, FetchError> {
     let deadline = tokio::time::Instant::now() + tier.identity().lease_ttl * 2;
     let mut taken = lease::take(tier, key).await;
     loop {
         let holder = match taken {
-            Taken::Held(guard) => {
-                tier.hold(key, guard);
-                return Ok(None);
-            }
+            Taken::Held(guard) => return Ok(Whoever::ThisNode(guard)),
             Taken::HeldBy(holder) if holder.node != tier.identity().node && holder.peer_url.is_some() => holder,
             Taken::HeldBy(_) | Taken::Unavailable => return Err(FetchError::Rejected("no lease".into())),
         };
         let token = &tier.identity().peer_token;
         taken = match peer::tail(tier.peers(), &holder, key, from, token).await {
-            Ok(answer) => return Ok(Some(answer)),
+            Ok(answer) => return Ok(Whoever::Peer(answer)),
             // Alive, and not fetching it: its lease is taken from it now.
             Err(TailError::NotThere(why)) => {
                 tracing::debug!(key, why, "the node holding this key's lease is not fetching it");

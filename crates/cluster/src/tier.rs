@@ -58,8 +58,7 @@ pub struct SharedTier {
     identity: crate::Identity,
     /// Asks other nodes for the bodies they are fetching.
     peers: reqwest::Client,
-    /// The leases this node holds for its fetches, renewed while held.
-    holding: std::sync::Mutex<std::collections::HashMap<String, crate::lease::LeaseGuard>>,
+
     degraded: AtomicBool,
     /// When the store last failed: misses leave it alone for [`REST`]
     /// after, rather than each waiting for it to fail again.
@@ -77,8 +76,8 @@ impl SharedTier {
             store,
             layout: Layout::new(prefix),
             identity,
-            peers: crate::peer::client(),
-            holding: Default::default(),
+            peers: peer_client(),
+
             degraded: AtomicBool::new(false),
             failed_at: std::sync::Mutex::new(None),
             shared_hits: AtomicU64::new(0),
@@ -134,17 +133,6 @@ impl SharedTier {
     /// Who this node is to the others.
     pub fn identity(&self) -> &crate::Identity {
         &self.identity
-    }
-
-    /// Keeps `guard`, the lease of `key`'s fetch, renewed until
-    /// [`SharedTier::let_go`].
-    pub(crate) fn hold(&self, key: &str, guard: crate::lease::LeaseGuard) {
-        self.holding.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_owned(), guard);
-    }
-
-    /// `key`'s fetch ended: its lease is renewed no more.
-    pub(crate) fn let_go(&self, key: &str) {
-        self.holding.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
 
     pub(crate) fn peers(&self) -> &reqwest::Client {
@@ -264,4 +252,11 @@ impl SharedTier {
             Err(error) => self.outcome(Err(ClusterError::store(format!("write {path}"), error))),
         }
     }
+}
+
+/// The client nodes ask each other with: cluster-internal traffic, never
+/// to an upstream.
+fn peer_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
 }

@@ -9,9 +9,10 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 
 use pkgproxy_cache::Cache;
+use pkgproxy_cluster::breakers::{self, SharedBreakers};
 use pkgproxy_cluster::switch::{self, ClusterMode};
 use pkgproxy_cluster::{ClusterConfig, ClusterError, Publisher, SharedTier};
-use pkgproxy_upstream::offline::{Mode, Switch};
+use pkgproxy_upstream::offline::{BreakerWatcher, Mode, Switch};
 
 /// How long the start waits for the store before starting alone.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
@@ -46,7 +47,11 @@ impl Cluster {
 
     fn joined(&self, tier: Arc<SharedTier>, cache: &Cache) {
         cache.on_commit(Publisher::new(Arc::clone(&tier)));
-        tokio::spawn(switch::watch(Arc::downgrade(&tier), self.config.offline_poll, follower(self.switch.clone())));
+        let poll = self.config.offline_poll;
+        tokio::spawn(switch::watch(Arc::downgrade(&tier), poll, follower(self.switch.clone())));
+        self.switch.watch_breakers(Arc::new(Sharing { tier: Arc::downgrade(&tier) }));
+        let imposing = imposer(self.switch.clone(), tier.identity().node.clone(), poll);
+        tokio::spawn(breakers::watch(Arc::downgrade(&tier), poll, imposing));
         self.tier.store(Some(tier));
         tracing::info!(
             endpoint = self.config.endpoint,
@@ -130,5 +135,58 @@ fn follower(switch: Switch) -> impl Fn(&ClusterMode) + Send + 'static {
             );
             switch.set_mode(mode);
         }
+    }
+}
+
+/// Shares the breakers hosts asked this node to open with the cluster.
+#[derive(Debug)]
+struct Sharing {
+    tier: std::sync::Weak<SharedTier>,
+}
+
+impl BreakerWatcher for Sharing {
+    fn opened(&self, host: &str, until: std::time::SystemTime) {
+        let (tier, host) = (self.tier.clone(), host.to_owned());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Some(tier) = tier.upgrade() {
+                    breakers::opened(&tier, &host, until).await;
+                }
+            });
+        }
+    }
+
+    fn closed(&self, host: &str) {
+        let (tier, host) = (self.tier.clone(), host.to_owned());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Some(tier) = tier.upgrade() {
+                    breakers::closed(&tier, &host).await;
+                }
+            });
+        }
+    }
+}
+
+/// What the node does with each new version of the shared breakers: a host
+/// another node was asked to leave alone is left alone here too, a little
+/// longer than asked (two polls and a second), so the asked node's probe
+/// is the cluster's one probe; a host that answered it is tried again at
+/// once. This node's own breakers it knows already.
+fn imposer(switch: Switch, me: String, poll: Duration) -> impl Fn(&SharedBreakers) + Send + 'static {
+    let imposed = std::sync::Mutex::new(std::collections::BTreeSet::<String>::new());
+    move |shared: &SharedBreakers| {
+        let mut imposed = imposed.lock().unwrap_or_else(|p| p.into_inner());
+        for (host, breaker) in shared.iter().filter(|(_, breaker)| breaker.set_by != me) {
+            switch.impose(host, breaker.until() + poll * 2 + Duration::from_secs(1));
+            imposed.insert(host.clone());
+        }
+        imposed.retain(|host| {
+            let still = shared.contains_key(host);
+            if !still {
+                switch.lift(host);
+            }
+            still
+        });
     }
 }

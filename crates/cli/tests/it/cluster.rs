@@ -247,3 +247,52 @@ async fn the_cluster_s_offline_switch_takes_every_node_offline_and_the_bucket_st
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not connected to a cluster"), "{refused:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_asks_one_node_for_time_is_left_alone_by_every_node_and_probed_once() {
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-breakers");
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let apt = archive("local", &[format!("{}/debian", origin.url())]);
+    let config =
+        |node: &str| format!("{apt}{}offline_poll = \"200ms\"\n", cluster_section(&server.endpoint(), &bucket, node));
+    let overloaded = ["-offline-mode", "store-overloaded"];
+    let nodes = [
+        Daemon::start_with(PKGPROXY, Some(&config("asked")), &overloaded).await,
+        Daemon::start_with(PKGPROXY, Some(&config("second")), &overloaded).await,
+        Daemon::start_with(PKGPROXY, Some(&config("third")), &overloaded).await,
+    ];
+    let url = |name: &str| format!("{}{}", origin.url(), repo.deb_url_path(name));
+    let (busy, other) = (repo.deb_url_path("pkgproxy-hello"), repo.deb_url_path("pkgproxy-small1"));
+
+    origin.set_status_override(&busy, Some(429));
+    origin.set_retry_after(Some("3"));
+    assert_eq!(proxy_get(nodes[0].proxy_addr(), &url("pkgproxy-hello"), &[]).await.status, 429);
+    origin.set_status_override(&busy, None);
+    for node in &nodes[1..] {
+        eventually("the other nodes leave the host alone too", || async {
+            let status = get(node.proxy_addr(), "/pkgproxy/v1/status").await;
+            let json: serde_json::Value = serde_json::from_slice(&status.body).expect("status JSON");
+            (json["offline"]["upstreams"].as_array().is_some_and(|open| !open.is_empty())).then_some(())
+        })
+        .await;
+        let refused = proxy_get(node.proxy_addr(), &url("pkgproxy-small1"), &[]).await;
+        assert_eq!(refused.status, 503, "{}", node.log());
+    }
+    assert_eq!(origin.count_path(&other), 0, "nothing reached the host while it asked for time");
+
+    // Once the time is up, the asked node probes; the others wait for its
+    // word, and then serve again, without a probe of their own.
+    let mut statuses = [0u16; 3];
+    let started = std::time::Instant::now();
+    while statuses.iter().any(|status| *status != 200) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "still refused: {statuses:?}");
+        for (i, node) in nodes.iter().enumerate() {
+            statuses[i] = proxy_get(node.proxy_addr(), &url("pkgproxy-small1"), &[]).await.status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(origin.count_path(&other), 1, "one probe from the cluster, and the others had it from the bucket");
+    assert_eq!(origin.count_path(&busy), 1);
+}

@@ -177,6 +177,30 @@ impl Breaker {
         }
     }
 
+    /// Opens it until `until`, as another node of a cluster saw the host
+    /// ask (requests under way report nothing after this); `false` when it
+    /// was open that long already.
+    pub fn impose(&mut self, now: Instant, until: Instant) -> bool {
+        match self.state {
+            State::Open { until: open_until } if open_until >= until => false,
+            _ if until <= now => false,
+            _ => {
+                self.state = State::Open { until };
+                self.generation += 1;
+                true
+            }
+        }
+    }
+
+    /// Closes it, as the cluster saw the host answer again.
+    pub fn lift(&mut self) {
+        if !matches!(self.state, State::Closed { .. }) {
+            self.state = State::Closed { failures: 0 };
+            self.last_open = None;
+            self.generation += 1;
+        }
+    }
+
     /// Where it stands at `now`.
     pub fn state(&self, now: Instant) -> BreakerState {
         match self.state {

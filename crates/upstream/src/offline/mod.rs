@@ -10,4 +10,4 @@ mod switch;
 
 pub use breaker::{BreakerState, Outcome, FAILURES_TO_OPEN, FIRST_OPEN, MAX_OPEN};
 pub use mode::{Mode, UnknownMode};
-pub use switch::{outcome_of, Refusal, Switch, Ticket, UpstreamState};
+pub use switch::{outcome_of, BreakerWatcher, Refusal, Switch, Ticket, UpstreamState};

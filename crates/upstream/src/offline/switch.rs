@@ -55,12 +55,25 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// Told when a host's breaker opens because the host asked for time (a
+/// `429`, or a `503` with `Retry-After`), and when it closes again: a
+/// cluster's nodes share those (the host's limit is on the cluster's
+/// address, not on one node), and keep the rest (connect errors, slow
+/// answers) to themselves.
+pub trait BreakerWatcher: Send + Sync + std::fmt::Debug {
+    /// `host` asked to be left alone until `until`.
+    fn opened(&self, host: &str, until: SystemTime);
+    /// `host` answered a probe.
+    fn closed(&self, host: &str);
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     mode: Mode,
     /// Bumped at every mode change, so tickets from before it say nothing.
     epoch: u64,
     breakers: HashMap<String, Breaker>,
+    watcher: Option<Arc<dyn BreakerWatcher>>,
 }
 
 /// The switch, shared by the transport, the dialer and the admin socket.
@@ -110,6 +123,35 @@ impl Switch {
         inner.breakers.clear();
     }
 
+    /// Tells `watcher` of breakers the hosts themselves opened, and of
+    /// their closing.
+    pub fn watch_breakers(&self, watcher: Arc<dyn BreakerWatcher>) {
+        self.lock().watcher = Some(watcher);
+    }
+
+    /// Opens `host`'s breaker until `until`, as another node saw the host
+    /// ask for time.
+    pub fn impose(&self, host: &str, until: SystemTime) {
+        let Ok(left) = until.duration_since(SystemTime::now()) else { return };
+        let now = Instant::now();
+        let mut inner = self.lock();
+        let breaker = inner.breakers.entry(host.to_ascii_lowercase()).or_default();
+        if breaker.impose(now, now + left) {
+            tracing::info!(
+                host,
+                seconds = left.as_secs(),
+                "another node of the cluster was asked to leave this upstream alone"
+            );
+        }
+    }
+
+    /// Closes `host`'s breaker, as another node saw the host answer again.
+    pub fn lift(&self, host: &str) {
+        if let Some(breaker) = self.lock().breakers.get_mut(&host.to_ascii_lowercase()) {
+            breaker.lift();
+        }
+    }
+
     /// The hosts whose breaker is not closed, at `now`.
     pub fn upstreams(&self, now: Instant) -> Vec<UpstreamState> {
         let inner = self.lock();
@@ -152,14 +194,25 @@ impl Switch {
             breaker.abandon(now, watched.pass);
             return;
         };
+        let asked = matches!(outcome, Outcome::Failure { retry_after: Some(_) });
         match breaker.record(now, watched.pass, outcome) {
             Transition::None => {}
-            Transition::Opened(duration) => tracing::warn!(
-                host = watched.host,
-                seconds = duration.as_secs(),
-                "upstream looks overloaded: leaving it alone (store-overloaded mode)"
-            ),
-            Transition::Closed => tracing::info!(host = watched.host, "upstream answered again"),
+            Transition::Opened(duration) => {
+                tracing::warn!(
+                    host = watched.host,
+                    seconds = duration.as_secs(),
+                    "upstream looks overloaded: leaving it alone (store-overloaded mode)"
+                );
+                if let (true, Some(watcher)) = (asked, &inner.watcher) {
+                    watcher.opened(&watched.host, SystemTime::now() + duration);
+                }
+            }
+            Transition::Closed => {
+                tracing::info!(host = watched.host, "upstream answered again");
+                if let Some(watcher) = &inner.watcher {
+                    watcher.closed(&watched.host);
+                }
+            }
         }
     }
 }

@@ -179,3 +179,26 @@ fn long_outages_do_not_overflow() {
     }
     assert_eq!(b.state(now), BreakerState::Open(MAX_OPEN));
 }
+
+#[test]
+fn a_breaker_another_node_opened_refuses_until_then_ignores_older_news_and_lifts() {
+    let t0 = Instant::now();
+    let mut b = Breaker::default();
+    let before = pass(&mut b, t0);
+    assert!(b.impose(t0, t0 + secs(30.0)));
+    assert_eq!(refused(&mut b, t0 + secs(10.0)), secs(20.0));
+    // A shorter opening from another node changes nothing; a request
+    // admitted before the opening reports nothing.
+    assert!(!b.impose(t0, t0 + secs(5.0)));
+    assert_eq!(b.record(t0 + secs(11.0), before, Outcome::Answer), Transition::None);
+    assert_eq!(refused(&mut b, t0 + secs(11.0)), secs(19.0));
+    // The time is up: one probe, as for a breaker this node opened.
+    let probe = pass(&mut b, t0 + secs(30.0));
+    assert!(probe.probe.is_some());
+    refused(&mut b, t0 + secs(30.5));
+    // The cluster heard the host answer: open to all at once.
+    b.lift();
+    pass(&mut b, t0 + secs(31.0));
+    pass(&mut b, t0 + secs(31.0));
+    assert!(!b.impose(t0 + secs(40.0), t0 + secs(39.0)), "a time already past opens nothing");
+}
