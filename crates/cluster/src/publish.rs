@@ -1,9 +1,13 @@
 //! Publishing what a node fetched: the committed, verified local file goes
 //! to the bucket, then the index object that names it.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwapOption;
 
 use bytes::Bytes;
 use object_store::{ObjectStoreExt, WriteMultipart};
@@ -22,85 +26,143 @@ const PART_SIZE: usize = 8 * 1024 * 1024;
 /// Uploads at once: publishing never takes the bandwidth clients need.
 const UPLOADS: usize = 4;
 
-/// Publishes every body this node commits from an upstream.
+/// Keys remembered for publishing later, at most: beyond, a key is
+/// published when another node fetches it again.
+const PENDING_LIMIT: usize = 100_000;
+
+/// Publishes every body this node commits from an upstream. What could not
+/// be published (the store was down, or not connected yet) is remembered,
+/// and published when a client next asks for it.
 #[derive(Debug)]
 pub struct Publisher {
-    tier: Arc<SharedTier>,
+    tier: ArcSwapOption<SharedTier>,
     uploads: Arc<Semaphore>,
+    pending: Mutex<HashSet<String>>,
+    /// How many keys wait, readable without the lock: every hit asks.
+    waiting: AtomicUsize,
 }
 
 impl Publisher {
-    /// Publishes into `tier`.
-    pub fn new(tier: Arc<SharedTier>) -> Arc<Self> {
-        Arc::new(Publisher { tier, uploads: Arc::new(Semaphore::new(UPLOADS)) })
+    /// A publisher that remembers what it is given until it is connected.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Publisher {
+            tier: ArcSwapOption::empty(),
+            uploads: Arc::new(Semaphore::new(UPLOADS)),
+            pending: Mutex::new(HashSet::new()),
+            waiting: AtomicUsize::new(0),
+        })
     }
 
-    /// Publishes `entry`, committed locally under `key`, whose body `body`
-    /// holds: the blob first (unless the bucket has it), then the index
-    /// object. An index object is written only once: the entries shared
-    /// so far never change under their key.
-    pub async fn publish(&self, key: &str, entry: &Entry, body: Arc<File>) -> Result<(), ClusterError> {
-        let blob = self.tier.layout().blob(&entry.sha256);
-        let store = self.tier.store();
-        let held = match store.head(&blob).await {
-            Ok(meta) => meta.size == entry.size,
-            Err(object_store::Error::NotFound { .. }) => false,
-            Err(error) => return self.tier.outcome(Err(ClusterError::store(format!("look for {blob}"), error))),
-        };
-        if !held {
-            self.upload(key, &blob, entry.size, body).await?;
-        }
-        let shared = SharedEntry { key: key.to_owned(), entry: entry.clone(), node: self.tier.node().to_owned() };
-        let json = serde_json::to_vec(&shared).expect("an entry serialises");
-        self.tier.create(&self.tier.layout().index(key), Bytes::from(json)).await?;
-        self.tier.count_published();
-        crate::lease::release(&self.tier, key).await;
-        tracing::debug!(key, sha256 = entry.sha256, "published to the cluster store");
-        Ok(())
+    /// Publishes into `tier` from now on.
+    pub fn connect(&self, tier: Arc<SharedTier>) {
+        self.tier.store(Some(tier));
     }
 
-    async fn upload(
-        &self,
-        key: &str,
-        blob: &object_store::path::Path,
-        size: u64,
-        body: Arc<File>,
-    ) -> Result<(), ClusterError> {
-        let local = |source| ClusterError::Local { key: key.to_owned(), source };
-        if size <= SINGLE_PUT_LIMIT {
-            let bytes = read_at(body, 0, size as usize).await.map_err(local)?;
-            self.tier.create(blob, bytes).await?;
-            return Ok(());
+    /// How many keys wait to be published.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// A client was served `key` from this node's cache: if it waits to be
+    /// published, it is now (`open` gives its body).
+    pub fn accessed(self: &Arc<Self>, key: &str, entry: &Entry, open: impl FnOnce() -> std::io::Result<Arc<File>>) {
+        if self.waiting() == 0 || self.tier.load().as_ref().is_none_or(|tier| !tier.worth_asking()) {
+            return;
         }
-        // Parts are invisible until the upload completes: nothing partial
-        // is ever read. Bodies are named by their hash, so a second writer
-        // of the same name writes the same bytes.
-        let store = self.tier.store();
-        let upload = match store.put_multipart(blob).await {
-            Ok(upload) => upload,
-            Err(error) => return self.tier.outcome(Err(ClusterError::store(format!("start uploading {blob}"), error))),
-        };
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-        let mut offset = 0;
-        while offset < size {
-            let len = (size - offset).min(PART_SIZE as u64) as usize;
-            let bytes = match read_at(Arc::clone(&body), offset, len).await {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    let _ = writer.abort().await;
-                    return Err(local(error));
-                }
-            };
-            if let Err(error) = writer.wait_for_capacity(2).await {
-                return self.tier.outcome(Err(ClusterError::store(format!("upload {blob}"), error)));
+        let removed = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        if !removed {
+            return;
+        }
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        if let Ok(body) = open() {
+            self.spawn_publish(key.to_owned(), Arc::new(entry.clone()), body);
+        }
+    }
+
+    fn remember(&self, key: String) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.len() < PENDING_LIMIT && pending.insert(key) {
+            self.waiting.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn spawn_publish(self: &Arc<Self>, key: String, entry: Arc<Entry>, body: Arc<File>) {
+        let publisher = Arc::clone(self);
+        tokio::spawn(async move {
+            let Ok(_slot) = Arc::clone(&publisher.uploads).acquire_owned().await else { return };
+            let Some(tier) = publisher.tier.load_full() else { return publisher.remember(key) };
+            if let Err(error) = publish(&tier, &key, &entry, body).await {
+                tracing::warn!(key, %error, "not published to the cluster store yet: it will be when next asked for");
+                publisher.remember(key);
             }
-            writer.put(bytes);
-            offset += len as u64;
+        });
+    }
+}
+
+/// Publishes `entry`, committed locally under `key`, whose body `body`
+/// holds: the blob first (unless the bucket has it), then the index object.
+/// An index object is written only once: the entries shared so far never
+/// change under their key.
+async fn publish(tier: &SharedTier, key: &str, entry: &Entry, body: Arc<File>) -> Result<(), ClusterError> {
+    let blob = tier.layout().blob(&entry.sha256);
+    let held = match tier.store().head(&blob).await {
+        Ok(meta) => meta.size == entry.size,
+        Err(object_store::Error::NotFound { .. }) => false,
+        Err(error) => return tier.outcome(Err(ClusterError::store(format!("look for {blob}"), error))),
+    };
+    if !held {
+        upload(tier, key, &blob, entry.size, body).await?;
+    }
+    let shared = SharedEntry { key: key.to_owned(), entry: entry.clone(), node: tier.node().to_owned() };
+    let json = serde_json::to_vec(&shared).expect("an entry serialises");
+    tier.create(&tier.layout().index(key), Bytes::from(json)).await?;
+    tier.count_published();
+    crate::lease::release(tier, key).await;
+    tracing::debug!(key, sha256 = entry.sha256, "published to the cluster store");
+    Ok(())
+}
+
+/// Uploads the `size` bytes of `body` as `blob`.
+async fn upload(
+    tier: &SharedTier,
+    key: &str,
+    blob: &object_store::path::Path,
+    size: u64,
+    body: Arc<File>,
+) -> Result<(), ClusterError> {
+    let local = |source| ClusterError::Local { key: key.to_owned(), source };
+    if size <= SINGLE_PUT_LIMIT {
+        let bytes = read_at(body, 0, size as usize).await.map_err(local)?;
+        tier.create(blob, bytes).await?;
+        return Ok(());
+    }
+    // Parts are invisible until the upload completes: nothing partial is
+    // ever read. Bodies are named by their hash, so a second writer of the
+    // same name writes the same bytes.
+    let upload = match tier.store().put_multipart(blob).await {
+        Ok(upload) => upload,
+        Err(error) => return tier.outcome(Err(ClusterError::store(format!("start uploading {blob}"), error))),
+    };
+    let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+    let mut offset = 0;
+    while offset < size {
+        let len = (size - offset).min(PART_SIZE as u64) as usize;
+        let bytes = match read_at(Arc::clone(&body), offset, len).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                let _ = writer.abort().await;
+                return Err(local(error));
+            }
+        };
+        if let Err(error) = writer.wait_for_capacity(2).await {
+            return tier.outcome(Err(ClusterError::store(format!("upload {blob}"), error)));
         }
-        match writer.finish().await {
-            Ok(_) => self.tier.outcome(Ok(())),
-            Err(error) => self.tier.outcome(Err(ClusterError::store(format!("finish uploading {blob}"), error))),
-        }
+        writer.put(bytes);
+        offset += len as u64;
+    }
+    match writer.finish().await {
+        Ok(_) => tier.outcome(Ok(())),
+        Err(error) => tier.outcome(Err(ClusterError::store(format!("finish uploading {blob}"), error))),
     }
 }
 
@@ -123,12 +185,6 @@ impl Committed for Publisher {
         if entry.class != Class::Immutable || answered_by.is_some_and(|by| by.starts_with(CLUSTER_ANSWERS)) {
             return;
         }
-        let (key, entry) = (key.to_owned(), Arc::clone(entry));
-        tokio::spawn(async move {
-            let Ok(_slot) = Arc::clone(&self.uploads).acquire_owned().await else { return };
-            if let Err(error) = self.publish(&key, &entry, body).await {
-                tracing::warn!(key, %error, "not published to the cluster store");
-            }
-        });
+        self.spawn_publish(key.to_owned(), Arc::clone(entry), body);
     }
 }

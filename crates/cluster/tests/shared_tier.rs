@@ -47,6 +47,7 @@ impl Source for Upstream {
 struct Node {
     cache: Cache,
     tier: Arc<SharedTier>,
+    publisher: Arc<Publisher>,
     _dir: tempfile::TempDir,
 }
 
@@ -74,8 +75,10 @@ fn node(server: &S3Server, bucket: &str, name: &str) -> Node {
     let cache = Cache::open(dir.path(), Arc::new(SystemClock)).expect("a cache");
     let config = config(server, bucket, name);
     let tier = SharedTier::new(config.store().expect("an S3 client"), PREFIX, config.identity());
-    cache.on_commit(Publisher::new(Arc::clone(&tier)));
-    Node { cache, tier, _dir: dir }
+    let publisher = Publisher::new();
+    publisher.connect(Arc::clone(&tier));
+    cache.on_commit(Arc::clone(&publisher) as Arc<dyn pkgproxy_cache::Committed>);
+    Node { cache, tier, publisher, _dir: dir }
 }
 
 /// Fetches `key` through `node`, the bucket first: the body, or the error
@@ -196,12 +199,28 @@ async fn with_the_bucket_down_misses_are_fetched_upstream_and_published_once_it_
     assert_eq!(first_calls.load(Ordering::SeqCst), 1);
     assert!(a.tier.is_degraded(), "the node says it works alone");
 
+    eventually("remembered for later", || async { (a.publisher.waiting() == 1).then_some(()) }).await;
+
     server.resume();
     server.bucket(&bucket);
+    // The store rests a few seconds after a failure before it is asked
+    // again; a hit after that publishes what waited.
+    eventually("a hit publishes what waited", || async {
+        let entry = a.cache.lookup(KEY).expect("cached locally");
+        a.publisher.accessed(KEY, &entry, || a.cache.open_body(&entry));
+        (a.tier.counters().published == 1).then_some(())
+    })
+    .await;
+    assert_eq!(a.publisher.waiting(), 0);
+    let b = node(&server, &bucket, "b");
+    let (from_bucket, calls) = upstream(&body);
+    assert_eq!(fetch(&b, KEY, from_bucket).await.expect("node b fetches"), body);
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "from the bucket");
+
     let other = random_body(60_000);
     let (second, _) = upstream(&other);
     fetch(&a, "go/example.com/m/@v/v1.0.0.zip", second).await.expect("the next miss");
-    eventually("published once the bucket is back", || async { (a.tier.counters().published == 1).then_some(()) })
+    eventually("published once the bucket is back", || async { (a.tier.counters().published == 2).then_some(()) })
         .await;
     assert!(!a.tier.is_degraded());
 }

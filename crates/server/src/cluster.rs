@@ -28,6 +28,8 @@ pub struct Cluster {
     tier: ArcSwapOption<SharedTier>,
     /// The node's offline switch, which follows the cluster's.
     switch: Switch,
+    /// Publishes what this node fetches.
+    publisher: Arc<Publisher>,
 }
 
 impl Cluster {
@@ -35,18 +37,21 @@ impl Cluster {
     /// to it; a store that cannot be used is an error, one that cannot be
     /// reached yet is tried again in the background.
     pub async fn start(config: ClusterConfig, cache: &Cache, switch: Switch) -> Result<Arc<Cluster>, ClusterError> {
-        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch });
+        let publisher = Publisher::new();
+        // Commits are remembered from the start, published once connected.
+        cache.on_commit(Arc::clone(&publisher) as Arc<dyn pkgproxy_cache::Committed>);
+        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch, publisher });
         match tokio::time::timeout(CONNECT_WAIT, pkgproxy_cluster::connect(&cluster.config)).await {
-            Ok(Ok(tier)) => cluster.joined(tier, cache),
+            Ok(Ok(tier)) => cluster.joined(tier),
             Ok(Err(error @ (ClusterError::Unfit { .. } | ClusterError::Config(_)))) => return Err(error),
-            Ok(Err(error)) => cluster.retry(cache.clone(), error.to_string()),
-            Err(_) => cluster.retry(cache.clone(), format!("no answer within {}s", CONNECT_WAIT.as_secs())),
+            Ok(Err(error)) => cluster.retry(error.to_string()),
+            Err(_) => cluster.retry(format!("no answer within {}s", CONNECT_WAIT.as_secs())),
         }
         Ok(cluster)
     }
 
-    fn joined(&self, tier: Arc<SharedTier>, cache: &Cache) {
-        cache.on_commit(Publisher::new(Arc::clone(&tier)));
+    fn joined(&self, tier: Arc<SharedTier>) {
+        self.publisher.connect(Arc::clone(&tier));
         let poll = self.config.offline_poll;
         tokio::spawn(switch::watch(Arc::downgrade(&tier), poll, follower(self.switch.clone())));
         self.switch.watch_breakers(Arc::new(Sharing { tier: Arc::downgrade(&tier) }));
@@ -61,7 +66,7 @@ impl Cluster {
         );
     }
 
-    fn retry(self: &Arc<Self>, cache: Cache, why: String) {
+    fn retry(self: &Arc<Self>, why: String) {
         tracing::warn!(
             endpoint = self.config.endpoint,
             error = why,
@@ -73,7 +78,7 @@ impl Cluster {
                 tokio::time::sleep(RETRY_EVERY).await;
                 let Some(cluster) = cluster.upgrade() else { return };
                 match pkgproxy_cluster::connect(&cluster.config).await {
-                    Ok(tier) => return cluster.joined(tier, &cache),
+                    Ok(tier) => return cluster.joined(tier),
                     Err(error @ ClusterError::Unfit { .. }) => {
                         tracing::error!(%error, "the cluster store cannot be used: this node stays alone");
                         return;
@@ -82,6 +87,17 @@ impl Cluster {
                 }
             }
         });
+    }
+
+    /// A client was served `key` from this node's cache: published now if
+    /// it could not be before (the store was down).
+    pub fn accessed(
+        &self,
+        key: &str,
+        entry: &pkgproxy_cache::Entry,
+        open: impl FnOnce() -> std::io::Result<Arc<std::fs::File>>,
+    ) {
+        self.publisher.accessed(key, entry, open);
     }
 
     /// The shared tier, when connected.

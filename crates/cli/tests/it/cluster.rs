@@ -296,3 +296,39 @@ async fn a_host_that_asks_one_node_for_time_is_left_alone_by_every_node_and_prob
     assert_eq!(origin.count_path(&other), 1, "one probe from the cluster, and the others had it from the bucket");
     assert_eq!(origin.count_path(&busy), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_store_stopped_a_node_serves_alone_and_publishes_on_the_next_access_once_it_is_back() {
+    let mut server = S3Server::start();
+    let bucket = server.bucket("cluster-stopped");
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let apt = archive("local", &[format!("{}/debian", origin.url())]);
+    let endpoint = server.endpoint();
+    let config = |node: &str| format!("{apt}{}", cluster_section(&endpoint, &bucket, node));
+    let node = Daemon::start(PKGPROXY, Some(&config("alone-for-a-while"))).await;
+    let path = repo.deb_url_path("pkgproxy-hello");
+    let url = format!("{}{path}", origin.url());
+
+    server.stop();
+    let miss = proxy_get(node.proxy_addr(), &url, &[]).await;
+    assert_eq!((miss.status, miss.header("x-pkgproxy-cache")), (200, Some("miss")), "{}", node.log());
+    let hit = proxy_get(node.proxy_addr(), &url, &[]).await;
+    assert_eq!((hit.status, hit.header("x-pkgproxy-cache")), (200, Some("hit")));
+    eventually("the node says it works alone", || async {
+        (cluster_status(&node).await["state"].as_str() == Some("degraded")).then_some(())
+    })
+    .await;
+
+    server.resume();
+    server.bucket(&bucket);
+    eventually("a hit publishes what waited", || async {
+        assert_eq!(proxy_get(node.proxy_addr(), &url, &[]).await.status, 200, "no client error");
+        (cluster_status(&node).await["published"].as_u64() == Some(1)).then_some(())
+    })
+    .await;
+    assert_eq!(cluster_status(&node).await["state"].as_str(), Some("connected"));
+    let other = Daemon::start(PKGPROXY, Some(&config("other"))).await;
+    assert_eq!(proxy_get(other.proxy_addr(), &url, &[]).await.body, miss.body);
+    assert_eq!(origin.count_path(&path), 1, "the other node had it from the bucket");
+}

@@ -295,6 +295,9 @@ pub(super) fn from_cache(
         }
     };
     state.cache.touch(&request.key);
+    if let Some(cluster) = &state.cluster {
+        cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
+    }
     let (response, sent) = answer::from_entry(exchange, entry, file, served, request.dated_resume);
     if served != Served::Miss {
         let stats = state.stats.side(request.side);
