@@ -24,6 +24,7 @@ pub mod peer;
 mod publish;
 pub mod selftest;
 mod source;
+pub mod sweep;
 pub mod switch;
 mod tier;
 

@@ -295,3 +295,30 @@ impl ObjectStore for Careless {
         self.0.copy_opts(from, to, options).await
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_a_killed_node_left_unfinished_is_swept_and_others_are_not() {
+    use object_store::ObjectStoreExt;
+    let server = S3Server::start();
+    let bucket = server.bucket("shared-sweep");
+    let s3 = config(&server, &bucket, "a").store().expect("an S3 client");
+    let begin = |key: &'static str| {
+        let s3 = Arc::clone(&s3);
+        async move {
+            let mut upload = s3.put_multipart(&Path::from(key)).await.expect("an upload begins");
+            upload.put_part(PutPayload::from(vec![7u8; 5 * 1024 * 1024])).await.expect("a part");
+            // The node dies here: the upload is never completed nor aborted.
+            std::mem::forget(upload);
+        }
+    };
+    begin("pkgproxy/blobs/sha256/ab/abandoned").await;
+    begin("someone-else/their-upload").await;
+    let client = reqwest::Client::new();
+    // moto dates every upload 2010-11-10: how old one must be is not
+    // tested here, only which are swept.
+    let swept = pkgproxy_cluster::sweep::sweep(&s3, &client, PREFIX, std::time::Duration::ZERO).await;
+    assert_eq!(swept.expect("listed"), 1);
+    assert_eq!(pkgproxy_cluster::sweep::sweep(&s3, &client, PREFIX, std::time::Duration::ZERO).await.unwrap(), 0);
+    let theirs = pkgproxy_cluster::sweep::sweep(&s3, &client, "someone-else", std::time::Duration::ZERO).await;
+    assert_eq!(theirs.unwrap(), 1, "outside pkgproxy's prefix it was left alone");
+}

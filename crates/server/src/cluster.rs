@@ -57,6 +57,7 @@ impl Cluster {
         self.switch.watch_breakers(Arc::new(Sharing { tier: Arc::downgrade(&tier) }));
         let imposing = imposer(self.switch.clone(), tier.identity().node.clone(), poll);
         tokio::spawn(breakers::watch(Arc::downgrade(&tier), poll, imposing));
+        tokio::spawn(pkgproxy_cluster::sweep::keep_swept(self.config.clone()));
         self.tier.store(Some(tier));
         tracing::info!(
             endpoint = self.config.endpoint,
