@@ -380,6 +380,19 @@ fn render_info(info: &Info) -> String {
         out += &format!("{}: {}\n", group.replace('_', " "), counts.join(", "));
     }
     out += &format!("offline mode: {}\n", info.offline.mode);
+    if let Some(cluster) = &info.cluster {
+        out += &format!(
+            "cluster: node {} on {} bucket {}: {}; {} fetches answered from the store, {} bodies published, {} damaged bodies removed, {} store errors\n",
+            cluster.node,
+            cluster.endpoint,
+            cluster.bucket,
+            cluster.state,
+            cluster.shared_hits,
+            cluster.published,
+            cluster.corrupt,
+            cluster.errors,
+        );
+    }
     let upstream = |counter| info.upstream.get(counter);
     out += &format!(
         "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",

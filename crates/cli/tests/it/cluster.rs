@@ -59,6 +59,10 @@ async fn what_one_node_fetched_is_served_by_the_others_from_the_bucket_even_offl
         assert_eq!(again.header("x-pkgproxy-cache"), Some("hit"), "cached locally from then on");
     }
     assert_eq!(origin.count_path(&path), 1, "only the first node asked the origin");
+    // The peer endpoint answers only nodes of the cluster.
+    let key = format!("apt/local{}", path.trim_start_matches("/debian"));
+    let tail = format!("{}?key={}", pkgproxy_cluster::peer::TAIL_PATH, key.replace('/', "%2F"));
+    assert_eq!(get(first.proxy_addr(), &tail).await.status, 403, "no token, no body");
     let metrics = second.metrics().await;
     assert!(metrics.contains("pkgproxy_cluster_shared_hits_total 1"), "{metrics}");
     assert!(metrics.contains("pkgproxy_cluster_degraded 0"), "{metrics}");
@@ -80,6 +84,12 @@ async fn a_node_whose_store_cannot_be_reached_starts_and_serves_alone() {
     assert_eq!(answer.status, 200, "{}", node.log());
     assert_eq!(cluster_status(&node).await["state"].as_str(), Some("degraded"));
     assert!(node.log().contains("cluster store unreachable"), "{}", node.log());
+    let info = pkgproxyctl(&node, &["info"]);
+    let said = String::from_utf8_lossy(&info.stdout);
+    assert!(said.contains("cluster: node alone on") && said.contains(": degraded;"), "{said}");
+    // The peer endpoint answers only nodes of the cluster.
+    let tail = format!("{}?key=apt%2Flocal%2Fpool%2Fx.deb", pkgproxy_cluster::peer::TAIL_PATH);
+    assert_eq!(get(node.proxy_addr(), &tail).await.status, 404, "not connected: nothing to serve");
     assert!(node.metrics().await.contains("pkgproxy_cluster_degraded 1"));
 }
 
