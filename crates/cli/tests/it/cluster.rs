@@ -63,6 +63,9 @@ async fn what_one_node_fetched_is_served_by_the_others_from_the_bucket_even_offl
     let key = format!("apt/local{}", path.trim_start_matches("/debian"));
     let tail = format!("{}?key={}", pkgproxy_cluster::peer::TAIL_PATH, key.replace('/', "%2F"));
     assert_eq!(get(first.proxy_addr(), &tail).await.status, 403, "no token, no body");
+    let page = get(second.proxy_addr(), "/").await;
+    let page = String::from_utf8_lossy(&page.body);
+    assert!(page.contains("cluster node <b>second</b>") && page.contains(">connected</span>"), "{page}");
     let metrics = second.metrics().await;
     assert!(metrics.contains("pkgproxy_cluster_shared_hits_total 1"), "{metrics}");
     assert!(metrics.contains("pkgproxy_cluster_degraded 0"), "{metrics}");

@@ -53,6 +53,12 @@ function draw(status) {
   meter.value = limited ? cache.size_bytes : cache.disk_bytes - cache.free_bytes;
   const share = meter.max > 0 ? meter.value / meter.max : 0;
   text("meter-caption", (share * 100).toFixed(0) + " % " + (limited ? "of the size limit" : "of the disk in use"));
+  if (status.cluster) {
+    const state = document.getElementById("cluster-state");
+    if (state) { state.textContent = status.cluster.state; state.className = "state-" + status.cluster.state; }
+    text("cluster-shared", status.cluster.shared_hits);
+    text("cluster-published", status.cluster.published);
+  }
   const instances = status.pools.flatMap(pool => pool.instances.map(instance => [pool.name, instance]));
   rows("pools", instances, (row, [pool, instance]) => {
     cell(row, pool); cell(row, instance.url); cell(row, instance.state, "state-" + instance.state);

@@ -91,8 +91,26 @@ fn cache(html: &mut String, status: &Status) {
     let _ = write!(
         html,
         "<meter id=\"cache-meter\" min=\"0\" max=\"{max}\" value=\"{value}\"></meter>\
-         <p class=\"caption\" id=\"meter-caption\">{caption}</p></section>"
+         <p class=\"caption\" id=\"meter-caption\">{caption}</p>"
     );
+    if let Some(cluster) = &status.cluster {
+        html.push_str(&cluster_line(cluster));
+    }
+    html.push_str("</section>");
+}
+
+/// Where the node stands in its cluster (`page.js`'s `draw` too).
+fn cluster_line(cluster: &pkgproxy_control::ClusterInfo) -> String {
+    format!(
+        "<p id=\"cluster\">cluster node <b>{node}</b> on {bucket}: <span id=\"cluster-state\" class=\"state-{state}\">{state}</span> · \
+         <span id=\"cluster-shared\">{shared}</span> fetches answered from the store · \
+         <span id=\"cluster-published\">{published}</span> published</p>",
+        node = escape(&cluster.node),
+        bucket = escape(&cluster.bucket),
+        state = escape(&cluster.state),
+        shared = cluster.shared_hits,
+        published = cluster.published,
+    )
 }
 
 /// What the meter shows: the cache against its limit, or without one, the
