@@ -98,23 +98,11 @@ pub async fn watch(
     every: Duration,
     apply: impl Fn(&SharedBreakers) + Send + 'static,
 ) {
-    let mut seen: Option<String> = None;
-    loop {
-        let Some(tier) = tier.upgrade() else { return };
-        let path = tier.layout().breakers();
-        let options = GetOptions { if_none_match: seen.clone(), ..GetOptions::default() };
-        match tier.store().get_opts(&path, options).await {
-            Ok(found) => {
-                let etag = found.meta.e_tag.clone();
-                if let Ok(bytes) = found.bytes().await {
-                    apply(&serde_json::from_slice(&bytes).unwrap_or_default());
-                    seen = etag;
-                }
-            }
-            Err(object_store::Error::NotModified { .. } | object_store::Error::NotFound { .. }) => {}
-            Err(error) => tracing::debug!(%path, %error, "the cluster's breakers were not read"),
-        }
-        drop(tier);
-        tokio::time::sleep(every).await;
-    }
+    crate::poll::watch(
+        tier,
+        |tier| tier.layout().breakers(),
+        every,
+        |bytes| apply(&serde_json::from_slice(bytes).unwrap_or_default()),
+    )
+    .await;
 }

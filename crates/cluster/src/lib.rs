@@ -21,6 +21,7 @@ mod error;
 mod layout;
 mod lease;
 pub mod peer;
+mod poll;
 mod publish;
 pub mod selftest;
 mod source;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use object_store::{GetOptions, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClusterError;
@@ -43,26 +43,14 @@ pub async fn set(tier: &SharedTier, mode: &str) -> Result<(), ClusterError> {
 /// Reads the switch every `every` and calls `apply` with each new setting
 /// (the first one found included), until the tier is dropped.
 pub async fn watch(tier: std::sync::Weak<SharedTier>, every: Duration, apply: impl Fn(&ClusterMode) + Send + 'static) {
-    let mut seen: Option<String> = None;
-    loop {
-        let Some(tier) = tier.upgrade() else { return };
-        let path = tier.layout().cluster_mode();
-        let options = GetOptions { if_none_match: seen.clone(), ..GetOptions::default() };
-        match tier.store().get_opts(&path, options).await {
-            Ok(found) => {
-                let etag = found.meta.e_tag.clone();
-                if let Ok(bytes) = found.bytes().await {
-                    match serde_json::from_slice::<ClusterMode>(&bytes) {
-                        Ok(mode) => apply(&mode),
-                        Err(error) => tracing::warn!(%path, %error, "the cluster's offline switch is not readable"),
-                    }
-                    seen = etag;
-                }
-            }
-            Err(object_store::Error::NotModified { .. } | object_store::Error::NotFound { .. }) => {}
-            Err(error) => tracing::debug!(%path, %error, "the cluster's offline switch was not read"),
-        }
-        drop(tier);
-        tokio::time::sleep(every).await;
-    }
+    crate::poll::watch(
+        tier,
+        |tier| tier.layout().cluster_mode(),
+        every,
+        |bytes| match serde_json::from_slice::<ClusterMode>(bytes) {
+            Ok(mode) => apply(&mode),
+            Err(error) => tracing::warn!(%error, "the cluster's offline switch is not readable"),
+        },
+    )
+    .await;
 }

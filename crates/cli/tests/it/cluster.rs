@@ -3,7 +3,7 @@
 //! a node that is offline; a store that cannot be reached at start leaves a
 //! node serving alone, and it says so.
 
-use crate::common::{archive, PKGPROXY};
+use crate::common::{archive, pkgproxyctl, PKGPROXY};
 use pkgproxy_testkit::client::{get, proxy_get};
 use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, RefusingPort, S3Server};
 
@@ -96,19 +96,28 @@ async fn a_node_whose_store_cannot_be_reached_starts_and_serves_alone() {
     assert!(node.metrics().await.contains("pkgproxy_cluster_degraded 1"));
 }
 
+/// An origin serving one big package at `path` (under `/debian/pool/`),
+/// `mib` MiB of bytes no two runs of a test share with another test, paced
+/// at `pace` bytes a second per connection so a download takes a while.
+async fn paced_origin(path: &str, mib: u32, seed: u32, pace: u64) -> (tempfile::TempDir, Origin, Vec<u8>) {
+    let root = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..mib * 1024 * 1024).map(|i| (i.wrapping_mul(seed) >> 13) as u8).collect();
+    let file = root.path().join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, &body).unwrap();
+    let origin = Origin::serve(root.path()).await;
+    origin.set_rate_limit(Some(pace));
+    (root, origin, body)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn thirty_clients_on_three_nodes_make_one_upstream_fetch_and_all_get_the_right_bytes() {
     use sha2::Digest;
     let server = S3Server::start();
     let bucket = server.bucket("cluster-fan-out");
-    let root = tempfile::tempdir().unwrap();
     let path = "/debian/pool/main/b/big/big_1.0_all.deb";
-    let body: Vec<u8> = (0..32u32 * 1024 * 1024).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    std::fs::create_dir_all(root.path().join("debian/pool/main/b/big")).unwrap();
-    std::fs::write(root.path().join(&path[1..]), &body).unwrap();
-    let origin = Origin::serve(root.path()).await;
     // A download lasting about two seconds: every node misses while it runs.
-    origin.set_rate_limit(Some(16 * 1024 * 1024));
+    let (_root, origin, body) = paced_origin(path, 32, 2_654_435_761, 16 * 1024 * 1024).await;
     let apt = archive("local", &[format!("{}/debian", origin.url())]);
     let config =
         |node: &str| format!("{apt}{}lease_ttl = \"2s\"\n", cluster_section(&server.endpoint(), &bucket, node));
@@ -152,13 +161,8 @@ async fn when_the_fetching_node_is_killed_another_takes_over_and_resumes_with_a_
     use sha2::Digest;
     let server = S3Server::start();
     let bucket = server.bucket("cluster-takeover");
-    let root = tempfile::tempdir().unwrap();
     let path = "/debian/pool/main/b/big/big_2.0_all.deb";
-    let body: Vec<u8> = (0..16u32 * 1024 * 1024).map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8).collect();
-    std::fs::create_dir_all(root.path().join("debian/pool/main/b/big")).unwrap();
-    std::fs::write(root.path().join(&path[1..]), &body).unwrap();
-    let origin = Origin::serve(root.path()).await;
-    origin.set_rate_limit(Some(4 * 1024 * 1024));
+    let (_root, origin, body) = paced_origin(path, 16, 2_246_822_519, 4 * 1024 * 1024).await;
     let apt = archive("local", &[format!("{}/debian", origin.url())]);
     let config =
         |node: &str| format!("{apt}{}lease_ttl = \"2s\"\n", cluster_section(&server.endpoint(), &bucket, node));
@@ -197,17 +201,6 @@ async fn when_the_fetching_node_is_killed_another_takes_over_and_resumes_with_a_
     assert_eq!((asked.len(), ranged), (2, 1), "one full request and one resumed with a Range: {asked:?}");
     let took_over = others.iter().filter(|node| node.log().contains("took over the fetch")).count();
     assert_eq!(took_over, 1, "one node took the fetch over");
-}
-
-fn pkgproxyctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .args(args)
-        .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
-        .arg("-stats-socket-path")
-        .arg(daemon.stats_socket())
-        .output()
-        .unwrap()
 }
 
 /// A node's offline mode, as its status says.

@@ -12,6 +12,18 @@ use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 /// The daemon under test.
 pub const PKGPROXY: &str = env!("CARGO_BIN_EXE_pkgproxy");
 
+/// Runs `pkgproxyctl ARGS` against `daemon`'s sockets.
+pub fn pkgproxyctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(args)
+        .arg("-admin-socket-path")
+        .arg(daemon.admin_socket())
+        .arg("-stats-socket-path")
+        .arg(daemon.stats_socket())
+        .output()
+        .expect("pkgproxyctl runs")
+}
+
 /// An `[[apt.archive]]` table for `name` with `mirrors`.
 pub fn archive(name: &str, mirrors: &[String]) -> String {
     let quoted: Vec<String> = mirrors.iter().map(|m| format!("{m:?}")).collect();

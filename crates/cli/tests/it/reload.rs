@@ -3,22 +3,9 @@
 //! that does not parse is refused with its reason, and the daemon goes on
 //! serving on the settings it had.
 
-use std::process::Command;
-
-use crate::common::{archive, PKGPROXY};
+use crate::common::{archive, pkgproxyctl, PKGPROXY};
 use pkgproxy_testkit::client::{get, proxy_get};
 use pkgproxy_testkit::{AptRepo, Daemon, Origin};
-
-fn pkgproxyctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .args(args)
-        .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
-        .arg("-stats-socket-path")
-        .arg(daemon.stats_socket())
-        .output()
-        .unwrap()
-}
 
 /// Waits until the daemon's log has `count` lines holding `needle`.
 async fn logged(daemon: &Daemon, needle: &str, count: usize) {
