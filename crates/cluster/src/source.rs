@@ -151,11 +151,9 @@ impl Source for SharedFirst {
                     if let Ok(Whoever::ThisNode(guard)) = whoever {
                         *lock(&lease) = Some(guard);
                     }
-                    {
-                        match upstream.resume(from, &validators) {
-                            Some(resumed) => resumed.await,
-                            None => Err(FetchError::Rejected("the upstream cannot resume a body a peer began".into())),
-                        }
+                    match upstream.resume(from, &validators) {
+                        Some(resumed) => resumed.await,
+                        None => Err(FetchError::Rejected("the upstream cannot resume a body a peer began".into())),
                     }
                 }))
             }
