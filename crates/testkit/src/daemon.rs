@@ -150,6 +150,14 @@ impl Daemon {
         let child = command
             .args(&args)
             .env_remove("RUST_LOG")
+            // A proxy of the machine's is not the tests' (one that wants
+            // one sets it).
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -18,6 +18,7 @@ use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
 pub(crate) use crate::io::{ConnectionUses, Peer, Stream, UpstreamIo};
 use crate::network::Network;
+use crate::proxy::{ProxyAddress, UpstreamProxy};
 use crate::resolve::{AddressPolicy, Resolver};
 use crate::tls::Tls;
 
@@ -71,6 +72,8 @@ pub(crate) struct Connector {
     tls: Tls,
     /// What connections are made of: sockets, or pipes of a memory network.
     network: Network,
+    /// The proxy requests go through, if any.
+    proxy: Arc<UpstreamProxy>,
 }
 
 impl Connector {
@@ -92,7 +95,14 @@ impl Connector {
             counted_as,
             tls: Tls::default(),
             network,
+            proxy: Arc::default(),
         }
+    }
+
+    /// The same connector, with upstream requests through `proxy`.
+    pub(crate) fn through(mut self, proxy: UpstreamProxy) -> Self {
+        self.proxy = Arc::new(proxy);
+        self
     }
 
     /// Opens an HTTP connection to `host:port` for requests addressed to
@@ -122,10 +132,48 @@ impl Connector {
         Ok(UpstreamIo::new(stream, peer))
     }
 
+    /// Opens an HTTP connection for requests to `uri`: to the upstream, or
+    /// to the proxy in front of it (in absolute form for `http://`, through
+    /// a `CONNECT` tunnel for `https://`).
+    pub(crate) async fn open_for(&self, uri: &http::Uri) -> Result<UpstreamIo, UpstreamError> {
+        let (host, port) = host_port(uri)?;
+        let security = Security::of(uri);
+        match (self.proxy.for_host(&host, security == Security::Tls), security) {
+            (None, _) => self.open(&host, port, security, Peer::Origin).await,
+            (Some(proxy), Security::Plain) => {
+                self.open(&proxy.host, proxy.port, Security::Plain, Peer::ForwardProxy).await
+            }
+            (Some(proxy), Security::Tls) => {
+                let stream = self.tunnel_through(proxy, &host, port).await?;
+                let handshake = self.tls.handshake(&host, stream);
+                let stream = Stream::Tls(Box::new(self.within_timeout(&host, handshake).await?));
+                Ok(UpstreamIo::new(stream, Peer::Origin))
+            }
+        }
+    }
+
+    /// A tunnel to `host:port` through `proxy`.
+    async fn tunnel_through(&self, proxy: &ProxyAddress, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
+        if let Network::Memory(_) = self.network {
+            let source = io::Error::new(io::ErrorKind::Unsupported, "a tunnel needs a TCP socket, not a memory pipe");
+            return Err(UpstreamError::Connect { host: host.to_string(), source });
+        }
+        let addresses = self.allowed_addresses(&proxy.host, proxy.port).await?;
+        let opening = async {
+            let stream = self.connect_any(&proxy.host, &addresses, |address| self.connect_tcp(address)).await?;
+            crate::proxy::tunnel(stream, host, port).await
+        };
+        self.within_timeout(host, opening).await
+    }
+
     /// Opens a TCP connection to `host:port` for a tunnel, trying each
-    /// allowed address. A tunnel hands its client a socket, so over the
-    /// memory network it fails after the policy, with nothing opened.
+    /// allowed address, or through the proxy in front of the upstreams. A
+    /// tunnel hands its client a socket, so over the memory network it
+    /// fails after the policy, with nothing opened.
     pub(crate) async fn connect(&self, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
+        if let Some(proxy) = self.proxy.for_host(host, true) {
+            return self.tunnel_through(proxy, host, port).await;
+        }
         let addresses = self.allowed_addresses(host, port).await?;
         if let Network::Memory(_) = self.network {
             let source = io::Error::new(io::ErrorKind::Unsupported, "a tunnel needs a TCP socket, not a memory pipe");
@@ -221,10 +269,7 @@ impl tower_service::Service<http::Uri> for Connector {
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
         let connector = self.clone();
-        Box::pin(async move {
-            let (host, port) = host_port(&uri)?;
-            connector.open(&host, port, Security::of(&uri), Peer::Origin).await
-        })
+        Box::pin(async move { connector.open_for(&uri).await })
     }
 }
 
@@ -245,6 +290,62 @@ pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError>
 mod tests {
     use super::*;
     use crate::network::MemoryNetwork;
+
+    /// A proxy that answers one `CONNECT` with `answer`, then echoes; what
+    /// it was asked comes out of the channel.
+    async fn fake_proxy(answer: &'static str) -> (u16, tokio::sync::oneshot::Receiver<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (asked, heard) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).await.unwrap() == 1 {
+                head.push(byte[0]);
+            }
+            let _ = asked.send(String::from_utf8_lossy(&head).into_owned());
+            stream.write_all(answer.as_bytes()).await.unwrap();
+            let mut buf = [0u8; 64];
+            while let Ok(n @ 1..) = stream.read(&mut buf).await {
+                stream.write_all(&buf[..n]).await.unwrap();
+            }
+        });
+        (port, heard)
+    }
+
+    fn through_proxy(port: u16) -> Connector {
+        let mut policy = AddressPolicy::default();
+        policy.trust("127.0.0.1");
+        let proxy = UpstreamProxy::all(ProxyAddress { host: "127.0.0.1".into(), port });
+        Connector::new(
+            Resolver::default(),
+            policy,
+            Duration::from_secs(2),
+            Keepalive::default(),
+            Arc::new(Counters::default()),
+            UpstreamCounter::Connections,
+            Network::System,
+        )
+        .through(proxy)
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_goes_through_the_upstream_proxy_with_connect_and_a_refusal_is_an_error() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (port, heard) = fake_proxy("HTTP/1.1 200 Connection established\r\n\r\n").await;
+        let mut tunnel = through_proxy(port).connect("deb.example.org", 443).await.unwrap();
+        assert!(heard.await.unwrap().starts_with("CONNECT deb.example.org:443 HTTP/1.1\r\n"));
+        tunnel.write_all(b"ping").await.unwrap();
+        let mut echoed = [0u8; 4];
+        tunnel.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, b"ping", "the stream is the tunnel");
+
+        let (port, _) = fake_proxy("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n").await;
+        let error = through_proxy(port).connect("deb.example.org", 443).await.unwrap_err();
+        assert!(error.to_string().contains("403") || format!("{error:?}").contains("403"), "{error:?}");
+    }
 
     #[tokio::test]
     async fn upstream_sockets_have_keepalive_and_nodelay() {

@@ -19,6 +19,7 @@ mod io;
 mod network;
 pub mod offline;
 pub mod pool;
+pub mod proxy;
 mod resolve;
 pub mod shadow;
 mod tls;
@@ -91,6 +92,9 @@ pub struct UpstreamConfig {
     pub keepalive: Keepalive,
     /// The offline switch (shared with whoever changes the mode).
     pub switch: offline::Switch,
+    /// The HTTP proxy upstream requests go through, if any (a parent
+    /// pkgproxy, a corporate proxy).
+    pub proxy: proxy::UpstreamProxy,
 }
 
 /// The transport and the dialer, built together so they share one policy
@@ -145,7 +149,8 @@ impl Upstream {
             Arc::clone(&counters),
             UpstreamCounter::Connections,
             network,
-        );
+        )
+        .through(config.proxy);
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
         Upstream { transport, dialer, counters, switch: config.switch, shadow_client, resolver, policy }

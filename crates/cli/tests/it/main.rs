@@ -20,6 +20,7 @@ mod hostile_upstreams;
 mod inproc;
 mod lxd_client;
 mod offline;
+mod parent;
 mod proxy_http;
 mod quota;
 mod quota_apt;

@@ -307,6 +307,10 @@ pub struct UpstreamSection {
     /// Fixed addresses, `host:port:address`.
     #[serde(default)]
     pub resolve: Vec<String>,
+    /// An HTTP proxy every upstream request goes through (a parent
+    /// pkgproxy, `http://region-cache:3142`); without it, `HTTP_PROXY`,
+    /// `HTTPS_PROXY` and `NO_PROXY` are read.
+    pub proxy: Option<String>,
 }
 
 /// A configuration file that cannot be read.

@@ -19,6 +19,7 @@ use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 use tokio::sync::Notify;
 
+use pkgproxy_upstream::proxy::{ProxyAddress, UpstreamProxy};
 use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resolver, Timeouts, UpstreamConfig};
 
 use file::UpstreamSection;
@@ -142,6 +143,12 @@ pub enum SettingsError {
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
+    /// `[upstream] proxy`, or a proxy variable, is not a proxy's URL.
+    #[error("upstream proxy: {reason}")]
+    Proxy {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `[cluster]` is incomplete.
     #[error("cluster.{key} {reason}")]
     Cluster {
@@ -244,7 +251,17 @@ impl Settings {
         for shadow in &shadows {
             policy.trust(&shadow.target_host);
         }
+        let proxy = match &file.upstream.proxy {
+            Some(url) => ProxyAddress::parse(url).map(UpstreamProxy::all),
+            None => UpstreamProxy::from_environment(|name| std::env::var(name).ok()),
+        }
+        .map_err(|reason| SettingsError::Proxy { reason })?;
+        // A proxy on the LAN is where it was configured to be.
+        for host in proxy.hosts() {
+            policy.trust(&host);
+        }
         let upstream = UpstreamConfig {
+            proxy,
             resolver,
             policy,
             pools: pool_settings(&file.upstream)?,
