@@ -114,3 +114,18 @@ async fn a_parent_s_overloaded_answer_opens_the_child_s_breaker_for_the_origin_h
     let open: Vec<String> = child.info().await.offline.upstreams.iter().map(|u| u.host.clone()).collect();
     assert_eq!(open, ["localhost"], "the breaker is the origin host's, not the parent's");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_offline_parent_says_so_in_a_header_the_child_passes_on() {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let apt_archive = archive("local", std::slice::from_ref(&source));
+    let parent = Daemon::start_with(PKGPROXY, Some(&apt_archive), &["-offline"]).await;
+    let child = Daemon::start(PKGPROXY, Some(&child_of(parent.proxy_addr(), &apt_archive))).await;
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small2"));
+    let answer = proxy_get(child.proxy_addr(), &url, &[]).await;
+    assert_eq!(answer.status, 503);
+    assert_eq!(answer.header("x-pkgproxy-refused"), Some("offline"), "{:?}", answer.headers);
+    assert_eq!(origin.requests().len(), 0);
+}

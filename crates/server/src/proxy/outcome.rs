@@ -39,11 +39,29 @@ pub fn respond(side: Option<&Side>, mode: Mode, outcome: Outcome) -> Response<Re
         Outcome::Local(answer) => local(answer),
         Outcome::Failed(failed) => {
             let failure = failed.failure(mode);
-            local(match side {
+            let mut answer = local(match side {
                 Some(side) => side.failure_answer(&failure),
                 None => failure.plain_text(),
-            })
+            });
+            if let Some(reason) = refused_because(&failure) {
+                answer.headers_mut().insert(REFUSED, HeaderValue::from_static(reason));
+            }
+            answer
         }
+    }
+}
+
+/// Says why pkgproxy did not ask the upstream, for a pkgproxy downstream
+/// (a child whose parent this is) and scripts: `offline`, or `overloaded`
+/// (the host's breaker is open; `Retry-After` says for how long). The
+/// host it is about is the one the request named.
+pub const REFUSED: http::header::HeaderName = http::header::HeaderName::from_static("x-pkgproxy-refused");
+
+fn refused_because(failure: &pkgproxy_sides::Failure<'_>) -> Option<&'static str> {
+    match failure {
+        pkgproxy_sides::Failure::Offline => Some("offline"),
+        pkgproxy_sides::Failure::Overloaded { .. } => Some("overloaded"),
+        _ => None,
     }
 }
 
@@ -84,9 +102,13 @@ mod tests {
         let (status, headers, body) = answered(Mode::Never, Failed::Offline).await;
         assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline\n"));
         assert!(!headers.contains_key(RETRY_AFTER));
+        assert_eq!(headers[REFUSED], "offline");
         let overloaded = Failed::Overloaded { retry_after: Duration::from_millis(1500) };
         let (status, headers, _) = answered(Mode::StoreOverloaded, overloaded).await;
         assert_eq!((status, &headers[RETRY_AFTER]), (StatusCode::SERVICE_UNAVAILABLE, &HeaderValue::from(2)));
+        assert_eq!(headers[REFUSED], "overloaded");
+        let (_, headers, _) = answered(Mode::Never, Failed::Upstream("cannot connect to x".into())).await;
+        assert!(!headers.contains_key(REFUSED), "the upstream was asked");
         let (status, headers, _) =
             answered(Mode::Never, Failed::Refused(Refusal::method_not_allowed("GET, HEAD"))).await;
         assert_eq!((status, &headers[ALLOW]), (StatusCode::METHOD_NOT_ALLOWED, &HeaderValue::from_static("GET, HEAD")));
