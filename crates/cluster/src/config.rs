@@ -146,3 +146,11 @@ fn retries() -> RetryConfig {
         retry_timeout: Duration::from_secs(5),
     }
 }
+
+/// The client for the cluster's own HTTP beyond object_store's (peers, the
+/// listing of unfinished uploads): ring as TLS provider, never a proxy,
+/// a dead address found out in seconds.
+pub(crate) fn cluster_http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
+}

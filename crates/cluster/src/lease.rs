@@ -104,20 +104,11 @@ pub async fn take(tier: &Arc<SharedTier>, key: &str) -> Taken {
             return Taken::HeldBy(held);
         }
         // Its holder stopped renewing it: taken over, by one node only.
-        let update = PutOptions { mode: PutMode::Update(version), ..PutOptions::default() };
-        return match tier.store().put_opts(&path, payload(&record(tier)), update).await {
-            Ok(written) => {
-                tracing::info!(key, from = held.node, "took over the fetch of a node that stopped renewing its lease");
-                Taken::Held(LeaseGuard::renew(tier, path, written.into()))
-            }
-            Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
-                match read(tier, &path).await {
-                    Ok(Some((winner, _))) => Taken::HeldBy(winner),
-                    _ => Taken::Unavailable,
-                }
-            }
-            Err(_) => Taken::Unavailable,
-        };
+        let taken = swap(tier, path, version).await;
+        if let Taken::Held(_) = taken {
+            tracing::info!(key, from = held.node, "took over the fetch of a node that stopped renewing its lease");
+        }
+        return taken;
     }
     Taken::Unavailable
 }
@@ -135,6 +126,12 @@ pub async fn take_from(tier: &Arc<SharedTier>, key: &str, holder: &LeaseRecord) 
     if held.node != holder.node {
         return Taken::HeldBy(held);
     }
+    swap(tier, path, version).await
+}
+
+/// Writes this node's lease over the one at `path`, if it is still the
+/// version read; the node that won instead, when another did.
+async fn swap(tier: &Arc<SharedTier>, path: Path, version: UpdateVersion) -> Taken {
     let update = PutOptions { mode: PutMode::Update(version), ..PutOptions::default() };
     match tier.store().put_opts(&path, payload(&record(tier)), update).await {
         Ok(written) => Taken::Held(LeaseGuard::renew(tier, path, written.into())),

@@ -81,7 +81,7 @@ pub const EVERY: Duration = Duration::from_secs(3600);
 /// node runs (every node does: aborting twice is harmless).
 pub async fn keep_swept(config: crate::ClusterConfig) {
     let Ok(store) = config.store() else { return };
-    let client = reqwest::Client::builder().no_proxy().build().unwrap_or_default();
+    let client = crate::config::cluster_http_client();
     loop {
         if let Err(error) = sweep(&store, &client, &config.prefix, ABANDONED_AFTER).await {
             tracing::debug!(%error, "the cluster store's unfinished uploads were not swept");

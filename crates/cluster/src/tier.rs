@@ -76,7 +76,7 @@ impl SharedTier {
             store,
             layout: Layout::new(prefix),
             identity,
-            peers: peer_client(),
+            peers: crate::config::cluster_http_client(),
 
             degraded: AtomicBool::new(false),
             failed_at: std::sync::Mutex::new(None),
@@ -252,11 +252,4 @@ impl SharedTier {
             Err(error) => self.outcome(Err(ClusterError::store(format!("write {path}"), error))),
         }
     }
-}
-
-/// The client nodes ask each other with: cluster-internal traffic, never
-/// to an upstream.
-fn peer_client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
 }

@@ -161,27 +161,32 @@ struct Sharing {
     tier: std::sync::Weak<SharedTier>,
 }
 
-impl BreakerWatcher for Sharing {
-    fn opened(&self, host: &str, until: std::time::SystemTime) {
+impl Sharing {
+    /// Runs `change` on the tier in the background (the switch tells its
+    /// watcher under its lock, from whatever task settled a request).
+    fn share<F, Fut>(&self, host: &str, change: F)
+    where
+        F: FnOnce(Arc<SharedTier>, String) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         let (tier, host) = (self.tier.clone(), host.to_owned());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Some(tier) = tier.upgrade() {
-                    breakers::opened(&tier, &host, until).await;
+                    change(tier, host).await;
                 }
             });
         }
     }
+}
+
+impl BreakerWatcher for Sharing {
+    fn opened(&self, host: &str, until: std::time::SystemTime) {
+        self.share(host, move |tier, host| async move { breakers::opened(&tier, &host, until).await });
+    }
 
     fn closed(&self, host: &str) {
-        let (tier, host) = (self.tier.clone(), host.to_owned());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Some(tier) = tier.upgrade() {
-                    breakers::closed(&tier, &host).await;
-                }
-            });
-        }
+        self.share(host, |tier, host| async move { breakers::closed(&tier, &host).await });
     }
 }
 
