@@ -256,6 +256,18 @@ impl SidesConfig {
         let (registry, lxd) = (self.registry.trusted_hosts(), self.lxd.trusted_hosts());
         apt.into_iter().chain(go).chain(snap).chain(registry).chain(lxd).collect()
     }
+
+    /// Every side but apt fetched from its endpoint on the parent pkgproxy
+    /// at `parent` (`http://host:port`), its one instance: the parent
+    /// spreads over the upstream's own instances and caches for every
+    /// child. apt needs nothing: its requests go to the parent as forward-
+    /// proxy requests, and keep naming the origin's mirrors.
+    pub fn chain_to(&mut self, parent: &str) {
+        self.go.chain_to(parent);
+        self.snap.chain_to(parent);
+        self.registry.chain_to(parent);
+        self.lxd.chain_to(parent);
+    }
 }
 
 /// What a side has learnt could not be opened.

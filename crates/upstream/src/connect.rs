@@ -138,7 +138,7 @@ impl Connector {
     pub(crate) async fn open_for(&self, uri: &http::Uri) -> Result<UpstreamIo, UpstreamError> {
         let (host, port) = host_port(uri)?;
         let security = Security::of(uri);
-        match (self.proxy.for_host(&host, security == Security::Tls), security) {
+        match (self.proxy.for_host(&host, port, security == Security::Tls), security) {
             (None, _) => self.open(&host, port, security, Peer::Origin).await,
             (Some(proxy), Security::Plain) => {
                 self.open(&proxy.host, proxy.port, Security::Plain, Peer::ForwardProxy).await
@@ -171,7 +171,7 @@ impl Connector {
     /// tunnel hands its client a socket, so over the memory network it
     /// fails after the policy, with nothing opened.
     pub(crate) async fn connect(&self, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
-        if let Some(proxy) = self.proxy.for_host(host, true) {
+        if let Some(proxy) = self.proxy.for_host(host, port, true) {
             return self.tunnel_through(proxy, host, port).await;
         }
         let addresses = self.allowed_addresses(host, port).await?;

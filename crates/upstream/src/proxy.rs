@@ -33,6 +33,14 @@ impl ProxyAddress {
         let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
         Ok(ProxyAddress { host, port: uri.port_u16().unwrap_or(80) })
     }
+
+    /// `http://host:port`, the base of the proxy's own URLs.
+    pub fn base_url(&self) -> String {
+        match self.host.contains(':') {
+            true => format!("http://[{}]:{}", self.host, self.port),
+            false => format!("http://{}:{}", self.host, self.port),
+        }
+    }
 }
 
 /// Which upstream requests go through which proxy.
@@ -68,15 +76,18 @@ impl UpstreamProxy {
         UpstreamProxy { http: Some(proxy.clone()), https: Some(proxy), no_proxy: Vec::new() }
     }
 
-    /// The proxy a request to `host` goes through, if any (`tls`: an
+    /// The proxy a request to `host:port` goes through, if any (`tls`: an
     /// `https://` upstream or a tunnel).
-    pub fn for_host(&self, host: &str, tls: bool) -> Option<&ProxyAddress> {
+    pub fn for_host(&self, host: &str, port: u16, tls: bool) -> Option<&ProxyAddress> {
         let proxy = if tls { self.https.as_ref() } else { self.http.as_ref() }?;
         let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-        let direct = self.no_proxy.iter().any(|entry| {
-            let domain = entry.trim_start_matches('.');
-            entry == "*" || host == domain || host.ends_with(&format!(".{domain}"))
-        });
+        // A parent pkgproxy's own endpoints are asked of it directly.
+        let itself = host == proxy.host.to_ascii_lowercase() && port == proxy.port;
+        let direct = itself
+            || self.no_proxy.iter().any(|entry| {
+                let domain = entry.trim_start_matches('.');
+                entry == "*" || host == domain || host.ends_with(&format!(".{domain}"))
+            });
         (!direct).then_some(proxy)
     }
 
@@ -128,15 +139,19 @@ mod tests {
         };
         let proxy = UpstreamProxy::from_environment(env).unwrap();
         assert_eq!(
-            proxy.for_host("deb.debian.org", false),
+            proxy.for_host("deb.debian.org", 80, false),
             Some(&ProxyAddress { host: "parent.lan".into(), port: 3142 })
         );
-        assert_eq!(proxy.for_host("proxy.golang.org", true).map(|p| p.port), Some(8080));
+        assert_eq!(proxy.for_host("proxy.golang.org", 443, true).map(|p| p.port), Some(8080));
         for direct in ["internal.example", "git.internal.example", "mirror.lan", "10.0.0.5"] {
-            assert_eq!(proxy.for_host(direct, false), None, "{direct}");
+            assert_eq!(proxy.for_host(direct, 80, false), None, "{direct}");
         }
-        assert!(proxy.for_host("notinternal.example", false).is_some());
-        assert!(UpstreamProxy::from_environment(|_| None).unwrap().for_host("deb.debian.org", false).is_none());
+        assert!(proxy.for_host("notinternal.example", 80, false).is_some());
+        let parent = UpstreamProxy::all(ProxyAddress::parse("http://region:3142").unwrap());
+        assert!(parent.for_host("region", 80, false).is_some(), "another port of its host");
+        assert_eq!(parent.for_host("REGION", 3142, false), None, "the parent's own URLs are asked of it directly");
+        assert_eq!(ProxyAddress::parse("http://[::1]:3142").unwrap().base_url(), "http://[::1]:3142");
+        assert!(UpstreamProxy::from_environment(|_| None).unwrap().for_host("deb.debian.org", 80, false).is_none());
         assert!(ProxyAddress::parse("https://secure-proxy:443").is_err());
         assert!(UpstreamProxy::from_environment(|n| (n == "HTTP_PROXY").then(|| "not a url".to_owned())).is_err());
     }

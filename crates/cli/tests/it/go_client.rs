@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// The tree, served, with checksum database records of the sums the real
 /// go command computes for it (fetched directly, without pkgproxy).
-async fn upstream_with_sums() -> (GoModules, Origin, Vec<Value>) {
+pub(crate) async fn upstream_with_sums() -> (GoModules, Origin, Vec<Value>) {
     let modules = GoModules::standard();
     let origin = Origin::serve(modules.root()).await;
     let direct = GoSandbox::new(&origin.url());

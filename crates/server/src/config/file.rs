@@ -307,9 +307,10 @@ pub struct UpstreamSection {
     /// Fixed addresses, `host:port:address`.
     #[serde(default)]
     pub resolve: Vec<String>,
-    /// An HTTP proxy every upstream request goes through (a parent
-    /// pkgproxy, `http://region-cache:3142`); without it, `HTTP_PROXY`,
-    /// `HTTPS_PROXY` and `NO_PROXY` are read.
+    /// A parent pkgproxy (`http://region-cache:3142`): apt's requests go
+    /// through it as a forward proxy, the other sides ask its endpoint for
+    /// them. Without it, `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` name a
+    /// plain proxy.
     pub proxy: Option<String>,
 }
 

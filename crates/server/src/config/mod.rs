@@ -239,7 +239,7 @@ impl Settings {
                 .collect(),
             index_ttl: file.lxd.index_ttl,
         })?;
-        let sides = SidesConfig { apt, go, snap, registry, lxd };
+        let mut sides = SidesConfig { apt, go, snap, registry, lxd };
         for host in sides.trusted_hosts() {
             policy.trust(&host);
         }
@@ -256,6 +256,11 @@ impl Settings {
             None => UpstreamProxy::from_environment(|name| std::env::var(name).ok()),
         }
         .map_err(|reason| SettingsError::Proxy { reason })?;
+        // `[upstream] proxy` is a parent pkgproxy (a corporate proxy comes
+        // from the usual variables): every side draws from it.
+        if let Some(parent) = file.upstream.proxy.as_ref().and(proxy.http.as_ref()) {
+            sides.chain_to(&parent.base_url());
+        }
         // A proxy on the LAN is where it was configured to be.
         for host in proxy.hosts() {
             policy.trust(&host);
@@ -411,6 +416,11 @@ mod tests {
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();
         assert_eq!(settings.shadows.len(), 1);
+        // The example names a parent: the go side draws from its /go.
+        assert_eq!(settings.sides.go.proxies(), ["http://region-cache:3142/go"]);
+        let without_parent = EXAMPLE.replace("proxy = \"http://region-cache:3142\"", "");
+        let settings =
+            Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(&without_parent).unwrap(), &overrides).unwrap();
         assert_eq!(settings.sides.go.proxies(), ["http://127.0.0.1:8001"]);
     }
 

@@ -116,6 +116,12 @@ impl Config {
         Ok(Config { proxies, list_ttl, negative_ttl, sumdb })
     }
 
+    /// Modules and the checksum database fetched through the parent
+    /// pkgproxy at `parent` (`http://host:port`), a module proxy itself.
+    pub fn chain_to(&mut self, parent: &str) {
+        self.proxies = vec![format!("{parent}/go")];
+    }
+
     /// The upstream proxies' base URLs.
     pub fn proxies(&self) -> &[String] {
         &self.proxies

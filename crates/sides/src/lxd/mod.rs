@@ -150,6 +150,15 @@ impl Config {
         Ok(Config { remotes, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
+    /// Every remote fetched through the parent pkgproxy at `parent`
+    /// (`http://host:port`), below its mount of the same name. Forward-proxy
+    /// requests are still matched against the remote's own instances.
+    pub fn chain_to(&mut self, parent: &str) {
+        for remote in &mut self.remotes {
+            remote.mirrors = vec![format!("{parent}/lxd/{}", remote.name)];
+        }
+    }
+
     /// The remote named `name`.
     pub fn remote(&self, name: &str) -> Option<&Remote> {
         self.remotes.iter().find(|remote| remote.name == name)

@@ -121,6 +121,10 @@ pub struct Upstream {
     pub mirrors: Vec<String>,
     /// The account pkgproxy pulls as, if any.
     pub credentials: Option<Credentials>,
+    /// The one mirror is a parent pkgproxy's path for this registry
+    /// (`http://parent:3142/v2/ghcr.io`): upstream paths go below it
+    /// without their own `/v2`.
+    pub below_parent: bool,
 }
 
 /// The registry side's configuration, validated.
@@ -138,7 +142,12 @@ impl Config {
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
         let mut upstreams: Vec<Upstream> = BUILT_IN
             .iter()
-            .map(|(name, url)| Upstream { name: name.to_string(), mirrors: vec![url.to_string()], credentials: None })
+            .map(|(name, url)| Upstream {
+                name: name.to_string(),
+                mirrors: vec![url.to_string()],
+                credentials: None,
+                below_parent: false,
+            })
             .collect();
         for configured in &options.upstreams {
             let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
@@ -164,7 +173,12 @@ impl Config {
                 .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
                 .collect::<Result<Vec<_>, _>>()?;
             upstreams.retain(|upstream| upstream.name != name);
-            upstreams.push(Upstream { name, mirrors, credentials: configured.credentials.clone() });
+            upstreams.push(Upstream {
+                name,
+                mirrors,
+                credentials: configured.credentials.clone(),
+                below_parent: false,
+            });
         }
         Ok(Config {
             upstreams,
@@ -172,6 +186,15 @@ impl Config {
             pull_reserve: options.pull_reserve.unwrap_or(DEFAULT_PULL_RESERVE),
             private_offline: options.private_offline,
         })
+    }
+
+    /// Every registry fetched through the parent pkgproxy at `parent`
+    /// (`http://host:port`), which keeps its own mirrors of each.
+    pub fn chain_to(&mut self, parent: &str) {
+        for upstream in &mut self.upstreams {
+            upstream.mirrors = vec![format!("{parent}/v2/{}", upstream.name)];
+            upstream.below_parent = true;
+        }
     }
 
     /// The upstream named `name`.
@@ -500,6 +523,10 @@ fn pull_scope(upstream: &Upstream, located: &Located) -> UpstreamAuth {
 }
 
 fn origin(upstream: &Upstream, path: String) -> Origin {
+    let path = match upstream.below_parent {
+        true => path.strip_prefix("/v2").map(str::to_string).unwrap_or(path),
+        false => path,
+    };
     Origin { pool: format!("registry {}", upstream.name), instances: upstream.mirrors.clone(), path }
 }
 

@@ -112,6 +112,13 @@ impl Config {
         Ok(Config { stores })
     }
 
+    /// The store reached through the parent pkgproxy at `parent`
+    /// (`http://host:port`): its answers name the parent's blob URLs, which
+    /// are below that store like any store path.
+    pub fn chain_to(&mut self, parent: &str) {
+        self.stores = vec![format!("{parent}/snap")];
+    }
+
     /// The store instances' base URLs.
     pub fn stores(&self) -> &[String] {
         &self.stores

@@ -207,3 +207,29 @@ fn a_result_is_written_again_only_when_it_changed() {
     let recorded = Holdings::record(&fixture.snap, &key).unwrap();
     assert_eq!(recorded.result["snap"]["revision"], 4, "a new revision replaces the record");
 }
+
+#[test]
+fn through_a_parent_pkgproxy_the_parent_s_blob_urls_become_the_child_s_and_lead_back_to_the_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+    let mut config = Config::new(&Options::default()).unwrap();
+    config.chain_to("http://region:3142");
+    let snap = Snap::new(config, cache);
+    let parent_url = format!("http://region:3142/snap/download/{DIGEST}/7/api/v1/snaps/download/ID_3.snap");
+    let answer =
+        serde_json::json!({"results": [{"snap": {"download": {"url": parent_url, "sha3-384": DIGEST, "size": 7}}}]});
+    let at = ServedAt { base: "http://site:3142/snap".into() };
+    let rewritten: serde_json::Value =
+        serde_json::from_slice(&snap.rewrite(&at, answer.to_string().as_bytes()).unwrap()).unwrap();
+    let url = rewritten["results"][0]["snap"]["download"]["url"].as_str().unwrap().to_string();
+    let path = url.strip_prefix("http://site:3142/snap").expect("the child's own URL");
+
+    let blob = cached(classify(&snap, Method::GET, &device_headers("amd64"), path, None));
+    assert_eq!(blob.origin.instances, ["http://region:3142/snap"]);
+    assert_eq!(
+        format!("{}{}", blob.origin.instances[0], blob.origin.path),
+        parent_url,
+        "asked of the parent as it named it"
+    );
+    assert_eq!(blob.expected.size, Some(7));
+}
