@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{GetOptions, UpdateVersion};
 use serde::{Deserialize, Serialize};
 
 use crate::tier::SharedTier;
@@ -78,11 +78,10 @@ async fn change(tier: &SharedTier, edit: impl Fn(&mut SharedBreakers) -> bool) {
         if !edit(&mut breakers) && breakers.len() == before {
             return;
         }
-        let mode = version.map_or(PutMode::Create, PutMode::Update);
         let json = Bytes::from(serde_json::to_vec(&breakers).expect("breakers serialise"));
-        match tier.store().put_opts(&path, PutPayload::from(json), PutOptions { mode, ..PutOptions::default() }).await {
-            Ok(_) => return,
-            Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => continue,
+        match tier.swap(&path, version, json).await {
+            Ok(true) => return,
+            Ok(false) => continue,
             Err(error) => {
                 tracing::debug!(%path, %error, "the cluster's breakers were not written");
                 return;

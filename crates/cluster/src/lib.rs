@@ -32,7 +32,7 @@ mod tier;
 pub use config::{ClusterConfig, Credentials, DEFAULT_LEASE_TTL};
 pub use error::ClusterError;
 pub use publish::Publisher;
-pub use source::SharedFirst;
+pub use source::{IsFresh, SharedFirst};
 pub use tier::{SharedEntry, SharedTier, TierCounters};
 
 use std::sync::Arc;

@@ -101,8 +101,8 @@ impl Publisher {
 
 /// Publishes `entry`, committed locally under `key`, whose body `body`
 /// holds: the blob first (unless the bucket has it), then the index object.
-/// An index object is written only once: the entries shared so far never
-/// change under their key.
+/// What never changes under its name has its index object written once;
+/// what does is replaced by compare-and-swap, and only by a newer fetch.
 async fn publish(tier: &SharedTier, key: &str, entry: &Entry, body: Arc<File>) -> Result<(), ClusterError> {
     let blob = tier.layout().blob(&entry.sha256);
     let held = match tier.store().head(&blob).await {
@@ -114,11 +114,39 @@ async fn publish(tier: &SharedTier, key: &str, entry: &Entry, body: Arc<File>) -
         upload(tier, key, &blob, entry.size, body).await?;
     }
     let shared = SharedEntry { key: key.to_owned(), entry: entry.clone(), node: tier.node().to_owned() };
-    let json = serde_json::to_vec(&shared).expect("an entry serialises");
-    tier.create(&tier.layout().index(key), Bytes::from(json)).await?;
+    let json = Bytes::from(serde_json::to_vec(&shared).expect("an entry serialises"));
+    match entry.class {
+        Class::Immutable => {
+            tier.create(&tier.layout().index(key), json).await?;
+            crate::lease::release(tier, key).await;
+        }
+        Class::Revalidated => replace_if_newer(tier, key, entry, json).await?,
+    }
     tier.count_published();
-    crate::lease::release(tier, key).await;
     tracing::debug!(key, sha256 = entry.sha256, "published to the cluster store");
+    Ok(())
+}
+
+/// Compare-and-swap rounds before a replacement gives way: every writer
+/// that beat it wrote a fetch at least as new.
+const SWAPS: usize = 4;
+
+/// Replaces the index object of `key` with `json` (which publishes
+/// `entry`), unless the one there is from a fetch as new or newer: two
+/// nodes refreshing one `InRelease` never put the older answer over the
+/// newer one.
+async fn replace_if_newer(tier: &SharedTier, key: &str, entry: &Entry, json: Bytes) -> Result<(), ClusterError> {
+    let path = tier.layout().index(key);
+    for _ in 0..SWAPS {
+        let version = match tier.lookup_versioned(key).await? {
+            Some((held, _)) if held.entry.fetched_at >= entry.fetched_at => return Ok(()),
+            Some((_, version)) => Some(version),
+            None => None,
+        };
+        if tier.swap(&path, version, json.clone()).await? {
+            return Ok(());
+        }
+    }
     Ok(())
 }
 
@@ -179,10 +207,9 @@ async fn read_at(file: Arc<File>, offset: u64, len: usize) -> std::io::Result<By
 
 impl Committed for Publisher {
     fn committed(self: Arc<Self>, key: &str, entry: &Arc<Entry>, body: Arc<File>, answered_by: Option<&str>) {
-        // Only what never changes under its name is shared so far; what
-        // came from the bucket is there already, and what came from a peer
-        // is the peer's to publish.
-        if entry.class != Class::Immutable || answered_by.is_some_and(|by| by.starts_with(CLUSTER_ANSWERS)) {
+        // What came from the bucket is there already, and what came from a
+        // peer is the peer's to publish.
+        if answered_by.is_some_and(|by| by.starts_with(CLUSTER_ANSWERS)) {
             return;
         }
         self.spawn_publish(key.to_owned(), Arc::clone(entry), body);

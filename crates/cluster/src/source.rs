@@ -19,7 +19,13 @@ use crate::tier::SharedTier;
 /// The source of a local miss in a cluster: the body another node
 /// published, when the bucket holds one that can be this key's; else the
 /// body another node is fetching, streamed from it, when it holds the
-/// key's lease; else the upstream, under this node's lease. The fetch
+/// key's lease; else the upstream, under this node's lease.
+///
+/// For what changes under its name ([`SharedFirst::changing`]), the
+/// published entry is taken while it is fresh, and its age goes with it;
+/// else the upstream is asked (each node on its own: such answers are
+/// small), and a stale published entry is served when the upstream cannot
+/// be asked (an offline node), fails or is too busy. The fetch
 /// verifies the bucket's body against the hash it is named by, as it
 /// verifies an upstream body against its checksum; a body that does not
 /// match is removed from the bucket. A peer's body is checked as an
@@ -36,7 +42,13 @@ pub struct SharedFirst {
     /// The key's lease, while this node fetches it for the cluster:
     /// renewed until the fetch ends (the source is dropped then).
     lease: Arc<Mutex<Option<LeaseGuard>>>,
+    /// For a key whose content changes, whether a published entry is
+    /// fresh enough to serve without asking the upstream.
+    fresh: Option<IsFresh>,
 }
+
+/// Whether a published entry is fresh for the request being served.
+pub type IsFresh = Arc<dyn Fn(&Entry) -> bool + Send + Sync>;
 
 /// What a fetch is reading from, as far as a resume is concerned.
 #[derive(Default)]
@@ -61,7 +73,15 @@ impl SharedFirst {
             upstream: Arc::from(upstream),
             reading: Arc::default(),
             lease: Arc::default(),
+            fresh: None,
         }
+    }
+
+    /// The source of a miss of `key`, whose content changes under its
+    /// name: the published entry when `fresh` says it is, else `upstream`
+    /// (falling back to the published entry).
+    pub fn changing(tier: Arc<SharedTier>, key: &str, fresh: IsFresh, upstream: Box<dyn Source>) -> Self {
+        SharedFirst { fresh: Some(fresh), ..SharedFirst::new(tier, key, Expected::default(), upstream) }
     }
 }
 
@@ -91,6 +111,9 @@ async fn shared_entry(tier: &SharedTier, key: &str, expected: &Expected) -> Opti
 
 impl Source for SharedFirst {
     fn start(&self) -> StartFetch {
+        if let Some(fresh) = &self.fresh {
+            return self.start_changing(Arc::clone(fresh));
+        }
         let (tier, key, expected) = (Arc::clone(&self.tier), self.key.clone(), self.expected.clone());
         let (upstream, reading, lease) =
             (Arc::clone(&self.upstream), Arc::clone(&self.reading), Arc::clone(&self.lease));
@@ -158,6 +181,52 @@ impl Source for SharedFirst {
                 }))
             }
         }
+    }
+}
+
+impl SharedFirst {
+    /// The fetch of a key whose content changes: the published entry if
+    /// fresh, else the upstream, else the published entry however old.
+    fn start_changing(&self, fresh: IsFresh) -> StartFetch {
+        let (tier, key, upstream, reading) =
+            (Arc::clone(&self.tier), self.key.clone(), Arc::clone(&self.upstream), Arc::clone(&self.reading));
+        Box::pin(async move {
+            if !tier.worth_asking() {
+                return upstream.start().await;
+            }
+            let published = tier.lookup(&key).await.ok().flatten().map(|shared| shared.entry);
+            let from_bucket = |entry: Entry| {
+                let (tier, reading) = (Arc::clone(&tier), Arc::clone(&reading));
+                async move {
+                    let answer = tier.answer(&entry, 0).await.ok().flatten()?;
+                    *lock(&reading) = Reading::Bucket(entry.clone());
+                    Some(checked(answer, tier, entry))
+                }
+            };
+            if let Some(entry) = published.clone().filter(|entry| fresh(entry)) {
+                if let Some(answer) = from_bucket(entry).await {
+                    tracing::debug!(key, "answered from the cluster store while fresh");
+                    return Ok(answer);
+                }
+            }
+            let asked = upstream.start().await;
+            let failed = match &asked {
+                Ok(answer) => {
+                    answer.status().is_server_error() || answer.status() == http::StatusCode::TOO_MANY_REQUESTS
+                }
+                Err(_) => true,
+            };
+            match published {
+                Some(entry) if failed => match from_bucket(entry).await {
+                    Some(answer) => {
+                        tracing::debug!(key, "the upstream failed: answered from the cluster store");
+                        Ok(answer)
+                    }
+                    None => asked,
+                },
+                _ => asked,
+            }
+        })
     }
 }
 

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
-use pkgproxy_cache::{AnsweredBy, Entry, Expected, UpstreamBody};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use pkgproxy_cache::{AnsweredBy, Class, Entry, Expected, FetchedAt, UpstreamBody};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClusterError;
@@ -166,20 +166,30 @@ impl SharedTier {
 
     /// The entry published under `key`, if any.
     pub async fn lookup(&self, key: &str) -> Result<Option<SharedEntry>, ClusterError> {
+        Ok(self.lookup_versioned(key).await?.map(|(shared, _)| shared))
+    }
+
+    /// The entry published under `key`, if any, with the version of its
+    /// index object (what a compare-and-swap replaces).
+    pub(crate) async fn lookup_versioned(
+        &self,
+        key: &str,
+    ) -> Result<Option<(SharedEntry, UpdateVersion)>, ClusterError> {
         let path = self.layout.index(key);
-        let bytes = match self.store.get_opts(&path, GetOptions::default()).await {
-            Ok(found) => found.bytes().await,
-            Err(error) => Err(error),
+        let read = async {
+            let found = self.store.get_opts(&path, GetOptions::default()).await?;
+            let version = UpdateVersion { e_tag: found.meta.e_tag.clone(), version: found.meta.version.clone() };
+            Ok::<_, object_store::Error>((found.bytes().await?, version))
         };
-        let bytes = match bytes {
-            Ok(bytes) => bytes,
+        let (bytes, version) = match read.await {
+            Ok(read) => read,
             Err(object_store::Error::NotFound { .. }) => return self.outcome(Ok(None)),
             Err(error) => return self.outcome(Err(ClusterError::store(format!("read {path}"), error))),
         };
         self.outcome(Ok(()))?;
         let shared: SharedEntry = serde_json::from_slice(&bytes)
             .map_err(|error| ClusterError::Malformed { what: path.to_string(), reason: error.to_string() })?;
-        Ok((shared.key == key).then_some(shared))
+        Ok((shared.key == key).then_some((shared, version)))
     }
 
     /// The body of `entry` from byte `from` on, as an upstream answer: a
@@ -222,6 +232,11 @@ impl SharedTier {
             headers.insert(header::CONTENT_RANGE, HeaderValue::try_from(range).expect("digits are a valid value"));
         }
         answer.extensions_mut().insert(AnsweredBy(ANSWERED_BY.into()));
+        if entry.class == Class::Revalidated {
+            // What changes under its name is as old here as where it was
+            // fetched.
+            answer.extensions_mut().insert(FetchedAt(entry.fetched_at));
+        }
         answer.extensions_mut().insert(Expected {
             size: Some(entry.size),
             sha256: Some(entry.sha256.clone()),
@@ -246,6 +261,24 @@ impl SharedTier {
     /// when it was.
     pub(crate) async fn create(&self, path: &object_store::path::Path, bytes: Bytes) -> Result<bool, ClusterError> {
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        match self.store.put_opts(path, PutPayload::from_bytes(bytes), options).await {
+            Ok(_) => self.outcome(Ok(true)),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(error) => self.outcome(Err(ClusterError::store(format!("write {path}"), error))),
+        }
+    }
+
+    /// Writes `bytes` to `path` if the object there is still `version`
+    /// (if there is none, for `None`); `false` when another writer came
+    /// first.
+    pub(crate) async fn swap(
+        &self,
+        path: &object_store::path::Path,
+        version: Option<UpdateVersion>,
+        bytes: Bytes,
+    ) -> Result<bool, ClusterError> {
+        let mode = version.map_or(PutMode::Create, PutMode::Update);
+        let options = PutOptions { mode, ..PutOptions::default() };
         match self.store.put_opts(path, PutPayload::from_bytes(bytes), options).await {
             Ok(_) => self.outcome(Ok(true)),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),

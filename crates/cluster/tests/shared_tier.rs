@@ -22,8 +22,10 @@ use sha2::{Digest, Sha256};
 
 const PREFIX: &str = "pkgproxy";
 
-/// An upstream that answers every request with `body`, counting them.
+/// An upstream that answers every request with `status` and `body`,
+/// counting them.
 struct Upstream {
+    status: u16,
     body: Bytes,
     calls: Arc<AtomicUsize>,
 }
@@ -31,10 +33,10 @@ struct Upstream {
 impl Source for Upstream {
     fn start(&self) -> StartFetch {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let body = self.body.clone();
+        let (status, body) = (self.status, self.body.clone());
         Box::pin(async move {
             Ok(http::Response::builder()
-                .status(200)
+                .status(status)
                 .header("content-length", body.len())
                 .header("content-type", "application/vnd.debian.binary-package")
                 .body(Full::new(body).map_err(|never| match never {}).boxed())
@@ -71,8 +73,12 @@ fn config(server: &S3Server, bucket: &str, node: &str) -> ClusterConfig {
 }
 
 fn node(server: &S3Server, bucket: &str, name: &str) -> Node {
+    node_with_clock(server, bucket, name, Arc::new(SystemClock))
+}
+
+fn node_with_clock(server: &S3Server, bucket: &str, name: &str, clock: Arc<dyn pkgproxy_cache::Clock>) -> Node {
     let dir = tempfile::tempdir().expect("a cache directory");
-    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).expect("a cache");
+    let cache = Cache::open(dir.path(), clock).expect("a cache");
     let config = config(server, bucket, name);
     let tier = SharedTier::new(config.store().expect("an S3 client"), PREFIX, config.identity());
     let publisher = Publisher::new();
@@ -84,17 +90,32 @@ fn node(server: &S3Server, bucket: &str, name: &str) -> Node {
 /// Fetches `key` through `node`, the bucket first: the body, or the error
 /// the fetch failed with.
 async fn fetch(node: &Node, key: &str, upstream: Upstream) -> Result<Vec<u8>, String> {
-    let spec = FetchSpec {
-        key: key.into(),
-        class: Class::Immutable,
-        expected: Expected::default(),
-        revalidating: None,
-        verifier: None,
-    };
     let tier = Arc::clone(&node.tier);
-    let joined = node
-        .cache
-        .fetch_from(spec, move || Box::new(SharedFirst::new(tier, key, Expected::default(), Box::new(upstream))));
+    let source = move || Box::new(SharedFirst::new(tier, key, Expected::default(), Box::new(upstream))) as _;
+    fetched(node, key, Class::Immutable, source).await
+}
+
+/// Fetches `key`, whose content changes, through `node`: the bucket's
+/// entry when `fresh` says so of it.
+async fn fetch_changing(
+    node: &Node,
+    key: &str,
+    upstream: Upstream,
+    fresh: impl Fn(&pkgproxy_cache::Entry) -> bool + Send + Sync + 'static,
+) -> Result<Vec<u8>, String> {
+    let tier = Arc::clone(&node.tier);
+    let source = move || Box::new(SharedFirst::changing(tier, key, Arc::new(fresh), Box::new(upstream))) as _;
+    fetched(node, key, Class::Revalidated, source).await
+}
+
+async fn fetched(
+    node: &Node,
+    key: &str,
+    class: Class,
+    source: impl FnOnce() -> Box<dyn Source>,
+) -> Result<Vec<u8>, String> {
+    let spec = FetchSpec { key: key.into(), class, expected: Expected::default(), revalidating: None, verifier: None };
+    let joined = node.cache.fetch_from(spec, source);
     match joined.fetch.finished().await {
         Phase::Done(entry) => {
             let file = node.cache.open_body(&entry).expect("the committed body");
@@ -109,7 +130,7 @@ async fn fetch(node: &Node, key: &str, upstream: Upstream) -> Result<Vec<u8>, St
 
 fn upstream(body: &Bytes) -> (Upstream, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
-    (Upstream { body: body.clone(), calls: Arc::clone(&calls) }, calls)
+    (Upstream { status: 200, body: body.clone(), calls: Arc::clone(&calls) }, calls)
 }
 
 fn random_body(len: usize) -> Bytes {
@@ -321,4 +342,47 @@ async fn an_upload_a_killed_node_left_unfinished_is_swept_and_others_are_not() {
     assert_eq!(pkgproxy_cluster::sweep::sweep(&s3, &client, PREFIX, std::time::Duration::ZERO).await.unwrap(), 0);
     let theirs = pkgproxy_cluster::sweep::sweep(&s3, &client, "someone-else", std::time::Duration::ZERO).await;
     assert_eq!(theirs.unwrap(), 1, "outside pkgproxy's prefix it was left alone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_changes_under_its_name_is_replaced_only_by_a_newer_fetch_and_served_while_fresh() {
+    let server = S3Server::start();
+    let bucket = server.bucket("shared-changing");
+    const IN_RELEASE: &str = "apt/deb.example/debian/dists/stable/InRelease";
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+    let at = |secs: u64| Arc::new(pkgproxy_cache::ManualClock::new(start + std::time::Duration::from_secs(secs)));
+    let (newer, older, newest) =
+        (Bytes::from("Date: 12:03\n"), Bytes::from("Date: 11:00\n"), Bytes::from("Date: 13:00\n"));
+    let sha = |body: &Bytes| hex::encode(Sha256::digest(body));
+    let published = |tier: Arc<SharedTier>| async move { tier.lookup(IN_RELEASE).await.unwrap().unwrap().entry };
+
+    // Node a fetches at 100 s and publishes.
+    let a = node_with_clock(&server, &bucket, "a", at(100));
+    assert_eq!(fetch_changing(&a, IN_RELEASE, upstream(&newer).0, |_| false).await.unwrap(), newer);
+    eventually("node a publishes", || async { (a.tier.counters().published == 1).then_some(()) }).await;
+    // Node b fetched an older answer (at 40 s): it never replaces the newer.
+    let b = node_with_clock(&server, &bucket, "b", at(40));
+    assert_eq!(fetch_changing(&b, IN_RELEASE, upstream(&older).0, |_| false).await.unwrap(), older);
+    eventually("node b is done publishing", || async { (b.tier.counters().published == 1).then_some(()) }).await;
+    assert_eq!(published(Arc::clone(&b.tier)).await.sha256, sha(&newer), "never older over newer");
+
+    // Node c takes the published entry while it is fresh, with its age.
+    let c = node_with_clock(&server, &bucket, "c", at(160));
+    let (never_asked, calls) = upstream(&newest);
+    assert_eq!(fetch_changing(&c, IN_RELEASE, never_asked, |_| true).await.unwrap(), newer);
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let entry = c.cache.lookup(IN_RELEASE).unwrap();
+    assert_eq!(entry.fetched_at, pkgproxy_cache::unix_secs(start) + 100, "as old as where it was fetched");
+    // Node d finds it stale, and the upstream failing: the stale entry
+    // serves.
+    let d = node_with_clock(&server, &bucket, "d", at(500));
+    let failing = Upstream { status: 503, body: Bytes::from("busy"), calls: Arc::default() };
+    assert_eq!(fetch_changing(&d, IN_RELEASE, failing, |_| false).await.unwrap(), newer);
+    // Node e fetches a newer answer at 600 s: it replaces the published one.
+    let e = node_with_clock(&server, &bucket, "e", at(600));
+    assert_eq!(fetch_changing(&e, IN_RELEASE, upstream(&newest).0, |_| false).await.unwrap(), newest);
+    eventually("node e replaces it", || async {
+        (published(Arc::clone(&e.tier)).await.sha256 == sha(&newest)).then_some(())
+    })
+    .await;
 }

@@ -75,6 +75,7 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         }
         None => spec,
     };
+    let fetched_at = parts.extensions.get::<super::FetchedAt>().map(|at| at.0);
     if let Some(by) = parts.extensions.get::<super::AnsweredBy>() {
         let by = Arc::clone(&by.0);
         progress.send_modify(|p| p.answered_by = Some(by));
@@ -85,7 +86,7 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
         return Phase::Failed(Arc::new(FetchError::Rejected(refused)));
     }
     match (parts.status, &spec.revalidating) {
-        (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress).await {
+        (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress, fetched_at).await {
             Ok(Downloaded::Cached(entry)) => Phase::Done(entry),
             Ok(Downloaded::Uncached(head, size)) => Phase::Uncached { head, size },
             Err(error) => Phase::Failed(Arc::new(error)),
@@ -122,6 +123,7 @@ async fn download(
     mut body: UpstreamBody,
     source: &dyn Source,
     progress: &watch::Sender<Progress>,
+    fetched_at: Option<u64>,
 ) -> Result<Downloaded, FetchError> {
     let content_length =
         headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
@@ -221,14 +223,18 @@ async fn download(
             .map_err(|_| FetchError::Abandoned)?
             .map_err(FetchError::Rejected)?;
     }
+    let now = unix_secs(store.clock().now());
     let entry = Entry {
         sha256: hashes.sha256.clone(),
         size: hashes.size,
         headers: entry_headers,
         validators: entry_validators,
-        fetched_at: unix_secs(store.clock().now()),
+        // Never later than now: another node's clock may run ahead.
+        fetched_at: fetched_at.map_or(now, |at| at.min(now)),
         class: spec.class,
-        last_used: 0,
+        // An entry fetched long ago elsewhere is new to this node's
+        // eviction.
+        last_used: if fetched_at.is_some() { now } else { 0 },
     };
     let (committing, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
     let committed = tokio::task::spawn_blocking(move || committing.commit(&key, temp, &hashes, entry))

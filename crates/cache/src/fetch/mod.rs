@@ -86,6 +86,13 @@ pub trait Committed: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone)]
 pub struct AnsweredBy(pub Arc<str>);
 
+/// When another node of a cluster fetched the body a [`Source`] gives
+/// (Unix seconds), put in its answer's extensions: the entry's age counts
+/// from then, so a shared copy of what changes under its name is no
+/// fresher here than where it was fetched.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchedAt(pub u64);
+
 /// What the body must match before it is cached. Empty: only the upstream's
 /// own `Content-Length` is checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

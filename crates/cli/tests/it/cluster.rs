@@ -5,7 +5,7 @@
 
 use crate::common::{archive, pkgproxyctl, PKGPROXY};
 use pkgproxy_testkit::client::{get, proxy_get};
-use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, RefusingPort, S3Server};
+use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin, RefusingPort, S3Server};
 
 fn cluster_section(endpoint: &str, bucket: &str, node: &str) -> String {
     format!(
@@ -337,4 +337,40 @@ async fn with_the_store_stopped_a_node_serves_alone_and_publishes_on_the_next_ac
     let other = Daemon::start(PKGPROXY, Some(&config("other"))).await;
     assert_eq!(proxy_get(other.proxy_addr(), &url, &[]).await.body, miss.body);
     assert_eq!(origin.count_path(&path), 1, "the other node had it from the bucket");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apt_update_and_install_work_on_an_offline_node_that_never_fetched_anything() {
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-indexes");
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let apt_archive = archive("local", std::slice::from_ref(&source));
+    let config = |node: &str| format!("{apt_archive}{}", cluster_section(&server.endpoint(), &bucket, node));
+    let online = Daemon::start(PKGPROXY, Some(&config("online"))).await;
+    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    apt.download(&["pkgproxy-hello"]).assert_success();
+    let fetched = online.info().await.upstream.get(pkgproxy_metrics::UpstreamCounter::Requests);
+    let entries = online.info().await.cache.get(pkgproxy_metrics::CacheGauge::Entries);
+    assert!(entries >= 3, "the Release, an index and the package: {entries}");
+    eventually("the online node publishes every entry: the indexes and the package", || async {
+        (cluster_status(&online).await["published"].as_u64() >= Some(entries)).then_some(())
+    })
+    .await;
+    let asked = origin.requests().len();
+
+    // A node that has been offline from its start, with an empty cache.
+    let offline = Daemon::start_with(PKGPROXY, Some(&config("offline")), &["-offline"]).await;
+    let apt = AptSandbox::new(Some(&offline.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    apt.download(&["pkgproxy-hello"]).assert_success();
+    assert_eq!(
+        std::fs::read(apt.downloaded("pkgproxy-hello")).unwrap(),
+        std::fs::read(repo.deb_path("pkgproxy-hello")).unwrap()
+    );
+    assert_eq!(origin.requests().len(), asked, "the origin saw nothing of the offline node");
+    assert_eq!(offline.info().await.upstream.get(pkgproxy_metrics::UpstreamCounter::Requests), 0);
+    assert!(fetched > 0);
 }

@@ -98,12 +98,13 @@ async fn through_the_cache(
         verifier: verifier.clone(),
     };
     let conditional = spec.revalidating.clone();
-    let shared = shared_tier(state, &spec);
+    let shared = shared_tier(state, exchange, &request, &spec);
     let expected = spec.expected.clone();
     let joined = state.cache.fetch_from(spec, || {
         let upstream = fetching::source(state, &request, exchange, conditional.as_deref());
         match shared {
-            Some(tier) => Box::new(SharedFirst::new(tier, &request.key, expected, upstream)),
+            Some((tier, None)) => Box::new(SharedFirst::new(tier, &request.key, expected, upstream)),
+            Some((tier, Some(fresh))) => Box::new(SharedFirst::changing(tier, &request.key, fresh, upstream)),
             None => upstream,
         }
     });
@@ -126,13 +127,31 @@ async fn through_the_cache(
 }
 
 /// The cluster's shared tier, when this fetch may be answered from it: a
-/// miss of what never changes under its name (the bucket holds those only).
-/// Read also while offline: the bucket is the cluster's, not an upstream.
-fn shared_tier(state: &State, spec: &FetchSpec) -> Option<Arc<pkgproxy_cluster::SharedTier>> {
-    if spec.class != Class::Immutable || spec.revalidating.is_some() {
+/// miss, not a revalidation. For what changes under its name, with the
+/// test a published entry must pass to be served as fresh (the same this
+/// node applies to its own entries). Read also while offline: the bucket is
+/// the cluster's, not an upstream.
+fn shared_tier(
+    state: &State,
+    exchange: &Exchange<'_>,
+    request: &CachedRequest,
+    spec: &FetchSpec,
+) -> Option<(Arc<pkgproxy_cluster::SharedTier>, Option<pkgproxy_cluster::IsFresh>)> {
+    if spec.revalidating.is_some() {
         return None;
     }
-    state.cluster.as_ref()?.tier()
+    let tier = state.cluster.as_ref()?.tier()?;
+    if spec.class == Class::Immutable {
+        return Some((tier, None));
+    }
+    let directives = ClientDirectives::from_headers(exchange.headers);
+    let window = match state.upstream.switch.frozen() {
+        true => Window::Frozen,
+        false => Window::For(request.fresh_for),
+    };
+    let clock = Arc::clone(&state.clock);
+    let fresh = move |entry: &Entry| freshness(entry, clock.now(), window, directives) == Freshness::Fresh;
+    Some((tier, Some(Arc::new(fresh))))
 }
 
 /// The answer a fetch's `phase` gives the request.
