@@ -154,3 +154,12 @@ pub(crate) fn cluster_http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
 }
+
+/// A client that sends every `http://` request through the node at
+/// `peer_url` as its forward proxy (apt's requests, as a client of that
+/// node would send them).
+pub(crate) fn cluster_http_client_through(peer_url: &str) -> Result<reqwest::Client, reqwest::Error> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let proxy = reqwest::Proxy::http(peer_url)?;
+    reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).proxy(proxy).build()
+}

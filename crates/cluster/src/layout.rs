@@ -53,6 +53,16 @@ impl Layout {
         self.path("cluster/breakers.json")
     }
 
+    /// Where the nodes announce themselves.
+    pub fn members(&self) -> Path {
+        self.path("nodes")
+    }
+
+    /// The announcement of node `node`.
+    pub fn member(&self, node: &str) -> Path {
+        self.path(&format!("nodes/{node}.json"))
+    }
+
     /// The self-test's probe objects.
     pub fn probe(&self, name: &str) -> Path {
         self.path(&format!("probe/{name}"))

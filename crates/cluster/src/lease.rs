@@ -113,6 +113,16 @@ pub async fn take(tier: &Arc<SharedTier>, key: &str) -> Taken {
     Taken::Unavailable
 }
 
+/// Who holds `key`'s lease, without taking it (a node that cannot fetch
+/// from its upstreams only looks): `None` when nobody does, or the store
+/// does not say.
+pub async fn holder(tier: &SharedTier, key: &str) -> Option<LeaseRecord> {
+    match read(tier, &tier.layout().lease(key)).await {
+        Ok(Some((held, _))) if !held.expired() => Some(held),
+        _ => None,
+    }
+}
+
 /// Takes `key`'s lease from `holder`, who answered that it is not fetching
 /// the key (its fetch failed): its lease would otherwise keep the others
 /// waiting until it lapses. Only that holder's lease is taken.

@@ -20,6 +20,7 @@ mod config;
 mod error;
 mod layout;
 mod lease;
+pub mod members;
 pub mod peer;
 mod poll;
 mod publish;
@@ -27,12 +28,14 @@ pub mod selftest;
 mod source;
 pub mod sweep;
 pub mod switch;
+mod through_peer;
 mod tier;
 
 pub use config::{ClusterConfig, Credentials, DEFAULT_LEASE_TTL};
 pub use error::ClusterError;
 pub use publish::Publisher;
 pub use source::{IsFresh, SharedFirst};
+pub use through_peer::ThroughPeer;
 pub use tier::{SharedEntry, SharedTier, TierCounters};
 
 use std::sync::Arc;

@@ -11,6 +11,7 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use pkgproxy_cache::{AnsweredBy, FetchError, UpstreamBody};
 
 use crate::lease::LeaseRecord;
+use crate::members::Member;
 
 /// Where a node serves its fetches to its peers, on its proxy listener:
 /// `GET TAIL_PATH?key=KEY`, with `Range: bytes=N-` to go on from byte N.
@@ -82,7 +83,49 @@ pub async fn tail(
     if status != wanted {
         return Err(refused(format!("answered {status}")));
     }
-    let mut response = Response::builder().status(status);
+    upstream_answer(answer, &holder.node).map_err(unreachable)
+}
+
+/// Asks the online node `member` for `target` as a client of it would
+/// (`headers` as pkgproxy asks an upstream, conditionals and `Range`
+/// included): an absolute `http://` target through it as a forward proxy,
+/// an origin-form one on its listener. Its answer is the upstream answer
+/// of a fetch of this node, checked as any other. A `5xx` (it went offline
+/// too, say) is [`TailError::NotThere`]: another node may be asked.
+pub async fn ask_through(
+    member: &Member,
+    target: &http::Uri,
+    headers: &http::HeaderMap,
+    token: &str,
+) -> Result<Response<UpstreamBody>, TailError> {
+    let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", member.node));
+    let base = member.peer_url.trim_end_matches('/');
+    let (client, url) = match target.scheme_str() {
+        Some(_) => {
+            let client = crate::config::cluster_http_client_through(base).map_err(|e| unreachable(e.to_string()))?;
+            (client, target.to_string())
+        }
+        None => {
+            let path = target.path_and_query().map_or("/", |p| p.as_str());
+            (crate::config::cluster_http_client(), format!("{base}{path}"))
+        }
+    };
+    let mut request = client.get(&url).header(TOKEN_HEADER, token);
+    for (name, value) in headers {
+        if !matches!(name.as_str(), "host" | "connection" | "keep-alive" | "transfer-encoding" | "proxy-connection") {
+            request = request.header(name, value);
+        }
+    }
+    let answer = request.send().await.map_err(|error| unreachable(error.to_string()))?;
+    if answer.status().is_server_error() {
+        return Err(TailError::NotThere(format!("peer {}: answered {}", member.node, answer.status())));
+    }
+    upstream_answer(answer, &member.node).map_err(unreachable)
+}
+
+/// A peer's answer as the upstream answer of a fetch, named as the peer's.
+fn upstream_answer(answer: reqwest::Response, node: &str) -> Result<Response<UpstreamBody>, String> {
+    let mut response = Response::builder().status(answer.status());
     for (name, value) in answer.headers() {
         if !matches!(name.as_str(), "connection" | "keep-alive" | "transfer-encoding" | "x-pkgproxy-cache") {
             response = response.header(name, value);
@@ -90,7 +133,7 @@ pub async fn tail(
     }
     let stream = answer.bytes_stream().map_ok(http_body::Frame::data).map_err(|error| error.into());
     let body: UpstreamBody = http_body_util::StreamBody::new(sync_wrapper::SyncStream::new(stream)).boxed();
-    let mut response = response.body(body).map_err(|error| unreachable(error.to_string()))?;
-    response.extensions_mut().insert(AnsweredBy(format!("cluster peer {}", holder.node).into()));
+    let mut response = response.body(body).map_err(|error| error.to_string())?;
+    response.extensions_mut().insert(AnsweredBy(format!("cluster peer {node}").into()));
     Ok(response)
 }

@@ -45,6 +45,8 @@ pub struct SharedFirst {
     /// For a key whose content changes, whether a published entry is
     /// fresh enough to serve without asking the upstream.
     fresh: Option<IsFresh>,
+    /// Whether this node takes the key's lease to fetch it for the cluster.
+    takes_lease: bool,
 }
 
 /// Whether a published entry is fresh for the request being served.
@@ -74,7 +76,16 @@ impl SharedFirst {
             reading: Arc::default(),
             lease: Arc::default(),
             fresh: None,
+            takes_lease: true,
         }
+    }
+
+    /// For a node that does not ask its upstreams (it is offline): it never
+    /// takes a key's lease, which would keep the others waiting for a
+    /// fetch it does not make (or, were it to ask one of them, waiting for
+    /// each other); it still streams a fetch another node makes.
+    pub fn without_lease(self) -> Self {
+        SharedFirst { takes_lease: false, ..self }
     }
 
     /// The source of a miss of `key`, whose content changes under its
@@ -117,6 +128,7 @@ impl Source for SharedFirst {
         let (tier, key, expected) = (Arc::clone(&self.tier), self.key.clone(), self.expected.clone());
         let (upstream, reading, lease) =
             (Arc::clone(&self.upstream), Arc::clone(&self.reading), Arc::clone(&self.lease));
+        let takes_lease = self.takes_lease;
         Box::pin(async move {
             if !tier.worth_asking() {
                 return upstream.start().await;
@@ -128,7 +140,7 @@ impl Source for SharedFirst {
                     return Ok(checked(answer, tier, entry));
                 }
             }
-            match from_whoever_fetches(&tier, &key, 0).await {
+            match from_whoever_fetches(&tier, &key, 0, takes_lease).await {
                 Ok(Whoever::Peer(answer)) => {
                     *lock(&reading) = Reading::Peer;
                     Ok(answer)
@@ -164,9 +176,9 @@ impl Source for SharedFirst {
                 // upstream where the peer's bytes ended.
                 let (tier, key, upstream) = (Arc::clone(&self.tier), self.key.clone(), Arc::clone(&self.upstream));
                 let (reading, validators) = (Arc::clone(&self.reading), validators.clone());
-                let lease = Arc::clone(&self.lease);
+                let (lease, takes_lease) = (Arc::clone(&self.lease), self.takes_lease);
                 Some(Box::pin(async move {
-                    let whoever = from_whoever_fetches(&tier, &key, from).await;
+                    let whoever = from_whoever_fetches(&tier, &key, from, takes_lease).await;
                     if let Ok(Whoever::Peer(answer)) = whoever {
                         *lock(&reading) = Reading::Peer;
                         return Ok(answer);
@@ -247,7 +259,20 @@ enum Whoever {
 /// `Err`: the holder could not be asked (this node fetches too: at most
 /// one duplicate fetch, never an error for a client). A holder that died
 /// is waited for until its lease expires, then its fetch is taken over.
-async fn from_whoever_fetches(tier: &Arc<SharedTier>, key: &str, from: u64) -> Result<Whoever, FetchError> {
+/// A node that does not take leases only streams from a holder.
+async fn from_whoever_fetches(
+    tier: &Arc<SharedTier>,
+    key: &str,
+    from: u64,
+    takes_lease: bool,
+) -> Result<Whoever, FetchError> {
+    if !takes_lease {
+        let holder = lease::holder(tier, key).await;
+        let holder = holder.filter(|h| h.node != tier.identity().node && h.peer_url.is_some());
+        let holder = holder.ok_or_else(|| FetchError::Rejected("nobody fetches it".into()))?;
+        let answer = peer::tail(tier.peers(), &holder, key, from, &tier.identity().peer_token).await?;
+        return Ok(Whoever::Peer(answer));
+    }
     let deadline = tokio::time::Instant::now() + tier.identity().lease_ttl * 2;
     let mut taken = lease::take(tier, key).await;
     loop {

@@ -10,8 +10,9 @@ use arc_swap::ArcSwapOption;
 
 use pkgproxy_cache::Cache;
 use pkgproxy_cluster::breakers::{self, SharedBreakers};
+use pkgproxy_cluster::members::{self, Members};
 use pkgproxy_cluster::switch::{self, ClusterMode};
-use pkgproxy_cluster::{ClusterConfig, ClusterError, Publisher, SharedTier};
+use pkgproxy_cluster::{ClusterConfig, ClusterError, Publisher, SharedTier, ThroughPeer};
 use pkgproxy_upstream::offline::{BreakerWatcher, Mode, Switch};
 
 /// How long the start waits for the store before starting alone.
@@ -30,6 +31,9 @@ pub struct Cluster {
     switch: Switch,
     /// Publishes what this node fetches.
     publisher: Arc<Publisher>,
+    /// Which other nodes ask their upstreams, for this node's misses while
+    /// it cannot.
+    members: Arc<Members>,
 }
 
 impl Cluster {
@@ -40,7 +44,8 @@ impl Cluster {
         let publisher = Publisher::new();
         // Commits are remembered from the start, published once connected.
         cache.on_commit(Arc::clone(&publisher) as Arc<dyn pkgproxy_cache::Committed>);
-        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch, publisher });
+        let members = Arc::default();
+        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch, publisher, members });
         match tokio::time::timeout(CONNECT_WAIT, pkgproxy_cluster::connect(&cluster.config)).await {
             Ok(Ok(tier)) => cluster.joined(tier),
             Ok(Err(error @ (ClusterError::Unfit { .. } | ClusterError::Config(_)))) => return Err(error),
@@ -58,6 +63,9 @@ impl Cluster {
         let imposing = imposer(self.switch.clone(), tier.identity().node.clone(), poll);
         tokio::spawn(breakers::watch(Arc::downgrade(&tier), poll, imposing));
         tokio::spawn(pkgproxy_cluster::sweep::keep_swept(self.config.clone()));
+        let switch = self.switch.clone();
+        let online = move || switch.mode() != Mode::Offline;
+        tokio::spawn(members::keep_announcing(Arc::downgrade(&tier), poll, online));
         self.tier.store(Some(tier));
         tracing::info!(
             endpoint = self.config.endpoint,
@@ -104,6 +112,23 @@ impl Cluster {
     /// The shared tier, when connected.
     pub fn tier(&self) -> Option<Arc<SharedTier>> {
         self.tier.load_full()
+    }
+
+    /// The source of a miss while this node does not ask its upstreams
+    /// (it is offline): `target` asked of an online node of the cluster,
+    /// else `upstream` (which refuses as offline).
+    pub fn through_peer(
+        &self,
+        target: &http::Uri,
+        headers: http::HeaderMap,
+        upstream: Box<dyn pkgproxy_cache::Source>,
+    ) -> Box<dyn pkgproxy_cache::Source> {
+        match self.tier() {
+            Some(tier) => {
+                Box::new(ThroughPeer::new(tier, Arc::clone(&self.members), target.clone(), headers, upstream))
+            }
+            None => upstream,
+        }
     }
 
     /// Whether the node works alone now: not connected yet, or the store

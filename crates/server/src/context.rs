@@ -34,6 +34,10 @@ pub struct Exchange<'a> {
     pub upstream_answer: &'a UpstreamAnswer,
     /// Who asked (`None` for pkgproxy's own requests).
     pub client: Option<ClientInfo>,
+    /// The request's target as the client sent it (`None` for pkgproxy's
+    /// own requests): an offline node of a cluster asks an online one for
+    /// it.
+    pub target: Option<&'a http::Uri>,
 }
 
 /// Where the upstream's status for a request is reported, for the shadows

@@ -374,3 +374,44 @@ async fn apt_update_and_install_work_on_an_offline_node_that_never_fetched_anyth
     assert_eq!(offline.info().await.upstream.get(pkgproxy_metrics::UpstreamCounter::Requests), 0);
     assert!(fetched > 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_offline_on_its_own_asks_an_online_node_for_its_misses() {
+    let server = S3Server::start();
+    let bucket = server.bucket("cluster-through-peer");
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let apt_archive = archive("local", std::slice::from_ref(&source));
+    let config = |node: &str| {
+        format!("{apt_archive}{}offline_poll = \"200ms\"\n", cluster_section(&server.endpoint(), &bucket, node))
+    };
+    let online = Daemon::start(PKGPROXY, Some(&config("online"))).await;
+    // Offline by its own switch (as auto-offline makes a node whose uplink
+    // went), its cache and the bucket empty.
+    let offline = Daemon::start_with(PKGPROXY, Some(&config("cut-off")), &["-offline"]).await;
+
+    let apt = AptSandbox::new(Some(&offline.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    apt.download(&["pkgproxy-hello"]).assert_success();
+    assert_eq!(
+        std::fs::read(apt.downloaded("pkgproxy-hello")).unwrap(),
+        std::fs::read(repo.deb_path("pkgproxy-hello")).unwrap()
+    );
+    let deb = repo.deb_url_path("pkgproxy-hello");
+    assert_eq!(origin.count_path(&deb), 1, "the online node fetched it");
+    let requests = pkgproxy_metrics::UpstreamCounter::Requests;
+    assert_eq!(offline.info().await.upstream.get(requests), 0, "the offline node sent nothing upstream");
+    let from_online = online.info().await.upstream.get(requests);
+    assert_eq!(from_online, origin.requests().len() as u64, "the origin saw the online node's requests only");
+    let again = proxy_get(offline.proxy_addr(), &format!("{}{deb}", origin.url()), &[]).await;
+    assert_eq!(again.header("x-pkgproxy-cache"), Some("hit"), "the offline node kept what it got");
+
+    // With the whole cluster offline, nobody asks the origin.
+    let unseen = repo.deb_url_path("pkgproxy-small2");
+    let set = pkgproxyctl(&online, &["offline", "offline", "--cluster"]);
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    let refused = proxy_get(offline.proxy_addr(), &format!("{}{unseen}", origin.url()), &[]).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(origin.count_path(&unseen), 0);
+}

@@ -25,6 +25,7 @@ use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Fresh
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{Acceptance, CachedRequest, Mount, Side};
+use pkgproxy_upstream::offline::Mode;
 
 use super::access;
 use super::answer::{self, Served};
@@ -103,7 +104,13 @@ async fn through_the_cache(
     let joined = state.cache.fetch_from(spec, || {
         let upstream = fetching::source(state, &request, exchange, conditional.as_deref());
         match shared {
-            Some((tier, None)) => Box::new(SharedFirst::new(tier, &request.key, expected, upstream)),
+            Some((tier, None)) => {
+                let shared = SharedFirst::new(tier, &request.key, expected, upstream);
+                match state.upstream.switch.mode() == Mode::Offline {
+                    true => Box::new(shared.without_lease()),
+                    false => Box::new(shared),
+                }
+            }
             Some((tier, Some(fresh))) => Box::new(SharedFirst::changing(tier, &request.key, fresh, upstream)),
             None => upstream,
         }
@@ -358,6 +365,7 @@ async fn fetch_for_pkgproxy(state: &Arc<State>, side: &Side, request: CachedRequ
         mount,
         upstream_answer: &upstream_answer,
         client: None,
+        target: None,
     };
     let Outcome::Answered(response) = serve(state, &exchange, side, request).await else { return None };
     if response.status() != StatusCode::OK {

@@ -49,7 +49,8 @@ struct PoolSource {
 
 /// The source of a fetch of `request`: a `GET` with the client's user agent,
 /// the headers the side chose, our loop mark and, when revalidating, the
-/// cached entry's validators.
+/// cached entry's validators. While this node is offline, in a cluster, an
+/// online node of the cluster is asked instead.
 pub fn source(
     state: &Arc<State>,
     request: &CachedRequest,
@@ -74,8 +75,14 @@ pub fn source(
         }
     }
     let upstream_answer = copy_upstream_request(state, side, origin, exchange, &Method::GET, &headers);
+    let through_peer = match (&state.cluster, exchange.target) {
+        (Some(cluster), Some(target)) if state.upstream.switch.mode() == Mode::Offline => {
+            Some((cluster, target, headers.clone()))
+        }
+        _ => None,
+    };
     let request = PoolRequest::get(origin.path.clone(), headers);
-    Box::new(PoolSource {
+    let upstream = Box::new(PoolSource {
         state: Arc::clone(state),
         pool,
         request,
@@ -85,7 +92,11 @@ pub fn source(
         redirects,
         origin: origin.clone(),
         auth,
-    })
+    });
+    match through_peer {
+        Some((cluster, target, headers)) => cluster.through_peer(target, headers, upstream),
+        None => upstream,
+    }
 }
 
 /// What the upstream answers a `HEAD` of `request`: its status and

@@ -208,6 +208,7 @@ mod tests {
             mount: Mount::Prefix("/x"),
             upstream_answer: &answer,
             client: None,
+            target: None,
         };
         forward(state, &exchange, request, Full::new(Bytes::from_static(body))).await
     }

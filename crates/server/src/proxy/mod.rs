@@ -146,8 +146,14 @@ async fn serve(
         target: target.as_ref(),
         host: &host,
     };
-    let exchange =
-        Exchange { method: &parts.method, headers: &parts.headers, mount, upstream_answer: &upstream_answer, client };
+    let exchange = Exchange {
+        method: &parts.method,
+        headers: &parts.headers,
+        mount,
+        upstream_answer: &upstream_answer,
+        client,
+        target: Some(&parts.uri),
+    };
     match side.classify(&routed) {
         Decision::Forward(request) => forward::forward(state, &exchange, request, tapped.tee(body)).await,
         Decision::Refuse(refusal) => {

@@ -35,6 +35,7 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
         mount: Mount::ForwardProxy,
         upstream_answer: &upstream_answer,
         client: None,
+        target: None,
     };
     if let Some(fetch) = state.cache.fetch_in_progress(&key) {
         match fetch.answered().await {
