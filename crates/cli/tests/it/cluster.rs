@@ -3,7 +3,7 @@
 //! a node that is offline; a store that cannot be reached at start leaves a
 //! node serving alone, and it says so.
 
-use crate::common::{archive, pkgproxyctl, PKGPROXY};
+use crate::common::{archive, pkgproxyctl, upstream_counts, PKGPROXY};
 use pkgproxy_testkit::client::{get, proxy_get};
 use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin, RefusingPort, S3Server};
 
@@ -147,6 +147,16 @@ async fn thirty_clients_on_three_nodes_make_one_upstream_fetch_and_all_get_the_r
         peers_streamed += usize::from(log.contains(pkgproxy_cluster::peer::TAIL_PATH));
     }
     assert!(peers_streamed >= 1, "the others streamed the body from the node fetching it");
+    // The one way out still holds: the store and the peers are a way of
+    // their own, and every request and connection the origin saw came
+    // through the nodes' counted transports.
+    let (mut requests, mut connections) = (0, 0);
+    for node in &nodes {
+        let (sent, opened) = upstream_counts(node).await;
+        (requests, connections) = (requests + sent, connections + opened);
+    }
+    assert_eq!(requests, origin.requests().len() as u64);
+    assert_eq!(connections, origin.connections());
 }
 
 /// The bytes of the partial downloads in `daemon`'s cache.
