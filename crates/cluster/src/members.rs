@@ -5,6 +5,7 @@
 //! upstreams (offline by its own switch, as when auto-offline saw its
 //! uplink go) sends its misses to one that can.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -53,11 +54,9 @@ pub async fn keep_announcing(tier: Weak<SharedTier>, every: Duration, online: im
         let due = said.is_none_or(|(was, at)| was != now || at.elapsed() >= BEAT);
         if due {
             let member = Member { node: tier.node().to_owned(), peer_url, online: now, at_ms: now_ms() };
-            let json = Bytes::from(serde_json::to_vec(&member).expect("a member serialises"));
-            let path = tier.layout().member(tier.node());
-            match tier.store().put(&path, PutPayload::from_bytes(json)).await {
-                Ok(_) => said = Some((now, Instant::now())),
-                Err(error) => tracing::debug!(%path, %error, "this node's announcement was not written"),
+            match announce(&tier, &member).await {
+                Ok(()) => said = Some((now, Instant::now())),
+                Err(error) => tracing::debug!(%error, "this node's announcement was not written"),
             }
         }
         drop(tier);
@@ -65,14 +64,34 @@ pub async fn keep_announcing(tier: Weak<SharedTier>, every: Duration, online: im
     }
 }
 
+/// Writes `member`'s announcement.
+pub async fn announce(tier: &SharedTier, member: &Member) -> Result<(), object_store::Error> {
+    let json = Bytes::from(serde_json::to_vec(member).expect("a member serialises"));
+    tier.store().put(&tier.layout().member(&member.node), PutPayload::from_bytes(json)).await.map(|_| ())
+}
+
 /// A node's view of the others, read from the bucket at most every
 /// [`VIEW_FOR`].
 #[derive(Debug, Default)]
 pub struct Members {
     seen: Mutex<Option<(Instant, Vec<Member>)>>,
+    /// A client per node, sending `http://` requests through it as a
+    /// forward proxy (kept: a client holds its connections and its roots).
+    through: Mutex<HashMap<String, reqwest::Client>>,
 }
 
 impl Members {
+    /// The client that sends requests through `member` as a forward proxy.
+    pub fn client_through(&self, member: &Member) -> Result<reqwest::Client, reqwest::Error> {
+        let mut through = self.through.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = through.get(&member.peer_url) {
+            return Ok(client.clone());
+        }
+        let client = crate::config::cluster_http_client_through(&member.peer_url)?;
+        through.insert(member.peer_url.clone(), client.clone());
+        Ok(client)
+    }
+
     /// The other nodes that announced, lately, that they ask their
     /// upstreams.
     pub async fn online_peers(&self, tier: &SharedTier) -> Vec<Member> {

@@ -11,7 +11,8 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use pkgproxy_cache::{AnsweredBy, FetchError, UpstreamBody};
 
 use crate::lease::LeaseRecord;
-use crate::members::Member;
+use crate::members::{Member, Members};
+use crate::tier::SharedTier;
 
 /// Where a node serves its fetches to its peers, on its proxy listener:
 /// `GET TAIL_PATH?key=KEY`, with `Range: bytes=N-` to go on from byte N.
@@ -93,24 +94,21 @@ pub async fn tail(
 /// of a fetch of this node, checked as any other. A `5xx` (it went offline
 /// too, say) is [`TailError::NotThere`]: another node may be asked.
 pub async fn ask_through(
+    tier: &SharedTier,
+    members: &Members,
     member: &Member,
     target: &http::Uri,
     headers: &http::HeaderMap,
-    token: &str,
 ) -> Result<Response<UpstreamBody>, TailError> {
     let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", member.node));
-    let base = member.peer_url.trim_end_matches('/');
-    let (client, url) = match target.scheme_str() {
-        Some(_) => {
-            let client = crate::config::cluster_http_client_through(base).map_err(|e| unreachable(e.to_string()))?;
-            (client, target.to_string())
-        }
+    let request = match target.scheme_str() {
+        Some(_) => members.client_through(member).map_err(|e| unreachable(e.to_string()))?.get(target.to_string()),
         None => {
             let path = target.path_and_query().map_or("/", |p| p.as_str());
-            (crate::config::cluster_http_client(), format!("{base}{path}"))
+            tier.peers().get(format!("{}{path}", member.peer_url.trim_end_matches('/')))
         }
     };
-    let mut request = client.get(&url).header(TOKEN_HEADER, token);
+    let mut request = request.header(TOKEN_HEADER, &tier.identity().peer_token);
     for (name, value) in headers {
         if !matches!(name.as_str(), "host" | "connection" | "keep-alive" | "transfer-encoding" | "proxy-connection") {
             request = request.header(name, value);

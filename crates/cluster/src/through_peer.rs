@@ -51,7 +51,7 @@ async fn ask(
     headers: &HeaderMap,
 ) -> Option<(Member, http::Response<pkgproxy_cache::UpstreamBody>)> {
     for member in members.online_peers(tier).await.into_iter().take(2) {
-        match peer::ask_through(&member, target, headers, &tier.identity().peer_token).await {
+        match peer::ask_through(tier, members, &member, target, headers).await {
             Ok(answer) => return Some((member, answer)),
             Err(error) => tracing::debug!(%error, %target, "an online node did not answer for this offline one"),
         }
@@ -79,7 +79,7 @@ impl Source for ThroughPeer {
     fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
         let member = self.asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(member) = member else { return self.upstream.resume(from, validators) };
-        let (tier, target) = (Arc::clone(&self.tier), self.target.clone());
+        let (tier, members, target) = (Arc::clone(&self.tier), Arc::clone(&self.members), self.target.clone());
         let mut headers = self.headers.clone();
         headers.insert(RANGE, HeaderValue::try_from(format!("bytes={from}-")).expect("digits are a valid value"));
         if let Some(validator) = validators.etag.as_deref().or(validators.last_modified.as_deref()) {
@@ -88,7 +88,7 @@ impl Source for ThroughPeer {
             }
         }
         Some(Box::pin(async move {
-            peer::ask_through(&member, &target, &headers, &tier.identity().peer_token)
+            peer::ask_through(&tier, &members, &member, &target, &headers)
                 .await
                 .map_err(|error| FetchError::Rejected(error.to_string()))
         }))

@@ -116,18 +116,28 @@ impl Cluster {
 
     /// The source of a miss while this node does not ask its upstreams
     /// (it is offline): `target` asked of an online node of the cluster,
-    /// else `upstream` (which refuses as offline).
+    /// else `upstream` (which refuses as offline). A request another node
+    /// sent here (`client_headers` carry the cluster's token) is never
+    /// sent on: two nodes that each took the other for online would send
+    /// it back and forth, each waiting for its own fetch.
     pub fn through_peer(
         &self,
         target: &http::Uri,
+        client_headers: &http::HeaderMap,
         headers: http::HeaderMap,
         upstream: Box<dyn pkgproxy_cache::Source>,
     ) -> Box<dyn pkgproxy_cache::Source> {
+        let from_peer = |tier: &SharedTier| {
+            pkgproxy_cluster::peer::is_peer(
+                client_headers.get(pkgproxy_cluster::peer::TOKEN_HEADER),
+                &tier.identity().peer_token,
+            )
+        };
         match self.tier() {
-            Some(tier) => {
+            Some(tier) if !from_peer(&tier) => {
                 Box::new(ThroughPeer::new(tier, Arc::clone(&self.members), target.clone(), headers, upstream))
             }
-            None => upstream,
+            _ => upstream,
         }
     }
 

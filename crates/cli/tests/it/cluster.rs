@@ -4,6 +4,7 @@
 //! node serving alone, and it says so.
 
 use crate::common::{archive, pkgproxyctl, upstream_counts, PKGPROXY};
+use pkgproxy_cluster::members::{self, Member};
 use pkgproxy_testkit::client::{get, proxy_get};
 use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin, RefusingPort, S3Server};
 
@@ -12,6 +13,56 @@ fn cluster_section(endpoint: &str, bucket: &str, node: &str) -> String {
         "[cluster]\nendpoint = {endpoint:?}\nbucket = {bucket:?}\nnode_id = {node:?}\n\
          access_key_id = \"testing\"\nsecret_access_key = \"testing\"\n"
     )
+}
+
+/// What the nodes of one test share: a fresh bucket on an S3 server, and an
+/// origin serving the test archive.
+struct Fleet {
+    server: S3Server,
+    bucket: String,
+    repo: &'static AptRepo,
+    origin: Origin,
+    /// The archive's URL, as apt's sources name it.
+    source: String,
+}
+
+impl Fleet {
+    async fn new(bucket: &str) -> Fleet {
+        let server = S3Server::start();
+        let bucket = server.bucket(bucket);
+        let repo = AptRepo::shared_default();
+        let origin = Origin::serve(repo.root()).await;
+        let source = format!("{}/debian", origin.url());
+        Fleet { server, bucket, repo, origin, source }
+    }
+
+    /// What a node of this fleet connects with, for a test that writes
+    /// to the bucket as a node would.
+    fn cluster_config(&self, node: &str) -> pkgproxy_cluster::ClusterConfig {
+        pkgproxy_cluster::ClusterConfig {
+            endpoint: self.server.endpoint(),
+            bucket: self.bucket.clone(),
+            prefix: "pkgproxy".to_owned(),
+            region: "us-east-1".to_owned(),
+            credentials: pkgproxy_cluster::Credentials {
+                access_key_id: "testing".to_owned(),
+                secret_access_key: "testing".to_owned(),
+                session_token: None,
+            },
+            node_id: node.to_owned(),
+            peer_url: None,
+            lease_ttl: pkgproxy_cluster::DEFAULT_LEASE_TTL,
+            peer_secret: None,
+            offline_poll: pkgproxy_cluster::switch::DEFAULT_POLL,
+        }
+    }
+
+    /// Node `node`'s configuration: the archive, and `[cluster]` with
+    /// `extra` lines.
+    fn config(&self, node: &str, extra: &str) -> String {
+        let apt = archive("local", std::slice::from_ref(&self.source));
+        format!("{apt}{}{extra}", cluster_section(&self.server.endpoint(), &self.bucket, node))
+    }
 }
 
 /// The `cluster` part of a node's status JSON.
@@ -24,12 +75,9 @@ async fn cluster_status(daemon: &Daemon) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_one_node_fetched_is_served_by_the_others_from_the_bucket_even_offline() {
-    let server = S3Server::start();
-    let bucket = server.bucket("cluster-share");
-    let repo = AptRepo::shared_default();
-    let origin = Origin::serve(repo.root()).await;
-    let apt = archive("local", &[format!("{}/debian", origin.url())]);
-    let config = |node: &str| format!("{apt}{}", cluster_section(&server.endpoint(), &bucket, node));
+    let fleet = Fleet::new("cluster-share").await;
+    let (repo, origin) = (fleet.repo, &fleet.origin);
+    let config = |node: &str| fleet.config(node, "");
     let first = Daemon::start(PKGPROXY, Some(&config("first"))).await;
     let second = Daemon::start(PKGPROXY, Some(&config("second"))).await;
     let offline = Daemon::start_with(PKGPROXY, Some(&config("offline")), &["-offline"]).await;
@@ -222,13 +270,9 @@ async fn mode_of(daemon: &Daemon) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cluster_s_offline_switch_takes_every_node_offline_and_the_bucket_still_serves() {
-    let server = S3Server::start();
-    let bucket = server.bucket("cluster-offline");
-    let repo = AptRepo::shared_default();
-    let origin = Origin::serve(repo.root()).await;
-    let apt = archive("local", &[format!("{}/debian", origin.url())]);
-    let config =
-        |node: &str| format!("{apt}{}offline_poll = \"200ms\"\n", cluster_section(&server.endpoint(), &bucket, node));
+    let fleet = Fleet::new("cluster-offline").await;
+    let (repo, origin) = (fleet.repo, &fleet.origin);
+    let config = |node: &str| fleet.config(node, "offline_poll = \"200ms\"\n");
     let (one, two) =
         (Daemon::start(PKGPROXY, Some(&config("one"))).await, Daemon::start(PKGPROXY, Some(&config("two"))).await);
     let shared = repo.deb_url_path("pkgproxy-hello");
@@ -266,13 +310,9 @@ async fn the_cluster_s_offline_switch_takes_every_node_offline_and_the_bucket_st
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_host_that_asks_one_node_for_time_is_left_alone_by_every_node_and_probed_once() {
-    let server = S3Server::start();
-    let bucket = server.bucket("cluster-breakers");
-    let repo = AptRepo::shared_default();
-    let origin = Origin::serve(repo.root()).await;
-    let apt = archive("local", &[format!("{}/debian", origin.url())]);
-    let config =
-        |node: &str| format!("{apt}{}offline_poll = \"200ms\"\n", cluster_section(&server.endpoint(), &bucket, node));
+    let fleet = Fleet::new("cluster-breakers").await;
+    let (repo, origin) = (fleet.repo, &fleet.origin);
+    let config = |node: &str| fleet.config(node, "offline_poll = \"200ms\"\n");
     let overloaded = ["-offline-mode", "store-overloaded"];
     let nodes = [
         Daemon::start_with(PKGPROXY, Some(&config("asked")), &overloaded).await,
@@ -351,15 +391,11 @@ async fn with_the_store_stopped_a_node_serves_alone_and_publishes_on_the_next_ac
 
 #[tokio::test(flavor = "multi_thread")]
 async fn apt_update_and_install_work_on_an_offline_node_that_never_fetched_anything() {
-    let server = S3Server::start();
-    let bucket = server.bucket("cluster-indexes");
-    let repo = AptRepo::shared_default();
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
-    let apt_archive = archive("local", std::slice::from_ref(&source));
-    let config = |node: &str| format!("{apt_archive}{}", cluster_section(&server.endpoint(), &bucket, node));
+    let fleet = Fleet::new("cluster-indexes").await;
+    let (repo, origin, source) = (fleet.repo, &fleet.origin, &fleet.source);
+    let config = |node: &str| fleet.config(node, "");
     let online = Daemon::start(PKGPROXY, Some(&config("online"))).await;
-    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
+    let apt = AptSandbox::new(Some(&online.proxy_url()), source, repo.keyring());
     apt.update().assert_success();
     apt.download(&["pkgproxy-hello"]).assert_success();
     let fetched = online.info().await.upstream.get(pkgproxy_metrics::UpstreamCounter::Requests);
@@ -373,7 +409,7 @@ async fn apt_update_and_install_work_on_an_offline_node_that_never_fetched_anyth
 
     // A node that has been offline from its start, with an empty cache.
     let offline = Daemon::start_with(PKGPROXY, Some(&config("offline")), &["-offline"]).await;
-    let apt = AptSandbox::new(Some(&offline.proxy_url()), &source, repo.keyring());
+    let apt = AptSandbox::new(Some(&offline.proxy_url()), source, repo.keyring());
     apt.update().assert_success();
     apt.download(&["pkgproxy-hello"]).assert_success();
     assert_eq!(
@@ -387,21 +423,15 @@ async fn apt_update_and_install_work_on_an_offline_node_that_never_fetched_anyth
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_offline_on_its_own_asks_an_online_node_for_its_misses() {
-    let server = S3Server::start();
-    let bucket = server.bucket("cluster-through-peer");
-    let repo = AptRepo::shared_default();
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
-    let apt_archive = archive("local", std::slice::from_ref(&source));
-    let config = |node: &str| {
-        format!("{apt_archive}{}offline_poll = \"200ms\"\n", cluster_section(&server.endpoint(), &bucket, node))
-    };
+    let fleet = Fleet::new("cluster-through-peer").await;
+    let (repo, origin, source) = (fleet.repo, &fleet.origin, &fleet.source);
+    let config = |node: &str| fleet.config(node, "offline_poll = \"200ms\"\n");
     let online = Daemon::start(PKGPROXY, Some(&config("online"))).await;
     // Offline by its own switch (as auto-offline makes a node whose uplink
     // went), its cache and the bucket empty.
     let offline = Daemon::start_with(PKGPROXY, Some(&config("cut-off")), &["-offline"]).await;
 
-    let apt = AptSandbox::new(Some(&offline.proxy_url()), &source, repo.keyring());
+    let apt = AptSandbox::new(Some(&offline.proxy_url()), source, repo.keyring());
     apt.update().assert_success();
     apt.download(&["pkgproxy-hello"]).assert_success();
     assert_eq!(
@@ -424,4 +454,28 @@ async fn a_node_offline_on_its_own_asks_an_online_node_for_its_misses() {
     let refused = proxy_get(offline.proxy_addr(), &format!("{}{unseen}", origin.url()), &[]).await;
     assert_eq!(refused.status, 503);
     assert_eq!(origin.count_path(&unseen), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_offline_nodes_that_take_each_other_for_online_never_send_a_request_back_and_forth() {
+    let fleet = Fleet::new("cluster-no-ping-pong").await;
+    let config = |node: &str| fleet.config(node, "");
+    let nodes = [
+        Daemon::start_with(PKGPROXY, Some(&config("left")), &["-offline"]).await,
+        Daemon::start_with(PKGPROXY, Some(&config("right")), &["-offline"]).await,
+    ];
+    // Each says it is online, as a node does just before it goes offline.
+    let tier = pkgproxy_cluster::connect(&fleet.cluster_config("test")).await.expect("the store");
+    let later = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 600_000;
+    for (node, name) in nodes.iter().zip(["left", "right"]) {
+        let peer_url = format!("http://{}", node.proxy_addr());
+        let member = Member { node: name.to_owned(), peer_url, online: true, at_ms: later as u64 };
+        members::announce(&tier, &member).await.expect("announced");
+    }
+    let url = format!("{}{}", fleet.origin.url(), fleet.repo.deb_url_path("pkgproxy-hello"));
+    let asked = tokio::time::timeout(std::time::Duration::from_secs(20), proxy_get(nodes[0].proxy_addr(), &url, &[]));
+    let answer = asked.await.expect("an answer, not two nodes waiting for each other");
+    assert_eq!(answer.status, 503, "offline, and the other node is too");
+    assert!(nodes[1].log().contains("pkgproxy-hello"), "the other node was asked");
+    assert_eq!(fleet.origin.requests().len(), 0);
 }

@@ -94,7 +94,7 @@ pub fn source(
         auth,
     });
     match through_peer {
-        Some((cluster, target, headers)) => cluster.through_peer(target, headers, upstream),
+        Some((cluster, target, headers)) => cluster.through_peer(target, exchange.headers, headers, upstream),
         None => upstream,
     }
 }
