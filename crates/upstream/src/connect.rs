@@ -132,6 +132,11 @@ impl Connector {
         Ok(UpstreamIo::new(stream, peer))
     }
 
+    /// Whether `host:port` is the proxy in front of the upstreams.
+    pub(crate) fn is_proxy(&self, host: &str, port: u16) -> bool {
+        self.proxy.hosts_and_ports().any(|proxy| proxy.host.eq_ignore_ascii_case(host) && proxy.port == port)
+    }
+
     /// Opens an HTTP connection for requests to `uri`: to the upstream, or
     /// to the proxy in front of it (in absolute form for `http://`, through
     /// a `CONNECT` tunnel for `https://`).

@@ -94,7 +94,12 @@ impl UpstreamProxy {
     /// Every proxy host, for the address policy (a proxy on the LAN is
     /// where it was configured to be).
     pub fn hosts(&self) -> Vec<String> {
-        self.http.iter().chain(self.https.iter()).map(|proxy| proxy.host.clone()).collect()
+        self.hosts_and_ports().map(|proxy| proxy.host.clone()).collect()
+    }
+
+    /// Every proxy.
+    pub fn hosts_and_ports(&self) -> impl Iterator<Item = &ProxyAddress> {
+        self.http.iter().chain(self.https.iter())
     }
 }
 

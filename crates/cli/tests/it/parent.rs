@@ -252,3 +252,32 @@ async fn lxc_through_a_child_exports_from_the_parent() {
     assert_eq!(parent_sent, origin.requests().len() as u64, "the origin saw the parent's requests only");
     assert!(child.info().await.upstream.get(UpstreamCounter::Requests) > 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_busy_module_proxy_behind_the_parent_leaves_the_child_s_registry_alone() {
+    let (_modules, origin, _) = upstream_with_sums().await;
+    let hub = FakeHub::start().await;
+    let image = Image::build("behind the parent", None);
+    hub.publish("library/hello", "v1", &image);
+    let registry = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let sections = format!("{}{registry}", go_section(&origin.url()));
+    let parent = Daemon::start(PKGPROXY, Some(&sections)).await;
+    let overloaded = ["-offline-mode", "store-overloaded"];
+    let child = Daemon::start_with(PKGPROXY, Some(&child_of(parent.proxy_addr(), &sections)), &overloaded).await;
+
+    let list = "/example.com/hello/@v/list";
+    origin.set_status_override(list, Some(429));
+    origin.set_retry_after(Some("120"));
+    assert_eq!(get(child.proxy_addr(), &format!("/go{list}")).await.status, 429, "passed on through both");
+    // The child leaves the parent's module proxy alone for the time asked...
+    let asked = parent.info().await.sides["go"].get(SideCounter::Requests);
+    let refused = get(child.proxy_addr(), "/go/example.com/hello/@v/v1.0.0.info").await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(parent.info().await.sides["go"].get(SideCounter::Requests), asked, "not asked");
+    let open: Vec<String> = child.info().await.offline.upstreams.iter().map(|u| u.host.clone()).collect();
+    assert_eq!(open, [format!("{}/go", parent.proxy_addr())], "the breaker is the parent's module proxy's");
+    // ...and still pulls from the registry behind the same parent.
+    let skopeo = SkopeoSandbox::new(child.proxy_addr());
+    let pulled = skopeo.copy("docker.io/library/hello:v1", "pulled");
+    assert!(pulled.success, "{}", pulled.stderr);
+}

@@ -89,7 +89,6 @@ pub use rules::{Attempt, Choice, InstanceReport, Penalties, Rules};
 pub use shared::RequestBody;
 pub(crate) use shared::Shared;
 
-use crate::connect::host_port;
 use crate::error::UpstreamError;
 use crate::offline::Refusal;
 use attempt::{Elsewhere, Sent, Tried, Wait};
@@ -137,7 +136,9 @@ pub struct PoolAnswer {
 struct Instance {
     /// The base URL, without a trailing slash.
     url: String,
-    /// Its host, as the breakers know it.
+    /// Its host, as the breakers know it (for an endpoint of a parent
+    /// pkgproxy, the host and the endpoint's path: see
+    /// [`Shared::breaker_key`]).
     host: String,
     /// Its pooled connections. Replaced on a penalty, which drops the idle
     /// ones.
@@ -181,10 +182,9 @@ impl Pool {
                 let base = url.trim_end_matches('/');
                 let uri: http::Uri =
                     base.parse().map_err(|_| UpstreamError::BadTarget { uri: url.clone(), reason: "not a URL" })?;
-                let (host, _) = host_port(&uri)?;
                 Ok(Instance {
                     url: base.to_string(),
-                    host,
+                    host: shared.breaker_key(&uri)?,
                     client: Mutex::new(shared.pooled_client()),
                     fresh: shared.fresh_client(),
                     penalties: watch::channel(0).0,

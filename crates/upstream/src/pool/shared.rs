@@ -37,6 +37,20 @@ impl Shared {
         Shared { connector, switch, counters, settings, random }
     }
 
+    /// What the breakers call the instance at `uri`: its host, except on
+    /// a parent pkgproxy (the proxy in front of the upstreams), whose
+    /// endpoints stand for different upstreams (`/v2/docker.io`, `/go`):
+    /// there the host, port and path, so that a registry the parent says
+    /// is busy leaves the module proxy behind the same parent alone.
+    pub(crate) fn breaker_key(&self, uri: &http::Uri) -> Result<String, crate::UpstreamError> {
+        let (host, port) = crate::connect::host_port(uri)?;
+        let path = uri.path().trim_end_matches('/');
+        Ok(match self.connector.is_proxy(&host, port) && !path.is_empty() {
+            true => format!("{host}:{port}{path}"),
+            false => host,
+        })
+    }
+
     /// A client that keeps idle connections for reuse.
     pub(crate) fn pooled_client(&self) -> Client {
         self.client(32)
