@@ -87,6 +87,12 @@ impl Cache {
         self.store.adopt(key, sha256, size, class)
     }
 
+    /// Whether the store holds bytes with `sha256` and `size` (what
+    /// [`Cache::adopt`] would take), without adopting them.
+    pub fn holds(&self, sha256: &str, size: u64) -> bool {
+        self.store.holds(sha256, size)
+    }
+
     /// Stores `body` as the entry for `key` (see [`Store::put`]). Blocking.
     pub fn put(
         &self,

@@ -202,10 +202,15 @@ impl Store {
         Ok(entry)
     }
 
+    /// Whether a blob with `sha256` and `size` is stored.
+    pub fn holds(&self, sha256: &str, size: u64) -> bool {
+        self.blobs.blob_len(sha256) == Some(size)
+    }
+
     /// Makes `key` an entry for a blob already stored (see
     /// [`Cache::adopt`](crate::Cache::adopt)). Blocking.
     pub fn adopt(&self, key: &str, sha256: &str, size: u64, class: Class) -> Result<Option<Arc<Entry>>, StoreError> {
-        if self.blobs.blob_len(sha256) != Some(size) {
+        if !self.holds(sha256, size) {
             return Ok(None);
         }
         let entry = Entry {

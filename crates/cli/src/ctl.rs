@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use pkgproxy_control::{ControlClient, Info, ModeRequest, OfflineReport, FROM_CONFIGURE_HOOK};
+use pkgproxy_control::{ControlClient, Explanation, Info, ModeRequest, OfflineReport, FROM_CONFIGURE_HOOK};
 use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 
 use crate::paths;
@@ -98,6 +98,18 @@ enum Command {
         #[arg(long, conflicts_with = "apply")]
         print: bool,
     },
+    /// Say what pkgproxy would do for a GET of URL now, and why, without
+    /// fetching: a hit, a fetch (not cached, expired, superseded), a
+    /// refusal (offline, a breaker open, the side's policy).
+    Explain {
+        /// `http://deb.debian.org/debian/...` as apt asks through pkgproxy,
+        /// or a path of pkgproxy's (`/go/...`, `/v2/...`, `/snap/...`,
+        /// `/lxd/...`).
+        url: String,
+        /// Print the daemon's JSON answer as it is.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make the daemon read its configuration file again, as on SIGHUP; a file
     /// it cannot use is refused with the reason, and the settings in use stay.
     Reload,
@@ -184,6 +196,16 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         Command::Reload => {
             let _: serde_json::Value = admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await?;
             println!("configuration reloaded");
+        }
+        Command::Explain { url, json } => {
+            let query = percent_encoding::utf8_percent_encode(&url, percent_encoding::NON_ALPHANUMERIC);
+            let path = format!("{}?url={query}", pkgproxy_control::EXPLAIN_PATH);
+            let told: Explanation = stats.json(http::Method::GET, &path, None).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&told)?);
+            } else {
+                print!("{}", render_explanation(&told));
+            }
         }
         Command::Info { json } => {
             let info = stats.info().await?;
@@ -449,6 +471,24 @@ fn size(bytes: u64) -> String {
     } else {
         format!("{value:.1} {}", UNITS[unit])
     }
+}
+
+/// What `explain` prints: the action and why, then the details.
+fn render_explanation(told: &Explanation) -> String {
+    let mut out = match &told.reason {
+        Some(reason) => format!("{}: {reason}\n", told.action),
+        None => format!("{}\n", told.action),
+    };
+    let lines = [("side", told.side.clone()), ("key", told.key.clone()), ("answer", told.cache.clone())];
+    for (name, value) in lines {
+        if let Some(value) = value {
+            out.push_str(&format!("  {name}: {value}\n"));
+        }
+    }
+    if !told.upstream.is_empty() && told.action != "hit" {
+        out.push_str(&format!("  upstream: {}\n", told.upstream.join(", ")));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -11,14 +11,17 @@ mod messages;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Info, InstanceInfo, ModeRequest,
-    OfflineInfo, OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport,
-    VerifyProgress,
+    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, Info, InstanceInfo,
+    ModeRequest, OfflineInfo, OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
+    UpstreamReport, VerifyProgress,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
 /// with an [`ErrorAnswer`] when it cannot be used (the one in use stays).
 pub const RELOAD_PATH: &str = "/pkgproxy/v1/reload";
+/// `GET ?url=URL` (either socket): what pkgproxy would do for a `GET` of
+/// URL now, and why, without doing it ([`Explanation`]).
+pub const EXPLAIN_PATH: &str = "/pkgproxy/v1/explain";
 /// `GET` on the proxy listener: its TLS certificate, PEM, for clients to pin.
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).

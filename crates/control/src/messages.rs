@@ -373,3 +373,28 @@ mod tests {
         assert_eq!(back, info);
     }
 }
+
+/// What pkgproxy would do for a `GET` of a URL now, and why: what the
+/// answer's `X-Pkgproxy-Cache` and `X-Pkgproxy-Reason` would say.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The URL asked about: absolute for apt's forward proxy
+    /// (`http://deb.debian.org/debian/...`), or a path of pkgproxy's own
+    /// (`/go/...`).
+    pub url: String,
+    /// The side that serves it, if one does.
+    pub side: Option<String>,
+    /// Its cache key, when it goes through the cache.
+    pub key: Option<String>,
+    /// What pkgproxy would do: `hit`, `fetch`, `revalidate`, `serve stale`,
+    /// `forward`, `refuse`, `answer itself`.
+    pub action: String,
+    /// How the answer would say it was served (`X-Pkgproxy-Cache`), on the
+    /// cache path: `hit`, `miss`, `stale`; `revalidated` or `miss` for a
+    /// revalidation.
+    pub cache: Option<String>,
+    /// Why it is not a plain hit (`X-Pkgproxy-Reason`).
+    pub reason: Option<String>,
+    /// The upstream instances it would ask.
+    pub upstream: Vec<String>,
+}

@@ -87,6 +87,9 @@ struct Line {
     bytes: u64,
     duration_ms: f64,
     upstream: Option<String>,
+    /// Why the answer was not a plain hit (`X-Pkgproxy-Reason`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 enum Message {
@@ -181,6 +184,11 @@ impl AccessLog {
                     bytes: 0,
                     duration_ms: 0.0,
                     upstream: response.extensions().get::<AnsweredBy>().map(|by| by.0.to_string()),
+                    reason: response
+                        .headers()
+                        .get(crate::proxy::reason::REASON)
+                        .and_then(|reason| reason.to_str().ok())
+                        .map(str::to_owned),
                 },
                 started: begun.started,
             })
@@ -367,6 +375,7 @@ mod tests {
             bytes: 0,
             duration_ms: 0.0,
             upstream: None,
+            reason: None,
         }
     }
 

@@ -26,6 +26,8 @@ pub enum Failed {
     /// Store-overloaded mode: every upstream host of the request has its
     /// breaker open, the shortest for this long.
     Overloaded {
+        /// The host whose breaker is open, when known.
+        host: Option<String>,
         /// How long until the upstream may be asked again.
         retry_after: Duration,
     },
@@ -40,23 +42,26 @@ impl Failed {
     /// among the error's causes, whatever wraps it.
     pub fn of_fetch(error: &FetchError) -> Failed {
         match refusal_in(error) {
-            Some(refusal) => Failed::not_sent(refusal),
+            Some((host, refusal)) => Failed::not_sent(host, refusal),
             None => Failed::Upstream(error.to_string()),
         }
     }
 
     /// The failure of the way out.
     pub fn of_upstream(error: &UpstreamError) -> Failed {
-        match error.refusal() {
-            Some(refusal) => Failed::not_sent(refusal),
-            None => Failed::Upstream(error.to_string()),
+        match (error, error.refusal()) {
+            (UpstreamError::Refused { host, .. }, Some(refusal)) => Failed::not_sent(host.clone(), refusal),
+            (_, Some(refusal)) => Failed::not_sent(String::new(), refusal),
+            (_, None) => Failed::Upstream(error.to_string()),
         }
     }
 
-    fn not_sent(refusal: NotSent) -> Failed {
+    fn not_sent(host: String, refusal: NotSent) -> Failed {
         match refusal {
             NotSent::Offline => Failed::Offline,
-            NotSent::BreakerOpen { retry_after } => Failed::Overloaded { retry_after },
+            NotSent::BreakerOpen { retry_after } => {
+                Failed::Overloaded { host: Some(host).filter(|h| !h.is_empty()), retry_after }
+            }
         }
     }
 
@@ -66,20 +71,20 @@ impl Failed {
             Failed::Refused(refusal) => Failure::Refused(refusal),
             Failed::Upstream(_) if mode == Mode::Offline => Failure::Offline,
             Failed::Offline => Failure::Offline,
-            Failed::Overloaded { retry_after } => Failure::Overloaded { retry_after: *retry_after },
+            Failed::Overloaded { retry_after, .. } => Failure::Overloaded { retry_after: *retry_after },
             Failed::Upstream(reason) => Failure::UpstreamFailed { reason },
             Failed::Internal(reason) => Failure::Internal { reason },
         }
     }
 }
 
-/// The offline switch's refusal among the causes of `error`, if any
-/// (linkerd's `is_caused_by`).
-fn refusal_in(error: &(dyn Error + 'static)) -> Option<NotSent> {
+/// The offline switch's refusal among the causes of `error`, with the host
+/// it was about, if any (linkerd's `is_caused_by`).
+fn refusal_in(error: &(dyn Error + 'static)) -> Option<(String, NotSent)> {
     let mut cause = Some(error);
     while let Some(error) = cause {
-        if let Some(refusal) = error.downcast_ref::<UpstreamError>().and_then(UpstreamError::refusal) {
-            return Some(refusal);
+        if let Some(UpstreamError::Refused { host, refusal }) = error.downcast_ref::<UpstreamError>() {
+            return Some((host.clone(), *refusal));
         }
         cause = error.source();
     }
@@ -100,7 +105,7 @@ mod tests {
         let open = refused(SwitchRefusal::BreakerOpen { retry_after: Duration::from_secs(9) });
         let overloaded = FetchError::Upstream(Box::new(open));
         assert!(
-            matches!(Failed::of_fetch(&overloaded), Failed::Overloaded { retry_after } if retry_after.as_secs() == 9)
+            matches!(Failed::of_fetch(&overloaded), Failed::Overloaded { host: Some(host), retry_after } if retry_after.as_secs() == 9 && host == "h")
         );
         let broken = FetchError::Body { received: 10, message: "reset".into() };
         assert!(matches!(Failed::of_fetch(&broken), Failed::Upstream(_)));

@@ -248,6 +248,9 @@ pub struct CachedRequest {
     /// What the body must match. A cached entry that does not match it is
     /// superseded: never served, refetched.
     pub expected: Expected,
+    /// What set `expected`, for people (`Release of 2026-12-01 12:03 UTC`):
+    /// named when a cached copy is superseded.
+    pub expected_from: Option<String>,
     /// Whether a client may resume this file by its date.
     pub dated_resume: DatedResume,
     /// How the answer is rewritten at serve time, if it is.
@@ -290,6 +293,7 @@ impl CachedRequest {
             origin,
             class,
             expected: Expected::default(),
+            expected_from: None,
             dated_resume: DatedResume::WholeFile,
             rewrite: None,
             upstream_headers: HeaderMap::new(),

@@ -235,6 +235,8 @@ async fn a_cached_index_superseded_by_a_newer_release_is_not_served() {
     assert_eq!(new.status, 200);
     assert_eq!(new.body, std::fs::read(second.join(INDEX_DIR).join("Packages.xz")).unwrap());
     assert_ne!(new.body, old.body);
+    let why = new.header("x-pkgproxy-reason").unwrap_or_default();
+    assert!(why.starts_with("superseded by Release of 20") && why.ends_with(" UTC"), "{why}");
 
     // Once more, with the mirror failing: the superseded copy is still not
     // served (not even as stale), and neither is the new one's absence hidden.

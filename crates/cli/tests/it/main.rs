@@ -36,3 +36,4 @@ mod status_page;
 mod stop;
 mod systemd;
 mod upstream_pools;
+mod why;

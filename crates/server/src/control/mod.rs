@@ -13,8 +13,8 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, FROM_CONFIGURE_HOOK, INFO_PATH,
-    METRICS_PATH, OFFLINE_PATH, RELOAD_PATH,
+    ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK,
+    INFO_PATH, METRICS_PATH, OFFLINE_PATH, RELOAD_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -36,6 +36,16 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
     let path = request.uri().path().to_string();
     match (request.method(), path.as_str()) {
         (&Method::GET, INFO_PATH) => json(StatusCode::OK, &info::gather(&state)),
+        (&Method::GET, EXPLAIN_PATH) => {
+            let Some(url) = query_value(&request, "url") else {
+                return error(StatusCode::BAD_REQUEST, "which request? ?url=...");
+            };
+            match crate::proxy::explain::explain(&state, &url) {
+                Ok(explanation) => json(StatusCode::OK, &explanation),
+                Err(why) => error(StatusCode::BAD_REQUEST, &why),
+            }
+        }
+        (_, EXPLAIN_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
         (&Method::GET, METRICS_PATH) => {
             let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
             let mut response = Response::new(ResponseBody::full(metrics::render(&info::gather(&state), &learned)));

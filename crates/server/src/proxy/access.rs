@@ -53,7 +53,7 @@ pub async fn confirmed(
             denied(side, access, status, &headers)
         }
         StatusCode::TOO_MANY_REQUESTS => {
-            Failed::Overloaded { retry_after: crate::headers::retry_after(&headers) }.into()
+            Failed::Overloaded { host: None, retry_after: crate::headers::retry_after(&headers) }.into()
         }
         _ => Failed::Upstream(format!("the upstream answered {status} when asked whether this client may read it"))
             .into(),

@@ -31,6 +31,7 @@ use super::access;
 use super::answer::{self, Served};
 use super::fetching;
 use super::outcome::{Failed, Outcome};
+use super::reason::{Reason, REASON};
 use super::rewrite::rewritten;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
@@ -76,7 +77,10 @@ async fn through_the_cache(
         stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
         return Outcome::Answered(answer::passed(exchange, &remembered));
     }
-    let cached = usable(state, state.cache.lookup(&request.key), &request);
+    let (cached, unusable) = match usable(state, state.cache.lookup(&request.key), &request) {
+        Ok(entry) => (Some(entry), None),
+        Err(why) => (None, Some(why)),
+    };
     let hit = match &cached {
         Some(entry) if is_fresh(state, exchange, &request, entry) => Some(Arc::clone(entry)),
         Some(_) => None,
@@ -88,6 +92,10 @@ async fn through_the_cache(
         }
         return from_cache(state, exchange, &request, &entry, Served::Hit);
     }
+    let reason = match (&cached, unusable) {
+        (Some(entry), _) => stale_reason(state, exchange, &request, entry),
+        (None, why) => why.unwrap_or(Reason::NotCached),
+    };
 
     let checks = prerequisites(state, side, &request, exchange.mount).await;
     let verifier = side.verifier(&request, &checks);
@@ -130,7 +138,27 @@ async fn through_the_cache(
         }
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
-    with_upstream(outcome, joined.fetch.answered_by())
+    with_reason(with_upstream(outcome, joined.fetch.answered_by()), &reason)
+}
+
+/// `outcome` saying why it is not a plain hit, unless it says so already
+/// (a stale answer says why the upstream could not confirm it).
+fn with_reason(outcome: Outcome, reason: &Reason) -> Outcome {
+    match outcome {
+        Outcome::Answered(mut response) => {
+            if !response.headers().contains_key(REASON) {
+                response.headers_mut().insert(REASON, reason.header_value());
+            }
+            Outcome::Answered(response)
+        }
+        outcome => outcome,
+    }
+}
+
+/// Why the usable entry `entry` is not fresh for this request.
+pub(super) fn stale_reason(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> Reason {
+    let age = state.clock.now().duration_since(entry.fetched_at_time()).unwrap_or_default();
+    Reason::stale(age, request.fresh_for, ClientDirectives::from_headers(exchange.headers))
 }
 
 /// The cluster's shared tier, when this fetch may be answered from it: a
@@ -187,7 +215,8 @@ fn from_fetch(
         }
         Phase::Passed(passed) => match cached {
             Some(entry) if passed.status.is_server_error() || passed.status == StatusCode::TOO_MANY_REQUESTS => {
-                stale(state, exchange, request, entry, &format!("upstream answered {}", passed.status))
+                let why = Reason::UpstreamFailed(format!("it answered {}", passed.status));
+                stale(state, exchange, request, entry, why)
             }
             _ => {
                 stats.increment(SideCounter::Misses);
@@ -196,7 +225,7 @@ fn from_fetch(
             }
         },
         Phase::Failed(error) => match cached {
-            Some(entry) => stale(state, exchange, request, entry, &error.to_string()),
+            Some(entry) => stale(state, exchange, request, entry, Reason::from(&Failed::of_fetch(&error))),
             None => {
                 stats.increment(SideCounter::Misses);
                 Failed::of_fetch(&error).into()
@@ -238,20 +267,22 @@ fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
 /// superseded (a newer `Release` lists other bytes), or it is not one this
 /// client can read (a newer snap assertion format than it knows): such an
 /// entry is never served, not even stale, since the client would reject it.
-fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> Option<Arc<Entry>> {
-    let entry = entry?;
+/// Else why there is none to serve.
+pub(super) fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> Result<Arc<Entry>, Reason> {
+    let entry = entry.ok_or(Reason::NotCached)?;
     if request.accepts != Acceptance::Any && !accepted(state, &entry, request) {
         tracing::debug!(key = request.key, "cached entry is not one this client reads");
-        return None;
+        return Err(Reason::NotReadable);
     }
     let expected = &request.expected;
     let sha_ok = expected.sha256.as_ref().is_none_or(|sha| sha.eq_ignore_ascii_case(&entry.sha256));
     let size_ok = expected.size.is_none_or(|size| size == entry.size);
     if sha_ok && size_ok {
-        Some(entry)
+        Ok(entry)
     } else {
         tracing::debug!(key = request.key, "cached entry superseded by what the index now expects");
-        None
+        let by = request.expected_from.clone().unwrap_or_else(|| "what the index now lists".to_owned());
+        Err(Reason::Superseded { by })
     }
 }
 
@@ -300,10 +331,10 @@ async fn adopt(state: &Arc<State>, request: &CachedRequest) -> Option<Arc<Entry>
     }
 }
 
-fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry, why: &str) -> Outcome {
-    tracing::info!(key = request.key, reason = why, "revalidation failed; serving the cached entry");
+fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry, why: Reason) -> Outcome {
+    tracing::info!(key = request.key, reason = %why, "revalidation failed; serving the cached entry");
     state.stats.side(request.side).increment(SideCounter::StaleServed);
-    from_cache(state, exchange, request, entry, Served::Stale)
+    with_reason(from_cache(state, exchange, request, entry, Served::Stale), &why)
 }
 
 pub(super) fn from_cache(

@@ -188,7 +188,7 @@ fn refused_by_upstream(status: StatusCode, headers: &HeaderMap) -> Failed {
             Failed::Refused(Refusal::new(status, "the remote does not have it (its index or a products file)"))
         }
         StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE if headers.contains_key(RETRY_AFTER) => {
-            Failed::Overloaded { retry_after: crate::headers::retry_after(headers) }
+            Failed::Overloaded { host: None, retry_after: crate::headers::retry_after(headers) }
         }
         _ => Failed::Upstream(format!("the remote answered {status}")),
     }

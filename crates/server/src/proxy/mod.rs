@@ -14,6 +14,7 @@
 mod access;
 pub mod answer;
 mod cached;
+pub mod explain;
 mod fetching;
 mod forward;
 mod generation;
@@ -21,6 +22,7 @@ pub mod outcome;
 mod peer;
 pub mod plan;
 mod pointer;
+pub mod reason;
 mod rewrite;
 mod tunnel;
 

@@ -8,6 +8,7 @@ use http::Response;
 use pkgproxy_sides::{LocalAnswer, Side};
 use pkgproxy_upstream::offline::Mode;
 
+use super::reason::{Reason, REASON};
 use crate::body::ResponseBody;
 pub use crate::failed::Failed;
 use crate::headers::VIA;
@@ -46,6 +47,11 @@ pub fn respond(side: Option<&Side>, mode: Mode, outcome: Outcome) -> Response<Re
             if let Some(reason) = refused_because(&failure) {
                 answer.headers_mut().insert(REFUSED, HeaderValue::from_static(reason));
             }
+            let reason = match failure {
+                pkgproxy_sides::Failure::Offline => Reason::Offline,
+                _ => Reason::from(&failed),
+            };
+            answer.headers_mut().insert(REASON, reason.header_value());
             answer
         }
     }
@@ -103,7 +109,8 @@ mod tests {
         assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline\n"));
         assert!(!headers.contains_key(RETRY_AFTER));
         assert_eq!(headers[REFUSED], "offline");
-        let overloaded = Failed::Overloaded { retry_after: Duration::from_millis(1500) };
+        assert_eq!(headers[REASON], "offline");
+        let overloaded = Failed::Overloaded { host: None, retry_after: Duration::from_millis(1500) };
         let (status, headers, _) = answered(Mode::StoreOverloaded, overloaded).await;
         assert_eq!((status, &headers[RETRY_AFTER]), (StatusCode::SERVICE_UNAVAILABLE, &HeaderValue::from(2)));
         assert_eq!(headers[REFUSED], "overloaded");

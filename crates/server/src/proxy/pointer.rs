@@ -65,7 +65,9 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     };
     if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
         let failed = match status {
-            StatusCode::TOO_MANY_REQUESTS => Failed::Overloaded { retry_after: crate::headers::retry_after(&headers) },
+            StatusCode::TOO_MANY_REQUESTS => {
+                Failed::Overloaded { host: None, retry_after: crate::headers::retry_after(&headers) }
+            }
             _ => Failed::Upstream(format!("the registry answered {status}")),
         };
         return unchecked(state, exchange, &request, &pointer, cached.as_deref(), failed);

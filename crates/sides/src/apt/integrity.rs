@@ -29,12 +29,16 @@ impl Apt {
     /// file fetched by name.
     pub(super) fn expecting_listed_sums(&self, mut request: CachedRequest) -> CachedRequest {
         let listed = match archive_and_path(&request.key) {
-            Some((archive, relative)) if is_index_by_name(relative) => self.index.index_file(archive, relative),
+            Some((archive, relative)) if is_index_by_name(relative) => self.index.listing(archive, relative),
             _ => None,
         };
-        if let Some(sum) = listed {
+        if let Some((sum, date)) = listed {
             request.expected.size = Some(sum.size);
             request.expected.sha256 = Some(hex::encode(sum.sha256));
+            request.expected_from = Some(match date {
+                Some(date) => format!("Release of {}", release::minute_utc(date)),
+                None => "the suite's Release".to_owned(),
+            });
         }
         request
     }

@@ -81,6 +81,12 @@ pub fn hex32(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// `date` to the minute, as people read it: `2026-12-01 12:03 UTC`.
+pub fn minute_utc(date: SystemTime) -> String {
+    let stamp = humantime::format_rfc3339_seconds(date).to_string();
+    format!("{} {} UTC", &stamp[..10], &stamp[11..16])
+}
+
 /// Parses a Debian archive date, `Sat, 10 Jun 2023 08:56:12 UTC` (RFC 2822,
 /// zone `UTC`, `GMT`, `Z` or `±HHMM`; the weekday optional).
 pub fn parse_date(value: &str) -> Option<SystemTime> {

@@ -195,6 +195,28 @@ impl Pool {
         Ok(Pool { name: name.to_string(), instances, rules: Mutex::new(rules), shared })
     }
 
+    /// When every instance's breaker is open at `now`: the one that closes
+    /// first and how long it stays open (what a request would be told).
+    /// Asks nothing of the breakers: no probe is taken.
+    pub fn all_breakers_open(&self, now: tokio::time::Instant) -> Option<(String, std::time::Duration)> {
+        if self.shared.switch.mode() != crate::offline::Mode::StoreOverloaded {
+            return None;
+        }
+        let open = self.shared.switch.upstreams(now);
+        let mut waits = Vec::with_capacity(self.instances.len());
+        for instance in &self.instances {
+            let state = open.iter().find(|u| u.host == instance.host).map(|u| u.state);
+            match state {
+                Some(crate::offline::BreakerState::Open(left)) => waits.push((instance.host.clone(), left)),
+                Some(crate::offline::BreakerState::Probing) => {
+                    waits.push((instance.host.clone(), std::time::Duration::from_secs(1)))
+                }
+                _ => return None,
+            }
+        }
+        waits.into_iter().min_by_key(|(_, left)| *left)
+    }
+
     /// The pool's name.
     pub fn name(&self) -> &str {
         &self.name

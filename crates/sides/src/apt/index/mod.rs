@@ -111,9 +111,16 @@ impl AptIndex {
     /// What the Release of the suite `relative` (`dists/...`, within
     /// `archive`) lies in expects of that file, if any Release held lists it.
     pub fn index_file(&self, archive: &str, relative: &str) -> Option<FileSum> {
+        self.listing(archive, relative).map(|(sum, _)| sum)
+    }
+
+    /// The same, with the date of the Release that lists it.
+    pub fn listing(&self, archive: &str, relative: &str) -> Option<(FileSum, Option<std::time::SystemTime>)> {
         let releases = self.releases.read().unwrap_or_else(|p| p.into_inner());
-        suite_splits(relative)
-            .find_map(|(suite, file)| releases.get(&format!("{archive}/{suite}"))?.files.get(file).copied())
+        suite_splits(relative).find_map(|(suite, file)| {
+            let release = releases.get(&format!("{archive}/{suite}"))?;
+            Some((*release.files.get(file)?, release.date))
+        })
     }
 
     /// The name of the file a Release of `archive` lists with `sha256` in the

@@ -1,0 +1,137 @@
+//! Why an answer is not a plain hit: `X-Pkgproxy-Reason` on every answer
+//! of the cache path but a fresh hit, the same words in the access log, and
+//! `pkgproxyctl explain URL` saying beforehand what the next request gets.
+
+use pkgproxy_control::Explanation;
+use pkgproxy_testkit::client::{proxy_get, Answer};
+use pkgproxy_testkit::{AptRepo, Daemon, Origin};
+
+use crate::common::{archive, pkgproxyctl, PKGPROXY};
+
+/// What `pkgproxyctl explain URL` says of `url` on `daemon`.
+fn explain(daemon: &Daemon, url: &str) -> Explanation {
+    let output = pkgproxyctl(daemon, &["explain", url, "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("an explanation")
+}
+
+/// Asserts the explanation given before `answer` matches it: how it was
+/// served and why.
+fn agrees(told: &Explanation, answer: &Answer) {
+    let why = answer.header("x-pkgproxy-reason").map(str::to_owned);
+    match told.action.as_str() {
+        "hit" => assert_eq!((answer.header("x-pkgproxy-cache"), why), (Some("hit"), None), "{told:?}"),
+        "fetch" => {
+            assert_eq!(answer.header("x-pkgproxy-cache"), Some("miss"), "{told:?}");
+            assert_eq!(why, told.reason, "{told:?}");
+        }
+        "revalidate" => {
+            assert!(matches!(answer.header("x-pkgproxy-cache"), Some("revalidated" | "miss")), "{told:?}");
+            let (said, got) = (told.reason.clone().unwrap(), why.unwrap());
+            // The age may have moved on a second between the two.
+            assert_eq!(said.split(" (age").next(), got.split(" (age").next(), "{told:?}");
+        }
+        "refuse" => {
+            assert!(answer.status >= 400, "{told:?}: {}", answer.status);
+            assert_eq!(why, told.reason, "{told:?}");
+        }
+        other => panic!("unexpected action {other}: {told:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_says_what_the_next_request_gets_and_every_answer_but_a_hit_says_why() {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    let flags = ["-access-log", log.to_str().unwrap(), "-apt-index-ttl", "5m"];
+    let daemon = Daemon::start_with(PKGPROXY, Some(&config), &flags).await;
+    let proxy = daemon.proxy_addr();
+    let deb = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-hello"));
+    let release = format!("{}/debian/dists/testing/InRelease", origin.url());
+
+    // Not cached: fetched.
+    let told = explain(&daemon, &deb);
+    assert_eq!((told.action.as_str(), told.reason.as_deref()), ("fetch", Some("not cached")), "{told:?}");
+    assert_eq!(told.side.as_deref(), Some("apt"));
+    agrees(&told, &proxy_get(proxy, &deb, &[]).await);
+    // Cached: a hit, and nothing to explain.
+    let told = explain(&daemon, &deb);
+    assert_eq!((told.action.as_str(), told.reason.as_deref()), ("hit", None));
+    agrees(&told, &proxy_get(proxy, &deb, &[]).await);
+
+    // A client that asks for a fresher answer than the window: revalidated,
+    // and it says so.
+    assert_eq!(proxy_get(proxy, &release, &[]).await.header("x-pkgproxy-reason"), Some("not cached"));
+    let asked = proxy_get(proxy, &release, &[("cache-control", "max-age=0")]).await;
+    assert_eq!(asked.header("x-pkgproxy-cache"), Some("revalidated"));
+    assert_eq!(asked.header("x-pkgproxy-reason"), Some("client asked max-age=0"));
+
+    // Refused by the side: a host that is no archive of pkgproxy's.
+    let elsewhere = "http://archive.invalid/debian/pool/main/x.deb";
+    let told = explain(&daemon, elsewhere);
+    assert_eq!(told.action, "refuse");
+    assert!(told.reason.as_deref().unwrap_or_default().starts_with("refused: "), "{told:?}");
+    agrees(&told, &proxy_get(proxy, elsewhere, &[]).await);
+
+    // Offline: what is cached is a hit, what is not is refused as offline.
+    let set = pkgproxyctl(&daemon, &["offline", "offline"]);
+    assert!(set.status.success());
+    let unseen = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));
+    let told = explain(&daemon, &unseen);
+    assert_eq!((told.action.as_str(), told.reason.as_deref()), ("refuse", Some("offline")));
+    agrees(&told, &proxy_get(proxy, &unseen, &[]).await);
+    let told = explain(&daemon, &deb);
+    assert_eq!(told.action, "hit");
+    agrees(&told, &proxy_get(proxy, &deb, &[]).await);
+
+    // The access log says the same words.
+    let lines = pkgproxy_testkit::eventually("the access log's lines", || async {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        (lines.len() >= 7).then_some(lines)
+    })
+    .await;
+    let reasons: Vec<Option<&str>> = lines.iter().map(|line| line["reason"].as_str()).collect();
+    let refused = reasons[4].filter(|reason| reason.starts_with("refused: "));
+    let expected = [Some("not cached"), None, Some("not cached"), Some("client asked max-age=0"), refused];
+    assert_eq!(&reasons[..5], expected, "{lines:#?}");
+    assert!(refused.is_some(), "{lines:#?}");
+    assert_eq!(&reasons[5..7], [Some("offline"), None], "{lines:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_index_says_its_age_and_window_and_a_busy_host_its_breaker() {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    let flags = ["-apt-index-ttl", "0s", "-offline-mode", "store-overloaded"];
+    let daemon = Daemon::start_with(PKGPROXY, Some(&config), &flags).await;
+    let proxy = daemon.proxy_addr();
+    let release = format!("{}/debian/dists/testing/InRelease", origin.url());
+    assert_eq!(proxy_get(proxy, &release, &[]).await.status, 200);
+    let told = explain(&daemon, &release);
+    assert_eq!(told.action, "revalidate", "{told:?}");
+    assert!(told.reason.as_deref().unwrap_or_default().starts_with("expired (age "), "{told:?}");
+    assert!(told.reason.as_deref().unwrap_or_default().ends_with(", window 0s)"), "{told:?}");
+    agrees(&told, &proxy_get(proxy, &release, &[]).await);
+
+    // The host asks for time: its breaker opens, and a miss is refused
+    // with the time left.
+    let (busy, unseen) = (repo.deb_url_path("pkgproxy-hello"), repo.deb_url_path("pkgproxy-small2"));
+    origin.set_status_override(&busy, Some(429));
+    origin.set_retry_after(Some("120"));
+    assert_eq!(proxy_get(proxy, &format!("{}{busy}", origin.url()), &[]).await.status, 429);
+    let url = format!("{}{unseen}", origin.url());
+    let told = explain(&daemon, &url);
+    assert_eq!(told.action, "refuse", "{told:?}");
+    let reason = told.reason.clone().unwrap_or_default();
+    assert!(reason.starts_with("breaker open for 127.0.0.1, ") && reason.ends_with(" s left"), "{reason}");
+    let answer = proxy_get(proxy, &url, &[]).await;
+    assert_eq!(answer.status, 503);
+    let got = answer.header("x-pkgproxy-reason").unwrap_or_default();
+    assert!(got.starts_with("breaker open for 127.0.0.1, ") && got.ends_with(" s left"), "{got}");
+    assert_eq!(origin.count_path(&unseen), 0);
+}

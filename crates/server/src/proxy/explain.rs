@@ -1,0 +1,132 @@
+//! `pkgproxyctl explain URL`: what pkgproxy would do for a `GET` of a URL
+//! now, and why, found the way a request finds it (the route, the side's
+//! decision, the cache, the offline switch and the breakers) without
+//! fetching anything or changing any state. What it says is what the next
+//! request's `X-Pkgproxy-Cache` and `X-Pkgproxy-Reason` then say.
+
+use std::sync::Arc;
+
+use http::{HeaderMap, Method, Uri};
+use pkgproxy_control::Explanation;
+use pkgproxy_sides::{route, CachedRequest, Decision, Route};
+use pkgproxy_upstream::offline::Mode;
+
+use super::cached;
+use super::reason::Reason;
+use crate::context::{Exchange, UpstreamAnswer};
+use crate::state::State;
+
+/// What a `GET` of `url` would get now. `Err`: `url` is not a URL.
+pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
+    let uri: Uri = url.trim().parse().map_err(|_| format!("{url:?} is not a URL"))?;
+    let (method, headers) = (Method::GET, HeaderMap::new());
+    let mut told = Explanation {
+        url: url.trim().to_owned(),
+        side: None,
+        key: None,
+        action: String::new(),
+        cache: None,
+        reason: None,
+        upstream: Vec::new(),
+    };
+    let Route::Side { side, mount, target } = route::route(&method, &uri, state.listen.port()) else {
+        return Ok(refused(told, "no side of pkgproxy serves this path".to_owned()));
+    };
+    let side = state.sides.owner(side, target.as_ref());
+    told.side = Some(side.id().as_str().to_owned());
+    let host = crate::context::host_of(&uri, &headers, state.listen);
+    let routed = pkgproxy_sides::Request {
+        method: &method,
+        headers: &headers,
+        mount,
+        path: route::below(mount, uri.path()),
+        query: uri.query(),
+        target: target.as_ref(),
+        host: &host,
+    };
+    Ok(match side.classify(&routed) {
+        Decision::Refuse(refusal) => refused(told, Reason::Refused(refusal.reason).to_string()),
+        Decision::Answer(_) => Explanation { action: "answer itself".to_owned(), ..told },
+        // An LXD image list or file: from the generation of the remote's
+        // index in effect, brought up to date first once its window passed.
+        Decision::Generation(_) => Explanation { action: "serve from the index generation".to_owned(), ..told },
+        Decision::Forward(forward) => {
+            told.upstream = forward.origin.instances;
+            match state.upstream.switch.mode() {
+                Mode::Offline => refused(told, Reason::Offline.to_string()),
+                _ => Explanation { action: "forward".to_owned(), ..told },
+            }
+        }
+        Decision::Cache(request) => {
+            let exchange = Exchange {
+                method: &method,
+                headers: &headers,
+                mount,
+                upstream_answer: &UpstreamAnswer::default(),
+                client: None,
+                target: None,
+            };
+            through_the_cache(state, &exchange, side, *request, told)
+        }
+    })
+}
+
+fn refused(told: Explanation, reason: String) -> Explanation {
+    Explanation { action: "refuse".to_owned(), reason: Some(reason), ..told }
+}
+
+/// What the cache path would do with `request`, as it would decide it.
+fn through_the_cache(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &pkgproxy_sides::Side,
+    request: CachedRequest,
+    told: Explanation,
+) -> Explanation {
+    let mut told = Explanation { key: Some(request.key.clone()), upstream: request.origin.instances.clone(), ..told };
+    let hit = |told: Explanation| Explanation { action: "hit".to_owned(), cache: Some("hit".to_owned()), ..told };
+    let now = tokio::time::Instant::now().into_std();
+    if side.remembered(&request.key, now, state.upstream.switch.frozen()).is_some() {
+        return hit(told);
+    }
+    let usable = cached::usable(state, state.cache.lookup(&request.key), &request);
+    match &usable {
+        Ok(entry) if cached::is_fresh(state, exchange, &request, entry) => return hit(told),
+        Err(_) if adoptable(state, &request) => return hit(told),
+        _ => {}
+    }
+    let reason = match &usable {
+        Ok(entry) => cached::stale_reason(state, exchange, &request, entry),
+        Err(reason) => reason.clone(),
+    };
+    let (action, cache, reason) = match (usable.is_ok(), not_asked(state, &request)) {
+        (true, Some(why)) => ("serve stale", "stale", why),
+        (false, Some(why)) => ("refuse", "", why),
+        (true, None) => ("revalidate", "revalidated or miss", reason),
+        (false, None) => ("fetch", "miss", reason),
+    };
+    told.action = action.to_owned();
+    told.cache = (!cache.is_empty()).then(|| cache.to_owned());
+    told.reason = Some(reason.to_string());
+    told
+}
+
+/// Whether the bytes the request expects are in the store under another
+/// name (the request adopts them: a hit).
+fn adoptable(state: &State, request: &CachedRequest) -> bool {
+    match (&request.expected.sha256, request.expected.size) {
+        (Some(sha256), Some(size)) => state.cache.holds(sha256, size),
+        _ => false,
+    }
+}
+
+/// Why the upstream would not be asked now, if it would not: offline
+/// mode, or every instance's breaker open.
+fn not_asked(state: &State, request: &CachedRequest) -> Option<Reason> {
+    if state.upstream.switch.mode() == Mode::Offline {
+        return Some(Reason::Offline);
+    }
+    let pool = state.upstream.transport.pool(&request.origin.pool, &request.origin.instances).ok()?;
+    let (host, left) = pool.all_breakers_open(tokio::time::Instant::now())?;
+    Some(Reason::BreakerOpen { host: Some(host), left })
+}
