@@ -98,6 +98,24 @@ enum Command {
         #[arg(long, conflicts_with = "apply")]
         print: bool,
     },
+    /// Say, item by item, whether pkgproxy could serve what a build needs
+    /// with the network gone; succeeds only when everything is there.
+    Check {
+        #[command(subcommand)]
+        needs: crate::needs::Needs,
+        /// Print the daemon's JSON answers.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Fetch, through the daemon, what a build needs and pkgproxy does not
+    /// hold yet; then report as `check` does.
+    Warm {
+        #[command(subcommand)]
+        needs: crate::needs::Needs,
+        /// Print the daemon's JSON answers.
+        #[arg(long, global = true)]
+        json: bool,
+    },
     /// Say what pkgproxy would do for a GET of URL now, and why, without
     /// fetching: a hit, a fetch (not cached, expired, superseded), a
     /// refusal (offline, a breaker open, the side's policy).
@@ -197,6 +215,8 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             let _: serde_json::Value = admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await?;
             println!("configuration reloaded");
         }
+        Command::Check { needs, json } => return crate::needs::check(&stats, &needs, json).await,
+        Command::Warm { needs, json } => return crate::needs::warm(&admin, &needs, json).await,
         Command::Explain { url, json } => {
             let query = percent_encoding::utf8_percent_encode(&url, percent_encoding::NON_ALPHANUMERIC);
             let path = format!("{}?url={query}", pkgproxy_control::EXPLAIN_PATH);

@@ -6,6 +6,7 @@ pub mod args;
 mod cache_cmd;
 pub mod ctl;
 pub mod daemon;
+mod needs;
 mod paths;
 mod setup;
 mod systemd;

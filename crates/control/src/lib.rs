@@ -12,8 +12,8 @@ mod messages;
 pub use client::{ControlClient, ControlError};
 pub use messages::{
     CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, Info, InstanceInfo,
-    ModeRequest, OfflineInfo, OfflineReport, PoolInfo, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
-    UpstreamReport, VerifyProgress,
+    ItemReadiness, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, Removed, ShadowInfo,
+    SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -22,6 +22,12 @@ pub const RELOAD_PATH: &str = "/pkgproxy/v1/reload";
 /// `GET ?url=URL` (either socket): what pkgproxy would do for a `GET` of
 /// URL now, and why, without doing it ([`Explanation`]).
 pub const EXPLAIN_PATH: &str = "/pkgproxy/v1/explain";
+/// `POST` a [`ReadinessRequest`] (either socket): whether each request
+/// would be answered with the network gone, a list of [`ItemReadiness`].
+pub const CHECK_PATH: &str = "/pkgproxy/v1/check";
+/// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
+/// through the daemon unless it is ready, a list of [`ItemReadiness`].
+pub const WARM_PATH: &str = "/pkgproxy/v1/warm";
 /// `GET` on the proxy listener: its TLS certificate, PEM, for clients to pin.
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).

@@ -398,3 +398,25 @@ pub struct Explanation {
     /// The upstream instances it would ask.
     pub upstream: Vec<String>,
 }
+
+/// Whether pkgproxy could serve one request with the network gone
+/// (`check`), or after fetching it (`warm`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemReadiness {
+    /// The request, as a client asks for it.
+    pub url: String,
+    /// Whether it would be served.
+    pub ready: bool,
+    /// Why not (`not cached`, `superseded by ...`, what the upstream said).
+    pub reason: Option<String>,
+    /// Its size, when known.
+    pub size: Option<u64>,
+}
+
+/// The requests to check or warm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadinessRequest {
+    /// Each as a client asks for it: `http://deb.debian.org/debian/...`,
+    /// `/go/...`.
+    pub urls: Vec<String>,
+}

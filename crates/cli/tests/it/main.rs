@@ -24,6 +24,7 @@ mod parent;
 mod proxy_http;
 mod quota;
 mod quota_apt;
+mod readiness;
 mod registry_client;
 mod reload;
 mod setup_script;

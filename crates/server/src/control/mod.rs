@@ -13,8 +13,8 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    ErrorAnswer, ModeRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK,
-    INFO_PATH, METRICS_PATH, OFFLINE_PATH, RELOAD_PATH,
+    ErrorAnswer, ItemReadiness, ModeRequest, ReadinessRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
+    CHECK_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH, OFFLINE_PATH, RELOAD_PATH, WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -46,6 +46,22 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             }
         }
         (_, EXPLAIN_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+        (&Method::POST, CHECK_PATH) => match readiness_request(request).await {
+            Ok(asked) => {
+                let told: Vec<ItemReadiness> =
+                    asked.urls.iter().map(|url| crate::proxy::readiness::check(&state, url)).collect();
+                json(StatusCode::OK, &told)
+            }
+            Err(answer) => answer,
+        },
+        (&Method::POST, WARM_PATH) if role == Role::Admin => match readiness_request(request).await {
+            Ok(asked) => json(StatusCode::OK, &warm(&state, asked.urls).await),
+            Err(answer) => answer,
+        },
+        (&Method::POST, WARM_PATH) => {
+            error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm the cache on the admin socket")
+        }
+        (_, CHECK_PATH | WARM_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         (&Method::GET, METRICS_PATH) => {
             let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
             let mut response = Response::new(ResponseBody::full(metrics::render(&info::gather(&state), &learned)));
@@ -123,6 +139,40 @@ async fn blocking<T: Serialize + Send + 'static>(
 
 /// The most a control request body may hold.
 const BODY_LIMIT: usize = 4096;
+
+/// The most URLs checked or warmed in one request: the client sends a long
+/// list in parts.
+const READINESS_BATCH: usize = 1000;
+
+/// The body of a check or a warm, read.
+async fn readiness_request(request: Request<Incoming>) -> Result<ReadinessRequest, Response<ResponseBody>> {
+    let limit = READINESS_BATCH * 2048;
+    let body = match http_body_util::Limited::new(request.into_body(), limit).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(e) => return Err(error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}"))),
+    };
+    let asked: ReadinessRequest = serde_json::from_slice(&body)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("expected {{\"urls\": [...]}}: {e}")))?;
+    if asked.urls.len() > READINESS_BATCH {
+        return Err(error(StatusCode::BAD_REQUEST, &format!("at most {READINESS_BATCH} URLs at once")));
+    }
+    Ok(asked)
+}
+
+/// Warms `urls`, a few at a time (the client sends small batches and shows
+/// progress between them).
+async fn warm(state: &Arc<State>, urls: Vec<String>) -> Vec<ItemReadiness> {
+    use futures_util::StreamExt;
+    const AT_ONCE: usize = 4;
+    futures_util::stream::iter(urls)
+        .map(|url| {
+            let state = Arc::clone(state);
+            async move { crate::proxy::readiness::warm(&state, &url).await }
+        })
+        .buffered(AT_ONCE)
+        .collect()
+        .await
+}
 
 async fn put_offline(state: &Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
     let body = match http_body_util::Limited::new(request.into_body(), BODY_LIMIT).collect().await {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use http::{HeaderMap, Method, Uri};
 use pkgproxy_control::Explanation;
-use pkgproxy_sides::{route, CachedRequest, Decision, Route};
+use pkgproxy_sides::{route, CachedRequest, Decision, Mount, Route, Side};
 use pkgproxy_upstream::offline::Mode;
 
 use super::cached;
@@ -16,24 +16,26 @@ use super::reason::Reason;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
-/// What a `GET` of `url` would get now. `Err`: `url` is not a URL.
-pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
+/// What a `GET` of a URL is, as the request path sees it: the side that
+/// owns it, how it reached it, and what the side decided.
+pub struct Decided<'s> {
+    /// The side.
+    pub side: &'s Side,
+    /// How the request reached it.
+    pub mount: Mount,
+    /// What it decided.
+    pub decision: Decision,
+}
+
+/// Routes and classifies a `GET` of `url` (no headers) as the proxy
+/// listener would. `Err`: not a URL, or no side serves it.
+pub fn decide<'s>(state: &'s State, url: &str) -> Result<Decided<'s>, String> {
     let uri: Uri = url.trim().parse().map_err(|_| format!("{url:?} is not a URL"))?;
     let (method, headers) = (Method::GET, HeaderMap::new());
-    let mut told = Explanation {
-        url: url.trim().to_owned(),
-        side: None,
-        key: None,
-        action: String::new(),
-        cache: None,
-        reason: None,
-        upstream: Vec::new(),
-    };
     let Route::Side { side, mount, target } = route::route(&method, &uri, state.listen.port()) else {
-        return Ok(refused(told, "no side of pkgproxy serves this path".to_owned()));
+        return Err("no side of pkgproxy serves this path".to_owned());
     };
     let side = state.sides.owner(side, target.as_ref());
-    told.side = Some(side.id().as_str().to_owned());
     let host = crate::context::host_of(&uri, &headers, state.listen);
     let routed = pkgproxy_sides::Request {
         method: &method,
@@ -44,7 +46,27 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
         target: target.as_ref(),
         host: &host,
     };
-    Ok(match side.classify(&routed) {
+    Ok(Decided { side, mount, decision: side.classify(&routed) })
+}
+
+/// What a `GET` of `url` would get now. `Err`: `url` is not a URL.
+pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
+    let told = Explanation {
+        url: url.trim().to_owned(),
+        side: None,
+        key: None,
+        action: String::new(),
+        cache: None,
+        reason: None,
+        upstream: Vec::new(),
+    };
+    let Decided { side, mount, decision } = match decide(state, url) {
+        Ok(decided) => decided,
+        Err(why) if url.trim().parse::<Uri>().is_err() => return Err(why),
+        Err(why) => return Ok(refused(told, why)),
+    };
+    let mut told = Explanation { side: Some(side.id().as_str().to_owned()), ..told };
+    Ok(match decision {
         Decision::Refuse(refusal) => refused(told, Reason::Refused(refusal.reason).to_string()),
         Decision::Answer(_) => Explanation { action: "answer itself".to_owned(), ..told },
         // An LXD image list or file: from the generation of the remote's
@@ -58,8 +80,9 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
             }
         }
         Decision::Cache(request) => {
+            let headers = HeaderMap::new();
             let exchange = Exchange {
-                method: &method,
+                method: &Method::GET,
                 headers: &headers,
                 mount,
                 upstream_answer: &UpstreamAnswer::default(),
@@ -79,7 +102,7 @@ fn refused(told: Explanation, reason: String) -> Explanation {
 fn through_the_cache(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &pkgproxy_sides::Side,
+    side: &Side,
     request: CachedRequest,
     told: Explanation,
 ) -> Explanation {
@@ -113,7 +136,7 @@ fn through_the_cache(
 
 /// Whether the bytes the request expects are in the store under another
 /// name (the request adopts them: a hit).
-fn adoptable(state: &State, request: &CachedRequest) -> bool {
+pub(super) fn adoptable(state: &State, request: &CachedRequest) -> bool {
     match (&request.expected.sha256, request.expected.size) {
         (Some(sha256), Some(size)) => state.cache.holds(sha256, size),
         _ => false,

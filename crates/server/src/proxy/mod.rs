@@ -22,6 +22,7 @@ pub mod outcome;
 mod peer;
 pub mod plan;
 mod pointer;
+pub mod readiness;
 pub mod reason;
 mod rewrite;
 mod tunnel;

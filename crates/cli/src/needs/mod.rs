@@ -1,0 +1,161 @@
+//! `pkgproxyctl check` and `warm`: what a build needs, as the requests its
+//! clients will make (from a `go.sum`, apt's `--print-uris`), asked of the
+//! daemon one by one: would it serve each with the network gone
+//! ([`CHECK_PATH`]), and if not, fetch it now ([`WARM_PATH`]). The daemon
+//! answers from its cache and fetches through its own request path; this
+//! side only reads the build's files.
+
+mod apt;
+mod go;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use bytes::Bytes;
+use clap::Subcommand;
+use http::Method;
+use pkgproxy_control::{ControlClient, ItemReadiness, ReadinessRequest, CHECK_PATH, WARM_PATH};
+
+/// What a build needs, by the side that serves it.
+#[derive(Debug, Subcommand)]
+pub enum Needs {
+    /// Go modules: every module version a go.sum lists (`.info`, `.mod`,
+    /// `.zip`; `.mod` alone for a `/go.mod` line).
+    Go {
+        /// The module's go.sum.
+        go_sum: PathBuf,
+        /// Its go.mod: each module it requires also needs its `@v/list`.
+        #[arg(long, value_name = "GO.MOD")]
+        go_mod: Option<PathBuf>,
+    },
+    /// apt: the packages of an `apt-get install --print-uris` (or
+    /// `apt-get download --print-uris`) run.
+    Apt {
+        /// A file of `--print-uris` lines: `'URL' FILE SIZE SHA256:...`.
+        #[arg(long, value_name = "FILE")]
+        uris: PathBuf,
+    },
+}
+
+/// One request a build makes, and what people call it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// As the client asks pkgproxy for it.
+    pub url: String,
+    /// For people: `example.com/hello v1.0.0 .zip`, `hello_2.10_amd64.deb`.
+    pub label: String,
+}
+
+impl Needs {
+    /// The requests the build makes.
+    fn items(&self) -> anyhow::Result<Vec<Item>> {
+        let read = |path: &PathBuf| std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()));
+        let mut items = match self {
+            Needs::Go { go_sum, go_mod } => {
+                let go_mod = go_mod.as_ref().map(read).transpose()?;
+                go::items(&read(go_sum)?, go_mod.as_deref())
+            }
+            Needs::Apt { uris } => apt::items(&read(uris)?)?,
+        };
+        let mut seen = std::collections::HashSet::new();
+        items.retain(|item| seen.insert(item.url.clone()));
+        Ok(items)
+    }
+}
+
+/// URLs per request to the daemon: a check takes many at once; a warm a
+/// few, so that progress shows between them.
+const CHECK_BATCH: usize = 500;
+const WARM_BATCH: usize = 8;
+
+/// `check`: prints whether each request would be served offline; success
+/// only when every one would.
+pub async fn check(stats: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
+    let items = needs.items()?;
+    let mut told = Vec::with_capacity(items.len());
+    for batch in items.chunks(CHECK_BATCH) {
+        told.extend(ask(stats, CHECK_PATH, batch).await?);
+    }
+    report(&items, &told, json)
+}
+
+/// `warm`: fetches, through the daemon, each request that is not ready;
+/// then reports as `check` does.
+pub async fn warm(admin: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
+    let items = needs.items()?;
+    let bar = std::io::stderr().is_terminal().then(|| progress_bar(items.len() as u64));
+    let mut told = Vec::with_capacity(items.len());
+    let mut bytes = 0;
+    for batch in items.chunks(WARM_BATCH) {
+        let warmed = ask(admin, WARM_PATH, batch).await?;
+        bytes += warmed.iter().filter_map(|item| item.size).sum::<u64>();
+        if let Some(bar) = &bar {
+            bar.inc(warmed.len() as u64);
+            bar.set_message(bytesize::ByteSize(bytes).to_string());
+        }
+        told.extend(warmed);
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report(&items, &told, json)
+}
+
+fn progress_bar(items: u64) -> indicatif::ProgressBar {
+    let style = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} items, {msg}, {eta} left")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    indicatif::ProgressBar::new(items).with_style(style)
+}
+
+async fn ask(client: &ControlClient, path: &str, batch: &[Item]) -> anyhow::Result<Vec<ItemReadiness>> {
+    let request = ReadinessRequest { urls: batch.iter().map(|item| item.url.clone()).collect() };
+    let body = Bytes::from(serde_json::to_vec(&request)?);
+    let told: Vec<ItemReadiness> = client.json(Method::POST, path, Some(body)).await?;
+    anyhow::ensure!(told.len() == batch.len(), "the daemon answered for {} of {} items", told.len(), batch.len());
+    Ok(told)
+}
+
+/// Prints a line per item (ready or missing, and why) and the count;
+/// success only when all are ready.
+fn report(items: &[Item], told: &[ItemReadiness], json: bool) -> anyhow::Result<ExitCode> {
+    let ready = told.iter().filter(|item| item.ready).count();
+    if json {
+        println!("{}", serde_json::to_string_pretty(told)?);
+    } else {
+        print!("{}", table(items, told));
+        println!("{ready} of {} ready", told.len());
+    }
+    Ok(if ready == told.len() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn table(items: &[Item], told: &[ItemReadiness]) -> String {
+    let width = items.iter().map(|item| item.label.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (item, told) in items.iter().zip(told) {
+        let state = if told.ready { "ready  " } else { "missing" };
+        let why = told.reason.as_deref().map(|why| format!("  {why}")).unwrap_or_default();
+        out.push_str(format!("{state}  {:width$}{why}", item.label).trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_each_item_and_why_it_is_missing() {
+        let items = [
+            Item { url: "/go/a/@v/v1.zip".into(), label: "a v1 .zip".into() },
+            Item { url: "/go/bb/@v/v2.zip".into(), label: "bb v2 .zip".into() },
+        ];
+        let told = [
+            ItemReadiness { url: items[0].url.clone(), ready: true, reason: None, size: Some(3) },
+            ItemReadiness { url: items[1].url.clone(), ready: false, reason: Some("not cached".into()), size: None },
+        ];
+        assert_eq!(table(&items, &told), "ready    a v1 .zip\nmissing  bb v2 .zip  not cached\n");
+    }
+}

@@ -1,0 +1,87 @@
+//! `pkgproxyctl check` and `warm`: what a build needs, said missing before
+//! and ready after a warm, and then served to the real clients with the
+//! network gone (offline mode) and nothing asked of the origin.
+
+use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, GoSandbox, Origin};
+
+use crate::common::{archive, pkgproxyctl, PKGPROXY};
+use crate::go_client::upstream_with_sums;
+
+/// `pkgproxyctl ARGS`: whether it succeeded, and what it printed.
+fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String) {
+    let output = pkgproxyctl(daemon, args);
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), printed)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_go_sum_warmed_then_builds_offline_with_a_fresh_module_cache() {
+    let (_modules, origin, _) = upstream_with_sums().await;
+    // The app's go.mod and go.sum, as the go command writes them (straight
+    // from the origin: pkgproxy has seen nothing yet).
+    let direct = GoSandbox::new(&origin.url());
+    direct.go("direct", &["mod", "tidy"]).assert_success();
+    let (go_sum, go_mod) = (direct.app().join("go.sum"), direct.app().join("go.mod"));
+    let (go_sum, go_mod) = (go_sum.to_str().unwrap(), go_mod.to_str().unwrap());
+    origin.clear_requests();
+    let daemon = Daemon::start(PKGPROXY, Some(&format!("[go]\nproxies = [\"{}\"]\n", origin.url()))).await;
+
+    let (ready, printed) = ctl(&daemon, &["check", "go", go_sum, "--go-mod", go_mod]);
+    assert!(!ready, "{printed}");
+    let zip = printed.lines().find(|line| line.starts_with("missing  example.com/hello v1.0.0 .zip"));
+    assert!(zip.is_some_and(|line| line.ends_with("  not cached")), "{printed}");
+    assert!(printed.contains("0 of "), "{printed}");
+    assert!(origin.requests().is_empty(), "a check asks nothing upstream");
+
+    let (warmed, printed) = ctl(&daemon, &["warm", "go", go_sum, "--go-mod", go_mod]);
+    assert!(warmed, "{printed}");
+    let (ready, printed) = ctl(&daemon, &["check", "go", go_sum, "--go-mod", go_mod]);
+    assert!(ready, "{printed}");
+    assert!(!printed.contains("missing"), "{printed}");
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    origin.clear_requests();
+    let go = GoSandbox::new(&format!("http://{}/go", daemon.proxy_addr()));
+    std::fs::copy(go_sum, go.app().join("go.sum")).unwrap();
+    go.go("offline", &["mod", "download"]).assert_success();
+    go.go("offline", &["build", "-o", "app", "."]).assert_success();
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apt_s_print_uris_warmed_then_a_fresh_apt_downloads_offline() {
+    let repo = AptRepo::shared_default();
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    let packages = ["pkgproxy-hello", "pkgproxy-small1"];
+    let mut args = vec!["download", "--print-uris"];
+    args.extend(packages);
+    let uris = apt.run(&args);
+    uris.assert_success();
+    let list = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(list.path(), &uris.stdout).unwrap();
+    let list = list.path().to_str().unwrap();
+
+    let (ready, printed) = ctl(&daemon, &["check", "apt", "--uris", list]);
+    assert!(!ready && printed.contains("0 of 2 ready"), "{printed}");
+    assert!(printed.contains("missing  pkgproxy-hello_"), "{printed}");
+    let (warmed, printed) = ctl(&daemon, &["warm", "apt", "--uris", list]);
+    assert!(warmed && printed.contains("2 of 2 ready"), "{printed}");
+    let (ready, printed) = ctl(&daemon, &["check", "--json", "apt", "--uris", list]);
+    assert!(ready, "{printed}");
+    let told: Vec<pkgproxy_control::ItemReadiness> = serde_json::from_str(&printed).unwrap();
+    assert!(told.iter().all(|item| item.ready && item.size.is_some_and(|size| size > 0)), "{told:?}");
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    origin.clear_requests();
+    let fresh = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    fresh.update().assert_success();
+    fresh.download(&packages).assert_success();
+    for package in packages {
+        assert_eq!(std::fs::read(fresh.downloaded(package)).unwrap(), std::fs::read(repo.deb_path(package)).unwrap());
+    }
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
