@@ -216,7 +216,7 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             println!("configuration reloaded");
         }
         Command::Check { needs, json } => return crate::needs::check(&stats, &needs, json).await,
-        Command::Warm { needs, json } => return crate::needs::warm(&admin, &needs, json).await,
+        Command::Warm { needs, json } => return crate::needs::warm(&stats, &admin, &needs, json).await,
         Command::Explain { url, json } => {
             let query = percent_encoding::utf8_percent_encode(&url, percent_encoding::NON_ALPHANUMERIC);
             let path = format!("{}?url={query}", pkgproxy_control::EXPLAIN_PATH);

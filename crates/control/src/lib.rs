@@ -11,9 +11,9 @@ mod messages;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, Info, InstanceInfo,
-    ItemReadiness, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, Removed, ShadowInfo,
-    SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
+    AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
+    ErrorAnswer, Explanation, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo, OfflineReport, PoolInfo,
+    ReadinessRequest, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -25,6 +25,9 @@ pub const EXPLAIN_PATH: &str = "/pkgproxy/v1/explain";
 /// `POST` a [`ReadinessRequest`] (either socket): whether each request
 /// would be answered with the network gone, a list of [`ItemReadiness`].
 pub const CHECK_PATH: &str = "/pkgproxy/v1/check";
+/// `POST` an [`AptNeedsRequest`] (either socket): what an install needs,
+/// found in the indexes pkgproxy holds ([`AptNeeds`]).
+pub const APT_NEEDS_PATH: &str = "/pkgproxy/v1/needs/apt";
 /// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
 /// through the daemon unless it is ready, a list of [`ItemReadiness`].
 pub const WARM_PATH: &str = "/pkgproxy/v1/warm";

@@ -420,3 +420,50 @@ pub struct ReadinessRequest {
     /// `/go/...`.
     pub urls: Vec<String>,
 }
+
+/// One line of apt's sources (`deb URI SUITE COMPONENT...`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AptSource {
+    /// The archive's URI (`http://deb.debian.org/debian`).
+    pub uri: String,
+    /// The suite (`bookworm`).
+    pub suite: String,
+    /// Its components (`main`, `contrib`).
+    pub components: Vec<String>,
+}
+
+/// What an `apt-get install` of `packages` from `sources` needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AptNeedsRequest {
+    /// apt's sources.
+    pub sources: Vec<AptSource>,
+    /// The package names.
+    pub packages: Vec<String>,
+    /// The machine's architecture (`amd64`).
+    pub architecture: String,
+}
+
+/// A package an install downloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AptPackage {
+    /// Its name.
+    pub name: String,
+    /// Its URL, as apt asks pkgproxy for it.
+    pub url: String,
+}
+
+/// What an install needs, found in the indexes pkgproxy holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AptNeeds {
+    /// The indexes `apt-get update` reads (each suite's `InRelease` and the
+    /// `Packages` index it lists for each component).
+    pub indexes: Vec<String>,
+    /// The packages the install downloads: the named ones and what they
+    /// depend on.
+    pub packages: Vec<AptPackage>,
+    /// Names (or groups of alternatives) no index held offers.
+    pub missing: Vec<String>,
+    /// Indexes that could not be read, and why: the packages they list are
+    /// not known.
+    pub unresolved: Vec<String>,
+}

@@ -40,6 +40,14 @@ pub struct Exchange<'a> {
     pub target: Option<&'a http::Uri>,
 }
 
+impl<'a> Exchange<'a> {
+    /// A `GET` of pkgproxy's own (a prerequisite of a download, a check, a
+    /// warm): no client, no headers of a client's.
+    pub fn own_get(headers: &'a HeaderMap, mount: Mount, upstream_answer: &'a UpstreamAnswer) -> Self {
+        Exchange { method: &Method::GET, headers, mount, upstream_answer, client: None, target: None }
+    }
+}
+
 /// Where the upstream's status for a request is reported, for the shadows
 /// that compare. Dropped unreported (a hit, a refusal, a failure), it
 /// compares nothing.

@@ -16,7 +16,9 @@ use anyhow::Context;
 use bytes::Bytes;
 use clap::Subcommand;
 use http::Method;
-use pkgproxy_control::{ControlClient, ItemReadiness, ReadinessRequest, CHECK_PATH, WARM_PATH};
+use pkgproxy_control::{
+    AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, ReadinessRequest, APT_NEEDS_PATH, CHECK_PATH, WARM_PATH,
+};
 
 /// What a build needs, by the side that serves it.
 #[derive(Debug, Subcommand)]
@@ -30,12 +32,23 @@ pub enum Needs {
         #[arg(long, value_name = "GO.MOD")]
         go_mod: Option<PathBuf>,
     },
-    /// apt: the packages of an `apt-get install --print-uris` (or
-    /// `apt-get download --print-uris`) run.
+    /// apt: the packages an install of PACKAGE... from the --sources
+    /// downloads (they and their dependencies, as the indexes pkgproxy
+    /// holds say), with the indexes `apt-get update` reads; or the packages
+    /// of an `apt-get install --print-uris` run.
     Apt {
-        /// A file of `--print-uris` lines: `'URL' FILE SIZE SHA256:...`.
-        #[arg(long, value_name = "FILE")]
-        uris: PathBuf,
+        /// apt's sources: a sources.list (one-line) or a deb822 .sources.
+        #[arg(long, value_name = "FILE", requires = "packages", required_unless_present = "uris")]
+        sources: Option<PathBuf>,
+        /// The packages to install (with --sources).
+        packages: Vec<String>,
+        /// The machine's architecture (default: dpkg's).
+        #[arg(long, value_name = "ARCH")]
+        arch: Option<String>,
+        /// Instead: a file of `apt-get --print-uris` lines (`'URL' FILE SIZE
+        /// SHA256:...`).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["sources", "packages"])]
+        uris: Option<PathBuf>,
     },
 }
 
@@ -48,20 +61,39 @@ pub struct Item {
     pub label: String,
 }
 
+/// What a build needs: the requests to ask about, and what cannot even
+/// be asked about (a package no index held offers, an index not held).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Wanted {
+    items: Vec<Item>,
+    unknown: Vec<String>,
+}
+
 impl Needs {
-    /// The requests the build makes.
-    fn items(&self) -> anyhow::Result<Vec<Item>> {
+    /// The requests the build makes (the daemon finds apt's dependencies).
+    async fn wanted(&self, stats: &ControlClient) -> anyhow::Result<Wanted> {
         let read = |path: &PathBuf| std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()));
-        let mut items = match self {
+        let mut wanted = match self {
             Needs::Go { go_sum, go_mod } => {
                 let go_mod = go_mod.as_ref().map(read).transpose()?;
-                go::items(&read(go_sum)?, go_mod.as_deref())
+                Wanted { items: go::items(&read(go_sum)?, go_mod.as_deref()), unknown: Vec::new() }
             }
-            Needs::Apt { uris } => apt::items(&read(uris)?)?,
+            Needs::Apt { uris: Some(uris), .. } => Wanted { items: apt::items(&read(uris)?)?, unknown: Vec::new() },
+            Needs::Apt { sources, packages, arch, .. } => {
+                let sources = sources.as_ref().context("--sources or --uris")?;
+                let asked = AptNeedsRequest {
+                    sources: apt::sources(&read(sources)?)?,
+                    packages: packages.clone(),
+                    architecture: arch.clone().unwrap_or_else(apt::architecture),
+                };
+                let body = Bytes::from(serde_json::to_vec(&asked)?);
+                let needs: AptNeeds = stats.json(Method::POST, APT_NEEDS_PATH, Some(body)).await?;
+                apt::wanted(needs)
+            }
         };
         let mut seen = std::collections::HashSet::new();
-        items.retain(|item| seen.insert(item.url.clone()));
-        Ok(items)
+        wanted.items.retain(|item| seen.insert(item.url.clone()));
+        Ok(wanted)
     }
 }
 
@@ -73,18 +105,32 @@ const WARM_BATCH: usize = 8;
 /// `check`: prints whether each request would be served offline; success
 /// only when every one would.
 pub async fn check(stats: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
-    let items = needs.items()?;
-    let mut told = Vec::with_capacity(items.len());
-    for batch in items.chunks(CHECK_BATCH) {
+    let wanted = needs.wanted(stats).await?;
+    let mut told = Vec::with_capacity(wanted.items.len());
+    for batch in wanted.items.chunks(CHECK_BATCH) {
         told.extend(ask(stats, CHECK_PATH, batch).await?);
     }
-    report(&items, &told, json)
+    report(&wanted, &told, json)
 }
 
 /// `warm`: fetches, through the daemon, each request that is not ready;
-/// then reports as `check` does.
-pub async fn warm(admin: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
-    let items = needs.items()?;
+/// then reports as `check` does. What could not be known before (apt's
+/// packages, before their indexes were held) is asked again once the
+/// indexes are warm.
+pub async fn warm(stats: &ControlClient, admin: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
+    let mut wanted = needs.wanted(stats).await?;
+    let mut told = warm_items(admin, &wanted.items).await?;
+    if !wanted.unknown.is_empty() {
+        let again = needs.wanted(stats).await?;
+        if again != wanted {
+            told = warm_items(admin, &again.items).await?;
+            wanted = again;
+        }
+    }
+    report(&wanted, &told, json)
+}
+
+async fn warm_items(admin: &ControlClient, items: &[Item]) -> anyhow::Result<Vec<ItemReadiness>> {
     let bar = std::io::stderr().is_terminal().then(|| progress_bar(items.len() as u64));
     let mut told = Vec::with_capacity(items.len());
     let mut bytes = 0;
@@ -100,7 +146,7 @@ pub async fn warm(admin: &ControlClient, needs: &Needs, json: bool) -> anyhow::R
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    report(&items, &told, json)
+    Ok(told)
 }
 
 fn progress_bar(items: u64) -> indicatif::ProgressBar {
@@ -118,16 +164,25 @@ async fn ask(client: &ControlClient, path: &str, batch: &[Item]) -> anyhow::Resu
 }
 
 /// Prints a line per item (ready or missing, and why) and the count;
-/// success only when all are ready.
-fn report(items: &[Item], told: &[ItemReadiness], json: bool) -> anyhow::Result<ExitCode> {
+/// success only when all are ready and nothing is unknown.
+fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result<ExitCode> {
     let ready = told.iter().filter(|item| item.ready).count();
     if json {
-        println!("{}", serde_json::to_string_pretty(told)?);
+        let unknown: Vec<ItemReadiness> = wanted
+            .unknown
+            .iter()
+            .map(|what| ItemReadiness { url: String::new(), ready: false, reason: Some(what.clone()), size: None })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&[told, &unknown].concat())?);
     } else {
-        print!("{}", table(items, told));
-        println!("{ready} of {} ready", told.len());
+        print!("{}", table(&wanted.items, told));
+        for what in &wanted.unknown {
+            println!("missing  {what}");
+        }
+        println!("{ready} of {} ready", told.len() + wanted.unknown.len());
     }
-    Ok(if ready == told.len() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    let all = ready == told.len() && wanted.unknown.is_empty();
+    Ok(if all { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn table(items: &[Item], told: &[ItemReadiness]) -> String {

@@ -65,6 +65,14 @@ impl Fleet {
     }
 }
 
+/// A real `apt-get update` and `download` of `package` through `apt`,
+/// which gets the repository's bytes.
+fn updates_and_downloads_the_archive_s_bytes(apt: &AptSandbox, repo: &AptRepo, package: &str) {
+    apt.update().assert_success();
+    apt.download(&[package]).assert_success();
+    assert_eq!(std::fs::read(apt.downloaded(package)).unwrap(), std::fs::read(repo.deb_path(package)).unwrap());
+}
+
 /// The `cluster` part of a node's status JSON.
 async fn cluster_status(daemon: &Daemon) -> serde_json::Value {
     let status = get(daemon.proxy_addr(), "/pkgproxy/v1/status").await;
@@ -410,12 +418,7 @@ async fn apt_update_and_install_work_on_an_offline_node_that_never_fetched_anyth
     // A node that has been offline from its start, with an empty cache.
     let offline = Daemon::start_with(PKGPROXY, Some(&config("offline")), &["-offline"]).await;
     let apt = AptSandbox::new(Some(&offline.proxy_url()), source, repo.keyring());
-    apt.update().assert_success();
-    apt.download(&["pkgproxy-hello"]).assert_success();
-    assert_eq!(
-        std::fs::read(apt.downloaded("pkgproxy-hello")).unwrap(),
-        std::fs::read(repo.deb_path("pkgproxy-hello")).unwrap()
-    );
+    updates_and_downloads_the_archive_s_bytes(&apt, repo, "pkgproxy-hello");
     assert_eq!(origin.requests().len(), asked, "the origin saw nothing of the offline node");
     assert_eq!(offline.info().await.upstream.get(pkgproxy_metrics::UpstreamCounter::Requests), 0);
     assert!(fetched > 0);
@@ -432,12 +435,7 @@ async fn a_node_offline_on_its_own_asks_an_online_node_for_its_misses() {
     let offline = Daemon::start_with(PKGPROXY, Some(&config("cut-off")), &["-offline"]).await;
 
     let apt = AptSandbox::new(Some(&offline.proxy_url()), source, repo.keyring());
-    apt.update().assert_success();
-    apt.download(&["pkgproxy-hello"]).assert_success();
-    assert_eq!(
-        std::fs::read(apt.downloaded("pkgproxy-hello")).unwrap(),
-        std::fs::read(repo.deb_path("pkgproxy-hello")).unwrap()
-    );
+    updates_and_downloads_the_archive_s_bytes(&apt, repo, "pkgproxy-hello");
     let deb = repo.deb_url_path("pkgproxy-hello");
     assert_eq!(origin.count_path(&deb), 1, "the online node fetched it");
     let requests = pkgproxy_metrics::UpstreamCounter::Requests;

@@ -2,7 +2,7 @@
 //! and ready after a warm, and then served to the real clients with the
 //! network gone (offline mode) and nothing asked of the origin.
 
-use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, GoSandbox, Origin};
+use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, GoSandbox, Origin, PackageSpec};
 
 use crate::common::{archive, pkgproxyctl, PKGPROXY};
 use crate::go_client::upstream_with_sums;
@@ -83,5 +83,53 @@ async fn apt_s_print_uris_warmed_then_a_fresh_apt_downloads_offline() {
     for package in packages {
         assert_eq!(std::fs::read(fresh.downloaded(package)).unwrap(), std::fs::read(repo.deb_path(package)).unwrap());
     }
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_package_and_its_chain_of_dependencies_warmed_then_a_fresh_apt_installs_it_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = AptRepo::builder()
+        .spec(PackageSpec::new("pkgproxy-top", "1.0-1", 2048).depends("pkgproxy-mid (>= 1.0)"))
+        .spec(PackageSpec::new("pkgproxy-mid", "1.0-1", 2048).depends("pkgproxy-absent | pkgproxy-leaf"))
+        .package("pkgproxy-leaf", "1.0-1", 2048)
+        .package("pkgproxy-other", "1.0-1", 2048)
+        .build(dir.path());
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    let sources = apt.dir().join("etc/apt/sources.list");
+    let check = ["check", "apt", "--sources", sources.to_str().unwrap(), "pkgproxy-top"];
+
+    let (ready, printed) = ctl(&daemon, &check);
+    assert!(!ready, "{printed}");
+    let missing: Vec<&str> = printed.lines().filter(|line| line.starts_with("missing")).collect();
+    assert_eq!(missing.len(), 3, "the package and its two dependencies: {printed}");
+    for name in ["pkgproxy-top", "pkgproxy-mid", "pkgproxy-leaf"] {
+        assert!(missing.iter().any(|line| line.contains(name) && line.ends_with("not cached")), "{name}: {printed}");
+    }
+    assert!(!printed.contains("pkgproxy-other"), "{printed}");
+    assert!(printed.contains("ready    dists/testing/InRelease"), "the index apt updated from: {printed}");
+
+    let mut warm = check;
+    warm[0] = "warm";
+    let (warmed, printed) = ctl(&daemon, &warm);
+    assert!(warmed, "{printed}");
+    let (ready, printed) = ctl(&daemon, &check);
+    assert!(ready && !printed.contains("missing"), "{printed}");
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    origin.clear_requests();
+    let fresh = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    fresh.update().assert_success();
+    fresh.run(&["install", "--download-only", "-y", "pkgproxy-top"]).assert_success();
+    let fetched: Vec<String> = std::fs::read_dir(fresh.dir().join("var/cache/apt/archives"))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".deb"))
+        .collect();
+    assert_eq!(fetched.len(), 3, "{fetched:?}");
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
 }

@@ -13,8 +13,9 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    ErrorAnswer, ItemReadiness, ModeRequest, ReadinessRequest, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
-    CHECK_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH, OFFLINE_PATH, RELOAD_PATH, WARM_PATH,
+    AptNeedsRequest, ErrorAnswer, ItemReadiness, ModeRequest, ReadinessRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH,
+    CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH,
+    OFFLINE_PATH, RELOAD_PATH, WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -54,6 +55,18 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             }
             Err(answer) => answer,
         },
+        (&Method::POST, APT_NEEDS_PATH) => {
+            let body = match http_body_util::Limited::new(request.into_body(), 1024 * 1024).collect().await {
+                Ok(body) => body.to_bytes(),
+                Err(e) => return error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}")),
+            };
+            let asked: AptNeedsRequest = match serde_json::from_slice(&body) {
+                Ok(asked) => asked,
+                Err(e) => return error(StatusCode::BAD_REQUEST, &format!("not a list of sources and packages: {e}")),
+            };
+            blocking(state, move |state| Ok(crate::proxy::readiness::apt_needs(state, &asked))).await
+        }
+        (_, APT_NEEDS_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         (&Method::POST, WARM_PATH) if role == Role::Admin => match readiness_request(request).await {
             Ok(asked) => json(StatusCode::OK, &warm(&state, asked.urls).await),
             Err(answer) => answer,

@@ -390,14 +390,7 @@ fn prerequisites<'a>(
 /// it is a `200`.
 async fn fetch_for_pkgproxy(state: &Arc<State>, side: &Side, request: CachedRequest, mount: Mount) -> Option<Bytes> {
     let (headers, upstream_answer) = (http::HeaderMap::new(), UpstreamAnswer::default());
-    let exchange = Exchange {
-        method: &http::Method::GET,
-        headers: &headers,
-        mount,
-        upstream_answer: &upstream_answer,
-        client: None,
-        target: None,
-    };
+    let exchange = Exchange::own_get(&headers, mount, &upstream_answer);
     let Outcome::Answered(response) = serve(state, &exchange, side, request).await else { return None };
     if response.status() != StatusCode::OK {
         return None;

@@ -80,15 +80,8 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
             }
         }
         Decision::Cache(request) => {
-            let headers = HeaderMap::new();
-            let exchange = Exchange {
-                method: &Method::GET,
-                headers: &headers,
-                mount,
-                upstream_answer: &UpstreamAnswer::default(),
-                client: None,
-                target: None,
-            };
+            let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
+            let exchange = Exchange::own_get(&headers, mount, &answer);
             through_the_cache(state, &exchange, side, *request, told)
         }
     })

@@ -7,9 +7,13 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, Method, StatusCode};
+use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
-use pkgproxy_control::ItemReadiness;
+use pkgproxy_cache::BodyReader;
+use pkgproxy_control::{AptNeeds, AptNeedsRequest, AptPackage, ItemReadiness};
+use pkgproxy_sides::apt::closure::Catalogue;
+use pkgproxy_sides::apt::packages::Compression;
+use pkgproxy_sides::apt::release::{self, FileSum};
 use pkgproxy_sides::{CachedRequest, Decision, Side};
 
 use super::explain::{self, Decided};
@@ -69,15 +73,8 @@ pub async fn warm(state: &Arc<State>, url: &str) -> ItemReadiness {
     let Ok(Decided { side, mount, decision: Decision::Cache(request) }) = explain::decide(state, url) else {
         return before;
     };
-    let headers = HeaderMap::new();
-    let exchange = Exchange {
-        method: &Method::GET,
-        headers: &headers,
-        mount,
-        upstream_answer: &UpstreamAnswer::default(),
-        client: None,
-        target: None,
-    };
+    let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
+    let exchange = Exchange::own_get(&headers, mount, &answer);
     let outcome = match request.pointer {
         Some(_) => pointer::serve(state, &exchange, side, *request).await,
         None => cached::serve(state, &exchange, side, *request).await,
@@ -101,4 +98,95 @@ pub async fn warm(state: &Arc<State>, url: &str) -> ItemReadiness {
             ItemReadiness { reason: Some(why.unwrap_or_else(|| format!("the upstream answered {status}"))), ..after }
         }
     }
+}
+
+/// The largest `InRelease` read to find a suite's indexes.
+const RELEASE_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// What an `apt-get install` of `asked.packages` needs: each suite's
+/// `InRelease` and `Packages` indexes, and the packages the install
+/// downloads, found in the indexes the cache holds. Blocking: it reads and
+/// decompresses them.
+pub fn apt_needs(state: &State, asked: &AptNeedsRequest) -> AptNeeds {
+    let mut needs = AptNeeds::default();
+    let mut catalogue = Catalogue::default();
+    let mut bases = Vec::new();
+    for source in &asked.sources {
+        let base = source.uri.trim_end_matches('/');
+        let release_url = format!("{base}/dists/{}/InRelease", source.suite);
+        needs.indexes.push(release_url.clone());
+        let Some(release) = cached_bytes(state, &release_url).and_then(|bytes| release::parse(&bytes).ok()) else {
+            needs.unresolved.push(format!("{release_url} is not cached"));
+            continue;
+        };
+        for component in &source.components {
+            for arch in [asked.architecture.as_str(), "all"] {
+                let Some((path, sum)) = packages_index(&release, &format!("{component}/binary-{arch}")) else {
+                    continue;
+                };
+                let url = format!("{base}/dists/{}/{path}", source.suite);
+                needs.indexes.push(url.clone());
+                let read = open_sum(state, &sum).map(|file| {
+                    let compression = Compression::of_packages(&path).unwrap_or(Compression::None);
+                    // Positional reads: the open file may be shared with others.
+                    catalogue.add_index(compression.reader(BodyReader::new(&file)))
+                });
+                match read {
+                    Some(Ok(_)) => bases.push(base.to_owned()),
+                    Some(Err(error)) => needs.unresolved.push(format!("{url} cannot be read: {error}")),
+                    None => needs.unresolved.push(format!("{url} is not cached")),
+                }
+            }
+        }
+    }
+    let closure = catalogue.closure(&asked.packages);
+    needs.packages = closure
+        .packages
+        .iter()
+        .map(|package| AptPackage {
+            name: package.name.clone(),
+            url: format!("{}/{}", bases[package.index], package.filename),
+        })
+        .collect();
+    needs.missing = closure.missing;
+    needs
+}
+
+/// The `Packages` index a Release lists in `dir`, the most compressed
+/// first, with its sum.
+fn packages_index(release: &release::Release, dir: &str) -> Option<(String, FileSum)> {
+    ["Packages.xz", "Packages.gz", "Packages"].iter().find_map(|name| {
+        let path = format!("{dir}/{name}");
+        release.files.get(&path).map(|sum| (path, *sum))
+    })
+}
+
+/// The stored bytes with `sum`, whatever name they were fetched under.
+fn open_sum(state: &State, sum: &FileSum) -> Option<Arc<std::fs::File>> {
+    let sha256 = hex::encode(sum.sha256);
+    if !state.cache.holds(&sha256, sum.size) {
+        return None;
+    }
+    let entry = pkgproxy_cache::Entry {
+        sha256,
+        size: sum.size,
+        headers: Vec::new(),
+        validators: Default::default(),
+        fetched_at: 0,
+        class: pkgproxy_cache::Class::Immutable,
+        last_used: 0,
+    };
+    state.cache.open_body(&entry).ok()
+}
+
+/// The cached body a `GET` of `url` would be answered with offline, read
+/// whole (up to [`RELEASE_LIMIT`]).
+fn cached_bytes(state: &State, url: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let Ok(Decided { decision: Decision::Cache(request), .. }) = explain::decide(state, url) else { return None };
+    let entry = cached::usable(state, state.cache.lookup(&request.key), &request).ok()?;
+    let file = state.cache.open_body(&entry).ok()?;
+    let mut bytes = Vec::new();
+    BodyReader::new(&file).take(RELEASE_LIMIT).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }

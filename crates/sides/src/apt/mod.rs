@@ -9,6 +9,7 @@
 
 mod archives;
 mod classify;
+pub mod closure;
 pub mod deb822;
 pub mod index;
 mod integrity;
