@@ -435,6 +435,9 @@ fn render_info(info: &Info) -> String {
             cluster.errors,
         );
     }
+    for suite in &info.apt_valid_until {
+        out += &format!("warning: {}\n", suite.warning(&crate::when::utc(suite.valid_until)));
+    }
     let upstream = |counter| info.upstream.get(counter);
     out += &format!(
         "upstream: {} requests over {} connections, {} tunnels, {} refused by address policy\n",

@@ -10,3 +10,4 @@ mod needs;
 mod paths;
 mod setup;
 mod systemd;
+mod when;

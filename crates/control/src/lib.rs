@@ -13,7 +13,8 @@ pub use client::{ControlClient, ControlError};
 pub use messages::{
     AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
     ErrorAnswer, Explanation, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo, OfflineReport, PoolInfo,
-    ReadinessRequest, Removed, ShadowInfo, SideStatus, Status, StatusOffline, UpstreamReport, VerifyProgress,
+    ReadinessRequest, Removed, ShadowInfo, SideStatus, Status, StatusOffline, SuiteValidity, UpstreamReport,
+    VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`

@@ -51,6 +51,9 @@ pub struct Info {
     /// This node's part in a cluster, when it is in one.
     #[serde(default)]
     pub cluster: Option<ClusterInfo>,
+    /// apt suites whose Release expires within a day, or has.
+    #[serde(default)]
+    pub apt_valid_until: Vec<SuiteValidity>,
     #[serde(flatten)]
     pub learned: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -252,6 +255,9 @@ pub struct Status {
     /// This node's part in a cluster, when it is in one.
     #[serde(default)]
     pub cluster: Option<ClusterInfo>,
+    /// apt suites whose Release expires within a day, or has.
+    #[serde(default)]
+    pub apt_valid_until: Vec<SuiteValidity>,
 }
 
 /// A node of a cluster and its shared tier (`[cluster]`).
@@ -360,6 +366,7 @@ mod tests {
             clients: Snapshot::default(),
             connections_open: 0,
             cluster: None,
+            apt_valid_until: Vec::new(),
             lxd_remotes: vec!["ubuntu".into()],
             certificate_pem: String::new(),
             learned,
@@ -466,4 +473,42 @@ pub struct AptNeeds {
     /// Indexes that could not be read, and why: the packages they list are
     /// not known.
     pub unresolved: Vec<String>,
+    /// The asked suites whose Release expires within a day, or has.
+    #[serde(default)]
+    pub valid_until: Vec<SuiteValidity>,
 }
+
+/// A suite whose `Release` apt accepts only until a time now past, or less
+/// than a day away: apt refuses an expired Release, so a long spell offline
+/// breaks `apt-get update` for it (the security archive's are valid a week).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteValidity {
+    /// The suite, as the apt index names it (`ARCHIVE/dists/SUITE`).
+    pub suite: String,
+    /// Its `Valid-Until`, in seconds since the Unix epoch.
+    pub valid_until: u64,
+    /// Whether that time has passed.
+    pub expired: bool,
+}
+
+impl SuiteValidity {
+    /// The suite valid until `until`, as seen at `now`.
+    pub fn new(suite: String, until: std::time::SystemTime, now: std::time::SystemTime) -> Self {
+        let valid_until = until.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        SuiteValidity { suite, valid_until, expired: until <= now }
+    }
+
+    /// What people are told, with the time written `when`: the suite, the
+    /// date, and the client setting that accepts the Release anyway.
+    pub fn warning(&self, when: &str) -> String {
+        let tense = if self.expired { "was valid until" } else { "is valid only until" };
+        format!(
+            "{}: its Release {tense} {when}; apt refuses it after that (set Acquire::Check-Valid-Until=false, \
+             or [check-valid-until=no] on its source line)",
+            self.suite
+        )
+    }
+}
+
+/// How far ahead a Release's `Valid-Until` is warned of.
+pub const VALIDITY_WARNED_WITHIN: std::time::Duration = std::time::Duration::from_secs(86_400);

@@ -186,7 +186,7 @@ impl AccessLog {
                     upstream: response.extensions().get::<AnsweredBy>().map(|by| by.0.to_string()),
                     reason: response
                         .headers()
-                        .get(crate::proxy::reason::REASON)
+                        .get(crate::headers::REASON)
                         .and_then(|reason| reason.to_str().ok())
                         .map(str::to_owned),
                 },

@@ -6,6 +6,10 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION};
 /// The `Via` value pkgproxy adds.
 pub const VIA: HeaderValue = HeaderValue::from_static("1.1 pkgproxy");
 
+/// Why an answer is not a plain hit (see `proxy::reason`); the access log
+/// copies it.
+pub const REASON: HeaderName = HeaderName::from_static("x-pkgproxy-reason");
+
 const HOP_BY_HOP: [&str; 8] = [
     "connection",
     "keep-alive",

@@ -59,6 +59,7 @@ mod headers;
 mod proxy;
 mod redact;
 pub mod reload;
+mod report;
 pub mod shadow;
 mod single_flight;
 mod state;

@@ -93,6 +93,9 @@ pub struct Package {
 pub struct AptRepoBuilder {
     /// Packages in the order added.
     specs: Vec<PackageSpec>,
+    /// How long after its `Date:` the Release says it is valid
+    /// (`Valid-Until:`), if it says so.
+    valid_for: Option<Duration>,
 }
 
 impl AptRepoBuilder {
@@ -121,6 +124,14 @@ impl AptRepoBuilder {
         self
     }
 
+    /// Makes each Release say it is valid until `valid_for` after it is
+    /// published (`Valid-Until:`, as `apt-ftparchive` reckons it: from now,
+    /// not from the Release's date).
+    pub fn valid_for(mut self, valid_for: Duration) -> Self {
+        self.valid_for = Some(valid_for);
+        self
+    }
+
     /// Builds the debs, indexes, key and signatures under `dir` (created if
     /// missing). See the module docs for the layout.
     pub fn build(self, dir: &Path) -> AptRepo {
@@ -131,6 +142,7 @@ impl AptRepoBuilder {
             packages: Vec::new(),
             first_date: SystemTime::now() - Duration::from_secs(86_400),
             generation: AtomicU64::new(0),
+            valid_for: self.valid_for,
         };
         let pool = repo.repo_dir().join("pool").join(COMPONENT);
         fs::create_dir_all(&pool).expect("create pool/main");
@@ -164,6 +176,8 @@ pub struct AptRepo {
     /// Releases published so far; each is dated a minute after the last, so
     /// generations are ordered however fast a test rebuilds.
     generation: AtomicU64,
+    /// How long after its date a Release is valid, if it says so.
+    valid_for: Option<Duration>,
 }
 
 impl AptRepo {
@@ -273,8 +287,12 @@ impl AptRepo {
         let indexes = self.stage_indexes(&staging);
         let generation = self.generation.fetch_add(1, Ordering::SeqCst);
         let date = httpdate::fmt_http_date(self.first_date + Duration::from_secs(60 * generation));
+        let valid_for = self.valid_for.iter().flat_map(|valid_for| {
+            ["-o".to_owned(), format!("APT::FTPArchive::Release::ValidTime={}", valid_for.as_secs())]
+        });
         let release = run(Command::new("apt-ftparchive")
             .args(release_options())
+            .args(valid_for)
             .arg("-o")
             .arg(format!("APT::FTPArchive::Release::Date={date}"))
             .args(["release", "dists/testing"])

@@ -34,7 +34,15 @@ pub fn wanted(needs: AptNeeds) -> super::Wanted {
     let indexes = needs.indexes.iter().map(|url| Item { url: url.clone(), label: tail(url) });
     let packages = needs.packages.iter().map(|package| Item { url: package.url.clone(), label: package.name.clone() });
     let missing = needs.missing.iter().map(|name| format!("{name}: no index pkgproxy holds offers it"));
-    super::Wanted { items: indexes.chain(packages).collect(), unknown: missing.chain(needs.unresolved).collect() }
+    // An expired Release breaks `apt-get update`: not ready. One about to
+    // expire works now: a warning.
+    let (expired, expiring): (Vec<_>, Vec<_>) = needs.valid_until.iter().partition(|suite| suite.expired);
+    let warn = |suite: &&pkgproxy_control::SuiteValidity| suite.warning(&crate::when::utc(suite.valid_until));
+    super::Wanted {
+        items: indexes.chain(packages).collect(),
+        unknown: missing.chain(needs.unresolved).chain(expired.iter().map(warn)).collect(),
+        warnings: expiring.iter().map(warn).collect(),
+    }
 }
 
 /// The machine's architecture, as dpkg says (`amd64` when it cannot).

@@ -67,6 +67,9 @@ pub struct Item {
 struct Wanted {
     items: Vec<Item>,
     unknown: Vec<String>,
+    /// What will work now but not after a while offline (a Release about
+    /// to expire).
+    warnings: Vec<String>,
 }
 
 impl Needs {
@@ -76,9 +79,9 @@ impl Needs {
         let mut wanted = match self {
             Needs::Go { go_sum, go_mod } => {
                 let go_mod = go_mod.as_ref().map(read).transpose()?;
-                Wanted { items: go::items(&read(go_sum)?, go_mod.as_deref()), unknown: Vec::new() }
+                Wanted { items: go::items(&read(go_sum)?, go_mod.as_deref()), ..Wanted::default() }
             }
-            Needs::Apt { uris: Some(uris), .. } => Wanted { items: apt::items(&read(uris)?)?, unknown: Vec::new() },
+            Needs::Apt { uris: Some(uris), .. } => Wanted { items: apt::items(&read(uris)?)?, ..Wanted::default() },
             Needs::Apt { sources, packages, arch, .. } => {
                 let sources = sources.as_ref().context("--sources or --uris")?;
                 let asked = AptNeedsRequest {
@@ -178,6 +181,9 @@ fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result
         print!("{}", table(&wanted.items, told));
         for what in &wanted.unknown {
             println!("missing  {what}");
+        }
+        for warning in &wanted.warnings {
+            println!("warning  {warning}");
         }
         println!("{ready} of {} ready", told.len() + wanted.unknown.len());
     }

@@ -133,3 +133,36 @@ async fn a_package_and_its_chain_of_dependencies_warmed_then_a_fresh_apt_install
     assert_eq!(fetched.len(), 3, "{fetched:?}");
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_release_about_to_expire_is_warned_of_by_check_info_and_the_status_page() {
+    let dir = tempfile::tempdir().unwrap();
+    // Valid for two hours from now.
+    let repo = AptRepo::builder()
+        .package("pkgproxy-hello", "1.0-1", 1024)
+        .valid_for(std::time::Duration::from_secs(2 * 3600))
+        .build(dir.path());
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    let sources = apt.dir().join("etc/apt/sources.list");
+    let check = ["check", "apt", "--sources", sources.to_str().unwrap(), "pkgproxy-hello"];
+    let mut warm = check;
+    warm[0] = "warm";
+    let (warmed, printed) = ctl(&daemon, &warm);
+    assert!(warmed, "about to expire is not expired: {printed}");
+    let warning = "local/dists/testing: its Release is valid only until ";
+    let line = printed.lines().find(|line| line.starts_with("warning  "));
+    assert!(
+        line.is_some_and(|line| line.contains(warning) && line.contains("Acquire::Check-Valid-Until=false")),
+        "{printed}"
+    );
+
+    let (_, info) = ctl(&daemon, &["info"]);
+    assert!(info.contains(&format!("warning: {warning}")) && info.contains("[check-valid-until=no]"), "{info}");
+    let page = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/").await;
+    let page = String::from_utf8_lossy(&page.body);
+    assert!(page.contains(warning) && page.contains("[check-valid-until=no]"), "{page}");
+}

@@ -3,10 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use pkgproxy_control::{Info, InstanceInfo, OfflineInfo, PoolInfo};
+use pkgproxy_control::{Info, OfflineInfo};
 use pkgproxy_metrics::{CacheGauge, Snapshot};
-use pkgproxy_upstream::pool::InstanceReport;
-use pkgproxy_upstream::PoolReport;
 
 use crate::state::State;
 
@@ -31,26 +29,20 @@ pub fn gather(state: &State) -> Info {
         }),
         sides: state.sides.iter().map(|side| (side.id().to_string(), state.stats.side(side.id()).snapshot())).collect(),
         upstream: state.upstream.counters.snapshot(),
-        pools: state.upstream.transport.report().into_iter().map(pool_info).collect(),
+        pools: state.upstream.transport.report().into_iter().map(crate::report::pool_info).collect(),
         mirrors: state.shadows.load().report(),
         offline: OfflineInfo {
             mode: state.upstream.switch.mode().as_str().to_string(),
-            upstreams: super::offline::upstreams(state),
+            upstreams: crate::report::upstreams(state),
         },
-        lxd_remotes: lxd_remotes(state),
+        lxd_remotes: crate::report::lxd_remotes(state),
         certificate_pem: state.tls.certificate_pem.clone(),
         access_log: state.access_log.snapshot(),
         clients: state.admission.counters.snapshot(),
         connections_open: state.admission.open() as u64,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
+        apt_valid_until: crate::report::apt_valid_until(state),
         learned: learned(state),
-    }
-}
-
-pub(crate) fn lxd_remotes(state: &State) -> Vec<String> {
-    match state.sides.get(pkgproxy_sides::SideId::Lxd) {
-        pkgproxy_sides::Side::Lxd(lxd) => lxd.config().remotes().iter().map(|remote| remote.name.clone()).collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -61,15 +53,4 @@ fn learned(state: &State) -> BTreeMap<String, BTreeMap<String, u64>> {
         groups.entry(count.group.to_string()).or_default().insert(count.name.to_string(), count.value);
     }
     groups
-}
-
-pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
-    let instance = |(url, state): (String, InstanceReport)| InstanceInfo {
-        url,
-        state: if state.penalised_for.is_some() { "penalised" } else { "healthy" }.to_string(),
-        penalised_for_ms: state.penalised_for.map(|left| left.as_millis().try_into().unwrap_or(u64::MAX)),
-        failures: state.failures,
-        in_flight: state.in_flight,
-    };
-    PoolInfo { name: report.name, instances: report.instances.into_iter().map(instance).collect() }
 }

@@ -7,11 +7,9 @@
 //! across a restart, and the answer says so (`persistent: false`).
 
 use std::process::Command;
-use std::time::Duration;
 
-use pkgproxy_control::{OfflineReport, UpstreamReport};
-use pkgproxy_upstream::offline::{BreakerState, Mode, UpstreamState};
-use tokio::time::Instant;
+use pkgproxy_control::OfflineReport;
+use pkgproxy_upstream::offline::Mode;
 
 use crate::config::Persistence;
 use crate::state::State;
@@ -36,21 +34,6 @@ fn save(persistence: Persistence, mode: Mode) -> Result<(), String> {
     }
 }
 
-/// The upstreams as reported.
-pub fn upstreams(state: &State) -> Vec<UpstreamReport> {
-    state.upstream.switch.upstreams(Instant::now()).into_iter().map(report).collect()
-}
-
-fn report(upstream: UpstreamState) -> UpstreamReport {
-    let (state, left) = match upstream.state {
-        BreakerState::Open(left) => ("open", Some(left)),
-        BreakerState::Probing => ("probing", None),
-        BreakerState::Closed => ("closed", None),
-    };
-    let ceil = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    UpstreamReport { host: upstream.host, state: state.to_string(), retry_after_seconds: left.map(ceil) }
-}
-
 /// The report now.
 pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
     let restart_mode = *state.restart_mode.lock().unwrap_or_else(|p| p.into_inner());
@@ -60,7 +43,7 @@ pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
         configured_mode: auto.in_effect.map(|(mode, _)| mode.as_str().to_string()),
         reason: auto.in_effect.map(|(_, reason)| reason.as_str().to_string()),
         mode: state.upstream.switch.mode().as_str().to_string(),
-        upstreams: upstreams(state),
+        upstreams: crate::report::upstreams(state),
         restart_mode: restart_mode.as_str().to_string(),
         persistent: state.settings.persistence == Persistence::Snap,
         persist_error,

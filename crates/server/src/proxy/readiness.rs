@@ -10,7 +10,7 @@ use std::sync::Arc;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use pkgproxy_cache::BodyReader;
-use pkgproxy_control::{AptNeeds, AptNeedsRequest, AptPackage, ItemReadiness};
+use pkgproxy_control::{AptNeeds, AptNeedsRequest, AptPackage, ItemReadiness, SuiteValidity, VALIDITY_WARNED_WITHIN};
 use pkgproxy_sides::apt::closure::Catalogue;
 use pkgproxy_sides::apt::packages::Compression;
 use pkgproxy_sides::apt::release::{self, FileSum};
@@ -149,7 +149,22 @@ pub fn apt_needs(state: &State, asked: &AptNeedsRequest) -> AptNeeds {
         })
         .collect();
     needs.missing = closure.missing;
+    needs.valid_until = valid_until(state, asked);
     needs
+}
+
+/// The asked suites whose Release expires within a day, or has.
+fn valid_until(state: &State, asked: &AptNeedsRequest) -> Vec<SuiteValidity> {
+    let Side::Apt(apt) = state.sides.get(pkgproxy_sides::SideId::Apt) else { return Vec::new() };
+    let now = state.clock.now();
+    let asked_suite =
+        |suite: &str| asked.sources.iter().any(|source| suite.ends_with(&format!("/dists/{}", source.suite)));
+    let expiring = apt.index().valid_until_before(now + VALIDITY_WARNED_WITHIN);
+    expiring
+        .into_iter()
+        .filter(|(suite, _)| asked_suite(suite))
+        .map(|(suite, until)| SuiteValidity::new(suite, until, now))
+        .collect()
 }
 
 /// The `Packages` index a Release lists in `dir`, the most compressed

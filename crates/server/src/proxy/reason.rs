@@ -5,13 +5,12 @@
 
 use std::time::Duration;
 
-use http::header::{HeaderName, HeaderValue};
+use http::header::HeaderValue;
 use pkgproxy_cache::ClientDirectives;
 
 use crate::failed::Failed;
 
-/// The header naming why an answer is not a plain hit.
-pub const REASON: HeaderName = HeaderName::from_static("x-pkgproxy-reason");
+pub use crate::headers::REASON;
 
 /// The longest reason sent, in bytes (a side's refusal can be a sentence).
 const LONGEST: usize = 240;

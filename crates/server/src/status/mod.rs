@@ -56,8 +56,8 @@ pub fn gather(state: &State, host: &str) -> Status {
     let (entries, size) = state.cache.totals();
     let usage = state.cache.usage();
     let auto = state.auto_offline.report();
-    let upstreams = crate::control::offline::upstreams(state);
-    let lxd_remotes = crate::control::info::lxd_remotes(state);
+    let upstreams = crate::report::upstreams(state);
+    let lxd_remotes = crate::report::lxd_remotes(state);
     Status {
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_seconds: state.started.elapsed().as_secs(),
@@ -74,14 +74,7 @@ pub fn gather(state: &State, host: &str) -> Status {
             free_bytes: usage.free,
             disk_bytes: usage.total,
         },
-        pools: state
-            .upstream
-            .transport
-            .report()
-            .into_iter()
-            .map(crate::control::info::pool_info)
-            .map(without_users)
-            .collect(),
+        pools: state.upstream.transport.report().into_iter().map(crate::report::pool_info).map(without_users).collect(),
         mirrors: state
             .shadows
             .load()
@@ -92,6 +85,7 @@ pub fn gather(state: &State, host: &str) -> Status {
         setup: setup::clients(host, &lxd_remotes),
         lxd_remotes,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
+        apt_valid_until: crate::report::apt_valid_until(state),
     }
 }
 

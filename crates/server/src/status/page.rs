@@ -96,6 +96,10 @@ fn cache(html: &mut String, status: &Status) {
     if let Some(cluster) = &status.cluster {
         html.push_str(&cluster_line(cluster));
     }
+    for suite in &status.apt_valid_until {
+        let when = httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(suite.valid_until));
+        let _ = write!(html, "<p class=\"warning\">{}</p>", escape(&suite.warning(&when)));
+    }
     html.push_str("</section>");
 }
 

@@ -274,6 +274,7 @@ mod superseded_tests {
             date: Some(UNIX_EPOCH + Duration::from_secs(100)),
             acquire_by_hash: true,
             files: files.into_iter().collect(),
+            ..Release::default()
         };
         apt.index.offer_release("local/dists/stable", release).unwrap();
         let packages = "apt/local/dists/stable/main/binary-amd64/Packages";

@@ -20,6 +20,8 @@ pub struct FileSum {
 pub struct Release {
     /// Its `Date:`, when present and readable.
     pub date: Option<SystemTime>,
+    /// Its `Valid-Until:`: apt refuses the Release after it.
+    pub valid_until: Option<SystemTime>,
     /// `Acquire-By-Hash: yes`.
     pub acquire_by_hash: bool,
     /// The files of its `SHA256:` list, by path relative to the suite
@@ -46,6 +48,7 @@ pub fn parse(bytes: &[u8]) -> Result<Release, ReleaseError> {
         any = true;
         match field.name {
             "Date" => release.date = parse_date(field.value),
+            "Valid-Until" => release.valid_until = parse_date(field.value),
             "Acquire-By-Hash" => release.acquire_by_hash = field.value.eq_ignore_ascii_case("yes"),
             "SHA256" => {
                 for line in field.value.lines() {

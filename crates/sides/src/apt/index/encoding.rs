@@ -11,6 +11,11 @@ use crate::apt::release::{FileSum, Release};
 /// The layout written now. A change of layout takes a new version.
 const VERSION: u8 = 1;
 
+/// The layout of a Release's record written now: the first one, with its
+/// `Valid-Until` after the by-hash flag. Records of version 1 are still
+/// read (they say nothing of it).
+const RELEASE_VERSION: u8 = 2;
+
 /// The bytes of a sum without its version byte.
 const SUM_LEN: usize = 40;
 
@@ -46,14 +51,17 @@ fn sum_of(bytes: &[u8]) -> Option<FileSum> {
 }
 
 /// `version (u8) | date secs (i64 LE, -1: none) | by-hash (u8) |
-/// count (u32 LE) | count × (path length (u16 LE) | path | size (u64 LE) |
-/// sha256 (32))`.
+/// valid-until secs (i64 LE, -1: none) | count (u32 LE) | count × (path
+/// length (u16 LE) | path | size (u64 LE) | sha256 (32))`.
 pub fn encode_release(release: &Release) -> Vec<u8> {
-    let date = release.date.and_then(|d| d.duration_since(UNIX_EPOCH).ok()).map_or(-1, |d| d.as_secs() as i64);
-    let mut out = Vec::with_capacity(17 + release.files.len() * 100);
-    out.push(VERSION);
-    out.extend_from_slice(&date.to_le_bytes());
+    let secs = |time: Option<std::time::SystemTime>| {
+        time.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(-1, |d| d.as_secs() as i64)
+    };
+    let mut out = Vec::with_capacity(25 + release.files.len() * 100);
+    out.push(RELEASE_VERSION);
+    out.extend_from_slice(&secs(release.date).to_le_bytes());
     out.push(u8::from(release.acquire_by_hash));
+    out.extend_from_slice(&secs(release.valid_until).to_le_bytes());
     let files: Vec<_> = release.files.iter().filter(|(path, _)| path.len() <= u16::MAX as usize).collect();
     out.extend_from_slice(&(files.len() as u32).to_le_bytes());
     for (path, sum) in files {
@@ -75,11 +83,16 @@ pub fn decode_release(bytes: &[u8]) -> Option<Release> {
         cursor = rest;
         Some(head)
     };
-    if take(1)? != [VERSION] {
+    let version = take(1)?[0];
+    if version != VERSION && version != RELEASE_VERSION {
         return None;
     }
     let date = i64::from_le_bytes(take(8)?.try_into().ok()?);
     let acquire_by_hash = take(1)?[0] == 1;
+    let valid_until = match version {
+        RELEASE_VERSION => i64::from_le_bytes(take(8)?.try_into().ok()?),
+        _ => -1,
+    };
     let count = u32::from_le_bytes(take(4)?.try_into().ok()?);
     let mut files = BTreeMap::new();
     for _ in 0..count {
@@ -88,6 +101,6 @@ pub fn decode_release(bytes: &[u8]) -> Option<Release> {
         let sum = sum_of(take(SUM_LEN)?)?;
         files.insert(path, sum);
     }
-    let date = u64::try_from(date).ok().map(|s| UNIX_EPOCH + Duration::from_secs(s));
-    Some(Release { date, acquire_by_hash, files })
+    let time = |secs: i64| u64::try_from(secs).ok().map(|s| UNIX_EPOCH + Duration::from_secs(s));
+    Some(Release { date: time(date), valid_until: time(valid_until), acquire_by_hash, files })
 }

@@ -103,6 +103,18 @@ impl AptIndex {
         self.releases.read().unwrap_or_else(|p| p.into_inner()).get(suite).cloned()
     }
 
+    /// Each suite (`<archive>/dists/<suite>`) whose Release held says it is
+    /// valid only until a time before `by`, with that time, in suite order.
+    pub fn valid_until_before(&self, by: std::time::SystemTime) -> Vec<(String, std::time::SystemTime)> {
+        let releases = self.releases.read().unwrap_or_else(|p| p.into_inner());
+        let mut found: Vec<(String, std::time::SystemTime)> = releases
+            .iter()
+            .filter_map(|(suite, release)| release.valid_until.filter(|until| *until < by).map(|t| (suite.clone(), t)))
+            .collect();
+        found.sort();
+        found
+    }
+
     /// The suites whose Release is held (`<archive>/dists/<suite>`).
     pub fn suites(&self) -> Vec<String> {
         self.releases.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()

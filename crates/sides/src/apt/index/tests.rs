@@ -11,6 +11,7 @@ fn release(date_secs: u64, files: &[(&str, u8)]) -> Release {
         date: Some(UNIX_EPOCH + Duration::from_secs(date_secs)),
         acquire_by_hash: true,
         files: files.iter().map(|(p, b)| (p.to_string(), FileSum { size: *b as u64, sha256: [*b; 32] })).collect(),
+        ..Release::default()
     }
 }
 
@@ -127,10 +128,12 @@ mod records {
         fn releases_round_trip(
             files in prop::collection::btree_map("[ -~]{0,40}", (any::<u64>(), any::<[u8; 32]>()), 0..20),
             date in prop::option::of(0u64..4_000_000_000),
+            valid_until in prop::option::of(0u64..4_000_000_000),
             by_hash in any::<bool>(),
         ) {
             let release = Release {
                 date: date.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+                valid_until: valid_until.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
                 acquire_by_hash: by_hash,
                 files: files.into_iter().map(|(p, (size, sha256))| (p, FileSum { size, sha256 })).collect(),
             };
@@ -147,8 +150,15 @@ mod records {
         let mut other = encoded;
         other[0] = 2;
         assert_eq!(decode_sum(&other), None, "a version this build does not know");
-        let mut release = encode_release(&Release { date: None, acquire_by_hash: true, files: Default::default() });
+        let mut release = encode_release(&Release { acquire_by_hash: true, ..Release::default() });
         release[0] = 0;
         assert_eq!(decode_release(&release), None);
+        // A record of the first layout, from before Valid-Until was kept.
+        let mut first = vec![1u8];
+        first.extend_from_slice(&100i64.to_le_bytes());
+        first.push(1);
+        first.extend_from_slice(&0u32.to_le_bytes());
+        let read = decode_release(&first).expect("a first-layout record still reads");
+        assert_eq!((read.date, read.valid_until), (Some(UNIX_EPOCH + Duration::from_secs(100)), None));
     }
 }
