@@ -13,8 +13,8 @@ pub use client::{ControlClient, ControlError};
 pub use messages::{
     AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
     ErrorAnswer, Explanation, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo, OfflineReport, PoolInfo,
-    ReadinessRequest, Removed, ShadowInfo, SideStatus, Status, StatusOffline, SuiteValidity, UpstreamReport,
-    VerifyProgress, VALIDITY_WARNED_WITHIN,
+    ReadinessRequest, RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
+    SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -29,6 +29,9 @@ pub const CHECK_PATH: &str = "/pkgproxy/v1/check";
 /// `POST` an [`AptNeedsRequest`] (either socket): what an install needs,
 /// found in the indexes pkgproxy holds ([`AptNeeds`]).
 pub const APT_NEEDS_PATH: &str = "/pkgproxy/v1/needs/apt";
+/// `POST` a [`RegistryNeedsRequest`] (either socket): what pulling the
+/// images needs, found in the manifests pkgproxy holds ([`RegistryNeeds`]).
+pub const REGISTRY_NEEDS_PATH: &str = "/pkgproxy/v1/needs/registry";
 /// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
 /// through the daemon unless it is ready, a list of [`ItemReadiness`].
 pub const WARM_PATH: &str = "/pkgproxy/v1/warm";

@@ -512,3 +512,23 @@ impl SuiteValidity {
 
 /// How far ahead a Release's `Valid-Until` is warned of.
 pub const VALIDITY_WARNED_WITHIN: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// What pulling some images needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryNeedsRequest {
+    /// Each image's manifest request (`/v2/REGISTRY/REPOSITORY/manifests/REFERENCE`).
+    pub manifests: Vec<String>,
+    /// The platform pulled (`linux/amd64`, `linux/arm/v7`).
+    pub platform: String,
+}
+
+/// What pulling the images needs, as far as the manifests pkgproxy holds
+/// say: each manifest (an index, then the platform's), its config and
+/// its layers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryNeeds {
+    /// The requests, as a client makes them through pkgproxy.
+    pub urls: Vec<String>,
+    /// Manifests not held (what they need is not known), and why.
+    pub unresolved: Vec<String>,
+}

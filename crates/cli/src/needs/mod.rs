@@ -1,5 +1,6 @@
 //! `pkgproxyctl check` and `warm`: what a build needs, as the requests its
-//! clients will make (from a `go.sum`, apt's `--print-uris`), asked of the
+//! clients will make (from a `go.sum`, apt's sources and package names or
+//! `--print-uris`, image references), asked of the
 //! daemon one by one: would it serve each with the network gone
 //! ([`CHECK_PATH`]), and if not, fetch it now ([`WARM_PATH`]). The daemon
 //! answers from its cache and fetches through its own request path; this
@@ -7,6 +8,7 @@
 
 mod apt;
 mod go;
+mod registry;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,7 +19,8 @@ use bytes::Bytes;
 use clap::Subcommand;
 use http::Method;
 use pkgproxy_control::{
-    AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, ReadinessRequest, APT_NEEDS_PATH, CHECK_PATH, WARM_PATH,
+    AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, ReadinessRequest, RegistryNeeds, RegistryNeedsRequest,
+    APT_NEEDS_PATH, CHECK_PATH, REGISTRY_NEEDS_PATH, WARM_PATH,
 };
 
 /// What a build needs, by the side that serves it.
@@ -49,6 +52,16 @@ pub enum Needs {
         /// SHA256:...`).
         #[arg(long, value_name = "FILE", conflicts_with_all = ["sources", "packages"])]
         uris: Option<PathBuf>,
+    },
+    /// Container images: each reference's manifest, the platform's
+    /// manifest an index names, its config and layers.
+    Registry {
+        /// Image references: `alpine:3.20`, `ghcr.io/o/i@sha256:...`.
+        #[arg(required = true)]
+        images: Vec<String>,
+        /// The platform pulled (default: this machine's, `linux/amd64`).
+        #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+        platform: Option<String>,
     },
 }
 
@@ -93,6 +106,17 @@ impl Needs {
                 let needs: AptNeeds = stats.json(Method::POST, APT_NEEDS_PATH, Some(body)).await?;
                 apt::wanted(needs)
             }
+            Needs::Registry { images, platform } => {
+                let asked = RegistryNeedsRequest {
+                    manifests: images.iter().map(|image| registry::manifest_url(image)).collect::<Result<_, _>>()?,
+                    platform: platform.clone().unwrap_or_else(registry::platform),
+                };
+                let body = Bytes::from(serde_json::to_vec(&asked)?);
+                let needs: RegistryNeeds = stats.json(Method::POST, REGISTRY_NEEDS_PATH, Some(body)).await?;
+                let label = |url: &String| url.strip_prefix("/v2/").unwrap_or(url).to_owned();
+                let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: label(url) }).collect();
+                Wanted { items, unknown: needs.unresolved, ..Wanted::default() }
+            }
         };
         let mut seen = std::collections::HashSet::new();
         wanted.items.retain(|item| seen.insert(item.url.clone()));
@@ -118,17 +142,23 @@ pub async fn check(stats: &ControlClient, needs: &Needs, json: bool) -> anyhow::
 
 /// `warm`: fetches, through the daemon, each request that is not ready;
 /// then reports as `check` does. What could not be known before (apt's
-/// packages, before their indexes were held) is asked again once the
-/// indexes are warm.
+/// packages before their indexes were held, an image's layers before its
+/// manifest) is asked again once what names it is warm.
 pub async fn warm(stats: &ControlClient, admin: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
     let mut wanted = needs.wanted(stats).await?;
     let mut told = warm_items(admin, &wanted.items).await?;
-    if !wanted.unknown.is_empty() {
-        let again = needs.wanted(stats).await?;
-        if again != wanted {
-            told = warm_items(admin, &again.items).await?;
-            wanted = again;
+    // Each round may make known what the last one fetched names (an index,
+    // then the manifest it lists, then that manifest's layers).
+    for _ in 0..3 {
+        if wanted.unknown.is_empty() {
+            break;
         }
+        let again = needs.wanted(stats).await?;
+        if again == wanted {
+            break;
+        }
+        told = warm_items(admin, &again.items).await?;
+        wanted = again;
     }
     report(&wanted, &told, json)
 }

@@ -2,7 +2,7 @@
 //! and ready after a warm, and then served to the real clients with the
 //! network gone (offline mode) and nothing asked of the origin.
 
-use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, GoSandbox, Origin, PackageSpec};
+use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, FakeHub, GoSandbox, Image, Origin, PackageSpec, SkopeoSandbox};
 
 use crate::common::{archive, pkgproxyctl, PKGPROXY};
 use crate::go_client::upstream_with_sums;
@@ -165,4 +165,43 @@ async fn a_release_about_to_expire_is_warned_of_by_check_info_and_the_status_pag
     let page = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/").await;
     let page = String::from_utf8_lossy(&page.body);
     assert!(page.contains(warning) && page.contains("[check-valid-until=no]"), "{page}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_warmed_is_then_pulled_by_skopeo_offline_with_nothing_asked_of_the_hub() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("warm me", None);
+    hub.publish("library/hello", "v1", &image);
+    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let reference = "hello:v1";
+
+    let (ready, printed) = ctl(&daemon, &["check", "registry", reference]);
+    assert!(!ready, "{printed}");
+    assert!(printed.contains("missing  docker.io/library/hello/manifests/v1"), "{printed}");
+    assert!(hub.requests().is_empty(), "a check asks nothing of the hub: {:#?}", hub.requests());
+
+    let (warmed, printed) = ctl(&daemon, &["warm", "registry", reference]);
+    assert!(warmed, "{printed}");
+    let (ready, printed) = ctl(&daemon, &["check", "registry", reference]);
+    assert!(ready, "{printed}");
+    for part in [&image.config, &image.layer] {
+        assert!(printed.contains(&format!("ready    docker.io/library/hello/blobs/{}", part.digest)), "{printed}");
+    }
+
+    // Through an index: the platform's manifest, then its blobs.
+    let multi = ["--platform", "linux/amd64", "hello:v1-multi"];
+    let (warmed, printed) = ctl(&daemon, &[&["warm", "registry"][..], &multi].concat());
+    assert!(warmed, "{printed}");
+    let platform_manifest = format!("ready    docker.io/library/hello/manifests/{}", image.manifest.digest);
+    assert!(printed.contains(&platform_manifest), "{printed}");
+    let (ready, printed) = ctl(&daemon, &["check", "registry", "--platform", "linux/s390x", "hello:v1-multi"]);
+    assert!(!ready && printed.contains("names no image for linux/s390x"), "{printed}");
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    hub.clear_requests();
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    let pulled = skopeo.copy("docker.io/library/hello:v1", "offline");
+    assert!(pulled.success, "{}", pulled.stderr);
+    assert!(hub.requests().is_empty(), "{:#?}", hub.requests());
 }

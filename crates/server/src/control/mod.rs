@@ -13,9 +13,9 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    AptNeedsRequest, ErrorAnswer, ItemReadiness, ModeRequest, ReadinessRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH,
-    CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK, INFO_PATH, METRICS_PATH,
-    OFFLINE_PATH, RELOAD_PATH, WARM_PATH,
+    AptNeedsRequest, ErrorAnswer, ItemReadiness, ModeRequest, ReadinessRequest, RegistryNeedsRequest, APT_NEEDS_PATH,
+    CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK, INFO_PATH,
+    METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH, WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -55,18 +55,15 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             }
             Err(answer) => answer,
         },
-        (&Method::POST, APT_NEEDS_PATH) => {
-            let body = match http_body_util::Limited::new(request.into_body(), 1024 * 1024).collect().await {
-                Ok(body) => body.to_bytes(),
-                Err(e) => return error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}")),
-            };
-            let asked: AptNeedsRequest = match serde_json::from_slice(&body) {
-                Ok(asked) => asked,
-                Err(e) => return error(StatusCode::BAD_REQUEST, &format!("not a list of sources and packages: {e}")),
-            };
-            blocking(state, move |state| Ok(crate::proxy::readiness::apt_needs(state, &asked))).await
-        }
-        (_, APT_NEEDS_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (&Method::POST, APT_NEEDS_PATH) => match json_body::<AptNeedsRequest>(request, NEEDS_LIMIT).await {
+            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::readiness::apt_needs(state, &asked))).await,
+            Err(answer) => answer,
+        },
+        (&Method::POST, REGISTRY_NEEDS_PATH) => match json_body::<RegistryNeedsRequest>(request, NEEDS_LIMIT).await {
+            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::readiness::registry_needs(state, &asked))).await,
+            Err(answer) => answer,
+        },
+        (_, APT_NEEDS_PATH | REGISTRY_NEEDS_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         (&Method::POST, WARM_PATH) if role == Role::Admin => match readiness_request(request).await {
             Ok(asked) => json(StatusCode::OK, &warm(&state, asked.urls).await),
             Err(answer) => answer,
@@ -157,15 +154,25 @@ const BODY_LIMIT: usize = 4096;
 /// list in parts.
 const READINESS_BATCH: usize = 1000;
 
-/// The body of a check or a warm, read.
-async fn readiness_request(request: Request<Incoming>) -> Result<ReadinessRequest, Response<ResponseBody>> {
-    let limit = READINESS_BATCH * 2048;
+/// The most a request for a build's needs may hold (its sources, names,
+/// images).
+const NEEDS_LIMIT: usize = 1024 * 1024;
+
+/// The JSON body of `request`, read up to `limit` bytes.
+async fn json_body<T: serde::de::DeserializeOwned>(
+    request: Request<Incoming>,
+    limit: usize,
+) -> Result<T, Response<ResponseBody>> {
     let body = match http_body_util::Limited::new(request.into_body(), limit).collect().await {
         Ok(body) => body.to_bytes(),
         Err(e) => return Err(error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}"))),
     };
-    let asked: ReadinessRequest = serde_json::from_slice(&body)
-        .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("expected {{\"urls\": [...]}}: {e}")))?;
+    serde_json::from_slice(&body).map_err(|e| error(StatusCode::BAD_REQUEST, &format!("not what this path takes: {e}")))
+}
+
+/// The body of a check or a warm, read.
+async fn readiness_request(request: Request<Incoming>) -> Result<ReadinessRequest, Response<ResponseBody>> {
+    let asked: ReadinessRequest = json_body(request, READINESS_BATCH * 2048).await?;
     if asked.urls.len() > READINESS_BATCH {
         return Err(error(StatusCode::BAD_REQUEST, &format!("at most {READINESS_BATCH} URLs at once")));
     }

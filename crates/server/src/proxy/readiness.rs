@@ -10,7 +10,10 @@ use std::sync::Arc;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use pkgproxy_cache::BodyReader;
-use pkgproxy_control::{AptNeeds, AptNeedsRequest, AptPackage, ItemReadiness, SuiteValidity, VALIDITY_WARNED_WITHIN};
+use pkgproxy_control::{
+    AptNeeds, AptNeedsRequest, AptPackage, ItemReadiness, RegistryNeeds, RegistryNeedsRequest, SuiteValidity,
+    VALIDITY_WARNED_WITHIN,
+};
 use pkgproxy_sides::apt::closure::Catalogue;
 use pkgproxy_sides::apt::packages::Compression;
 use pkgproxy_sides::apt::release::{self, FileSum};
@@ -204,4 +207,58 @@ fn cached_bytes(state: &State, url: &str) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
     BodyReader::new(&file).take(RELEASE_LIMIT).read_to_end(&mut bytes).ok()?;
     Some(bytes)
+}
+
+/// What pulling images needs: each manifest asked for, the platform's
+/// manifest an index names, and the config and layers a manifest names,
+/// as far as the manifests the cache holds say. Blocking.
+pub fn registry_needs(state: &State, asked: &RegistryNeedsRequest) -> RegistryNeeds {
+    let mut needs = RegistryNeeds::default();
+    for url in &asked.manifests {
+        let Some((name, _)) = url.rsplit_once("/manifests/") else {
+            needs.unresolved.push(format!("{url} is not a manifest request"));
+            continue;
+        };
+        needs.urls.push(url.clone());
+        let mut manifest = url.clone();
+        // An index, then the platform's manifest it names.
+        for _ in 0..2 {
+            let Some(body) = cached_bytes(state, &manifest) else {
+                needs.unresolved.push(format!("{manifest} is not cached: what it names is not known"));
+                break;
+            };
+            let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                needs.unresolved.push(format!("{manifest} is not a manifest"));
+                break;
+            };
+            if let Some(list) = json["manifests"].as_array() {
+                let Some(digest) = for_platform(list, &asked.platform) else {
+                    needs.unresolved.push(format!("{manifest} names no image for {}", asked.platform));
+                    break;
+                };
+                manifest = format!("{name}/manifests/{digest}");
+                needs.urls.push(manifest.clone());
+                continue;
+            }
+            let layers = json["layers"].as_array().into_iter().flatten();
+            let digests =
+                json["config"]["digest"].as_str().into_iter().chain(layers.filter_map(|l| l["digest"].as_str()));
+            needs.urls.extend(digests.map(|digest| format!("{name}/blobs/{digest}")));
+            break;
+        }
+    }
+    needs
+}
+
+/// The digest of the manifest an index lists for `platform` (`os/arch`,
+/// or `os/arch/variant`).
+fn for_platform<'j>(list: &'j [serde_json::Value], platform: &str) -> Option<&'j str> {
+    let mut wanted = platform.split('/');
+    let (os, arch, variant) = (wanted.next()?, wanted.next()?, wanted.next());
+    list.iter()
+        .find(|entry| {
+            let on = &entry["platform"];
+            on["os"] == os && on["architecture"] == arch && variant.is_none_or(|variant| on["variant"] == variant)
+        })
+        .and_then(|entry| entry["digest"].as_str())
 }
