@@ -14,6 +14,18 @@ fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String) {
     (output.status.success(), printed)
 }
 
+/// `repo` served, a pkgproxy in front of it, and an apt that updated
+/// through it (so pkgproxy holds the indexes): the origin, the source URL,
+/// the daemon and the apt.
+async fn updated_through_pkgproxy(repo: &AptRepo) -> (Origin, String, Daemon, AptSandbox) {
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
+    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    (origin, source, daemon, apt)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_go_sum_warmed_then_builds_offline_with_a_fresh_module_cache() {
     let (_modules, origin, _) = upstream_with_sums().await;
@@ -51,11 +63,7 @@ async fn a_go_sum_warmed_then_builds_offline_with_a_fresh_module_cache() {
 #[tokio::test(flavor = "multi_thread")]
 async fn apt_s_print_uris_warmed_then_a_fresh_apt_downloads_offline() {
     let repo = AptRepo::shared_default();
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
-    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
-    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
-    apt.update().assert_success();
+    let (origin, source, daemon, apt) = updated_through_pkgproxy(repo).await;
     let packages = ["pkgproxy-hello", "pkgproxy-small1"];
     let mut args = vec!["download", "--print-uris"];
     args.extend(packages);
@@ -95,11 +103,7 @@ async fn a_package_and_its_chain_of_dependencies_warmed_then_a_fresh_apt_install
         .package("pkgproxy-leaf", "1.0-1", 2048)
         .package("pkgproxy-other", "1.0-1", 2048)
         .build(dir.path());
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
-    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
-    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
-    apt.update().assert_success();
+    let (origin, source, daemon, apt) = updated_through_pkgproxy(&repo).await;
     let sources = apt.dir().join("etc/apt/sources.list");
     let check = ["check", "apt", "--sources", sources.to_str().unwrap(), "pkgproxy-top"];
 
@@ -142,11 +146,7 @@ async fn a_release_about_to_expire_is_warned_of_by_check_info_and_the_status_pag
         .package("pkgproxy-hello", "1.0-1", 1024)
         .valid_for(std::time::Duration::from_secs(2 * 3600))
         .build(dir.path());
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
-    let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
-    let apt = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
-    apt.update().assert_success();
+    let (_origin, _source, daemon, apt) = updated_through_pkgproxy(&repo).await;
     let sources = apt.dir().join("etc/apt/sources.list");
     let check = ["check", "apt", "--sources", sources.to_str().unwrap(), "pkgproxy-hello"];
     let mut warm = check;

@@ -46,9 +46,11 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         Ok(Decided { decision: Decision::Forward(_), .. }) => {
             item(false, Some("passed to the upstream uncached: never served offline".to_owned()), None)
         }
-        Ok(Decided { decision: Decision::Generation(_), .. }) => {
-            item(false, Some("an LXD index generation: check it by remote and alias".to_owned()), None)
-        }
+        Ok(Decided { decision: Decision::Generation(_), .. }) => item(
+            false,
+            Some("served from an LXD index generation, which check does not look into yet".to_owned()),
+            None,
+        ),
     }
 }
 
