@@ -135,3 +135,37 @@ async fn an_expired_index_says_its_age_and_window_and_a_busy_host_its_breaker() 
     assert!(got.starts_with("breaker open for 127.0.0.1, ") && got.ends_with(" s left"), "{got}");
     assert_eq!(origin.count_path(&unseen), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_control_sockets_answer_bad_questions_with_a_clear_error() {
+    use http::{Method, StatusCode};
+    use pkgproxy_control::{ControlClient, CHECK_PATH, EXPLAIN_PATH, WARM_PATH};
+    let daemon = Daemon::start(PKGPROXY, None).await;
+    let (stats, admin) = (ControlClient::new(daemon.stats_socket()), ControlClient::new(daemon.admin_socket()));
+    let send = |client: &ControlClient, method: Method, path: String, body: &'static [u8]| {
+        let client = ControlClient::new(client.socket());
+        async move { client.send(method, &path, Some(bytes::Bytes::from_static(body))).await.expect("an answer") }
+    };
+    let (status, body) = send(&stats, Method::GET, EXPLAIN_PATH.to_owned(), b"").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}");
+    let (status, body) = send(&stats, Method::GET, format!("{EXPLAIN_PATH}?url=%20%7F"), b"").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}");
+    assert!(String::from_utf8_lossy(&body).contains("is not a URL"), "{body:?}");
+    let (status, body) = send(&stats, Method::POST, CHECK_PATH.to_owned(), b"{\"urls\": 7}").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}");
+    let (status, _) = send(&stats, Method::POST, WARM_PATH.to_owned(), b"{\"urls\": []}").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "warming is the admin socket's");
+    let (status, body) = send(&admin, Method::POST, WARM_PATH.to_owned(), b"{\"urls\": [\"/nowhere\", \"::\"]}").await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    let told: Vec<pkgproxy_control::ItemReadiness> = serde_json::from_slice(&body).unwrap();
+    assert!(told.iter().all(|item| !item.ready && item.reason.is_some()), "{told:?}");
+
+    let output = pkgproxyctl(&daemon, &["check", "registry", "not an image"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not an image"), "{output:?}");
+    let output = pkgproxyctl(&daemon, &["check", "go", "/nonexistent/go.sum"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/go.sum"), "{output:?}");
+    let (_, live) = send(&stats, Method::GET, "/pkgproxy/v1/info".to_owned(), b"").await;
+    assert!(!live.is_empty(), "still serving");
+}
