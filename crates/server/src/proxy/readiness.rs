@@ -1,9 +1,11 @@
 //! Whether pkgproxy could serve a request with the network gone
 //! (`pkgproxyctl check`), and fetching what it could not (`pkgproxyctl
 //! warm`): one URL at a time, as a client would ask for it. The client
-//! turns a build's inputs (a `go.sum`, apt's `--print-uris`) into URLs;
-//! the daemon answers for each from its cache, and warms through its own
-//! request path: its one way out, its checks, its cache.
+//! turns a build's inputs (a `go.sum`, `--print-uris` lines) into URLs;
+//! what only the cache can say (the packages an apt install pulls in, the
+//! blobs an image's manifests name) the daemon finds here, in what it
+//! holds. It answers for each URL from its cache, and warms through its
+//! own request path: its one way out, its checks, its cache.
 
 use std::sync::Arc;
 
