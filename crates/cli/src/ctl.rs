@@ -116,6 +116,26 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// Write a bundle of what builds need (or of the whole cache) for
+    /// another pkgproxy to import: GROUPS are what `check` takes, each
+    /// starting with its side (`go go.sum registry alpine:3.20`).
+    Export {
+        /// The bundle to write (a tar).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Everything the cache holds.
+        #[arg(long, conflicts_with = "groups")]
+        all: bool,
+        /// What to bundle: SIDE ARGS..., as `check SIDE ARGS...` takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required_unless_present = "all")]
+        groups: Vec<String>,
+    },
+    /// Take in a bundle another pkgproxy exported: every item is checked as
+    /// a fetch would be; the first refused stops the import, naming it.
+    Import {
+        /// The bundle.
+        bundle: PathBuf,
+    },
     /// Say what pkgproxy would do for a GET of URL now, and why, without
     /// fetching: a hit, a fetch (not cached, expired, superseded), a
     /// refusal (offline, a breaker open, the side's policy).
@@ -217,6 +237,12 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         }
         Command::Check { needs, json } => return crate::needs::check(&stats, &needs, json).await,
         Command::Warm { needs, json } => return crate::needs::warm(&stats, &admin, &needs, json).await,
+        Command::Export { output, all, groups } => {
+            let groups = crate::bundle::groups(&groups)?;
+            let stats = groups.stats_socket.map_or(stats, ControlClient::new);
+            return crate::bundle::export(&stats, &groups.needs, all, &output).await;
+        }
+        Command::Import { bundle } => return crate::bundle::import(&admin, &bundle).await,
         Command::Explain { url, json } => {
             let query = percent_encoding::utf8_percent_encode(&url, percent_encoding::NON_ALPHANUMERIC);
             let path = format!("{}?url={query}", pkgproxy_control::EXPLAIN_PATH);

@@ -3,6 +3,7 @@
 //! sockets). Everything they share about the command line lives here too.
 
 pub mod args;
+mod bundle;
 mod cache_cmd;
 pub mod ctl;
 pub mod daemon;

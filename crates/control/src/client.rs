@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use http::{Method, StatusCode};
+use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::messages::{ErrorAnswer, Info, ModeRequest, OfflineReport};
 use crate::{INFO_PATH, METRICS_PATH, OFFLINE_PATH};
@@ -117,28 +119,85 @@ impl ControlClient {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<(StatusCode, Bytes), ControlError> {
-        let exchange = |error: &dyn std::fmt::Display| ControlError::Exchange {
-            path: path.to_string(),
-            message: error.to_string(),
-        };
+        let response = self.exchange(method, path, Full::new(body.unwrap_or_default())).await?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(|e| broke(path, &e))?.to_bytes();
+        Ok((status, body))
+    }
+
+    /// A `POST` of `body` whose answer, when a success, is a stream written
+    /// to `to` as it arrives (a bundle); `progress` is told the bytes
+    /// written so far. The bytes written, all told.
+    pub async fn download<W: AsyncWrite + Unpin>(
+        &self,
+        path: &str,
+        body: Bytes,
+        to: &mut W,
+        mut progress: impl FnMut(u64),
+    ) -> Result<u64, ControlError> {
+        let response = self.exchange(Method::POST, path, Full::new(body)).await?;
+        let status = response.status();
+        let mut body = response.into_body();
+        if !status.is_success() {
+            let body = body.collect().await.map_err(|e| broke(path, &e))?.to_bytes();
+            return Err(refused(path, status, &body));
+        }
+        let mut written = 0;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| broke(path, &format!("the answer broke off after {written} bytes: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                to.write_all(&data).await.map_err(|e| broke(path, &e))?;
+                written += data.len() as u64;
+                progress(written);
+            }
+        }
+        to.flush().await.map_err(|e| broke(path, &e))?;
+        Ok(written)
+    }
+
+    /// A `POST` whose body is streamed from `body` (a bundle), answered
+    /// with a JSON message.
+    pub async fn upload<T, B>(&self, path: &str, body: B) -> Result<T, ControlError>
+    where
+        T: DeserializeOwned,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let response = self.exchange(Method::POST, path, body).await?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(|e| broke(path, &e))?.to_bytes();
+        if !status.is_success() {
+            return Err(refused(path, status, &body));
+        }
+        serde_json::from_slice(&body).map_err(|source| unexpected(path, source))
+    }
+
+    /// Sends one request on a connection of its own; the answer's body is
+    /// still to be read.
+    async fn exchange<B>(&self, method: Method, path: &str, body: B) -> Result<Response<Incoming>, ControlError>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let stream = tokio::net::UnixStream::connect(&self.socket)
             .await
             .map_err(|source| ControlError::Unreachable { socket: self.socket.clone(), source })?;
         let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| exchange(&e))?;
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| broke(path, &e))?;
         tokio::spawn(connection);
         let request = http::Request::builder()
             .method(method)
             .uri(path)
             .header(http::header::HOST, "pkgproxy")
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| exchange(&e))?;
-        let response = sender.send_request(request).await.map_err(|e| exchange(&e))?;
-        let status = response.status();
-        let body = response.into_body().collect().await.map_err(|e| exchange(&e))?.to_bytes();
-        Ok((status, body))
+            .body(body)
+            .map_err(|e| broke(path, &e))?;
+        sender.send_request(request).await.map_err(|e| broke(path, &e))
     }
+}
+
+fn broke(path: &str, error: &dyn std::fmt::Display) -> ControlError {
+    ControlError::Exchange { path: path.to_string(), message: error.to_string() }
 }
 
 fn refused(path: &str, status: StatusCode, body: &[u8]) -> ControlError {

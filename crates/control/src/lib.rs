@@ -12,9 +12,9 @@ mod messages;
 pub use client::{ControlClient, ControlError};
 pub use messages::{
     AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
-    ErrorAnswer, Explanation, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo, OfflineReport, PoolInfo,
-    ReadinessRequest, RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
-    SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
+    ErrorAnswer, Explanation, ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo,
+    OfflineReport, PoolInfo, ReadinessRequest, RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus,
+    Status, StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -35,6 +35,14 @@ pub const REGISTRY_NEEDS_PATH: &str = "/pkgproxy/v1/needs/registry";
 /// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
 /// through the daemon unless it is ready, a list of [`ItemReadiness`].
 pub const WARM_PATH: &str = "/pkgproxy/v1/warm";
+/// `POST` an [`ExportRequest`] (either socket): a bundle of what those
+/// requests need, a tar stream; `409` with an [`ErrorAnswer`] naming what
+/// is not held, before anything is written.
+pub const EXPORT_PATH: &str = "/pkgproxy/v1/export";
+/// `POST` a bundle, a tar stream (admin socket): each item checked as a
+/// fetch is and taken into the cache ([`Imported`]); `422` with an
+/// [`ErrorAnswer`] naming the first item refused.
+pub const IMPORT_PATH: &str = "/pkgproxy/v1/import";
 /// `GET` on the proxy listener: its TLS certificate, PEM, for clients to pin.
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).

@@ -532,3 +532,28 @@ pub struct RegistryNeeds {
     /// Manifests not held (what they need is not known), and why.
     pub unresolved: Vec<String>,
 }
+
+/// What to put in a bundle.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportRequest {
+    /// The requests a build makes, in the order `check` lists them (what
+    /// proves an item before the item).
+    pub urls: Vec<String>,
+    /// Everything the cache holds instead.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Imported {
+    /// The bundle's items.
+    pub items: usize,
+    /// Items taken into the cache, each checked as a fetch is.
+    pub imported: usize,
+    /// Items the cache held already (the same bytes, or a newer copy of
+    /// what changes under its name).
+    pub held: usize,
+    /// The bytes taken in.
+    pub bytes: u64,
+}

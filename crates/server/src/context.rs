@@ -38,13 +38,30 @@ pub struct Exchange<'a> {
     /// own requests): an offline node of a cluster asks an online one for
     /// it.
     pub target: Option<&'a http::Uri>,
+    /// Where fetches get their bytes instead of the upstream (an imported
+    /// bundle), for the keys it holds.
+    pub supply: Option<&'a dyn Supply>,
+}
+
+/// Bytes for cache keys from somewhere other than the upstream (a bundle
+/// being imported). A fetch from a supply meets every check a fetch from
+/// the upstream meets: only where the bytes come from changes.
+pub trait Supply: Send + Sync {
+    /// The source of `key`'s bytes, if this supply has them.
+    fn source_for(&self, key: &str) -> Option<Box<dyn pkgproxy_cache::Source>>;
+}
+
+impl std::fmt::Debug for dyn Supply + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Supply")
+    }
 }
 
 impl<'a> Exchange<'a> {
     /// A `GET` of pkgproxy's own (a prerequisite of a download, a check, a
     /// warm): no client, no headers of a client's.
     pub fn own_get(headers: &'a HeaderMap, mount: Mount, upstream_answer: &'a UpstreamAnswer) -> Self {
-        Exchange { method: &Method::GET, headers, mount, upstream_answer, client: None, target: None }
+        Exchange { method: &Method::GET, headers, mount, upstream_answer, client: None, target: None, supply: None }
     }
 }
 

@@ -48,6 +48,7 @@
 pub mod access_log;
 mod admission;
 mod body;
+pub mod bundle;
 mod cluster;
 pub mod config;
 mod context;

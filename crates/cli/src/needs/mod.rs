@@ -129,15 +129,45 @@ impl Needs {
 const CHECK_BATCH: usize = 500;
 const WARM_BATCH: usize = 8;
 
-/// `check`: prints whether each request would be served offline; success
-/// only when every one would.
-pub async fn check(stats: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
+/// What a build needs, and whether the daemon would serve each request
+/// with the network gone.
+pub struct Checked {
+    wanted: Wanted,
+    told: Vec<ItemReadiness>,
+}
+
+impl Checked {
+    /// Whether every request would be served.
+    pub fn ready(&self) -> bool {
+        self.wanted.unknown.is_empty() && self.told.iter().all(|item| item.ready)
+    }
+
+    /// The requests, in the order the build makes them (what proves an
+    /// item first).
+    pub fn urls(&self) -> impl Iterator<Item = &str> {
+        self.wanted.items.iter().map(|item| item.url.as_str())
+    }
+
+    /// Prints the table `check` prints; success only when all is ready.
+    pub fn report(&self, json: bool) -> anyhow::Result<ExitCode> {
+        report(&self.wanted, &self.told, json)
+    }
+}
+
+/// Asks the daemon about each request `needs` makes.
+pub async fn checked(stats: &ControlClient, needs: &Needs) -> anyhow::Result<Checked> {
     let wanted = needs.wanted(stats).await?;
     let mut told = Vec::with_capacity(wanted.items.len());
     for batch in wanted.items.chunks(CHECK_BATCH) {
         told.extend(ask(stats, CHECK_PATH, batch).await?);
     }
-    report(&wanted, &told, json)
+    Ok(Checked { wanted, told })
+}
+
+/// `check`: prints whether each request would be served offline; success
+/// only when every one would.
+pub async fn check(stats: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
+    checked(stats, needs).await?.report(json)
 }
 
 /// `warm`: fetches, through the daemon, each request that is not ready;

@@ -10,6 +10,7 @@ mod apt_integrity;
 mod apt_mirrors;
 mod architecture;
 mod auto_offline;
+mod bundle;
 mod cluster;
 mod common;
 mod disk_full;

@@ -8,7 +8,7 @@ use crate::common::{archive, pkgproxyctl, PKGPROXY};
 use crate::go_client::upstream_with_sums;
 
 /// `pkgproxyctl ARGS`: whether it succeeded, and what it printed.
-fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String) {
+pub(crate) fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String) {
     let output = pkgproxyctl(daemon, args);
     let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status.success(), printed)

@@ -13,9 +13,10 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    AptNeedsRequest, ErrorAnswer, ItemReadiness, ModeRequest, ReadinessRequest, RegistryNeedsRequest, APT_NEEDS_PATH,
-    CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, FROM_CONFIGURE_HOOK, INFO_PATH,
-    METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH, WARM_PATH,
+    AptNeedsRequest, ErrorAnswer, ExportRequest, ItemReadiness, ModeRequest, ReadinessRequest, RegistryNeedsRequest,
+    APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH,
+    FROM_CONFIGURE_HOOK, IMPORT_PATH, INFO_PATH, METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH,
+    WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -72,6 +73,20 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm the cache on the admin socket")
         }
         (_, CHECK_PATH | WARM_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (&Method::POST, EXPORT_PATH) => match json_body::<ExportRequest>(request, EXPORT_LIMIT).await {
+            Ok(asked) => export(state, asked).await,
+            Err(answer) => answer,
+        },
+        (&Method::POST, IMPORT_PATH) if role == Role::Admin => {
+            match crate::bundle::import::import(&state, request.into_body()).await {
+                Ok(imported) => json(StatusCode::OK, &imported),
+                Err(refused) => error(StatusCode::UNPROCESSABLE_ENTITY, &refused.to_string()),
+            }
+        }
+        (&Method::POST, IMPORT_PATH) => {
+            error(StatusCode::FORBIDDEN, "the stats socket is read-only: import a bundle on the admin socket")
+        }
+        (_, EXPORT_PATH | IMPORT_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         (&Method::GET, METRICS_PATH) => {
             let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
             let mut response = Response::new(ResponseBody::full(metrics::render(&info::gather(&state), &learned)));
@@ -168,6 +183,36 @@ async fn json_body<T: serde::de::DeserializeOwned>(
         Err(e) => return Err(error(StatusCode::BAD_REQUEST, &format!("cannot read the request body: {e}"))),
     };
     serde_json::from_slice(&body).map_err(|e| error(StatusCode::BAD_REQUEST, &format!("not what this path takes: {e}")))
+}
+
+/// The most an export request may hold (the URLs of a large build).
+const EXPORT_LIMIT: usize = 64 * 1024 * 1024;
+
+/// How many requests not held an export's refusal names.
+const NOT_HELD_NAMED: usize = 20;
+
+/// A bundle of what `asked` needs, streamed; refused before anything is
+/// written when something is not held.
+async fn export(state: Arc<State>, asked: ExportRequest) -> Response<ResponseBody> {
+    let planning = Arc::clone(&state);
+    let planned = tokio::task::spawn_blocking(move || crate::bundle::export::plan(&planning, &asked)).await;
+    match planned {
+        Ok(Ok(planned)) => {
+            tracing::info!(items = planned.items(), "exporting a bundle");
+            let mut response = Response::new(ResponseBody::Upstream(crate::bundle::export::stream(state, planned)));
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/x-tar"));
+            response
+        }
+        Ok(Err(not_held)) => {
+            let mut named = not_held.iter().take(NOT_HELD_NAMED).cloned().collect::<Vec<_>>().join("; ");
+            if not_held.len() > NOT_HELD_NAMED {
+                named.push_str(&format!("; and {} more", not_held.len() - NOT_HELD_NAMED));
+            }
+            let why = format!("{} of what was asked is not held (warm it first): {named}", not_held.len());
+            error(StatusCode::CONFLICT, &why)
+        }
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the export's planning stopped"),
+    }
 }
 
 /// The body of a check or a warm, read.

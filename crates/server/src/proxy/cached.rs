@@ -97,7 +97,7 @@ async fn through_the_cache(
         (None, why) => why.unwrap_or(Reason::NotCached),
     };
 
-    let checks = prerequisites(state, side, &request, exchange.mount).await;
+    let checks = prerequisites(state, side, &request, exchange).await;
     let verifier = side.verifier(&request, &checks);
     let spec = FetchSpec {
         key: request.key.clone(),
@@ -365,19 +365,20 @@ pub(super) fn from_cache(
 }
 
 /// The bodies of `request`'s prerequisites, in order, up to the first that
-/// could not be had as a `200`.
+/// could not be had as a `200`. Fetched from the exchange's supply when it
+/// holds them.
 fn prerequisites<'a>(
     state: &'a Arc<State>,
     side: &'a Side,
     request: &'a CachedRequest,
-    mount: Mount,
+    exchange: &'a Exchange<'a>,
 ) -> Pin<Box<dyn Future<Output = Vec<Bytes>> + Send + 'a>> {
     // Boxed: serving a prerequisite goes through the cache, which asks for
     // prerequisites again (of the prerequisite, which has none).
     Box::pin(async move {
         let mut bodies = Vec::new();
         for prerequisite in side.prerequisites(request) {
-            match fetch_for_pkgproxy(state, side, prerequisite, mount).await {
+            match fetch_for_pkgproxy(state, side, prerequisite, exchange.mount, exchange.supply).await {
                 Some(body) => bodies.push(body),
                 None => break,
             }
@@ -388,9 +389,15 @@ fn prerequisites<'a>(
 
 /// The body of `request` served through the cache for pkgproxy itself, if
 /// it is a `200`.
-async fn fetch_for_pkgproxy(state: &Arc<State>, side: &Side, request: CachedRequest, mount: Mount) -> Option<Bytes> {
+async fn fetch_for_pkgproxy(
+    state: &Arc<State>,
+    side: &Side,
+    request: CachedRequest,
+    mount: Mount,
+    supply: Option<&dyn crate::context::Supply>,
+) -> Option<Bytes> {
     let (headers, upstream_answer) = (http::HeaderMap::new(), UpstreamAnswer::default());
-    let exchange = Exchange::own_get(&headers, mount, &upstream_answer);
+    let exchange = Exchange { supply, ..Exchange::own_get(&headers, mount, &upstream_answer) };
     let Outcome::Answered(response) = serve(state, &exchange, side, request).await else { return None };
     if response.status() != StatusCode::OK {
         return None;

@@ -50,13 +50,17 @@ struct PoolSource {
 /// The source of a fetch of `request`: a `GET` with the client's user agent,
 /// the headers the side chose, our loop mark and, when revalidating, the
 /// cached entry's validators. While this node is offline, in a cluster, an
-/// online node of the cluster is asked instead.
+/// online node of the cluster is asked instead; when the exchange carries
+/// a supply holding the key (a bundle being imported), that supply.
 pub fn source(
     state: &Arc<State>,
     request: &CachedRequest,
     exchange: &Exchange<'_>,
     conditional: Option<&Entry>,
 ) -> Box<dyn Source> {
+    if let Some(supplied) = exchange.supply.and_then(|supply| supply.source_for(&request.key)) {
+        return supplied;
+    }
     let (origin, side, redirects, auth) =
         (&request.origin, request.side, request.redirects, request.upstream_auth.clone());
     let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(Arc::new);

@@ -209,6 +209,7 @@ mod tests {
             upstream_answer: &answer,
             client: None,
             target: None,
+            supply: None,
         };
         forward(state, &exchange, request, Full::new(Bytes::from_static(body))).await
     }

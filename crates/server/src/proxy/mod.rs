@@ -25,6 +25,7 @@ mod pointer;
 pub mod readiness;
 pub mod reason;
 mod rewrite;
+pub mod supplied;
 mod tunnel;
 
 use std::sync::Arc;
@@ -156,6 +157,7 @@ async fn serve(
         upstream_answer: &upstream_answer,
         client,
         target: Some(&parts.uri),
+        supply: None,
     };
     match side.classify(&routed) {
         Decision::Forward(request) => forward::forward(state, &exchange, request, tapped.tee(body)).await,

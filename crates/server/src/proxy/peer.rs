@@ -36,6 +36,7 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
         upstream_answer: &upstream_answer,
         client: None,
         target: None,
+        supply: None,
     };
     if let Some(fetch) = state.cache.fetch_in_progress(&key) {
         match fetch.answered().await {

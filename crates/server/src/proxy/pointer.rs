@@ -114,7 +114,7 @@ async fn check(
 
 /// The name `request` asks for now points at what `target` holds,
 /// confirmed now.
-async fn link(state: &State, request: &CachedRequest, target: &str) {
+pub(super) async fn link(state: &State, request: &CachedRequest, target: &str) {
     let (cache, key, target, class) = (state.cache.clone(), request.key.clone(), target.to_string(), request.class);
     match tokio::task::spawn_blocking(move || cache.link(&key, &target, class)).await {
         Ok(Ok(_)) => {}

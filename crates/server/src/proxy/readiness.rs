@@ -56,6 +56,57 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
     }
 }
 
+/// A cache entry a bundle carries.
+#[derive(Debug, Clone)]
+pub struct Carried {
+    /// The request a client makes for it; `None` for what pkgproxy fetches
+    /// itself to check the next item (a checksum database record).
+    pub url: Option<String>,
+    /// Its key here.
+    pub key: String,
+    /// What is stored.
+    pub entry: Arc<pkgproxy_cache::Entry>,
+}
+
+/// What the answer to a `GET` of `url` is made of in the cache: the
+/// entries that prove it (what the side fetches to check it) first, then
+/// its own. Nothing for what needs no entry (a side's own answer, a
+/// remembered "not found"). `Err`: why it is not held.
+pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
+    let Decided { side, decision, .. } = explain::decide(state, url)?;
+    let request = match decision {
+        Decision::Cache(request) => *request,
+        Decision::Answer(_) => return Ok(Vec::new()),
+        Decision::Refuse(refusal) => return Err(Reason::Refused(refusal.reason).to_string()),
+        Decision::Forward(_) => return Err("passed to the upstream uncached, never kept".to_owned()),
+        Decision::Generation(_) => {
+            return Err("served from an LXD index generation, which bundles do not carry yet".to_owned())
+        }
+    };
+    let now = tokio::time::Instant::now().into_std();
+    if side.remembered(&request.key, now, true).is_some() {
+        return Ok(Vec::new());
+    }
+    let mut carried: Vec<Carried> = side
+        .prerequisites(&request)
+        .into_iter()
+        .filter_map(|proof| {
+            let entry = cached::usable(state, state.cache.lookup(&proof.key), &proof).ok()?;
+            Some(Carried { url: None, key: proof.key, entry })
+        })
+        .collect();
+    let entry = match cached::usable(state, state.cache.lookup(&request.key), &request) {
+        Ok(entry) => entry,
+        Err(_) if explain::adoptable(state, &request) => {
+            let (sha256, size) = (request.expected.sha256.clone(), request.expected.size);
+            Arc::new(by_hash(sha256.unwrap_or_default(), size.unwrap_or_default(), request.class))
+        }
+        Err(why) => return Err(why.to_string()),
+    };
+    carried.push(Carried { url: Some(url.trim().to_owned()), key: request.key, entry });
+    Ok(carried)
+}
+
 /// Whether the cache holds what `request` needs, whatever its age (offline,
 /// nothing is too old): its size, or why not.
 fn cached_readiness(state: &State, side: &Side, request: &CachedRequest) -> Result<Option<u64>, Reason> {
@@ -189,16 +240,21 @@ fn open_sum(state: &State, sum: &FileSum) -> Option<Arc<std::fs::File>> {
     if !state.cache.holds(&sha256, sum.size) {
         return None;
     }
-    let entry = pkgproxy_cache::Entry {
+    state.cache.open_body(&by_hash(sha256, sum.size, pkgproxy_cache::Class::Immutable)).ok()
+}
+
+/// An entry for stored bytes known by their hash alone (held under another
+/// name): enough to open them.
+fn by_hash(sha256: String, size: u64, class: pkgproxy_cache::Class) -> pkgproxy_cache::Entry {
+    pkgproxy_cache::Entry {
         sha256,
-        size: sum.size,
+        size,
         headers: Vec::new(),
         validators: Default::default(),
         fetched_at: 0,
-        class: pkgproxy_cache::Class::Immutable,
+        class,
         last_used: 0,
-    };
-    state.cache.open_body(&entry).ok()
+    }
 }
 
 /// The cached body a `GET` of `url` would be answered with offline, read

@@ -1,0 +1,166 @@
+//! Bundles for air gaps: what builds need, exported from one pkgproxy and
+//! imported into another that was never online, which then serves the
+//! real clients; a damaged bundle refused naming the item; an import done
+//! twice taking in nothing the second time.
+
+use std::path::Path;
+
+use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, FakeHub, GoSandbox, Image, Origin, PackageSpec, SkopeoSandbox};
+use sha2::{Digest, Sha256};
+
+use crate::common::{archive, PKGPROXY};
+use crate::go_client::upstream_with_sums;
+use crate::readiness::ctl;
+
+/// A repository with a package that pulls in two others.
+fn chain_of_three(dir: &Path) -> AptRepo {
+    AptRepo::builder()
+        .spec(PackageSpec::new("pkgproxy-top", "1.0-1", 4096).depends("pkgproxy-mid"))
+        .spec(PackageSpec::new("pkgproxy-mid", "1.0-1", 4096).depends("pkgproxy-leaf"))
+        .package("pkgproxy-leaf", "1.0-1", 4096)
+        .build(dir)
+}
+
+/// The configuration of a pkgproxy in front of the three origins.
+fn config(apt: &Origin, go: &Origin, hub: &FakeHub) -> String {
+    format!(
+        "{}[go]\nproxies = [\"{}\"]\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n",
+        archive("local", &[format!("{}/debian", apt.url())]),
+        go.url(),
+        hub.url()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_twice_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = chain_of_three(dir.path());
+    let apt_origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", apt_origin.url());
+    let (_modules, go_origin, _) = upstream_with_sums().await;
+    let direct = GoSandbox::new(&go_origin.url());
+    direct.go("direct", &["mod", "tidy"]).assert_success();
+    let go_sum = direct.app().join("go.sum");
+    let hub = FakeHub::start().await;
+    let image = Image::build("carried across", None);
+    hub.publish("library/hello", "v1", &image);
+    let config = config(&apt_origin, &go_origin, &hub);
+
+    // The connected side: an apt update, then everything warmed.
+    let online = Daemon::start(PKGPROXY, Some(&config)).await;
+    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    let sources = apt.dir().join("etc/apt/sources.list");
+    let (sources, go_sum) = (sources.to_str().unwrap(), go_sum.to_str().unwrap());
+    let groups = ["apt", "--sources", sources, "pkgproxy-top", "go", go_sum, "registry", "hello:v1"];
+    for group in [&groups[..4], &groups[4..6], &groups[6..]] {
+        let (warmed, printed) = ctl(&online, &[&["warm"][..], group].concat());
+        assert!(warmed, "{printed}");
+    }
+    let bundle = dir.path().join("bundle.tar");
+    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &groups].concat());
+    assert!(exported, "{printed}");
+    assert!(!dir.path().join("bundle.tar.part").exists());
+
+    // The air-gapped side: offline from its start, never asked anything
+    // of the origins.
+    for origin in [&apt_origin, &go_origin] {
+        origin.clear_requests();
+    }
+    hub.clear_requests();
+    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (ready, printed) = ctl(&gapped, &[&["check"][..], &groups[..4]].concat());
+    assert!(!ready, "{printed}");
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    let (taken, of) = printed.split_once(" items taken in").and_then(|(counts, _)| counts.split_once(" of ")).unwrap();
+    assert!(taken == of && taken != "0", "every item taken in: {printed}");
+    for group in [&groups[..4], &groups[4..6], &groups[6..]] {
+        let (ready, printed) = ctl(&gapped, &[&["check"][..], group].concat());
+        assert!(ready, "{printed}");
+    }
+
+    let fresh_apt = AptSandbox::new(Some(&gapped.proxy_url()), &source, repo.keyring());
+    fresh_apt.update().assert_success();
+    fresh_apt.run(&["install", "--download-only", "-y", "pkgproxy-top"]).assert_success();
+    for package in ["pkgproxy-top", "pkgproxy-mid", "pkgproxy-leaf"] {
+        let downloaded = std::fs::read_dir(fresh_apt.dir().join("var/cache/apt/archives")).unwrap();
+        let name = downloaded.filter_map(|e| e.ok()?.file_name().into_string().ok()).find(|n| n.starts_with(package));
+        assert!(name.is_some(), "{package} was not downloaded");
+    }
+    let go = GoSandbox::new(&format!("http://{}/go", gapped.proxy_addr()));
+    std::fs::copy(go_sum, go.app().join("go.sum")).unwrap();
+    go.go("gapped", &["mod", "download"]).assert_success();
+    go.go("gapped", &["build", "-o", "app", "."]).assert_success();
+    let pulled = SkopeoSandbox::new(gapped.proxy_addr()).copy("docker.io/library/hello:v1", "gapped");
+    assert!(pulled.success, "{}", pulled.stderr);
+    assert!(apt_origin.requests().is_empty(), "{:#?}", apt_origin.requests());
+    assert!(go_origin.requests().is_empty(), "{:#?}", go_origin.requests());
+    assert!(hub.requests().is_empty(), "{:#?}", hub.requests());
+
+    // Again: nothing taken in, nothing changed.
+    let entries = |daemon: &Daemon| ctl(daemon, &["cache", "ls"]).1;
+    let before = entries(&gapped);
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported && printed.starts_with("0 of "), "{printed}");
+    assert_eq!(entries(&gapped), before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = chain_of_three(dir.path());
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let config = archive("local", std::slice::from_ref(&source));
+    let online = Daemon::start(PKGPROXY, Some(&config)).await;
+    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    let sources = apt.dir().join("etc/apt/sources.list");
+    let group = ["apt", "--sources", sources.to_str().unwrap(), "pkgproxy-top"];
+    let bundle = dir.path().join("bundle.tar");
+    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat());
+    assert!(!exported && printed.contains("warm it first"), "nothing is written before all is held: {printed}");
+    assert!(!bundle.exists());
+    assert!(ctl(&online, &[&["warm"][..], &group].concat()).0);
+    assert!(ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat()).0);
+
+    // One byte of pkgproxy-mid's package flipped.
+    let mid = std::fs::read(repo.deb_path("pkgproxy-mid")).unwrap();
+    let blob = format!("blobs/{}", hex::encode(Sha256::digest(&mid)));
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    let at = position_of(&bytes, &blob) + mid.len() as u64 / 2;
+    bytes[at as usize] ^= 0x01;
+    let damaged = dir.path().join("damaged.tar");
+    std::fs::write(&damaged, &bytes).unwrap();
+
+    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
+    assert!(!imported, "{printed}");
+    let deb = repo.deb_filename("pkgproxy-mid");
+    assert!(printed.contains(&format!("({source}/{deb}) refused")), "the item is named: {printed}");
+    assert!(printed.contains("do not match"), "{printed}");
+    let (ready, printed) = ctl(&gapped, &[&["check"][..], &group].concat());
+    assert!(!ready && printed.contains("missing  pkgproxy-mid"), "the damaged item is not served: {printed}");
+
+    // The manifest damaged: refused before any item.
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    let at = position_of(&bytes, "pkgproxy-bundle.json") + 40;
+    bytes[at as usize] ^= 0x01;
+    std::fs::write(&damaged, &bytes).unwrap();
+    let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
+    assert!(!imported && printed.contains("does not match its SHA-256"), "{printed}");
+
+    // The bundle as written still goes in whole.
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    assert!(ctl(&gapped, &[&["check"][..], &group].concat()).0);
+}
+
+/// Where the data of the tar entry `name` starts in `tar`.
+fn position_of(tar: &[u8], name: &str) -> u64 {
+    let mut archive = tar::Archive::new(tar);
+    let entry =
+        archive.entries().unwrap().map(Result::unwrap).find(|entry| entry.path().unwrap().to_str() == Some(name));
+    entry.unwrap_or_else(|| panic!("{name} is not in the bundle")).raw_file_position()
+}

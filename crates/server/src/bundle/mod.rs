@@ -1,0 +1,94 @@
+//! Bundles: what a build needs from the cache, carried to another pkgproxy
+//! (one in an air-gapped network) as one tar stream, and taken in there
+//! with the same checks as a fetch.
+//!
+//! A bundle is, in this order:
+//!
+//! ```text
+//! pkgproxy-bundle.json          the manifest: every item, in the order
+//!                               they are taken in (what proves an item
+//!                               comes before it: an InRelease before the
+//!                               indexes it lists, a checksum database
+//!                               record before the module it covers)
+//! pkgproxy-bundle.json.sha256   the manifest's SHA-256
+//! blobs/<sha256>                each item's bytes, once per hash, in the
+//!                               order of the first item that has them
+//! ```
+//!
+//! Exporting streams: the manifest is made from the cache's index, the
+//! bytes are read from the store as they are written out. Importing
+//! streams too: each blob is staged in a file beside the cache's own
+//! downloads, taken in through the request path (see
+//! [`crate::proxy::supplied`]) and removed.
+
+pub mod export;
+pub mod import;
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's name in the tar.
+pub const MANIFEST: &str = "pkgproxy-bundle.json";
+/// The name of the manifest's SHA-256 (hex) in the tar.
+pub const MANIFEST_SUM: &str = "pkgproxy-bundle.json.sha256";
+/// Where the blobs are, by their SHA-256.
+pub const BLOBS: &str = "blobs/";
+/// The manifest's format.
+pub const FORMAT: u32 = 1;
+/// The largest manifest an import reads (about a million items).
+pub const MANIFEST_LIMIT: u64 = 512 * 1024 * 1024;
+
+/// What a bundle holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// The pkgproxy version that wrote it.
+    pub pkgproxy: String,
+    /// When it was written (Unix seconds).
+    pub created: u64,
+    /// Its items, in the order they are taken in.
+    pub items: Vec<Item>,
+}
+
+/// One cache entry in a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    /// The request a client makes for it; `None` for what pkgproxy fetches
+    /// itself to check the next item with a URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Its cache key where it was exported.
+    pub key: String,
+    /// Its bytes' SHA-256 (lower-case hex): `blobs/<sha256>`.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The upstream's headers describing it.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The upstream's `ETag`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// The upstream's `Last-Modified`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// When it was fetched (Unix seconds).
+    pub fetched_at: u64,
+}
+
+impl Item {
+    /// The blob's name in the tar.
+    pub fn blob_name(&self) -> String {
+        format!("{BLOBS}{}", self.sha256)
+    }
+
+    /// Who people are told about: its URL, or its key.
+    pub fn label(&self) -> &str {
+        self.url.as_deref().unwrap_or(&self.key)
+    }
+}
+
+/// Whether `sha256` is a SHA-256 in lower-case hex.
+fn is_sha256(sha256: &str) -> bool {
+    sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
