@@ -143,6 +143,18 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     let (ready, printed) = ctl(&gapped, &[&["check"][..], &group].concat());
     assert!(!ready && printed.contains("missing  pkgproxy-mid"), "the damaged item is not served: {printed}");
 
+    // The package changed and the manifest rewritten to match: the sums
+    // of the Packages index (from the bundle's InRelease) refuse it.
+    let mut changed = mid.clone();
+    let middle = changed.len() / 2;
+    changed[middle] ^= 0x01;
+    let sha = hex::encode(Sha256::digest(&mid));
+    std::fs::write(&damaged, with_blob_replaced(&std::fs::read(&bundle).unwrap(), &sha, &changed)).unwrap();
+    let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
+    assert!(!imported, "{printed}");
+    assert!(printed.contains(&format!("({source}/{deb}) refused")), "the item is named: {printed}");
+    assert!(printed.contains(&format!("expected {sha}")), "the index's sum: {printed}");
+
     // The manifest damaged: refused before any item.
     let mut bytes = std::fs::read(&bundle).unwrap();
     let at = position_of(&bytes, "pkgproxy-bundle.json") + 40;
@@ -155,6 +167,77 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
     assert!(imported, "{printed}");
     assert!(ctl(&gapped, &[&["check"][..], &group].concat()).0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_module_zip_changed_in_a_bundle_is_refused_by_the_checksum_database_record_it_carries() {
+    let (modules, origin, _) = upstream_with_sums().await;
+    let direct = GoSandbox::new(&origin.url());
+    direct.go("direct", &["mod", "tidy"]).assert_success();
+    let go_sum = direct.app().join("go.sum");
+    let config = format!("[go]\nproxies = [\"{}\"]\n", origin.url());
+    let online = Daemon::start(PKGPROXY, Some(&config)).await;
+    let group = ["go", go_sum.to_str().unwrap()];
+    assert!(ctl(&online, &[&["warm"][..], &group].concat()).0);
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("modules.tar");
+    assert!(ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat()).0);
+
+    // A well-formed zip of the same version that says something else.
+    let zip = "example.com/hello/@v/v1.0.0.zip";
+    let original = std::fs::read(modules.root().join(zip)).unwrap();
+    let mut tampered =
+        modules.versions.iter().find(|v| v.path == "example.com/hello" && v.version == "v1.0.0").unwrap().clone();
+    tampered.files[0].1 = "package hello\n\n// Hello greets.\nfunc Hello() string { return \"pwned\" }\n".into();
+    let tampered = std::fs::read(pkgproxy_testkit::GoModules::build(vec![tampered]).root().join(zip)).unwrap();
+    let changed =
+        with_blob_replaced(&std::fs::read(&bundle).unwrap(), &hex::encode(Sha256::digest(&original)), &tampered);
+    std::fs::write(&bundle, changed).unwrap();
+
+    origin.clear_requests();
+    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(!imported, "{printed}");
+    assert!(printed.contains(&format!("(/go/{zip}) refused")) && printed.contains("checksum"), "{printed}");
+    assert!(origin.requests().is_empty(), "the record came from the bundle: {:#?}", origin.requests());
+}
+
+/// `bundle` with the bytes whose SHA-256 is `old` replaced by `new`, and
+/// its manifest (and the manifest's sum) rewritten to match: a bundle
+/// changed by someone who knows its format.
+fn with_blob_replaced(bundle: &[u8], old: &str, new: &[u8]) -> Vec<u8> {
+    let new_sha = hex::encode(Sha256::digest(new));
+    let mut archive = tar::Archive::new(bundle);
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+        files.push((name, bytes));
+    }
+    let mut manifest: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
+    let items = manifest["items"].as_array_mut().unwrap();
+    let changed = items.iter_mut().filter(|item| item["sha256"] == old).map(|item| {
+        item["sha256"] = new_sha.clone().into();
+        item["size"] = new.len().into();
+    });
+    assert!(changed.count() > 0, "no item has {old}");
+    files[0].1 = serde_json::to_vec(&manifest).unwrap();
+    files[1].1 = hex::encode(Sha256::digest(&files[0].1)).into_bytes();
+    for (name, bytes) in &mut files {
+        if *name == format!("blobs/{old}") {
+            (*name, *bytes) = (format!("blobs/{new_sha}"), new.to_vec());
+        }
+    }
+    let mut out = tar::Builder::new(Vec::new());
+    for (name, bytes) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        out.append_data(&mut header, name, bytes.as_slice()).unwrap();
+    }
+    out.into_inner().unwrap()
 }
 
 /// Where the data of the tar entry `name` starts in `tar`.

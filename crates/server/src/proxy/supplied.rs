@@ -15,7 +15,7 @@ use pkgproxy_sides::{CachedRequest, Decision, Side};
 
 use super::explain::{self, Decided};
 use super::outcome::{self, Outcome};
-use super::reason::REASON;
+use super::reason::{Reason, REASON};
 use super::{cached, pointer, readiness};
 use crate::context::{Exchange, Supply, UpstreamAnswer};
 use crate::state::State;
@@ -105,13 +105,18 @@ fn held(state: &State, item: &Handed<'_>, request: &CachedRequest) -> bool {
 /// completes and is kept: the reason it gave, if any; `Err` with it when
 /// the answer is not a `200`.
 async fn drained(side: Option<&Side>, state: &State, outcome: Outcome) -> Result<Option<String>, String> {
+    // Its own words: answered, an upstream's failure says "offline" while
+    // the switch is.
+    if let Outcome::Failed(failed) = &outcome {
+        return Err(Reason::from(failed).to_string());
+    }
     let response = outcome::respond(side, state.upstream.switch.mode(), outcome);
     let (status, why) = (response.status(), response.headers().get(REASON).cloned());
     let body = response.into_body().collect().await;
     let why = why.and_then(|why| why.to_str().ok().map(str::to_owned));
     match (status, body) {
         (StatusCode::OK, Ok(_)) => Ok(why),
-        (StatusCode::OK, Err(error)) => Err(format!("its fetch broke off: {error}")),
+        (StatusCode::OK, Err(error)) => Err(format!("its fetch failed: {error}")),
         (status, _) => Err(why.unwrap_or_else(|| format!("answered {status}"))),
     }
 }
