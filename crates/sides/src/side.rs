@@ -126,6 +126,22 @@ impl Side {
         }
     }
 
+    /// The request a client makes for what is cached under `key`, as the
+    /// request path takes it (`http://HOST/...` for apt, `/go/...`), with
+    /// its rank among the side's files: what proves others (a `Release`, a
+    /// checksum database record, a tag) ranks before them. `None` for keys
+    /// no request reads as they are (what is reached through a link or an
+    /// index generation, records of answers) and for the sides that cannot
+    /// say yet (snap, LXD). A bundle of the whole cache is made of these.
+    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        match self {
+            Side::Apt(apt) => apt.client_url(key),
+            Side::Go(_) => go::client_url(key),
+            Side::Registry(registry) => registry.client_url(key),
+            Side::Snap(_) | Side::Lxd(_) => None,
+        }
+    }
+
     /// The request for the content `digest` that `request`, a
     /// [`crate::Pointer`], now points at; `None` when the digest is not one
     /// the side can fetch (the name is then fetched as it is).

@@ -98,8 +98,22 @@ async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_tw
     assert!(go_origin.requests().is_empty(), "{:#?}", go_origin.requests());
     assert!(hub.requests().is_empty(), "{:#?}", hub.requests());
 
+    // The whole cache, in one bundle, serves the same.
+    let whole = dir.path().join("whole.tar");
+    let (exported, printed) = ctl(&online, &["export", "-o", whole.to_str().unwrap(), "--all"]);
+    assert!(exported, "{printed}");
+    let second = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&second, &["import", whole.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    for group in [&groups[..4], &groups[4..6], &groups[6..]] {
+        let (ready, printed) = ctl(&second, &[&["check"][..], group].concat());
+        assert!(ready, "{printed}");
+    }
+    let again = AptSandbox::new(Some(&second.proxy_url()), &source, repo.keyring());
+    again.update().assert_success();
+
     // Again: nothing taken in, nothing changed.
-    let entries = |daemon: &Daemon| ctl(daemon, &["cache", "ls"]).1;
+    let entries = |daemon: &Daemon| ctl(daemon, &["cache", "ls", "--json"]).1;
     let before = entries(&gapped);
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
     assert!(imported && printed.starts_with("0 of "), "{printed}");

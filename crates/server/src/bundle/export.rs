@@ -39,12 +39,20 @@ impl Planned {
 /// it reads the cache's index.
 pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>> {
     let mut planned = Planned { manifest: manifest(state, Vec::new()), entries: HashMap::new() };
-    let mut keys = HashSet::new();
+    // Each request once, each proof once: two requests for one key (a
+    // layer two repositories share) are two items.
+    let mut seen = HashSet::new();
     let mut not_held = Vec::new();
-    for url in &asked.urls {
+    let urls = match asked.all {
+        true => everything(state),
+        false => asked.urls.clone(),
+    };
+    for url in &urls {
         match readiness::carried(state, url) {
             Ok(carried) => {
-                for carried in carried.into_iter().filter(|carried| keys.insert(carried.key.clone())) {
+                let new =
+                    |carried: &readiness::Carried| seen.insert(carried.url.clone().unwrap_or(carried.key.clone()));
+                for carried in carried.into_iter().filter(new) {
                     let item = item(carried.url, carried.key, &carried.entry);
                     planned.entries.entry(item.sha256.clone()).or_insert(carried.entry);
                     planned.manifest.items.push(item);
@@ -57,6 +65,26 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
         true => Ok(planned),
         false => Err(not_held),
     }
+}
+
+/// Every request that reads something the cache holds and would be
+/// served offline, side by side, what proves others first (each side
+/// ranks its files).
+fn everything(state: &State) -> Vec<String> {
+    let mut found = Vec::new();
+    let visited = state.cache.visit("", |key, _, _| {
+        let owner = state.sides.iter().enumerate().find_map(|(order, side)| Some((order, side.client_url(key)?)));
+        if let Some((order, (rank, url))) = owner {
+            found.push((order, rank, url));
+        }
+    });
+    if let Err(error) = visited {
+        tracing::warn!(%error, "the cache's index could not be read whole for a bundle");
+    }
+    found.sort();
+    found.dedup();
+    let urls = found.into_iter().map(|(_, _, url)| url);
+    urls.filter(|url| readiness::check(state, url).ready).collect()
 }
 
 fn manifest(state: &State, items: Vec<Item>) -> Manifest {

@@ -114,10 +114,16 @@ fn cached_readiness(state: &State, side: &Side, request: &CachedRequest) -> Resu
     if side.remembered(&request.key, now, true).is_some() {
         return Ok(None);
     }
-    match cached::usable(state, state.cache.lookup(&request.key), request) {
-        Ok(entry) => Ok(Some(entry.size)),
-        Err(_) if explain::adoptable(state, request) => Ok(request.expected.size),
-        Err(why) => Err(why),
+    let size = match cached::usable(state, state.cache.lookup(&request.key), request) {
+        Ok(entry) => Some(entry.size),
+        Err(_) if explain::adoptable(state, request) => request.expected.size,
+        Err(why) => return Err(why),
+    };
+    // Offline, content that needs the upstream's word for this client is
+    // served only on a confirmation that counts offline.
+    match request.access.as_deref() {
+        Some(access) if !(access.offline && state.grants.holds(&access.grant, None, now)) => Err(Reason::Unconfirmed),
+        _ => Ok(size),
     }
 }
 

@@ -38,6 +38,10 @@ pub enum Reason {
     },
     /// The cached entry is in a format the client does not read.
     NotReadable,
+    /// The content is cached, but the upstream has not yet confirmed that
+    /// this name serves it to this client (a registry's repository): the
+    /// first request asks it.
+    Unconfirmed,
     /// Offline mode: the upstream is not asked.
     Offline,
     /// Store-overloaded mode: the host's breaker is open.
@@ -102,6 +106,7 @@ impl std::fmt::Display for Reason {
             Reason::ClientAsked(directive) => write!(f, "client asked {directive}"),
             Reason::Superseded { by } => write!(f, "superseded by {by}"),
             Reason::NotReadable => f.write_str("cached copy is in a format this client does not read"),
+            Reason::Unconfirmed => f.write_str("cached, but not yet confirmed as readable under this name"),
             Reason::Offline => f.write_str("offline"),
             Reason::BreakerOpen { host: Some(host), left } => {
                 write!(f, "breaker open for {host}, {} s left", left.as_secs_f64().ceil() as u64)

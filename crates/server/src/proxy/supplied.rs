@@ -16,7 +16,7 @@ use pkgproxy_sides::{CachedRequest, Decision, Side};
 use super::explain::{self, Decided};
 use super::outcome::{self, Outcome};
 use super::reason::{Reason, REASON};
-use super::{cached, pointer, readiness};
+use super::{access, cached, pointer, readiness};
 use crate::context::{Exchange, Supply, UpstreamAnswer};
 use crate::state::State;
 
@@ -55,6 +55,11 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
         }
     };
     if held(state, item, &request) {
+        // The bundle says this name serves what the cache holds (a layer
+        // shared by two repositories): taken as the upstream's word.
+        if request.access.is_some() {
+            access::granted(state, side, &request).await;
+        }
         return Ok(Taken::Held);
     }
     let (fetched, pointer_at) = match request.pointer {

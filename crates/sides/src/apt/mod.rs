@@ -173,6 +173,29 @@ impl Apt {
         self.config.load()
     }
 
+    /// The URL apt asks pkgproxy for to get what is cached under `key`
+    /// (through the archive's first mirror with a host of its own), and
+    /// its rank: a suite's `Release` files, then its indexes, then the
+    /// pool.
+    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        let (name, relative) = key.strip_prefix("apt/")?.split_once('/')?;
+        let config = self.config();
+        let archive = config.archives().iter().find(|archive| archive.name == name)?;
+        let (mirror, host) = archive.mirrors.iter().find_map(|mirror| match &mirror.host {
+            HostPattern::Exact(host) => Some((mirror, host)),
+            HostPattern::Country { .. } => None,
+        })?;
+        let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+        let port = if mirror.port == 80 { String::new() } else { format!(":{}", mirror.port) };
+        let file = relative.rsplit('/').next().unwrap_or_default();
+        let rank = match relative.starts_with("dists/") {
+            true if matches!(file, "InRelease" | "Release" | "Release.gpg") => 0,
+            true => 1,
+            false => 2,
+        };
+        Some((rank, format!("http://{host}{port}{}/{relative}", mirror.prefix)))
+    }
+
     /// Takes `config` for the requests from now on (a reload).
     pub fn reconfigure(&self, config: Config) {
         self.config.store(Arc::new(config));

@@ -263,6 +263,14 @@ pub struct Go {
     not_found: NegativeCache,
 }
 
+/// The request the go command makes for what is cached under `key`: the
+/// checksum database's files rank before the modules they prove.
+pub fn client_url(key: &str) -> Option<(u8, String)> {
+    let relative = key.strip_prefix("go/")?;
+    let rank = if relative.starts_with("sumdb/") { 0 } else { 1 };
+    Some((rank, format!("/go/{relative}")))
+}
+
 impl Go {
     /// The side with nothing remembered yet.
     pub fn new(config: Config) -> Self {

@@ -423,6 +423,25 @@ impl Registry {
         }
     }
 
+    /// The request a client makes for what is cached under `key`: a tag
+    /// (ranked first: it names a manifest), or content by digest under a
+    /// repository it is linked to (manifests, then blobs). The content's
+    /// own keys name no repository: each link stands for it.
+    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        if let Some(tagged) = key.strip_prefix("registry/tag/") {
+            let (name, tag) = tagged.rsplit_once('/')?;
+            return Some((0, format!("/v2/{name}/manifests/{tag}")));
+        }
+        let linked = key.strip_prefix("registry/link/")?;
+        let (name, hex) = linked.rsplit_once('/')?;
+        let (name, algorithm) = name.rsplit_once('/')?;
+        let (rank, kind) = match self.cache.lookup(&format!("registry/manifest/{algorithm}/{hex}")) {
+            Some(_) => (1, "manifests"),
+            None => (2, "blobs"),
+        };
+        Some((rank, format!("/v2/{name}/{kind}/{algorithm}:{hex}")))
+    }
+
     /// The manifest `digest` that the tag request `request` now points at:
     /// fetched by digest, never by tag, from the tag's repository.
     pub fn pointed_at(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
