@@ -57,11 +57,11 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             Err(answer) => answer,
         },
         (&Method::POST, APT_NEEDS_PATH) => match json_body::<AptNeedsRequest>(request, NEEDS_LIMIT).await {
-            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::readiness::apt_needs(state, &asked))).await,
+            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::apt_needs(state, &asked))).await,
             Err(answer) => answer,
         },
         (&Method::POST, REGISTRY_NEEDS_PATH) => match json_body::<RegistryNeedsRequest>(request, NEEDS_LIMIT).await {
-            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::readiness::registry_needs(state, &asked))).await,
+            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::registry_needs(state, &asked))).await,
             Err(answer) => answer,
         },
         (_, APT_NEEDS_PATH | REGISTRY_NEEDS_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),

@@ -18,6 +18,7 @@ pub mod explain;
 mod fetching;
 mod forward;
 mod generation;
+pub mod needs;
 pub mod outcome;
 mod peer;
 pub mod plan;

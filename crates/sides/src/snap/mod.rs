@@ -40,6 +40,7 @@ pub mod actions;
 pub mod assertion;
 pub mod blob;
 mod device;
+pub mod needs;
 pub mod rewrite;
 
 use arc_swap::{ArcSwap, Guard};

@@ -1,0 +1,172 @@
+//! What a build needs, found in what the cache holds, where only the
+//! cache can say (the packages an apt install pulls in, the blobs an
+//! image's manifests name, a snap's download and assertions): the requests
+//! `pkgproxyctl check` and `warm` then ask about one by one (see
+//! [`super::readiness`]).
+
+use std::sync::Arc;
+
+use pkgproxy_cache::BodyReader;
+use pkgproxy_control::{
+    AptNeeds, AptNeedsRequest, AptPackage, RegistryNeeds, RegistryNeedsRequest, SuiteValidity, VALIDITY_WARNED_WITHIN,
+};
+use pkgproxy_sides::apt::closure::Catalogue;
+use pkgproxy_sides::apt::packages::Compression;
+use pkgproxy_sides::apt::release::{self, FileSum};
+use pkgproxy_sides::{Decision, Side};
+
+use super::cached;
+use super::explain::{self, Decided};
+use super::readiness::by_hash;
+use crate::state::State;
+
+/// The largest `InRelease` read to find a suite's indexes.
+const RELEASE_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// What an `apt-get install` of `asked.packages` needs: each suite's
+/// `InRelease` and `Packages` indexes, and the packages the install
+/// downloads, found in the indexes the cache holds. Blocking: it reads and
+/// decompresses them.
+pub fn apt_needs(state: &State, asked: &AptNeedsRequest) -> AptNeeds {
+    let mut needs = AptNeeds::default();
+    let mut catalogue = Catalogue::default();
+    let mut bases = Vec::new();
+    for source in &asked.sources {
+        let base = source.uri.trim_end_matches('/');
+        let release_url = format!("{base}/dists/{}/InRelease", source.suite);
+        needs.indexes.push(release_url.clone());
+        let Some(release) = cached_bytes(state, &release_url).and_then(|bytes| release::parse(&bytes).ok()) else {
+            needs.unresolved.push(format!("{release_url} is not cached"));
+            continue;
+        };
+        for component in &source.components {
+            for arch in [asked.architecture.as_str(), "all"] {
+                let Some((path, sum)) = packages_index(&release, &format!("{component}/binary-{arch}")) else {
+                    continue;
+                };
+                let url = format!("{base}/dists/{}/{path}", source.suite);
+                needs.indexes.push(url.clone());
+                let read = open_sum(state, &sum).map(|file| {
+                    let compression = Compression::of_packages(&path).unwrap_or(Compression::None);
+                    // Positional reads: the open file may be shared with others.
+                    catalogue.add_index(compression.reader(BodyReader::new(&file)))
+                });
+                match read {
+                    Some(Ok(_)) => bases.push(base.to_owned()),
+                    Some(Err(error)) => needs.unresolved.push(format!("{url} cannot be read: {error}")),
+                    None => needs.unresolved.push(format!("{url} is not cached")),
+                }
+            }
+        }
+    }
+    let closure = catalogue.closure(&asked.packages);
+    needs.packages = closure
+        .packages
+        .iter()
+        .map(|package| AptPackage {
+            name: package.name.clone(),
+            url: format!("{}/{}", bases[package.index], package.filename),
+        })
+        .collect();
+    needs.missing = closure.missing;
+    needs.valid_until = valid_until(state, asked);
+    needs
+}
+
+/// The asked suites whose Release expires within a day, or has.
+fn valid_until(state: &State, asked: &AptNeedsRequest) -> Vec<SuiteValidity> {
+    let Side::Apt(apt) = state.sides.get(pkgproxy_sides::SideId::Apt) else { return Vec::new() };
+    let now = state.clock.now();
+    let asked_suite =
+        |suite: &str| asked.sources.iter().any(|source| suite.ends_with(&format!("/dists/{}", source.suite)));
+    let expiring = apt.index().valid_until_before(now + VALIDITY_WARNED_WITHIN);
+    expiring
+        .into_iter()
+        .filter(|(suite, _)| asked_suite(suite))
+        .map(|(suite, until)| SuiteValidity::new(suite, until, now))
+        .collect()
+}
+
+/// The `Packages` index a Release lists in `dir`, the most compressed
+/// first, with its sum.
+fn packages_index(release: &release::Release, dir: &str) -> Option<(String, FileSum)> {
+    ["Packages.xz", "Packages.gz", "Packages"].iter().find_map(|name| {
+        let path = format!("{dir}/{name}");
+        release.files.get(&path).map(|sum| (path, *sum))
+    })
+}
+
+/// The stored bytes with `sum`, whatever name they were fetched under.
+fn open_sum(state: &State, sum: &FileSum) -> Option<Arc<std::fs::File>> {
+    let sha256 = hex::encode(sum.sha256);
+    if !state.cache.holds(&sha256, sum.size) {
+        return None;
+    }
+    state.cache.open_body(&by_hash(sha256, sum.size, pkgproxy_cache::Class::Immutable)).ok()
+}
+
+/// The cached body a `GET` of `url` would be answered with offline, read
+/// whole (up to [`RELEASE_LIMIT`]).
+fn cached_bytes(state: &State, url: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let Ok(Decided { decision: Decision::Cache(request), .. }) = explain::decide(state, url) else { return None };
+    let entry = cached::usable(state, state.cache.lookup(&request.key), &request).ok()?;
+    let file = state.cache.open_body(&entry).ok()?;
+    let mut bytes = Vec::new();
+    BodyReader::new(&file).take(RELEASE_LIMIT).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// What pulling images needs: each manifest asked for, the platform's
+/// manifest an index names, and the config and layers a manifest names,
+/// as far as the manifests the cache holds say. Blocking.
+pub fn registry_needs(state: &State, asked: &RegistryNeedsRequest) -> RegistryNeeds {
+    let mut needs = RegistryNeeds::default();
+    for url in &asked.manifests {
+        let Some((name, _)) = url.rsplit_once("/manifests/") else {
+            needs.unresolved.push(format!("{url} is not a manifest request"));
+            continue;
+        };
+        needs.urls.push(url.clone());
+        let mut manifest = url.clone();
+        // An index, then the platform's manifest it names.
+        for _ in 0..2 {
+            let Some(body) = cached_bytes(state, &manifest) else {
+                needs.unresolved.push(format!("{manifest} is not cached: what it names is not known"));
+                break;
+            };
+            let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                needs.unresolved.push(format!("{manifest} is not a manifest"));
+                break;
+            };
+            if let Some(list) = json["manifests"].as_array() {
+                let Some(digest) = for_platform(list, &asked.platform) else {
+                    needs.unresolved.push(format!("{manifest} names no image for {}", asked.platform));
+                    break;
+                };
+                manifest = format!("{name}/manifests/{digest}");
+                needs.urls.push(manifest.clone());
+                continue;
+            }
+            let layers = json["layers"].as_array().into_iter().flatten();
+            let digests =
+                json["config"]["digest"].as_str().into_iter().chain(layers.filter_map(|l| l["digest"].as_str()));
+            needs.urls.extend(digests.map(|digest| format!("{name}/blobs/{digest}")));
+            break;
+        }
+    }
+    needs
+}
+
+/// The digest of the manifest an index lists for `platform` (`os/arch`,
+/// or `os/arch/variant`).
+fn for_platform<'j>(list: &'j [serde_json::Value], platform: &str) -> Option<&'j str> {
+    let mut wanted = platform.split('/');
+    let (os, arch, variant) = (wanted.next()?, wanted.next()?, wanted.next());
+    list.iter()
+        .find(|entry| {
+            let on = &entry["platform"];
+            on["os"] == os && on["architecture"] == arch && variant.is_none_or(|variant| on["variant"] == variant)
+        })
+        .and_then(|entry| entry["digest"].as_str())
+}
