@@ -98,7 +98,7 @@ fn socket_flag<'w>(
 /// cache holds with `all`; refused (nothing written) when not everything
 /// is held.
 pub async fn export(stats: &ControlClient, groups: &[Needs], all: bool, output: &Path) -> anyhow::Result<ExitCode> {
-    let mut urls = Vec::new();
+    let (mut urls, mut records) = (Vec::new(), Vec::new());
     let mut seen = std::collections::HashSet::new();
     for group in groups {
         let checked = needs::checked(stats, group).await?;
@@ -108,8 +108,9 @@ pub async fn export(stats: &ControlClient, groups: &[Needs], all: bool, output: 
             return Ok(ExitCode::FAILURE);
         }
         urls.extend(checked.urls().filter(|url| seen.insert(url.to_string())).map(str::to_owned));
+        records.extend(checked.records().iter().filter(|key| seen.insert(key.to_string())).cloned());
     }
-    let asked = ExportRequest { urls, all };
+    let asked = ExportRequest { urls, all, records };
     let partial = part_of(output);
     let mut file = tokio::fs::File::create(&partial).await.with_context(|| format!("create {}", partial.display()))?;
     let bar = std::io::stderr().is_terminal().then(bytes_spinner);

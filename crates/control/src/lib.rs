@@ -14,7 +14,8 @@ pub use messages::{
     AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
     ErrorAnswer, Explanation, ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo,
     OfflineReport, PoolInfo, ReadinessRequest, RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus,
-    Status, StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
+    SnapNeeds, SnapNeedsRequest, SnapWanted, Status, StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress,
+    VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -32,6 +33,10 @@ pub const APT_NEEDS_PATH: &str = "/pkgproxy/v1/needs/apt";
 /// `POST` a [`RegistryNeedsRequest`] (either socket): what pulling the
 /// images needs, found in the manifests pkgproxy holds ([`RegistryNeeds`]).
 pub const REGISTRY_NEEDS_PATH: &str = "/pkgproxy/v1/needs/registry";
+/// `POST` a [`SnapNeedsRequest`] (either socket; with `refresh`, the
+/// admin socket): what `snap download` of the snaps needs, found in what
+/// pkgproxy holds ([`SnapNeeds`]).
+pub const SNAP_NEEDS_PATH: &str = "/pkgproxy/v1/needs/snap";
 /// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
 /// through the daemon unless it is ready, a list of [`ItemReadiness`].
 pub const WARM_PATH: &str = "/pkgproxy/v1/warm";

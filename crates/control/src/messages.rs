@@ -426,6 +426,10 @@ pub struct ReadinessRequest {
     /// Each as a client asks for it: `http://deb.debian.org/debian/...`,
     /// `/go/...`.
     pub urls: Vec<String>,
+    /// Headers the client sends with each, where they change what the
+    /// upstream serves (a snap device's architecture); a warm sends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
 }
 
 /// One line of apt's sources (`deb URI SUITE COMPONENT...`).
@@ -542,6 +546,10 @@ pub struct ExportRequest {
     /// Everything the cache holds instead.
     #[serde(default)]
     pub all: bool,
+    /// Recorded answers to carry besides, by key (a snap's store answer,
+    /// which no request reads as it is).
+    #[serde(default)]
+    pub records: Vec<String>,
 }
 
 /// What an import did.
@@ -556,4 +564,42 @@ pub struct Imported {
     pub held: usize,
     /// The bytes taken in.
     pub bytes: u64,
+}
+
+/// A snap asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapWanted {
+    /// Its name.
+    pub name: String,
+    /// Its channel (`stable`, `latest/edge`, `2.0/beta`).
+    pub channel: String,
+}
+
+/// What `snap download` of some snaps needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapNeedsRequest {
+    /// The snaps.
+    pub snaps: Vec<SnapWanted>,
+    /// The device's architecture (`amd64`).
+    pub architecture: String,
+    /// Ask the store first for each snap whose answer is not recorded
+    /// (admin socket: this is a warm).
+    #[serde(default)]
+    pub refresh: bool,
+}
+
+/// What the snaps need, as far as what pkgproxy holds says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapNeeds {
+    /// The requests, as `snap` makes them through pkgproxy.
+    pub urls: Vec<String>,
+    /// What is not known yet, and why.
+    pub unresolved: Vec<String>,
+    /// The keys of the store answers recorded for them, replayed offline
+    /// (what a bundle carries besides the requests).
+    #[serde(default)]
+    pub records: Vec<String>,
+    /// The headers the device sends with the requests.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
 }

@@ -142,6 +142,18 @@ impl Side {
         }
     }
 
+    /// Keeps `body`, which another pkgproxy recorded under `key` (an answer
+    /// replayed offline, carried in a bundle), once the side has read it
+    /// as one. Blocking.
+    pub fn take_record(&self, key: &str, body: &[u8]) -> Result<(), String> {
+        match self {
+            Side::Snap(snap) => snap.take_record(key, body),
+            Side::Apt(_) | Side::Go(_) | Side::Registry(_) | Side::Lxd(_) => {
+                Err("this side keeps no records of answers".to_owned())
+            }
+        }
+    }
+
     /// The request for the content `digest` that `request`, a
     /// [`crate::Pointer`], now points at; `None` when the digest is not one
     /// the side can fetch (the name is then fetched as it is).

@@ -42,6 +42,8 @@ pub fn wanted(needs: AptNeeds) -> super::Wanted {
         items: indexes.chain(packages).collect(),
         unknown: missing.chain(needs.unresolved).chain(expired.iter().map(warn)).collect(),
         warnings: expiring.iter().map(warn).collect(),
+        records: Vec::new(),
+        headers: Vec::new(),
     }
 }
 

@@ -9,6 +9,7 @@
 mod apt;
 mod go;
 mod registry;
+mod snap;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ use clap::Subcommand;
 use http::Method;
 use pkgproxy_control::{
     AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, ReadinessRequest, RegistryNeeds, RegistryNeedsRequest,
-    APT_NEEDS_PATH, CHECK_PATH, REGISTRY_NEEDS_PATH, WARM_PATH,
+    SnapNeeds, SnapNeedsRequest, APT_NEEDS_PATH, CHECK_PATH, REGISTRY_NEEDS_PATH, SNAP_NEEDS_PATH, WARM_PATH,
 };
 
 /// What a build needs, by the side that serves it.
@@ -63,6 +64,18 @@ pub enum Needs {
         #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
         platform: Option<String>,
     },
+    /// Snaps: what `snap download NAME --channel CHANNEL` (or a classic
+    /// machine's install) needs: the store's answer, the .snap and its
+    /// assertions (snap-revision, snap-declaration, account, account-key).
+    Snap {
+        /// NAME or NAME=CHANNEL, the channel as `snap --channel` takes it
+        /// (default: stable).
+        #[arg(required = true, value_name = "NAME[=CHANNEL]")]
+        snaps: Vec<String>,
+        /// The machine's architecture (default: dpkg's).
+        #[arg(long, value_name = "ARCH")]
+        arch: Option<String>,
+    },
 }
 
 /// One request a build makes, and what people call it.
@@ -83,11 +96,19 @@ struct Wanted {
     /// What will work now but not after a while offline (a Release about
     /// to expire).
     warnings: Vec<String>,
+    /// Recorded answers replayed offline, by key (a snap's store answer):
+    /// a bundle carries them besides the requests.
+    records: Vec<String>,
+    /// The headers the client sends with its requests, where they change
+    /// what the upstream serves (a snap device's): a warm sends them too.
+    headers: Vec<(String, String)>,
 }
 
 impl Needs {
     /// The requests the build makes (the daemon finds apt's dependencies).
-    async fn wanted(&self, stats: &ControlClient) -> anyhow::Result<Wanted> {
+    /// With `warming`, the admin socket: the daemon first asks upstream
+    /// what only an upstream answer names (a snap's download).
+    async fn wanted(&self, stats: &ControlClient, warming: Option<&ControlClient>) -> anyhow::Result<Wanted> {
         let read = |path: &PathBuf| std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()));
         let mut wanted = match self {
             Needs::Go { go_sum, go_mod } => {
@@ -116,6 +137,18 @@ impl Needs {
                 let label = |url: &String| url.strip_prefix("/v2/").unwrap_or(url).to_owned();
                 let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: label(url) }).collect();
                 Wanted { items, unknown: needs.unresolved, ..Wanted::default() }
+            }
+            Needs::Snap { snaps, arch } => {
+                let asked = SnapNeedsRequest {
+                    snaps: snaps.iter().map(|argument| snap::wanted(argument)).collect::<Result<_, _>>()?,
+                    architecture: arch.clone().unwrap_or_else(apt::architecture),
+                    refresh: warming.is_some(),
+                };
+                let body = Bytes::from(serde_json::to_vec(&asked)?);
+                let needs: SnapNeeds = warming.unwrap_or(stats).json(Method::POST, SNAP_NEEDS_PATH, Some(body)).await?;
+                let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: snap::label(url) }).collect();
+                let (unknown, records, headers) = (needs.unresolved, needs.records, needs.headers);
+                Wanted { items, unknown, records, headers, ..Wanted::default() }
             }
         };
         let mut seen = std::collections::HashSet::new();
@@ -148,6 +181,11 @@ impl Checked {
         self.wanted.items.iter().map(|item| item.url.as_str())
     }
 
+    /// The recorded answers the requests need replayed offline, by key.
+    pub fn records(&self) -> &[String] {
+        &self.wanted.records
+    }
+
     /// Prints the table `check` prints; success only when all is ready.
     pub fn report(&self, json: bool) -> anyhow::Result<ExitCode> {
         report(&self.wanted, &self.told, json)
@@ -156,10 +194,10 @@ impl Checked {
 
 /// Asks the daemon about each request `needs` makes.
 pub async fn checked(stats: &ControlClient, needs: &Needs) -> anyhow::Result<Checked> {
-    let wanted = needs.wanted(stats).await?;
+    let wanted = needs.wanted(stats, None).await?;
     let mut told = Vec::with_capacity(wanted.items.len());
     for batch in wanted.items.chunks(CHECK_BATCH) {
-        told.extend(ask(stats, CHECK_PATH, batch).await?);
+        told.extend(ask(stats, CHECK_PATH, batch, &[]).await?);
     }
     Ok(Checked { wanted, told })
 }
@@ -175,30 +213,31 @@ pub async fn check(stats: &ControlClient, needs: &Needs, json: bool) -> anyhow::
 /// packages before their indexes were held, an image's layers before its
 /// manifest) is asked again once what names it is warm.
 pub async fn warm(stats: &ControlClient, admin: &ControlClient, needs: &Needs, json: bool) -> anyhow::Result<ExitCode> {
-    let mut wanted = needs.wanted(stats).await?;
-    let mut told = warm_items(admin, &wanted.items).await?;
+    let mut wanted = needs.wanted(stats, Some(admin)).await?;
+    let mut told = warm_items(admin, &wanted).await?;
     // Each round may make known what the last one fetched names (an index,
     // then the manifest it lists, then that manifest's layers).
     for _ in 0..3 {
         if wanted.unknown.is_empty() {
             break;
         }
-        let again = needs.wanted(stats).await?;
+        let again = needs.wanted(stats, Some(admin)).await?;
         if again == wanted {
             break;
         }
-        told = warm_items(admin, &again.items).await?;
+        told = warm_items(admin, &again).await?;
         wanted = again;
     }
     report(&wanted, &told, json)
 }
 
-async fn warm_items(admin: &ControlClient, items: &[Item]) -> anyhow::Result<Vec<ItemReadiness>> {
+async fn warm_items(admin: &ControlClient, wanted: &Wanted) -> anyhow::Result<Vec<ItemReadiness>> {
+    let items = &wanted.items;
     let bar = std::io::stderr().is_terminal().then(|| progress_bar(items.len() as u64));
     let mut told = Vec::with_capacity(items.len());
     let mut bytes = 0;
     for batch in items.chunks(WARM_BATCH) {
-        let warmed = ask(admin, WARM_PATH, batch).await?;
+        let warmed = ask(admin, WARM_PATH, batch, &wanted.headers).await?;
         bytes += warmed.iter().filter_map(|item| item.size).sum::<u64>();
         if let Some(bar) = &bar {
             bar.inc(warmed.len() as u64);
@@ -218,8 +257,14 @@ fn progress_bar(items: u64) -> indicatif::ProgressBar {
     indicatif::ProgressBar::new(items).with_style(style)
 }
 
-async fn ask(client: &ControlClient, path: &str, batch: &[Item]) -> anyhow::Result<Vec<ItemReadiness>> {
-    let request = ReadinessRequest { urls: batch.iter().map(|item| item.url.clone()).collect() };
+async fn ask(
+    client: &ControlClient,
+    path: &str,
+    batch: &[Item],
+    headers: &[(String, String)],
+) -> anyhow::Result<Vec<ItemReadiness>> {
+    let urls = batch.iter().map(|item| item.url.clone()).collect();
+    let request = ReadinessRequest { urls, headers: headers.to_vec() };
     let body = Bytes::from(serde_json::to_vec(&request)?);
     let told: Vec<ItemReadiness> = client.json(Method::POST, path, Some(body)).await?;
     anyhow::ensure!(told.len() == batch.len(), "the daemon answered for {} of {} items", told.len(), batch.len());

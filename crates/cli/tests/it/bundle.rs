@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, FakeHub, GoSandbox, Image, Origin, PackageSpec, SkopeoSandbox};
+use pkgproxy_testkit::{
+    AptRepo, AptSandbox, Daemon, FakeHub, FakeStore, GoSandbox, Image, Origin, PackageSpec, SkopeoSandbox, SnapSandbox,
+};
 use sha2::{Digest, Sha256};
 
 use crate::common::{archive, PKGPROXY};
@@ -215,6 +217,60 @@ async fn a_module_zip_changed_in_a_bundle_is_refused_by_the_checksum_database_re
     assert!(printed.contains(&format!("(/go/{zip}) refused")) && printed.contains("checksum"), "{printed}");
     assert!(origin.requests().is_empty(), "the record came from the bundle: {:#?}", origin.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snap_warmed_downloads_offline_and_its_bundle_serves_a_pkgproxy_never_online() {
+    let store = FakeStore::start().await;
+    let config = format!("[snap]\nstores = [\"{}\"]\n", store.url());
+    let online = Daemon::start(PKGPROXY, Some(&config)).await;
+    let expected = store.blob("hello-pkgproxy", "amd64", "");
+    let group = ["snap", "hello-pkgproxy", "--arch", "amd64"];
+
+    let (ready, printed) = ctl(&online, &[&["check"][..], &group].concat());
+    assert!(
+        !ready && printed.contains("hello-pkgproxy (stable): the store's answer for it is not recorded"),
+        "{printed}"
+    );
+    assert!(store.requests().is_empty(), "a check asks nothing of the store");
+    let (warmed, printed) = ctl(&online, &[&["warm"][..], &group].concat());
+    assert!(warmed, "{printed}");
+    let (ready, printed) = ctl(&online, &[&["check"][..], &group].concat());
+    assert!(ready, "{printed}");
+    for kind in ["snap-revision/", "snap-declaration/16/", "account/", "account-key/"] {
+        assert!(printed.lines().any(|line| line.starts_with(&format!("ready    {kind}"))), "{kind}: {printed}");
+    }
+
+    // Offline, a snap download in a fresh folder: as far as a fake store
+    // lets it go (the trust root), with nothing asked of the store.
+    assert!(ctl(&online, &["offline", "offline"]).0);
+    store.clear_requests();
+    let snap = SnapSandbox::new(&format!("http://{}/snap/", online.proxy_addr()));
+    let offline = snap.run("offline", &["download", "hello-pkgproxy"]);
+    assert!(offline.stderr.contains(SNAP_TRUST_ROOT), "{}", offline.stderr);
+    assert_eq!(offline.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+    assert!(store.requests().is_empty(), "{:#?}", store.requests());
+
+    // Carried to a pkgproxy that was never online.
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("snaps.tar");
+    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat());
+    assert!(exported, "{printed}");
+    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(
+        imported && printed.starts_with("6 of 6 items taken in"),
+        "the record, the .snap, four assertions: {printed}"
+    );
+    let snap = SnapSandbox::new(&format!("http://{}/snap/", gapped.proxy_addr()));
+    let gapped_download = snap.run("gapped", &["download", "hello-pkgproxy"]);
+    assert!(gapped_download.stderr.contains(SNAP_TRUST_ROOT), "{}", gapped_download.stderr);
+    assert_eq!(gapped_download.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+    assert!(store.requests().is_empty(), "{:#?}", store.requests());
+}
+
+/// Where `snap download` stops against a fake store: the store's keys are
+/// not the Canonical root it trusts (everything before was served).
+const SNAP_TRUST_ROOT: &str = "cannot decode public key";
 
 /// `bundle` with the bytes whose SHA-256 is `old` replaced by `new`, and
 /// its manifest (and the manifest's sum) rewritten to match: a bundle

@@ -43,10 +43,20 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
     // layer two repositories share) are two items.
     let mut seen = HashSet::new();
     let mut not_held = Vec::new();
-    let urls = match asked.all {
-        true => everything(state),
-        false => asked.urls.clone(),
+    let (urls, records) = match asked.all {
+        true => (everything(state), all_records(state)),
+        false => (asked.urls.clone(), asked.records.clone()),
     };
+    for key in records.iter().filter(|key| seen.insert(key.to_string())) {
+        match state.cache.lookup(key) {
+            Some(entry) => {
+                let item = Item { record: true, ..item(None, key.clone(), &entry) };
+                planned.entries.entry(item.sha256.clone()).or_insert(entry);
+                planned.manifest.items.push(item);
+            }
+            None => not_held.push(format!("the record {key} is not held")),
+        }
+    }
     for url in &urls {
         match readiness::carried(state, url) {
             Ok(carried) => {
@@ -87,6 +97,17 @@ fn everything(state: &State) -> Vec<String> {
     urls.filter(|url| readiness::check(state, url).ready).collect()
 }
 
+/// The keys of every answer a side recorded for offline replay.
+fn all_records(state: &State) -> Vec<String> {
+    let mut keys = Vec::new();
+    if let Err(error) =
+        state.cache.visit(pkgproxy_sides::snap::actions::RECORD_PREFIX, |key, _, _| keys.push(key.to_owned()))
+    {
+        tracing::warn!(%error, "the cache's records could not be listed for a bundle");
+    }
+    keys
+}
+
 fn manifest(state: &State, items: Vec<Item>) -> Manifest {
     let created = pkgproxy_cache::unix_secs(state.clock.now());
     Manifest { format: FORMAT, pkgproxy: env!("CARGO_PKG_VERSION").to_owned(), created, items }
@@ -102,6 +123,7 @@ fn item(url: Option<String>, key: String, entry: &Entry) -> Item {
         etag: entry.validators.etag.clone(),
         last_modified: entry.validators.last_modified.clone(),
         fetched_at: entry.fetched_at,
+        record: false,
     }
 }
 

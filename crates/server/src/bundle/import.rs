@@ -30,6 +30,7 @@ use super::{is_sha256, Item, Manifest, BLOBS, FORMAT, MANIFEST, MANIFEST_LIMIT, 
 use crate::context::Supply;
 use crate::proxy::supplied::{self, Handed, Taken};
 use crate::state::State;
+use pkgproxy_sides::SideId;
 
 /// Why a bundle was not taken in (whole).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -109,6 +110,17 @@ async fn take_all(
                 blob
             }
         };
+        if item.record {
+            match take_record(state, item, &blob).await.map_err(refused)? {
+                Taken::Stored => {
+                    imported.imported += 1;
+                    imported.bytes += item.size;
+                }
+                Taken::Held => imported.held += 1,
+            }
+            staged.retain(|sha256, _| last_use[sha256.as_str()] > index);
+            continue;
+        }
         let Some(url) = &item.url else {
             proofs.push((item, blob));
             continue;
@@ -156,6 +168,28 @@ async fn next_blob(rx: &mut mpsc::Receiver<Staged>) -> Result<Arc<Blob>, Result<
         Some(Staged::Manifest(_)) => Err(Ok(ImportError::Unreadable("it has a second manifest".to_owned()))),
         None => Err(Err("the bundle ends before its bytes".to_owned())),
     }
+}
+
+/// The largest record of an answer taken in.
+const RECORD_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// Takes in `item`, a side's record of an answer, once the side that keeps
+/// such records (the key's first part) has read it as one.
+async fn take_record(state: &Arc<State>, item: &Item, blob: &Blob) -> Result<Taken, String> {
+    if holds(state, item) {
+        return Ok(Taken::Held);
+    }
+    if item.size > RECORD_LIMIT {
+        return Err(format!("a record of more than {RECORD_LIMIT} bytes"));
+    }
+    let side = item.key.split('/').next().and_then(SideId::from_name).ok_or("no side keeps such records")?;
+    let (state, key, path) = (Arc::clone(state), item.key.clone(), blob.file.path().to_path_buf());
+    let taken = tokio::task::spawn_blocking(move || {
+        let body = std::fs::read(&path).map_err(|error| format!("cannot read it back: {error}"))?;
+        state.sides.get(side).take_record(&key, &body)
+    });
+    taken.await.map_err(|_| "taking it in stopped".to_owned())??;
+    Ok(Taken::Stored)
 }
 
 /// Whether the cache holds `item`'s bytes under its key.

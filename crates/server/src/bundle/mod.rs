@@ -15,6 +15,11 @@
 //!                               order of the first item that has them
 //! ```
 //!
+//! An item with a URL is taken in as a fetch of that URL; one without is
+//! either a proof (a checksum database record), read by the fetch of the
+//! next item with a URL, or a side's record of an answer (a snap's store
+//! answer), which the side reads and keeps.
+//!
 //! Exporting streams: the manifest is made from the cache's index, the
 //! bytes are read from the store as they are written out. Importing
 //! streams too: each blob is staged in a file beside the cache's own
@@ -74,6 +79,10 @@ pub struct Item {
     pub last_modified: Option<String>,
     /// When it was fetched (Unix seconds).
     pub fetched_at: u64,
+    /// A side's record of an answer (a snap's store answer, replayed
+    /// offline), kept as it is once the side has read it as one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record: bool,
 }
 
 impl Item {

@@ -14,9 +14,9 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
     AptNeedsRequest, ErrorAnswer, ExportRequest, ItemReadiness, ModeRequest, ReadinessRequest, RegistryNeedsRequest,
-    APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH,
-    FROM_CONFIGURE_HOOK, IMPORT_PATH, INFO_PATH, METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH,
-    WARM_PATH,
+    SnapNeedsRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH,
+    EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH, INFO_PATH, METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH,
+    RELOAD_PATH, SNAP_NEEDS_PATH, WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -64,9 +64,18 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::registry_needs(state, &asked))).await,
             Err(answer) => answer,
         },
-        (_, APT_NEEDS_PATH | REGISTRY_NEEDS_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+        (&Method::POST, SNAP_NEEDS_PATH) => match json_body::<SnapNeedsRequest>(request, NEEDS_LIMIT).await {
+            Ok(asked) if asked.refresh && role != Role::Admin => {
+                error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm on the admin socket")
+            }
+            Ok(asked) => snap_needs(state, asked).await,
+            Err(answer) => answer,
+        },
+        (_, APT_NEEDS_PATH | REGISTRY_NEEDS_PATH | SNAP_NEEDS_PATH) => {
+            error(StatusCode::METHOD_NOT_ALLOWED, "use POST")
+        }
         (&Method::POST, WARM_PATH) if role == Role::Admin => match readiness_request(request).await {
-            Ok(asked) => json(StatusCode::OK, &warm(&state, asked.urls).await),
+            Ok(asked) => json(StatusCode::OK, &warm(&state, asked).await),
             Err(answer) => answer,
         },
         (&Method::POST, WARM_PATH) => {
@@ -215,6 +224,21 @@ async fn export(state: Arc<State>, asked: ExportRequest) -> Response<ResponseBod
     }
 }
 
+/// What the asked snaps need; for a warm (`refresh`), after asking the
+/// store for those whose answer is not recorded.
+async fn snap_needs(state: Arc<State>, asked: SnapNeedsRequest) -> Response<ResponseBody> {
+    let refused = match asked.refresh {
+        true => crate::proxy::needs::snap_refresh(&state, &asked).await,
+        false => Vec::new(),
+    };
+    blocking(state, move |state| {
+        let mut needs = crate::proxy::needs::snap_needs(state, &asked);
+        needs.unresolved.splice(0..0, refused);
+        Ok(needs)
+    })
+    .await
+}
+
 /// The body of a check or a warm, read.
 async fn readiness_request(request: Request<Incoming>) -> Result<ReadinessRequest, Response<ResponseBody>> {
     let asked: ReadinessRequest = json_body(request, READINESS_BATCH * 2048).await?;
@@ -224,15 +248,22 @@ async fn readiness_request(request: Request<Incoming>) -> Result<ReadinessReques
     Ok(asked)
 }
 
-/// Warms `urls`, a few at a time (the client sends small batches and shows
-/// progress between them).
-async fn warm(state: &Arc<State>, urls: Vec<String>) -> Vec<ItemReadiness> {
+/// Warms the asked URLs, a few at a time (the client sends small batches
+/// and shows progress between them).
+async fn warm(state: &Arc<State>, asked: ReadinessRequest) -> Vec<ItemReadiness> {
     use futures_util::StreamExt;
     const AT_ONCE: usize = 4;
-    futures_util::stream::iter(urls)
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in &asked.headers {
+        if let (Ok(name), Ok(value)) = (http::HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
+            headers.append(name, value);
+        }
+    }
+    let headers = Arc::new(headers);
+    futures_util::stream::iter(asked.urls)
         .map(|url| {
-            let state = Arc::clone(state);
-            async move { crate::proxy::readiness::warm(&state, &url).await }
+            let (state, headers) = (Arc::clone(state), Arc::clone(&headers));
+            async move { crate::proxy::readiness::warm(&state, &url, &headers).await }
         })
         .buffered(AT_ONCE)
         .collect()

@@ -30,16 +30,22 @@ pub struct Decided<'s> {
 /// Routes and classifies a `GET` of `url` (no headers) as the proxy
 /// listener would. `Err`: not a URL, or no side serves it.
 pub fn decide<'s>(state: &'s State, url: &str) -> Result<Decided<'s>, String> {
+    decide_with(state, url, &HeaderMap::new())
+}
+
+/// [`decide`] for a `GET` with `headers` (a device's, which a side sends
+/// upstream).
+pub fn decide_with<'s>(state: &'s State, url: &str, headers: &HeaderMap) -> Result<Decided<'s>, String> {
     let uri: Uri = url.trim().parse().map_err(|_| format!("{url:?} is not a URL"))?;
-    let (method, headers) = (Method::GET, HeaderMap::new());
+    let method = Method::GET;
     let Route::Side { side, mount, target } = route::route(&method, &uri, state.listen.port()) else {
         return Err("no side of pkgproxy serves this path".to_owned());
     };
     let side = state.sides.owner(side, target.as_ref());
-    let host = crate::context::host_of(&uri, &headers, state.listen);
+    let host = crate::context::host_of(&uri, headers, state.listen);
     let routed = pkgproxy_sides::Request {
         method: &method,
-        headers: &headers,
+        headers,
         mount,
         path: route::below(mount, uri.path()),
         query: uri.query(),

@@ -6,18 +6,25 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method};
+use http_body_util::{BodyExt, Full};
 use pkgproxy_cache::BodyReader;
 use pkgproxy_control::{
-    AptNeeds, AptNeedsRequest, AptPackage, RegistryNeeds, RegistryNeedsRequest, SuiteValidity, VALIDITY_WARNED_WITHIN,
+    AptNeeds, AptNeedsRequest, AptPackage, RegistryNeeds, RegistryNeedsRequest, SnapNeeds, SnapNeedsRequest,
+    SnapWanted, SuiteValidity, VALIDITY_WARNED_WITHIN,
 };
 use pkgproxy_sides::apt::closure::Catalogue;
 use pkgproxy_sides::apt::packages::Compression;
 use pkgproxy_sides::apt::release::{self, FileSum};
-use pkgproxy_sides::{Decision, Side};
+use pkgproxy_sides::snap::needs::{classic_device, DOWNLOAD_FIELDS, NEWER_FIELDS};
+use pkgproxy_sides::{Decision, Mount, Side, SideId};
+use serde_json::json;
 
-use super::cached;
 use super::explain::{self, Decided};
 use super::readiness::by_hash;
+use super::{cached, forward, outcome};
+use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
 /// The largest `InRelease` read to find a suite's indexes.
@@ -169,4 +176,115 @@ fn for_platform<'j>(list: &'j [serde_json::Value], platform: &str) -> Option<&'j
             on["os"] == os && on["architecture"] == arch && variant.is_none_or(|variant| on["variant"] == variant)
         })
         .and_then(|entry| entry["digest"].as_str())
+}
+
+/// Where the snap side is mounted.
+const SNAP_MOUNT: &str = "/snap";
+
+/// What `snap download` of the asked snaps needs on a classic device of
+/// the asked architecture: the recorded store answer for each, then its
+/// download and assertion chain, as far as the cache holds them. Blocking.
+pub fn snap_needs(state: &State, asked: &SnapNeedsRequest) -> SnapNeeds {
+    let Side::Snap(snap) = state.sides.get(SideId::Snap) else { return SnapNeeds::default() };
+    let device = classic_device(&asked.architecture);
+    let mut needs = SnapNeeds::default();
+    for wanted in &asked.snaps {
+        let found = snap.offline_needs(&device, &wanted.name, &wanted.channel);
+        needs.urls.extend(found.paths.iter().map(|path| format!("{SNAP_MOUNT}{path}")));
+        needs.unresolved.extend(found.unresolved);
+        needs.records.extend(found.records);
+    }
+    let headers = device_headers(&device);
+    let text = |(name, value): (&http::HeaderName, &HeaderValue)| Some((name.to_string(), value.to_str().ok()?.into()));
+    needs.headers = headers.iter().filter_map(text).collect();
+    needs
+}
+
+/// Asks the store, through the snap side's own path (which records each
+/// answer for offline replay), for the download of each asked snap whose
+/// answer is not recorded, as `snap download` would. The store's refusals
+/// (`NAME: no such snap`), or why it could not be asked.
+pub async fn snap_refresh(state: &Arc<State>, asked: &SnapNeedsRequest) -> Vec<String> {
+    let side = state.sides.get(SideId::Snap);
+    let Side::Snap(snap) = side else { return Vec::new() };
+    let device = classic_device(&asked.architecture);
+    let missing: Vec<&SnapWanted> =
+        asked.snaps.iter().filter(|wanted| !snap.holds_answer(&device, &wanted.name, &wanted.channel)).collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let actions: Vec<serde_json::Value> = missing
+        .iter()
+        .enumerate()
+        .map(|(n, wanted)| {
+            json!({"action": "download", "instance-key": format!("download-{}", n + 1),
+                   "name": wanted.name, "channel": wanted.channel, "epoch": null})
+        })
+        .collect();
+    let fields: Vec<&str> = DOWNLOAD_FIELDS.iter().chain(NEWER_FIELDS.iter()).copied().collect();
+    let body = json!({"context": [], "actions": actions, "fields": fields}).to_string();
+    let mut headers = device_headers(&device);
+    let json = HeaderValue::from_static("application/json");
+    headers.insert(http::header::ACCEPT, json.clone());
+    headers.insert(http::header::CONTENT_TYPE, json);
+    let own = http::Uri::from_static("/");
+    let host = crate::context::host_of(&own, &headers, state.listen);
+    let routed = pkgproxy_sides::Request {
+        method: &Method::POST,
+        headers: &headers,
+        mount: Mount::Prefix(SNAP_MOUNT),
+        path: "/v2/snaps/refresh",
+        query: None,
+        target: None,
+        host: &host,
+    };
+    let Decision::Forward(request) = side.classify(&routed) else {
+        return vec!["the snap side does not forward refreshes".to_owned()];
+    };
+    let answer = UpstreamAnswer::default();
+    let exchange = Exchange { method: &Method::POST, ..Exchange::own_get(&headers, routed.mount, &answer) };
+    let outcome = forward::forward(state, &exchange, request, Full::new(Bytes::from(body))).await;
+    let response = outcome::respond(Some(side), state.upstream.switch.mode(), outcome);
+    let status = response.status();
+    let Ok(body) = response.into_body().collect().await.map(|body| body.to_bytes()) else {
+        return vec!["the store's answer broke off".to_owned()];
+    };
+    let Ok(answer) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return vec![format!("the store answered {status}")];
+    };
+    refused_actions(&answer, &missing)
+}
+
+/// The per-action errors of a refresh answer, by snap.
+fn refused_actions(answer: &serde_json::Value, asked: &[&SnapWanted]) -> Vec<String> {
+    let results = answer["results"].as_array().into_iter().flatten();
+    let errors = results.filter(|result| result["result"] == "error").map(|result| {
+        let number = result["instance-key"].as_str().and_then(|key| key.strip_prefix("download-"));
+        let wanted = number.and_then(|n| n.parse::<usize>().ok()).and_then(|n| asked.get(n.wrapping_sub(1)));
+        let what = wanted.map_or_else(|| "a snap".to_owned(), |w| format!("{} ({})", w.name, w.channel));
+        format!("{what}: {}", result["error"]["message"].as_str().unwrap_or("the store refused it"))
+    });
+    let global = answer["error-list"].as_array().into_iter().flatten();
+    errors.chain(global.map(|error| error["message"].as_str().unwrap_or("the store refused").to_owned())).collect()
+}
+
+/// The headers by which a device says what it is.
+fn device_headers(device: &pkgproxy_sides::snap::Device) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    // The v2 names, and the v1 ones downloads and assertions go with.
+    let pairs = [
+        ("snap-device-series", device.series.as_str()),
+        ("snap-device-architecture", device.architecture.as_str()),
+        ("snap-classic", device.classic.as_str()),
+        ("snap-device-capabilities", "default-tracks"),
+        ("x-ubuntu-series", device.series.as_str()),
+        ("x-ubuntu-architecture", device.architecture.as_str()),
+        ("x-ubuntu-classic", device.classic.as_str()),
+    ];
+    for (name, value) in pairs {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
+    }
+    headers
 }

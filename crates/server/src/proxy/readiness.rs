@@ -120,18 +120,21 @@ fn cached_readiness(state: &State, side: &Side, request: &CachedRequest) -> Resu
     }
 }
 
-/// Fetches what a `GET` of `url` needs unless it is there: the answer is
-/// read to its end, so the fetch completes and is kept. What it is then.
-pub async fn warm(state: &Arc<State>, url: &str) -> ItemReadiness {
+/// Fetches what a `GET` of `url` with `headers` (the client's, as far as
+/// they change what the upstream serves) needs unless it is there: the
+/// answer is read to its end, so the fetch completes and is kept. What it
+/// is then.
+pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemReadiness {
     let before = check(state, url);
     if before.ready {
         return before;
     }
-    let Ok(Decided { side, mount, decision: Decision::Cache(request) }) = explain::decide(state, url) else {
+    let Ok(Decided { side, mount, decision: Decision::Cache(request) }) = explain::decide_with(state, url, headers)
+    else {
         return before;
     };
-    let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
-    let exchange = Exchange::own_get(&headers, mount, &answer);
+    let answer = UpstreamAnswer::default();
+    let exchange = Exchange::own_get(headers, mount, &answer);
     let outcome = match request.pointer {
         Some(_) => pointer::serve(state, &exchange, side, *request).await,
         None => cached::serve(state, &exchange, side, *request).await,

@@ -204,10 +204,13 @@ fn sets(sets: Option<&Value>) -> String {
     key_part(&each.join(";"))
 }
 
+/// Where recorded results are kept in the cache.
+pub const RECORD_PREFIX: &str = "snap/record/";
+
 /// The cache key a result recorded under `action_key` is kept at.
 pub fn record_key(action_key: &str) -> String {
     use sha2::Digest;
-    format!("snap/record/{}", hex::encode(sha2::Sha256::digest(action_key.as_bytes())))
+    format!("{RECORD_PREFIX}{}", hex::encode(sha2::Sha256::digest(action_key.as_bytes())))
 }
 
 /// What to record of a successful answer to `request`: each per-action

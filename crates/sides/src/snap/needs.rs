@@ -66,6 +66,9 @@ pub struct SnapNeeds {
     pub paths: Vec<String>,
     /// What cannot be known yet, and why.
     pub unresolved: Vec<String>,
+    /// The keys of the store's answers recorded for them (what a bundle
+    /// carries besides the requests).
+    pub records: Vec<String>,
 }
 
 impl Snap {
@@ -95,6 +98,7 @@ impl Snap {
             needs.unresolved.push(format!("{what}: the store's answer for it is not recorded"));
             return needs;
         };
+        needs.records.push(actions::record_key(&recorded.key));
         let mut snap = recorded.result.get("snap").cloned().unwrap_or(Value::Null);
         let digest = snap.pointer("/download/sha3-384").and_then(Value::as_str).map(str::to_owned);
         let snap_id = snap.get("snap-id").and_then(Value::as_str).map(str::to_owned);
@@ -126,6 +130,24 @@ impl Snap {
             None => needs.unresolved.push(format!("{what}: its signing key is named by its snap-revision assertion")),
         }
         needs
+    }
+
+    /// Keeps `body`, a store answer another pkgproxy recorded under `key`
+    /// (from a bundle), once it reads as one recorded under that key.
+    /// Blocking.
+    pub fn take_record(&self, key: &str, body: &[u8]) -> Result<(), String> {
+        let recorded: actions::Recorded =
+            serde_json::from_slice(body).map_err(|error| format!("not a recorded store answer: {error}"))?;
+        if actions::record_key(&recorded.key) != key {
+            return Err("recorded under another key than it says".to_owned());
+        }
+        let digest = recorded.result.pointer("/snap/download/sha3-384").and_then(Value::as_str);
+        if !digest.is_some_and(super::blob::is_sha3_384) {
+            return Err("it names no download by its SHA3-384".to_owned());
+        }
+        let json = vec![("content-type".to_string(), "application/json".to_string())];
+        self.cache.put(key, body, json, pkgproxy_cache::Class::Immutable).map_err(|error| error.to_string())?;
+        Ok(())
     }
 
     fn assertion_text(&self, scope: &str, kind: &str, primary_key: &[String]) -> Option<Vec<u8>> {
