@@ -12,10 +12,10 @@ mod messages;
 pub use client::{ControlClient, ControlError};
 pub use messages::{
     AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
-    ErrorAnswer, Explanation, ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, OfflineInfo,
-    OfflineReport, PoolInfo, ReadinessRequest, RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus,
-    SnapNeeds, SnapNeedsRequest, SnapWanted, Status, StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress,
-    VALIDITY_WARNED_WITHIN,
+    ErrorAnswer, Explanation, ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, LxdImage, LxdNeeds,
+    LxdNeedsRequest, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RegistryNeeds,
+    RegistryNeedsRequest, Removed, ShadowInfo, SideStatus, SnapNeeds, SnapNeedsRequest, SnapWanted, Status,
+    StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -37,6 +37,10 @@ pub const REGISTRY_NEEDS_PATH: &str = "/pkgproxy/v1/needs/registry";
 /// admin socket): what `snap download` of the snaps needs, found in what
 /// pkgproxy holds ([`SnapNeeds`]).
 pub const SNAP_NEEDS_PATH: &str = "/pkgproxy/v1/needs/snap";
+/// `POST` an [`LxdNeedsRequest`] (either socket): what fetching the images
+/// needs, found in the remotes' index generations pkgproxy holds
+/// ([`LxdNeeds`]).
+pub const LXD_NEEDS_PATH: &str = "/pkgproxy/v1/needs/lxd";
 /// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
 /// through the daemon unless it is ready, a list of [`ItemReadiness`].
 pub const WARM_PATH: &str = "/pkgproxy/v1/warm";

@@ -603,3 +603,33 @@ pub struct SnapNeeds {
     #[serde(default)]
     pub headers: Vec<(String, String)>,
 }
+
+/// An LXD image asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LxdImage {
+    /// The remote, as pkgproxy mounts it (`ubuntu`, `images`).
+    pub remote: String,
+    /// The alias (`24.04`, `debian/12`).
+    pub alias: String,
+    /// A virtual machine's image rather than a container's.
+    #[serde(default)]
+    pub vm: bool,
+}
+
+/// What fetching some LXD images needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LxdNeedsRequest {
+    /// The images.
+    pub images: Vec<LxdImage>,
+    /// The machine's architecture, as Debian names it (`amd64`).
+    pub architecture: String,
+}
+
+/// What the images need, as far as what pkgproxy holds says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LxdNeeds {
+    /// The requests, as LXD makes them through pkgproxy.
+    pub urls: Vec<String>,
+    /// What is not known yet, and why.
+    pub unresolved: Vec<String>,
+}

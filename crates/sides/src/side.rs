@@ -131,14 +131,15 @@ impl Side {
     /// its rank among the side's files: what proves others (a `Release`, a
     /// checksum database record, a tag) ranks before them. `None` for keys
     /// no request reads as they are (what is reached through a link or an
-    /// index generation, records of answers) and for the sides that cannot
-    /// say yet (snap, LXD). A bundle of the whole cache is made of these.
+    /// index generation, records of answers). A bundle of the whole cache
+    /// is made of these.
     pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
         match self {
             Side::Apt(apt) => apt.client_url(key),
             Side::Go(_) => go::client_url(key),
             Side::Registry(registry) => registry.client_url(key),
-            Side::Snap(_) | Side::Lxd(_) => None,
+            Side::Lxd(lxd) => lxd.client_url(key),
+            Side::Snap(_) => None,
         }
     }
 

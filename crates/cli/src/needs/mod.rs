@@ -8,6 +8,7 @@
 
 mod apt;
 mod go;
+mod lxd;
 mod registry;
 mod snap;
 
@@ -20,8 +21,9 @@ use bytes::Bytes;
 use clap::Subcommand;
 use http::Method;
 use pkgproxy_control::{
-    AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, ReadinessRequest, RegistryNeeds, RegistryNeedsRequest,
-    SnapNeeds, SnapNeedsRequest, APT_NEEDS_PATH, CHECK_PATH, REGISTRY_NEEDS_PATH, SNAP_NEEDS_PATH, WARM_PATH,
+    AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, LxdNeeds, LxdNeedsRequest, ReadinessRequest,
+    RegistryNeeds, RegistryNeedsRequest, SnapNeeds, SnapNeedsRequest, APT_NEEDS_PATH, CHECK_PATH, LXD_NEEDS_PATH,
+    REGISTRY_NEEDS_PATH, SNAP_NEEDS_PATH, WARM_PATH,
 };
 
 /// What a build needs, by the side that serves it.
@@ -63,6 +65,20 @@ pub enum Needs {
         /// The platform pulled (default: this machine's, `linux/amd64`).
         #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
         platform: Option<String>,
+    },
+    /// LXD images: what `lxc launch REMOTE:ALIAS` (or `lxc image export`)
+    /// needs: the remote's index and products files, and the image's
+    /// files of the newest version listed for the alias.
+    Lxd {
+        /// REMOTE:ALIAS, the remote as pkgproxy mounts it (`ubuntu:24.04`).
+        #[arg(required = true, value_name = "REMOTE:ALIAS")]
+        images: Vec<String>,
+        /// Virtual-machine images rather than containers'.
+        #[arg(long)]
+        vm: bool,
+        /// The machine's architecture (default: dpkg's).
+        #[arg(long, value_name = "ARCH")]
+        arch: Option<String>,
     },
     /// Snaps: what `snap download NAME --channel CHANNEL` (or a classic
     /// machine's install) needs: the store's answer, the .snap and its
@@ -136,6 +152,16 @@ impl Needs {
                 let needs: RegistryNeeds = stats.json(Method::POST, REGISTRY_NEEDS_PATH, Some(body)).await?;
                 let label = |url: &String| url.strip_prefix("/v2/").unwrap_or(url).to_owned();
                 let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: label(url) }).collect();
+                Wanted { items, unknown: needs.unresolved, ..Wanted::default() }
+            }
+            Needs::Lxd { images, vm, arch } => {
+                let asked = LxdNeedsRequest {
+                    images: images.iter().map(|image| lxd::image(image, *vm)).collect::<Result<_, _>>()?,
+                    architecture: arch.clone().unwrap_or_else(apt::architecture),
+                };
+                let body = Bytes::from(serde_json::to_vec(&asked)?);
+                let needs: LxdNeeds = stats.json(Method::POST, LXD_NEEDS_PATH, Some(body)).await?;
+                let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: lxd::label(url) }).collect();
                 Wanted { items, unknown: needs.unresolved, ..Wanted::default() }
             }
             Needs::Snap { snaps, arch } => {

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use pkgproxy_testkit::{
-    AptRepo, AptSandbox, Daemon, FakeHub, FakeStore, GoSandbox, Image, Origin, PackageSpec, SkopeoSandbox, SnapSandbox,
+    AptRepo, AptSandbox, Daemon, FakeHub, FakeSimplestreams, FakeStore, GoSandbox, Image, LxcSandbox, LxdImage, Origin,
+    PackageSpec, SkopeoSandbox, SnapSandbox,
 };
 use sha2::{Digest, Sha256};
 
@@ -266,6 +267,59 @@ async fn a_snap_warmed_downloads_offline_and_its_bundle_serves_a_pkgproxy_never_
     assert!(gapped_download.stderr.contains(SNAP_TRUST_ROOT), "{}", gapped_download.stderr);
     assert_eq!(gapped_download.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
     assert!(store.requests().is_empty(), "{:#?}", store.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_never_online() {
+    let image = LxdImage::build("carried", None);
+    let origin = FakeSimplestreams::start().await;
+    origin.publish("20240101", &image);
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let online = Daemon::start(PKGPROXY, Some(&config)).await;
+    let group = ["lxd", "test:testos", "--arch", "amd64"];
+
+    let (ready, printed) = ctl(&online, &[&["check"][..], &group].concat());
+    assert!(!ready && printed.contains("test:testos: the remote's index is not cached"), "{printed}");
+    assert!(origin.requests().is_empty(), "a check asks nothing of the remote");
+    let (warmed, printed) = ctl(&online, &[&["warm"][..], &group].concat());
+    assert!(warmed, "{printed}");
+    assert!(printed.contains("4 of 4 ready"), "index, products, metadata, squashfs: {printed}");
+    let vm = [&["check"][..], &group, &["--vm"]].concat();
+    let (ready, printed) = ctl(&online, &vm);
+    let disk = printed.lines().any(|line| line.starts_with("missing") && line.contains("amd64.img"));
+    assert!(!ready && disk, "the VM's disk image is not warm: {printed}");
+
+    assert!(ctl(&online, &["offline", "offline"]).0);
+    origin.clear_requests();
+    let lxc = lxc_through(&online).await;
+    let exported = lxc.export("test:testos", "offline");
+    assert!(exported.success, "{}", exported.stderr);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("images.tar");
+    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat());
+    assert!(exported, "{printed}");
+    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported && printed.starts_with("4 of 4 items taken in"), "{printed}");
+    let lxc = lxc_through(&gapped).await;
+    let exported = lxc.export("test:testos", "gapped");
+    assert!(exported.success, "{}", exported.stderr);
+    let files = lxc.exported("gapped");
+    assert!(files.iter().any(|(_, bytes)| bytes.as_slice() == image.squashfs.as_ref()), "the image's root");
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported && printed.starts_with("0 of 4 items taken in"), "{printed}");
+}
+
+/// An lxc whose remote `test` is `daemon` over https, its certificate
+/// pinned.
+async fn lxc_through(daemon: &Daemon) -> LxcSandbox {
+    let pem = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/pkgproxy/v1/certificate.pem").await;
+    let lxc = LxcSandbox::new(&[("test", &format!("https://{}/lxd/test", daemon.proxy_addr()))]);
+    lxc.pin("test", std::str::from_utf8(&pem.body).unwrap());
+    lxc
 }
 
 /// Where `snap download` stops against a fake store: the store's keys are

@@ -13,10 +13,10 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    AptNeedsRequest, ErrorAnswer, ExportRequest, ItemReadiness, ModeRequest, ReadinessRequest, RegistryNeedsRequest,
-    SnapNeedsRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH,
-    EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH, INFO_PATH, METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH,
-    RELOAD_PATH, SNAP_NEEDS_PATH, WARM_PATH,
+    AptNeedsRequest, ErrorAnswer, ExportRequest, ItemReadiness, LxdNeedsRequest, ModeRequest, ReadinessRequest,
+    RegistryNeedsRequest, SnapNeedsRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
+    CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH, INFO_PATH, LXD_NEEDS_PATH, METRICS_PATH,
+    OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH, SNAP_NEEDS_PATH, WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -64,6 +64,10 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::registry_needs(state, &asked))).await,
             Err(answer) => answer,
         },
+        (&Method::POST, LXD_NEEDS_PATH) => match json_body::<LxdNeedsRequest>(request, NEEDS_LIMIT).await {
+            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::lxd_needs(state, &asked))).await,
+            Err(answer) => answer,
+        },
         (&Method::POST, SNAP_NEEDS_PATH) => match json_body::<SnapNeedsRequest>(request, NEEDS_LIMIT).await {
             Ok(asked) if asked.refresh && role != Role::Admin => {
                 error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm on the admin socket")
@@ -71,7 +75,7 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             Ok(asked) => snap_needs(state, asked).await,
             Err(answer) => answer,
         },
-        (_, APT_NEEDS_PATH | REGISTRY_NEEDS_PATH | SNAP_NEEDS_PATH) => {
+        (_, APT_NEEDS_PATH | LXD_NEEDS_PATH | REGISTRY_NEEDS_PATH | SNAP_NEEDS_PATH) => {
             error(StatusCode::METHOD_NOT_ALLOWED, "use POST")
         }
         (&Method::POST, WARM_PATH) if role == Role::Admin => match readiness_request(request).await {

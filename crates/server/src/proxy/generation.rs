@@ -29,7 +29,7 @@ use super::answer::Served;
 use super::cached;
 use super::fetching;
 use super::outcome::{Failed, Outcome};
-use crate::context::Exchange;
+use crate::context::{Exchange, Supply};
 use crate::state::{Refreshed, State};
 
 /// The largest file of a generation read (the largest products files are
@@ -72,7 +72,7 @@ fn member(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest, key
 
 /// Brings the generation of `root` up to date if its window has passed:
 /// `Ok` when there is one to serve (the last one, if the refresh failed).
-async fn current(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest) -> Result<(), Failed> {
+pub(super) async fn current(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest) -> Result<(), Failed> {
     let published = state.cache.lookup(&root.key);
     if published.as_ref().is_some_and(|entry| cached::is_fresh(state, exchange, root, entry)) {
         return Ok(());
@@ -80,7 +80,7 @@ async fn current(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedReque
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let (shared, request) = (Arc::clone(state), root.clone());
     let refreshed =
-        state.generations.run(&root.key, move || async move { refresh(&shared, &request, agent).await }).await;
+        state.generations.run(&root.key, move || async move { refresh(&shared, &request, agent, None).await }).await;
     match (refreshed, published) {
         (Ok(()), _) => Ok(()),
         (Err(failed), Some(_)) => {
@@ -92,15 +92,26 @@ async fn current(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedReque
     }
 }
 
-/// Fetches `root` and every file it names again, has the side check them,
-/// and stores them in one commit.
-async fn refresh(state: &Arc<State>, root: &CachedRequest, agent: Option<HeaderValue>) -> Refreshed {
+/// Takes in a generation of `root` whose files `supply` holds (a bundle
+/// being imported), with the checks of a refresh.
+pub(super) async fn take_in(state: &Arc<State>, root: &CachedRequest, supply: &dyn Supply) -> Result<(), Failed> {
+    refresh(state, root, None, Some(supply)).await
+}
+
+/// Fetches `root` and every file it names again (from `supply` when it
+/// holds them), has the side check them, and stores them in one commit.
+async fn refresh(
+    state: &Arc<State>,
+    root: &CachedRequest,
+    agent: Option<HeaderValue>,
+    supply: Option<&dyn Supply>,
+) -> Refreshed {
     let side = state.sides.get(root.side);
-    let index = fetch_file(state, root, agent.clone()).await?;
+    let index = fetch_file(state, root, agent.clone(), supply).await?;
     let members = side.members(root, &index.body).map_err(unusable)?;
     let mut fetched = Vec::with_capacity(members.len());
     for member in members {
-        let file = fetch_file(state, &member, agent.clone()).await?;
+        let file = fetch_file(state, &member, agent.clone(), supply).await?;
         fetched.push((member, file));
     }
     let (shared, root) = (Arc::clone(state), root.clone());
@@ -133,26 +144,59 @@ impl File {
 }
 
 /// `request`'s file as the upstream has it now: asked with the validators
-/// of the one held, which a `304` keeps.
-async fn fetch_file(state: &Arc<State>, request: &CachedRequest, agent: Option<HeaderValue>) -> Result<File, Failed> {
+/// of the one held, which a `304` keeps; from `supply` when it holds it.
+async fn fetch_file(
+    state: &Arc<State>,
+    request: &CachedRequest,
+    agent: Option<HeaderValue>,
+    supply: Option<&dyn Supply>,
+) -> Result<File, Failed> {
+    if let Some(source) = supply.and_then(|supply| supply.source_for(&request.key)) {
+        let (parts, body) = supplied(source).await?;
+        return file(request, &parts, body);
+    }
     let held = state.cache.lookup(&request.key);
     let response = fetching::get(state, request, conditional(held.as_deref()), agent)
         .await
         .map_err(|error| Failed::of_fetch(&error))?;
-    let status = response.status();
-    if let (StatusCode::NOT_MODIFIED, Some(entry)) = (status, held.as_ref()) {
-        return held_file(state, &request.key, entry).await;
-    }
-    if status != StatusCode::OK {
-        return Err(refused_by_upstream(status, response.headers()));
-    }
     let (parts, body) = response.into_parts();
-    let body = Limited::new(body, FILE_LIMIT)
-        .collect()
-        .await
-        .map_err(|error| Failed::Upstream(format!("reading {}: {error}", request.origin.path)))?
-        .to_bytes();
-    state.stats.side(request.side).add(SideCounter::BytesFromUpstream, body.len() as u64);
+    let body = match (parts.status, held.as_ref()) {
+        (StatusCode::NOT_MODIFIED, Some(entry)) => return held_file(state, &request.key, entry).await,
+        (StatusCode::OK, _) => Limited::new(body, FILE_LIMIT).collect().await.map(|body| body.to_bytes()),
+        (status, _) => return Err(refused_by_upstream(status, &parts.headers)),
+    };
+    let file = file(request, &parts, body.map_err(|error| error.to_string()))?;
+    state.stats.side(request.side).add(SideCounter::BytesFromUpstream, file.body.len() as u64);
+    Ok(file)
+}
+
+/// What a supply answers for a file: its head and its body read whole.
+async fn supplied(
+    source: Box<dyn pkgproxy_cache::Source>,
+) -> Result<(http::response::Parts, Result<Bytes, String>), Failed> {
+    let (parts, body) = source.start().await.map_err(|error| Failed::of_fetch(&error))?.into_parts();
+    if parts.status != StatusCode::OK {
+        return Err(refused_by_upstream(parts.status, &parts.headers));
+    }
+    Ok((parts, read_whole(body).await))
+}
+
+/// `body` read whole, up to [`FILE_LIMIT`] bytes.
+async fn read_whole(mut body: pkgproxy_cache::UpstreamBody) -> Result<Bytes, String> {
+    let mut whole = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|error| error.to_string())?.into_data() else { continue };
+        if whole.len() + data.len() > FILE_LIMIT {
+            return Err(format!("larger than {FILE_LIMIT} bytes"));
+        }
+        whole.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(whole))
+}
+
+/// The file of a `200` with `parts`, whose body was read as `body`.
+fn file(request: &CachedRequest, parts: &http::response::Parts, body: Result<Bytes, String>) -> Result<File, Failed> {
+    let body = body.map_err(|error| Failed::Upstream(format!("reading {}: {error}", request.origin.path)))?;
     Ok(File { body, headers: kept_headers(&parts.headers), validators: validators(&parts.headers) })
 }
 

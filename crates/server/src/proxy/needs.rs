@@ -11,12 +11,13 @@ use http::{HeaderMap, HeaderValue, Method};
 use http_body_util::{BodyExt, Full};
 use pkgproxy_cache::BodyReader;
 use pkgproxy_control::{
-    AptNeeds, AptNeedsRequest, AptPackage, RegistryNeeds, RegistryNeedsRequest, SnapNeeds, SnapNeedsRequest,
-    SnapWanted, SuiteValidity, VALIDITY_WARNED_WITHIN,
+    AptNeeds, AptNeedsRequest, AptPackage, LxdNeeds, LxdNeedsRequest, RegistryNeeds, RegistryNeedsRequest, SnapNeeds,
+    SnapNeedsRequest, SnapWanted, SuiteValidity, VALIDITY_WARNED_WITHIN,
 };
 use pkgproxy_sides::apt::closure::Catalogue;
 use pkgproxy_sides::apt::packages::Compression;
 use pkgproxy_sides::apt::release::{self, FileSum};
+use pkgproxy_sides::lxd::needs::Instance;
 use pkgproxy_sides::snap::needs::{classic_device, DOWNLOAD_FIELDS, NEWER_FIELDS};
 use pkgproxy_sides::{Decision, Mount, Side, SideId};
 use serde_json::json;
@@ -287,4 +288,26 @@ fn device_headers(device: &pkgproxy_sides::snap::Device) -> HeaderMap {
         }
     }
     headers
+}
+
+/// Where the LXD side is mounted; each remote below it by its name.
+const LXD_MOUNT: &str = "/lxd";
+
+/// What fetching the asked LXD images needs: each remote's index and
+/// products files, then each image's files of the newest version listed
+/// for the alias, as far as the held generations say. Blocking.
+pub fn lxd_needs(state: &State, asked: &LxdNeedsRequest) -> LxdNeeds {
+    let Side::Lxd(lxd) = state.sides.get(SideId::Lxd) else { return LxdNeeds::default() };
+    let mut needs = LxdNeeds::default();
+    for image in &asked.images {
+        let instance = match image.vm {
+            true => Instance::VirtualMachine,
+            false => Instance::Container,
+        };
+        let found = lxd.offline_needs(&image.remote, &image.alias, instance, &asked.architecture);
+        let url = |path: &String| format!("{LXD_MOUNT}/{}/{path}", image.remote);
+        needs.urls.extend(found.paths.iter().map(url).filter(|url| !needs.urls.contains(url)).collect::<Vec<_>>());
+        needs.unresolved.extend(found.unresolved);
+    }
+    needs
 }

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use pkgproxy_control::ItemReadiness;
-use pkgproxy_sides::{CachedRequest, Decision, Side};
+use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Side};
 
 use super::explain::{self, Decided};
 use super::reason::{Reason, REASON};
-use super::{cached, pointer};
+use super::{cached, generation, pointer};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
@@ -41,11 +41,25 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         Ok(Decided { decision: Decision::Forward(_), .. }) => {
             item(false, Some("passed to the upstream uncached: never served offline".to_owned()), None)
         }
-        Ok(Decided { decision: Decision::Generation(_), .. }) => item(
-            false,
-            Some("served from an LXD index generation, which check does not look into yet".to_owned()),
-            None,
-        ),
+        Ok(Decided { decision: Decision::Generation(generation), .. }) => match generation_member(state, &generation) {
+            Ok(entry) => item(true, None, Some(entry.size)),
+            Err(why) => item(false, Some(why.to_owned()), None),
+        },
+    }
+}
+
+/// The entry a request of `generation` is answered with offline: the held
+/// generation's root or a file it names.
+fn generation_member(
+    state: &State,
+    generation: &GenerationRequest,
+) -> Result<Arc<pkgproxy_cache::Entry>, &'static str> {
+    if state.cache.lookup(&generation.root.key).is_none() {
+        return Err("the remote's index is not cached");
+    }
+    match &generation.serve {
+        Member::Key(key) => state.cache.lookup(key).ok_or("the cached index names it, but it is not cached"),
+        Member::DecidedAgain => Err("the remote's cached index does not name it"),
     }
 }
 
@@ -72,9 +86,7 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         Decision::Answer(_) => return Ok(Vec::new()),
         Decision::Refuse(refusal) => return Err(Reason::Refused(refusal.reason).to_string()),
         Decision::Forward(_) => return Err("passed to the upstream uncached, never kept".to_owned()),
-        Decision::Generation(_) => {
-            return Err("served from an LXD index generation, which bundles do not carry yet".to_owned())
-        }
+        Decision::Generation(generation) => return carried_generation(state, side, &generation.root),
     };
     let now = tokio::time::Instant::now().into_std();
     if side.remembered(&request.key, now, true).is_some() {
@@ -97,6 +109,23 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         Err(why) => return Err(why.to_string()),
     };
     carried.push(Carried { url: Some(url.trim().to_owned()), key: request.key, entry });
+    Ok(carried)
+}
+
+/// A held generation of `root`: the files its root names (each read by
+/// the root's refresh, so carried as its proofs), then the root.
+fn carried_generation(state: &State, side: &Side, root: &CachedRequest) -> Result<Vec<Carried>, String> {
+    const ROOT_LIMIT: u64 = 256 * 1024 * 1024;
+    let not_held = || "the remote's index is not cached".to_owned();
+    let entry = state.cache.lookup(&root.key).ok_or_else(not_held)?;
+    let body = state.cache.read_small(&root.key, ROOT_LIMIT).ok_or_else(not_held)?;
+    let url = side.client_url(&root.key).map(|(_, url)| url).ok_or("its index cannot be named")?;
+    let mut carried = Vec::new();
+    for member in side.members(root, &body)? {
+        let held = state.cache.lookup(&member.key).ok_or("a products file its index names is not cached")?;
+        carried.push(Carried { url: None, key: member.key, entry: held });
+    }
+    carried.push(Carried { url: Some(url), key: root.key.clone(), entry });
     Ok(carried)
 }
 
@@ -129,15 +158,17 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
     if before.ready {
         return before;
     }
-    let Ok(Decided { side, mount, decision: Decision::Cache(request) }) = explain::decide_with(state, url, headers)
-    else {
-        return before;
-    };
+    let Ok(Decided { side, mount, decision }) = explain::decide_with(state, url, headers) else { return before };
     let answer = UpstreamAnswer::default();
     let exchange = Exchange::own_get(headers, mount, &answer);
-    let outcome = match request.pointer {
-        Some(_) => pointer::serve(state, &exchange, side, *request).await,
-        None => cached::serve(state, &exchange, side, *request).await,
+    let outcome = match decision {
+        Decision::Cache(request) if request.pointer.is_some() => pointer::serve(state, &exchange, side, *request).await,
+        Decision::Cache(request) => cached::serve(state, &exchange, side, *request).await,
+        Decision::Generation(generation) => match generation::current(state, &exchange, &generation.root).await {
+            Ok(()) => return check(state, url),
+            Err(failed) => failed.into(),
+        },
+        Decision::Answer(_) | Decision::Refuse(_) | Decision::Forward(_) => return before,
     };
     let response = super::outcome::respond(Some(side), state.upstream.switch.mode(), outcome);
     let (status, why) = (response.status(), response.headers().get(REASON).cloned());

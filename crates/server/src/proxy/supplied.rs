@@ -16,7 +16,7 @@ use pkgproxy_sides::{CachedRequest, Decision, Side};
 use super::explain::{self, Decided};
 use super::outcome::{self, Outcome};
 use super::reason::{Reason, REASON};
-use super::{access, cached, pointer, readiness};
+use super::{access, cached, generation, pointer, readiness};
 use crate::context::{Exchange, Supply, UpstreamAnswer};
 use crate::state::State;
 
@@ -49,8 +49,9 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
     let Decided { side, mount, decision } = explain::decide(state, item.url)?;
     let request = match decision {
         Decision::Cache(request) => *request,
+        Decision::Generation(generation) => return take_generation(state, item, &generation.root, proofs).await,
         Decision::Refuse(refusal) => return Err(format!("refused here: {}", refusal.reason)),
-        Decision::Answer(_) | Decision::Forward(_) | Decision::Generation(_) => {
+        Decision::Answer(_) | Decision::Forward(_) => {
             return Err("not something pkgproxy keeps in its cache as it is".to_owned())
         }
     };
@@ -90,6 +91,23 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
     if let Some(name) = pointer_at {
         pointer::link(state, &name, &key).await;
     }
+    Ok(Taken::Stored)
+}
+
+/// Takes in a generation whose root is `item` (an LXD remote's index),
+/// its other files (the products files) among `proofs`: checked and stored
+/// as one, as a refresh does.
+async fn take_generation(
+    state: &Arc<State>,
+    item: &Handed<'_>,
+    root: &CachedRequest,
+    proofs: &dyn Supply,
+) -> Result<Taken, String> {
+    if held(state, item, root) {
+        return Ok(Taken::Held);
+    }
+    let supply = ItemFirst { key: &root.key, item, proofs };
+    generation::take_in(state, root, &supply).await.map_err(|failed| Reason::from(&failed).to_string())?;
     Ok(Taken::Stored)
 }
 

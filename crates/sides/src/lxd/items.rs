@@ -84,6 +84,14 @@ impl Items {
         self.known.read().unwrap_or_else(|p| p.into_inner()).files.get(&file_key(remote, path)).cloned()
     }
 
+    /// A remote and a path a products file named the file `sha256` by.
+    pub fn named(&self, sha256: &str) -> Option<(String, String)> {
+        let known = self.known.read().unwrap_or_else(|p| p.into_inner());
+        let (key, _) = known.files.iter().filter(|(_, sum)| sum.sha256 == sha256).min_by_key(|(key, _)| *key)?;
+        let (remote, path) = key.split_once('\n')?;
+        Some((remote.to_owned(), path.to_owned()))
+    }
+
     /// Whether `path` is a products file `remote`'s current index names.
     pub fn is_products(&self, remote: &str, path: &str) -> bool {
         let known = self.known.read().unwrap_or_else(|p| p.into_inner());

@@ -29,6 +29,7 @@
 //! pkgproxy reading the remote's index itself to learn the sums.
 
 pub mod items;
+pub mod needs;
 pub mod stream;
 
 use std::sync::Arc;
@@ -53,6 +54,9 @@ use stream::Sum;
 
 /// How long a generation is served before the index is asked again.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// Where the side is mounted; each remote below it by its name.
+const MOUNT: &str = "/lxd";
 
 /// Where every generation starts.
 pub const INDEX_PATH: &str = "streams/v1/index.json";
@@ -281,6 +285,19 @@ impl Lxd {
             }
             None => None,
         }
+    }
+
+    /// The request LXD makes for what is cached under `key`: a remote's
+    /// index (ranked first: it and the products files it names are one
+    /// generation, carried with it), or an image file under a path a
+    /// products file named it by.
+    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        if let Some(sha256) = key.strip_prefix("lxd/file/sha256/") {
+            let (remote, path) = self.items.named(sha256)?;
+            return Some((1, format!("{MOUNT}/{remote}/{path}")));
+        }
+        let remote = key.strip_prefix("lxd/")?.strip_suffix(&format!("/{INDEX_PATH}"))?;
+        Some((0, format!("{MOUNT}/{remote}/{INDEX_PATH}")))
     }
 
     /// The request for `remote`'s index: the root of its generations.
