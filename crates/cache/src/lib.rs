@@ -87,6 +87,12 @@ impl Cache {
         self.store.adopt(key, sha256, size, class)
     }
 
+    /// When eviction removed `key`'s entry (Unix seconds), if it did and
+    /// nothing was cached under it since (the last many evictions only).
+    pub fn evicted_at(&self, key: &str) -> Option<u64> {
+        self.store.evicted_at(key)
+    }
+
     /// Whether the store holds bytes with `sha256` and `size` (what
     /// [`Cache::adopt`] would take), without adopting them.
     pub fn holds(&self, sha256: &str, size: u64) -> bool {

@@ -363,11 +363,22 @@ impl Store {
         })
     }
 
+    /// When eviction removed `key`'s entry (Unix seconds), if it did and
+    /// nothing was cached under it since.
+    pub fn evicted_at(&self, key: &str) -> Option<u64> {
+        self.index.evicted_at(key)
+    }
+
     /// Removes every one of `keys`, deleting the blobs no entry names any
     /// more. Blocking.
     pub fn remove_all(&self, keys: &[String]) -> Result<Evicted, StoreError> {
+        self.remove_keys(keys, None)
+    }
+
+    /// Removes `keys`, remembered as evicted at `evicted_at` when given.
+    fn remove_keys(&self, keys: &[String], evicted_at: Option<u64>) -> Result<Evicted, StoreError> {
         let before = self.index.blob_bytes();
-        let freed = self.index.remove_all(keys)?;
+        let freed = self.index.remove_all(keys, evicted_at)?;
         freed.iter().for_each(|sha256| self.delete_blob(sha256));
         Ok(Evicted { entries: keys.len(), bytes: before.saturating_sub(self.index.blob_bytes()) })
     }
@@ -429,7 +440,7 @@ impl Store {
             if chosen.is_empty() {
                 break;
             }
-            let round = self.remove_all(&chosen)?;
+            let round = self.remove_keys(&chosen, Some(crate::entry::unix_secs(self.clock.now())))?;
             evicted.entries += round.entries;
             evicted.bytes += round.bytes;
         }
@@ -536,6 +547,19 @@ mod tests {
             Evicted::default(),
             "within the quota now"
         );
+
+        // What eviction took is remembered as evicted, and when; what was
+        // never cached or removed by hand is not.
+        let now = crate::entry::unix_secs(clock.now());
+        assert_eq!(store.evicted_at("fresh"), Some(now));
+        assert_eq!(store.evicted_at("never"), None);
+        store.remove_all(&["stale".to_string()]).unwrap();
+        assert_eq!(store.evicted_at("stale"), None, "removed, not evicted");
+        put("fresh", 4);
+        assert_eq!(store.evicted_at("fresh"), None, "cached again");
+        drop(store);
+        let store = Store::open(dir.path(), clock.clone()).unwrap();
+        assert_eq!(store.evicted_at("shared-by-name"), Some(now), "remembered across a restart");
     }
 
     #[test]

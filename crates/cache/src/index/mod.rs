@@ -147,6 +147,15 @@ impl Index {
         Ok(entry.map(|entry| (Arc::new(entry), generation)))
     }
 
+    /// When eviction removed `key`'s entry (Unix seconds), if it did and no
+    /// entry was put under it since.
+    pub fn evicted_at(&self, key: &str) -> Option<u64> {
+        let txn = self.file()?.begin_read().ok()?;
+        let table = txn.open_table(tables::EVICTED).ok()?;
+        let at = table.get(key).ok()??.value();
+        Some(at)
+    }
+
     /// Keeps `entry`, read since `read_from`, in memory for the next hits.
     pub fn hold(&self, key: &str, entry: &Arc<Entry>, read_from: Generation) {
         self.hot.offer(key, entry, read_from);
@@ -200,21 +209,26 @@ impl Index {
     /// Removes `key`. Returns the hash of a blob no entry refers to any more.
     /// Blocking.
     pub fn remove(&self, key: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.remove_all(&[key.to_string()])?.pop())
+        Ok(self.remove_all(&[key.to_string()], None)?.pop())
     }
 
     /// Removes every one of `keys`, a few thousand to a commit (a large
     /// eviction holds bounded memory; a crash between commits leaves each
-    /// entry whole or gone). Returns the hashes of blobs no entry refers
-    /// to any more. Blocking.
-    pub fn remove_all(&self, keys: &[String]) -> Result<Vec<String>, StoreError> {
+    /// entry whole or gone), remembering them as evicted at `evicted_at`
+    /// when given. Returns the hashes of blobs no entry refers to any more.
+    /// Blocking.
+    pub fn remove_all(&self, keys: &[String], evicted_at: Option<u64>) -> Result<Vec<String>, StoreError> {
         let mut freed = Vec::new();
         for batch in keys.chunks(WRITE_BATCH) {
             freed.extend(self.write(
                 |tables| {
                     let mut freed = Vec::new();
                     for key in batch {
-                        freed.extend(tables.remove(key)?.and_then(|(_, freed)| freed));
+                        let removed = tables.remove(key)?;
+                        if let (Some(_), Some(at)) = (&removed, evicted_at) {
+                            tables.mark_evicted(key, at)?;
+                        }
+                        freed.extend(removed.and_then(|(_, freed)| freed));
                     }
                     Ok(freed)
                 },

@@ -9,7 +9,10 @@
 //! - `uses`: (last use, key): the entries, least recently used first, so
 //!   eviction reads the oldest without reading them all.
 //! - `totals`: the entry count, their bytes and the blobs' bytes, so none
-//!   of it is summed at start.
+//!   of it is summed at start (and how many keys `evicted` holds).
+//! - `evicted`: key → when eviction removed its entry, and `evicted_at`:
+//!   (that time, key), oldest first: so "not cached" can say "evicted",
+//!   for the last [`EVICTED_KEPT`] keys; an entry put again clears it.
 
 use std::ops::Bound;
 
@@ -21,6 +24,11 @@ pub const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries"
 pub const BLOBS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("blobs");
 pub const USES: TableDefinition<(u64, &str), ()> = TableDefinition::new("uses");
 pub const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
+pub const EVICTED: TableDefinition<&str, u64> = TableDefinition::new("evicted");
+pub const EVICTED_AT: TableDefinition<(u64, &str), ()> = TableDefinition::new("evicted_at");
+
+/// How many evicted keys are remembered.
+pub const EVICTED_KEPT: u64 = 100_000;
 
 /// The version of the tables beside `entries`. An index written before
 /// they existed (or by a later layout) has them built again from the
@@ -42,6 +50,8 @@ pub struct Tables<'txn> {
     blobs: Table<'txn, &'static str, (u64, u64)>,
     uses: Table<'txn, (u64, &'static str), ()>,
     totals: Table<'txn, &'static str, u64>,
+    evicted: Table<'txn, &'static str, u64>,
+    evicted_at: Table<'txn, (u64, &'static str), ()>,
     held: Totals,
     /// The totals as the transaction found them, and whether of this
     /// layout: a transaction that changed nothing writes nothing (a write
@@ -61,6 +71,8 @@ impl<'txn> Tables<'txn> {
             entries: txn.open_table(ENTRIES).map_err(boxed)?,
             blobs: txn.open_table(BLOBS).map_err(boxed)?,
             uses: txn.open_table(USES).map_err(boxed)?,
+            evicted: txn.open_table(EVICTED).map_err(boxed)?,
+            evicted_at: txn.open_table(EVICTED_AT).map_err(boxed)?,
             totals,
             held,
         })
@@ -88,6 +100,7 @@ impl<'txn> Tables<'txn> {
     /// the blob no entry names any more, if the replaced entry's was the
     /// last.
     pub fn put(&mut self, key: &str, entry: &Entry, record: &[u8]) -> Result<Option<String>, StorageError> {
+        self.unmark_evicted(key)?;
         let old = self.entry(key)?;
         if let Some(old) = &old {
             self.uses.remove((old.last_use(), key))?;
@@ -118,6 +131,44 @@ impl<'txn> Tables<'txn> {
         self.held.entry_bytes -= old.size;
         let freed = self.release(&old.sha256)?;
         Ok(Some((old, freed)))
+    }
+
+    /// Remembers that eviction removed `key`'s entry at `at`, forgetting
+    /// the oldest key remembered when [`EVICTED_KEPT`] are.
+    pub fn mark_evicted(&mut self, key: &str, at: u64) -> Result<(), StorageError> {
+        let mut count = self.evicted_count()?;
+        if let Some(before) = self.evicted.insert(key, at)? {
+            self.evicted_at.remove((before.value(), key))?;
+            count -= 1;
+        }
+        self.evicted_at.insert((at, key), ())?;
+        count += 1;
+        if count > EVICTED_KEPT {
+            let oldest = self.evicted_at.first()?.map(|(when, _)| {
+                let (at, key) = when.value();
+                (at, key.to_owned())
+            });
+            if let Some((at, key)) = oldest {
+                self.evicted_at.remove((at, key.as_str()))?;
+                self.evicted.remove(key.as_str())?;
+                count -= 1;
+            }
+        }
+        self.totals.insert("evicted", count)?;
+        Ok(())
+    }
+
+    /// Forgets that `key` was evicted.
+    fn unmark_evicted(&mut self, key: &str) -> Result<(), StorageError> {
+        let Some(at) = self.evicted.remove(key)?.map(|at| at.value()) else { return Ok(()) };
+        self.evicted_at.remove((at, key))?;
+        let count = self.evicted_count()?;
+        self.totals.insert("evicted", count.saturating_sub(1))?;
+        Ok(())
+    }
+
+    fn evicted_count(&self) -> Result<u64, StorageError> {
+        Ok(self.totals.get("evicted")?.map_or(0, |count| count.value()))
     }
 
     /// Records that `key` was used at `at`; returns the entry as written,

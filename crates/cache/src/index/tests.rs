@@ -36,7 +36,7 @@ fn counts_follow_writes_replacements_and_removals_and_survive_reopen() {
     assert_eq!((index.totals(), index.blob_bytes()), ((2, 14), 14));
     assert_eq!(index.remove("b").unwrap(), Some("x".to_string()), "its last entry gone");
     assert_eq!(index.remove("b").unwrap(), None);
-    assert_eq!(index.remove_all(&["a".to_string()]).unwrap(), ["y"]);
+    assert_eq!(index.remove_all(&["a".to_string()], None).unwrap(), ["y"]);
     assert_eq!((index.totals(), index.blob_bytes(), index.counted()), ((0, 0), 0, 0));
 }
 

@@ -75,8 +75,13 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
     let newest = send(addr, "GET", &format!("/lxd/test/{}", squashfs(&serials[9])), &[], b"").await;
     assert_eq!(newest.header("x-pkgproxy-cache"), Some("hit"), "the most recently used is kept");
     assert_eq!(origin.file_requests(), 0);
-    let oldest = send(addr, "GET", &format!("/lxd/test/{}", squashfs(&serials[0])), &[], b"").await;
+    let oldest_url = format!("/lxd/test/{}", squashfs(&serials[0]));
+    let explained = String::from_utf8_lossy(&ctl(&daemon, &["explain", &oldest_url]).stdout).into_owned();
+    assert!(explained.contains("evicted ("), "the cache remembers it evicted it: {explained}");
+    let oldest = send(addr, "GET", &oldest_url, &[], b"").await;
     assert!(oldest.body == images[0].squashfs, "an evicted file is fetched again, whole");
+    let reason = oldest.header("x-pkgproxy-reason");
+    assert!(reason.is_some_and(|reason| reason.starts_with("evicted (")), "{reason:?}");
     assert_eq!(origin.file_requests(), 1, "the least recently used was evicted");
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert!(daemon.log().contains("evicted"), "{}", daemon.log());

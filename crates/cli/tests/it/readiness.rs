@@ -41,7 +41,7 @@ async fn a_go_sum_warmed_then_builds_offline_with_a_fresh_module_cache() {
     let (ready, printed) = ctl(&daemon, &["check", "go", go_sum, "--go-mod", go_mod]);
     assert!(!ready, "{printed}");
     let zip = printed.lines().find(|line| line.starts_with("missing  example.com/hello v1.0.0 .zip"));
-    assert!(zip.is_some_and(|line| line.ends_with("  not cached")), "{printed}");
+    assert!(zip.is_some_and(|line| line.ends_with("  never fetched")), "{printed}");
     assert!(printed.contains("0 of "), "{printed}");
     assert!(origin.requests().is_empty(), "a check asks nothing upstream");
 
@@ -112,7 +112,7 @@ async fn a_package_and_its_chain_of_dependencies_warmed_then_a_fresh_apt_install
     let missing: Vec<&str> = printed.lines().filter(|line| line.starts_with("missing")).collect();
     assert_eq!(missing.len(), 3, "the package and its two dependencies: {printed}");
     for name in ["pkgproxy-top", "pkgproxy-mid", "pkgproxy-leaf"] {
-        assert!(missing.iter().any(|line| line.contains(name) && line.ends_with("not cached")), "{name}: {printed}");
+        assert!(missing.iter().any(|line| line.contains(name) && line.ends_with("never fetched")), "{name}: {printed}");
     }
     assert!(!printed.contains("pkgproxy-other"), "{printed}");
     assert!(printed.contains("ready    dists/testing/InRelease"), "the index apt updated from: {printed}");

@@ -269,7 +269,7 @@ fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
 /// entry is never served, not even stale, since the client would reject it.
 /// Else why there is none to serve.
 pub(super) fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> Result<Arc<Entry>, Reason> {
-    let entry = entry.ok_or(Reason::NotCached)?;
+    let entry = entry.ok_or_else(|| not_cached(state, &request.key))?;
     if request.accepts != Acceptance::Any && !accepted(state, &entry, request) {
         tracing::debug!(key = request.key, "cached entry is not one this client reads");
         return Err(Reason::NotReadable);
@@ -283,6 +283,15 @@ pub(super) fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedR
         tracing::debug!(key = request.key, "cached entry superseded by what the index now expects");
         let by = request.expected_from.clone().unwrap_or_else(|| "what the index now lists".to_owned());
         Err(Reason::Superseded { by })
+    }
+}
+
+/// Why nothing is cached under `key`: evicted, when the cache remembers
+/// it was.
+fn not_cached(state: &State, key: &str) -> Reason {
+    match state.cache.evicted_at(key) {
+        Some(at) => Reason::Evicted { at },
+        None => Reason::NotCached,
     }
 }
 

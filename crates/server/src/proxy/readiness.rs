@@ -32,6 +32,9 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         Err(why) => item(false, Some(why), None),
         Ok(Decided { decision: Decision::Cache(request), side, .. }) => match cached_readiness(state, side, &request) {
             Ok(size) => item(true, None, size),
+            // The cache remembers what eviction took: anything else it
+            // does not hold it never fetched (or was told to forget).
+            Err(Reason::NotCached) => item(false, Some("never fetched".to_owned()), None),
             Err(why) => item(false, Some(why.to_string()), None),
         },
         Ok(Decided { decision: Decision::Answer(_), .. }) => item(true, None, None),

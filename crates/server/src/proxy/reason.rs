@@ -20,6 +20,11 @@ const LONGEST: usize = 240;
 pub enum Reason {
     /// Nothing is cached under the key.
     NotCached,
+    /// Eviction removed what was cached under the key (at, Unix seconds).
+    Evicted {
+        /// When.
+        at: u64,
+    },
     /// The cached entry is older than its freshness window.
     Expired {
         /// Since it was fetched or last confirmed.
@@ -102,6 +107,7 @@ impl std::fmt::Display for Reason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Reason::NotCached => f.write_str("not cached"),
+            Reason::Evicted { at } => write!(f, "evicted ({})", minute_utc(*at)),
             Reason::Expired { age, window } => write!(f, "expired (age {}, window {})", short(*age), short(*window)),
             Reason::ClientAsked(directive) => write!(f, "client asked {directive}"),
             Reason::Superseded { by } => write!(f, "superseded by {by}"),
@@ -118,6 +124,12 @@ impl std::fmt::Display for Reason {
             Reason::UpstreamFailed(why) => write!(f, "upstream failed: {why}"),
         }
     }
+}
+
+/// Unix seconds to the minute: `2026-12-01 12:03 UTC`.
+fn minute_utc(secs: u64) -> String {
+    let stamp = humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_secs(secs)).to_string();
+    format!("{} {} UTC", &stamp[..10], &stamp[11..16])
 }
 
 /// A duration the way people say it: `40s`, `7m`, `3h`, `2d` (the largest
@@ -141,6 +153,7 @@ mod tests {
         let expired = Reason::Expired { age: Duration::from_secs(7 * 60 + 5), window: Duration::from_secs(300) };
         assert_eq!(expired.to_string(), "expired (age 7m, window 5m)");
         assert_eq!(Reason::NotCached.to_string(), "not cached");
+        assert_eq!(Reason::Evicted { at: 1_800_000_000 }.to_string(), "evicted (2027-01-15 08:00 UTC)");
         let open = Reason::BreakerOpen { host: Some("deb.debian.org".into()), left: Duration::from_millis(13_200) };
         assert_eq!(open.to_string(), "breaker open for deb.debian.org, 14 s left");
         assert_eq!(
