@@ -169,3 +169,29 @@ async fn the_control_sockets_answer_bad_questions_with_a_clear_error() {
     let (_, live) = send(&stats, Method::GET, "/pkgproxy/v1/info".to_owned(), b"").await;
     assert!(!live.is_empty(), "still serving");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_lxd_index_generation_says_why_it_was_not_a_plain_hit() {
+    let origin = pkgproxy_testkit::FakeSimplestreams::start().await;
+    origin.publish("20240101", &pkgproxy_testkit::LxdImage::build("why", None));
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let index = "/lxd/test/streams/v1/index.json";
+    let get = |headers: &'static [(&'static str, &'static str)]| {
+        pkgproxy_testkit::client::send(daemon.proxy_addr(), "GET", index, headers, b"")
+    };
+
+    let first = get(&[]).await;
+    assert_eq!((first.status, first.header("x-pkgproxy-reason")), (200, Some("not cached")));
+    let again = get(&[]).await;
+    assert_eq!((again.header("x-pkgproxy-cache"), again.header("x-pkgproxy-reason")), (Some("hit"), None));
+    let asked = get(&[("cache-control", "max-age=0")]).await;
+    assert_eq!(asked.header("x-pkgproxy-reason"), Some("client asked max-age=0"));
+
+    // The remote failing: the last generation, saying why.
+    origin.set_status(503);
+    let stale = get(&[("cache-control", "max-age=0")]).await;
+    assert_eq!(stale.status, 200);
+    let why = stale.header("x-pkgproxy-reason").unwrap_or_default();
+    assert!(why.starts_with("upstream failed"), "{why}");
+}

@@ -29,6 +29,7 @@ use super::answer::Served;
 use super::cached;
 use super::fetching;
 use super::outcome::{Failed, Outcome};
+use super::reason::{Reason, REASON};
 use crate::context::{Exchange, Supply};
 use crate::state::{Refreshed, State};
 
@@ -44,17 +45,31 @@ pub async fn serve(
     generation: GenerationRequest,
     routed: &Request<'_>,
 ) -> Outcome {
-    if let Err(failed) = current(state, exchange, &generation.root).await {
-        state.stats.side(generation.root.side).increment(SideCounter::Requests);
-        return failed.into();
-    }
+    let why = match current(state, exchange, &generation.root).await {
+        Ok(why) => why,
+        Err(failed) => {
+            state.stats.side(generation.root.side).increment(SideCounter::Requests);
+            return failed.into();
+        }
+    };
     match generation.serve {
-        Member::Key(key) => member(state, exchange, &generation.root, &key),
+        Member::Key(key) => with_reason(member(state, exchange, &generation.root, &key), why),
         Member::DecidedAgain => match side.classify(routed) {
             Decision::Cache(request) => cached::serve(state, exchange, side, *request).await,
             Decision::Refuse(refusal) => Failed::Refused(refusal).into(),
             _ => Failed::Refused(Refusal::not_found("the remote's index does not name it")).into(),
         },
+    }
+}
+
+/// `outcome`, saying `why` it is not a plain hit when it is not.
+fn with_reason(outcome: Outcome, why: Option<Reason>) -> Outcome {
+    match (outcome, why) {
+        (Outcome::Answered(mut response), Some(why)) => {
+            response.headers_mut().insert(REASON, why.header_value());
+            Outcome::Answered(response)
+        }
+        (outcome, _) => outcome,
     }
 }
 
@@ -71,22 +86,29 @@ fn member(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest, key
 }
 
 /// Brings the generation of `root` up to date if its window has passed:
-/// `Ok` when there is one to serve (the last one, if the refresh failed).
-pub(super) async fn current(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest) -> Result<(), Failed> {
+/// `Ok` when there is one to serve (the last one, if the refresh failed),
+/// with why it is not the fresh one that was held, if it is not.
+pub(super) async fn current(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    root: &CachedRequest,
+) -> Result<Option<Reason>, Failed> {
     let published = state.cache.lookup(&root.key);
-    if published.as_ref().is_some_and(|entry| cached::is_fresh(state, exchange, root, entry)) {
-        return Ok(());
-    }
+    let why = match &published {
+        Some(entry) if cached::is_fresh(state, exchange, root, entry) => return Ok(None),
+        Some(entry) => cached::stale_reason(state, exchange, root, entry),
+        None => Reason::NotCached,
+    };
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let (shared, request) = (Arc::clone(state), root.clone());
     let refreshed =
         state.generations.run(&root.key, move || async move { refresh(&shared, &request, agent, None).await }).await;
     match (refreshed, published) {
-        (Ok(()), _) => Ok(()),
+        (Ok(()), _) => Ok(Some(why)),
         (Err(failed), Some(_)) => {
             tracing::info!(key = root.key, reason = ?failed, "refresh failed; serving the last generation");
             state.stats.side(root.side).increment(SideCounter::StaleServed);
-            Ok(())
+            Ok(Some(Reason::from(&failed)))
         }
         (Err(failed), None) => Err(failed),
     }

@@ -168,7 +168,7 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
         Decision::Cache(request) if request.pointer.is_some() => pointer::serve(state, &exchange, side, *request).await,
         Decision::Cache(request) => cached::serve(state, &exchange, side, *request).await,
         Decision::Generation(generation) => match generation::current(state, &exchange, &generation.root).await {
-            Ok(()) => return check(state, url),
+            Ok(_) => return check(state, url),
             Err(failed) => failed.into(),
         },
         Decision::Answer(_) | Decision::Refuse(_) | Decision::Forward(_) => return before,
