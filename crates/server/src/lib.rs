@@ -35,7 +35,15 @@
 //!   proxy/plan.rs        RFC 9110 ranges and conditionals, pure
 //!   proxy/outcome.rs     one typed outcome per request, mapped to HTTP once,
 //!                        in the side's words
+//!   proxy/reason.rs      why an answer is not a plain hit (X-Pkgproxy-Reason)
 //! ```
+//!
+//! For pkgproxy's own requests, through the same path: `proxy/explain.rs`
+//! (what a request would get now, without fetching), `proxy/readiness.rs`
+//! (whether it would be served offline; warming it), `proxy/needs.rs`
+//! (what a build needs, found in what the cache holds),
+//! `proxy/supplied.rs` (an item taken in from handed bytes) and
+//! `bundle/` (export and import of bundles for air gaps).
 //!
 //! Beside it: `control/` (the stats and admin sockets, speaking
 //! `pkgproxy_control`'s messages), `config/` (the file as written, validated

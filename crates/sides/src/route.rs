@@ -116,6 +116,14 @@ fn is_below(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
+/// The prefix `side` is mounted at (`/snap`), when it has one.
+pub fn prefix_of(side: SideId) -> Option<&'static str> {
+    ROUTES.iter().find_map(|(mount, mounted)| match mount {
+        Mount::Prefix(prefix) if *mounted == side => Some(*prefix),
+        _ => None,
+    })
+}
+
 fn forward_proxy() -> Option<SideId> {
     ROUTES.iter().find(|(mount, _)| *mount == Mount::ForwardProxy).map(|(_, side)| *side)
 }

@@ -266,6 +266,17 @@ async fn a_snap_warmed_downloads_offline_and_its_bundle_serves_a_pkgproxy_never_
     let gapped_download = snap.run("gapped", &["download", "hello-pkgproxy"]);
     assert!(gapped_download.stderr.contains(SNAP_TRUST_ROOT), "{}", gapped_download.stderr);
     assert_eq!(gapped_download.file("hello-pkgproxy_3.snap").as_deref(), Some(expected.bytes.as_ref()));
+
+    // The whole cache carries the snap too: its record, download and
+    // assertions.
+    let whole = dir.path().join("whole.tar");
+    assert!(ctl(&online, &["export", "-o", whole.to_str().unwrap(), "--all"]).0);
+    let second = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&second, &["import", whole.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    let snap = SnapSandbox::new(&format!("http://{}/snap/", second.proxy_addr()));
+    let from_whole = snap.run("whole", &["download", "hello-pkgproxy"]);
+    assert!(from_whole.stderr.contains(SNAP_TRUST_ROOT), "{}", from_whole.stderr);
     assert!(store.requests().is_empty(), "{:#?}", store.requests());
 }
 
@@ -311,6 +322,16 @@ async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_ne
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
     assert!(imported && printed.starts_with("0 of 4 items taken in"), "{printed}");
+
+    // The whole cache carries the image too.
+    let whole = dir.path().join("whole.tar");
+    assert!(ctl(&online, &["export", "-o", whole.to_str().unwrap(), "--all"]).0);
+    let second = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&second, &["import", whole.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    let exported = lxc_through(&second).await.export("test:testos", "whole");
+    assert!(exported.success, "{}", exported.stderr);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
 }
 
 /// An lxc whose remote `test` is `daemon` over https, its certificate

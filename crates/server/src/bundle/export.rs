@@ -12,6 +12,7 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use pkgproxy_cache::{BodyReader, Entry, UpstreamBody};
 use pkgproxy_control::ExportRequest;
+use pkgproxy_sides::{route, Side, SideId};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -44,7 +45,7 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
     let mut seen = HashSet::new();
     let mut not_held = Vec::new();
     let (urls, records) = match asked.all {
-        true => (everything(state), all_records(state)),
+        true => everything(state),
         false => (asked.urls.clone(), asked.records.clone()),
     };
     for key in records.iter().filter(|key| seen.insert(key.to_string())) {
@@ -79,8 +80,22 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
 
 /// Every request that reads something the cache holds and would be
 /// served offline, side by side, what proves others first (each side
-/// ranks its files).
-fn everything(state: &State) -> Vec<String> {
+/// ranks its files); and the recorded answers replayed offline, with what
+/// they name (a snap's download and assertions).
+fn everything(state: &State) -> (Vec<String>, Vec<String>) {
+    let records = all_records(state);
+    let mut urls = every_request(state);
+    if let Side::Snap(snap) = state.sides.get(SideId::Snap) {
+        let mount = route::prefix_of(SideId::Snap).unwrap_or_default();
+        let named = snap.recorded_needs(&records).paths.into_iter().map(|path| format!("{mount}{path}"));
+        urls.extend(named.filter(|url| readiness::check(state, url).ready));
+    }
+    (urls, records)
+}
+
+/// Every request a side names for what the cache holds, that would be
+/// served offline, in each side's order.
+fn every_request(state: &State) -> Vec<String> {
     let mut found = Vec::new();
     let visited = state.cache.visit("", |key, _, _| {
         let owner = state.sides.iter().enumerate().find_map(|(order, side)| Some((order, side.client_url(key)?)));

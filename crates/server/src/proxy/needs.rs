@@ -19,7 +19,7 @@ use pkgproxy_sides::apt::packages::Compression;
 use pkgproxy_sides::apt::release::{self, FileSum};
 use pkgproxy_sides::lxd::needs::Instance;
 use pkgproxy_sides::snap::needs::{classic_device, DOWNLOAD_FIELDS, NEWER_FIELDS};
-use pkgproxy_sides::{Decision, Mount, Side, SideId};
+use pkgproxy_sides::{route, Decision, Mount, Side, SideId};
 use serde_json::json;
 
 use super::explain::{self, Decided};
@@ -179,19 +179,17 @@ fn for_platform<'j>(list: &'j [serde_json::Value], platform: &str) -> Option<&'j
         .and_then(|entry| entry["digest"].as_str())
 }
 
-/// Where the snap side is mounted.
-const SNAP_MOUNT: &str = "/snap";
-
 /// What `snap download` of the asked snaps needs on a classic device of
 /// the asked architecture: the recorded store answer for each, then its
 /// download and assertion chain, as far as the cache holds them. Blocking.
 pub fn snap_needs(state: &State, asked: &SnapNeedsRequest) -> SnapNeeds {
     let Side::Snap(snap) = state.sides.get(SideId::Snap) else { return SnapNeeds::default() };
+    let mount = route::prefix_of(SideId::Snap).unwrap_or_default();
     let device = classic_device(&asked.architecture);
     let mut needs = SnapNeeds::default();
     for wanted in &asked.snaps {
         let found = snap.offline_needs(&device, &wanted.name, &wanted.channel);
-        needs.urls.extend(found.paths.iter().map(|path| format!("{SNAP_MOUNT}{path}")));
+        needs.urls.extend(found.paths.iter().map(|path| format!("{mount}{path}")));
         needs.unresolved.extend(found.unresolved);
         needs.records.extend(found.records);
     }
@@ -233,7 +231,7 @@ pub async fn snap_refresh(state: &Arc<State>, asked: &SnapNeedsRequest) -> Vec<S
     let routed = pkgproxy_sides::Request {
         method: &Method::POST,
         headers: &headers,
-        mount: Mount::Prefix(SNAP_MOUNT),
+        mount: Mount::Prefix(route::prefix_of(SideId::Snap).unwrap_or_default()),
         path: "/v2/snaps/refresh",
         query: None,
         target: None,
@@ -290,14 +288,12 @@ fn device_headers(device: &pkgproxy_sides::snap::Device) -> HeaderMap {
     headers
 }
 
-/// Where the LXD side is mounted; each remote below it by its name.
-const LXD_MOUNT: &str = "/lxd";
-
 /// What fetching the asked LXD images needs: each remote's index and
 /// products files, then each image's files of the newest version listed
 /// for the alias, as far as the held generations say. Blocking.
 pub fn lxd_needs(state: &State, asked: &LxdNeedsRequest) -> LxdNeeds {
     let Side::Lxd(lxd) = state.sides.get(SideId::Lxd) else { return LxdNeeds::default() };
+    let mount = route::prefix_of(SideId::Lxd).unwrap_or_default();
     let mut needs = LxdNeeds::default();
     for image in &asked.images {
         let instance = match image.vm {
@@ -305,7 +301,7 @@ pub fn lxd_needs(state: &State, asked: &LxdNeedsRequest) -> LxdNeeds {
             false => Instance::Container,
         };
         let found = lxd.offline_needs(&image.remote, &image.alias, instance, &asked.architecture);
-        let url = |path: &String| format!("{LXD_MOUNT}/{}/{path}", image.remote);
+        let url = |path: &String| format!("{mount}/{}/{path}", image.remote);
         needs.urls.extend(found.paths.iter().map(url).filter(|url| !needs.urls.contains(url)).collect::<Vec<_>>());
         needs.unresolved.extend(found.unresolved);
     }

@@ -268,7 +268,7 @@ pub struct Go {
 pub fn client_url(key: &str) -> Option<(u8, String)> {
     let relative = key.strip_prefix("go/")?;
     let rank = if relative.starts_with("sumdb/") { 0 } else { 1 };
-    Some((rank, format!("/go/{relative}")))
+    Some((rank, format!("{}/{relative}", crate::route::prefix_of(SideId::Go)?)))
 }
 
 impl Go {

@@ -55,9 +55,6 @@ use stream::Sum;
 /// How long a generation is served before the index is asked again.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(10 * 60);
 
-/// Where the side is mounted; each remote below it by its name.
-const MOUNT: &str = "/lxd";
-
 /// Where every generation starts.
 pub const INDEX_PATH: &str = "streams/v1/index.json";
 
@@ -294,10 +291,10 @@ impl Lxd {
     pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
         if let Some(sha256) = key.strip_prefix("lxd/file/sha256/") {
             let (remote, path) = self.items.named(sha256)?;
-            return Some((1, format!("{MOUNT}/{remote}/{path}")));
+            return Some((1, format!("{}/{remote}/{path}", mount())));
         }
         let remote = key.strip_prefix("lxd/")?.strip_suffix(&format!("/{INDEX_PATH}"))?;
-        Some((0, format!("{MOUNT}/{remote}/{INDEX_PATH}")))
+        Some((0, format!("{}/{remote}/{INDEX_PATH}", mount())))
     }
 
     /// The request for `remote`'s index: the root of its generations.
@@ -381,6 +378,11 @@ fn host_and_prefix(url: &str) -> Option<(String, String)> {
 
 fn file_key(sum: &Sum) -> String {
     format!("lxd/file/sha256/{}", sum.sha256)
+}
+
+/// Where the side is mounted; each remote below it by its name.
+fn mount() -> &'static str {
+    crate::route::prefix_of(SideId::Lxd).unwrap_or_default()
 }
 
 fn member_key(remote: &str, path: &str) -> String {

@@ -92,13 +92,40 @@ impl Snap {
 
     /// What `snap download name --channel channel` on `device` needs.
     pub fn offline_needs(&self, device: &Device, name: &str, channel: &str) -> SnapNeeds {
-        let mut needs = SnapNeeds::default();
         let what = format!("{name} ({channel})");
-        let Some(recorded) = self.recorded(device, name, channel) else {
-            needs.unresolved.push(format!("{what}: the store's answer for it is not recorded"));
-            return needs;
-        };
-        needs.records.push(actions::record_key(&recorded.key));
+        match self.recorded(device, name, channel) {
+            Some(recorded) => self.chain(&device.scope(), device.series_or_default(), &recorded, &what),
+            None => SnapNeeds {
+                unresolved: vec![format!("{what}: the store's answer for it is not recorded")],
+                ..SnapNeeds::default()
+            },
+        }
+    }
+
+    /// What replaying each recorded store answer of the global store
+    /// needs (a bundle of the whole cache carries them all).
+    pub fn recorded_needs(&self, record_keys: &[String]) -> SnapNeeds {
+        let mut needs = SnapNeeds::default();
+        for key in record_keys {
+            let Some(recorded) = Holdings::record(self, key) else { continue };
+            // The action key: `v1|series/arch/scope/classic/caps|...`.
+            let device = recorded.key.split('|').nth(1).unwrap_or_default();
+            let (series, scope) = (device.split('/').next().unwrap_or_default(), device.split('/').nth(2));
+            if scope != Some("global") {
+                continue;
+            }
+            let series = if series.is_empty() { "16" } else { series };
+            let found = self.chain("global", series, &recorded, &recorded.key);
+            needs.paths.extend(found.paths.into_iter().filter(|path| !needs.paths.contains(path)).collect::<Vec<_>>());
+            needs.records.extend(found.records);
+        }
+        needs
+    }
+
+    /// What replaying `recorded` needs: the record, the blob it names and
+    /// the assertion chain, as far as the cache holds it.
+    fn chain(&self, scope: &str, series: &str, recorded: &actions::Recorded, what: &str) -> SnapNeeds {
+        let mut needs = SnapNeeds { records: vec![actions::record_key(&recorded.key)], ..SnapNeeds::default() };
         let mut snap = recorded.result.get("snap").cloned().unwrap_or(Value::Null);
         let digest = snap.pointer("/download/sha3-384").and_then(Value::as_str).map(str::to_owned);
         let snap_id = snap.get("snap-id").and_then(Value::as_str).map(str::to_owned);
@@ -112,13 +139,11 @@ impl Snap {
             return needs;
         };
         needs.paths.push(download.to_owned());
-        let scope = device.scope();
-        let Some(revision_key) = actions::revision_key(&scope, &digest) else { return needs };
+        let Some(revision_key) = actions::revision_key(scope, &digest) else { return needs };
         let revision_name = revision_key.rsplit('/').next().unwrap_or_default().to_owned();
         needs.paths.push(format!("/v2/assertions/snap-revision/{revision_name}?max-format=0"));
-        let series = device.series_or_default();
         needs.paths.push(format!("/v2/assertions/snap-declaration/{series}/{snap_id}?max-format=5"));
-        let declaration = self.assertion_text(&scope, "snap-declaration", &[series.to_owned(), snap_id]);
+        let declaration = self.assertion_text(scope, "snap-declaration", &[series.to_owned(), snap_id]);
         let publisher = declaration.as_deref().and_then(|text| header(text, "publisher-id")).map(str::to_owned);
         match publisher.or(named_publisher) {
             Some(publisher) => needs.paths.push(format!("/v2/assertions/account/{publisher}?max-format=0")),
