@@ -23,7 +23,6 @@ use pkgproxy_sides::{route, Decision, Mount, Side, SideId};
 use serde_json::json;
 
 use super::explain::{self, Decided};
-use super::readiness::by_hash;
 use super::{cached, forward, outcome};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
@@ -110,7 +109,7 @@ fn open_sum(state: &State, sum: &FileSum) -> Option<Arc<std::fs::File>> {
     if !state.cache.holds(&sha256, sum.size) {
         return None;
     }
-    state.cache.open_body(&by_hash(sha256, sum.size, pkgproxy_cache::Class::Immutable)).ok()
+    state.cache.open_body(&cached::by_hash(sha256, sum.size, pkgproxy_cache::Class::Immutable)).ok()
 }
 
 /// The cached body a `GET` of `url` would be answered with offline, read

@@ -2,8 +2,8 @@
 //! (`pkgproxyctl check`), and fetching what it could not (`pkgproxyctl
 //! warm`): one URL at a time, as a client would ask for it. The client
 //! turns a build's inputs (a `go.sum`, `--print-uris` lines) into URLs;
-//! what only the cache can say the daemon finds in what it holds (see
-//! [`super::needs`]). It answers for each URL from its cache, and warms
+//! what only the cache can say the daemon finds in what it holds
+//! (`needs.rs`). It answers for each URL from its cache, and warms
 //! through its own request path: its one way out, its checks, its cache.
 //! What the answer to a URL is made of is what a bundle carries.
 
@@ -107,7 +107,7 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         Ok(entry) => entry,
         Err(_) if explain::adoptable(state, &request) => {
             let (sha256, size) = (request.expected.sha256.clone(), request.expected.size);
-            Arc::new(by_hash(sha256.unwrap_or_default(), size.unwrap_or_default(), request.class))
+            Arc::new(cached::by_hash(sha256.unwrap_or_default(), size.unwrap_or_default(), request.class))
         }
         Err(why) => return Err(why.to_string()),
     };
@@ -191,19 +191,5 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
             let why = why.and_then(|why| why.to_str().ok().map(str::to_owned));
             ItemReadiness { reason: Some(why.unwrap_or_else(|| format!("the upstream answered {status}"))), ..after }
         }
-    }
-}
-
-/// An entry for stored bytes known by their hash alone (held under another
-/// name): enough to open them.
-pub(super) fn by_hash(sha256: String, size: u64, class: pkgproxy_cache::Class) -> pkgproxy_cache::Entry {
-    pkgproxy_cache::Entry {
-        sha256,
-        size,
-        headers: Vec::new(),
-        validators: Default::default(),
-        fetched_at: 0,
-        class,
-        last_used: 0,
     }
 }
