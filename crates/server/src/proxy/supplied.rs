@@ -135,11 +135,19 @@ async fn drained(side: Option<&Side>, state: &State, outcome: Outcome) -> Result
     }
     let response = outcome::respond(side, state.upstream.switch.mode(), outcome);
     let (status, why) = (response.status(), response.headers().get(REASON).cloned());
-    let body = response.into_body().collect().await;
     let why = why.and_then(|why| why.to_str().ok().map(str::to_owned));
-    match (status, body) {
-        (StatusCode::OK, Ok(_)) => Ok(why),
-        (StatusCode::OK, Err(error)) => Err(format!("its fetch failed: {error}")),
+    // Read and let go, frame by frame: a body of gigabytes is never held.
+    let mut body = response.into_body();
+    let mut broken = None;
+    while let Some(frame) = body.frame().await {
+        if let Err(error) = frame {
+            broken = Some(error.to_string());
+            break;
+        }
+    }
+    match (status, broken) {
+        (StatusCode::OK, None) => Ok(why),
+        (StatusCode::OK, Some(error)) => Err(format!("its fetch failed: {error}")),
         (status, _) => Err(why.unwrap_or_else(|| format!("answered {status}"))),
     }
 }
