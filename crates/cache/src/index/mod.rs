@@ -44,6 +44,8 @@ pub struct Index {
     /// The totals as last committed; also what serializes the writes and
     /// the memory updates after them, so memory follows the commit order.
     totals: Mutex<Totals>,
+    /// How many evicted keys are remembered.
+    evicted_kept: u64,
 }
 
 impl std::fmt::Debug for Index {
@@ -74,6 +76,7 @@ impl Index {
             failing: AtomicBool::new(false),
             hot: Hot::default(),
             totals: Mutex::new(totals),
+            evicted_kept: tables::EVICTED_KEPT,
         })
     }
 
@@ -226,7 +229,7 @@ impl Index {
                     for key in batch {
                         let removed = tables.remove(key)?;
                         if let (Some(_), Some(at)) = (&removed, evicted_at) {
-                            tables.mark_evicted(key, at)?;
+                            tables.mark_evicted(key, at, self.evicted_kept)?;
                         }
                         freed.extend(removed.and_then(|(_, freed)| freed));
                     }

@@ -28,7 +28,7 @@ pub const EVICTED: TableDefinition<&str, u64> = TableDefinition::new("evicted");
 pub const EVICTED_AT: TableDefinition<(u64, &str), ()> = TableDefinition::new("evicted_at");
 
 /// How many evicted keys are remembered.
-pub const EVICTED_KEPT: u64 = 100_000;
+pub(super) const EVICTED_KEPT: u64 = 100_000;
 
 /// The version of the tables beside `entries`. An index written before
 /// they existed (or by a later layout) has them built again from the
@@ -134,8 +134,8 @@ impl<'txn> Tables<'txn> {
     }
 
     /// Remembers that eviction removed `key`'s entry at `at`, forgetting
-    /// the oldest key remembered when [`EVICTED_KEPT`] are.
-    pub fn mark_evicted(&mut self, key: &str, at: u64) -> Result<(), StorageError> {
+    /// the oldest key remembered when `kept` are ([`EVICTED_KEPT`]).
+    pub fn mark_evicted(&mut self, key: &str, at: u64, kept: u64) -> Result<(), StorageError> {
         let mut count = self.evicted_count()?;
         if let Some(before) = self.evicted.insert(key, at)? {
             self.evicted_at.remove((before.value(), key))?;
@@ -143,7 +143,7 @@ impl<'txn> Tables<'txn> {
         }
         self.evicted_at.insert((at, key), ())?;
         count += 1;
-        if count > EVICTED_KEPT {
+        if count > kept {
             let oldest = self.evicted_at.first()?.map(|(when, _)| {
                 let (at, key) = when.value();
                 (at, key.to_owned())

@@ -124,3 +124,21 @@ fn a_walk_reads_every_page_and_stops_at_the_prefix() {
     let naming: HashSet<String> = ["7".to_string(), "l".to_string()].into();
     assert_eq!(index.keys_naming(&naming).unwrap(), ["k/00007", "l/after"]);
 }
+
+#[test]
+fn the_last_evicted_keys_are_remembered_until_put_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index { evicted_kept: 2, ..Index::open(&dir.path().join("index.redb")).unwrap() };
+    for (n, key) in ["a", "b", "c", "d"].iter().enumerate() {
+        index.put(key, entry(key, 1, 0)).unwrap();
+        index.remove_all(&[key.to_string()], Some(100 + n as u64)).unwrap();
+    }
+    assert_eq!(index.remove_all(&["never".to_string()], Some(200)).unwrap(), Vec::<String>::new());
+    let remembered: Vec<Option<u64>> = ["a", "b", "c", "d", "never"].iter().map(|key| index.evicted_at(key)).collect();
+    assert_eq!(remembered, [None, None, Some(102), Some(103), None], "the two newest, and only what was held");
+    index.put("c", entry("c", 1, 0)).unwrap();
+    assert_eq!(index.evicted_at("c"), None, "cached again");
+    index.put("e", entry("e", 1, 0)).unwrap();
+    index.remove_all(&["e".to_string()], Some(104)).unwrap();
+    assert_eq!((index.evicted_at("d"), index.evicted_at("e")), (Some(103), Some(104)), "c's place was freed");
+}
