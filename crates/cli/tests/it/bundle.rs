@@ -102,12 +102,7 @@ async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_tw
     assert!(hub.requests().is_empty(), "{:#?}", hub.requests());
 
     // The whole cache, in one bundle, serves the same.
-    let whole = dir.path().join("whole.tar");
-    let (exported, printed) = ctl(&online, &["export", "-o", whole.to_str().unwrap(), "--all"]);
-    assert!(exported, "{printed}");
-    let second = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
-    let (imported, printed) = ctl(&second, &["import", whole.to_str().unwrap()]);
-    assert!(imported, "{printed}");
+    let second = whole_cache_carried(&online, &config, dir.path()).await;
     for group in [&groups[..4], &groups[4..6], &groups[6..]] {
         let (ready, printed) = ctl(&second, &[&["check"][..], group].concat());
         assert!(ready, "{printed}");
@@ -269,11 +264,7 @@ async fn a_snap_warmed_downloads_offline_and_its_bundle_serves_a_pkgproxy_never_
 
     // The whole cache carries the snap too: its record, download and
     // assertions.
-    let whole = dir.path().join("whole.tar");
-    assert!(ctl(&online, &["export", "-o", whole.to_str().unwrap(), "--all"]).0);
-    let second = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
-    let (imported, printed) = ctl(&second, &["import", whole.to_str().unwrap()]);
-    assert!(imported, "{printed}");
+    let second = whole_cache_carried(&online, &config, dir.path()).await;
     let snap = SnapSandbox::new(&format!("http://{}/snap/", second.proxy_addr()));
     let from_whole = snap.run("whole", &["download", "hello-pkgproxy"]);
     assert!(from_whole.stderr.contains(SNAP_TRUST_ROOT), "{}", from_whole.stderr);
@@ -324,14 +315,22 @@ async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_ne
     assert!(imported && printed.starts_with("0 of 4 items taken in"), "{printed}");
 
     // The whole cache carries the image too.
-    let whole = dir.path().join("whole.tar");
-    assert!(ctl(&online, &["export", "-o", whole.to_str().unwrap(), "--all"]).0);
-    let second = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
-    let (imported, printed) = ctl(&second, &["import", whole.to_str().unwrap()]);
-    assert!(imported, "{printed}");
+    let second = whole_cache_carried(&online, &config, dir.path()).await;
     let exported = lxc_through(&second).await.export("test:testos", "whole");
     assert!(exported.success, "{}", exported.stderr);
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
+
+/// A pkgproxy with `config`, offline from its start, that imported a
+/// bundle of everything `online` holds (written in `dir`).
+async fn whole_cache_carried(online: &Daemon, config: &str, dir: &Path) -> Daemon {
+    let whole = dir.join("whole.tar");
+    let (exported, printed) = ctl(online, &["export", "-o", whole.to_str().unwrap(), "--all"]);
+    assert!(exported, "{printed}");
+    let gapped = Daemon::start_with(PKGPROXY, Some(config), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", whole.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    gapped
 }
 
 /// An lxc whose remote `test` is `daemon` over https, its certificate
