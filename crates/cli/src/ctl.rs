@@ -123,7 +123,7 @@ enum Command {
         /// The bundle to write (a tar).
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
-        /// Everything the cache holds.
+        /// Everything the cache holds that it could serve offline.
         #[arg(long, conflicts_with = "groups")]
         all: bool,
         /// What to bundle: SIDE ARGS..., as `check SIDE ARGS...` takes them.
