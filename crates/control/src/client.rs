@@ -119,7 +119,7 @@ impl ControlClient {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<(StatusCode, Bytes), ControlError> {
-        let response = self.exchange(method, path, Full::new(body.unwrap_or_default())).await?;
+        let response = self.exchange(method, path, JSON, Full::new(body.unwrap_or_default())).await?;
         let status = response.status();
         let body = response.into_body().collect().await.map_err(|e| broke(path, &e))?.to_bytes();
         Ok((status, body))
@@ -135,7 +135,7 @@ impl ControlClient {
         to: &mut W,
         mut progress: impl FnMut(u64),
     ) -> Result<u64, ControlError> {
-        let response = self.exchange(Method::POST, path, Full::new(body)).await?;
+        let response = self.exchange(Method::POST, path, JSON, Full::new(body)).await?;
         let status = response.status();
         let mut body = response.into_body();
         if !status.is_success() {
@@ -155,15 +155,15 @@ impl ControlClient {
         Ok(written)
     }
 
-    /// A `POST` whose body is streamed from `body` (a bundle), answered
-    /// with a JSON message.
+    /// A `POST` whose body, a bundle (a tar), is streamed from `body`,
+    /// answered with a JSON message.
     pub async fn upload<T, B>(&self, path: &str, body: B) -> Result<T, ControlError>
     where
         T: DeserializeOwned,
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let response = self.exchange(Method::POST, path, body).await?;
+        let response = self.exchange(Method::POST, path, "application/x-tar", body).await?;
         let status = response.status();
         let body = response.into_body().collect().await.map_err(|e| broke(path, &e))?.to_bytes();
         if !status.is_success() {
@@ -174,7 +174,13 @@ impl ControlClient {
 
     /// Sends one request on a connection of its own; the answer's body is
     /// still to be read.
-    async fn exchange<B>(&self, method: Method, path: &str, body: B) -> Result<Response<Incoming>, ControlError>
+    async fn exchange<B>(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &'static str,
+        body: B,
+    ) -> Result<Response<Incoming>, ControlError>
     where
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -189,12 +195,15 @@ impl ControlClient {
             .method(method)
             .uri(path)
             .header(http::header::HOST, "pkgproxy")
-            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::CONTENT_TYPE, content_type)
             .body(body)
             .map_err(|e| broke(path, &e))?;
         sender.send_request(request).await.map_err(|e| broke(path, &e))
     }
 }
+
+/// What the control sockets' requests carry, but bundles.
+const JSON: &str = "application/json";
 
 fn broke(path: &str, error: &dyn std::fmt::Display) -> ControlError {
     ControlError::Exchange { path: path.to_string(), message: error.to_string() }
