@@ -143,6 +143,17 @@ impl Side {
         }
     }
 
+    /// The cache keys of what proves what is cached under `key`, beyond
+    /// its prerequisites: what a bundle carries before it so that taking
+    /// it in checks it (a pool file: its archive's Releases and `Packages`
+    /// indexes). Only what the cache holds is carried.
+    pub fn proving_keys(&self, key: &str) -> Vec<String> {
+        match self {
+            Side::Apt(apt) => apt.proving_keys(key),
+            Side::Go(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => Vec::new(),
+        }
+    }
+
     /// Keeps `body`, which another pkgproxy recorded under `key` (an answer
     /// replayed offline, carried in a bundle), once the side has read it
     /// as one. Blocking.

@@ -182,6 +182,36 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_of_print_uris_lines_carries_the_indexes_that_prove_the_packages() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = chain_of_three(dir.path());
+    let origin = Origin::serve(repo.root()).await;
+    let source = format!("{}/debian", origin.url());
+    let config = archive("local", std::slice::from_ref(&source));
+    let online = Daemon::start(PKGPROXY, Some(&config)).await;
+    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
+    apt.update().assert_success();
+    let uris = apt.run(&["download", "--print-uris", "pkgproxy-top", "pkgproxy-mid", "pkgproxy-leaf"]);
+    uris.assert_success();
+    let list = dir.path().join("uris");
+    std::fs::write(&list, &uris.stdout).unwrap();
+    let group = ["apt", "--uris", list.to_str().unwrap()];
+    assert!(ctl(&online, &[&["warm"][..], &group].concat()).0);
+    let bundle = dir.path().join("bundle.tar");
+    assert!(ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat()).0);
+
+    origin.clear_requests();
+    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    let (taken, _) = printed.split_once(" of ").unwrap_or_default();
+    assert!(imported && taken.parse::<usize>().is_ok_and(|taken| taken > 3), "the indexes too: {printed}");
+    let fresh = AptSandbox::new(Some(&gapped.proxy_url()), &source, repo.keyring());
+    fresh.update().assert_success();
+    fresh.download(&["pkgproxy-top"]).assert_success();
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_module_zip_changed_in_a_bundle_is_refused_by_the_checksum_database_record_it_carries() {
     let (modules, origin, _) = upstream_with_sums().await;
     let direct = GoSandbox::new(&origin.url());

@@ -95,14 +95,19 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
     if side.remembered(&request.key, now, true).is_some() {
         return Ok(Vec::new());
     }
-    let mut carried: Vec<Carried> = side
-        .prerequisites(&request)
-        .into_iter()
-        .filter_map(|proof| {
-            let entry = cached::usable(state, state.cache.lookup(&proof.key), &proof).ok()?;
-            Some(Carried { url: None, key: proof.key, entry })
-        })
-        .collect();
+    // What proves it: requests of their own (an archive's indexes, as
+    // they would be served offline), then what its fetch reads first (a
+    // checksum database record).
+    let proving = side.proving_keys(&request.key).into_iter().filter_map(|key| {
+        let (_, url) = side.client_url(&key)?;
+        carried(state, &url).ok()
+    });
+    let proving: Vec<Carried> = proving.flatten().collect();
+    let prerequisites = side.prerequisites(&request).into_iter().filter_map(|proof| {
+        let entry = cached::usable(state, state.cache.lookup(&proof.key), &proof).ok()?;
+        Some(Carried { url: None, key: proof.key, entry })
+    });
+    let mut carried: Vec<Carried> = proving.into_iter().chain(prerequisites).collect();
     let entry = match cached::usable(state, state.cache.lookup(&request.key), &request) {
         Ok(entry) => entry,
         Err(_) if explain::adoptable(state, &request) => {

@@ -132,6 +132,13 @@ pub struct Apt {
     index: Arc<AptIndex>,
 }
 
+/// Whether `path` (in a Release) is a `Packages` index of binaries.
+fn is_packages_index(path: &str) -> bool {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    dir.rsplit('/').next().is_some_and(|last| last.starts_with("binary-"))
+        && matches!(name, "Packages" | "Packages.gz" | "Packages.xz")
+}
+
 impl Apt {
     /// Whether the entry `key` (`apt/ARCHIVE/dists/...`) holds an index file
     /// other than the one the suite's Release lists now, or is a by-hash
@@ -171,6 +178,29 @@ impl Apt {
     /// The side's validated configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
         self.config.load()
+    }
+
+    /// The cache keys of what proves `key`, a pool file of an archive:
+    /// each suite of that archive the index holds a Release of, its
+    /// `InRelease` and the `Packages` indexes the Release lists (by name:
+    /// a request by hash is answered from the same bytes). Empty for other
+    /// keys.
+    pub fn proving_keys(&self, key: &str) -> Vec<String> {
+        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
+            return Vec::new();
+        };
+        if !relative.starts_with("pool/") {
+            return Vec::new();
+        }
+        let prefix = format!("{archive}/");
+        let mut keys = Vec::new();
+        for suite in self.index.suites().iter().filter_map(|suite| suite.strip_prefix(&prefix)) {
+            let Some(release) = self.index.release(&format!("{prefix}{suite}")) else { continue };
+            keys.push(format!("apt/{archive}/{suite}/InRelease"));
+            let indexes = release.files.keys().filter(|path| is_packages_index(path));
+            keys.extend(indexes.map(|path| format!("apt/{archive}/{suite}/{path}")));
+        }
+        keys
     }
 
     /// The URL apt asks pkgproxy for to get what is cached under `key`
