@@ -405,3 +405,98 @@ async fn body_from(path: &PathBuf, from: u64, size: u64) -> io::Result<UpstreamB
         .map_err(|e| Box::new(e) as pkgproxy_cache::fetch::BoxError);
     Ok(StreamBody::new(frames).boxed())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar of `entries` (name, bytes), as written.
+    fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (name, bytes) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            tar.append_data(&mut header, name, *bytes).unwrap();
+        }
+        tar.into_inner().unwrap()
+    }
+
+    /// A manifest of one item with `body`, and its sum.
+    fn manifest_for(body: &[u8], format: u32) -> (Vec<u8>, Vec<u8>) {
+        let item = Item {
+            url: Some("/go/example.com/m/@v/v1.0.0.info".into()),
+            key: "go/example.com/m/@v/v1.0.0.info".into(),
+            sha256: hex::encode(Sha256::digest(body)),
+            size: body.len() as u64,
+            headers: Vec::new(),
+            etag: None,
+            last_modified: None,
+            fetched_at: 0,
+            record: false,
+        };
+        let manifest = Manifest { format, pkgproxy: "test".into(), created: 0, items: vec![item] };
+        let json = serde_json::to_vec(&manifest).unwrap();
+        let sum = hex::encode(Sha256::digest(&json)).into_bytes();
+        (json, sum)
+    }
+
+    /// What the reading thread hands on for `bundle`: the manifest's items
+    /// and the blobs' names, or why it stopped.
+    fn read_all(bundle: Vec<u8>) -> Result<(usize, Vec<String>), String> {
+        let (tx, mut rx) = mpsc::channel(16);
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().to_path_buf();
+        std::thread::spawn(move || read(std::io::Cursor::new(bundle), &path, &tx)).join().unwrap();
+        let (mut items, mut blobs) = (0, Vec::new());
+        while let Some(staged) = rx.blocking_recv() {
+            match staged {
+                Staged::Manifest(manifest) => items = manifest.items.len(),
+                Staged::Blob(blob) => blobs.push(blob.sha256.clone()),
+                Staged::Broken(error) => return Err(error.to_string()),
+            }
+        }
+        Ok((items, blobs))
+    }
+
+    #[test]
+    fn a_whole_bundle_is_read_and_each_blob_checked_against_its_name() {
+        let body = b"{\"Version\":\"v1.0.0\"}";
+        let (manifest, sum) = manifest_for(body, FORMAT);
+        let sha = hex::encode(Sha256::digest(body));
+        let blob = format!("{BLOBS}{sha}");
+        let bundle = tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), (&blob, body)]);
+        assert_eq!(read_all(bundle), Ok((1, vec![sha.clone()])));
+
+        let changed = tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), (&blob, b"{\"Version\":\"v6.6.6\"}")]);
+        let refused = read_all(changed).unwrap_err();
+        assert!(refused.starts_with("item 1 of 1 (/go/example.com/m/@v/v1.0.0.info) refused"), "{refused}");
+    }
+
+    #[test]
+    fn what_is_not_a_bundle_is_refused_saying_why_and_nothing_panics() {
+        let body = b"x";
+        let (manifest, sum) = manifest_for(body, FORMAT);
+        let refused = |bundle: Vec<u8>| read_all(bundle).unwrap_err();
+
+        assert!(refused(b"not a tar at all, just some bytes".repeat(40)).starts_with("not a bundle"));
+        assert!(refused(Vec::new()).contains("it ends before pkgproxy-bundle.json"));
+        let first = refused(tar_of(&[(MANIFEST_SUM, &sum), (MANIFEST, &manifest)]));
+        assert!(first.contains("it starts with pkgproxy-bundle.json.sha256"), "{first}");
+        let (newer, newer_sum) = manifest_for(body, FORMAT + 1);
+        let format = refused(tar_of(&[(MANIFEST, &newer), (MANIFEST_SUM, &newer_sum)]));
+        assert!(format.contains(&format!("its format is {}", FORMAT + 1)), "{format}");
+        let stray = refused(tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), ("etc/passwd", b"x")]));
+        assert!(stray.contains("etc/passwd is not part of a bundle"), "{stray}");
+        let unnamed = refused(tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), ("blobs/short", b"x")]));
+        assert!(unnamed.contains("blobs/short is not part of a bundle"), "{unnamed}");
+
+        // Cut in the middle of a blob.
+        let big = vec![7u8; 64 * 1024];
+        let (manifest, sum) = manifest_for(&big, FORMAT);
+        let blob = format!("{BLOBS}{}", hex::encode(Sha256::digest(&big)));
+        let mut cut = tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), (&blob, &big)]);
+        cut.truncate(cut.len() - 40 * 1024);
+        assert!(read_all(cut).is_err(), "a bundle cut short is refused");
+    }
+}
