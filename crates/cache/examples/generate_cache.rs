@@ -77,5 +77,6 @@ fn record(n: usize) -> Record {
         headers: vec![("content-type".into(), "application/vnd.debian.binary-package".into())],
         validators: Validators { etag: Some(format!("\"{n:x}-{size:x}\"")), last_modified: None },
         class: Class::Immutable,
+        fetched_at: None,
     }
 }

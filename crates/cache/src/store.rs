@@ -37,6 +37,9 @@ pub struct Record {
     pub validators: Validators,
     /// How it ages.
     pub class: Class,
+    /// When it was fetched, if elsewhere (Unix seconds: a bundle's entry);
+    /// `None`: now. Never later than now.
+    pub fetched_at: Option<u64>,
 }
 
 /// The persistent cache on disk.
@@ -266,6 +269,7 @@ impl Store {
     /// of files that go together) the entry for its key, all in one index
     /// commit: a reader sees all of them or none. Blocking.
     pub fn put_all(&self, records: Vec<Record>) -> Result<(), StoreError> {
+        let now = unix_secs(self.clock.now());
         let mut entries = Vec::with_capacity(records.len());
         for record in records {
             let mut temp = self.temp()?;
@@ -279,7 +283,7 @@ impl Store {
                 size: hashes.size,
                 headers: record.headers,
                 validators: record.validators,
-                fetched_at: unix_secs(self.clock.now()),
+                fetched_at: record.fetched_at.map_or(now, |at| at.min(now)),
                 class: record.class,
                 last_used: 0,
             };
@@ -630,6 +634,7 @@ mod tests {
                     headers: vec![],
                     validators: Validators::default(),
                     class: Class::Immutable,
+                    fetched_at: (key == &keys[1]).then_some(1_000),
                 })
                 .collect();
             store.put_all(records).unwrap();
@@ -643,6 +648,8 @@ mod tests {
         assert_eq!(store.index.counted(), 4_999);
         assert!(store.lookup(&keys[0]).is_none());
         assert!(store.lookup(&keys[4_000]).is_some(), "read from the file when asked for");
+        assert_eq!(store.lookup(&keys[1]).unwrap().fetched_at, 1_000, "fetched elsewhere, dated so");
+        assert!(store.lookup(&keys[2]).unwrap().fetched_at > 1_000, "fetched now");
         let mut listed = 0;
         store.visit("go/example.com/m4", |_, _, _| listed += 1).unwrap();
         assert_eq!(listed, 1 + 10 + 100 + 1000, "m4, m40.., m400.., m4000..");

@@ -151,6 +151,8 @@ struct File {
     body: Bytes,
     headers: Vec<(String, String)>,
     validators: pkgproxy_cache::Validators,
+    /// When it was fetched, when that was elsewhere (a bundle's file).
+    fetched_at: Option<u64>,
 }
 
 impl File {
@@ -161,6 +163,7 @@ impl File {
             headers: self.headers,
             validators: self.validators,
             class: request.class,
+            fetched_at: self.fetched_at,
         }
     }
 }
@@ -219,7 +222,12 @@ async fn read_whole(mut body: pkgproxy_cache::UpstreamBody) -> Result<Bytes, Str
 /// The file of a `200` with `parts`, whose body was read as `body`.
 fn file(request: &CachedRequest, parts: &http::response::Parts, body: Result<Bytes, String>) -> Result<File, Failed> {
     let body = body.map_err(|error| Failed::Upstream(format!("reading {}: {error}", request.origin.path)))?;
-    Ok(File { body, headers: kept_headers(&parts.headers), validators: validators(&parts.headers) })
+    Ok(File {
+        body,
+        headers: kept_headers(&parts.headers),
+        validators: validators(&parts.headers),
+        fetched_at: parts.extensions.get::<pkgproxy_cache::FetchedAt>().map(|at| at.0),
+    })
 }
 
 /// The file held under `key`, confirmed by a `304`.
@@ -230,7 +238,12 @@ async fn held_file(state: &Arc<State>, key: &str, entry: &Entry) -> Result<File,
         .ok()
         .flatten()
         .ok_or_else(|| Failed::Internal(format!("{key} cannot be read back")))?;
-    Ok(File { body: Bytes::from(body), headers: entry.headers.clone(), validators: entry.validators.clone() })
+    Ok(File {
+        body: Bytes::from(body),
+        headers: entry.headers.clone(),
+        validators: entry.validators.clone(),
+        fetched_at: None,
+    })
 }
 
 fn conditional(held: Option<&Entry>) -> HeaderMap {
