@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::common::{archive, PKGPROXY};
 use crate::go_client::upstream_with_sums;
-use crate::readiness::ctl;
+use crate::readiness::{ctl, updated_through_pkgproxy};
 
 /// A repository with a package that pulls in two others.
 fn chain_of_three(dir: &Path) -> AptRepo {
@@ -122,12 +122,8 @@ async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_tw
 async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     let dir = tempfile::tempdir().unwrap();
     let repo = chain_of_three(dir.path());
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
+    let (_origin, source, online, apt) = updated_through_pkgproxy(&repo).await;
     let config = archive("local", std::slice::from_ref(&source));
-    let online = Daemon::start(PKGPROXY, Some(&config)).await;
-    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
-    apt.update().assert_success();
     let sources = apt.dir().join("etc/apt/sources.list");
     let group = ["apt", "--sources", sources.to_str().unwrap(), "pkgproxy-top"];
     let bundle = dir.path().join("bundle.tar");
@@ -185,12 +181,8 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
 async fn a_bundle_of_print_uris_lines_carries_the_indexes_that_prove_the_packages() {
     let dir = tempfile::tempdir().unwrap();
     let repo = chain_of_three(dir.path());
-    let origin = Origin::serve(repo.root()).await;
-    let source = format!("{}/debian", origin.url());
+    let (origin, source, online, apt) = updated_through_pkgproxy(&repo).await;
     let config = archive("local", std::slice::from_ref(&source));
-    let online = Daemon::start(PKGPROXY, Some(&config)).await;
-    let apt = AptSandbox::new(Some(&online.proxy_url()), &source, repo.keyring());
-    apt.update().assert_success();
     let uris = apt.run(&["download", "--print-uris", "pkgproxy-top", "pkgproxy-mid", "pkgproxy-leaf"]);
     uris.assert_success();
     let list = dir.path().join("uris");

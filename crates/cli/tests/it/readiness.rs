@@ -17,7 +17,7 @@ pub(crate) fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String) {
 /// `repo` served, a pkgproxy in front of it, and an apt that updated
 /// through it (so pkgproxy holds the indexes): the origin, the source URL,
 /// the daemon and the apt.
-async fn updated_through_pkgproxy(repo: &AptRepo) -> (Origin, String, Daemon, AptSandbox) {
+pub(crate) async fn updated_through_pkgproxy(repo: &AptRepo) -> (Origin, String, Daemon, AptSandbox) {
     let origin = Origin::serve(repo.root()).await;
     let source = format!("{}/debian", origin.url());
     let daemon = Daemon::start(PKGPROXY, Some(&archive("local", std::slice::from_ref(&source)))).await;
