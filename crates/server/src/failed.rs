@@ -9,12 +9,18 @@
 //! until the mode changes.
 
 use std::error::Error;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use http::{HeaderMap, StatusCode};
 
 use pkgproxy_cache::FetchError;
 use pkgproxy_sides::{Failure, Refusal};
-use pkgproxy_upstream::offline::{Mode, Refusal as NotSent};
+use pkgproxy_upstream::offline::{outcome_of, Mode, Outcome as HostOutcome, Refusal as NotSent};
 use pkgproxy_upstream::UpstreamError;
+
+/// How long a `429` without a usable `Retry-After` keeps an upstream from
+/// being asked again.
+pub const RATE_LIMITED_FOR: Duration = Duration::from_secs(60);
 
 /// Why pkgproxy cannot serve a request.
 #[derive(Debug, Clone)]
@@ -29,6 +35,14 @@ pub enum Failed {
         /// The host whose breaker is open, when known.
         host: Option<String>,
         /// How long until the upstream may be asked again.
+        retry_after: Duration,
+    },
+    /// The upstream asked to be left alone: it answered `429` (its rate
+    /// limit), or `503` with a `Retry-After`.
+    RateLimited {
+        /// What it answered.
+        status: StatusCode,
+        /// How long until it may be asked again.
         retry_after: Duration,
     },
     /// The upstream could not be reached or failed: why, for people.
@@ -56,6 +70,39 @@ impl Failed {
         }
     }
 
+    /// The failure an upstream answer of `status` with `headers` is when
+    /// it asks to be left alone (read at `now`, for a `Retry-After` date):
+    /// a `429` (for its `Retry-After`, else [`RATE_LIMITED_FOR`]) or a
+    /// `503` with a `Retry-After`.
+    pub fn rate_limited(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> Option<Failed> {
+        let HostOutcome::Failure { retry_after } = outcome_of(status, headers, now) else { return None };
+        let retry_after = match (status, retry_after) {
+            (_, Some(retry_after)) => retry_after,
+            (StatusCode::TOO_MANY_REQUESTS, None) => RATE_LIMITED_FOR,
+            _ => return None,
+        };
+        Some(Failed::RateLimited { status, retry_after })
+    }
+
+    /// How long the upstream asked to be left alone, when it did (a rate
+    /// limit, or a breaker opened by one).
+    pub fn leave_alone_for(&self) -> Option<Duration> {
+        match self {
+            Failed::RateLimited { retry_after, .. } | Failed::Overloaded { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    /// The same failure, `left` from its end: what a client asking again
+    /// before then is told.
+    pub fn with_time_left(&self, left: Duration) -> Failed {
+        match self {
+            Failed::RateLimited { status, .. } => Failed::RateLimited { status: *status, retry_after: left },
+            Failed::Overloaded { host, .. } => Failed::Overloaded { host: host.clone(), retry_after: left },
+            other => other.clone(),
+        }
+    }
+
     fn not_sent(host: String, refusal: NotSent) -> Failed {
         match refusal {
             NotSent::Offline => Failed::Offline,
@@ -71,7 +118,9 @@ impl Failed {
             Failed::Refused(refusal) => Failure::Refused(refusal),
             Failed::Upstream(_) if mode == Mode::Offline => Failure::Offline,
             Failed::Offline => Failure::Offline,
-            Failed::Overloaded { retry_after, .. } => Failure::Overloaded { retry_after: *retry_after },
+            Failed::Overloaded { retry_after, .. } | Failed::RateLimited { retry_after, .. } => {
+                Failure::Overloaded { retry_after: *retry_after }
+            }
             Failed::Upstream(reason) => Failure::UpstreamFailed { reason },
             Failed::Internal(reason) => Failure::Internal { reason },
         }
@@ -109,5 +158,31 @@ mod tests {
         );
         let broken = FetchError::Body { received: 10, message: "reset".into() };
         assert!(matches!(Failed::of_fetch(&broken), Failed::Upstream(_)));
+    }
+
+    #[test]
+    fn a_429_or_a_503_with_retry_after_asks_to_be_left_alone_and_nothing_else_does() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::RETRY_AFTER, value.parse().unwrap());
+            headers
+        };
+        let left = |status: u16, headers: &HeaderMap| {
+            Failed::rate_limited(StatusCode::from_u16(status).unwrap(), headers, now)
+                .and_then(|failed| failed.leave_alone_for())
+        };
+        assert_eq!(left(429, &with("30")), Some(Duration::from_secs(30)));
+        assert_eq!(left(429, &HeaderMap::new()), Some(RATE_LIMITED_FOR));
+        assert_eq!(left(429, &with("soon")), Some(RATE_LIMITED_FOR));
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(left(503, &with(&date)), Some(Duration::from_secs(90)));
+        assert_eq!(left(503, &HeaderMap::new()), None, "a 503 alone is a failure, not a request to wait");
+        for status in [200, 404, 500, 502, 504] {
+            assert_eq!(left(status, &with("30")), None, "{status}");
+        }
+        let limited =
+            Failed::RateLimited { status: StatusCode::TOO_MANY_REQUESTS, retry_after: Duration::from_secs(30) };
+        assert_eq!(limited.with_time_left(Duration::from_secs(4)).leave_alone_for(), Some(Duration::from_secs(4)));
     }
 }

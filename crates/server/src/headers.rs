@@ -82,19 +82,6 @@ impl Default for LoopMark {
     }
 }
 
-/// How long a `429` or `503` without a usable `Retry-After` keeps an
-/// upstream from being asked.
-const DEFAULT_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The upstream's `Retry-After` in seconds, or the default.
-pub fn retry_after(headers: &http::HeaderMap) -> std::time::Duration {
-    headers
-        .get(http::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_RETRY_AFTER, std::time::Duration::from_secs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

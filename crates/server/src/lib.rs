@@ -275,6 +275,7 @@ impl State {
             request_ids: Default::default(),
             tokens: Default::default(),
             pointer_checks: Default::default(),
+            pointer_holds: Default::default(),
             grants: Default::default(),
             generations: Default::default(),
             tls,

@@ -56,6 +56,8 @@ pub struct State {
     pub tls: crate::tls::ListenerTls,
     /// The `HEAD`s asking what a name points at now, one per name.
     pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
+    /// The names whose upstream asked to be left alone, until when.
+    pub pointer_holds: crate::proxy::pointer::holds::Holds,
     /// Which credentials the upstream let read private content, lately.
     pub grants: crate::grants::Grants,
     /// The refreshes of generations in progress, one per root.

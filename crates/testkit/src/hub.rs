@@ -9,6 +9,9 @@
 //! - blobs answered with a `307` to a CDN on another port (another
 //!   origin), which serves them with `Range` and records whether it was
 //!   sent an `Authorization`;
+//! - a pull limit as Docker Hub's: a manifest `GET` counts against it, a
+//!   `HEAD` is free, and past it every manifest `GET` is a `429
+//!   TOOMANYREQUESTS` with `Retry-After`;
 //! - tags that move, a forced status (a `429` with `Retry-After`), a stall
 //!   (requests taken, never answered), a CDN that corrupts what it serves,
 //!   and a request log.
@@ -121,6 +124,13 @@ impl Image {
     }
 }
 
+/// A pull limit in force.
+#[derive(Debug, Clone, Copy)]
+struct PullLimit {
+    left: u64,
+    retry_after: u64,
+}
+
 struct Shared {
     /// Content by digest.
     content: Mutex<HashMap<String, Content>>,
@@ -137,6 +147,9 @@ struct Shared {
     /// How long each manifest answer is held back, in milliseconds.
     manifest_delay_ms: AtomicU64,
     remaining: AtomicU64,
+    /// The manifest `GET`s left before the limit, and the `Retry-After`
+    /// (seconds) of a `429` past it; `None`: no limit.
+    pull_limit: Mutex<Option<PullLimit>>,
     addr: SocketAddr,
     cdn_addr: SocketAddr,
     /// Where blobs are redirected instead of the CDN, when set.
@@ -165,6 +178,7 @@ impl FakeHub {
             stalled: AtomicBool::new(false),
             manifest_delay_ms: AtomicU64::new(0),
             remaining: AtomicU64::new(99),
+            pull_limit: Mutex::default(),
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
             blob_location: Mutex::default(),
@@ -211,6 +225,19 @@ impl FakeHub {
     /// From now on manifest answers say `remaining` pulls are left.
     pub fn set_remaining(&self, remaining: u64) {
         self.shared.remaining.store(remaining, Ordering::SeqCst);
+    }
+
+    /// From now on `pulls` more manifest `GET`s are answered, and each
+    /// after them is a `429 TOOMANYREQUESTS` with `Retry-After:
+    /// retry_after` (seconds), as Docker Hub's pull limit does; a `HEAD`
+    /// costs nothing and always answers.
+    pub fn limit_pulls(&self, pulls: u64, retry_after: u64) {
+        *self.shared.pull_limit.lock().unwrap() = Some(PullLimit { left: pulls, retry_after });
+    }
+
+    /// From now on manifest `GET`s are not limited.
+    pub fn lift_pull_limit(&self) {
+        *self.shared.pull_limit.lock().unwrap() = None;
     }
 
     /// From now on every manifest answer is held back `delay` (a slow
@@ -329,9 +356,30 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
             reply(StatusCode::TEMPORARY_REDIRECT, &[("location", location)], "")
         }
         _ => {
+            if parts.method == http::Method::GET {
+                if let Some(retry_after) = pull_refused(shared) {
+                    let mut answer = error(StatusCode::TOO_MANY_REQUESTS, "TOOMANYREQUESTS");
+                    answer.headers_mut().insert("retry-after", retry_after.into());
+                    return answer;
+                }
+            }
             let delay = shared.manifest_delay_ms.load(Ordering::SeqCst);
             tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
             manifest(&content, shared.remaining.load(Ordering::SeqCst))
+        }
+    }
+}
+
+/// Counts a manifest `GET` against the pull limit: `Some(retry_after)`
+/// when it is past it.
+fn pull_refused(shared: &Shared) -> Option<u64> {
+    let mut limit = shared.pull_limit.lock().unwrap();
+    let limit = limit.as_mut()?;
+    match limit.left {
+        0 => Some(limit.retry_after),
+        _ => {
+            limit.left -= 1;
+            None
         }
     }
 }

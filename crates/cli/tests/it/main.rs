@@ -27,6 +27,7 @@ mod quota;
 mod quota_apt;
 mod readiness;
 mod registry_client;
+mod registry_pull_limit;
 mod reload;
 mod setup_script;
 mod shadow;

@@ -228,22 +228,26 @@ async fn after_the_tag_s_window_one_head_revalidates_it_and_a_moved_tag_is_fetch
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limited_or_gone_hub_leaves_a_tag_at_its_last_content_with_a_warning() {
     let (hub, first, daemon) = published("library/hello", "first", "tag_ttl = \"0s\"").await;
+    hub.publish("library/hello", "v2", &first);
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     assert!(skopeo.copy("docker.io/library/hello:v1", "cold").success);
+    assert!(skopeo.copy("docker.io/library/hello:v2", "cold2").success);
 
-    hub.publish("library/hello", "v1", &Image::build("second", None));
-    for (status, why) in [(429, "rate-limited"), (503, "unavailable")] {
+    let second = Image::build("second", None);
+    // One tag each: a rate limit holds its tag until its Retry-After.
+    for (status, tag, why) in [(429, "v1", "rate-limited"), (503, "v2", "unavailable")] {
+        hub.publish("library/hello", tag, &second);
         hub.force_status(status);
-        let answer = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
+        let path = format!("/v2/library/hello/manifests/{tag}");
+        let answer = send(daemon.proxy_addr(), "GET", &path, &[], b"").await;
         assert_eq!((answer.status, answer.body.clone()), (200, first.manifest.bytes.clone()), "{status}");
         let warning = answer.header("warning").unwrap_or_default();
-        assert!(
-            warning.starts_with("299 - \"pkgproxy: served cached docker.io/library/hello:v1 (checked"),
-            "{warning}"
-        );
+        let name = format!("299 - \"pkgproxy: served cached docker.io/library/hello:{tag} (checked");
+        assert!(warning.starts_with(&name), "{warning}");
         assert!(warning.contains(why), "{warning}");
         assert_eq!(answer.header("docker-content-digest"), Some(first.manifest.digest.as_str()));
-        let pulled = skopeo.copy("docker.io/library/hello:v1", &format!("during-{status}"));
+        assert_eq!(answer.header("x-pkgproxy-cache"), Some("stale"));
+        let pulled = skopeo.copy(&format!("docker.io/library/hello:{tag}"), &format!("during-{status}"));
         assert!(pulled.success, "{status}: {}", pulled.stderr);
         assert_eq!(
             blob_in(&skopeo, &format!("during-{status}"), &first.layer.digest).as_deref(),

@@ -52,10 +52,10 @@ pub async fn confirmed(
             side.remember(request, &passed, now);
             denied(side, access, status, &headers)
         }
-        StatusCode::TOO_MANY_REQUESTS => {
-            Failed::Overloaded { host: None, retry_after: crate::headers::retry_after(&headers) }.into()
-        }
-        _ => Failed::Upstream(format!("the upstream answered {status} when asked whether this client may read it"))
+        _ => Failed::rate_limited(status, &headers, state.clock.now())
+            .unwrap_or_else(|| {
+                Failed::Upstream(format!("the upstream answered {status} when asked whether this client may read it"))
+            })
             .into(),
     })
 }

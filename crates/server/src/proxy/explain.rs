@@ -143,10 +143,16 @@ pub(super) fn adoptable(state: &State, request: &CachedRequest) -> bool {
 }
 
 /// Why the upstream would not be asked now, if it would not: offline
-/// mode, or every instance's breaker open.
+/// mode, a name whose upstream asked to be left alone, or every
+/// instance's breaker open.
 fn not_asked(state: &State, request: &CachedRequest) -> Option<Reason> {
     if state.upstream.switch.mode() == Mode::Offline {
         return Some(Reason::Offline);
+    }
+    if request.pointer.is_some() {
+        if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
+            return Some(Reason::from(&held));
+        }
     }
     let pool = state.upstream.transport.pool(&request.origin.pool, &request.origin.instances).ok()?;
     let (host, left) = pool.all_breakers_open(tokio::time::Instant::now())?;

@@ -15,9 +15,10 @@
 //! generation is current, once.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, RETRY_AFTER, USER_AGENT};
+use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, USER_AGENT};
 use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_cache::fetch::{kept_headers, validators};
@@ -177,7 +178,7 @@ async fn fetch_file(
     supply: Option<&dyn Supply>,
 ) -> Result<File, Failed> {
     if let Some(source) = supply.and_then(|supply| supply.source_for(&request.key)) {
-        let (parts, body) = supplied(source).await?;
+        let (parts, body) = supplied(source, state.clock.now()).await?;
         return file(request, &parts, body);
     }
     let held = state.cache.lookup(&request.key);
@@ -188,20 +189,22 @@ async fn fetch_file(
     let body = match (parts.status, held.as_ref()) {
         (StatusCode::NOT_MODIFIED, Some(entry)) => return held_file(state, &request.key, entry).await,
         (StatusCode::OK, _) => Limited::new(body, FILE_LIMIT).collect().await.map(|body| body.to_bytes()),
-        (status, _) => return Err(refused_by_upstream(status, &parts.headers)),
+        (status, _) => return Err(refused_by_upstream(status, &parts.headers, state.clock.now())),
     };
     let file = file(request, &parts, body.map_err(|error| error.to_string()))?;
     state.stats.side(request.side).add(SideCounter::BytesFromUpstream, file.body.len() as u64);
     Ok(file)
 }
 
-/// What a supply answers for a file: its head and its body read whole.
+/// What a supply answers for a file (at `now`): its head and its body
+/// read whole.
 async fn supplied(
     source: Box<dyn pkgproxy_cache::Source>,
+    now: SystemTime,
 ) -> Result<(http::response::Parts, Result<Bytes, String>), Failed> {
     let (parts, body) = source.start().await.map_err(|error| Failed::of_fetch(&error))?.into_parts();
     if parts.status != StatusCode::OK {
-        return Err(refused_by_upstream(parts.status, &parts.headers));
+        return Err(refused_by_upstream(parts.status, &parts.headers, now));
     }
     Ok((parts, read_whole(body).await))
 }
@@ -260,16 +263,14 @@ fn conditional(held: Option<&Entry>) -> HeaderMap {
 }
 
 /// What a client is told when the upstream answered a generation's file
-/// with `status`.
-fn refused_by_upstream(status: StatusCode, headers: &HeaderMap) -> Failed {
+/// with `status` (at `now`).
+fn refused_by_upstream(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> Failed {
     match status {
         StatusCode::NOT_FOUND | StatusCode::GONE => {
             Failed::Refused(Refusal::new(status, "the remote does not have it (its index or a products file)"))
         }
-        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE if headers.contains_key(RETRY_AFTER) => {
-            Failed::Overloaded { host: None, retry_after: crate::headers::retry_after(headers) }
-        }
-        _ => Failed::Upstream(format!("the remote answered {status}")),
+        _ => Failed::rate_limited(status, headers, now)
+            .unwrap_or_else(|| Failed::Upstream(format!("the remote answered {status}"))),
     }
 }
 

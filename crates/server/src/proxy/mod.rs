@@ -22,7 +22,7 @@ pub mod needs;
 pub mod outcome;
 mod peer;
 pub mod plan;
-mod pointer;
+pub(crate) mod pointer;
 pub mod readiness;
 pub mod reason;
 mod rewrite;

@@ -56,6 +56,14 @@ pub enum Reason {
         /// How long it stays open.
         left: Duration,
     },
+    /// The upstream asked to be left alone (a `429`, or a `503` with
+    /// `Retry-After`).
+    RateLimited {
+        /// What it answered.
+        status: http::StatusCode,
+        /// How long until it is asked again.
+        left: Duration,
+    },
     /// The side's policy refuses the request.
     Refused(String),
     /// The upstream failed: a stale copy was served, or nothing.
@@ -98,6 +106,7 @@ impl From<&Failed> for Reason {
             Failed::Refused(refusal) => Reason::Refused(refusal.reason.clone()),
             Failed::Offline => Reason::Offline,
             Failed::Overloaded { host, retry_after } => Reason::BreakerOpen { host: host.clone(), left: *retry_after },
+            Failed::RateLimited { status, retry_after } => Reason::RateLimited { status: *status, left: *retry_after },
             Failed::Upstream(why) | Failed::Internal(why) => Reason::UpstreamFailed(why.clone()),
         }
     }
@@ -119,6 +128,13 @@ impl std::fmt::Display for Reason {
             }
             Reason::BreakerOpen { host: None, left } => {
                 write!(f, "breaker open, {} s left", left.as_secs_f64().ceil() as u64)
+            }
+            Reason::RateLimited { status, left } => {
+                let left = left.as_secs_f64().ceil() as u64;
+                match *status {
+                    http::StatusCode::TOO_MANY_REQUESTS => write!(f, "upstream rate-limited, asked again in {left} s"),
+                    status => write!(f, "upstream unavailable ({}), asked again in {left} s", status.as_u16()),
+                }
             }
             Reason::Refused(why) => write!(f, "refused: {}", why.trim_end_matches('.')),
             Reason::UpstreamFailed(why) => write!(f, "upstream failed: {why}"),
@@ -156,6 +172,12 @@ mod tests {
         assert_eq!(Reason::Evicted { at: 1_800_000_000 }.to_string(), "evicted (2027-01-15 08:00 UTC)");
         let open = Reason::BreakerOpen { host: Some("deb.debian.org".into()), left: Duration::from_millis(13_200) };
         assert_eq!(open.to_string(), "breaker open for deb.debian.org, 14 s left");
+        let limited =
+            Reason::RateLimited { status: http::StatusCode::TOO_MANY_REQUESTS, left: Duration::from_secs(30) };
+        assert_eq!(limited.to_string(), "upstream rate-limited, asked again in 30 s");
+        let busy =
+            Reason::RateLimited { status: http::StatusCode::SERVICE_UNAVAILABLE, left: Duration::from_millis(1) };
+        assert_eq!(busy.to_string(), "upstream unavailable (503), asked again in 1 s");
         assert_eq!(
             Reason::Refused("not a known archive host.".into()).to_string(),
             "refused: not a known archive host"

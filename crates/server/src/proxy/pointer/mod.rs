@@ -12,10 +12,17 @@
 //! - when the upstream's pull quota is down to its reserve, a moved name
 //!   that has content is not followed (the reserve is for names never
 //!   pulled);
-//! - when the upstream cannot say (rate-limited, failing, unreachable),
-//!   the last content is served with `Warning: 299 - "pkgproxy: served
-//!   cached NAME (checked T ago): WHY"`; with nothing cached, the client is
-//!   told honestly (`429` with `Retry-After`, or `503`).
+//! - when the upstream cannot say, or cannot give the new content
+//!   (rate-limited, failing, unreachable, its breaker open), the last
+//!   content is served with `Warning: 299 - "pkgproxy: served cached NAME
+//!   (checked T ago): WHY"` and the name keeps pointing at it; with nothing
+//!   cached, the client is told honestly (`429` with `Retry-After`, or
+//!   `503`);
+//! - an upstream that asked to be left alone (`Retry-After`) is not asked
+//!   about the name again until then ([`holds`]): a client's retries cost
+//!   it nothing.
+
+pub mod holds;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +37,7 @@ use super::answer::Served;
 use super::cached;
 use super::fetching;
 use super::outcome::{Failed, Outcome};
+use super::reason::{Reason, REASON};
 use crate::context::Exchange;
 use crate::state::State;
 
@@ -41,6 +49,9 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     if let Some(entry) = cached.as_ref().filter(|entry| cached::is_fresh(state, exchange, &request, entry)) {
         let outcome = cached::serve(state, exchange, side, as_it_is).await;
         return with_headers(outcome, &request, &pointer, entry);
+    }
+    if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
+        return unchecked(state, exchange, &request, &pointer, cached.as_deref(), held);
     }
     // With content to fall back on, the client waits for the registry no
     // longer than one healthy attempt may take: a stalled registry costs
@@ -60,17 +71,11 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     let (status, headers) = match checked {
         Ok(answer) => answer,
         Err(error) => {
-            return unchecked(state, exchange, &request, &pointer, cached.as_deref(), Failed::of_fetch(&error))
+            return given_up(state, exchange, &request, &pointer, cached.as_deref(), Failed::of_fetch(&error))
         }
     };
-    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-        let failed = match status {
-            StatusCode::TOO_MANY_REQUESTS => {
-                Failed::Overloaded { host: None, retry_after: crate::headers::retry_after(&headers) }
-            }
-            _ => Failed::Upstream(format!("the registry answered {status}")),
-        };
-        return unchecked(state, exchange, &request, &pointer, cached.as_deref(), failed);
+    if let Some(failed) = failure_of(state, status, &headers) {
+        return given_up(state, exchange, &request, &pointer, cached.as_deref(), failed);
     }
     let digest = headers.get(&pointer.digest_header).and_then(|v| v.to_str().ok()).map(str::to_string);
     let (StatusCode::OK, Some(digest)) = (status, digest) else {
@@ -93,10 +98,53 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     };
     let target = by_digest.key.clone();
     let outcome = cached::serve(state, exchange, side, by_digest).await;
-    if matches!(&outcome, Outcome::Answered(response) if response.status() == StatusCode::OK) {
-        link(state, &request, &target).await;
+    match (failure_of_fetch(state, &outcome), cached.as_deref()) {
+        // The new content could not be had: the name stays where it was.
+        (Some(failed), Some(entry)) => given_up(state, exchange, &request, &pointer, Some(entry), failed),
+        (Some(failed), None) => {
+            state.pointer_holds.hold(&request.key, state.clock.now(), &failed);
+            outcome
+        }
+        (None, _) => {
+            if matches!(&outcome, Outcome::Answered(response) if response.status() == StatusCode::OK) {
+                link(state, &request, &target).await;
+            }
+            outcome
+        }
     }
-    outcome
+}
+
+/// How an upstream answer of `status` failed, when it is a failure to fall
+/// back from: a request to wait, or a server error.
+fn failure_of(state: &State, status: StatusCode, headers: &HeaderMap) -> Option<Failed> {
+    if let Some(limited) = Failed::rate_limited(status, headers, state.clock.now()) {
+        return Some(limited);
+    }
+    status.is_server_error().then(|| Failed::Upstream(format!("the registry answered {status}")))
+}
+
+/// How the fetch of a name's new content by digest failed, when it did
+/// (a side's own refusal, a `404` say, is its answer, not a failure).
+fn failure_of_fetch(state: &State, outcome: &Outcome) -> Option<Failed> {
+    match outcome {
+        Outcome::Answered(response) => failure_of(state, response.status(), response.headers()),
+        Outcome::Local(_) | Outcome::Failed(Failed::Refused(_)) => None,
+        Outcome::Failed(failed) => Some(failed.clone()),
+    }
+}
+
+/// The upstream failed the name with `failed`: held for as long as it
+/// asked to be left alone, and served as [`unchecked`].
+fn given_up(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    request: &CachedRequest,
+    pointer: &Pointer,
+    cached: Option<&Entry>,
+    failed: Failed,
+) -> Outcome {
+    state.pointer_holds.hold(&request.key, state.clock.now(), &failed);
+    unchecked(state, exchange, request, pointer, cached, failed)
 }
 
 /// What the upstream says of the name now: the status and headers of one
@@ -140,14 +188,17 @@ fn unchecked(
         return failed.into();
     };
     stats.increment(SideCounter::StaleServed);
+    tracing::info!(key = request.key, reason = %Reason::from(&failed), "serving a name's last content");
     let outcome = cached::from_cache(state, exchange, request, entry, Served::Stale);
     let Outcome::Answered(mut response) = with_headers(outcome, request, pointer, entry) else {
         return Failed::Internal("cached body cannot be read".into()).into();
     };
+    response.headers_mut().insert(REASON, Reason::from(&failed).header_value());
     let checked = state.clock.now().duration_since(entry.fetched_at_time()).unwrap_or_default();
     let ago = humantime::format_duration(Duration::from_secs(checked.as_secs()));
     let why = match &failed {
         Failed::Overloaded { .. } => "upstream rate-limited".to_string(),
+        Failed::RateLimited { status: StatusCode::TOO_MANY_REQUESTS, .. } => "upstream rate-limited".to_string(),
         Failed::Offline => "pkgproxy is offline".to_string(),
         Failed::Upstream(reason) if reason.starts_with("the pull quota") => {
             format!("upstream {reason}, kept in reserve")
