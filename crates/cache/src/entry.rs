@@ -51,6 +51,7 @@ impl Validators {
 
 /// One complete cached body and its metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "EntryRecord")]
 pub struct Entry {
     /// Lower-case hex SHA-256 of the body: the blob's name in the store.
     pub sha256: String,
@@ -66,24 +67,61 @@ pub struct Entry {
     pub fetched_at: u64,
     /// How this entry ages.
     pub class: Class,
-    /// When a client was last served it, as last written (seconds since
-    /// the Unix epoch; `0`: not since it was fetched). Uses are written in
-    /// batches ([`crate::recency`]): a crash loses a little recency, never
-    /// an entry.
-    #[serde(default)]
-    pub last_used: u64,
+    /// When it was last served to a client or written, as last written: a
+    /// use stamp ([`crate::recency::UseClock`]), nanoseconds since the Unix
+    /// epoch, each later than the one before, so uses within one second
+    /// keep their order (`0`: none recorded). Uses are written in batches
+    /// ([`crate::recency`]): a crash loses a little recency, never an
+    /// entry.
+    #[serde(rename = "used_ns")]
+    pub last_used_ns: u64,
 }
 
+/// Nanoseconds in a second.
+pub const NANOS_PER_SEC: u64 = 1_000_000_000;
+
 impl Entry {
-    /// When it was last used or fetched, as written: what eviction orders
-    /// entries by.
-    pub fn last_use(&self) -> u64 {
-        self.last_used.max(self.fetched_at)
+    /// Its place in the order of use, as written: its last use stamp, or
+    /// when none was recorded, when it was fetched. Eviction takes the
+    /// lowest first.
+    pub fn use_order(&self) -> u64 {
+        self.last_used_ns.max(self.fetched_at.saturating_mul(NANOS_PER_SEC))
     }
 
     /// The time the upstream last confirmed this entry.
     pub fn fetched_at_time(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(self.fetched_at)
+    }
+}
+
+/// An entry as an index record holds it: of this version, or of one that
+/// wrote its last use in whole seconds (`last_used`), read as the stamp of
+/// that second's start.
+#[derive(Deserialize)]
+struct EntryRecord {
+    sha256: String,
+    size: u64,
+    headers: Vec<(String, String)>,
+    validators: Validators,
+    fetched_at: u64,
+    class: Class,
+    #[serde(default)]
+    used_ns: Option<u64>,
+    #[serde(default)]
+    last_used: u64,
+}
+
+impl From<EntryRecord> for Entry {
+    fn from(record: EntryRecord) -> Entry {
+        Entry {
+            sha256: record.sha256,
+            size: record.size,
+            headers: record.headers,
+            validators: record.validators,
+            fetched_at: record.fetched_at,
+            class: record.class,
+            last_used_ns: record.used_ns.unwrap_or(record.last_used.saturating_mul(NANOS_PER_SEC)),
+        }
     }
 }
 

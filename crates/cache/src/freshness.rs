@@ -111,7 +111,7 @@ mod tests {
             validators: Validators::default(),
             fetched_at: unix_secs(fetched_at),
             class,
-            last_used: 0,
+            last_used_ns: 0,
         }
     }
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 pub use blobs::BodyHashes;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use entry::{unix_secs, Class, Entry, Validators};
+pub use entry::{unix_secs, Class, Entry, Validators, NANOS_PER_SEC};
 pub use error::{FetchError, StoreError};
 pub use evict::{MinFree, NothingObsolete, Obsolete, Quota, Usage};
 pub use fetch::{
@@ -189,7 +189,8 @@ impl Cache {
     }
 
     /// Calls `visit` with every entry whose key starts with `prefix`, and
-    /// when it was last used. Blocking: it reads the index file.
+    /// its place in the order of use ([`Entry::use_order`]: nanoseconds
+    /// since the Unix epoch). Blocking: it reads the index file.
     pub fn visit(&self, prefix: &str, visit: impl FnMut(&str, &Entry, u64)) -> Result<(), StoreError> {
         self.store.visit(prefix, visit)
     }

@@ -3,24 +3,61 @@
 //! where pkgproxy outruns nginx), and the uses are written into the index
 //! in batches ([`crate::Store::persist_recency`]). Eviction reads both, so
 //! an entry used a moment ago is never taken for an old one.
+//!
+//! A use is dated by a stamp ([`UseClock`]) finer than the second and
+//! strictly increasing, so a burst of uses within one second (apt fetching
+//! thirty packages, exactly when eviction runs) keeps its order.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Locks the hits spread over.
 const SHARDS: usize = 16;
 
-/// Uses not yet written: key → when (seconds since the Unix epoch).
+/// Stamps uses: nanoseconds since the Unix epoch by the wall clock, each
+/// stamp greater than every one before, so uses keep their order within a
+/// second, within a nanosecond, under a clock that stands still (a test's)
+/// or steps back.
+#[derive(Debug, Default)]
+pub struct UseClock {
+    last: AtomicU64,
+}
+
+impl UseClock {
+    /// The stamp of a use at `now`.
+    pub fn stamp(&self, now: SystemTime) -> u64 {
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos().min(u128::from(u64::MAX)) as u64);
+        let next = |last: u64| now.max(last.saturating_add(1));
+        match self.last.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| Some(next(last))) {
+            Ok(last) | Err(last) => next(last),
+        }
+    }
+
+    /// Stamps from now on are later than `stamp` (the latest the index
+    /// holds, at start).
+    pub fn after(&self, stamp: u64) {
+        self.last.fetch_max(stamp, Ordering::Relaxed);
+    }
+}
+
+/// Uses not yet written: key → its use stamp.
 #[derive(Debug)]
 pub struct Recency {
     shards: Vec<Mutex<HashMap<String, u64>>>,
     hasher: RandomState,
+    clock: UseClock,
 }
 
 impl Default for Recency {
     fn default() -> Self {
-        Recency { shards: (0..SHARDS).map(|_| Mutex::default()).collect(), hasher: RandomState::new() }
+        Recency {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+            clock: UseClock::default(),
+        }
     }
 }
 
@@ -29,8 +66,14 @@ impl Recency {
         &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
     }
 
+    /// The clock that stamps the uses (also those a write records).
+    pub fn clock(&self) -> &UseClock {
+        &self.clock
+    }
+
     /// `key` was used at `now`.
-    pub fn touch(&self, key: &str, now: u64) {
+    pub fn touch(&self, key: &str, now: SystemTime) {
+        let now = self.clock.stamp(now);
         let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
         match shard.get_mut(key) {
             Some(at) => *at = (*at).max(now),
@@ -59,16 +102,38 @@ impl Recency {
 mod tests {
     use super::*;
 
+    use std::time::Duration;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
     #[test]
     fn the_latest_use_is_kept_until_drained() {
         let recency = Recency::default();
-        recency.touch("a", 10);
-        recency.touch("a", 5);
-        recency.touch("b", 7);
-        assert_eq!(recency.get("a"), Some(10));
+        recency.touch("a", at(10));
+        recency.touch("b", at(7));
+        recency.touch("a", at(5));
+        let (a, b) = (recency.get("a").unwrap(), recency.get("b").unwrap());
+        assert!(a > b, "a was used last, though the clock stepped back");
         let mut drained = recency.drain();
         drained.sort();
-        assert_eq!(drained, [("a".to_string(), 10), ("b".to_string(), 7)]);
+        assert_eq!(drained, [("a".to_string(), a), ("b".to_string(), b)]);
         assert_eq!(recency.get("a"), None);
+    }
+
+    #[test]
+    fn uses_within_one_second_or_one_instant_keep_their_order() {
+        let clock = UseClock::default();
+        let within: Vec<u64> = (0..5).map(|ms| clock.stamp(at(100) + Duration::from_millis(ms * 100))).collect();
+        assert_eq!(within[0], 100 * SECOND, "the wall clock's nanoseconds");
+        assert!(within.windows(2).all(|pair| pair[0] < pair[1]), "{within:?}");
+        let still = at(100) + Duration::from_millis(450);
+        let (first, second) = (clock.stamp(still), clock.stamp(still));
+        assert!(within[4] < first && first < second, "a clock standing still: one apart");
+        clock.after(200 * SECOND);
+        assert!(clock.stamp(at(150)) > 200 * SECOND, "after the latest the index holds");
     }
 }

@@ -77,6 +77,8 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
         let blobs = BlobStore::open(dir)?;
         let index = Index::open(&dir.join("index.redb"))?;
+        let recency = Recency::default();
+        recency.clock().after(index.latest_use()?);
         let open_files = OpenFiles::new(default_capacity());
         let store = Store {
             dir: dir.to_path_buf(),
@@ -84,7 +86,7 @@ impl Store {
             index,
             open_files,
             clock,
-            recency: Recency::default(),
+            recency,
             full: Default::default(),
             quota: Default::default(),
             damaged: Default::default(),
@@ -178,6 +180,7 @@ impl Store {
         entry: Entry,
     ) -> Result<Arc<Entry>, StoreError> {
         debug_assert_eq!(entry.sha256, hashes.sha256);
+        let entry = self.used_now(entry);
         if self.blobs.blob_len(&hashes.sha256) == Some(hashes.size) {
             // The same bytes are already stored (under another key or an
             // earlier fetch); the temporary file is dropped and deleted.
@@ -198,7 +201,7 @@ impl Store {
     /// Replaces the metadata of `key`'s entry (after a `304`) without touching
     /// its body. Blocking.
     pub fn update(&self, key: &str, entry: Entry) -> Result<Arc<Entry>, StoreError> {
-        let (entry, freed) = self.index.put(key, entry)?;
+        let (entry, freed) = self.index.put(key, self.used_now(entry))?;
         if let Some(sha256) = freed {
             self.delete_blob(&sha256);
         }
@@ -223,7 +226,7 @@ impl Store {
             validators: Validators::default(),
             fetched_at: unix_secs(self.clock.now()),
             class,
-            last_used: 0,
+            last_used_ns: 0,
         };
         self.update(key, entry).map(Some)
     }
@@ -248,7 +251,7 @@ impl Store {
             validators: Validators::default(),
             fetched_at: unix_secs(self.clock.now()),
             class,
-            last_used: 0,
+            last_used_ns: 0,
         };
         self.commit(key, temp, &hashes, entry)
     }
@@ -285,9 +288,9 @@ impl Store {
                 validators: record.validators,
                 fetched_at: record.fetched_at.map_or(now, |at| at.min(now)),
                 class: record.class,
-                last_used: 0,
+                last_used_ns: 0,
             };
-            entries.push((record.key, entry));
+            entries.push((record.key, self.used_now(entry)));
         }
         let (_, freed) = self.index.put_all(entries)?;
         freed.iter().for_each(|sha256| self.delete_blob(sha256));
@@ -309,9 +312,9 @@ impl Store {
             validators: Validators::default(),
             fetched_at: unix_secs(self.clock.now()),
             class,
-            last_used: 0,
+            last_used_ns: 0,
         };
-        let records = keys.iter().map(|key| (key.clone(), entry.clone())).collect();
+        let records = keys.iter().map(|key| (key.clone(), self.used_now(entry.clone()))).collect();
         let (_, freed) = self.index.put_all(records)?;
         freed.iter().for_each(|sha256| self.delete_blob(sha256));
         Ok(())
@@ -320,7 +323,13 @@ impl Store {
     /// A client was just served `key`'s entry: remembered in memory, written
     /// with the next [`Store::persist_recency`].
     pub fn touch(&self, key: &str) {
-        self.recency.touch(key, unix_secs(self.clock.now()));
+        self.recency.touch(key, self.clock.now());
+    }
+
+    /// `entry`, used now: writing an entry (a fetch, a revalidation, a
+    /// name moved to it) is a use of it.
+    fn used_now(&self, entry: Entry) -> Entry {
+        Entry { last_used_ns: self.recency.clock().stamp(self.clock.now()), ..entry }
     }
 
     /// Writes what hits learnt since the last call into the index: the
@@ -358,11 +367,11 @@ impl Store {
     }
 
     /// Calls `visit` with every entry whose key starts with `prefix`, and
-    /// when it was last used (or fetched), as eviction sees it. Blocking:
-    /// it reads the index file.
+    /// its place in the order of use as eviction sees it (a use stamp,
+    /// [`Entry::use_order`]). Blocking: it reads the index file.
     pub fn visit(&self, prefix: &str, mut visit: impl FnMut(&str, &Entry, u64)) -> Result<(), StoreError> {
         self.index.visit(prefix, |key, entry| {
-            let last_use = self.recency.get(key).unwrap_or(0).max(entry.last_use());
+            let last_use = self.recency.get(key).unwrap_or(0).max(entry.use_order());
             visit(key, entry, last_use);
         })
     }
@@ -497,7 +506,7 @@ mod tests {
             validators: Validators { etag: Some("\"1\"".into()), last_modified: None },
             fetched_at: 1_700_000_000,
             class: Class::Immutable,
-            last_used: 0,
+            last_used_ns: 0,
         };
         store.commit(key, temp, &hashes, entry).unwrap()
     }
@@ -528,8 +537,8 @@ mod tests {
         put("stale", 1);
         put("shared-by-name", 2);
         clock.advance(std::time::Duration::from_secs(10));
-        put("shared-by-hash", 2);
         put("fresh", 3);
+        put("shared-by-hash", 2);
         clock.advance(std::time::Duration::from_secs(10));
         store.touch("stale");
         let index = std::fs::metadata(dir.path().join("index.redb")).unwrap().len();
@@ -580,8 +589,8 @@ mod tests {
         }
         let store = Store::open(dir.path(), clock.clone()).unwrap();
         let entry = store.lookup("a").unwrap();
-        assert_eq!(entry.last_used, entry.fetched_at + 100);
-        assert_eq!(entry.last_use(), entry.last_used);
+        assert!(entry.last_used_ns >= (entry.fetched_at + 100) * crate::entry::NANOS_PER_SEC);
+        assert_eq!(entry.use_order(), entry.last_used_ns);
     }
 
     #[test]

@@ -114,7 +114,7 @@ async fn shared_entry(tier: &SharedTier, key: &str, expected: &Expected) -> Opti
             validators: Validators::default(),
             fetched_at: 0,
             class: pkgproxy_cache::Class::Immutable,
-            last_used: 0,
+            last_used_ns: 0,
         }),
         _ => None,
     }

@@ -232,9 +232,9 @@ async fn download(
         // Never later than now: another node's clock may run ahead.
         fetched_at: fetched_at.map_or(now, |at| at.min(now)),
         class: spec.class,
-        // An entry fetched long ago elsewhere is new to this node's
-        // eviction.
-        last_used: if fetched_at.is_some() { now } else { 0 },
+        // Stamped as used when committed: an entry fetched long ago
+        // elsewhere is new to this node's eviction.
+        last_used_ns: 0,
     };
     let (committing, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
     let committed = tokio::task::spawn_blocking(move || committing.commit(&key, temp, &hashes, entry))

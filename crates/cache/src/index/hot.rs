@@ -126,7 +126,7 @@ mod tests {
             validators: Validators::default(),
             fetched_at: 1,
             class: Class::Immutable,
-            last_used: 0,
+            last_used_ns: 0,
         })
     }
 

@@ -170,6 +170,14 @@ impl Index {
         (totals.entries as usize, totals.entry_bytes)
     }
 
+    /// The latest use stamp written (`0`: none). Blocking.
+    pub fn latest_use(&self) -> Result<u64, StoreError> {
+        let txn = self.open_file_or_fail()?.begin_read().map_err(|e| self.fail(e))?;
+        let uses = txn.open_table(USES).map_err(|e| self.fail(e))?;
+        let last = uses.last().map_err(|e| self.fail(e))?;
+        Ok(last.map_or(0, |(used, _)| used.value().0))
+    }
+
     /// Bytes of the blobs the entries name, each once.
     pub fn blob_bytes(&self) -> u64 {
         self.totals.lock().unwrap_or_else(|p| p.into_inner()).blob_bytes

@@ -6,7 +6,7 @@
 //! - `entries`: key → the entry (JSON).
 //! - `blobs`: a blob's SHA-256 → how many entries name it, and its size: a
 //!   blob is deleted when its last entry goes.
-//! - `uses`: (last use, key): the entries, least recently used first, so
+//! - `uses`: (use stamp, key): the entries, least recently used first, so
 //!   eviction reads the oldest without reading them all.
 //! - `totals`: the entry count, their bytes and the blobs' bytes, so none
 //!   of it is summed at start (and how many keys `evicted` holds).
@@ -32,8 +32,10 @@ pub(super) const EVICTED_KEPT: u64 = 100_000;
 
 /// The version of the tables beside `entries`. An index written before
 /// they existed (or by a later layout) has them built again from the
-/// entries when opened.
-const LAYOUT: u64 = 2;
+/// entries when opened. 3: `uses` is ordered by use stamps in nanoseconds
+/// (2: whole seconds; its entries are read as such, see
+/// [`crate::entry`]).
+const LAYOUT: u64 = 3;
 
 /// How many entries, their bytes, and the bytes of the blobs they name
 /// (each once).
@@ -103,12 +105,12 @@ impl<'txn> Tables<'txn> {
         self.unmark_evicted(key)?;
         let old = self.entry(key)?;
         if let Some(old) = &old {
-            self.uses.remove((old.last_use(), key))?;
+            self.uses.remove((old.use_order(), key))?;
             self.held.entries -= 1;
             self.held.entry_bytes -= old.size;
         }
         self.entries.insert(key, record)?;
-        self.uses.insert((entry.last_use(), key), ())?;
+        self.uses.insert((entry.use_order(), key), ())?;
         self.held.entries += 1;
         self.held.entry_bytes += entry.size;
         // Held before the old one is released: the same bytes under the
@@ -126,7 +128,7 @@ impl<'txn> Tables<'txn> {
         let old = self.entry(key)?;
         self.entries.remove(key)?;
         let Some(old) = old else { return Ok(None) };
-        self.uses.remove((old.last_use(), key))?;
+        self.uses.remove((old.use_order(), key))?;
         self.held.entries -= 1;
         self.held.entry_bytes -= old.size;
         let freed = self.release(&old.sha256)?;
@@ -175,15 +177,15 @@ impl<'txn> Tables<'txn> {
     /// or `None` when there is none or it knew of a later use.
     pub fn touch(&mut self, key: &str, at: u64) -> Result<Option<Entry>, StorageError> {
         let Some(mut entry) = self.entry(key)? else { return Ok(None) };
-        if entry.last_used >= at {
+        if entry.last_used_ns >= at {
             return Ok(None);
         }
-        let before = entry.last_use();
-        entry.last_used = at;
+        let before = entry.use_order();
+        entry.last_used_ns = at;
         let Ok(record) = serde_json::to_vec(&entry) else { return Ok(None) };
         self.entries.insert(key, record.as_slice())?;
         self.uses.remove((before, key))?;
-        self.uses.insert((entry.last_use(), key), ())?;
+        self.uses.insert((entry.use_order(), key), ())?;
         Ok(Some(entry))
     }
 
@@ -222,7 +224,7 @@ impl<'txn> Tables<'txn> {
             let Some(last) = last else { break };
             after = Some(last);
             for (key, entry) in &batch {
-                self.uses.insert((entry.last_use(), key.as_str()), ())?;
+                self.uses.insert((entry.use_order(), key.as_str()), ())?;
                 self.held.entries += 1;
                 self.held.entry_bytes += entry.size;
                 self.hold(&entry.sha256, entry.size)?;

@@ -2,15 +2,15 @@ use super::*;
 use crate::entry::{Class, Validators};
 use crate::evict::NothingObsolete;
 
-fn entry(sha256: &str, size: u64, last_used: u64) -> Entry {
+fn entry(sha256: &str, size: u64, last_used_ns: u64) -> Entry {
     Entry {
         sha256: sha256.into(),
         size,
         headers: vec![("content-type".into(), "text/plain".into())],
         validators: Validators::default(),
-        fetched_at: 1,
+        fetched_at: 0,
         class: Class::Immutable,
-        last_used,
+        last_used_ns,
     }
 }
 
@@ -63,6 +63,51 @@ fn an_index_written_before_the_counts_existed_gets_them_built_at_open() {
 }
 
 #[test]
+fn an_index_of_whole_second_uses_is_read_as_such_and_its_order_rebuilt_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    {
+        // Layout 2: uses in whole seconds, under `last_used`.
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(ENTRIES).unwrap();
+            let record = |sha: &str, fetched: u64, used: u64| {
+                format!(
+                    r#"{{"sha256":"{sha}","size":1,"headers":[],"validators":{{"etag":null,"last_modified":null}},"fetched_at":{fetched},"class":"immutable","last_used":{used}}}"#
+                )
+            };
+            for (key, json) in [
+                ("used-late", record("a", 100, 300)),
+                ("fetched-mid", record("b", 200, 0)),
+                ("used-early", record("c", 50, 150)),
+            ] {
+                table.insert(key, json.as_bytes()).unwrap();
+            }
+            let mut uses = txn.open_table(USES).unwrap();
+            for (at, key) in [(300, "used-late"), (200, "fetched-mid"), (150, "used-early")] {
+                uses.insert((at, key), ()).unwrap();
+            }
+            let mut totals = txn.open_table(tables::TOTALS).unwrap();
+            totals.insert("layout", 2).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let index = Index::open(&path).unwrap();
+    assert_eq!(index.totals(), (3, 3));
+    let (read, _) = index.read("used-late").unwrap().unwrap();
+    assert_eq!(read.last_used_ns, 300 * crate::entry::NANOS_PER_SEC, "a second read as its first nanosecond");
+    assert_eq!(index.latest_use().unwrap(), 300 * crate::entry::NANOS_PER_SEC);
+    assert_eq!(pick(&index, 3, &NothingObsolete), ["used-early", "fetched-mid", "used-late"]);
+    // A use within the second the latest old one was written in goes after it.
+    index.touch_all(&[("used-early".into(), 300 * crate::entry::NANOS_PER_SEC + 1)]).unwrap();
+    assert_eq!(pick(&index, 3, &NothingObsolete), ["fetched-mid", "used-late", "used-early"]);
+    let (written, _) = index.read("used-early").unwrap().unwrap();
+    let json = serde_json::to_string(&*written).unwrap();
+    assert!(json.contains("\"used_ns\":") && !json.contains("\"last_used\""), "{json}");
+}
+
+#[test]
 fn uses_move_an_entry_in_the_order_of_eviction_and_memory_follows() {
     let dir = tempfile::tempdir().unwrap();
     let index = Index::open(&dir.path().join("index.redb")).unwrap();
@@ -70,9 +115,9 @@ fn uses_move_an_entry_in_the_order_of_eviction_and_memory_follows() {
     assert_eq!(pick(&index, 1, &NothingObsolete), ["a"]);
     index.touch_all(&[("a".into(), 30), ("gone".into(), 40), ("b".into(), 5)]).unwrap();
     assert_eq!(pick(&index, 1, &NothingObsolete), ["b"], "a was used since; b's older use is ignored");
-    assert_eq!(index.held("a").unwrap().last_used, 30);
+    assert_eq!(index.held("a").unwrap().last_used_ns, 30);
     let (read, _) = index.read("a").unwrap().unwrap();
-    assert_eq!(read.last_used, 30);
+    assert_eq!(read.last_used_ns, 30);
     assert_eq!(index.totals(), (2, 2));
 }
 

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use crate::common::{on_disk, PKGPROXY};
+use crate::common::{archive, on_disk, PKGPROXY};
 use pkgproxy_metrics::CacheGauge;
-use pkgproxy_testkit::client::send;
+use pkgproxy_testkit::client::{proxy_get, send};
 use pkgproxy_testkit::{eventually, Daemon, FakeSimplestreams, LxdImage};
 
 const MIB: u64 = 1 << 20;
@@ -293,4 +293,47 @@ async fn after_kill_9_every_entry_is_intact_and_only_recent_uses_may_be_lost() {
     assert_eq!(origin.file_requests(), 0);
     let verified = ctl(&daemon, &["cache", "verify"]);
     assert!(verified.status.success(), "nothing to repair: {}", String::from_utf8_lossy(&verified.stdout));
+}
+
+/// The issue of a second's grain: uses in one burst, all within the same
+/// second (the in-process server's clock does not move at all), keep their
+/// order, so eviction takes the least recently used, not the first key.
+#[tokio::test(flavor = "multi_thread")]
+async fn within_one_second_eviction_takes_the_least_recently_used_and_keeps_the_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (1..=12).map(|n| format!("f{n}.deb")).collect();
+    let pool = dir.path().join("debian/pool/main/f");
+    std::fs::create_dir_all(&pool).unwrap();
+    for (n, name) in names.iter().enumerate() {
+        std::fs::write(pool.join(name), vec![n as u8; 3_000_000]).unwrap();
+    }
+    let origin = pkgproxy_testkit::Origin::serve(dir.path()).await;
+    let config = format!("[cache]\nmax_size = \"16MiB\"\n{}", archive("local", &[format!("{}/debian", origin.url())]));
+    let server = crate::inproc::Server::start(Some(&config)).await;
+    let get = |name: &str| {
+        let (proxy, url) = (server.proxy_addr().to_string(), format!("{}/debian/pool/main/f/{name}", origin.url()));
+        async move { proxy_get(&proxy, &url, &[]).await }
+    };
+
+    // f1 is fetched again after each other file: it is always the most
+    // recently used, and f2 the least.
+    for name in &names {
+        let answer = get(name).await;
+        assert_eq!((answer.status, answer.body.len()), (200, 3_000_000), "{name}");
+        assert_eq!(get("f1.deb").await.status, 200);
+    }
+    eventually("the cache to be within its quota", || async {
+        (server.info().await.cache.get(CacheGauge::DiskBytes) <= 16 * MIB).then_some(())
+    })
+    .await;
+
+    origin.clear_requests();
+    let most_recent = get("f1.deb").await;
+    assert_eq!(most_recent.header("x-pkgproxy-cache"), Some("hit"), "the most recently used stays");
+    assert_eq!(get("f12.deb").await.header("x-pkgproxy-cache"), Some("hit"), "the next most recently used too");
+    let least_recent = get("f2.deb").await;
+    assert_eq!(least_recent.header("x-pkgproxy-cache"), Some("miss"), "the least recently used went");
+    let reason = least_recent.header("x-pkgproxy-reason").unwrap_or_default();
+    assert!(reason.starts_with("evicted ("), "{reason}");
+    assert!(least_recent.body == vec![1u8; 3_000_000], "fetched again, whole");
 }

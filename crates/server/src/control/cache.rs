@@ -24,19 +24,22 @@ pub fn list(state: &State, side: Option<&str>, pattern: Option<&str>) -> Result<
         |key: &str| side.is_none_or(|side| side_of(key) == side) && pattern.is_none_or(|pattern| matches(pattern, key));
     state
         .cache
-        .visit(&prefix, |key, entry, last_use| {
+        .visit(&prefix, |key, entry, use_order| {
             if matched(key) {
-                listed.push(CacheEntry {
+                let listed_entry = CacheEntry {
                     side: side_of(key).to_string(),
                     key: key.to_string(),
                     size: entry.size,
-                    last_use,
+                    last_use: use_order / pkgproxy_cache::NANOS_PER_SEC,
                     class: entry.class.as_str().to_string(),
-                });
+                };
+                listed.push((use_order, listed_entry));
             }
         })
         .map_err(|error| error.to_string())?;
-    listed.sort_by(|a, b| a.last_use.cmp(&b.last_use).then_with(|| a.key.cmp(&b.key)));
+    // In the order of use eviction follows, finer than the seconds shown.
+    listed.sort_by_key(|(use_order, _)| *use_order);
+    let listed = listed.into_iter().map(|(_, entry)| entry).collect();
     Ok(listed)
 }
 

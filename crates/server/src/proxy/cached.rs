@@ -424,6 +424,6 @@ pub(super) fn by_hash(sha256: String, size: u64, class: pkgproxy_cache::Class) -
         validators: Default::default(),
         fetched_at: 0,
         class,
-        last_used: 0,
+        last_used_ns: 0,
     }
 }

@@ -313,7 +313,7 @@ mod superseded_tests {
             validators: Default::default(),
             fetched_at: 0,
             class: pkgproxy_cache::Class::Revalidated,
-            last_used: 0,
+            last_used_ns: 0,
         }
     }
 
