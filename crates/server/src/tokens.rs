@@ -33,6 +33,19 @@ pub struct Tokens {
     held: Mutex<HashMap<(String, String), (HeaderValue, Instant)>>,
 }
 
+/// Who asks a realm for a token.
+#[derive(Debug, Clone, Copy)]
+pub struct Asker<'a> {
+    /// The upstream pool the token is for.
+    pub pool: &'a str,
+    /// The base URL of its instance that challenged.
+    pub base: &'a str,
+    /// The scope pkgproxy asked under.
+    pub scope: &'a str,
+    /// The account pkgproxy pulls as (`user:password`), if any.
+    pub credentials: Option<&'a str>,
+}
+
 /// A Bearer challenge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Challenge {
@@ -82,18 +95,17 @@ impl Tokens {
         (Instant::now() < *until).then(|| token.clone())
     }
 
-    /// Asks `challenge`'s realm for a token for `scope` on `pool`, whose
-    /// instance at `base` challenged, through `transport`, as the account
-    /// `credentials` (`user:password`) if given, and keeps it.
+    /// Asks `challenge`'s realm for the token `asker` needs, through
+    /// `transport`, with `headers` (those of every upstream request), and
+    /// keeps it.
     pub async fn fetch(
         &self,
         transport: &Transport,
-        pool: &str,
-        scope: &str,
-        credentials: Option<&str>,
+        asker: Asker<'_>,
         challenge: &Challenge,
-        base: &str,
+        headers: HeaderMap,
     ) -> Result<HeaderValue, String> {
+        let Asker { pool, base, scope, credentials } = asker;
         let realm: Uri =
             challenge.realm.parse().map_err(|_| format!("the token realm {:?} is not a URL", challenge.realm))?;
         let (Some(scheme @ ("http" | "https")), Some(authority)) = (realm.scheme_str(), realm.authority()) else {
@@ -117,7 +129,7 @@ impl Tokens {
         let tokens = transport
             .pool(&format!("{pool} tokens"), &[format!("{scheme}://{authority}")])
             .map_err(|error| error.to_string())?;
-        let mut headers = HeaderMap::new();
+        let mut headers = headers;
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         if let Some(credentials) = credentials {
             use base64::Engine;

@@ -5,7 +5,8 @@
 //! mirrors send (`Last-Modified`, `ETag`, 304, 206, 416), recording every
 //! request and every accepted TCP connection so tests can assert on what the
 //! proxy asked for, and a few run-time fault switches (a bandwidth cap, a
-//! forced status per path).
+//! forced status per path, a CDN's habit of compressing text unless asked
+//! for the identity).
 //!
 //! What it must not do: read whole files into memory (bodies are streamed in
 //! chunks), let a request path escape the served directory, or listen on
@@ -92,6 +93,9 @@ struct Shared {
     status_overrides: Mutex<HashMap<String, u16>>,
     /// A `Retry-After` value added to forced answers.
     retry_after: Mutex<Option<String>>,
+    /// Whether text files are sent gzipped to every request that does not
+    /// ask for `Accept-Encoding: identity`.
+    compress_text: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -150,6 +154,7 @@ impl Origin {
             rate_limit: Mutex::new(None),
             status_overrides: Mutex::new(HashMap::new()),
             retry_after: Mutex::new(None),
+            compress_text: Default::default(),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), tls));
         Origin { addr, shared, accept, certificate: None }
@@ -214,6 +219,14 @@ impl Origin {
     /// Adds `Retry-After: value` to every forced answer (`None`: none).
     pub fn set_retry_after(&self, value: Option<&str>) {
         *self.shared.retry_after.lock().unwrap() = value.map(str::to_owned);
+    }
+
+    /// From now on text files (any but archives, packages and images:
+    /// `Packages`, `InRelease`, a go module's `.info`) are sent gzipped, with
+    /// `Content-Encoding: gzip`, to every request that does not ask for
+    /// `Accept-Encoding: identity`, as many CDNs do when nothing is asked.
+    pub fn set_compress_text(&self, compress: bool) {
+        self.shared.compress_text.store(compress, Ordering::SeqCst);
     }
 
     /// Answers requests for exactly `path` (e.g. `/debian/dists/testing/InRelease`,
@@ -296,11 +309,43 @@ async fn respond(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
         return bare(StatusCode::NOT_FOUND);
     };
     let head_only = req.method() == Method::HEAD;
+    if shared.compress_text.load(Ordering::SeqCst) && files::is_text(&file_path) && !asks_identity(req.headers()) {
+        return match tokio::fs::read(&file_path).await {
+            Ok(bytes) => gzipped(head_only, &bytes),
+            Err(_) => bare(StatusCode::NOT_FOUND),
+        };
+    }
     match serve_file(&shared, head_only, req.headers(), &file_path).await {
         Ok(response) => response,
         Err(e) if e.kind() == io::ErrorKind::NotFound => bare(StatusCode::NOT_FOUND),
         Err(_) => bare(StatusCode::INTERNAL_SERVER_ERROR),
     }
+}
+
+/// Whether a request asks for the identity: `Accept-Encoding: identity`,
+/// nothing else.
+fn asks_identity(headers: &http::HeaderMap) -> bool {
+    let asked = headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok());
+    let mut codings = asked.flat_map(|v| v.split(',')).map(|coding| coding.split(';').next().unwrap_or("").trim());
+    codings.next().is_some_and(|first| first.eq_ignore_ascii_case("identity")) && codings.next().is_none()
+}
+
+/// `bytes` gzipped, as a CDN sends text.
+fn gzipped(head_only: bool, bytes: &[u8]) -> Response<Body> {
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gzip, bytes).expect("gzip in memory");
+    let compressed = gzip.finish().expect("gzip in memory");
+    let length = compressed.len();
+    let body = match head_only {
+        true => empty_body(),
+        false => http_body_util::Full::new(Bytes::from(compressed)).map_err(|never| match never {}).boxed(),
+    };
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    response
 }
 
 fn empty_body() -> Body {

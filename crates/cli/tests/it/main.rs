@@ -38,5 +38,6 @@ mod soak;
 mod status_page;
 mod stop;
 mod systemd;
+mod upstream_encoding;
 mod upstream_pools;
 mod why;

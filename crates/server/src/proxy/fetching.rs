@@ -9,8 +9,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{
-    HeaderValue, ACCEPT_ENCODING, AUTHORIZATION, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE,
-    USER_AGENT,
+    HeaderValue, AUTHORIZATION, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, LOCATION, RANGE, USER_AGENT,
 };
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
@@ -21,12 +20,13 @@ use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAu
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolAnswer, PoolBody, PoolRequest, UpstreamError};
 
+use super::outgoing;
 use crate::config::Step;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::redact::without_user;
 use crate::shadow::Original;
 use crate::state::State;
-use crate::tokens::Challenge;
+use crate::tokens::{Asker, Challenge};
 
 /// The requests of one fetch, on one pool.
 struct PoolSource {
@@ -47,9 +47,9 @@ struct PoolSource {
     auth: UpstreamAuth,
 }
 
-/// The source of a fetch of `request`: a `GET` with the client's user agent,
-/// the headers the side chose, our loop mark and, when revalidating, the
-/// cached entry's validators. While this node is offline, in a cluster, an
+/// The source of a fetch of `request`: a `GET` with the headers of every
+/// upstream request ([`outgoing::headers`]), the cached entry's
+/// validators when revalidating. While this node is offline, in a cluster, an
 /// online node of the cluster is asked instead; when the exchange carries
 /// a supply holding the key (a bundle being imported), that supply.
 pub fn source(
@@ -64,20 +64,9 @@ pub fn source(
     let (origin, side, redirects, auth) =
         (&request.origin, request.side, request.redirects, request.upstream_auth.clone());
     let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(Arc::new);
-    let mut headers = request.upstream_headers.clone();
     let agent = exchange.headers.get(USER_AGENT).cloned();
-    headers
-        .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
-    state.loop_mark.add_to(&mut headers);
-    if let Some(entry) = conditional {
-        let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());
-        if let Some(etag) = value(&entry.validators.etag) {
-            headers.insert(IF_NONE_MATCH, etag);
-        }
-        if let Some(lm) = value(&entry.validators.last_modified) {
-            headers.insert(IF_MODIFIED_SINCE, lm);
-        }
-    }
+    let revalidating = conditional.map(|entry| &entry.validators);
+    let headers = outgoing::headers(request.upstream_headers.clone(), agent, &state.loop_mark, revalidating);
     let upstream_answer = copy_upstream_request(state, side, origin, exchange, &Method::GET, &headers);
     let through_peer = match (&state.cluster, exchange.target) {
         (Some(cluster), Some(target)) if state.upstream.switch.mode() == Mode::Offline => {
@@ -111,25 +100,25 @@ pub async fn head(
     request: &CachedRequest,
     agent: Option<HeaderValue>,
 ) -> Result<(StatusCode, HeaderMap), FetchError> {
-    let (pool, headers) = prepared(state, request, HeaderMap::new(), agent)?;
+    let (pool, headers) = prepared(state, request, None, agent)?;
     let head = PoolRequest { method: Method::HEAD, ..PoolRequest::get(request.origin.path.clone(), headers) };
     let (_, answer) = authorised(state, &pool, &request.origin, &request.upstream_auth, head).await?;
     let (parts, _) = answer.response.into_parts();
     Ok((parts.status, parts.headers))
 }
 
-/// The upstream's answer to a `GET` of `request` with `headers` beside the
-/// side's, the user agent and the loop mark: authorised and, when the
-/// side says so, redirected as for a fetch, the body still to be read. For
-/// files pkgproxy reads itself before anyone is served (a generation's).
+/// The upstream's answer to a `GET` of `request`, revalidating what
+/// `revalidating` describes if given: authorised and, when the side says
+/// so, redirected as for a fetch, the body still to be read. For files
+/// pkgproxy reads itself before anyone is served (a generation's).
 pub async fn get(
     state: &Arc<State>,
     request: &CachedRequest,
-    headers: HeaderMap,
+    revalidating: Option<&Validators>,
     agent: Option<HeaderValue>,
 ) -> Result<Response<PoolBody>, FetchError> {
     let origin = &request.origin;
-    let (pool, headers) = prepared(state, request, headers, agent)?;
+    let (pool, headers) = prepared(state, request, revalidating, agent)?;
     let get = PoolRequest::get(origin.path.clone(), headers);
     let (get, answer) = authorised(state, &pool, origin, &request.upstream_auth, get).await?;
     match request.redirects {
@@ -141,13 +130,12 @@ pub async fn get(
     }
 }
 
-/// The pool `request` goes out through, and the headers it carries: the
-/// side's, then `extra`, the client's user agent (or pkgproxy's) and the
-/// loop mark.
+/// The pool `request` goes out through, and the headers it carries
+/// ([`outgoing::headers`]).
 fn prepared(
     state: &State,
     request: &CachedRequest,
-    extra: HeaderMap,
+    revalidating: Option<&Validators>,
     agent: Option<HeaderValue>,
 ) -> Result<(Arc<Pool>, HeaderMap), FetchError> {
     let origin = &request.origin;
@@ -156,13 +144,7 @@ fn prepared(
         .transport
         .pool(&origin.pool, &origin.instances)
         .map_err(|error| FetchError::Upstream(Box::new(error)))?;
-    let mut headers = request.upstream_headers.clone();
-    headers.extend(extra);
-    headers
-        .insert(USER_AGENT, agent.unwrap_or(HeaderValue::from_static(concat!("pkgproxy/", env!("CARGO_PKG_VERSION")))));
-    // What is cached is the identity: the bytes checksums cover.
-    headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-    state.loop_mark.add_to(&mut headers);
+    let headers = outgoing::headers(request.upstream_headers.clone(), agent, &state.loop_mark, revalidating);
     Ok((pool, headers))
 }
 
@@ -286,16 +268,11 @@ async fn authorised(
     };
     let Some(challenge) = challenge else { return Ok((request, answer)) };
     let base = origin.instances.get(answer.instance).map_or("", String::as_str);
+    let asking = outgoing::headers(HeaderMap::new(), request.headers.get(USER_AGENT).cloned(), &state.loop_mark, None);
+    let asker = Asker { pool: &origin.pool, base, scope, credentials: credentials.as_ref().map(|c| c.0.as_str()) };
     let token = state
         .tokens
-        .fetch(
-            &state.upstream.transport,
-            &origin.pool,
-            scope,
-            credentials.as_ref().map(|c| c.0.as_str()),
-            &challenge,
-            base,
-        )
+        .fetch(&state.upstream.transport, asker, &challenge, asking)
         .await
         .map_err(|reason| FetchError::Upstream(format!("cannot get a token: {reason}").into()))?;
     request.headers.insert(AUTHORIZATION, token);

@@ -123,8 +123,8 @@ async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardReque
         Ok(pool) => pool,
         Err(error) => return Failed::of_upstream(&error).into(),
     };
-    let mut headers = request.headers;
-    state.loop_mark.add_to(&mut headers);
+    let agent = exchange.headers.get(http::header::USER_AGENT).cloned();
+    let headers = super::outgoing::headers(request.headers, agent, &state.loop_mark, None);
     let upstream_answer = copy_upstream_request(state, request.side, origin, exchange, &request.method, &headers);
     let sent = PoolRequest { method: request.method, path: origin.path.clone(), headers, body, avoid: None };
     let answer = match pool.send(sent).await {

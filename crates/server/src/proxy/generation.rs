@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, USER_AGENT};
+use http::header::{HeaderValue, USER_AGENT};
 use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_cache::fetch::{kept_headers, validators};
@@ -182,7 +182,7 @@ async fn fetch_file(
         return file(request, &parts, body);
     }
     let held = state.cache.lookup(&request.key);
-    let response = fetching::get(state, request, conditional(held.as_deref()), agent)
+    let response = fetching::get(state, request, held.as_deref().map(|entry| &entry.validators), agent)
         .await
         .map_err(|error| Failed::of_fetch(&error))?;
     let (parts, body) = response.into_parts();
@@ -247,19 +247,6 @@ async fn held_file(state: &Arc<State>, key: &str, entry: &Entry) -> Result<File,
         validators: entry.validators.clone(),
         fetched_at: None,
     })
-}
-
-fn conditional(held: Option<&Entry>) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    let Some(entry) = held else { return headers };
-    let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());
-    if let Some(etag) = value(&entry.validators.etag) {
-        headers.insert(IF_NONE_MATCH, etag);
-    }
-    if let Some(date) = value(&entry.validators.last_modified) {
-        headers.insert(IF_MODIFIED_SINCE, date);
-    }
-    headers
 }
 
 /// What a client is told when the upstream answered a generation's file

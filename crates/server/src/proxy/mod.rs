@@ -20,6 +20,7 @@ mod forward;
 mod generation;
 pub mod needs;
 pub mod outcome;
+mod outgoing;
 mod peer;
 pub mod plan;
 pub(crate) mod pointer;

@@ -40,6 +40,15 @@ pub(super) fn resolve(root: &Path, uri_path: &str) -> Option<PathBuf> {
     Some(path)
 }
 
+/// Whether the file at `path` is text a CDN would compress: anything but
+/// an archive, a package or an image.
+pub(super) fn is_text(path: &Path) -> bool {
+    const BINARY: [&str; 14] =
+        ["deb", "udeb", "zip", "gz", "xz", "bz2", "zst", "lz4", "snap", "squashfs", "tar", "qcow2", "img", "crate"];
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    !BINARY.iter().any(|binary| extension.eq_ignore_ascii_case(binary))
+}
+
 /// The validators of one file version.
 struct Validators {
     /// File length in bytes.
