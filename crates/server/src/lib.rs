@@ -65,6 +65,7 @@ mod failed;
 mod gateway;
 mod grants;
 mod headers;
+mod holds;
 mod proxy;
 mod redact;
 pub mod reload;

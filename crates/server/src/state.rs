@@ -57,7 +57,7 @@ pub struct State {
     /// The `HEAD`s asking what a name points at now, one per name.
     pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
     /// The names whose upstream asked to be left alone, until when.
-    pub pointer_holds: crate::proxy::pointer::holds::Holds,
+    pub pointer_holds: crate::holds::Holds,
     /// Which credentials the upstream let read private content, lately.
     pub grants: crate::grants::Grants,
     /// The refreshes of generations in progress, one per root.

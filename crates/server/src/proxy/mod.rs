@@ -23,7 +23,7 @@ pub mod outcome;
 mod outgoing;
 mod peer;
 pub mod plan;
-pub(crate) mod pointer;
+mod pointer;
 pub mod readiness;
 pub mod reason;
 mod rewrite;

@@ -19,10 +19,8 @@
 //!   cached, the client is told honestly (`429` with `Retry-After`, or
 //!   `503`);
 //! - an upstream that asked to be left alone (`Retry-After`) is not asked
-//!   about the name again until then ([`holds`]): a client's retries cost
+//!   about the name again until then ([`crate::holds`]): a client's retries cost
 //!   it nothing.
-
-pub mod holds;
 
 use std::sync::Arc;
 use std::time::Duration;
