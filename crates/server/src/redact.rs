@@ -3,15 +3,10 @@
 
 /// `url` without its user information (`https://user:secret@host/` gives
 /// `https://host/`): an instance's credentials are not for every client.
+/// The same split the pools make ([`pkgproxy_upstream::userinfo`]), so
+/// what is shown is what the pools show.
 pub fn without_user(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    match scheme {
-        "" => format!("{host}{path}"),
-        scheme => format!("{scheme}://{host}{path}"),
-    }
+    pkgproxy_upstream::userinfo::split(url).url
 }
 
 #[cfg(test)]

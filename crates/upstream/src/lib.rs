@@ -24,6 +24,7 @@ mod resolve;
 pub mod shadow;
 mod tls;
 mod transport;
+pub mod userinfo;
 
 pub use connect::Keepalive;
 pub use counters::{Counters, UpstreamCounter};

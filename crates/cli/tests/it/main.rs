@@ -29,6 +29,7 @@ mod readiness;
 mod registry_client;
 mod registry_pull_limit;
 mod reload;
+mod secrets;
 mod setup_script;
 mod shadow;
 mod shared_fetch;

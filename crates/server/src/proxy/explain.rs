@@ -105,7 +105,8 @@ fn through_the_cache(
     request: CachedRequest,
     told: Explanation,
 ) -> Explanation {
-    let mut told = Explanation { key: Some(request.key.clone()), upstream: request.origin.instances.clone(), ..told };
+    let upstream = request.origin.instances.iter().map(|url| crate::redact::without_user(url)).collect();
+    let mut told = Explanation { key: Some(request.key.clone()), upstream, ..told };
     let hit = |told: Explanation| Explanation { action: "hit".to_owned(), cache: Some("hit".to_owned()), ..told };
     let now = tokio::time::Instant::now().into_std();
     if side.remembered(&request.key, now, state.upstream.switch.frozen()).is_some() {

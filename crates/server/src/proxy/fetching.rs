@@ -124,7 +124,7 @@ pub async fn get(
     match request.redirects {
         Redirects::PassedOn => Ok(answer.response),
         Redirects::Followed => {
-            let base = origin.instances.get(answer.instance).cloned().unwrap_or_default();
+            let base = origin.instances.get(answer.instance).map(|base| without_user(base)).unwrap_or_default();
             follow(state, &origin.pool, &base, get, answer.response).await
         }
     }
@@ -164,7 +164,9 @@ pub fn copy_upstream_request(
         return UpstreamAnswer::default();
     }
     let uri = match exchange.mount {
-        Mount::ForwardProxy => format!("{}{}", origin.instances.first().map_or("", String::as_str), origin.path),
+        Mount::ForwardProxy => {
+            format!("{}{}", without_user(origin.instances.first().map_or("", String::as_str)), origin.path)
+        }
         Mount::Prefix(_) => origin.path.clone(),
     };
     let tapped = state.shadows.load().tap(&Original {
@@ -199,7 +201,7 @@ impl PoolSource {
             let response = match redirects {
                 Redirects::PassedOn => answer.response,
                 Redirects::Followed => {
-                    let base = origin.instances.get(answer.instance).cloned().unwrap_or_default();
+                    let base = origin.instances.get(answer.instance).map(|base| without_user(base)).unwrap_or_default();
                     follow(&state, &origin.pool, &base, request, answer.response).await?
                 }
             };
@@ -267,9 +269,10 @@ async fn authorised(
         _ => None,
     };
     let Some(challenge) = challenge else { return Ok((request, answer)) };
-    let base = origin.instances.get(answer.instance).map_or("", String::as_str);
+    let base = without_user(origin.instances.get(answer.instance).map_or("", String::as_str));
     let asking = outgoing::headers(HeaderMap::new(), request.headers.get(USER_AGENT).cloned(), &state.loop_mark, None);
-    let asker = Asker { pool: &origin.pool, base, scope, credentials: credentials.as_ref().map(|c| c.0.as_str()) };
+    let asker =
+        Asker { pool: &origin.pool, base: &base, scope, credentials: credentials.as_ref().map(|c| c.0.as_str()) };
     let token = state
         .tokens
         .fetch(&state.upstream.transport, asker, &challenge, asking)

@@ -108,6 +108,7 @@ impl Pool {
                 return Tried::Fatal(UpstreamError::BadTarget { uri, reason: "not a valid URL" });
             }
         };
+        let request = &instance.authorised(request);
         let started = Instant::now();
         let attempt = self.rules().start(index, started);
         match self.wait_for_head(instance, request, &uri, wait.limit(), elsewhere).await {
@@ -216,6 +217,22 @@ fn was_reused(error: &hyper_util::client::legacy::Error) -> bool {
     let mut extensions = http::Extensions::new();
     connected.get_extras(&mut extensions);
     extensions.get::<ConnectionUses>().is_some_and(ConnectionUses::reused)
+}
+
+impl Instance {
+    /// `request` as sent to this instance: with the credentials its
+    /// configured URL carried, unless it has an authorization of its own
+    /// (a client's, a token).
+    fn authorised<'r>(&self, request: &'r PoolRequest) -> std::borrow::Cow<'r, PoolRequest> {
+        match &self.authorization {
+            Some(basic) if !request.headers.contains_key(http::header::AUTHORIZATION) => {
+                let mut request = request.clone();
+                request.headers.insert(http::header::AUTHORIZATION, basic.clone());
+                std::borrow::Cow::Owned(request)
+            }
+            _ => std::borrow::Cow::Borrowed(request),
+        }
+    }
 }
 
 fn build(request: &PoolRequest, uri: &http::Uri) -> http::Request<RequestBody> {

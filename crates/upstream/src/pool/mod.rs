@@ -134,8 +134,12 @@ pub struct PoolAnswer {
 /// One instance: where it is and its own connections.
 #[derive(Debug)]
 struct Instance {
-    /// The base URL, without a trailing slash.
+    /// The base URL, without a trailing slash or user information: what
+    /// the pool shows, logs and names in errors.
     url: String,
+    /// The Basic credentials the configured URL carried, sent to this
+    /// instance alone ([`crate::userinfo`]).
+    authorization: Option<http::HeaderValue>,
     /// Its host, as the breakers know it (for an endpoint of a parent
     /// pkgproxy, the host and the endpoint's path: see
     /// [`Shared::breaker_key`]).
@@ -179,12 +183,15 @@ impl Pool {
         let instances = urls
             .iter()
             .map(|url| {
-                let base = url.trim_end_matches('/');
-                let uri: http::Uri =
-                    base.parse().map_err(|_| UpstreamError::BadTarget { uri: url.clone(), reason: "not a URL" })?;
+                let split = crate::userinfo::split(url.trim_end_matches('/'));
+                let uri: http::Uri = split
+                    .url
+                    .parse()
+                    .map_err(|_| UpstreamError::BadTarget { uri: split.url.clone(), reason: "not a URL" })?;
                 Ok(Instance {
-                    url: base.to_string(),
                     host: shared.breaker_key(&uri)?,
+                    url: split.url,
+                    authorization: split.authorization,
                     client: Mutex::new(shared.pooled_client()),
                     fresh: shared.fresh_client(),
                     penalties: watch::channel(0).0,
