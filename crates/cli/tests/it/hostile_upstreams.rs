@@ -114,3 +114,30 @@ async fn an_upstream_that_lies_about_a_body_fails_the_fetch_caches_nothing_and_t
     let named = failures.iter().filter(|line| line.contains(&format!("upstream=\"{}/debian\"", chaos.url()))).count();
     assert!(named >= 5, "failures name the upstream:\n{}", failures.join("\n"));
 }
+
+/// An upstream's `101`, `304` to an unconditional request, or a status HTTP
+/// does not have is never relayed: the client gets a `502`, and what it
+/// pipelined behind that request is answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interim_unasked_for_or_unknown_status_is_a_502_and_pipelined_requests_go_on() {
+    let chaos = ChaosUpstream::start().await;
+    let server = crate::inproc::Server::start(Some(&archive("chaos", &[format!("{}/debian", chaos.url())]))).await;
+    for code in [101, 304, 999] {
+        chaos.set_behaviour(Behaviour::Status { code, retry_after: None });
+        let deb = format!("{}/debian/pool/main/y/y_{code}.deb", chaos.url());
+        let pipelined = format!(
+            "GET {deb} HTTP/1.1\r\nHost: {host}\r\n\r\nGET /v2/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n",
+            host = chaos.addr()
+        );
+        let raw =
+            pkgproxy_testkit::client::raw_exchange(server.proxy_addr(), pipelined.as_bytes(), Duration::from_secs(20))
+                .await;
+        let text = String::from_utf8_lossy(&raw);
+        assert_eq!(pkgproxy_testkit::client::first_status(&raw), 502, "{code}: {text}");
+        assert!(text.matches("HTTP/1.1 ").count() == 2 && text.ends_with("{}"), "{code}: both answered: {text}");
+        let plain = proxy_get(server.proxy_addr(), &deb, &[]).await;
+        assert_eq!(plain.status, 502, "{code}");
+        let why = plain.header("x-pkgproxy-reason").unwrap_or_default();
+        assert!(why.contains(&format!("answered {code}")), "{code}: {why}");
+    }
+}

@@ -82,6 +82,24 @@ fn fails(status: StatusCode) -> bool {
     matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
 }
 
+/// Why an answer of `status` to `request` cannot be passed on as the
+/// upstream's word, when it cannot: an interim status (a `101` would
+/// leave the client's connection, and the requests pipelined on it, to a
+/// protocol it never asked for), a status HTTP does not have, or a `304`
+/// to a request that asked nothing conditional.
+fn not_final(status: StatusCode, request: &PoolRequest) -> Option<String> {
+    use http::header::{IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE};
+    let conditional = [IF_NONE_MATCH, IF_MODIFIED_SINCE, IF_MATCH, IF_UNMODIFIED_SINCE, IF_RANGE]
+        .iter()
+        .any(|name| request.headers.contains_key(name));
+    match status.as_u16() {
+        100..=199 => Some(format!("answered {}, an interim status, as its answer", status.as_u16())),
+        600.. => Some(format!("answered {}, not an HTTP status", status.as_u16())),
+        304 if !conditional => Some("answered 304 to a request that was not conditional".to_string()),
+        _ => None,
+    }
+}
+
 /// Statuses that say the instance does not have the file, which another
 /// may have (a mirror lagging behind a sync): the request moves on, but the
 /// instance is not at fault.
@@ -113,6 +131,13 @@ impl Pool {
         let attempt = self.rules().start(index, started);
         match self.wait_for_head(instance, request, &uri, wait.limit(), elsewhere).await {
             Waited::Head(Ok(response)) => {
+                if let Some(why) = not_final(response.status(), request) {
+                    // A broken instance: its answer is not passed on.
+                    ticket.failed(None);
+                    self.penalise(attempt);
+                    self.end(attempt);
+                    return Tried::Failed(format!("{}: {why}", instance.url), Sent::Maybe);
+                }
                 if let Some(uses) = response.extensions().get::<ConnectionUses>() {
                     uses.answered();
                 }
