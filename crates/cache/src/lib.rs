@@ -51,6 +51,11 @@ impl Cache {
         Ok(Cache { store, fetches, scrubbing: Arc::default() })
     }
 
+    /// The wall clock entries are dated by (injected: tests move it).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.store.shared_clock()
+    }
+
     /// The entry for `key`, if any (from memory when asked for lately).
     pub fn lookup(&self, key: &str) -> Option<Arc<Entry>> {
         self.store.lookup(key)

@@ -107,6 +107,11 @@ impl Store {
         self.clock.as_ref()
     }
 
+    /// The same clock, to keep.
+    pub fn shared_clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
     /// The cache directory.
     pub fn dir(&self) -> &Path {
         &self.dir

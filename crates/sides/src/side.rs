@@ -116,6 +116,15 @@ impl Side {
         }
     }
 
+    /// The entries under `keys` were removed by hand (`pkgproxyctl cache
+    /// rm`): what the side held about them is dropped too. Blocking.
+    pub fn removed(&self, keys: &[String]) {
+        match self {
+            Side::Apt(apt) => apt.removed(keys),
+            Side::Go(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => {}
+        }
+    }
+
     /// What must be fetched, through the cache and in this order, before
     /// `request` can be checked; a fetch that does not end in a `200` ends
     /// the list.
@@ -334,7 +343,7 @@ impl Sides {
     /// Opens every side with what it has learnt, kept in and beside the
     /// cache. Blocking.
     pub fn open(config: SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
-        let apt = Apt::open(config.apt, cache.dir())?;
+        let apt = Apt::open(config.apt, cache.dir(), cache.clock())?;
         let snap = Snap::new(config.snap, cache.clone());
         let registry = Registry::new(config.registry, cache.clone());
         let lxd = Lxd::open(config.lxd, cache.clone(), cache.dir())?;
@@ -427,7 +436,8 @@ mod tests {
 
     fn sides(dir: &std::path::Path) -> Sides {
         let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
-        let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir).unwrap();
+        let clock = Arc::new(pkgproxy_cache::SystemClock);
+        let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir, clock).unwrap();
         let go = Go::new(GoConfig::new(&Options::default()).unwrap());
         let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
         let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache.clone());

@@ -331,3 +331,62 @@ fn leave_partial_indexes(apt: &AptSandbox, repo: &AptRepo, date: std::time::Syst
     assert!(!partials.is_empty(), "apt keeps no Packages lists in {}", lists.display());
     partials
 }
+
+/// A mirror whose only file is `dists/stable/InRelease`, dated as the test
+/// says, and a pkgproxy (in process) that knows it as archive `q`.
+async fn dated_mirror() -> (tempfile::TempDir, Origin, crate::inproc::Server, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("debian/dists/stable")).unwrap();
+    let origin = Origin::serve(dir.path()).await;
+    let server = crate::inproc::Server::start(Some(&archive("q", &[format!("{}/debian", origin.url())]))).await;
+    let url = format!("{}/debian/dists/stable/InRelease", origin.url());
+    (dir, origin, server, url)
+}
+
+/// Publishes an `InRelease` dated `date` in the mirror at `dir`.
+fn publish_dated(dir: &Path, date: std::time::SystemTime) -> Vec<u8> {
+    let date = httpdate::fmt_http_date(date).replace("GMT", "UTC");
+    let body = format!("Origin: Test\nSuite: stable\nCodename: stable\nDate: {date}\nArchitectures: amd64\nComponents: main\nSHA256:\n");
+    std::fs::write(dir.join("debian/dists/stable/InRelease"), &body).unwrap();
+    body.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_release_dated_in_the_future_is_refused_and_never_keeps_the_genuine_one_out() {
+    let (dir, _origin, server, url) = dated_mirror().await;
+    let now = std::time::SystemTime::now();
+    publish_dated(dir.path(), now + Duration::from_secs(75 * 365 * 86_400));
+    let future = proxy_get(server.proxy_addr(), &url, &[]).await;
+    assert_eq!(future.status, 502, "{:?}", String::from_utf8_lossy(&future.body));
+    let why = future.header("x-pkgproxy-reason").unwrap_or_default();
+    assert!(why.contains("ahead of this clock"), "{why}");
+
+    // The mirror's clock is right again: its Release is taken at once.
+    let genuine = publish_dated(dir.path(), now - Duration::from_secs(60));
+    let fixed = proxy_get(server.proxy_addr(), &url, &[]).await;
+    assert_eq!((fixed.status, fixed.body.as_ref()), (200, genuine.as_slice()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn removing_a_suite_s_inrelease_by_hand_forgets_its_release_so_an_older_one_is_taken() {
+    let (dir, _origin, server, url) = dated_mirror().await;
+    let now = std::time::SystemTime::now();
+    let newer = publish_dated(dir.path(), now - Duration::from_secs(60));
+    assert_eq!(proxy_get(server.proxy_addr(), &url, &[]).await.body.as_ref(), newer.as_slice());
+
+    // An older Release, the held one's rollback protection keeps out...
+    let older = publish_dated(dir.path(), now - Duration::from_secs(7200));
+    let kept = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
+    assert_eq!((kept.status, kept.body.as_ref()), (200, newer.as_slice()));
+    assert!(kept.header("x-pkgproxy-reason").unwrap_or_default().contains("older"));
+
+    // ...until the admin removes the suite's files: then it is taken.
+    let (status, _) = server
+        .admin()
+        .send(http::Method::DELETE, "/pkgproxy/v1/cache/entries?pattern=apt/q/dists/*", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let taken = proxy_get(server.proxy_addr(), &url, &[]).await;
+    assert_eq!((taken.status, taken.body.as_ref()), (200, older.as_slice()));
+}

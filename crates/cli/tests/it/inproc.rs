@@ -19,6 +19,7 @@ pub struct Server {
     _dir: tempfile::TempDir,
     proxy_addr: String,
     stats: ControlClient,
+    admin: ControlClient,
     clock: Arc<ManualClock>,
     _stop: oneshot::Sender<()>,
 }
@@ -68,9 +69,9 @@ impl Server {
                 panic!("the server stopped: {error}");
             }
         });
-        let stats = ControlClient::new(stats_path);
+        let (stats, admin) = (ControlClient::new(stats_path), ControlClient::new(admin_path));
         pkgproxy_testkit::eventually("the server to serve", || async { stats.info().await.ok() }).await;
-        Server { _dir: dir, proxy_addr, stats, clock, _stop: stop }
+        Server { _dir: dir, proxy_addr, stats, admin, clock, _stop: stop }
     }
 
     /// `host:port` of the proxy listener.
@@ -81,6 +82,11 @@ impl Server {
     /// `/pkgproxy/v1/info`.
     pub async fn info(&self) -> Info {
         self.stats.info().await.expect("the stats socket answers")
+    }
+
+    /// A client of the admin socket.
+    pub fn admin(&self) -> &ControlClient {
+        &self.admin
     }
 
     /// The clock the server reads: move it instead of waiting.

@@ -43,10 +43,14 @@ pub fn list(state: &State, side: Option<&str>, pattern: Option<&str>) -> Result<
     Ok(listed)
 }
 
-/// Removes the entries whose key matches `pattern`. Blocking.
+/// Removes the entries whose key matches `pattern`, and what the sides
+/// held about them (an apt suite's Release, with its `InRelease`).
+/// Blocking.
 pub fn remove(state: &State, pattern: &str) -> Result<Removed, String> {
     let keys: Vec<String> = list(state, None, Some(pattern))?.into_iter().map(|entry| entry.key).collect();
-    state.cache.remove_all(&keys).map(removed).map_err(|error| error.to_string())
+    let gone = state.cache.remove_all(&keys).map(removed).map_err(|error| error.to_string())?;
+    state.sides.iter().for_each(|side| side.removed(&keys));
+    Ok(gone)
 }
 
 /// The keys a listing has to read: those starting with the pattern's text

@@ -55,7 +55,8 @@ impl Apt {
             return Some(Arc::new(ByHash { index, archive, folder: folder.to_string() }));
         }
         if let Some(suite) = release_suite(relative) {
-            return Some(Arc::new(ReleaseFile { index, suite: format!("{archive}/{suite}") }));
+            let clock = Arc::clone(&self.clock);
+            return Some(Arc::new(ReleaseFile { index, suite: format!("{archive}/{suite}"), clock }));
         }
         let compression = Compression::of_packages(relative)?;
         Some(Arc::new(PackagesIndex { index, archive, compression }))
@@ -63,7 +64,7 @@ impl Apt {
 }
 
 /// The archive and the archive-relative path of an apt cache key.
-fn archive_and_path(key: &str) -> Option<(&str, &str)> {
+pub(super) fn archive_and_path(key: &str) -> Option<(&str, &str)> {
     key.strip_prefix("apt/")?.split_once('/')
 }
 
@@ -74,7 +75,7 @@ fn is_index_by_name(relative: &str) -> bool {
 }
 
 /// `dists/<suite...>` of a `dists/<suite...>/InRelease` or `.../Release`.
-fn release_suite(relative: &str) -> Option<&str> {
+pub(super) fn release_suite(relative: &str) -> Option<&str> {
     let (suite, name) = relative.rsplit_once('/')?;
     matches!(name, "InRelease" | "Release").then_some(suite)
 }
@@ -107,6 +108,8 @@ impl Verifier for PoolFile {
 struct ReleaseFile {
     index: Arc<AptIndex>,
     suite: String,
+    /// Tells when it is offered, against its date.
+    clock: Arc<dyn pkgproxy_cache::Clock>,
 }
 
 impl Verifier for ReleaseFile {
@@ -119,8 +122,14 @@ impl Verifier for ReleaseFile {
         std::io::Read::read_to_end(&mut std::io::Read::take(body, MAX_RELEASE_BYTES), &mut bytes)
             .map_err(|e| format!("cannot read the Release: {e}"))?;
         let parsed = release::parse(&bytes).map_err(|e| e.to_string())?;
-        match self.index.offer_release(&self.suite, parsed).map_err(|e| e.to_string())? {
+        match self.index.offer_release(&self.suite, parsed, self.clock.now()).map_err(|e| e.to_string())? {
             Offer::Accepted => Ok(()),
+            Offer::Future { offered, now } => Err(format!(
+                "the upstream's Release for {} is dated {} s ahead of this clock ({}): a mirror with a wrong clock, which apt refuses as not valid yet",
+                self.suite,
+                unix(offered).saturating_sub(unix(now)),
+                release::minute_utc(offered)
+            )),
             Offer::Older { offered, held } => Err(format!(
                 "the upstream's Release for {} is older ({} s) than the one already held ({} s): a mirror lagging behind",
                 self.suite,

@@ -130,6 +130,8 @@ pub struct Apt {
     /// Swapped whole on a reload; requests under way keep the one they read.
     config: ArcSwap<Config>,
     index: Arc<AptIndex>,
+    /// The wall clock a Release's date is held against.
+    clock: Arc<dyn pkgproxy_cache::Clock>,
 }
 
 /// Whether `path` (in a Release) is a `Packages` index of binaries.
@@ -170,9 +172,28 @@ impl Apt {
     }
 
     /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
-    pub fn open(config: Config, cache_dir: &Path) -> Result<Self, IndexError> {
+    pub fn open(config: Config, cache_dir: &Path, clock: Arc<dyn pkgproxy_cache::Clock>) -> Result<Self, IndexError> {
         let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
-        Ok(Apt { config: ArcSwap::from_pointee(config), index: Arc::new(index) })
+        Ok(Apt { config: ArcSwap::from_pointee(config), index: Arc::new(index), clock })
+    }
+
+    /// The entries under `keys` were removed by hand: a suite whose
+    /// `InRelease` or `Release` went has its Release forgotten, so the
+    /// next one fetched is taken whatever its date (a Release held by
+    /// mistake, dated ahead, would otherwise keep every genuine one out).
+    /// Blocking.
+    pub fn removed(&self, keys: &[String]) {
+        let suites = keys.iter().filter_map(|key| {
+            let (archive, relative) = integrity::archive_and_path(key)?;
+            Some(format!("{archive}/{}", integrity::release_suite(relative)?))
+        });
+        for suite in suites {
+            match self.index.forget_release(&suite) {
+                Ok(true) => tracing::info!(suite, "the suite's Release is forgotten with its InRelease"),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(suite, %error, "cannot forget the suite's Release"),
+            }
+        }
     }
 
     /// The side's validated configuration.
@@ -321,7 +342,8 @@ mod superseded_tests {
     fn an_index_file_the_release_no_longer_lists_is_superseded() {
         let dir = tempfile::tempdir().unwrap();
         let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
-        let apt = Apt::open(Config::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir.path()).unwrap();
+        let clock = Arc::new(pkgproxy_cache::SystemClock);
+        let apt = Apt::open(Config::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir.path(), clock).unwrap();
         let files = [("main/binary-amd64/Packages".to_string(), FileSum { size: 1, sha256: [2; 32] })];
         let release = Release {
             date: Some(UNIX_EPOCH + Duration::from_secs(100)),
@@ -329,7 +351,7 @@ mod superseded_tests {
             files: files.into_iter().collect(),
             ..Release::default()
         };
-        apt.index.offer_release("local/dists/stable", release).unwrap();
+        apt.index.offer_release("local/dists/stable", release, std::time::SystemTime::now()).unwrap();
         let packages = "apt/local/dists/stable/main/binary-amd64/Packages";
         assert!(apt.superseded(packages, &entry(1)), "other bytes than the Release lists");
         assert!(!apt.superseded(packages, &entry(2)), "the listed bytes");

@@ -52,7 +52,21 @@ pub enum Offer {
         /// The date of the one held.
         held: SystemTime,
     },
+    /// It is dated further ahead than [`MAX_FUTURE`] (a mirror with a
+    /// wrong clock, or a forged answer on plain HTTP): kept out, as apt
+    /// refuses it, and never held, so it cannot make the genuine Releases
+    /// after it look older.
+    Future {
+        /// The date of the Release offered.
+        offered: SystemTime,
+        /// The time it was offered at.
+        now: SystemTime,
+    },
 }
+
+/// How far ahead of pkgproxy's clock a Release may be dated (clocks
+/// differ a little; apt's own `Acquire::Max-FutureTime` is ten seconds).
+pub const MAX_FUTURE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The persistent apt index.
 pub struct AptIndex {
@@ -150,9 +164,13 @@ impl AptIndex {
         name
     }
 
-    /// Offers a newly fetched Release of `suite`; an older one than held is
-    /// kept out. Blocking (a durable write).
-    pub fn offer_release(&self, suite: &str, release: Release) -> Result<Offer, IndexError> {
+    /// Offers a newly fetched Release of `suite`, at `now`; one older than
+    /// held, or dated ahead of `now`, is kept out. Blocking (a durable
+    /// write).
+    pub fn offer_release(&self, suite: &str, release: Release, now: SystemTime) -> Result<Offer, IndexError> {
+        if let Some(offered) = release.date.filter(|date| *date > now + MAX_FUTURE) {
+            return Ok(Offer::Future { offered, now });
+        }
         if let (Some(held), Some(offered)) = (self.release(suite).and_then(|r| r.date), release.date) {
             if offered < held {
                 return Ok(Offer::Older { offered, held });
@@ -167,6 +185,20 @@ impl AptIndex {
         txn.commit().map_err(|e| self.fail(e))?;
         self.releases.write().unwrap_or_else(|p| p.into_inner()).insert(suite.to_string(), Arc::new(release));
         Ok(Offer::Accepted)
+    }
+
+    /// Forgets the Release held for `suite` (its `InRelease` was removed
+    /// by hand): the next one fetched is taken whatever its date.
+    pub fn forget_release(&self, suite: &str) -> Result<bool, IndexError> {
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        let removed = {
+            let mut table = txn.open_table(RELEASES).map_err(|e| self.fail(e))?;
+            let removed = table.remove(suite).map_err(|e| self.fail(e))?.is_some();
+            removed
+        };
+        txn.commit().map_err(|e| self.fail(e))?;
+        self.releases.write().unwrap_or_else(|p| p.into_inner()).remove(suite);
+        Ok(removed)
     }
 
     /// Learns every `.deb` a `Packages` index of `archive` names. Blocking;

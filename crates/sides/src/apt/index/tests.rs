@@ -6,6 +6,11 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::*;
 use crate::apt::release::FileSum;
 
+/// The time Releases are offered at in these tests: after all their dates.
+fn now() -> std::time::SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_000_000)
+}
+
 fn release(date_secs: u64, files: &[(&str, u8)]) -> Release {
     Release {
         date: Some(UNIX_EPOCH + Duration::from_secs(date_secs)),
@@ -21,19 +26,40 @@ fn a_newer_release_replaces_an_older_one_and_not_the_reverse() {
     let index = AptIndex::open(&dir.path().join("apt.redb")).unwrap();
     let suite = "debian/dists/stable";
     assert_eq!(
-        index.offer_release(suite, release(100, &[("main/binary-amd64/Packages", 1)])).unwrap(),
+        index.offer_release(suite, release(100, &[("main/binary-amd64/Packages", 1)]), now()).unwrap(),
         Offer::Accepted
     );
     assert_eq!(
-        index.offer_release(suite, release(200, &[("main/binary-amd64/Packages", 2)])).unwrap(),
+        index.offer_release(suite, release(200, &[("main/binary-amd64/Packages", 2)]), now()).unwrap(),
         Offer::Accepted
     );
-    let older = index.offer_release(suite, release(150, &[("main/binary-amd64/Packages", 3)])).unwrap();
+    let older = index.offer_release(suite, release(150, &[("main/binary-amd64/Packages", 3)]), now()).unwrap();
     assert!(matches!(older, Offer::Older { .. }));
+    let future = release(1_000_000 + 3600, &[("main/binary-amd64/Packages", 4)]);
+    assert!(matches!(index.offer_release(suite, future, now()).unwrap(), Offer::Future { .. }), "kept out");
+    let skewed = release(1_000_000 + 30, &[("main/binary-amd64/Packages", 5)]);
+    assert_eq!(index.offer_release(suite, skewed, now()).unwrap(), Offer::Accepted, "a clock a little ahead");
     let sum = index.index_file("debian", "dists/stable/main/binary-amd64/Packages").unwrap();
-    assert_eq!(sum.sha256, [2; 32]);
+    assert_eq!(sum.sha256, [5; 32]);
     assert!(index.index_file("debian", "dists/stable/main/binary-i386/Packages").is_none());
     assert!(index.index_file("ubuntu", "dists/stable/main/binary-amd64/Packages").is_none());
+}
+
+#[test]
+fn a_release_forgotten_lets_the_next_one_in_whatever_its_date_and_stays_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("apt.redb");
+    let suite = "debian/dists/stable";
+    {
+        let index = AptIndex::open(&path).unwrap();
+        index.offer_release(suite, release(500, &[]), now()).unwrap();
+        assert!(index.forget_release(suite).unwrap());
+        assert!(!index.forget_release(suite).unwrap(), "nothing left to forget");
+        assert!(index.release(suite).is_none());
+    }
+    let index = AptIndex::open(&path).unwrap();
+    assert!(index.release(suite).is_none(), "forgotten across a restart");
+    assert_eq!(index.offer_release(suite, release(100, &[]), now()).unwrap(), Offer::Accepted);
 }
 
 #[test]
@@ -41,7 +67,7 @@ fn by_hash_files_are_named_from_the_release() {
     let dir = tempfile::tempdir().unwrap();
     let index = AptIndex::open(&dir.path().join("apt.redb")).unwrap();
     let files = [("main/binary-amd64/Packages.xz", 7), ("main/binary-i386/Packages.xz", 8)];
-    index.offer_release("debian/dists/stable", release(1, &files)).unwrap();
+    index.offer_release("debian/dists/stable", release(1, &files), now()).unwrap();
     let name = index.name_by_hash("debian", "dists/stable/main/binary-amd64", &[7; 32]);
     assert_eq!(name.as_deref(), Some("dists/stable/main/binary-amd64/Packages.xz"));
     assert_eq!(index.name_by_hash("debian", "dists/stable/main/binary-amd64", &[8; 32]), None);
@@ -54,7 +80,7 @@ fn what_was_learnt_survives_a_restart() {
     let packages = "Package: a\nFilename: pool/main/a/a_1_all.deb\nSize: 3\nSHA256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n";
     {
         let index = AptIndex::open(&path).unwrap();
-        index.offer_release("debian/dists/stable", release(5, &[("main/binary-all/Packages", 9)])).unwrap();
+        index.offer_release("debian/dists/stable", release(5, &[("main/binary-all/Packages", 9)]), now()).unwrap();
         assert_eq!(index.learn_packages("debian", packages.as_bytes()).unwrap(), 1);
     }
     let index = AptIndex::open(&path).unwrap();
