@@ -40,12 +40,12 @@ pub mod actions;
 pub mod assertion;
 pub mod blob;
 mod device;
+mod media;
 pub mod needs;
 pub mod rewrite;
 
 use arc_swap::{ArcSwap, Guard};
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -139,13 +139,14 @@ pub struct Snap {
     /// Swapped whole on a reload; requests under way keep the one they read.
     config: ArcSwap<Config>,
     cache: Cache,
-    media_origins: Mutex<BTreeSet<String>>,
+    /// The media URLs store answers named: what the media relay fetches.
+    media: media::NamedMedia,
 }
 
 impl Snap {
     /// The side, reading back what it recorded from `cache`.
     pub fn new(config: Config, cache: Cache) -> Snap {
-        Snap { config: ArcSwap::from_pointee(config), cache, media_origins: Mutex::new(BTreeSet::new()) }
+        Snap { config: ArcSwap::from_pointee(config), cache, media: media::NamedMedia::default() }
     }
 
     /// Its configuration.
@@ -277,26 +278,25 @@ impl Snap {
         })
     }
 
-    /// A snap's icon or screenshot, from a host a store answer named.
+    /// A snap's icon or screenshot, exactly as a store answer named it.
     fn media(&self, request: &Request<'_>, rest: &str) -> Decision {
         let unknown = || Decision::Refuse(Refusal::not_found("not a media URL of a store answer"));
         let Some((scheme, rest)) = rest.split_once('/') else { return unknown() };
         let Some(slash) = rest.find('/') else { return unknown() };
         let (authority, path) = rest.split_at(slash);
-        let origin = format!("{scheme}://{authority}");
         let path = match request.query {
             Some(query) => format!("{path}?{query}"),
             None => path.to_string(),
         };
-        let key = format!("snap/media/{scheme}/{authority}{path}");
-        // A host is fetched from only when a store answer named it: since
-        // start, or before (what it served then is cached).
-        let learnt = self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin);
-        let named = learnt || self.config().stores.contains(&origin) || self.cache.lookup(&key).is_some();
-        if !matches!(scheme, "http" | "https") || !named {
+        let named = format!("{scheme}/{authority}{path}");
+        let key = format!("snap/media/{named}");
+        // Named by an answer since start, or before (what it served then
+        // is cached).
+        if !matches!(scheme, "http" | "https") || !(self.media.named(&named) || self.cache.lookup(&key).is_some()) {
             return unknown();
         }
-        let origin = Origin { pool: "snap-media".to_string(), instances: vec![origin], path };
+        let origin =
+            Origin { pool: "snap-media".to_string(), instances: vec![format!("{scheme}://{authority}")], path };
         Decision::cache(CachedRequest {
             fresh_for: MEDIA_TTL,
             redirects: Redirects::Followed,
@@ -322,9 +322,9 @@ impl Snap {
     /// `body` with its URLs pointing at pkgproxy as served at `at`; `None`
     /// when it is not JSON.
     pub fn rewrite(&self, at: &ServedAt, body: &[u8]) -> Option<Bytes> {
-        let mut rewriter = Rewriter { stores: &self.config().stores, served_at: at, media_origins: Vec::new() };
+        let mut rewriter = Rewriter { stores: &self.config().stores, served_at: at, media: Vec::new() };
         let rewritten = rewriter.rewrite(body)?;
-        self.media_origins.lock().unwrap_or_else(|p| p.into_inner()).extend(rewriter.media_origins);
+        self.media.learn(rewriter.media);
         Some(Bytes::from(rewritten))
     }
 

@@ -131,7 +131,7 @@ impl Snap {
         let snap_id = snap.get("snap-id").and_then(Value::as_str).map(str::to_owned);
         let named_publisher = snap.pointer("/publisher/id").and_then(Value::as_str).map(str::to_owned);
         let served_at = ServedAt { base: String::new() };
-        Rewriter { stores: &self.config().stores, served_at: &served_at, media_origins: Vec::new() }.walk(&mut snap);
+        Rewriter { stores: &self.config().stores, served_at: &served_at, media: Vec::new() }.walk(&mut snap);
         let (Some(digest), Some(download), Some(snap_id)) =
             (digest, snap.pointer("/download/url").and_then(Value::as_str), snap_id)
         else {

@@ -5,8 +5,10 @@
 //! Every URL snapd takes from an answer is rewritten, wherever it sits:
 //! `download` objects (of a snap, its deltas, resources and integrity data,
 //! an info answer's channel map, a find result's revision) become blob URLs
-//! carrying their digest and size (see [`super::blob`]); `media` URLs on
-//! the store's hosts or on media hosts go through pkgproxy's media path;
+//! carrying their digest and size (see [`super::blob`]); the images among
+//! `media` (icons, screenshots, banners: the store's own copies) go
+//! through pkgproxy's media path, each one exactly, while a `video`
+//! (a publisher's URL anywhere on the web) is left as it is;
 //! `assertion-stream-urls` go to pkgproxy's assertion path. A URL on a host
 //! pkgproxy would not fetch from is left as it is, and so is every URL of a
 //! private snap: the client fetches those from the store itself, so a
@@ -20,15 +22,20 @@ use crate::decision::ServedAt;
 /// The prefix of media URLs, below the side's mount.
 pub const MEDIA_PREFIX: &str = "/media/";
 
+/// The kinds of media relayed: the store's images. A `video` is a URL its
+/// publisher chose, on any host.
+const MEDIA_IMAGES: [&str; 4] = ["icon", "screenshot", "banner", "banner-icon"];
+
 /// Rewrites the URLs in a store answer.
 pub struct Rewriter<'a> {
     /// The store instances' base URLs.
     pub stores: &'a [String],
     /// Where the client reaches pkgproxy.
     pub served_at: &'a ServedAt,
-    /// The media hosts (`scheme://authority`) the answer named, learnt so
-    /// that pkgproxy fetches media from them and from no other host.
-    pub media_origins: Vec<String>,
+    /// The media the answer named, as their paths below the media prefix
+    /// (`https/dashboard.snapcraft.io/site_media/icon.png`): learnt so
+    /// that pkgproxy fetches those and nothing else.
+    pub media: Vec<String>,
 }
 
 impl Rewriter<'_> {
@@ -86,8 +93,12 @@ impl Rewriter<'_> {
         };
     }
 
-    /// A media item: its `url` through pkgproxy's media path.
+    /// A media item: its `url` through pkgproxy's media path, when it is
+    /// an image.
     fn media(&mut self, item: &mut Value) {
+        if !item.get("type").and_then(Value::as_str).is_some_and(|kind| MEDIA_IMAGES.contains(&kind)) {
+            return;
+        }
         let Some(Value::String(url)) = item.get_mut("url") else { return };
         let Some((scheme, rest)) = url.split_once("://") else { return };
         if !matches!(scheme, "http" | "https") {
@@ -97,13 +108,13 @@ impl Rewriter<'_> {
         if authority.is_empty() || authority.contains('@') {
             return;
         }
-        let origin = format!("{scheme}://{authority}");
-        if !self.media_origins.contains(&origin) {
-            self.media_origins.push(origin);
-        }
         let path = &rest[authority.len()..];
         let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
-        *url = format!("{}{MEDIA_PREFIX}{scheme}/{authority}{path}", self.served_at.base);
+        let named = format!("{scheme}/{authority}{}", path.split('#').next().unwrap_or(""));
+        *url = format!("{}{MEDIA_PREFIX}{named}", self.served_at.base);
+        if !self.media.contains(&named) {
+            self.media.push(named);
+        }
     }
 
     /// A URL on the store: the same path on pkgproxy.
@@ -142,9 +153,9 @@ mod tests {
     fn rewritten(answer: Value) -> (Value, Vec<String>) {
         let stores = ["https://api.snapcraft.io".to_string()];
         let served_at = ServedAt { base: "http://proxy.lan:3142/snap".into() };
-        let mut rewriter = Rewriter { stores: &stores, served_at: &served_at, media_origins: Vec::new() };
+        let mut rewriter = Rewriter { stores: &stores, served_at: &served_at, media: Vec::new() };
         let body = rewriter.rewrite(answer.to_string().as_bytes()).unwrap();
-        (serde_json::from_slice(&body).unwrap(), rewriter.media_origins)
+        (serde_json::from_slice(&body).unwrap(), rewriter.media)
     }
 
     #[test]
@@ -177,7 +188,25 @@ mod tests {
             answer["results"][1]["assertion-stream-urls"][0],
             format!("{base}/v2/assertions/snap-declaration/16/ID")
         );
-        assert_eq!(media, ["https://dashboard.snapcraft.io"]);
+        assert_eq!(media, ["https/dashboard.snapcraft.io/site_media/icon.png"]);
+    }
+
+    #[test]
+    fn only_images_go_through_pkgproxy_and_each_exactly_never_a_video() {
+        let answer = json!({"snap": {"media": [
+            {"type": "screenshot", "url": "https://dashboard.snapcraft.io/site_media/shot.png?v=2#top"},
+            {"type": "video", "url": "https://publisher.example:8443/intro"},
+            {"type": "hologram", "url": "https://dashboard.snapcraft.io/other"},
+            {"url": "https://dashboard.snapcraft.io/untyped"}]}});
+        let (served, media) = rewritten(answer.clone());
+        assert_eq!(media, ["https/dashboard.snapcraft.io/site_media/shot.png?v=2"]);
+        assert_eq!(
+            served["snap"]["media"][0]["url"],
+            "http://proxy.lan:3142/snap/media/https/dashboard.snapcraft.io/site_media/shot.png?v=2"
+        );
+        for item in 1..4 {
+            assert_eq!(served["snap"]["media"][item], answer["snap"]["media"][item], "left as it is");
+        }
     }
 
     #[test]
@@ -219,7 +248,7 @@ mod tests {
         assert_eq!(rewritten, answer, "another host's download, and a URL snapd does not fetch");
         let stores = ["https://api.snapcraft.io".to_string()];
         let served_at = ServedAt { base: "http://p/snap".into() };
-        let mut rewriter = Rewriter { stores: &stores, served_at: &served_at, media_origins: Vec::new() };
+        let mut rewriter = Rewriter { stores: &stores, served_at: &served_at, media: Vec::new() };
         assert!(rewriter.rewrite(b"not json").is_none());
     }
 }

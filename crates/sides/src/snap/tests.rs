@@ -141,21 +141,31 @@ fn assertions_are_served_by_max_format() {
 }
 
 #[test]
-fn media_come_only_from_hosts_a_store_answer_named() {
+fn media_come_only_as_a_store_answer_named_them() {
     let fixture = fixture();
     let headers = device_headers("amd64");
     let path = "/media/https/dashboard.snapcraft.io/site_media/icon.png";
     assert!(matches!(classify(&fixture.snap, Method::GET, &headers, path, None), Decision::Refuse(_)));
-    let answer =
-        br#"{"snap": {"media": [{"type": "icon", "url": "https://dashboard.snapcraft.io/site_media/icon.png"}]}}"#;
+    let answer = br#"{"snap": {"media": [{"type": "icon", "url": "https://dashboard.snapcraft.io/site_media/icon.png"},
+        {"type": "video", "url": "https://dashboard.snapcraft.io/intro"}]}}"#;
     let at = ServedAt { base: "http://proxy.lan:3142/snap".into() };
     let rewritten = fixture.snap.rewrite(&at, answer).unwrap();
     assert!(std::str::from_utf8(&rewritten).unwrap().contains(&format!("http://proxy.lan:3142/snap{path}")));
     let media = cached(classify(&fixture.snap, Method::GET, &headers, path, None));
     assert_eq!(media.origin.instances, ["https://dashboard.snapcraft.io"]);
     assert_eq!(media.origin.path, "/site_media/icon.png");
+    for unnamed in [
+        "/media/https/dashboard.snapcraft.io/site_media/other.png",
+        "/media/https/dashboard.snapcraft.io/intro",
+        "/media/https/api.snapcraft.io/v2/snaps/info/hello",
+    ] {
+        let refused = classify(&fixture.snap, Method::GET, &headers, unnamed, None);
+        assert!(matches!(refused, Decision::Refuse(_)), "{unnamed}: the same host, not named, or a video");
+    }
+    let with_query = classify(&fixture.snap, Method::GET, &headers, path, Some("cmd=x"));
+    assert!(matches!(with_query, Decision::Refuse(_)), "another query is another URL");
 
-    // After a restart nothing is learnt yet, but what the host served is cached.
+    // After a restart nothing is learnt yet, but what was served is cached.
     fixture.snap.cache.put(&media.key, b"png", vec![], Class::Revalidated).unwrap();
     let restarted = Snap::new(Config::clone(&fixture.snap.config()), fixture.snap.cache.clone());
     assert!(matches!(classify(&restarted, Method::GET, &headers, path, None), Decision::Cache(_)));
