@@ -24,9 +24,11 @@ pub struct CtrOutput {
 }
 
 impl Containerd {
-    /// Starts containerd, pulling `docker.io` and `ghcr.io` images through
-    /// the mirror at `mirror` (`HOST:PORT`), with the registries' own
-    /// addresses a closed port (a fallback never leaves the machine).
+    /// Starts containerd, pulling `docker.io` and `ghcr.io` images, and
+    /// any other registry's (`_default`, as `pkgproxyctl setup containerd`
+    /// writes it), through the mirror at `mirror` (`HOST:PORT`), with the
+    /// registries' own addresses a closed port (a fallback never leaves
+    /// the machine).
     pub async fn start(mirror: &str) -> Containerd {
         let dir = tempfile::tempdir().expect("temporary folder");
         let root = dir.path();
@@ -35,7 +37,7 @@ impl Containerd {
             r = root.display()
         );
         std::fs::write(root.join("config.toml"), config).expect("config");
-        for registry in ["docker.io", "ghcr.io"] {
+        for registry in ["docker.io", "ghcr.io", "_default"] {
             let hosts = root.join("certs.d").join(registry);
             std::fs::create_dir_all(&hosts).expect("certs.d");
             let toml = format!("server = \"http://127.0.0.1:9\"\n[host.\"http://{mirror}\"]\n  capabilities = [\"pull\", \"resolve\"]\n");

@@ -366,6 +366,23 @@ async fn containerd_pulls_through_pkgproxy_by_namespace() {
     assert!(hub.requests().is_empty(), "within the tag's window: {:#?}", hub.requests());
 }
 
+/// containerd names a registry with a port in the mirror's query as
+/// `?ns=registry.lan%3A5000` (Go's `url.Values.Encode`).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs root to run containerd; test.sh runs it as root"]
+async fn containerd_pulls_from_a_registry_on_a_port_named_percent_encoded() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("on a port", None);
+    hub.publish("team/hello", "v1", &image);
+    let config = format!("[[registry.upstream]]\nname = \"registry.lan:5000\"\nmirrors = [\"{}\"]\n", hub.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let containerd = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
+    let fetched = containerd.fetch("registry.lan:5000/team/hello:v1-multi");
+    assert!(fetched.success, "{}\n{}", fetched.output, daemon.log());
+    let layer = format!("/cdn/{}", image.layer.digest.trim_start_matches("sha256:"));
+    assert_eq!(count(&hub.requests(), |r| r.path.starts_with(&layer)), 1, "fetched through pkgproxy, once");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pkgproxyctl_setup_prints_applies_and_undoes_each_registry_client_s_file() {
     let hub = FakeHub::start().await;

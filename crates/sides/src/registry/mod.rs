@@ -293,6 +293,7 @@ impl Registry {
             return Decision::Answer(ping());
         }
         let ns = query_value(request.query, "ns");
+        let ns = ns.as_deref();
         let located = match name::locate(request.path, ns) {
             Ok(located) => located,
             Err(refusal) => return Decision::Refuse(refusal),
@@ -659,9 +660,11 @@ fn accepted_types(headers: &HeaderMap) -> Vec<&str> {
         .collect()
 }
 
-/// The value of `name` in a query.
-fn query_value<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
-    query?.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+/// The value of `name` in a query, percent-decoded (containerd writes
+/// `ns=reg.lan%3A5000`).
+fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    let raw = query?.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))?;
+    Some(percent_encoding::percent_decode_str(&raw.replace('+', " ")).decode_utf8_lossy().into_owned())
 }
 
 /// The answer to `GET /v2/`.

@@ -152,7 +152,11 @@ pub fn canonical(name: &str) -> &str {
 /// Whether a name's first component names a registry, as image references
 /// do: a host name with a dot, a port, or `localhost`.
 fn names_a_registry(component: &str) -> bool {
+    let alnum = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let bytes = component.as_bytes();
     (component.contains('.') || component.contains(':') || component == "localhost")
+        && alnum(bytes.first())
+        && alnum(bytes.last())
         && component.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b':'))
 }
 
@@ -231,6 +235,9 @@ mod tests {
         assert_eq!(code("/library//hello/manifests/v1", None), (400, "NAME_INVALID"));
         assert_eq!(code("/library/hello/referrers/x", None), (404, "UNSUPPORTED"));
         assert!(locate("/a__b/c-----d/e.f_g/manifests/v1", None).is_ok());
+        for dotted in ["/./library/alpine/manifests/v1", "/../library/alpine/manifests/v1", "/.lan/x/manifests/v1"] {
+            assert_eq!(code(dotted, None), (400, "NAME_INVALID"), "{dotted}");
+        }
         assert_eq!(located("/library/hello/tags/list", None).2, Endpoint::Tags);
     }
 }

@@ -89,6 +89,15 @@ fn manifests_are_asked_for_in_the_fixed_modern_set() {
 }
 
 #[test]
+fn containerd_s_percent_encoded_ns_names_a_registry_with_a_port() {
+    for query in ["ns=registry.lan%3A5000", "ns=registry.lan:5000", "foo=1&ns=registry.lan%3a5000"] {
+        let asked = cached(classify(Method::GET, "/x/manifests/v1", Some(query)));
+        assert_eq!(asked.origin.instances, ["http://127.0.0.1:5000"], "{query}");
+        assert_eq!(asked.reply_headers["oci-namespace"], "registry.lan:5000", "{query}");
+    }
+}
+
+#[test]
 fn an_unknown_registry_is_a_fast_404_and_a_push_is_unsupported() {
     let unknown = refused(classify(Method::GET, "/evil.example/x/manifests/v1", None));
     assert_eq!((unknown.status, unknown.code), (StatusCode::NOT_FOUND, Some("NAME_UNKNOWN")));
