@@ -94,10 +94,17 @@ fn socket_flag<'w>(
     Ok(Some((socket, PathBuf::from(value))))
 }
 
-/// Writes to `output` a bundle of what `groups` need, or of everything the
-/// cache holds with `all`; refused (nothing written) when not everything
-/// is held.
-pub async fn export(stats: &ControlClient, groups: &[Needs], all: bool, output: &Path) -> anyhow::Result<ExitCode> {
+/// Writes to `output` a bundle of what `groups` need (checked on the stats
+/// socket), or of everything the cache holds with `all`, read from the
+/// admin socket (a bundle carries the cache's content); refused (nothing
+/// written) when not everything is held.
+pub async fn export(
+    stats: &ControlClient,
+    admin: &ControlClient,
+    groups: &[Needs],
+    all: bool,
+    output: &Path,
+) -> anyhow::Result<ExitCode> {
     let (mut urls, mut records) = (Vec::new(), Vec::new());
     let mut seen = std::collections::HashSet::new();
     for group in groups {
@@ -119,7 +126,7 @@ pub async fn export(stats: &ControlClient, groups: &[Needs], all: bool, output: 
             bar.set_position(written);
         }
     };
-    let written = stats.download(EXPORT_PATH, Bytes::from(serde_json::to_vec(&asked)?), &mut file, progress).await;
+    let written = admin.download(EXPORT_PATH, Bytes::from(serde_json::to_vec(&asked)?), &mut file, progress).await;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -37,16 +37,18 @@ pub enum CacheCommand {
     Verify,
 }
 
-/// Runs `command` against the daemon's sockets; `false` when it found
+/// Runs `command` against the daemon's admin socket (every cache command
+/// reads or changes what only the admin may see); `false` when it found
 /// something wrong.
-pub async fn run(command: CacheCommand, stats: &ControlClient, admin: &ControlClient) -> anyhow::Result<bool> {
+pub async fn run(command: CacheCommand, admin: &ControlClient) -> anyhow::Result<bool> {
     match command {
         CacheCommand::Ls { side, pattern, json } => {
             let mut query = Vec::new();
             query.extend(side.map(|side| format!("side={}", encoded(&side))));
             query.extend(pattern.map(|pattern| format!("pattern={}", encoded(&pattern))));
             let path = format!("{CACHE_ENTRIES_PATH}?{}", query.join("&"));
-            let entries: Vec<CacheEntry> = stats.json(Method::GET, &path, None).await?;
+            // The keys name private repositories: listed on the admin socket.
+            let entries: Vec<CacheEntry> = admin.json(Method::GET, &path, None).await?;
             match json {
                 true => println!("{}", serde_json::to_string_pretty(&entries)?),
                 false => print!("{}", render(&entries, now())),

@@ -227,7 +227,7 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 .await;
         }
         Command::Cache { command } => {
-            if !crate::cache_cmd::run(command, &stats, &admin).await? {
+            if !crate::cache_cmd::run(command, &admin).await? {
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -240,7 +240,8 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         Command::Export { output, all, groups } => {
             let groups = crate::bundle::groups(&groups)?;
             let stats = groups.stats_socket.map_or(stats, ControlClient::new);
-            return crate::bundle::export(&stats, &groups.needs, all, &output).await;
+            let admin = groups.admin_socket.map_or(admin, ControlClient::new);
+            return crate::bundle::export(&stats, &admin, &groups.needs, all, &output).await;
         }
         Command::Import { bundle } => return crate::bundle::import(&admin, &bundle).await,
         Command::Explain { url, json } => {

@@ -55,12 +55,21 @@ pub struct Challenge {
     pub service: Option<String>,
     /// The scope the upstream wants.
     pub scope: Option<String>,
+    /// Why a token sent was refused: `insufficient_scope` says a new
+    /// token for the same scope and account would be refused too.
+    pub error: Option<String>,
 }
 
 impl Challenge {
     /// The Bearer challenge among `headers`' `WWW-Authenticate`, if any.
     pub fn of(headers: &HeaderMap) -> Option<Challenge> {
         headers.get_all(WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).find_map(parse_bearer)
+    }
+
+    /// Whether the token sent was refused for what it may read, not for
+    /// being stale or unknown.
+    pub fn is_insufficient_scope(&self) -> bool {
+        self.error.as_deref() == Some("insufficient_scope")
     }
 }
 
@@ -84,7 +93,12 @@ fn parse_bearer(value: &str) -> Option<Challenge> {
         found.insert(name.trim().to_ascii_lowercase(), value.to_string());
         rest = after.trim_start_matches([',', ' ']);
     }
-    Some(Challenge { realm: found.remove("realm")?, service: found.remove("service"), scope: found.remove("scope") })
+    Some(Challenge {
+        realm: found.remove("realm")?,
+        service: found.remove("service"),
+        scope: found.remove("scope"),
+        error: found.remove("error"),
+    })
 }
 
 impl Tokens {

@@ -23,6 +23,7 @@ mod learned;
 pub mod lxd;
 pub mod path;
 pub mod registry;
+mod remembered;
 pub mod route;
 mod side;
 pub mod snap;

@@ -86,12 +86,14 @@ impl Side {
         }
     }
 
-    /// A "not found" remembered for `key` at `now` (`frozen`: offline, time
-    /// stands still).
-    pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+    /// An upstream answer remembered for `request` at `now` (`frozen`:
+    /// offline, time stands still): the go side's "not found", a
+    /// registry's refusal of pkgproxy's own token.
+    pub fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         match self {
-            Side::Apt(_) | Side::Snap(_) | Side::Registry(_) | Side::Lxd(_) => None,
-            Side::Go(go) => go.remembered(key, now, frozen),
+            Side::Apt(_) | Side::Snap(_) | Side::Lxd(_) => None,
+            Side::Go(go) => go.remembered(&request.key, now, frozen),
+            Side::Registry(registry) => registry.remembered(request, now, frozen),
         }
     }
 
@@ -103,7 +105,7 @@ impl Side {
                 go.remember(&request.key, answer, now)
             }
             Side::Go(_) => {}
-            Side::Registry(registry) => registry.remember(request, answer),
+            Side::Registry(registry) => registry.remember(request, answer, now),
         }
     }
 
@@ -535,11 +537,15 @@ mod tests {
             side.remember(&request, &answer, now);
         }
         let refused = Arc::new(PassedAnswer { status: StatusCode::FORBIDDEN, headers: vec![], body: "no".into() });
-        let other = CachedRequest::new(SideId::Go, "other".into(), origin, pkgproxy_cache::Class::Revalidated);
+        let other = CachedRequest::new(SideId::Go, "other".into(), origin.clone(), pkgproxy_cache::Class::Revalidated);
         sides.get(SideId::Go).remember(&other, &refused, now);
-        assert!(sides.get(SideId::Go).remembered("other", now, false).is_none(), "only a not found");
-        assert!(sides.get(SideId::Go).remembered("k", now, false).is_some());
-        assert!(sides.get(SideId::Go).remembered("k", now + Duration::from_secs(61), false).is_none());
-        assert!(sides.get(SideId::Apt).remembered("k", now, false).is_none());
+        let asked = |id: SideId, key: &str| {
+            CachedRequest::new(id, key.into(), origin.clone(), pkgproxy_cache::Class::Revalidated)
+        };
+        assert!(sides.get(SideId::Go).remembered(&other, now, false).is_none(), "only a not found");
+        assert!(sides.get(SideId::Go).remembered(&asked(SideId::Go, "k"), now, false).is_some());
+        let later = now + Duration::from_secs(61);
+        assert!(sides.get(SideId::Go).remembered(&asked(SideId::Go, "k"), later, false).is_none());
+        assert!(sides.get(SideId::Apt).remembered(&asked(SideId::Apt, "k"), now, false).is_none());
     }
 }

@@ -426,13 +426,18 @@ fn counts(shared: &Shared) -> Answer {
 }
 
 /// A `401` whose realm is on the host the client named (the hub's address,
-/// or a name pinned to it), as a registry's realm is on its own domain.
+/// or a name pinned to it), as a registry's realm is on its own domain;
+/// to a token that does not read the repository, `insufficient_scope`.
 fn challenge(shared: &Shared, headers: &HeaderMap, repository: Option<&str>) -> Answer {
     let host = headers.get(http::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string);
     let host = host.unwrap_or_else(|| shared.addr.to_string());
     let mut value = format!("Bearer realm=\"http://{host}/token\",service=\"fakehub\"");
     if let Some(repository) = repository {
         value.push_str(&format!(",scope=\"repository:{repository}:pull\""));
+    }
+    // As Docker Hub: a token that does not read the repository is told so.
+    if headers.get("authorization").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("Bearer ")) {
+        value.push_str(",error=\"insufficient_scope\"");
     }
     let mut answer = error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED");
     answer.headers_mut().insert("www-authenticate", value.parse().unwrap());

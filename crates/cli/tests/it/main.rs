@@ -22,6 +22,7 @@ mod inproc;
 mod lxd_client;
 mod offline;
 mod parent;
+mod private_doors;
 mod proxy_http;
 mod quota;
 mod quota_apt;

@@ -14,11 +14,11 @@ use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin};
 
 const MIB: u64 = 1 << 20;
 
-/// The entries `daemon` lists, over its stats socket.
+/// The entries `daemon` lists, over its admin socket.
 fn listed(daemon: &Daemon) -> Vec<CacheEntry> {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .arg("-stats-socket-path")
-        .arg(daemon.stats_socket())
+        .arg("-admin-socket-path")
+        .arg(daemon.admin_socket())
         .args(["cache", "ls", "--json"])
         .output()
         .unwrap();

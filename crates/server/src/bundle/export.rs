@@ -49,6 +49,10 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
         false => (asked.urls.clone(), asked.records.clone()),
     };
     for key in records.iter().filter(|key| seen.insert(key.to_string())) {
+        if !key.starts_with(pkgproxy_sides::snap::actions::RECORD_PREFIX) {
+            not_held.push(format!("{key} is not a recorded answer (records are the snap side's)"));
+            continue;
+        }
         match state.cache.lookup(key) {
             Some(entry) => {
                 let item = Item { record: true, ..item(None, key.clone(), &entry) };

@@ -86,10 +86,15 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm the cache on the admin socket")
         }
         (_, CHECK_PATH | WARM_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
-        (&Method::POST, EXPORT_PATH) => match json_body::<ExportRequest>(request, EXPORT_LIMIT).await {
-            Ok(asked) => export(state, asked).await,
-            Err(answer) => answer,
-        },
+        (&Method::POST, EXPORT_PATH) if role == Role::Admin => {
+            match json_body::<ExportRequest>(request, EXPORT_LIMIT).await {
+                Ok(asked) => export(state, asked).await,
+                Err(answer) => answer,
+            }
+        }
+        (&Method::POST, EXPORT_PATH) => {
+            error(StatusCode::FORBIDDEN, "a bundle carries the cache's content: export on the admin socket")
+        }
         (&Method::POST, IMPORT_PATH) if role == Role::Admin => {
             match crate::bundle::import::import(&state, request.into_body()).await {
                 Ok(imported) => json(StatusCode::OK, &imported),
@@ -114,7 +119,7 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the mode on the admin socket")
         }
         (_, OFFLINE_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
-        (&Method::GET, CACHE_ENTRIES_PATH) => {
+        (&Method::GET, CACHE_ENTRIES_PATH) if role == Role::Admin => {
             let (side, pattern) = (query_value(&request, "side"), query_value(&request, "pattern"));
             blocking(state, move |state| cache::list(state, side.as_deref(), pattern.as_deref())).await
         }
@@ -130,6 +135,9 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             None => blocking(state, cache::verify).await,
         },
         (&Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state)),
+        (&Method::GET, CACHE_ENTRIES_PATH) => {
+            error(StatusCode::FORBIDDEN, "the keys name private repositories: list the cache on the admin socket")
+        }
         (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH | CACHE_VERIFY_PATH) if role == Role::Stats => {
             error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the cache on the admin socket")
         }

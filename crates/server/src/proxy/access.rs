@@ -89,7 +89,7 @@ fn denied(side: &Side, access: &Access, status: StatusCode, headers: &HeaderMap)
 }
 
 /// `headers` as a passed answer lists them.
-fn listed(headers: &HeaderMap) -> Vec<(String, String)> {
+pub(super) fn listed(headers: &HeaderMap) -> Vec<(String, String)> {
     let text = |value: &HeaderValue| value.to_str().ok().map(str::to_string);
     headers.iter().filter_map(|(name, value)| Some((name.to_string(), text(value)?))).collect()
 }

@@ -72,7 +72,7 @@ async fn through_the_cache(
     let stats = state.stats.side(request.side);
     stats.increment(SideCounter::Requests);
     let now = tokio::time::Instant::now().into_std();
-    if let Some(remembered) = side.remembered(&request.key, now, state.upstream.switch.frozen()) {
+    if let Some(remembered) = side.remembered(&request, now, state.upstream.switch.frozen()) {
         stats.increment(SideCounter::Hits);
         stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
         return Outcome::Answered(answer::passed(exchange, &remembered));

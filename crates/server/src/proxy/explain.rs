@@ -109,7 +109,7 @@ fn through_the_cache(
     let mut told = Explanation { key: Some(request.key.clone()), upstream, ..told };
     let hit = |told: Explanation| Explanation { action: "hit".to_owned(), cache: Some("hit".to_owned()), ..told };
     let now = tokio::time::Instant::now().into_std();
-    if side.remembered(&request.key, now, state.upstream.switch.frozen()).is_some() {
+    if side.remembered(&request, now, state.upstream.switch.frozen()).is_some() {
         return hit(told);
     }
     let usable = cached::usable(state, state.cache.lookup(&request.key), &request);

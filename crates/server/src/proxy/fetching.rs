@@ -260,7 +260,8 @@ async fn authorised(
             return Ok((request, answer));
         }
     };
-    if let Some(token) = state.tokens.get(&origin.pool, scope) {
+    let held = state.tokens.get(&origin.pool, scope);
+    if let Some(token) = held.clone() {
         request.headers.insert(AUTHORIZATION, token);
     }
     let answer = pool.send(request.clone()).await.map_err(upstream)?;
@@ -268,6 +269,9 @@ async fn authorised(
         StatusCode::UNAUTHORIZED => Challenge::of(answer.response.headers()),
         _ => None,
     };
+    // A token refused for what it may read: a new one, for the same scope
+    // and account, would be refused too (and counted by the registry).
+    let challenge = challenge.filter(|challenge| held.is_none() || !challenge.is_insufficient_scope());
     let Some(challenge) = challenge else { return Ok((request, answer)) };
     let base = without_user(origin.instances.get(answer.instance).map_or("", String::as_str));
     let asking = outgoing::headers(HeaderMap::new(), request.headers.get(USER_AGENT).cloned(), &state.loop_mark, None);

@@ -32,13 +32,14 @@ mod tunnel;
 
 use std::sync::Arc;
 
+use http::header::AUTHORIZATION;
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::CERTIFICATE_PATH;
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target};
+use pkgproxy_sides::{route, CachedRequest, Decision, Mount, Route, Side, SideId, Target, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 
 use crate::access_log::{CacheUse, Note};
@@ -170,9 +171,11 @@ async fn serve(
         }
         Decision::Cache(request) => {
             copy_body(tapped, body).await;
-            match request.pointer {
-                Some(_) => pointer::serve(state, &exchange, side, *request).await,
-                None => cached::serve(state, &exchange, side, *request).await,
+            let as_pkgproxy = matches!(request.upstream_auth, UpstreamAuth::Bearer { .. });
+            let outcome = through_the_cache(state, &exchange, side, *request).await;
+            match as_pkgproxy && refused(&outcome) && parts.headers.contains_key(AUTHORIZATION) {
+                true => with_own_credentials(state, &exchange, side, &routed).await.unwrap_or(outcome),
+                false => outcome,
             }
         }
         Decision::Generation(generation) => {
@@ -183,6 +186,50 @@ async fn serve(
             copy_body(tapped, body).await;
             Outcome::Local(answer)
         }
+    }
+}
+
+/// Serves `request`, decided for the cache.
+async fn through_the_cache(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    request: CachedRequest,
+) -> Outcome {
+    match request.pointer {
+        Some(_) => pointer::serve(state, exchange, side, request).await,
+        None => cached::serve(state, exchange, side, request).await,
+    }
+}
+
+/// Whether the upstream refused pkgproxy's own credentials (`401`, `403`).
+fn refused(outcome: &Outcome) -> bool {
+    let status = match outcome {
+        Outcome::Answered(response) => response.status(),
+        Outcome::Local(answer) => answer.status,
+        Outcome::Failed(_) => return false,
+    };
+    matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+}
+
+/// The upstream's refusal of pkgproxy's own token taught the side that the
+/// repository is private: a client that brought its own credentials is
+/// served with them at once, not told to try again. `None` when the side
+/// would still not use them.
+async fn with_own_credentials(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    routed: &pkgproxy_sides::Request<'_>,
+) -> Option<Outcome> {
+    match side.classify(routed) {
+        Decision::Forward(request) => {
+            Some(forward::forward(state, exchange, request, http_body_util::Empty::<bytes::Bytes>::new()).await)
+        }
+        Decision::Cache(request) if matches!(request.upstream_auth, UpstreamAuth::Client(_)) => {
+            Some(through_the_cache(state, exchange, side, *request).await)
+        }
+        _ => None,
     }
 }
 

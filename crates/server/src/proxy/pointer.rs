@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use http::header::{HeaderValue, USER_AGENT, WARNING};
 use http::{HeaderMap, StatusCode};
-use pkgproxy_cache::{Entry, FetchError};
+use pkgproxy_cache::{Entry, FetchError, PassedAnswer};
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Pointer, Side};
 
@@ -47,6 +47,11 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     if let Some(entry) = cached.as_ref().filter(|entry| cached::is_fresh(state, exchange, &request, entry)) {
         let outcome = cached::serve(state, exchange, side, as_it_is).await;
         return with_headers(outcome, &request, &pointer, entry);
+    }
+    // A refusal remembered for this client: replayed, nothing asked.
+    let now = tokio::time::Instant::now().into_std();
+    if side.remembered(&request, now, state.upstream.switch.frozen()).is_some() {
+        return cached::serve(state, exchange, side, as_it_is).await;
     }
     if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
         return unchecked(state, exchange, &request, &pointer, cached.as_deref(), held);
@@ -74,6 +79,15 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
     };
     if let Some(failed) = failure_of(state, status, &headers) {
         return given_up(state, exchange, &request, &pointer, cached.as_deref(), failed);
+    }
+    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+        // The name is not this client's to read: its refusal is the
+        // answer, not a second request for the same refusal.
+        let refusal = PassedAnswer { status, headers: super::access::listed(&headers), body: Default::default() };
+        side.remember(&request, &Arc::new(refusal), now);
+        if side.remembered(&request, now, false).is_some() {
+            return cached::serve(state, exchange, side, as_it_is).await;
+        }
     }
     let digest = headers.get(&pointer.digest_header).and_then(|v| v.to_str().ok()).map(str::to_string);
     let (StatusCode::OK, Some(digest)) = (status, digest) else {

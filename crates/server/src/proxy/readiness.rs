@@ -91,8 +91,12 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         Decision::Forward(_) => return Err("passed to the upstream uncached, never kept".to_owned()),
         Decision::Generation(generation) => return carried_generation(state, side, &generation.root),
     };
+    if request.access.is_some() {
+        // A bundle is read by whoever holds the file.
+        return Err("only a client's own credentials may read it: it is never carried in a bundle".to_owned());
+    }
     let now = tokio::time::Instant::now().into_std();
-    if side.remembered(&request.key, now, true).is_some() {
+    if side.remembered(&request, now, true).is_some_and(|answer| is_served(&answer)) {
         return Ok(Vec::new());
     }
     // What proves it: requests of their own (an archive's indexes, as
@@ -137,11 +141,18 @@ fn carried_generation(state: &State, side: &Side, root: &CachedRequest) -> Resul
     Ok(carried)
 }
 
+/// Whether a remembered answer serves the request offline as it would
+/// online (a "not found"), not a refusal that names what is missing (a
+/// registry's challenge).
+fn is_served(answer: &pkgproxy_cache::PassedAnswer) -> bool {
+    !matches!(answer.status, http::StatusCode::UNAUTHORIZED | http::StatusCode::FORBIDDEN)
+}
+
 /// Whether the cache holds what `request` needs, whatever its age (offline,
 /// nothing is too old): its size, or why not.
 fn cached_readiness(state: &State, side: &Side, request: &CachedRequest) -> Result<Option<u64>, Reason> {
     let now = tokio::time::Instant::now().into_std();
-    if side.remembered(&request.key, now, true).is_some() {
+    if side.remembered(request, now, true).is_some_and(|answer| is_served(&answer)) {
         return Ok(None);
     }
     let size = match cached::usable(state, state.cache.lookup(&request.key), request) {

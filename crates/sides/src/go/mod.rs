@@ -14,7 +14,6 @@
 
 mod dirhash;
 mod integrity;
-mod negative;
 pub mod path;
 pub mod sumdb;
 
@@ -28,7 +27,6 @@ use pkgproxy_cache::{Class, PassedAnswer, Verifier};
 
 pub use dirhash::{check_zip, hash_mod};
 pub use integrity::GoVerifier;
-pub use negative::NegativeCache;
 pub use sumdb::Sums;
 
 use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal};
@@ -260,7 +258,7 @@ impl Config {
 pub struct Go {
     /// Swapped whole on a reload; requests under way keep the one they read.
     config: ArcSwap<Config>,
-    not_found: NegativeCache,
+    not_found: crate::remembered::RememberedAnswers,
 }
 
 /// The request the go command makes for what is cached under `key`: the
@@ -274,7 +272,7 @@ pub fn client_url(key: &str) -> Option<(u8, String)> {
 impl Go {
     /// The side with nothing remembered yet.
     pub fn new(config: Config) -> Self {
-        Go { config: ArcSwap::from_pointee(config), not_found: NegativeCache::default() }
+        Go { config: ArcSwap::from_pointee(config), not_found: crate::remembered::RememberedAnswers::default() }
     }
 
     /// The side's validated configuration.

@@ -42,6 +42,7 @@ use crate::decision::{
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
+use crate::remembered::RememberedAnswers;
 use crate::route::Request;
 use links::Visibility;
 use name::{Digest, Endpoint, Located, Reference};
@@ -52,6 +53,9 @@ pub const DEFAULT_TAG_TTL: Duration = Duration::from_secs(60);
 /// The pulls left in a registry's quota at or below which a moved tag is
 /// not followed while its last content is cached.
 pub const DEFAULT_PULL_RESERVE: u64 = 10;
+/// How long a refusal of pkgproxy's own token answers the next anonymous
+/// requests for its repository without asking the registry again.
+pub const REFUSAL_KEPT: Duration = Duration::from_secs(60);
 /// How long the registry's word that a credential may pull from a private
 /// repository is taken for that credential's next requests.
 pub const PRIVATE_RECHECK: Duration = Duration::from_secs(5 * 60);
@@ -221,12 +225,21 @@ pub struct Registry {
     /// pull from: a client's own credentials go to them. Learnt again after
     /// a restart (the links of their content are kept).
     private: Mutex<HashSet<String>>,
+    /// The refusals of pkgproxy's own token, by repository: the next
+    /// anonymous request for it is answered from here for a while (Docker
+    /// Hub counts what it refuses against the site's pull limit).
+    refused: RememberedAnswers,
 }
 
 impl Registry {
     /// The side with `config`, keeping manifests in `cache`.
     pub fn new(config: Config, cache: Cache) -> Registry {
-        Registry { config: ArcSwap::from_pointee(config), cache, private: Mutex::new(HashSet::new()) }
+        Registry {
+            config: ArcSwap::from_pointee(config),
+            cache,
+            private: Mutex::new(HashSet::new()),
+            refused: RememberedAnswers::default(),
+        }
     }
 
     /// The checks and follow-up of a fetch. A manifest is read whole
@@ -260,18 +273,39 @@ impl Registry {
         links.link(&self.cache, &[digest], visibility_of(request));
     }
 
-    /// The upstream answered `request` with `answer`, passed on: a `401`
-    /// or `403` to pkgproxy's anonymous token means the repository is
-    /// private, and from now on a client's own credentials are used for it.
-    pub fn remember(&self, request: &CachedRequest, answer: &PassedAnswer) {
+    /// The upstream answered `request` with `answer` at `now`, passed on: a
+    /// `401` or `403` to pkgproxy's anonymous token means the repository is
+    /// private, and from now on a client's own credentials are used for it;
+    /// the refusal itself answers the anonymous requests of the next
+    /// [`REFUSAL_KEPT`].
+    pub fn remember(&self, request: &CachedRequest, answer: &PassedAnswer, now: std::time::Instant) {
         if !matches!(answer.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
             return;
         }
-        let Some(registry) = request.origin.pool.strip_prefix("registry ") else { return };
-        let Some(repository) = repository_of(&request.origin.path) else { return };
-        let private = format!("{registry}/{repository}");
-        tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
-        self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private);
+        let Some(private) = repository_name(request) else { return };
+        if matches!(request.upstream_auth, UpstreamAuth::Bearer { .. }) {
+            self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
+        }
+        let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
+        if newly {
+            tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
+        }
+    }
+
+    /// The refusal remembered at `now` for `request`, asked with pkgproxy's
+    /// own token. None while offline (`frozen`): the client is told that
+    /// pkgproxy is offline, which it cannot mend by asking the registry
+    /// for a token.
+    pub fn remembered(
+        &self,
+        request: &CachedRequest,
+        now: std::time::Instant,
+        frozen: bool,
+    ) -> Option<Arc<PassedAnswer>> {
+        if frozen || !matches!(request.upstream_auth, UpstreamAuth::Bearer { .. }) {
+            return None;
+        }
+        self.refused.get(&repository_name(request)?, now, false)
     }
 
     /// Its configuration.
@@ -512,6 +546,27 @@ impl Registry {
             rewrite: None,
         }
     }
+}
+
+/// `registry/repository` of the repository `request` asks under.
+fn repository_name(request: &CachedRequest) -> Option<String> {
+    let registry = request.origin.pool.strip_prefix("registry ")?;
+    Some(format!("{registry}/{}", repository_of(&request.origin.path)?))
+}
+
+/// What an anonymous client is told while a refusal of pkgproxy's own
+/// token is remembered: the same status and challenge, in the spec's
+/// error envelope (a refusal of a `HEAD` had no body to keep).
+fn refusal_of(answer: &PassedAnswer) -> PassedAnswer {
+    let (code, message) = match answer.status {
+        StatusCode::FORBIDDEN => ("DENIED", "the registry does not let this client read it"),
+        _ => ("UNAUTHORIZED", "the registry wants this client's own credentials for it"),
+    };
+    let challenges = answer.headers.iter().filter(|(name, _)| name.eq_ignore_ascii_case("www-authenticate"));
+    let mut headers: Vec<(String, String)> = challenges.cloned().collect();
+    headers.push(("content-type".into(), "application/json".into()));
+    let body = json!({"errors": [{"code": code, "message": message}]}).to_string();
+    PassedAnswer { status: answer.status, headers, body: Bytes::from(body) }
 }
 
 /// The links of the repository `request` asks under.

@@ -214,9 +214,20 @@ fn content_is_served_under_a_repository_as_its_link_says() {
     assert!(matches!(unlinked.upstream_auth, UpstreamAuth::Bearer { .. }), "as pkgproxy: the name may be public");
     assert!(matches!(ask(&with_token).upstream_auth, UpstreamAuth::Bearer { .. }), "not known to be private");
 
-    let refused = PassedAnswer { status: StatusCode::UNAUTHORIZED, headers: vec![], body: Bytes::new() };
-    registry.remember(&unlinked, &refused);
+    let challenge = ("www-authenticate".to_string(), "Bearer realm=\"http://hub/token\"".to_string());
+    let refused =
+        PassedAnswer { status: StatusCode::UNAUTHORIZED, headers: vec![challenge.clone()], body: Bytes::new() };
+    let now = std::time::Instant::now();
+    registry.remember(&unlinked, &refused, now);
+    // The refusal answers the next anonymous requests for a while, in the
+    // spec's envelope, with the challenge; never while offline.
+    let remembered = registry.remembered(&unlinked, now, false).expect("remembered");
+    assert_eq!((remembered.status, remembered.headers.contains(&challenge)), (StatusCode::UNAUTHORIZED, true));
+    assert!(String::from_utf8_lossy(&remembered.body).contains("UNAUTHORIZED"));
+    assert!(registry.remembered(&unlinked, now, true).is_none(), "offline");
+    assert!(registry.remembered(&unlinked, now + REFUSAL_KEPT, false).is_none(), "for a while");
     let private = ask(&with_token);
+    assert!(registry.remembered(&private, now, false).is_none(), "a client's own credentials are asked");
     assert_eq!(private.upstream_auth, UpstreamAuth::Client(ClientAuthorization(bearer)));
     let grant = &private.access.as_deref().expect("confirmed").grant;
     assert!(grant.starts_with("docker.io/secret/app ") && !grant.contains("alice"), "{grant}");

@@ -1,8 +1,10 @@
-//! Remembered "not found" answers of the upstream (the go command probes
-//! the parent paths of every module it resolves and expects `404` or `410`
-//! there): served again for a short while without asking, and while
-//! offline mode is in effect for as long as they are held. Time is passed
-//! in, so the rules are tested without a clock.
+//! Answers of the upstream remembered for a short while and served again
+//! without asking, and while offline mode is in effect for as long as they
+//! are held: the go side's "not found" (the go command probes the parent
+//! paths of every module it resolves and expects `404` or `410` there), a
+//! registry's refusal of pkgproxy's own token for a private repository
+//! (every anonymous pull of it would ask again). Time is passed in, so the
+//! rules are tested without a clock.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,13 +15,13 @@ use pkgproxy_cache::PassedAnswer;
 /// The most answers held; the oldest go first beyond it.
 const CAPACITY: usize = 10_000;
 
-/// Remembered answers by cache key.
+/// Remembered answers by key.
 #[derive(Debug, Default)]
-pub struct NegativeCache {
+pub struct RememberedAnswers {
     answers: Mutex<HashMap<String, (Arc<PassedAnswer>, Instant)>>,
 }
 
-impl NegativeCache {
+impl RememberedAnswers {
     /// Remembers `answer` for `key` for `ttl` from `now`.
     pub fn remember(&self, key: &str, answer: Arc<PassedAnswer>, ttl: Duration, now: Instant) {
         let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
@@ -58,7 +60,7 @@ mod tests {
 
     #[test]
     fn answers_are_remembered_for_their_time_and_while_frozen() {
-        let cache = NegativeCache::default();
+        let cache = RememberedAnswers::default();
         let start = Instant::now();
         let at = |secs| start + Duration::from_secs(secs);
         cache.remember("k", not_found(), Duration::from_secs(60), start);
@@ -71,7 +73,7 @@ mod tests {
 
     #[test]
     fn the_oldest_go_first_beyond_the_capacity() {
-        let cache = NegativeCache::default();
+        let cache = RememberedAnswers::default();
         let now = Instant::now();
         for i in 0..=CAPACITY {
             cache.remember(&format!("k{i}"), not_found(), Duration::from_secs(60 + i as u64), now);
