@@ -26,7 +26,7 @@ trap cleanup EXIT
 "$root/target/release/pkgproxy-fakehub" "$layer_mib" > "$work/hub.out" &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^HUB' "$work/hub.out" 2>/dev/null && break; sleep 0.2; done
-read -r _ hub digest layer_bytes < "$work/hub.out"
+read -r _ hub digest layer_bytes cdn < "$work/hub.out"
 echo "fake hub at $hub, layer $digest ($layer_mib MiB)"
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -34,7 +34,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 # Each start sets $listening to the port the proxy listens on.
 start_pkgproxy() {
   listening=$(port)
-  printf '[[registry.upstream]]\nname = "docker.io"\nmirrors = ["%s"]\n' "$hub" > "$work/pkgproxy.toml"
+  printf '[upstream]\ntrust = ["%s"]\n[[registry.upstream]]\nname = "docker.io"\nmirrors = ["%s"]\n' "$cdn" "$hub" > "$work/pkgproxy.toml"
   "$root/target/release/pkgproxy" -addr "127.0.0.1:$listening" -cache-dir "$work/pkgproxy-cache" -config "$work/pkgproxy.toml" \
     -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" -log-level warn > "$work/pkgproxy.log" 2>&1 &
   pids+=($!)

@@ -81,15 +81,19 @@ pub enum FetchError {
         message: String,
     },
     /// The body's length differs from what the upstream or the index promised.
-    #[error("upstream body has {actual} bytes, {expected} were expected")]
+    /// What arrived is not said in the message, which clients read: the
+    /// body may come from a redirect's target, whose size is its own
+    /// business (the log has it, from the fields).
+    #[error("upstream body is not the {expected} bytes expected")]
     Length {
         /// The promised length.
         expected: u64,
         /// The length received (so far, when it overran).
         actual: u64,
     },
-    /// The body does not match its published checksum.
-    #[error("upstream body fails its {algorithm} check: expected {expected}, got {actual}")]
+    /// The body does not match its published checksum (what it hashes to
+    /// is left out of the message, as a body's length is).
+    #[error("upstream body fails its {algorithm} check: {expected} was expected")]
     Checksum {
         /// `SHA256` or `SHA512`.
         algorithm: &'static str,

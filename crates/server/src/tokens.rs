@@ -125,8 +125,8 @@ impl Tokens {
         let (Some(scheme @ ("http" | "https")), Some(authority)) = (realm.scheme_str(), realm.authority()) else {
             return Err(format!("the token realm {:?} is not an http(s) URL", challenge.realm));
         };
-        if !on_the_same_domain(realm.host().unwrap_or(""), base) {
-            return Err(format!("the token realm {} is not on the registry's domain", challenge.realm));
+        if let Some(why) = realm_refused(&realm, base) {
+            return Err(format!("the token realm {} is refused: {why}", challenge.realm));
         }
         let mut query: Vec<String> = realm.query().map(str::to_string).into_iter().collect();
         if let Some(service) = &challenge.service {
@@ -187,25 +187,39 @@ fn parse_answer(body: &[u8]) -> Result<(String, Duration), String> {
     Ok((token.to_string(), lifetime))
 }
 
-/// Whether `host` is on the domain of the instance at `base`: the same
-/// host, or one sharing its last two labels (never for an IP address).
-fn on_the_same_domain(host: &str, base: &str) -> bool {
-    let Some(base_host) = base.parse::<Uri>().ok().and_then(|uri| uri.host().map(str::to_ascii_lowercase)) else {
-        return false;
+/// Why the token realm `realm` may not be asked for a registry instance at
+/// `base`, if it may not: a realm is asked on the instance's own origin
+/// (scheme, host and port), or over https on the instance's own site (the
+/// same registrable domain, by the public suffix list: `auth.docker.io`
+/// for `registry-1.docker.io`, never any `*.co.uk` for
+/// `registry.example.co.uk`); never over plain http for an https registry.
+fn realm_refused(realm: &Uri, base: &str) -> Option<&'static str> {
+    let Ok(base) = base.parse::<Uri>() else { return Some("the registry's own URL cannot be read") };
+    let origin = |uri: &Uri| {
+        let scheme = uri.scheme_str()?.to_ascii_lowercase();
+        let default = if scheme == "https" { 443 } else { 80 };
+        Some((scheme, uri.host()?.to_ascii_lowercase(), uri.port_u16().unwrap_or(default)))
     };
-    let host = host.to_ascii_lowercase();
-    if host == base_host {
-        return true;
+    let (Some(realm_origin), Some(base_origin)) = (origin(realm), origin(&base)) else {
+        return Some("it is not an http(s) URL");
+    };
+    if base_origin.0 == "https" && realm_origin.0 != "https" {
+        return Some("it is plain http for an https registry");
     }
-    let is_ip = |h: &str| h.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok();
-    if is_ip(&host) || is_ip(&base_host) {
-        return false;
+    if realm_origin == base_origin {
+        return None;
     }
-    fn domain(host: &str) -> Vec<&str> {
-        host.rsplitn(3, '.').take(2).collect()
+    if realm_origin.0 != "https" {
+        return Some("it is on another origin over plain http");
     }
-    let (mine, theirs) = (domain(&host), domain(&base_host));
-    mine.len() == 2 && mine == theirs
+    let site = |host: &str| {
+        let is_ip = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok();
+        (!is_ip).then(|| psl::domain_str(host)).flatten().map(str::to_owned)
+    };
+    match (site(&realm_origin.1), site(&base_origin.1)) {
+        (Some(realm_site), Some(base_site)) if realm_site == base_site => None,
+        _ => Some("it is not on the registry's own site"),
+    }
 }
 
 #[cfg(test)]
@@ -240,13 +254,20 @@ mod tests {
     }
 
     #[test]
-    fn a_realm_is_trusted_only_on_the_registry_s_domain() {
-        assert!(on_the_same_domain("auth.docker.io", "https://registry-1.docker.io"));
-        assert!(on_the_same_domain("ghcr.io", "https://ghcr.io"));
-        assert!(on_the_same_domain("127.0.0.1", "http://127.0.0.1:5010"));
-        assert!(!on_the_same_domain("evil.example", "https://registry-1.docker.io"));
-        assert!(!on_the_same_domain("docker.io.evil.example", "https://registry-1.docker.io"));
-        assert!(!on_the_same_domain("127.0.0.2", "http://127.0.0.1:5010"));
+    fn a_realm_is_asked_only_on_the_registry_s_origin_or_over_https_on_its_site() {
+        let allowed = |realm: &str, base: &str| realm_refused(&realm.parse().unwrap(), base).is_none();
+        assert!(allowed("https://auth.docker.io/token", "https://registry-1.docker.io"));
+        assert!(allowed("https://ghcr.io/token", "https://ghcr.io"));
+        assert!(allowed("http://127.0.0.1:5010/token", "http://127.0.0.1:5010"));
+        assert!(allowed("https://auth.example.co.uk/token", "https://registry.example.co.uk"));
+        assert!(!allowed("https://evil.co.uk/token", "https://registry.example.co.uk"), "a public suffix is no site");
+        assert!(!allowed("https://evil.example/token", "https://registry-1.docker.io"));
+        assert!(!allowed("https://docker.io.evil.example/token", "https://registry-1.docker.io"));
+        assert!(!allowed("http://127.0.0.2:5010/token", "http://127.0.0.1:5010"));
+        assert!(!allowed("http://127.0.0.1:9999/token", "http://127.0.0.1:5010"), "another port of the host");
+        assert!(!allowed("http://auth.docker.io/token", "https://registry-1.docker.io"), "in clear");
+        assert!(!allowed("http://registry-1.docker.io/token", "https://registry-1.docker.io"), "in clear");
+        assert!(!allowed("http://auth.lan/token", "http://registry.lan:5000"), "another origin in clear");
     }
 
     #[tokio::test(start_paused = true)]

@@ -300,11 +300,11 @@ pub struct SidesConfig {
 }
 
 impl SidesConfig {
-    /// The hosts of the configured upstreams: these may be on local
-    /// addresses.
-    pub fn trusted_hosts(&self) -> Vec<String> {
-        let (apt, go, snap) = (self.apt.trusted_hosts(), self.go.trusted_hosts(), self.snap.trusted_hosts());
-        let (registry, lxd) = (self.registry.trusted_hosts(), self.lxd.trusted_hosts());
+    /// The configured upstreams' URLs: their hosts may be on local
+    /// addresses, each on its own port only.
+    pub fn trusted_urls(&self) -> Vec<String> {
+        let (apt, go, snap) = (self.apt.trusted_urls(), self.go.trusted_urls(), self.snap.trusted_urls());
+        let (registry, lxd) = (self.registry.trusted_urls(), self.lxd.trusted_urls());
         apt.into_iter().chain(go).chain(snap).chain(registry).chain(lxd).collect()
     }
 

@@ -154,6 +154,8 @@ struct Shared {
     cdn_addr: SocketAddr,
     /// Where blobs are redirected instead of the CDN, when set.
     blob_location: Mutex<Option<String>>,
+    /// The token realm challenges name instead of the hub's own, when set.
+    realm: Mutex<Option<String>>,
 }
 
 /// A running fake hub. Dropping it stops it.
@@ -182,6 +184,7 @@ impl FakeHub {
             addr: hub.local_addr().expect("local address"),
             cdn_addr: cdn.local_addr().expect("local address"),
             blob_location: Mutex::default(),
+            realm: Mutex::default(),
         });
         let accept = [hub, cdn].map(|listener| tokio::spawn(serve(listener, Arc::clone(&shared))));
         FakeHub { shared, accept: accept.into() }
@@ -190,6 +193,23 @@ impl FakeHub {
     /// Its base URL.
     pub fn url(&self) -> String {
         format!("http://{}", self.shared.addr)
+    }
+
+    /// Its CDN's origin (another port of 127.0.0.1, as a real hub's CDN is
+    /// another site): a pkgproxy trusts it with `[upstream] trust`, as it
+    /// would a registry's blob storage on the local network.
+    pub fn cdn_url(&self) -> String {
+        format!("http://{}", self.shared.cdn_addr)
+    }
+
+    /// A configuration that knows this hub as the registry `name`, its CDN
+    /// trusted.
+    pub fn config(&self, name: &str) -> String {
+        format!(
+            "[upstream]\ntrust = [\"{}\"]\n[[registry.upstream]]\nname = \"{name}\"\nmirrors = [\"{}\"]\n",
+            self.cdn_url(),
+            self.url()
+        )
     }
 
     /// Publishes `image` in `repository` under `tag` (its manifest) and
@@ -260,6 +280,12 @@ impl FakeHub {
     /// or broken registry), or to the CDN again with `None`.
     pub fn set_blob_location(&self, location: Option<&str>) {
         *self.shared.blob_location.lock().unwrap() = location.map(str::to_string);
+    }
+
+    /// From now on challenges name `realm` as where tokens are given (a
+    /// hostile or broken registry), or the hub's own again with `None`.
+    pub fn set_realm(&self, realm: Option<&str>) {
+        *self.shared.realm.lock().unwrap() = realm.map(str::to_string);
     }
 
     /// From now on every request is answered `status` (`0`: normally); a
@@ -431,7 +457,8 @@ fn counts(shared: &Shared) -> Answer {
 fn challenge(shared: &Shared, headers: &HeaderMap, repository: Option<&str>) -> Answer {
     let host = headers.get(http::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string);
     let host = host.unwrap_or_else(|| shared.addr.to_string());
-    let mut value = format!("Bearer realm=\"http://{host}/token\",service=\"fakehub\"");
+    let realm = shared.realm.lock().unwrap().clone().unwrap_or_else(|| format!("http://{host}/token"));
+    let mut value = format!("Bearer realm=\"{realm}\",service=\"fakehub\"");
     if let Some(repository) = repository {
         value.push_str(&format!(",scope=\"repository:{repository}:pull\""));
     }

@@ -128,6 +128,17 @@ impl FakeStore {
         format!("http://{}", self.shared.addr)
     }
 
+    /// Its CDN's origin (another port of 127.0.0.1): a pkgproxy trusts it
+    /// with `[upstream] trust`.
+    pub fn cdn_url(&self) -> String {
+        format!("http://{}", self.shared.cdn_addr)
+    }
+
+    /// A configuration that knows this store, its CDN trusted.
+    pub fn config(&self) -> String {
+        format!("[upstream]\ntrust = [\"{}\"]\n[snap]\nstores = [\"{}\"]\n", self.cdn_url(), self.url())
+    }
+
     /// The snaps it knows.
     pub fn snaps(&self) -> &[FakeSnap] {
         &self.shared.snaps

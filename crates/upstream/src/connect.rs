@@ -19,7 +19,7 @@ use crate::error::UpstreamError;
 pub(crate) use crate::io::{ConnectionUses, Peer, Stream, UpstreamIo};
 use crate::network::Network;
 use crate::proxy::{ProxyAddress, UpstreamProxy};
-use crate::resolve::{AddressPolicy, Resolver};
+use crate::resolve::{host_port, AddressPolicy, Resolver};
 use crate::tls::Tls;
 
 /// TCP keepalive on upstream connections, so a peer or middlebox that
@@ -192,7 +192,7 @@ impl Connector {
     /// a refusal is counted.
     async fn allowed_addresses(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, UpstreamError> {
         let addresses = self.resolver.resolve(host, port).await?;
-        self.policy.allowed(host, addresses).inspect_err(|_| {
+        self.policy.allowed(host, port, addresses).inspect_err(|_| {
             self.counters.increment(UpstreamCounter::Refused);
         })
     }
@@ -278,19 +278,6 @@ impl tower_service::Service<http::Uri> for Connector {
     }
 }
 
-/// The host and port a URI names (port defaulting by scheme).
-pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError> {
-    let bad = |reason| UpstreamError::BadTarget { uri: uri.to_string(), reason };
-    let host = uri.host().ok_or_else(|| bad("no host"))?;
-    let default_port = match uri.scheme_str() {
-        Some("http") => 80,
-        Some("https") => 443,
-        _ => return Err(bad("only http:// and https:// upstreams are supported")),
-    };
-    let port = uri.port_u16().unwrap_or(default_port);
-    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,7 +309,7 @@ mod tests {
 
     fn through_proxy(port: u16) -> Connector {
         let mut policy = AddressPolicy::default();
-        policy.trust("127.0.0.1");
+        policy.trust("127.0.0.1", port);
         let proxy = UpstreamProxy::all(ProxyAddress { host: "127.0.0.1".into(), port });
         Connector::new(
             Resolver::default(),
@@ -357,7 +344,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let mut policy = AddressPolicy::default();
-        policy.trust("127.0.0.1");
+        policy.trust("127.0.0.1", port);
         let keepalive = Keepalive { time: Duration::from_secs(17), interval: Duration::from_secs(3) };
         let connector = Connector::new(
             Resolver::default(),
@@ -409,7 +396,7 @@ mod tests {
         let mut listener = network.listen("127.0.0.1:80".parse().unwrap()).unwrap();
         let counters = Arc::new(Counters::default());
         let mut policy = AddressPolicy::default();
-        policy.trust("127.0.0.1");
+        policy.trust("127.0.0.1", 80);
         let trusting = memory_connector(&network, policy, &counters);
         trusting.open("127.0.0.1", 80, Security::Plain, Peer::Origin).await.unwrap();
         assert!(listener.accept().await.is_some(), "the listener got the connection");
@@ -427,7 +414,7 @@ mod tests {
         let network = MemoryNetwork::new();
         let counters = Arc::new(Counters::default());
         let mut policy = AddressPolicy::default();
-        policy.trust("127.0.0.1");
+        policy.trust("127.0.0.1", 80);
         let connector = memory_connector(&network, policy, &counters);
         let error = connector.open("127.0.0.1", 80, Security::Plain, Peer::Origin).await.err().unwrap();
         let UpstreamError::Connect { source, .. } = &error else { panic!("not a connect error: {error}") };
@@ -440,7 +427,7 @@ mod tests {
         let network = MemoryNetwork::new();
         let _listener = network.listen("127.0.0.1:443".parse().unwrap()).unwrap();
         let mut policy = AddressPolicy::default();
-        policy.trust("127.0.0.1");
+        policy.trust("127.0.0.1", 443);
         let connector = memory_connector(&network, policy, &Arc::new(Counters::default()));
         let error = connector.open("127.0.0.1", 443, Security::Tls, Peer::Origin).await.err().unwrap();
         assert!(matches!(&error, UpstreamError::Tls { source, .. } if source.kind() == io::ErrorKind::Unsupported));

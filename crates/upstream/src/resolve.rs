@@ -60,21 +60,35 @@ impl Resolver {
     }
 }
 
-/// Which hosts may be reached on local addresses. Its clones share what
-/// they trust, so a reload ([`AddressPolicy::adopt`]) reaches every
-/// connector at once.
+/// Which configured upstreams may be reached on local addresses, each by
+/// its host and port: a host trusted on its configured port is not trusted
+/// on another (a redirect or a token realm naming another port of a
+/// configured host reaches a local service nobody configured). Its clones
+/// share what they trust, so a reload ([`AddressPolicy::adopt`]) reaches
+/// every connector at once.
 #[derive(Debug, Clone, Default)]
 pub struct AddressPolicy {
-    trusted: Arc<ArcSwap<HashSet<String>>>,
+    trusted: Arc<ArcSwap<HashSet<(String, u16)>>>,
 }
 
 impl AddressPolicy {
-    /// Lets `host` resolve to loopback, private or link-local addresses (a
-    /// configured archive on the local network).
-    pub fn trust(&mut self, host: &str) {
+    /// Lets `host:port` resolve to loopback, private or link-local
+    /// addresses (a configured archive on the local network).
+    pub fn trust(&mut self, host: &str, port: u16) {
         let mut trusted = HashSet::clone(&self.trusted.load());
-        trusted.insert(host.to_ascii_lowercase());
+        trusted.insert((host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase(), port));
         self.trusted.store(Arc::new(trusted));
+    }
+
+    /// Trusts the host and port of `url` (`http://mirror.lan:8080/debian`;
+    /// a scheme's own port when it names none). An error when it is not an
+    /// http or https URL with a host.
+    pub fn trust_url(&mut self, url: &str) -> Result<(), UpstreamError> {
+        let uri: http::Uri =
+            url.parse().map_err(|_| UpstreamError::BadTarget { uri: url.to_string(), reason: "not a URL" })?;
+        let (host, port) = host_port(&uri)?;
+        self.trust(&host, port);
+        Ok(())
     }
 
     /// Takes what `other` trusts, from the next connection on.
@@ -82,15 +96,20 @@ impl AddressPolicy {
         self.trusted.store(other.trusted.load_full());
     }
 
-    /// True when `host` was trusted.
-    pub fn is_trusted(&self, host: &str) -> bool {
-        self.trusted.load().contains(&host.to_ascii_lowercase())
+    /// True when `host:port` was trusted.
+    pub fn is_trusted(&self, host: &str, port: u16) -> bool {
+        self.trusted.load().contains(&(host.to_ascii_lowercase(), port))
     }
 
-    /// The addresses of `addresses` that `host` may be connected to, or why
-    /// none may.
-    pub(crate) fn allowed(&self, host: &str, addresses: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, UpstreamError> {
-        if self.is_trusted(host) {
+    /// The addresses of `addresses` that `host:port` may be connected to,
+    /// or why none may.
+    pub(crate) fn allowed(
+        &self,
+        host: &str,
+        port: u16,
+        addresses: Vec<SocketAddr>,
+    ) -> Result<Vec<SocketAddr>, UpstreamError> {
+        if self.is_trusted(host, port) {
             return Ok(addresses);
         }
         let mut refused = None;
@@ -111,6 +130,19 @@ impl AddressPolicy {
     }
 }
 
+/// The host and port a URI names (port defaulting by scheme).
+pub(crate) fn host_port(uri: &http::Uri) -> Result<(String, u16), UpstreamError> {
+    let bad = |reason| UpstreamError::BadTarget { uri: uri.to_string(), reason };
+    let host = uri.host().ok_or_else(|| bad("no host"))?;
+    let default_port = match uri.scheme_str() {
+        Some("http") => 80,
+        Some("https") => 443,
+        _ => return Err(bad("only http:// and https:// upstreams are supported")),
+    };
+    let port = uri.port_u16().unwrap_or(default_port);
+    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,17 +154,23 @@ mod tests {
     #[test]
     fn untrusted_hosts_may_not_reach_local_addresses() {
         let policy = AddressPolicy::default();
-        let err = policy.allowed("deb.debian.org", vec![addr("127.0.0.1:80")]).unwrap_err();
+        let err = policy.allowed("deb.debian.org", 80, vec![addr("127.0.0.1:80")]).unwrap_err();
         assert!(err.is_forbidden());
-        let mixed = policy.allowed("deb.debian.org", vec![addr("10.0.0.1:80"), addr("151.101.2.132:80")]).unwrap();
+        let mixed = policy.allowed("deb.debian.org", 80, vec![addr("10.0.0.1:80"), addr("151.101.2.132:80")]).unwrap();
         assert_eq!(mixed, vec![addr("151.101.2.132:80")]);
     }
 
     #[test]
-    fn trusted_hosts_may() {
+    fn a_trusted_host_may_on_its_port_and_only_there() {
         let mut policy = AddressPolicy::default();
-        policy.trust("mirror.lan");
-        assert_eq!(policy.allowed("MIRROR.lan", vec![addr("192.168.0.5:80")]).unwrap().len(), 1);
+        policy.trust("mirror.lan", 80);
+        policy.trust_url("https://[::1]/store").unwrap();
+        policy.trust_url("http://10.1.2.3:8080/debian").unwrap();
+        assert_eq!(policy.allowed("MIRROR.lan", 80, vec![addr("192.168.0.5:80")]).unwrap().len(), 1);
+        assert!(policy.allowed("mirror.lan", 8081, vec![addr("192.168.0.5:8081")]).unwrap_err().is_forbidden());
+        assert!(policy.is_trusted("::1", 443) && policy.is_trusted("10.1.2.3", 8080));
+        assert!(!policy.is_trusted("10.1.2.3", 80), "another port of a configured host");
+        assert!(policy.trust_url("ftp://mirror.lan/").is_err());
     }
 
     #[tokio::test]

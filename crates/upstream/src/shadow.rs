@@ -12,9 +12,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::connect::{host_port, Connector, Opening, Peer, Security, UpstreamIo};
+use crate::connect::{Connector, Opening, Peer, Security, UpstreamIo};
 use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
+use crate::resolve::host_port;
 
 /// Where copies go and how they are addressed.
 #[derive(Debug, Clone)]

@@ -81,10 +81,13 @@ impl Lab {
         started
     }
 
-    /// The way out, trusting 127.0.0.1.
-    fn upstream(&self, settings: PoolSettings) -> Upstream {
+    /// The way out, trusting the host and port of each of `urls` (on
+    /// 127.0.0.1).
+    fn upstream(&self, settings: PoolSettings, urls: &[String]) -> Upstream {
         let mut policy = AddressPolicy::default();
-        policy.trust("127.0.0.1");
+        for url in urls {
+            policy.trust_url(url).unwrap();
+        }
         let config = UpstreamConfig { policy, pools: settings, ..UpstreamConfig::default() };
         Upstream::with_network(config, self.network.clone())
     }
@@ -97,7 +100,7 @@ impl Lab {
         let mut urls = Vec::new();
         for (index, instance) in chaos.iter().enumerate() {
             let host = format!("instance{index}.test");
-            policy.trust(&host);
+            policy.trust(&host, 80);
             resolver.pin(&host, 80, vec![instance.addr()]);
             urls.push(format!("http://{host}"));
         }
@@ -113,9 +116,12 @@ fn unreachable_url(port: u16) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
+fn urls_of(instances: &[ChaosUpstream]) -> Vec<String> {
+    instances.iter().map(|i| i.url()).collect()
+}
+
 fn pool_of(upstream: &Upstream, instances: &[ChaosUpstream]) -> Arc<Pool> {
-    let urls: Vec<String> = instances.iter().map(|i| i.url()).collect();
-    upstream.transport.pool("test", &urls).unwrap()
+    upstream.transport.pool("test", &urls_of(instances)).unwrap()
 }
 
 fn get(path: &str) -> PoolRequest {
@@ -183,7 +189,7 @@ async fn run_with_broken(lab: &Lab, bad: &[Behaviour]) -> (Vec<(Instant, Duratio
     for (instance, behaviour) in chaos.iter().zip(bad) {
         instance.set_behaviour(behaviour.clone());
     }
-    let upstream = lab.upstream(settings());
+    let upstream = lab.upstream(settings(), &urls_of(&chaos));
     let pool = pool_of(&upstream, &chaos);
     let latencies = load(&pool, 1000, 10, &body).await;
     (latencies, chaos, pool)
@@ -247,7 +253,7 @@ async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_try
     for instance in &chaos {
         instance.set_behaviour(Behaviour::BlackHole);
     }
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     let start = Instant::now();
     let error = fetch(&pool, get(FILE)).await.unwrap_err();
     let took = start.elapsed();
@@ -265,7 +271,7 @@ async fn with_every_instance_black_holed_a_request_fails_within_the_deadline_try
 #[tokio::test(start_paused = true)]
 async fn many_unreachable_instances_are_each_tried_once_without_running_off_the_list() {
     let urls: Vec<String> = (1..=64).map(unreachable_url).collect();
-    let upstream = Lab::in_memory().upstream(settings());
+    let upstream = Lab::in_memory().upstream(settings(), &urls);
     let pool = upstream.transport.pool("unreachable", &urls).unwrap();
     for _ in 0..3 {
         let Err(UpstreamError::AllFailed { attempts, .. }) = fetch(&pool, get(FILE)).await else {
@@ -285,7 +291,7 @@ async fn a_single_slow_instance_is_waited_for_with_the_patient_limit() {
     let lab = Lab::in_memory();
     let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::Delay(Duration::from_millis(800)));
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     for _ in 0..3 {
         assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200, "800 ms is within the 1 s limit of a last instance");
     }
@@ -298,7 +304,7 @@ async fn fifty_requests_caught_by_one_outage_raise_the_penalty_once() {
     let lab = Lab::in_memory();
     let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::BlackHole);
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     let mut requests = tokio::task::JoinSet::new();
     for _ in 0..50 {
         let pool = Arc::clone(&pool);
@@ -317,7 +323,7 @@ async fn a_failing_instance_is_readmitted_on_schedule_and_one_success_resets_it(
     let lab = Lab::in_memory();
     let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::Status { code: 502, retry_after: None });
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     let mut expected = vec![];
     let mut seen = vec![];
     for step in 0..4u32 {
@@ -344,7 +350,7 @@ async fn a_stale_pooled_connection_is_replaced_without_a_penalty_and_idle_ones_e
     let lab = Lab::in_memory();
     let chaos = lab.instances(1, &body()).await;
     chaos[0].set_behaviour(Behaviour::DropReusedConnections);
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200);
     assert_eq!(chaos[0].accepted(), 1);
     assert_eq!(fetch(&pool, get(FILE)).await.unwrap().0, 200, "the upstream dropped the reused connection");
@@ -385,7 +391,7 @@ async fn a_penalty_closes_idle_sockets_and_moves_waiting_requests_on_while_bodie
     let body = body();
     let lab = Lab::in_memory();
     let chaos = lab.instances(2, &body).await;
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     penalise(&pool, &chaos, 1, Behaviour::CloseBeforeHeaders).await;
     // Instance 0 alone is healthy now: four requests at once leave four idle
     // connections to it.
@@ -432,7 +438,7 @@ async fn a_slow_steady_body_outlives_the_deadline_and_a_stalled_one_fails_and_re
     let body = body();
     let lab = Lab::in_memory();
     let chaos = lab.instances(2, &body).await;
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     // 40 pieces of 100 bytes, 100 ms apart: 4 s, twice the deadline.
     for instance in &chaos {
         instance.set_behaviour(Behaviour::SlowBody { bytes_per_chunk: 100, interval: Duration::from_millis(100) });
@@ -532,7 +538,7 @@ async fn a_file_one_mirror_lacks_is_fetched_from_another_without_a_penalty() {
     let lab = Lab::in_memory();
     let chaos = vec![lab.chaos().await, lab.chaos().await];
     chaos[1].put(FILE, body());
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     for _ in 0..10 {
         let (status, got, instance) = fetch(&pool, get(FILE)).await.unwrap();
         assert_eq!((status, instance, got), (200, 1, body()), "the lagging mirror's 404 sends the request on");
@@ -552,7 +558,7 @@ fn post(path: &str) -> PoolRequest {
 async fn a_post_is_never_sent_twice_an_answer_or_a_failure_after_sending_ends_it() {
     let lab = Lab::in_memory();
     let chaos = lab.instances(2, &body()).await;
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     let unavailable = Behaviour::Status { code: 503, retry_after: None };
     for instance in &chaos {
         instance.set_behaviour(unavailable.clone());
@@ -568,7 +574,7 @@ async fn a_post_is_never_sent_twice_an_answer_or_a_failure_after_sending_ends_it
     for instance in &chaos {
         instance.set_behaviour(Behaviour::BlackHole);
     }
-    let pool = pool_of(&lab.upstream(settings()), &chaos);
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
     let Err(UpstreamError::AllFailed { attempts, .. }) = fetch(&pool, post(FILE)).await else {
         panic!("a black hole answered");
     };
@@ -586,7 +592,7 @@ async fn a_post_that_could_not_connect_moves_on_to_the_next_instance() {
     // Both orders: whichever instance the pool picks first, the POST ends
     // at the live one, once.
     for urls in [[refusing.clone(), live.url()], [live.url(), refusing.clone()]] {
-        let pool = lab.upstream(settings()).transport.pool("post", &urls).unwrap();
+        let pool = lab.upstream(settings(), &urls).transport.pool("post", &urls).unwrap();
         live.reset_counters();
         let (status, _, instance) = fetch(&pool, post(FILE)).await.unwrap();
         assert_eq!(pool.url(instance), Some(live.url().as_str()));

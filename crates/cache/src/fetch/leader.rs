@@ -42,7 +42,7 @@ pub(super) async fn lead(
         Phase::Failed(error) => {
             let upstream = progress.borrow().answered_by.clone();
             let upstream = upstream.as_deref().unwrap_or("none answered");
-            tracing::warn!(key = spec.key, upstream, %error, "fetch failed")
+            tracing::warn!(key = spec.key, upstream, %error, detail = ?error, "fetch failed")
         }
         phase => tracing::debug!(key = spec.key, outcome = phase.as_str(), "fetch finished"),
     }

@@ -27,10 +27,10 @@ fn chain_of_three(dir: &Path) -> AptRepo {
 /// The configuration of a pkgproxy in front of the three origins.
 fn config(apt: &Origin, go: &Origin, hub: &FakeHub) -> String {
     format!(
-        "{}[go]\nproxies = [\"{}\"]\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n",
+        "{}[go]\nproxies = [\"{}\"]\n{}",
         archive("local", &[format!("{}/debian", apt.url())]),
         go.url(),
-        hub.url()
+        hub.config("docker.io")
     )
 }
 
@@ -161,7 +161,7 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
     assert!(!imported, "{printed}");
     assert!(printed.contains(&format!("({source}/{deb}) refused")), "the item is named: {printed}");
-    assert!(printed.contains(&format!("expected {sha}")), "the index's sum: {printed}");
+    assert!(printed.contains(&format!("{sha} was expected")), "the index's sum: {printed}");
 
     // The manifest damaged: refused before any item.
     let mut bytes = std::fs::read(&bundle).unwrap();
@@ -239,7 +239,7 @@ async fn a_module_zip_changed_in_a_bundle_is_refused_by_the_checksum_database_re
 #[tokio::test(flavor = "multi_thread")]
 async fn a_snap_warmed_downloads_offline_and_its_bundle_serves_a_pkgproxy_never_online() {
     let store = FakeStore::start().await;
-    let config = format!("[snap]\nstores = [\"{}\"]\n", store.url());
+    let config = store.config();
     let online = Daemon::start(PKGPROXY, Some(&config)).await;
     let expected = store.blob("hello-pkgproxy", "amd64", "");
     let group = ["snap", "hello-pkgproxy", "--arch", "amd64"];

@@ -141,3 +141,45 @@ async fn an_interim_unasked_for_or_unknown_status_is_a_502_and_pipelined_request
         assert!(why.contains(&format!("answered {code}")), "{code}: {why}");
     }
 }
+
+/// A configured upstream is trusted on its own port only: a redirect or a
+/// token realm naming another port of its host reaches nothing, the
+/// account's password goes nowhere but the registry's own origin, and an
+/// error never says what a body that failed its check hashed to.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_port_of_a_configured_host_is_never_reached_nor_a_failed_body_s_hash_told() {
+    let hub = FakeHub::start().await;
+    let image = Image::build("ported", None);
+    hub.publish("library/app", "v1", &image);
+    hub.publish("library/other", "v1", &image);
+    let empty = tempfile::tempdir().unwrap();
+    let sentinel = Origin::serve(empty.path()).await;
+    let config = format!("{}username = \"puller\"\npassword = \"s3cret\"\n", hub.config("docker.io"));
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let blob = format!("/v2/library/app/blobs/{}", image.layer.digest);
+
+    hub.set_blob_location(Some(&format!("{}/stolen", sentinel.url())));
+    let redirected = get(daemon.proxy_addr(), &blob).await;
+    assert!(redirected.status >= 500, "{}", redirected.status);
+    hub.set_blob_location(None);
+    hub.set_realm(Some(&format!("{}/token", sentinel.url())));
+    // A scope no token is held for yet: the challenge sends pkgproxy to the realm.
+    let realm = get(daemon.proxy_addr(), "/v2/library/other/manifests/v1").await;
+    assert!(realm.status >= 400, "{}", realm.status);
+    assert!(sentinel.requests().is_empty(), "another port of 127.0.0.1: {:?}", sentinel.requests());
+
+    hub.set_realm(None);
+    hub.set_corrupt(true);
+    let corrupt = get(daemon.proxy_addr(), &blob).await;
+    assert!(corrupt.status >= 500);
+    let mut wrong = image.layer.bytes.to_vec();
+    *wrong.last_mut().unwrap() ^= 0xff;
+    let arrived = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&wrong));
+    let told = format!("{:?} {}", corrupt.headers, String::from_utf8_lossy(&corrupt.body));
+    assert!(!told.contains(&arrived), "what arrived is not told: {told}");
+    let logged = pkgproxy_testkit::eventually("the failed fetch in the log", || async {
+        daemon.log().contains("fetch failed").then_some(daemon.log())
+    })
+    .await;
+    assert!(logged.contains(&arrived), "it is logged: {logged}");
+}

@@ -216,7 +216,9 @@ async fn skopeo_through_a_child_pulls_from_the_parent_and_a_second_child_from_th
     let image = Image::build("chained", None);
     hub.publish("library/hello", "v1", &image);
     let section = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
-    let parent = Daemon::start(PKGPROXY, Some(&section)).await;
+    // The parent follows the hub's redirects to its CDN; the child only
+    // asks the parent.
+    let parent = Daemon::start(PKGPROXY, Some(&hub.config("docker.io"))).await;
     let child = Daemon::start(PKGPROXY, Some(&child_of(parent.proxy_addr(), &section))).await;
 
     let skopeo = SkopeoSandbox::new(child.proxy_addr());
@@ -267,7 +269,8 @@ async fn a_busy_module_proxy_behind_the_parent_leaves_the_child_s_registry_alone
     hub.publish("library/hello", "v1", &image);
     let registry = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
     let sections = format!("{}{registry}", go_section(&origin.url()));
-    let parent = Daemon::start(PKGPROXY, Some(&sections)).await;
+    let parent =
+        Daemon::start(PKGPROXY, Some(&format!("{}{}", go_section(&origin.url()), hub.config("docker.io")))).await;
     let overloaded = ["-offline-mode", "store-overloaded"];
     let child = Daemon::start_with(PKGPROXY, Some(&child_of(parent.proxy_addr(), &sections)), &overloaded).await;
 

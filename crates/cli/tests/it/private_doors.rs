@@ -17,7 +17,7 @@ async fn a_private_image_cached() -> (FakeHub, Image, Daemon) {
     let secret = Image::build("secret", None);
     hub.publish("secret/app", "v1", &secret);
     hub.make_private("secret/app", "alice:pw");
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let hub_addr = hub.url().trim_start_matches("http://").to_string();
     let token = "/token?service=fakehub&scope=repository:secret/app:pull";
@@ -80,7 +80,7 @@ async fn a_client_s_own_credentials_work_on_its_first_request_to_a_repository_no
     let secret = Image::build("secret", None);
     hub.publish("secret/app", "v1", &secret);
     hub.make_private("secret/app", "alice:pw");
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let hub_addr = hub.url().trim_start_matches("http://").to_string();
     let token = "/token?service=fakehub&scope=repository:secret/app:pull";
@@ -107,7 +107,7 @@ async fn a_refused_anonymous_pull_costs_the_hub_little_once_and_nothing_again() 
     let secret = Image::build("secret", None);
     hub.publish("secret/app", "v1", &secret);
     hub.make_private("secret/app", "alice:pw");
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let skopeo = pkgproxy_testkit::SkopeoSandbox::new(daemon.proxy_addr());
     let first = tokio::task::block_in_place(|| skopeo.copy("docker.io/secret/app:v1", "first"));

@@ -172,7 +172,7 @@ async fn an_image_warmed_is_then_pulled_by_skopeo_offline_with_nothing_asked_of_
     let hub = FakeHub::start().await;
     let image = Image::build("warm me", None);
     hub.publish("library/hello", "v1", &image);
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let reference = "hello:v1";
 

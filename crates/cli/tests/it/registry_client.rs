@@ -18,8 +18,7 @@ async fn published(repository: &str, text: &str, extra: &str) -> (FakeHub, Image
 }
 
 async fn daemon_for(hub: &FakeHub, extra: &str) -> Daemon {
-    let config =
-        format!("[registry]\n{extra}\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = format!("{}[registry]\n{extra}\n", hub.config("docker.io"));
     Daemon::start(PKGPROXY, Some(&config)).await
 }
 
@@ -328,7 +327,7 @@ async fn ten_concurrent_pulls_of_a_large_layer_make_one_cdn_fetch_and_ranges_int
 async fn in_store_overloaded_mode_a_429_opens_the_breaker_and_client_retries_cost_no_probe() {
     let hub = FakeHub::start().await;
     hub.publish("library/hello", "v1", &Image::build("hello", None));
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-offline-mode", "store-overloaded"]).await;
     hub.force_status(429);
     let first = send(daemon.proxy_addr(), "GET", "/v2/library/hello/manifests/v1", &[], b"").await;
@@ -374,7 +373,7 @@ async fn containerd_pulls_from_a_registry_on_a_port_named_percent_encoded() {
     let hub = FakeHub::start().await;
     let image = Image::build("on a port", None);
     hub.publish("team/hello", "v1", &image);
-    let config = format!("[[registry.upstream]]\nname = \"registry.lan:5000\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("registry.lan:5000");
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let containerd = pkgproxy_testkit::containerd::Containerd::start(daemon.proxy_addr()).await;
     let fetched = containerd.fetch("registry.lan:5000/team/hello:v1-multi");
@@ -661,10 +660,7 @@ async fn with_an_account_configured_pkgproxy_pulls_as_it_and_caches_what_it_may_
     // A password no random log text (a temporary folder's name) can hold.
     let password = "Pull-Secret-4711";
     hub.make_private("team/app", &format!("puller:{password}"));
-    let config = format!(
-        "[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\nusername = \"puller\"\npassword = \"{password}\"\n",
-        hub.url()
-    );
+    let config = format!("{}username = \"puller\"\npassword = \"{password}\"\n", hub.config("docker.io"));
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     let pulled = skopeo.copy("docker.io/team/app:v1", "pulled");
@@ -711,7 +707,7 @@ async fn another_registry_is_reached_by_its_path_prefix() {
     let hub = FakeHub::start().await;
     let image = Image::build("ghcr", None);
     hub.publish("owner/img", "v1", &image);
-    let config = format!("[[registry.upstream]]\nname = \"ghcr.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("ghcr.io");
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     let pulled = skopeo.copy("ghcr.io/owner/img:v1", "ghcr");

@@ -40,7 +40,7 @@ async fn a_moved_tag_past_the_pull_limit_serves_the_last_image_and_retries_cost_
     let hub = FakeHub::start().await;
     let (first, second) = (Image::build("first", None), Image::build("second", None));
     hub.publish("library/hello", "moving", &first);
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let server = Server::start(Some(&config)).await;
     let skopeo = SkopeoSandbox::new(server.proxy_addr());
     assert_eq!(pull(&skopeo, "first"), first.layer.bytes);
@@ -89,7 +89,7 @@ async fn a_moved_tag_past_the_pull_limit_serves_the_last_image_and_retries_cost_
 async fn a_tag_never_pulled_past_the_limit_is_an_honest_429_and_retries_in_the_window_reach_no_hub() {
     let hub = FakeHub::start().await;
     hub.publish("library/hello", "moving", &Image::build("first", None));
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", hub.url());
+    let config = hub.config("docker.io");
     let server = Server::start(Some(&config)).await;
     hub.limit_pulls(0, 120);
     let manifest = "/v2/library/hello/manifests/moving";

@@ -122,7 +122,10 @@ async fn a_registry_mirror_s_url_credentials_never_follow_a_blob_to_its_cdn() {
     let image = Image::build("hello", None);
     hub.publish("library/hello", "v1", &image);
     let mirror = hub.url().replace("http://", "http://reguser:REG-TOKEN@");
-    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{mirror}\"]\n");
+    let config = format!(
+        "[upstream]\ntrust = [\"{}\"]\n[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{mirror}\"]\n",
+        hub.cdn_url()
+    );
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
     let pulled = tokio::task::block_in_place(|| skopeo.copy("docker.io/library/hello:v1", "pulled"));

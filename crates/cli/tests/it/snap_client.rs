@@ -16,7 +16,7 @@ use pkgproxy_testkit::{Daemon, FakeStore, SnapOutput, SnapSandbox};
 const TRUST_ROOT_STOP: &str = "cannot decode public key";
 
 async fn daemon_for(store: &FakeStore) -> Daemon {
-    Daemon::start(PKGPROXY, Some(&format!("[snap]\nstores = [\"{}\"]\n", store.url()))).await
+    Daemon::start(PKGPROXY, Some(&store.config())).await
 }
 
 fn api_url(daemon: &Daemon) -> String {
@@ -225,7 +225,7 @@ async fn a_partial_download_is_resumed_from_the_cache() {
 #[tokio::test(flavor = "multi_thread")]
 async fn while_the_store_is_overloaded_what_is_cached_keeps_being_served_and_the_rest_is_told_when_to_come_back() {
     let store = FakeStore::start().await;
-    let config = format!("[snap]\nstores = [\"{}\"]\n", store.url());
+    let config = store.config();
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-offline-mode", "store-overloaded"]).await;
     let snap = SnapSandbox::new(&api_url(&daemon));
     let expected = store.blob("hello-pkgproxy", "amd64", "");

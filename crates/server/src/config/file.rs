@@ -307,6 +307,12 @@ pub struct UpstreamSection {
     /// Fixed addresses, `host:port:address`.
     #[serde(default)]
     pub resolve: Vec<String>,
+    /// Origins on local addresses, beside the configured upstreams' own,
+    /// that an upstream may send pkgproxy to (a registry's blob storage on
+    /// the LAN): `http://minio.lan:9000`. Each is trusted on its own port
+    /// only, as the configured upstreams are.
+    #[serde(default)]
+    pub trust: Vec<String>,
     /// A parent pkgproxy (`http://region-cache:3142`): apt's requests go
     /// through it as a forward proxy, the other sides ask its endpoint for
     /// them. Without it, `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` name a

@@ -111,6 +111,14 @@ pub enum SettingsError {
         /// What is wrong with it, for people.
         reason: &'static str,
     },
+    /// An `[upstream] trust` entry is not an http(s) URL with a host.
+    #[error("upstream.trust entry {url:?}: {reason}")]
+    Trust {
+        /// The entry as written.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `[go]` is wrong.
     #[error("{0}")]
     Go(#[from] go::ConfigError),
@@ -202,7 +210,7 @@ impl Settings {
         for entry in &file.upstream.resolve {
             let (host, port, address) = parse_resolve(entry)?;
             resolver.pin(&host, port, vec![address]);
-            policy.trust(&host);
+            policy.trust(&host, port);
         }
         let go = go::Config::new(&go::Options {
             proxies: file.go.proxies.clone(),
@@ -240,8 +248,16 @@ impl Settings {
             index_ttl: file.lxd.index_ttl,
         })?;
         let mut sides = SidesConfig { apt, go, snap, registry, lxd };
-        for host in sides.trusted_hosts() {
-            policy.trust(&host);
+        for url in &file.upstream.trust {
+            policy
+                .trust_url(url)
+                .map_err(|error| SettingsError::Trust { url: url.clone(), reason: error.to_string() })?;
+        }
+        for url in sides.trusted_urls() {
+            // Each was checked as a URL when its side read it.
+            if let Err(error) = policy.trust_url(&url) {
+                tracing::warn!(url = crate::redact::without_user(&url), %error, "not trusted on local addresses");
+            }
         }
         let shadows = file
             .mirror
@@ -249,7 +265,9 @@ impl Settings {
             .map(|(name, section)| ShadowConfig::new(name, section))
             .collect::<Result<Vec<_>, _>>()?;
         for shadow in &shadows {
-            policy.trust(&shadow.target_host);
+            if let Err(error) = policy.trust_url(&shadow.target) {
+                tracing::warn!(target = crate::redact::without_user(&shadow.target), %error, "not trusted on local addresses");
+            }
         }
         let proxy = match &file.upstream.proxy {
             Some(url) => ProxyAddress::parse(url).map(UpstreamProxy::all),
@@ -262,8 +280,8 @@ impl Settings {
             sides.chain_to(&parent.base_url());
         }
         // A proxy on the LAN is where it was configured to be.
-        for host in proxy.hosts() {
-            policy.trust(&host);
+        for address in proxy.hosts_and_ports() {
+            policy.trust(&address.host, address.port);
         }
         let upstream = UpstreamConfig {
             proxy,

@@ -99,12 +99,18 @@ impl Config {
         &self.archives
     }
 
-    /// The hosts of configured mirrors: these may be on local addresses.
-    pub fn trusted_hosts(&self) -> Vec<String> {
+    /// The configured mirrors (`scheme://host:port`): these may be on
+    /// local addresses (each on its own port only).
+    pub fn trusted_urls(&self) -> Vec<String> {
         let configured = self.archives.iter().filter(|a| a.configured).flat_map(|a| &a.mirrors);
         configured
             .filter_map(|m| match &m.host {
-                HostPattern::Exact(host) => Some(host.clone()),
+                HostPattern::Exact(host) if host.contains(':') => {
+                    Some(format!("{}://[{host}]:{}", if m.tls { "https" } else { "http" }, m.port))
+                }
+                HostPattern::Exact(host) => {
+                    Some(format!("{}://{host}:{}", if m.tls { "https" } else { "http" }, m.port))
+                }
                 HostPattern::Country { .. } => None,
             })
             .collect()

@@ -58,10 +58,18 @@ impl Verifier for GoVerifier {
             }
         };
         match &self.expected {
-            Some(expected) if *expected != actual => Err(format!(
-                "{}@{} hashes to {actual}, the checksum database says {expected}",
-                self.module, self.version
-            )),
+            Some(expected) if *expected != actual => {
+                tracing::warn!(
+                    module = self.module,
+                    version = self.version,
+                    actual,
+                    "a module file fails its checksum"
+                );
+                Err(format!(
+                    "{}@{} does not hash to {expected}, as the checksum database says",
+                    self.module, self.version
+                ))
+            }
             _ => Ok(()),
         }
     }

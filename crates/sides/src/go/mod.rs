@@ -125,10 +125,10 @@ impl Config {
         &self.proxies
     }
 
-    /// The hosts of configured proxies: these may be on local addresses.
-    pub fn trusted_hosts(&self) -> Vec<String> {
-        let hosts = self.proxies.iter().filter(|url| *url != DEFAULT_PROXY);
-        hosts.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+    /// The configured proxies: these may be on local addresses (each on
+    /// its own port only).
+    pub fn trusted_urls(&self) -> Vec<String> {
+        self.proxies.iter().filter(|url| *url != DEFAULT_PROXY).cloned().collect()
     }
 
     /// How long `list` and `@latest` answers stay fresh.

@@ -170,11 +170,11 @@ impl Config {
         &self.remotes
     }
 
-    /// The hosts of configured instances: these may be on local addresses.
-    pub fn trusted_hosts(&self) -> Vec<String> {
+    /// The configured instances: these may be on local addresses (each on
+    /// its own port only).
+    pub fn trusted_urls(&self) -> Vec<String> {
         let built_in = |url: &String| BUILT_IN.iter().any(|(_, known)| known == url);
-        let configured = self.remotes.iter().flat_map(|remote| &remote.mirrors).filter(|url| !built_in(url));
-        configured.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+        self.remotes.iter().flat_map(|remote| &remote.mirrors).filter(|url| !built_in(url)).cloned().collect()
     }
 }
 

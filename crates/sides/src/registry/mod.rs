@@ -206,11 +206,11 @@ impl Config {
         self.upstreams.iter().find(|upstream| upstream.name == name)
     }
 
-    /// The hosts of configured instances: these may be on local addresses.
-    pub fn trusted_hosts(&self) -> Vec<String> {
+    /// The configured instances: these may be on local addresses (each
+    /// on its own port only).
+    pub fn trusted_urls(&self) -> Vec<String> {
         let built_in = |url: &String| BUILT_IN.iter().any(|(_, known)| known == url);
-        let configured = self.upstreams.iter().flat_map(|upstream| &upstream.mirrors).filter(|url| !built_in(url));
-        configured.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+        self.upstreams.iter().flat_map(|upstream| &upstream.mirrors).filter(|url| !built_in(url)).cloned().collect()
     }
 }
 

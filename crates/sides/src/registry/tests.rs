@@ -138,9 +138,9 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     assert_eq!(registry.config().upstream("docker.io").unwrap().mirrors, ["http://127.0.0.1:5010"]);
     assert_eq!(registry.config().upstream("ghcr.io").unwrap().mirrors, ["https://ghcr.io"]);
     assert!(registry.config().upstream("registry.lan:5000").is_some());
-    let mut hosts = registry.config().trusted_hosts();
-    hosts.sort();
-    assert_eq!(hosts, ["127.0.0.1", "127.0.0.1"]);
+    let mut urls = registry.config().trusted_urls();
+    urls.sort();
+    assert_eq!(urls, ["http://127.0.0.1:5000", "http://127.0.0.1:5010"]);
     let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![], credentials: None };
     assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None, pull_reserve: None, private_offline: false })
         .is_err());

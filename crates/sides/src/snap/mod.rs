@@ -125,10 +125,10 @@ impl Config {
         &self.stores
     }
 
-    /// The hosts of configured stores: these may be on local addresses.
-    pub fn trusted_hosts(&self) -> Vec<String> {
-        let stores = self.stores.iter().filter(|url| *url != DEFAULT_STORE);
-        stores.filter_map(|url| url.parse::<http::Uri>().ok()?.host().map(str::to_string)).collect()
+    /// The configured stores: these may be on local addresses (each on its
+    /// own port only).
+    pub fn trusted_urls(&self) -> Vec<String> {
+        self.stores.iter().filter(|url| *url != DEFAULT_STORE).cloned().collect()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The test kit's fake Docker Hub as a program, for the registry
 //! benchmark: publishes `library/big:v1`, an image with one layer of the
-//! size given in MiB, prints `HUB URL LAYER-DIGEST LAYER-BYTES`, and serves until
-//! killed. `GET /_counts` says what was asked of it.
+//! size given in MiB, prints `HUB URL LAYER-DIGEST LAYER-BYTES CDN-URL`, and
+//! serves until killed. `GET /_counts` says what was asked of it.
 
 use pkgproxy_testkit::{FakeHub, Image};
 
@@ -11,6 +11,6 @@ async fn main() {
     let hub = FakeHub::start().await;
     let image = Image::build("big", Some(mib * 1024 * 1024));
     hub.publish("library/big", "v1", &image);
-    println!("HUB {} {} {}", hub.url(), image.layer.digest, image.layer.bytes.len());
+    println!("HUB {} {} {} {}", hub.url(), image.layer.digest, image.layer.bytes.len(), hub.cdn_url());
     std::future::pending::<()>().await;
 }

@@ -43,7 +43,7 @@ impl Shared {
     /// there the host, port and path, so that a registry the parent says
     /// is busy leaves the module proxy behind the same parent alone.
     pub(crate) fn breaker_key(&self, uri: &http::Uri) -> Result<String, crate::UpstreamError> {
-        let (host, port) = crate::connect::host_port(uri)?;
+        let (host, port) = crate::resolve::host_port(uri)?;
         let path = uri.path().trim_end_matches('/');
         Ok(match self.connector.is_proxy(&host, port) && !path.is_empty() {
             true => format!("{host}:{port}{path}"),
