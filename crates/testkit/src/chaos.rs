@@ -128,6 +128,13 @@ pub enum Behaviour {
     Endless,
     /// Answer with the right length and every byte of the body flipped.
     WrongBytes,
+    /// As [`Behaviour::WrongBytes`], all but the last byte at once and the
+    /// last one after `delay`: a client of a proxy sees the answer begin
+    /// before anything could know it is wrong.
+    LateWrongBytes {
+        /// The pause before the last byte.
+        delay: Duration,
+    },
     /// Answer with the body gzipped and `Content-Encoding: gzip`, whatever
     /// the request accepts.
     Gzipped,
@@ -412,7 +419,7 @@ fn lie_in_the_head(
         Behaviour::CutThenOtherLength { .. } => reply.misstate_total(),
         Behaviour::CutThenWrongRange { .. } => reply.shift_range(entries, req),
         Behaviour::BadChunks { .. } | Behaviour::Endless => reply.chunked(),
-        Behaviour::WrongBytes => reply.flip_bytes(),
+        Behaviour::WrongBytes | Behaviour::LateWrongBytes { .. } => reply.flip_bytes(),
         Behaviour::Gzipped => reply.gzip(),
         _ => {}
     }
@@ -457,6 +464,12 @@ where
         {
             send(stream, head, &prefix(after_bytes)).await?;
             return Ok(After::End(Ending::Reset));
+        }
+        Behaviour::LateWrongBytes { delay } => {
+            let last = body.len().saturating_sub(1);
+            send(stream, head, &body.slice(..last)).await?;
+            tokio::time::sleep(delay).await;
+            stream.write_all(&body[last..]).await?;
         }
         Behaviour::BadChunks { after_bytes } => {
             stream.write_all(head).await?;

@@ -183,3 +183,30 @@ async fn another_port_of_a_configured_host_is_never_reached_nor_a_failed_body_s_
     .await;
     assert!(logged.contains(&arrived), "it is logged: {logged}");
 }
+
+/// A blob that fails its digest on a cold miss: every client is told so
+/// (the registry's `503` in the spec's envelope), none gets an empty reply
+/// or a `200` cut short. The registry serves the blob itself, wrong.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_blob_failing_its_digest_on_a_cold_miss_is_a_503_for_every_client() {
+    let registry = ChaosUpstream::start().await;
+    let layer = bytes::Bytes::from(b"PRIVATE-LAYER-".repeat(200));
+    let digest = format!("sha256:{}", hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&layer)));
+    let blob = format!("/v2/library/app/blobs/{digest}");
+    registry.put(&blob, layer.clone());
+    let config = format!("[[registry.upstream]]\nname = \"docker.io\"\nmirrors = [\"{}\"]\n", registry.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let late = Behaviour::LateWrongBytes { delay: Duration::from_millis(300) };
+    for behaviour in [late, Behaviour::WrongBytes, Behaviour::ShortLength { declared: 100 }] {
+        registry.set_behaviour(behaviour.clone());
+        for _ in 0..2 {
+            let answer = get(daemon.proxy_addr(), &blob).await;
+            assert_eq!(answer.status, 503, "{behaviour:?}: {:?}", String::from_utf8_lossy(&answer.body));
+            let body: serde_json::Value = serde_json::from_slice(&answer.body).expect("the spec's envelope");
+            assert!(body["errors"][0]["code"].is_string(), "{body}");
+        }
+    }
+    registry.set_behaviour(Behaviour::Ok);
+    let honest = get(daemon.proxy_addr(), &blob).await;
+    assert_eq!((honest.status, honest.body), (200, layer));
+}

@@ -36,6 +36,11 @@ use super::rewrite::rewritten;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
+/// The largest body (by its announced length) whose client waits for the
+/// whole of it to be checked before its answer starts: it costs a small
+/// file's download time, and a large one is streamed as it arrives.
+const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
+
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
     let (rewrite, reply_headers) = (request.rewrite.clone(), request.reply_headers.clone());
@@ -131,6 +136,14 @@ async fn through_the_cache(
     }
     let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
     let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
+    // A small body is answered once it is checked: one that fails its
+    // check is then refused in so many words, not cut off after its head.
+    let phase = match phase {
+        Phase::Streaming(head) if head.content_length.is_some_and(|length| length <= CHECKED_BEFORE_ANSWER) => {
+            joined.fetch.finished().await
+        }
+        phase => phase,
+    };
     if joined.started {
         report_upstream_status(exchange, &phase);
         if matches!(phase, Phase::Streaming(_) | Phase::Done(_) | Phase::Uncached { .. }) {
