@@ -96,6 +96,9 @@ struct Shared {
     /// Whether text files are sent gzipped to every request that does not
     /// ask for `Accept-Encoding: identity`.
     compress_text: std::sync::atomic::AtomicBool,
+    /// Paths redirected: a request under the first prefix gets a `302` to
+    /// the same path under the second (relative or absolute).
+    redirect: Mutex<Option<(String, String)>>,
 }
 
 impl Shared {
@@ -155,6 +158,7 @@ impl Origin {
             status_overrides: Mutex::new(HashMap::new()),
             retry_after: Mutex::new(None),
             compress_text: Default::default(),
+            redirect: Mutex::new(None),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), tls));
         Origin { addr, shared, accept, certificate: None }
@@ -229,6 +233,14 @@ impl Origin {
         self.shared.compress_text.store(compress, Ordering::SeqCst);
     }
 
+    /// From now on a request whose path starts with `from` gets a `302`
+    /// to the same path with `from` replaced by `to` (`/files/`, or
+    /// `http://elsewhere/files/`), as a module proxy sends its clients to
+    /// its storage; `None` stops it.
+    pub fn set_redirect(&self, prefixes: Option<(&str, &str)>) {
+        *self.shared.redirect.lock().unwrap() = prefixes.map(|(from, to)| (from.to_owned(), to.to_owned()));
+    }
+
     /// Answers requests for exactly `path` (e.g. `/debian/dists/testing/InRelease`,
     /// query ignored) with `status` and an empty body instead of the file;
     /// `None` removes the override. Forced answers carry the `Retry-After` set with
@@ -297,6 +309,15 @@ async fn respond(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
         if let Some(value) = shared.retry_after.lock().unwrap().as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
+        return response;
+    }
+    let redirected = shared.redirect.lock().unwrap().as_ref().and_then(|(from, to)| {
+        let rest = req.uri().path_and_query()?.as_str().strip_prefix(from.as_str())?;
+        Some(format!("{to}{rest}"))
+    });
+    if let Some(location) = redirected.and_then(|location| HeaderValue::from_str(&location).ok()) {
+        let mut response = bare(StatusCode::FOUND);
+        response.headers_mut().insert(header::LOCATION, location);
         return response;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {

@@ -242,3 +242,23 @@ async fn go_verifies_sums_against_a_signed_checksum_database_through_pkgproxy() 
     assert!(!output.success, "go accepted a tree signed by another key:\n{}", output.stderr);
     assert!(output.stderr.contains("verif"), "{}", output.stderr);
 }
+
+/// A module proxy that sends its clients elsewhere for the files (its
+/// storage): pkgproxy follows the redirect itself, a relative one against
+/// the proxy, and caches what it finds, so the go command is served also
+/// offline.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_proxy_s_redirects_are_followed_by_pkgproxy_and_what_they_lead_to_is_cached() {
+    let (_modules, origin, _) = upstream_with_sums().await;
+    origin.set_redirect(Some(("/moved/", "/")));
+    let config = format!("[go]\nproxies = [\"{}/moved\"]\nsumdb = \"off\"\n", origin.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let go = GoSandbox::new(&goproxy(&daemon));
+    go.go("redirected", &["mod", "download", "example.com/hello@v1.0.0"]).assert_success();
+    let paths: Vec<String> = origin.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(paths.contains(&"/moved/example.com/hello/@v/v1.0.0.zip".to_string()), "{paths:#?}");
+    assert!(paths.contains(&"/example.com/hello/@v/v1.0.0.zip".to_string()), "followed by pkgproxy: {paths:#?}");
+
+    daemon.set_offline_mode("offline").await;
+    go.go("offline", &["mod", "download", "example.com/hello@v1.0.0"]).assert_success();
+}

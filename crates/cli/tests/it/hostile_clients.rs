@@ -104,3 +104,19 @@ async fn an_address_outside_allow_is_refused() {
     assert_eq!(first_status(&answer), 200);
     assert_eq!(daemon.info().await.clients.get(ClientCounter::RefusedNotAllowed), 1);
 }
+
+/// RFC 9112 §3.2: two `Host` headers, or none on HTTP/1.1, is a `400`; an
+/// HTTP/1.0 request, which has no `Host` to give, is served.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_host_headers_or_none_on_http_1_1_are_a_400() {
+    let daemon = Daemon::start(PKGPROXY, None).await;
+    for (raw, status) in [
+        ("GET /v2/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        ("GET /v2/ HTTP/1.1\r\n\r\n", 400),
+        ("GET /v2/ HTTP/1.0\r\n\r\n", 200),
+        ("GET /v2/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 200),
+    ] {
+        let (answer, _) = raw_until_closed(connect(daemon.proxy_addr()).await, raw.as_bytes(), PROMPTLY).await;
+        assert_eq!(first_status(&answer), status, "{raw:?}: {}", String::from_utf8_lossy(&answer));
+    }
+}

@@ -67,8 +67,12 @@ fn header(headers: &HeaderMap, name: http::HeaderName) -> Option<&str> {
 /// `If-None-Match` (weak comparison), else `If-Modified-Since`.
 fn not_modified(headers: &HeaderMap, rep: &Representation<'_>) -> bool {
     if let Some(inm) = header(headers, http::header::IF_NONE_MATCH) {
+        // `*`: any current representation, tagged or not (RFC 9110 §13.1.2).
+        if inm.trim() == "*" {
+            return true;
+        }
         let Some(etag) = rep.etag else { return false };
-        return inm.trim() == "*" || inm.split(',').any(|tag| weak_eq(tag.trim(), etag));
+        return inm.split(',').any(|tag| weak_eq(tag.trim(), etag));
     }
     let (Some(ims), Some(lm)) = (header(headers, http::header::IF_MODIFIED_SINCE), rep.last_modified) else {
         return false;
@@ -248,5 +252,11 @@ mod tests {
         let both = with(&[("if-none-match", "\"x\""), ("if-modified-since", later)]);
         assert_eq!(plan(&get, &both, &rep()), Plan::Full);
         assert_eq!(plan(&get, &with(&[("if-modified-since", "garbage")]), &rep()), Plan::Full);
+        // `*` matches whatever is held, with an entity tag or without.
+        let star = with(&[("if-none-match", "*"), ("range", "bytes=0-1")]);
+        assert_eq!(plan(&get, &star, &rep()), Plan::NotModified);
+        let untagged = Representation { etag: None, ..rep() };
+        assert_eq!(plan(&get, &with(&[("if-none-match", " * ")]), &untagged), Plan::NotModified);
+        assert_eq!(plan(&get, &with(&[("if-none-match", "\"abc\"")]), &untagged), Plan::Full);
     }
 }

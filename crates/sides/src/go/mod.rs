@@ -26,10 +26,10 @@ use http::Method;
 use pkgproxy_cache::{Class, PassedAnswer, Verifier};
 
 pub use dirhash::{check_zip, hash_mod};
-pub use integrity::GoVerifier;
+pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
-use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal};
+use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal};
 use crate::id::SideId;
 use crate::route::Request;
 use path::{escape, is_module_path, is_version, unescape};
@@ -191,6 +191,11 @@ impl Config {
                 Class::Revalidated => DatedResume::WholeFile,
             },
             fresh_for: self.list_ttl,
+            // An upstream proxy's redirect (to its storage, say) is
+            // followed here, through the one way out: the go command would
+            // resolve a relative one against pkgproxy, and fetch an
+            // absolute one uncached, and not at all offline.
+            redirects: Redirects::Followed,
             ..CachedRequest::new(SideId::Go, format!("go/{relative}"), origin, class)
         }
     }
@@ -247,7 +252,8 @@ impl Config {
         match file {
             GoFile::Zip(version) => Some(Arc::new(GoVerifier::zip(module, version, sums.zip))),
             GoFile::Mod(version) => Some(Arc::new(GoVerifier::gomod(module, version, sums.gomod))),
-            _ => None,
+            GoFile::List => Some(Arc::new(VersionsVerifier::List)),
+            GoFile::Info(_) | GoFile::Latest => Some(Arc::new(VersionsVerifier::Info)),
         }
     }
 }
