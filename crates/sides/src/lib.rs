@@ -19,6 +19,7 @@ mod decision;
 mod failure;
 pub mod go;
 mod id;
+mod json;
 mod learned;
 pub mod lxd;
 pub mod path;

@@ -38,6 +38,11 @@ use crate::state::{Refreshed, State};
 /// some tens of MB).
 const FILE_LIMIT: usize = 256 * 1024 * 1024;
 
+/// The most a generation's files may weigh together: they are held
+/// together while the side checks them (a side bounds how many files an
+/// index names, and reads each as a stream).
+const GENERATION_LIMIT: usize = 512 * 1024 * 1024;
+
 /// Serves `generation`, decided for `routed` by `side`.
 pub async fn serve(
     state: &Arc<State>,
@@ -133,8 +138,13 @@ async fn refresh(
     let index = fetch_file(state, root, agent.clone(), supply).await?;
     let members = side.members(root, &index.body).map_err(unusable)?;
     let mut fetched = Vec::with_capacity(members.len());
+    let mut held = index.body.len();
     for member in members {
         let file = fetch_file(state, &member, agent.clone(), supply).await?;
+        held += file.body.len();
+        if held > GENERATION_LIMIT {
+            return Err(unusable(format!("its files weigh more than {GENERATION_LIMIT} bytes together")));
+        }
         fetched.push((member, file));
     }
     let (shared, root) = (Arc::clone(state), root.clone());

@@ -13,8 +13,10 @@ use crate::body::ResponseBody;
 use crate::context::Exchange;
 
 /// The largest answer rewritten, in bytes: store answers are JSON of a few
-/// hundred kilobytes at most.
-const REWRITE_LIMIT: usize = 32 * 1024 * 1024;
+/// hundred kilobytes at most (a refresh of two hundred snaps, about one
+/// megabyte). The side rewrites as a stream: an answer costs about twice
+/// its size while it is rewritten.
+const REWRITE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// `outcome`, its answer rewritten by `side` as `rewrite` says.
 pub async fn rewritten(side: &Side, rewrite: &Rewrite, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {

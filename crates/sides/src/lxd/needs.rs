@@ -5,8 +5,7 @@
 //! (a squashfs or root tarball for a container, a disk image for a VM), or
 //! one unified tarball.
 
-use serde_json::Value;
-
+use super::stream::{self, Item, Product};
 use super::{member_key, Lxd, INDEX_PATH};
 
 /// The largest index or products file read.
@@ -49,7 +48,7 @@ impl Lxd {
             needs.unresolved.push(format!("{what}: the remote's index is not cached"));
             return needs;
         };
-        let Ok(products_paths) = super::stream::products_paths(&index) else {
+        let Ok(products_paths) = stream::products_paths(&index) else {
             needs.unresolved.push(format!("{what}: the remote's cached index cannot be read"));
             return needs;
         };
@@ -78,25 +77,27 @@ impl Lxd {
 /// The paths of the files of the newest version of the product `alias`
 /// names for `architecture` that has them for `instance`.
 fn image_files(products: &[u8], alias: &str, instance: Instance, architecture: &str) -> Option<Vec<String>> {
-    let products: Value = serde_json::from_slice(products).ok()?;
-    let named = products["products"].as_object()?.values().filter(|product| {
-        let aliases = product["aliases"].as_str().unwrap_or_default();
-        product["arch"] == architecture && aliases.split(',').any(|named| named.trim() == alias)
-    });
-    let mut versions: Vec<(&String, &Value)> =
-        named.filter_map(|product| product["versions"].as_object()).flatten().collect();
-    versions.sort_by(|a, b| b.0.cmp(a.0));
-    versions.into_iter().find_map(|(_, version)| pair(&version["items"], instance))
+    let mut versions = Vec::new();
+    let named = |product: &Product| {
+        product.arch == architecture && product.aliases.split(',').any(|named| named.trim() == alias)
+    };
+    stream::for_each_product("products", products, |product| {
+        if named(&product) {
+            versions.extend(product.versions);
+        }
+    })
+    .ok()?;
+    versions.sort_by(|a, b| b.serial.cmp(&a.serial));
+    versions.iter().find_map(|version| pair(&version.items, instance))
 }
 
 /// The files of one version LXD takes for `instance`: the metadata and the
 /// first root it knows, or the unified tarball.
-fn pair(items: &Value, instance: Instance) -> Option<Vec<String>> {
-    let items = items.as_object()?;
+fn pair(items: &[Item], instance: Instance) -> Option<Vec<String>> {
     let path = |ftypes: &[&str]| {
         ftypes.iter().find_map(|ftype| {
-            let item = items.values().find(|item| item["ftype"] == *ftype)?;
-            item["path"].as_str().filter(|path| super::stream::is_safe(path)).map(str::to_owned)
+            let item = items.iter().find(|item| item.ftype.as_deref() == Some(*ftype))?;
+            item.path.clone().filter(|path| stream::is_safe(path))
         })
     };
     let roots: &[&str] = match instance {

@@ -126,12 +126,14 @@ impl Snap {
     /// the assertion chain, as far as the cache holds it.
     fn chain(&self, scope: &str, series: &str, recorded: &actions::Recorded, what: &str) -> SnapNeeds {
         let mut needs = SnapNeeds { records: vec![actions::record_key(&recorded.key)], ..SnapNeeds::default() };
-        let mut snap = recorded.result.get("snap").cloned().unwrap_or(Value::Null);
+        let snap = recorded.result.get("snap").cloned().unwrap_or(Value::Null);
         let digest = snap.pointer("/download/sha3-384").and_then(Value::as_str).map(str::to_owned);
         let snap_id = snap.get("snap-id").and_then(Value::as_str).map(str::to_owned);
         let named_publisher = snap.pointer("/publisher/id").and_then(Value::as_str).map(str::to_owned);
         let served_at = ServedAt { base: String::new() };
-        Rewriter { stores: &self.config().stores, served_at: &served_at, media: Vec::new() }.walk(&mut snap);
+        let mut rewriter = Rewriter { stores: &self.config().stores, served_at: &served_at, media: Vec::new() };
+        let rewritten = serde_json::to_vec(&snap).ok().and_then(|snap| rewriter.rewrite(&snap));
+        let snap: Value = rewritten.and_then(|snap| serde_json::from_slice(&snap).ok()).unwrap_or(Value::Null);
         let (Some(digest), Some(download), Some(snap_id)) =
             (digest, snap.pointer("/download/url").and_then(Value::as_str), snap_id)
         else {
