@@ -10,22 +10,33 @@ use pkgproxy_testkit::{Daemon, FakeHub, Image};
 
 use crate::common::PKGPROXY;
 
-/// A hub whose `secret/app` only alice may pull, a pkgproxy in front of
-/// it, and the secret image pulled through it with alice's own token.
-async fn a_private_image_cached() -> (FakeHub, Image, Daemon) {
+/// A hub whose `secret/app` only alice may pull, and a pkgproxy in front
+/// of it that knows nothing of it yet.
+async fn a_private_repository() -> (FakeHub, Image, Daemon) {
     let hub = FakeHub::start().await;
     let secret = Image::build("secret", None);
     hub.publish("secret/app", "v1", &secret);
     hub.make_private("secret/app", "alice:pw");
-    let config = hub.config("docker.io");
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let daemon = Daemon::start(PKGPROXY, Some(&hub.config("docker.io"))).await;
+    (hub, secret, daemon)
+}
+
+/// `Authorization: Bearer ...` for alice, from the hub's token endpoint, as
+/// a client gets it.
+async fn alice(hub: &FakeHub) -> String {
     let hub_addr = hub.url().trim_start_matches("http://").to_string();
     let token = "/token?service=fakehub&scope=repository:secret/app:pull";
     let token = send(&hub_addr, "GET", token, &[("authorization", "Basic YWxpY2U6cHc=")], b"").await;
     let token: serde_json::Value = serde_json::from_slice(&token.body).unwrap();
-    let alice = format!("Bearer {}", token["token"].as_str().unwrap());
+    format!("Bearer {}", token["token"].as_str().unwrap())
+}
+
+/// [`a_private_repository`], its image's layer pulled with alice's own
+/// token.
+async fn a_private_image_cached() -> (FakeHub, Image, Daemon) {
+    let (hub, secret, daemon) = a_private_repository().await;
     let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
-    let pulled = send(daemon.proxy_addr(), "GET", &layer, &[("authorization", &alice)], b"").await;
+    let pulled = send(daemon.proxy_addr(), "GET", &layer, &[("authorization", &alice(&hub).await)], b"").await;
     assert_eq!((pulled.status, pulled.body.clone()), (200, secret.layer.bytes.clone()));
     (hub, secret, daemon)
 }
@@ -76,17 +87,8 @@ async fn an_export_refuses_private_content_by_url_or_by_key_and_all_leaves_it_ou
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_s_own_credentials_work_on_its_first_request_to_a_repository_not_known_private() {
-    let hub = FakeHub::start().await;
-    let secret = Image::build("secret", None);
-    hub.publish("secret/app", "v1", &secret);
-    hub.make_private("secret/app", "alice:pw");
-    let config = hub.config("docker.io");
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let hub_addr = hub.url().trim_start_matches("http://").to_string();
-    let token = "/token?service=fakehub&scope=repository:secret/app:pull";
-    let token = send(&hub_addr, "GET", token, &[("authorization", "Basic YWxpY2U6cHc=")], b"").await;
-    let token: serde_json::Value = serde_json::from_slice(&token.body).unwrap();
-    let alice = format!("Bearer {}", token["token"].as_str().unwrap());
+    let (hub, secret, daemon) = a_private_repository().await;
+    let alice = alice(&hub).await;
     let as_alice = [("authorization", alice.as_str())];
     let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
     let pulled = send(daemon.proxy_addr(), "GET", &layer, &as_alice, b"").await;
@@ -103,12 +105,7 @@ async fn a_client_s_own_credentials_work_on_its_first_request_to_a_repository_no
 /// once, and nothing while the refusal is remembered.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_anonymous_pull_costs_the_hub_little_once_and_nothing_again() {
-    let hub = FakeHub::start().await;
-    let secret = Image::build("secret", None);
-    hub.publish("secret/app", "v1", &secret);
-    hub.make_private("secret/app", "alice:pw");
-    let config = hub.config("docker.io");
-    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let (hub, secret, daemon) = a_private_repository().await;
     let skopeo = pkgproxy_testkit::SkopeoSandbox::new(daemon.proxy_addr());
     let first = tokio::task::block_in_place(|| skopeo.copy("docker.io/secret/app:v1", "first"));
     assert!(!first.success, "a private image, no credentials");

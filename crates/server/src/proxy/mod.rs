@@ -172,7 +172,7 @@ async fn serve(
         Decision::Cache(request) => {
             copy_body(tapped, body).await;
             let as_pkgproxy = matches!(request.upstream_auth, UpstreamAuth::Bearer { .. });
-            let outcome = through_the_cache(state, &exchange, side, *request).await;
+            let outcome = serve_cached(state, &exchange, side, *request).await;
             match as_pkgproxy && refused(&outcome) && parts.headers.contains_key(AUTHORIZATION) {
                 true => with_own_credentials(state, &exchange, side, &routed).await.unwrap_or(outcome),
                 false => outcome,
@@ -189,13 +189,9 @@ async fn serve(
     }
 }
 
-/// Serves `request`, decided for the cache.
-async fn through_the_cache(
-    state: &Arc<State>,
-    exchange: &Exchange<'_>,
-    side: &Side,
-    request: CachedRequest,
-) -> Outcome {
+/// Serves `request`, decided for the cache: a name that points at
+/// content by digest, or anything else.
+async fn serve_cached(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
     match request.pointer {
         Some(_) => pointer::serve(state, exchange, side, request).await,
         None => cached::serve(state, exchange, side, request).await,
@@ -227,7 +223,7 @@ async fn with_own_credentials(
             Some(forward::forward(state, exchange, request, http_body_util::Empty::<bytes::Bytes>::new()).await)
         }
         Decision::Cache(request) if matches!(request.upstream_auth, UpstreamAuth::Client(_)) => {
-            Some(through_the_cache(state, exchange, side, *request).await)
+            Some(serve_cached(state, exchange, side, *request).await)
         }
         _ => None,
     }
