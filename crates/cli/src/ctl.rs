@@ -561,7 +561,7 @@ mod tests {
             "sides": {"apt": {"requests": 3, "hits": 2, "misses": 1, "revalidations": 0, "stale_served": 0,
                               "refused": 0, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
             "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
-                         "mirror_requests": 0, "mirror_connections": 0},
+                         "mirror_requests": 0, "mirror_connections": 0, "peer_requests": 0, "peer_connections": 0},
             "pools": [], "mirrors": [], "offline": {"mode": "never", "upstreams": []},
             "apt_index": {"suites": 1, "pool_files": 4}
         });
@@ -582,7 +582,7 @@ mod tests {
                       "max_size_bytes": 0, "free_bytes": 1000000, "disk_pressure": 0},
             "sides": {"apt": {"requests": 3}},
             "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
-                         "mirror_requests": 0, "mirror_connections": 0},
+                         "mirror_requests": 0, "mirror_connections": 0, "peer_requests": 0, "peer_connections": 0},
             "pools": [], "mirrors": [], "offline": {"mode": "never", "upstreams": []}
         });
         let error = serde_json::from_value::<Info>(json).unwrap_err().to_string();

@@ -70,13 +70,12 @@ impl std::fmt::Debug for ClusterConfig {
 }
 
 impl ClusterConfig {
-    /// The token this cluster's nodes send each other: an HMAC of the
-    /// bucket's name under the peer secret, so it differs per cluster and
-    /// never shows the secret.
-    pub fn peer_token(&self) -> String {
+    /// The key this cluster's nodes sign their requests to each other
+    /// with: derived from the peer secret (by default the store's secret
+    /// key) and the bucket's name.
+    pub fn peer_key(&self) -> crate::peer::PeerKey {
         let secret = self.peer_secret.as_deref().unwrap_or(&self.credentials.secret_access_key);
-        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
-        hex::encode(ring::hmac::sign(&key, format!("pkgproxy cluster peer {}", self.bucket).as_bytes()).as_ref())
+        crate::peer::PeerKey::derive(secret, &self.bucket)
     }
 
     /// Who this node is to the others.
@@ -84,7 +83,7 @@ impl ClusterConfig {
         crate::Identity {
             node: self.node_id.clone(),
             peer_url: self.peer_url.clone(),
-            peer_token: self.peer_token(),
+            peer_key: Some(self.peer_key()),
             lease_ttl: self.lease_ttl,
         }
     }
@@ -147,19 +146,11 @@ fn retries() -> RetryConfig {
     }
 }
 
-/// The client for the cluster's own HTTP beyond object_store's (peers, the
-/// listing of unfinished uploads): ring as TLS provider, never a proxy,
-/// a dead address found out in seconds.
+/// The client for the store's HTTP beyond object_store's (the listing of
+/// unfinished uploads): ring as TLS provider, never a proxy, a dead
+/// address found out in seconds. Peers are asked through the one way out
+/// (`pkgproxy_upstream::peer`).
 pub(crate) fn cluster_http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).no_proxy().build().unwrap_or_default()
-}
-
-/// A client that sends every `http://` request through the node at
-/// `peer_url` as its forward proxy (apt's requests, as a client of that
-/// node would send them).
-pub(crate) fn cluster_http_client_through(peer_url: &str) -> Result<reqwest::Client, reqwest::Error> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let proxy = reqwest::Proxy::http(peer_url)?;
-    reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).proxy(proxy).build()
 }

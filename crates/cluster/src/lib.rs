@@ -17,6 +17,7 @@
 
 pub mod breakers;
 mod config;
+mod credential;
 mod error;
 mod layout;
 mod lease;
@@ -43,13 +44,16 @@ use std::sync::Arc;
 /// Connects to the store `config` names and checks it keeps the promises
 /// cluster mode rests on ([`selftest`]): the tier this node shares, or why
 /// the store cannot be used.
-pub async fn connect(config: &ClusterConfig) -> Result<Arc<SharedTier>, ClusterError> {
+pub async fn connect(
+    config: &ClusterConfig,
+    peers: pkgproxy_upstream::peer::PeerClient,
+) -> Result<Arc<SharedTier>, ClusterError> {
     let store: Arc<dyn object_store::ObjectStore> = config.store()?;
     let layout = layout::Layout::new(&config.prefix);
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let probe = layout.probe(&format!("{}-{stamp}", config.node_id));
     selftest::check(Arc::clone(&store), &probe, &config.endpoint).await?;
-    Ok(SharedTier::new(store, &config.prefix, config.identity()))
+    Ok(SharedTier::new(store, &config.prefix, config.identity(), peers))
 }
 
 /// Who a node is to the others of its cluster.
@@ -59,8 +63,9 @@ pub struct Identity {
     pub node: String,
     /// Where the others reach it, if they may.
     pub peer_url: Option<String>,
-    /// What nodes of this cluster send each other.
-    pub peer_token: String,
+    /// What nodes of this cluster sign their requests to each other with
+    /// (`None`: a node alone, which asks nobody).
+    pub peer_key: Option<peer::PeerKey>,
     /// How long its leases last unless renewed.
     pub lease_ttl: std::time::Duration,
 }
@@ -74,6 +79,6 @@ impl std::fmt::Debug for Identity {
 impl Identity {
     /// A node no other reaches, with default leases (tests, tools).
     pub fn alone(node: &str) -> Self {
-        Identity { node: node.to_owned(), peer_url: None, peer_token: String::new(), lease_ttl: DEFAULT_LEASE_TTL }
+        Identity { node: node.to_owned(), peer_url: None, peer_key: None, lease_ttl: DEFAULT_LEASE_TTL }
     }
 }

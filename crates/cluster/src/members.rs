@@ -5,7 +5,6 @@
 //! upstreams (offline by its own switch, as when auto-offline saw its
 //! uplink go) sends its misses to one that can.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -75,23 +74,9 @@ pub async fn announce(tier: &SharedTier, member: &Member) -> Result<(), object_s
 #[derive(Debug, Default)]
 pub struct Members {
     seen: Mutex<Option<(Instant, Vec<Member>)>>,
-    /// A client per node, sending `http://` requests through it as a
-    /// forward proxy (kept: a client holds its connections and its roots).
-    through: Mutex<HashMap<String, reqwest::Client>>,
 }
 
 impl Members {
-    /// The client that sends requests through `member` as a forward proxy.
-    pub fn client_through(&self, member: &Member) -> Result<reqwest::Client, reqwest::Error> {
-        let mut through = self.through.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(client) = through.get(&member.peer_url) {
-            return Ok(client.clone());
-        }
-        let client = crate::config::cluster_http_client_through(&member.peer_url)?;
-        through.insert(member.peer_url.clone(), client.clone());
-        Ok(client)
-    }
-
     /// The other nodes that announced, lately, that they ask their
     /// upstreams.
     pub async fn online_peers(&self, tier: &SharedTier) -> Vec<Member> {

@@ -4,30 +4,21 @@
 //! arrive, the last one only once it verified the whole. The asking node
 //! verifies what it gets itself: it never trusts a peer.
 
-use futures_util::TryStreamExt;
-use http::{HeaderValue, Response};
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Response};
+use http_body_util::{BodyExt, Full};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use pkgproxy_cache::{AnsweredBy, FetchError, UpstreamBody};
 
 use crate::lease::LeaseRecord;
-use crate::members::{Member, Members};
+use crate::members::Member;
 use crate::tier::SharedTier;
+
+pub use crate::credential::{PeerKey, TIME_HEADER, TOKEN_HEADER};
 
 /// Where a node serves its fetches to its peers, on its proxy listener:
 /// `GET TAIL_PATH?key=KEY`, with `Range: bytes=N-` to go on from byte N.
 pub const TAIL_PATH: &str = "/pkgproxy/v1/peer/tail";
-
-/// The header a peer proves itself with.
-pub const TOKEN_HEADER: &str = "x-pkgproxy-peer-token";
-
-/// Whether `offered` is this cluster's token (compared in constant time).
-pub fn is_peer(offered: Option<&HeaderValue>, token: &str) -> bool {
-    let Some(offered) = offered else { return false };
-    !token.is_empty()
-        && offered.len() == token.len()
-        && offered.as_bytes().iter().zip(token.as_bytes()).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
-}
 
 /// The cache key a tail request asks for.
 pub fn key_of(query: Option<&str>) -> Option<String> {
@@ -61,77 +52,96 @@ impl std::fmt::Display for TailError {
     }
 }
 
+/// What an offline node asks an online one for, built from what its side
+/// decided, never from where a client pointed: a path below the peer's own
+/// listener, or apt's `http://` URL through the peer as a forward proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// A mounted side's path and query, on the peer (`/go/x/@v/list`).
+    OnThePeer(String),
+    /// An absolute `http://` URL, through the peer as a forward proxy.
+    ThroughThePeer(http::Uri),
+}
+
+impl Asked {
+    /// The request target the peer receives (and the credential signs).
+    fn target(&self) -> String {
+        match self {
+            Asked::OnThePeer(path) => path.clone(),
+            Asked::ThroughThePeer(uri) => uri.to_string(),
+        }
+    }
+}
+
+/// A `GET` of `target` signed for the cluster of `tier`, with `headers`.
+fn signed_get(tier: &SharedTier, target: &str, headers: &HeaderMap) -> Result<http::Request<Full<Bytes>>, String> {
+    let mut request = http::Request::get(target).body(Full::default()).map_err(|error| error.to_string())?;
+    for (name, value) in headers {
+        if !matches!(name.as_str(), "host" | "connection" | "keep-alive" | "transfer-encoding" | "proxy-connection") {
+            request.headers_mut().append(name, value.clone());
+        }
+    }
+    if let Some(key) = &tier.identity().peer_key {
+        let now = std::time::SystemTime::now();
+        request.headers_mut().extend(key.credential(&Method::GET, target, now));
+    }
+    Ok(request)
+}
+
 /// Asks `holder` for the body of `key` from byte `from` on, as an upstream
 /// answer (a `200`, or a `206` for a later byte).
 pub async fn tail(
-    client: &reqwest::Client,
+    tier: &SharedTier,
     holder: &LeaseRecord,
     key: &str,
     from: u64,
-    token: &str,
 ) -> Result<Response<UpstreamBody>, TailError> {
     let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", holder.node));
     let refused = |why: String| TailError::NotThere(format!("peer {}: {why}", holder.node));
     let base = holder.peer_url.as_deref().ok_or_else(|| unreachable("no peer address".into()))?;
-    let url = format!("{}{TAIL_PATH}?key={}", base.trim_end_matches('/'), utf8_percent_encode(key, NON_ALPHANUMERIC));
-    let mut request = client.get(&url).header(TOKEN_HEADER, token);
+    let target = format!("{TAIL_PATH}?key={}", utf8_percent_encode(key, NON_ALPHANUMERIC));
+    let mut headers = HeaderMap::new();
     if from > 0 {
-        request = request.header(http::header::RANGE, format!("bytes={from}-"));
+        let range = http::HeaderValue::try_from(format!("bytes={from}-")).expect("digits are a valid value");
+        headers.insert(http::header::RANGE, range);
     }
-    let answer = request.send().await.map_err(|error| unreachable(error.to_string()))?;
+    let request = signed_get(tier, &target, &headers).map_err(unreachable)?;
+    let answer = tier.peers().send(base, request).await.map_err(|error| unreachable(error.to_string()))?;
     let status = answer.status();
     let wanted = if from > 0 { http::StatusCode::PARTIAL_CONTENT } else { http::StatusCode::OK };
     if status != wanted {
         return Err(refused(format!("answered {status}")));
     }
-    upstream_answer(answer, &holder.node).map_err(unreachable)
+    Ok(upstream_answer(answer, &holder.node))
 }
 
-/// Asks the online node `member` for `target` as a client of it would
+/// Asks the online node `member` for `asked` as a client of it would
 /// (`headers` as pkgproxy asks an upstream, conditionals and `Range`
-/// included): an absolute `http://` target through it as a forward proxy,
-/// an origin-form one on its listener. Its answer is the upstream answer
-/// of a fetch of this node, checked as any other. A `5xx` (it went offline
-/// too, say) is [`TailError::NotThere`]: another node may be asked.
+/// included). Its answer is the upstream answer of a fetch of this node,
+/// checked as any other. A `5xx` (it went offline too, say) is
+/// [`TailError::NotThere`]: another node may be asked.
 pub async fn ask_through(
     tier: &SharedTier,
-    members: &Members,
     member: &Member,
-    target: &http::Uri,
-    headers: &http::HeaderMap,
+    asked: &Asked,
+    headers: &HeaderMap,
 ) -> Result<Response<UpstreamBody>, TailError> {
     let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", member.node));
-    let request = match target.scheme_str() {
-        Some(_) => members.client_through(member).map_err(|e| unreachable(e.to_string()))?.get(target.to_string()),
-        None => {
-            let path = target.path_and_query().map_or("/", |p| p.as_str());
-            tier.peers().get(format!("{}{path}", member.peer_url.trim_end_matches('/')))
-        }
-    };
-    let mut request = request.header(TOKEN_HEADER, &tier.identity().peer_token);
-    for (name, value) in headers {
-        if !matches!(name.as_str(), "host" | "connection" | "keep-alive" | "transfer-encoding" | "proxy-connection") {
-            request = request.header(name, value);
-        }
-    }
-    let answer = request.send().await.map_err(|error| unreachable(error.to_string()))?;
+    let request = signed_get(tier, &asked.target(), headers).map_err(unreachable)?;
+    let answer = tier.peers().send(&member.peer_url, request).await.map_err(|error| unreachable(error.to_string()))?;
     if answer.status().is_server_error() {
         return Err(TailError::NotThere(format!("peer {}: answered {}", member.node, answer.status())));
     }
-    upstream_answer(answer, &member.node).map_err(unreachable)
+    Ok(upstream_answer(answer, &member.node))
 }
 
 /// A peer's answer as the upstream answer of a fetch, named as the peer's.
-fn upstream_answer(answer: reqwest::Response, node: &str) -> Result<Response<UpstreamBody>, String> {
-    let mut response = Response::builder().status(answer.status());
-    for (name, value) in answer.headers() {
-        if !matches!(name.as_str(), "connection" | "keep-alive" | "transfer-encoding" | "x-pkgproxy-cache") {
-            response = response.header(name, value);
-        }
+fn upstream_answer(answer: Response<hyper::body::Incoming>, node: &str) -> Response<UpstreamBody> {
+    let (mut parts, body) = answer.into_parts();
+    for name in ["connection", "keep-alive", "transfer-encoding", "x-pkgproxy-cache"] {
+        parts.headers.remove(name);
     }
-    let stream = answer.bytes_stream().map_ok(http_body::Frame::data).map_err(|error| error.into());
-    let body: UpstreamBody = http_body_util::StreamBody::new(sync_wrapper::SyncStream::new(stream)).boxed();
-    let mut response = response.body(body).map_err(|error| error.to_string())?;
-    response.extensions_mut().insert(AnsweredBy(format!("cluster peer {node}").into()));
-    Ok(response)
+    parts.extensions = http::Extensions::new();
+    parts.extensions.insert(AnsweredBy(format!("cluster peer {node}").into()));
+    Response::from_parts(parts, body.map_err(|error| error.into()).boxed())
 }

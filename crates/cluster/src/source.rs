@@ -270,7 +270,7 @@ async fn from_whoever_fetches(
         let holder = lease::holder(tier, key).await;
         let holder = holder.filter(|h| h.node != tier.identity().node && h.peer_url.is_some());
         let holder = holder.ok_or_else(|| FetchError::Rejected("nobody fetches it".into()))?;
-        let answer = peer::tail(tier.peers(), &holder, key, from, &tier.identity().peer_token).await?;
+        let answer = peer::tail(tier, &holder, key, from).await?;
         return Ok(Whoever::Peer(answer));
     }
     let deadline = tokio::time::Instant::now() + tier.identity().lease_ttl * 2;
@@ -281,8 +281,7 @@ async fn from_whoever_fetches(
             Taken::HeldBy(holder) if holder.node != tier.identity().node && holder.peer_url.is_some() => holder,
             Taken::HeldBy(_) | Taken::Unavailable => return Err(FetchError::Rejected("no lease".into())),
         };
-        let token = &tier.identity().peer_token;
-        taken = match peer::tail(tier.peers(), &holder, key, from, token).await {
+        taken = match peer::tail(tier, &holder, key, from).await {
             Ok(answer) => return Ok(Whoever::Peer(answer)),
             // Alive, and not fetching it: its lease is taken from it now.
             Err(TailError::NotThere(why)) => {

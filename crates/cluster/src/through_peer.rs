@@ -9,19 +9,20 @@
 use std::sync::{Arc, Mutex};
 
 use http::header::{IF_RANGE, RANGE};
-use http::{HeaderMap, HeaderValue, Uri};
+use http::{HeaderMap, HeaderValue};
 use pkgproxy_cache::{FetchError, Source, StartFetch, Validators};
 
 use crate::members::{Member, Members};
 use crate::peer;
+use crate::peer::Asked;
 use crate::tier::SharedTier;
 
 /// The source of a miss, fetched through an online node.
 pub struct ThroughPeer {
     tier: Arc<SharedTier>,
     members: Arc<Members>,
-    /// The request as the client sent it (absolute for apt's forward proxy).
-    target: Uri,
+    /// What the peer is asked for, as the side decided it.
+    target: Asked,
     /// What pkgproxy would send the upstream (conditionals included).
     headers: HeaderMap,
     upstream: Arc<dyn Source>,
@@ -35,7 +36,7 @@ impl ThroughPeer {
     pub fn new(
         tier: Arc<SharedTier>,
         members: Arc<Members>,
-        target: Uri,
+        target: Asked,
         headers: HeaderMap,
         upstream: Box<dyn Source>,
     ) -> Self {
@@ -47,13 +48,13 @@ impl ThroughPeer {
 async fn ask(
     tier: &SharedTier,
     members: &Members,
-    target: &Uri,
+    target: &Asked,
     headers: &HeaderMap,
 ) -> Option<(Member, http::Response<pkgproxy_cache::UpstreamBody>)> {
     for member in members.online_peers(tier).await.into_iter().take(2) {
-        match peer::ask_through(tier, members, &member, target, headers).await {
+        match peer::ask_through(tier, &member, target, headers).await {
             Ok(answer) => return Some((member, answer)),
-            Err(error) => tracing::debug!(%error, %target, "an online node did not answer for this offline one"),
+            Err(error) => tracing::debug!(%error, ?target, "an online node did not answer for this offline one"),
         }
     }
     None
@@ -67,7 +68,7 @@ impl Source for ThroughPeer {
         Box::pin(async move {
             match ask(&tier, &members, &target, &headers).await {
                 Some((member, answer)) => {
-                    tracing::debug!(%target, node = member.node, "offline: asked an online node of the cluster");
+                    tracing::debug!(?target, node = member.node, "offline: asked an online node of the cluster");
                     *asked.lock().unwrap_or_else(|p| p.into_inner()) = Some(member);
                     Ok(answer)
                 }
@@ -79,7 +80,7 @@ impl Source for ThroughPeer {
     fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
         let member = self.asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(member) = member else { return self.upstream.resume(from, validators) };
-        let (tier, members, target) = (Arc::clone(&self.tier), Arc::clone(&self.members), self.target.clone());
+        let (tier, target) = (Arc::clone(&self.tier), self.target.clone());
         let mut headers = self.headers.clone();
         headers.insert(RANGE, HeaderValue::try_from(format!("bytes={from}-")).expect("digits are a valid value"));
         if let Some(validator) = validators.etag.as_deref().or(validators.last_modified.as_deref()) {
@@ -88,7 +89,7 @@ impl Source for ThroughPeer {
             }
         }
         Some(Box::pin(async move {
-            peer::ask_through(&tier, &members, &member, &target, &headers)
+            peer::ask_through(&tier, &member, &target, &headers)
                 .await
                 .map_err(|error| FetchError::Rejected(error.to_string()))
         }))

@@ -56,8 +56,9 @@ pub struct SharedTier {
     store: Arc<dyn ObjectStore>,
     layout: Layout,
     identity: crate::Identity,
-    /// Asks other nodes for the bodies they are fetching.
-    peers: reqwest::Client,
+    /// Asks other nodes for the bodies they are fetching (through the one
+    /// way out, each on its own address).
+    peers: pkgproxy_upstream::peer::PeerClient,
 
     degraded: AtomicBool,
     /// When the store last failed: misses leave it alone for [`REST`]
@@ -70,13 +71,19 @@ pub struct SharedTier {
 }
 
 impl SharedTier {
-    /// The tier in `store` under `prefix`, for the node `identity` names.
-    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, identity: crate::Identity) -> Arc<Self> {
+    /// The tier in `store` under `prefix`, for the node `identity` names,
+    /// asking its peers through `peers`.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: &str,
+        identity: crate::Identity,
+        peers: pkgproxy_upstream::peer::PeerClient,
+    ) -> Arc<Self> {
         Arc::new(SharedTier {
             store,
             layout: Layout::new(prefix),
             identity,
-            peers: crate::config::cluster_http_client(),
+            peers,
 
             degraded: AtomicBool::new(false),
             failed_at: std::sync::Mutex::new(None),
@@ -135,7 +142,7 @@ impl SharedTier {
         &self.identity
     }
 
-    pub(crate) fn peers(&self) -> &reqwest::Client {
+    pub(crate) fn peers(&self) -> &pkgproxy_upstream::peer::PeerClient {
         &self.peers
     }
 

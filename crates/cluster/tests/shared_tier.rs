@@ -80,11 +80,16 @@ fn node_with_clock(server: &S3Server, bucket: &str, name: &str, clock: Arc<dyn p
     let dir = tempfile::tempdir().expect("a cache directory");
     let cache = Cache::open(dir.path(), clock).expect("a cache");
     let config = config(server, bucket, name);
-    let tier = SharedTier::new(config.store().expect("an S3 client"), PREFIX, config.identity());
+    let tier = SharedTier::new(config.store().expect("an S3 client"), PREFIX, config.identity(), peer_client());
     let publisher = Publisher::new();
     publisher.connect(Arc::clone(&tier));
     cache.on_commit(Arc::clone(&publisher) as Arc<dyn pkgproxy_cache::Committed>);
     Node { cache, tier, publisher, _dir: dir }
+}
+
+/// The peer client of a node with the default upstream settings.
+fn peer_client() -> pkgproxy_upstream::PeerClient {
+    pkgproxy_upstream::Upstream::new(pkgproxy_upstream::UpstreamConfig::default()).peers
 }
 
 /// Fetches `key` through `node`, the bucket first: the body, or the error

@@ -74,6 +74,11 @@ pub enum UpstreamCounter {
     ShadowRequests,
     /// TCP connections opened to shadow targets.
     ShadowConnections,
+    /// Requests sent to the other nodes of the cluster (their own clients,
+    /// apart from the upstream traffic above).
+    PeerRequests,
+    /// TCP connections opened to the other nodes of the cluster.
+    PeerConnections,
 }
 
 impl MetricSet for UpstreamCounter {
@@ -84,6 +89,8 @@ impl MetricSet for UpstreamCounter {
         UpstreamCounter::Refused,
         UpstreamCounter::ShadowRequests,
         UpstreamCounter::ShadowConnections,
+        UpstreamCounter::PeerRequests,
+        UpstreamCounter::PeerConnections,
     ];
     const KIND: Kind = Kind::Counter;
     const PROMETHEUS_PREFIX: &'static str = "upstream_";
@@ -96,6 +103,8 @@ impl MetricSet for UpstreamCounter {
             UpstreamCounter::Refused => ("refused", "Connections refused by the address policy."),
             UpstreamCounter::ShadowRequests => ("mirror_requests", "Copies sent to mirror targets."),
             UpstreamCounter::ShadowConnections => ("mirror_connections", "TCP connections opened to mirror targets."),
+            UpstreamCounter::PeerRequests => ("peer_requests", "Requests sent to the other nodes of the cluster."),
+            UpstreamCounter::PeerConnections => ("peer_connections", "TCP connections opened to other nodes."),
         };
         Definition { name, help }
     }

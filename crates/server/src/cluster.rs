@@ -11,9 +11,30 @@ use arc_swap::ArcSwapOption;
 use pkgproxy_cache::Cache;
 use pkgproxy_cluster::breakers::{self, SharedBreakers};
 use pkgproxy_cluster::members::{self, Members};
+use pkgproxy_cluster::peer::Asked;
 use pkgproxy_cluster::switch::{self, ClusterMode};
 use pkgproxy_cluster::{ClusterConfig, ClusterError, Publisher, SharedTier, ThroughPeer};
 use pkgproxy_upstream::offline::{BreakerWatcher, Mode, Switch};
+use pkgproxy_upstream::peer::PeerClient;
+
+/// A request as this node received it: what a peer's credential signs.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientRequest<'a> {
+    /// Its method.
+    pub method: &'a http::Method,
+    /// Its target as received (origin-form or absolute).
+    pub uri: &'a http::Uri,
+    /// Its headers.
+    pub headers: &'a http::HeaderMap,
+}
+
+/// Whether `client` is a request another node of `tier`'s cluster sent,
+/// with a credential good now.
+pub fn is_from_peer(tier: &SharedTier, client: &ClientRequest<'_>) -> bool {
+    let Some(key) = &tier.identity().peer_key else { return false };
+    let now = std::time::SystemTime::now();
+    key.verify(client.method, &client.uri.to_string(), client.headers, now)
+}
 
 /// How long the start waits for the store before starting alone.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
@@ -34,19 +55,27 @@ pub struct Cluster {
     /// Which other nodes ask their upstreams, for this node's misses while
     /// it cannot.
     members: Arc<Members>,
+    /// How the other nodes are asked: the one way out's peer client.
+    peers: PeerClient,
 }
 
 impl Cluster {
     /// Connects to the store `config` names and publishes `cache`'s commits
     /// to it; a store that cannot be used is an error, one that cannot be
     /// reached yet is tried again in the background.
-    pub async fn start(config: ClusterConfig, cache: &Cache, switch: Switch) -> Result<Arc<Cluster>, ClusterError> {
+    pub async fn start(
+        config: ClusterConfig,
+        cache: &Cache,
+        switch: Switch,
+        peers: PeerClient,
+    ) -> Result<Arc<Cluster>, ClusterError> {
         let publisher = Publisher::new();
         // Commits are remembered from the start, published once connected.
         cache.on_commit(Arc::clone(&publisher) as Arc<dyn pkgproxy_cache::Committed>);
         let members = Arc::default();
-        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch, publisher, members });
-        match tokio::time::timeout(CONNECT_WAIT, pkgproxy_cluster::connect(&cluster.config)).await {
+        let cluster = Arc::new(Cluster { config, tier: ArcSwapOption::empty(), switch, publisher, members, peers });
+        let connecting = pkgproxy_cluster::connect(&cluster.config, cluster.peers.clone());
+        match tokio::time::timeout(CONNECT_WAIT, connecting).await {
             Ok(Ok(tier)) => cluster.joined(tier),
             Ok(Err(error @ (ClusterError::Unfit { .. } | ClusterError::Config(_)))) => return Err(error),
             Ok(Err(error)) => cluster.retry(error.to_string()),
@@ -86,7 +115,7 @@ impl Cluster {
             loop {
                 tokio::time::sleep(RETRY_EVERY).await;
                 let Some(cluster) = cluster.upgrade() else { return };
-                match pkgproxy_cluster::connect(&cluster.config).await {
+                match pkgproxy_cluster::connect(&cluster.config, cluster.peers.clone()).await {
                     Ok(tier) => return cluster.joined(tier),
                     Err(error @ ClusterError::Unfit { .. }) => {
                         tracing::error!(%error, "the cluster store cannot be used: this node stays alone");
@@ -115,27 +144,23 @@ impl Cluster {
     }
 
     /// The source of a miss while this node does not ask its upstreams
-    /// (it is offline): `target` asked of an online node of the cluster,
-    /// else `upstream` (which refuses as offline). A request another node
-    /// sent here (`client_headers` carry the cluster's token) is never
-    /// sent on: two nodes that each took the other for online would send
-    /// it back and forth, each waiting for its own fetch.
+    /// (it is offline): the request asked of an online node of the
+    /// cluster, else `upstream` (which refuses as offline). What the peer
+    /// is asked is built from what the side decided (`asked`), never from
+    /// where the client pointed. A request another node sent here (it
+    /// proves itself with the cluster's credential) is never sent on: two
+    /// nodes that each took the other for online would send it back and
+    /// forth, each waiting for its own fetch.
     pub fn through_peer(
         &self,
-        target: &http::Uri,
-        client_headers: &http::HeaderMap,
+        client: &ClientRequest<'_>,
+        asked: Asked,
         headers: http::HeaderMap,
         upstream: Box<dyn pkgproxy_cache::Source>,
     ) -> Box<dyn pkgproxy_cache::Source> {
-        let from_peer = |tier: &SharedTier| {
-            pkgproxy_cluster::peer::is_peer(
-                client_headers.get(pkgproxy_cluster::peer::TOKEN_HEADER),
-                &tier.identity().peer_token,
-            )
-        };
         match self.tier() {
-            Some(tier) if !from_peer(&tier) => {
-                Box::new(ThroughPeer::new(tier, Arc::clone(&self.members), target.clone(), headers, upstream))
+            Some(tier) if !is_from_peer(&tier, client) => {
+                Box::new(ThroughPeer::new(tier, Arc::clone(&self.members), asked, headers, upstream))
             }
             _ => upstream,
         }

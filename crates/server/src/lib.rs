@@ -252,7 +252,7 @@ impl State {
             .map_err(|error| ServerError::Start(error.to_string()))?;
         let cluster = match settings.cluster.clone().map(|config| with_peer_url(config, listen)) {
             Some(config) => Some(
-                cluster::Cluster::start(config, &cache, settings.upstream.switch.clone())
+                cluster::Cluster::start(config, &cache, settings.upstream.switch.clone(), upstream.peers.clone())
                     .await
                     .map_err(|error| ServerError::Start(error.to_string()))?,
             ),

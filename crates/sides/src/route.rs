@@ -68,6 +68,11 @@ pub enum Route {
     },
     /// No side: an origin-form request outside every mount.
     Nowhere,
+    /// An absolute-form request for a side mounted on pkgproxy's own port
+    /// naming another scheme than `http` (`https://HOST:PORT/go/...`):
+    /// pkgproxy is asked as itself, and a scheme it does not speak there
+    /// could only be a way to send it elsewhere.
+    WrongScheme,
 }
 
 /// Routes a request for `uri` with `method`; `own_port` is the port
@@ -83,6 +88,7 @@ pub fn route(method: &Method, uri: &Uri, own_port: u16) -> Route {
             None => Route::Nowhere,
         },
         _ => match mounted(path) {
+            Some(_) if uri.scheme_str().is_some_and(|scheme| scheme != "http") => Route::WrongScheme,
             Some((side, prefix)) => Route::Side { side, mount: Mount::Prefix(prefix), target: None },
             None => Route::Nowhere,
         },
@@ -162,6 +168,10 @@ mod tests {
         assert_eq!(routed(Method::HEAD, "/v2/library/alpine/manifests/3.20?ns=docker.io"), registry);
         assert_eq!(routed(Method::GET, "/v22/x"), Route::Nowhere);
         assert_eq!(routed(Method::GET, "/"), Route::Nowhere);
+        let own = |uri: &str| route(&Method::GET, &uri.parse().unwrap(), 3142);
+        assert!(matches!(own("http://p:3142/go/x/@v/list"), Route::Side { mount: Mount::Prefix("/go"), .. }));
+        assert_eq!(own("https://evil.example:3142/go/x/@v/list"), Route::WrongScheme, "never where the client points");
+        assert_eq!(own("https://127.0.0.2:3142/v2/x/manifests/v1"), Route::WrongScheme);
         assert_eq!(routed(Method::CONNECT, "deb.debian.org:443"), Route::Tunnel);
     }
 

@@ -154,6 +154,16 @@ impl Side {
         }
     }
 
+    /// Whether what is cached under `key` may be handed to anyone who asks
+    /// for the key (a peer of a cluster), with no client's credentials
+    /// checked: false for what only some clients may read. Blocking.
+    pub fn readable_by_anyone(&self, key: &str) -> bool {
+        match self {
+            Side::Registry(registry) => registry.readable_by_anyone(key),
+            Side::Apt(_) | Side::Go(_) | Side::Snap(_) | Side::Lxd(_) => true,
+        }
+    }
+
     /// The cache keys of what proves what is cached under `key`, beyond
     /// its prerequisites: what a bundle carries before it so that taking
     /// it in checks it (a pool file: its archive's Releases and `Packages`
@@ -391,6 +401,12 @@ impl Sides {
                 Side::Lxd(side) => side.reconfigure(lxd.clone()),
             }
         }
+    }
+
+    /// Whether what is cached under `key` may be handed to anyone who asks
+    /// for the key: no side says it is only for some clients. Blocking.
+    pub fn readable_by_anyone(&self, key: &str) -> bool {
+        self.iter().all(|side| side.readable_by_anyone(key))
     }
 
     /// Whether `CONNECT host:port` may be tunnelled: port 443 of a host a

@@ -11,8 +11,8 @@
 //! Docker Hub, [`simplestreams`] a fake LXD image server and [`lxc`] the
 //! real `lxc` in a sandbox, [`browser`] the real Chromium, headless,
 //! [`tree`] lists a folder's files, [`ports`] gives ports that refuse
-//! connections, and [`wait`] polls for what happens off a client's path.
-//! Everything here listens on or talks to 127.0.0.1 only.
+//! connections, [`relay`] shows what goes over a connection, and [`wait`] polls for what happens off a client's path.
+//! Everything here listens on or talks to loopback addresses only.
 
 pub mod aptclient;
 pub mod aptrepo;
@@ -26,6 +26,7 @@ pub mod hub;
 pub mod lxc;
 pub mod origin;
 pub mod ports;
+pub mod relay;
 pub mod s3;
 pub mod shadow;
 pub mod simplestreams;
@@ -46,6 +47,7 @@ pub use hub::{FakeHub, Image};
 pub use lxc::{LxcOutput, LxcSandbox};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
+pub use relay::Relay;
 pub use s3::S3Server;
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};
 pub use simplestreams::{FakeSimplestreams, LxdImage};

@@ -18,10 +18,12 @@ mod error;
 mod io;
 mod network;
 pub mod offline;
+pub mod peer;
 pub mod pool;
 pub mod proxy;
 mod resolve;
 pub mod shadow;
+mod target;
 mod tls;
 mod transport;
 pub mod userinfo;
@@ -31,6 +33,7 @@ pub use counters::{Counters, UpstreamCounter};
 pub use dialer::Dialer;
 pub use error::UpstreamError;
 pub use network::{ListenError, MemoryListener, MemoryNetwork, Network};
+pub use peer::PeerClient;
 pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest, RequestBody};
 pub use resolve::{AddressPolicy, Resolver};
 pub use transport::Transport;
@@ -112,6 +115,8 @@ pub struct Upstream {
     pub switch: offline::Switch,
     /// Where copies of requests go (the mirror feature), counted apart.
     pub shadow_client: shadow::ShadowClient,
+    /// The other nodes of a cluster, each on its own address only.
+    pub peers: peer::PeerClient,
     /// The pins every connector resolves with (shared with theirs).
     resolver: Resolver,
     /// What every connector may reach (shared with theirs).
@@ -141,6 +146,13 @@ impl Upstream {
             network.clone(),
         );
         let shadow_client = shadow::ShadowClient::new(shadow_connector, timeouts.pool_idle, Arc::clone(&counters));
+        let peers = peer::PeerClient::new(
+            config.resolver.clone(),
+            network.clone(),
+            timeouts,
+            config.keepalive,
+            Arc::clone(&counters),
+        );
         let (resolver, policy) = (config.resolver.clone(), config.policy.clone());
         let connector = connect::Connector::new(
             config.resolver,
@@ -154,7 +166,7 @@ impl Upstream {
         .through(config.proxy);
         let transport = Transport::new(connector.clone(), config.pools, config.switch.clone(), Arc::clone(&counters));
         let dialer = Dialer::new(connector, config.switch.clone(), Arc::clone(&counters));
-        Upstream { transport, dialer, counters, switch: config.switch, shadow_client, resolver, policy }
+        Upstream { transport, dialer, counters, switch: config.switch, shadow_client, peers, resolver, policy }
     }
 
     /// Takes `config`'s pinned addresses and trusted hosts, from the next

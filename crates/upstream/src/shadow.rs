@@ -4,7 +4,6 @@
 //! breaker, and is never counted as upstream traffic.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
@@ -12,10 +11,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::connect::{Connector, Opening, Peer, Security, UpstreamIo};
+use crate::connect::{Connector, Security};
 use crate::counters::{Counters, UpstreamCounter};
 use crate::error::UpstreamError;
 use crate::resolve::host_port;
+use crate::target::FixedTarget;
 
 /// Where copies go and how they are addressed.
 #[derive(Debug, Clone)]
@@ -26,7 +26,7 @@ pub struct ShadowTarget {
     /// requests.
     prefix: String,
     security: Security,
-    client: legacy::Client<TargetConnector, Full<Bytes>>,
+    client: legacy::Client<FixedTarget, Full<Bytes>>,
     counters: Arc<Counters>,
 }
 
@@ -58,7 +58,7 @@ impl ShadowTarget {
         let (host, port) = host_port(&uri)?;
         let prefix = uri.path().trim_end_matches('/').to_string();
         let security = Security::of(&uri);
-        let target = TargetConnector { connector, host: host.clone(), port, security };
+        let target = FixedTarget { connector, host: host.clone(), port, security };
         #[allow(clippy::disallowed_methods)] // the client of the shadow targets, inside the one way out
         let mut builder = legacy::Client::builder(TokioExecutor::new());
         let client = builder.pool_idle_timeout(pool_idle).pool_timer(TokioTimer::new()).set_host(false).build(target);
@@ -100,38 +100,6 @@ impl ShadowTarget {
             frame.map_err(|error| UpstreamError::Request { host: host.clone(), message: error.to_string() })?;
         }
         Ok(status)
-    }
-}
-
-/// Connects every request to the target, whatever its URI names: for a
-/// forward-proxy copy the URI is the origin's, and the connection is marked
-/// as one to a proxy so hyper sends the absolute URI.
-#[derive(Debug, Clone)]
-struct TargetConnector {
-    connector: Connector,
-    host: String,
-    port: u16,
-    security: Security,
-}
-
-impl tower_service::Service<http::Uri> for TargetConnector {
-    type Response = UpstreamIo;
-    type Error = UpstreamError;
-    type Future = Opening;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, uri: http::Uri) -> Self::Future {
-        let target = self.clone();
-        Box::pin(async move {
-            let peer = match uri.host() == Some(target.host.as_str()) && uri.port_u16() == Some(target.port) {
-                true => Peer::Origin,
-                false => Peer::ForwardProxy,
-            };
-            target.connector.open(&target.host, target.port, target.security, peer).await
-        })
     }
 }
 

@@ -8,7 +8,7 @@ use pkgproxy_cluster::members::{self, Member};
 use pkgproxy_testkit::client::{get, proxy_get};
 use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin, RefusingPort, S3Server};
 
-fn cluster_section(endpoint: &str, bucket: &str, node: &str) -> String {
+pub(crate) fn cluster_section(endpoint: &str, bucket: &str, node: &str) -> String {
     format!(
         "[cluster]\nendpoint = {endpoint:?}\nbucket = {bucket:?}\nnode_id = {node:?}\n\
          access_key_id = \"testing\"\nsecret_access_key = \"testing\"\n"
@@ -74,7 +74,7 @@ fn updates_and_downloads_the_archive_s_bytes(apt: &AptSandbox, repo: &AptRepo, p
 }
 
 /// The `cluster` part of a node's status JSON.
-async fn cluster_status(daemon: &Daemon) -> serde_json::Value {
+pub(crate) async fn cluster_status(daemon: &Daemon) -> serde_json::Value {
     let status = get(daemon.proxy_addr(), "/pkgproxy/v1/status").await;
     assert_eq!(status.status, 200);
     let json: serde_json::Value = serde_json::from_slice(&status.body).expect("status JSON");
@@ -465,7 +465,12 @@ async fn two_offline_nodes_that_take_each_other_for_online_never_send_a_request_
         Daemon::start_with(PKGPROXY, Some(&config("right")), &["-offline"]).await,
     ];
     // Each says it is online, as a node does just before it goes offline.
-    let tier = pkgproxy_cluster::connect(&fleet.cluster_config("test")).await.expect("the store");
+    let tier = pkgproxy_cluster::connect(
+        &fleet.cluster_config("test"),
+        pkgproxy_upstream::Upstream::new(Default::default()).peers,
+    )
+    .await
+    .expect("the store");
     let later = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 600_000;
     for (node, name) in nodes.iter().zip(["left", "right"]) {
         let peer_url = format!("http://{}", node.proxy_addr());

@@ -12,6 +12,7 @@ mod architecture;
 mod auto_offline;
 mod bundle;
 mod cluster;
+mod cluster_trust;
 mod common;
 mod disk_full;
 mod flags;

@@ -23,7 +23,7 @@ async fn a_private_repository() -> (FakeHub, Image, Daemon) {
 
 /// `Authorization: Bearer ...` for alice, from the hub's token endpoint, as
 /// a client gets it.
-async fn alice(hub: &FakeHub) -> String {
+pub(crate) async fn alice(hub: &FakeHub) -> String {
     let hub_addr = hub.url().trim_start_matches("http://").to_string();
     let token = "/token?service=fakehub&scope=repository:secret/app:pull";
     let token = send(&hub_addr, "GET", token, &[("authorization", "Basic YWxpY2U6cHc=")], b"").await;

@@ -113,6 +113,14 @@ async fn through_the_cache(
     };
     let conditional = spec.revalidating.clone();
     let shared = shared_tier(state, exchange, &request, &spec);
+    // The bucket and the peers hand what they hold to any node: content
+    // only some clients may read is confirmed for this one first, as the
+    // upstream would have done had the fetch gone to it.
+    if shared.is_some() {
+        if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
+            return refused;
+        }
+    }
     let expected = spec.expected.clone();
     let joined = state.cache.fetch_from(spec, || {
         let upstream = fetching::source(state, &request, exchange, conditional.as_deref());

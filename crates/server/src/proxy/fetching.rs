@@ -15,12 +15,14 @@ use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{AnsweredBy, Entry, FetchError, Source, StartFetch, Validators};
+use pkgproxy_cluster::peer::Asked;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolAnswer, PoolBody, PoolRequest, UpstreamError};
 
 use super::outgoing;
+use crate::cluster::ClientRequest;
 use crate::config::Step;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::redact::without_user;
@@ -68,9 +70,9 @@ pub fn source(
     let revalidating = conditional.map(|entry| &entry.validators);
     let headers = outgoing::headers(request.upstream_headers.clone(), agent, &state.loop_mark, revalidating);
     let upstream_answer = copy_upstream_request(state, side, origin, exchange, &Method::GET, &headers);
-    let through_peer = match (&state.cluster, exchange.target) {
-        (Some(cluster), Some(target)) if state.upstream.switch.mode() == Mode::Offline => {
-            Some((cluster, target, headers.clone()))
+    let through_peer = match (&state.cluster, exchange.target, asked_of_a_peer(exchange)) {
+        (Some(cluster), Some(target), Some(asked)) if state.upstream.switch.mode() == Mode::Offline => {
+            Some((cluster, target, asked, headers.clone()))
         }
         _ => None,
     };
@@ -87,8 +89,25 @@ pub fn source(
         auth,
     });
     match through_peer {
-        Some((cluster, target, headers)) => cluster.through_peer(target, exchange.headers, headers, upstream),
+        Some((cluster, target, asked, headers)) => {
+            let client = ClientRequest { method: exchange.method, uri: target, headers: exchange.headers };
+            cluster.through_peer(&client, asked, headers, upstream)
+        }
         None => upstream,
+    }
+}
+
+/// What an online peer is asked for this request, built from how the side
+/// routed it, never from where the client pointed: a mounted side's path
+/// and query on the peer's own listener; for the forward proxy, the
+/// `http://` URL the apt side took (its host an archive's), through the
+/// peer as a proxy. `None`: not to be asked of a peer.
+fn asked_of_a_peer(exchange: &Exchange<'_>) -> Option<Asked> {
+    let target = exchange.target?;
+    match exchange.mount {
+        Mount::Prefix(_) => Some(Asked::OnThePeer(target.path_and_query()?.as_str().to_string())),
+        Mount::ForwardProxy if target.scheme_str() == Some("http") => Some(Asked::ThroughThePeer(target.clone())),
+        Mount::ForwardProxy => None,
     }
 }
 

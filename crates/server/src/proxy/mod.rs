@@ -110,6 +110,10 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
             (respond(Some(side), state.upstream.switch.mode(), outcome), note)
         }
         Route::Nowhere => (answer::text(StatusCode::NOT_FOUND, HINT), local),
+        Route::WrongScheme => {
+            let refused = "pkgproxy: a request for pkgproxy's own paths names http://, or no scheme at all";
+            (answer::text(StatusCode::BAD_REQUEST, refused), Note { cache: CacheUse::Refused, ..local })
+        }
     }
 }
 

@@ -11,23 +11,31 @@ use pkgproxy_sides::{DatedResume, Mount};
 
 use super::answer::{self, Served};
 use crate::body::ResponseBody;
+use crate::cluster::ClientRequest;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
 /// Serves a peer the body of a key this node fetches or holds (the tail a
 /// node that lost the race for the key's lease streams): the same bytes
 /// this node's own clients get, the last one only once it is verified.
-/// Only nodes of this cluster are answered.
+/// Only nodes of this cluster are answered, and only with what anyone may
+/// read.
 pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<ResponseBody> {
     let Some(tier) = state.cluster.as_ref().and_then(|cluster| cluster.tier()) else {
         return answer::text(StatusCode::NOT_FOUND, "pkgproxy: not part of a cluster");
     };
-    if !peer::is_peer(request.headers().get(peer::TOKEN_HEADER), &tier.identity().peer_token) {
+    let asking = ClientRequest { method: request.method(), uri: request.uri(), headers: request.headers() };
+    if !crate::cluster::is_from_peer(&tier, &asking) {
         return answer::text(StatusCode::FORBIDDEN, "pkgproxy: only nodes of this cluster may ask");
     }
     let Some(key) = peer::key_of(request.uri().query()) else {
         return answer::text(StatusCode::BAD_REQUEST, "pkgproxy: which key?");
     };
+    // A peer asks for its clients, whose credentials it does not pass on:
+    // what only some clients may read is theirs to fetch with their own.
+    if !state.sides.readable_by_anyone(&key) {
+        return answer::text(StatusCode::FORBIDDEN, "pkgproxy: only clients the upstream accepts may read it");
+    }
     let upstream_answer = UpstreamAnswer::default();
     let exchange = Exchange {
         method: request.method(),

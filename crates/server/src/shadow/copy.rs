@@ -27,6 +27,9 @@ pub fn copy_headers(headers: &HeaderMap, client: Option<IpAddr>, host: Option<&H
     let mut copy = headers.clone();
     strip_hop_by_hop(&mut copy);
     copy.remove(http::header::CONTENT_LENGTH);
+    // A cluster peer's credential is for this node, not a shadow target.
+    copy.remove(pkgproxy_cluster::peer::TOKEN_HEADER);
+    copy.remove(pkgproxy_cluster::peer::TIME_HEADER);
     if let Some(client) = client {
         let ip = client.to_string();
         let forwarded = match headers.get(X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {

@@ -73,12 +73,27 @@ impl Repository {
         if digests.is_empty() {
             return;
         }
-        let keys: Vec<String> = digests.iter().map(|digest| self.key(digest)).collect();
+        let mut keys: Vec<String> = digests.iter().map(|digest| self.key(digest)).collect();
+        if visibility == Visibility::Public {
+            keys.extend(digests.iter().map(public_key));
+        }
         let headers = vec![(HEADER.to_string(), visibility.as_str().to_string())];
         if let Err(error) = cache.mark(&keys, headers, Class::Immutable) {
             tracing::warn!(%error, repository = self.prefix, "cannot record which content a repository holds");
         }
     }
+}
+
+/// The key of the mark that `digest` is linked publicly somewhere: content
+/// anyone may read through some repository, which a node of a cluster may
+/// hand its peers.
+fn public_key(digest: &Digest) -> String {
+    format!("registry/public/{}/{}", digest.algorithm, digest.hex)
+}
+
+/// Whether `digest` is linked publicly under some repository. Blocking.
+pub fn public_anywhere(cache: &Cache, digest: &Digest) -> bool {
+    cache.lookup(&public_key(digest)).is_some()
 }
 
 /// The digests `manifest` names: an image's config, layers and subject, an
@@ -125,5 +140,7 @@ mod tests {
         assert_eq!(public.visibility(&cache, &b), None, "not linked under this name");
         assert_eq!(secret.visibility(&cache, &a), Some(Visibility::Private));
         assert_eq!(Repository::new("ghcr.io", "library/hello").visibility(&cache, &a), None, "per registry");
+        assert!(public_anywhere(&cache, &a), "a is public under library/hello");
+        assert!(!public_anywhere(&cache, &b), "b is linked only privately");
     }
 }

@@ -477,6 +477,22 @@ impl Registry {
         Some((rank, format!("/v2/{name}/{kind}/{algorithm}:{hex}")))
     }
 
+    /// Whether what is cached under `key` may be read by anyone: content
+    /// by digest only when some repository links it publicly (what only
+    /// private repositories hold is for their readers alone), the links
+    /// themselves never. Blocking.
+    pub fn readable_by_anyone(&self, key: &str) -> bool {
+        if key.starts_with("registry/link/") || key.starts_with("registry/public/") {
+            return false;
+        }
+        let by_digest = key.strip_prefix("registry/blob/").or_else(|| key.strip_prefix("registry/manifest/"));
+        let Some((algorithm, hex)) = by_digest.and_then(|rest| rest.split_once('/')) else { return true };
+        match Digest::parse(&format!("{algorithm}:{hex}")) {
+            Ok(digest) => links::public_anywhere(&self.cache, &digest),
+            Err(_) => false,
+        }
+    }
+
     /// The manifest `digest` that the tag request `request` now points at:
     /// fetched by digest, never by tag, from the tag's repository.
     pub fn pointed_at(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
