@@ -126,15 +126,32 @@ enum Command {
         /// Everything the cache holds that it could serve offline.
         #[arg(long, conflicts_with = "groups")]
         all: bool,
+        /// Sign the bundle with this private key (`pkgproxyctl keygen`
+        /// writes one); the importing pkgproxy trusts its public key.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
         /// What to bundle: SIDE ARGS..., as `check SIDE ARGS...` takes them.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required_unless_present = "all")]
         groups: Vec<String>,
     },
-    /// Take in a bundle another pkgproxy exported: every item is checked as
-    /// a fetch would be; the first refused stops the import, naming it.
+    /// Take in a bundle another pkgproxy exported, signed by a key of
+    /// `[bundles] trusted_keys`: every item is checked as a fetch would be;
+    /// those refused are named, the others taken in.
     Import {
         /// The bundle.
         bundle: PathBuf,
+        /// Take a bundle that is not signed, or signed by a key not
+        /// trusted, on its word.
+        #[arg(long)]
+        trust_unsigned: bool,
+    },
+    /// Write a new key pair for signing bundles: KEY (private, mode 0600)
+    /// and KEY.pub (what `[bundles] trusted_keys` names where bundles are
+    /// imported).
+    Keygen {
+        /// Where the private key goes.
+        #[arg(short, long, value_name = "KEY")]
+        output: PathBuf,
     },
     /// Say what pkgproxy would do for a GET of URL now, and why, without
     /// fetching: a hit, a fetch (not cached, expired, superseded), a
@@ -237,13 +254,17 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         }
         Command::Check { needs, json } => return crate::needs::check(&stats, &needs, json).await,
         Command::Warm { needs, json } => return crate::needs::warm(&stats, &admin, &needs, json).await,
-        Command::Export { output, all, groups } => {
+        Command::Export { output, all, sign, groups } => {
             let groups = crate::bundle::groups(&groups)?;
             let stats = groups.stats_socket.map_or(stats, ControlClient::new);
             let admin = groups.admin_socket.map_or(admin, ControlClient::new);
-            return crate::bundle::export(&stats, &admin, &groups.needs, all, &output).await;
+            let sign = groups.sign.or(sign);
+            return crate::bundle::export(&stats, &admin, &groups.needs, all, &output, sign.as_deref()).await;
         }
-        Command::Import { bundle } => return crate::bundle::import(&admin, &bundle).await,
+        Command::Import { bundle, trust_unsigned } => {
+            return crate::bundle::import(&admin, &bundle, trust_unsigned).await
+        }
+        Command::Keygen { output } => return crate::bundle::keygen(&output),
         Command::Explain { url, json } => {
             let query = percent_encoding::utf8_percent_encode(&url, percent_encoding::NON_ALPHANUMERIC);
             let path = format!("{}?url={query}", pkgproxy_control::EXPLAIN_PATH);

@@ -49,9 +49,13 @@ pub const WARM_PATH: &str = "/pkgproxy/v1/warm";
 /// is not held, before anything is written.
 pub const EXPORT_PATH: &str = "/pkgproxy/v1/export";
 /// `POST` a bundle, a tar stream (admin socket): each item checked as a
-/// fetch is and taken into the cache ([`Imported`]); `422` with an
-/// [`ErrorAnswer`] naming the first item refused.
+/// fetch is and taken into the cache, those refused counted and named
+/// ([`Imported`]); `422` with an [`ErrorAnswer`] for a bundle that cannot
+/// be read, or is not signed by a trusted key.
 pub const IMPORT_PATH: &str = "/pkgproxy/v1/import";
+/// The query parameter of [`IMPORT_PATH`] (`=true`) that takes a bundle
+/// unsigned, or signed by a key not trusted.
+pub const IMPORT_TRUST_UNSIGNED: &str = "trust-unsigned";
 /// `GET` on the proxy listener: its TLS certificate, PEM, for clients to pin.
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).

@@ -564,6 +564,17 @@ pub struct Imported {
     pub held: usize,
     /// The bytes taken in.
     pub bytes: u64,
+    /// Items refused (each checked as a fetch is, and found wanting); the
+    /// others were taken all the same.
+    #[serde(default)]
+    pub refused: usize,
+    /// Why, item by item, for the first hundred refused.
+    #[serde(default)]
+    pub refusals: Vec<String>,
+    /// The public key that signed the bundle, when a trusted one did
+    /// (none: taken unsigned, as the admin said).
+    #[serde(default)]
+    pub signed_by: Option<String>,
 }
 
 /// A snap asked for.

@@ -260,6 +260,7 @@ impl State {
         };
         Ok(State {
             clock: Arc::clone(&settings.clock),
+            trusted_keys: arc_swap::ArcSwap::from_pointee(settings.trusted_keys.clone()),
             settings,
             cache,
             sides,

@@ -8,7 +8,8 @@
 //! their mirrors, go proxies and windows, snap stores, registry upstreams,
 //! LXD remotes), the upstream hosts trusted on local addresses and the
 //! pinned addresses, the traffic mirrors, the cache's limits and the status
-//! page, and the proxy listener's client limits (`[server] allow`, the
+//! page, the keys whose signed bundles an import takes, and the proxy
+//! listener's client limits (`[server] allow`, the
 //! connection caps and timeouts, for connections from then on). Requests
 //! under way finish on what they started with. The upstream
 //! pools are made again on first use, their instances' health learnt
@@ -58,6 +59,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.cache.set_quota(new.quota);
     state.status_page.store(new.status_page, std::sync::atomic::Ordering::Relaxed);
     state.admission.reconfigure(new.clients);
+    state.trusted_keys.store(Arc::new(new.trusted_keys));
     state.access_log.reopen();
     Ok(())
 }

@@ -68,6 +68,8 @@ pub struct State {
     pub admission: Arc<crate::admission::Admission>,
     /// The cluster this node is part of, if any.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// The keys whose signed bundles an import takes (`[bundles]`).
+    pub trusted_keys: arc_swap::ArcSwap<Vec<crate::bundle::signature::PublicKey>>,
 }
 
 /// How a refresh of a generation ended.

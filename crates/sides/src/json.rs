@@ -15,6 +15,11 @@ pub fn reader(bytes: &[u8]) -> JsonStreamReader<&[u8]> {
     JsonStreamReader::new_custom(bytes, ReaderSettings { track_path: false, ..ReaderSettings::default() })
 }
 
+/// A reader of `input` (a file, say), as [`reader`] reads bytes.
+pub fn stream_reader<R: std::io::Read>(input: R) -> JsonStreamReader<R> {
+    JsonStreamReader::new_custom(input, ReaderSettings { track_path: false, ..ReaderSettings::default() })
+}
+
 /// Calls `each` with the name of every member of the object the reader is
 /// at, the reader then at the member's value, which `each` must consume
 /// (read or skip). Anything but an object is skipped. `each` may stop the

@@ -19,7 +19,7 @@ mod decision;
 mod failure;
 pub mod go;
 mod id;
-mod json;
+pub mod json;
 mod learned;
 pub mod lxd;
 pub mod path;

@@ -201,10 +201,20 @@ impl Daemon {
 
     /// The daemon's resident memory in KiB (`VmRSS`).
     pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    /// The most memory the daemon has held so far (its peak resident set
+    /// size), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM:")
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
         let pid = self.child.as_ref().expect("daemon running").id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
-        line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmRSS value")
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("{field} in proc status"));
+        line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{field} value"))
     }
 
     /// The admin socket.

@@ -3,7 +3,7 @@
 //! real clients; a damaged bundle refused naming the item; an import done
 //! twice taking in nothing the second time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use pkgproxy_testkit::{
     AptRepo, AptSandbox, Daemon, FakeHub, FakeSimplestreams, FakeStore, GoSandbox, Image, LxcSandbox, LxdImage, Origin,
@@ -14,6 +14,37 @@ use sha2::{Digest, Sha256};
 use crate::common::{archive, PKGPROXY};
 use crate::go_client::upstream_with_sums;
 use crate::readiness::{ctl, updated_through_pkgproxy};
+
+/// A signing key made with `pkgproxyctl keygen` in `dir`: the private
+/// key's path, and the `[bundles]` section that trusts its public key.
+pub(crate) fn signing_key(dir: &Path) -> (PathBuf, String) {
+    let key = dir.join("bundles.key");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["keygen", "-o", key.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&made.stdout);
+    assert!(made.status.success(), "{printed}{}", String::from_utf8_lossy(&made.stderr));
+    let public = dir.join("bundles.key.pub");
+    assert!(printed.contains(&std::fs::read_to_string(&public).unwrap().trim().to_string()), "{printed}");
+    (key, format!("[bundles]\ntrusted_keys = [{:?}]\n", public.to_str().unwrap()))
+}
+
+/// Exports from `online` into `bundle`, with `args` (groups, or `--all`),
+/// signed with a new key made in `dir`; a pkgproxy with `config`, offline
+/// from its start, that trusts the key.
+async fn carried_signed(online: &Daemon, config: &str, bundle: &Path, args: &[&str]) -> Daemon {
+    let (key, trusted) = signing_key(bundle.parent().unwrap());
+    let export = ["export", "-o", bundle.to_str().unwrap(), "--sign", key.to_str().unwrap()];
+    let (exported, printed) = ctl(online, &[&export[..], args].concat());
+    assert!(exported, "{printed}");
+    Daemon::start_with(PKGPROXY, Some(&format!("{config}{trusted}")), &["-offline"]).await
+}
+
+/// The counts line of what `import` printed: `N of M items taken in ...`.
+fn counts(printed: &str) -> &str {
+    printed.lines().find(|line| line.contains(" items taken in")).unwrap_or_else(|| panic!("no counts: {printed}"))
+}
 
 /// A repository with a package that pulls in two others.
 fn chain_of_three(dir: &Path) -> AptRepo {
@@ -61,8 +92,10 @@ async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_tw
         assert!(warmed, "{printed}");
     }
     let bundle = dir.path().join("bundle.tar");
-    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &groups].concat());
-    assert!(exported, "{printed}");
+    let (key, trusted) = signing_key(dir.path());
+    let export = ["export", "-o", bundle.to_str().unwrap(), "--sign", key.to_str().unwrap()];
+    let (exported, printed) = ctl(&online, &[&export[..], &groups].concat());
+    assert!(exported && printed.contains(", signed by ed25519:"), "{printed}");
     assert!(!dir.path().join("bundle.tar.part").exists());
 
     // The air-gapped side: offline from its start, never asked anything
@@ -71,12 +104,13 @@ async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_tw
         origin.clear_requests();
     }
     hub.clear_requests();
-    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let gapped = Daemon::start_with(PKGPROXY, Some(&format!("{config}{trusted}")), &["-offline"]).await;
     let (ready, printed) = ctl(&gapped, &[&["check"][..], &groups[..4]].concat());
     assert!(!ready, "{printed}");
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
-    assert!(imported, "{printed}");
+    assert!(imported && printed.starts_with("signed by ed25519:"), "{printed}");
     let (taken, of) = printed.split_once(" items taken in").and_then(|(counts, _)| counts.split_once(" of ")).unwrap();
+    let taken = taken.rsplit('\n').next().unwrap();
     assert!(taken == of && taken != "0", "every item taken in: {printed}");
     for group in [&groups[..4], &groups[4..6], &groups[6..]] {
         let (ready, printed) = ctl(&gapped, &[&["check"][..], group].concat());
@@ -114,7 +148,7 @@ async fn a_bundle_exported_then_imported_offline_serves_apt_go_and_skopeo_and_tw
     let entries = |daemon: &Daemon| ctl(daemon, &["cache", "ls", "--json"]).1;
     let before = entries(&gapped);
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
-    assert!(imported && printed.starts_with("0 of "), "{printed}");
+    assert!(imported && counts(&printed).starts_with("0 of "), "{printed}");
     assert_eq!(entries(&gapped), before);
 }
 
@@ -142,14 +176,17 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     let damaged = dir.path().join("damaged.tar");
     std::fs::write(&damaged, &bytes).unwrap();
 
+    // Bundles taken unsigned: what is checked here is the bytes.
     let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
-    let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
+    let import = |bundle: &Path| ctl(&gapped, &["import", "--trust-unsigned", bundle.to_str().unwrap()]);
+    let (imported, printed) = import(&damaged);
     assert!(!imported, "{printed}");
     let deb = repo.deb_filename("pkgproxy-mid");
-    assert!(printed.contains(&format!("({source}/{deb}) refused")), "the item is named: {printed}");
-    assert!(printed.contains("do not match"), "{printed}");
+    assert!(printed.contains(&format!("({source}/{deb}): ")), "the item is named: {printed}");
+    assert!(printed.contains("do not match") && printed.contains(", 1 refused:"), "{printed}");
     let (ready, printed) = ctl(&gapped, &[&["check"][..], &group].concat());
     assert!(!ready && printed.contains("missing  pkgproxy-mid"), "the damaged item is not served: {printed}");
+    assert!(printed.contains("ready    pkgproxy-leaf"), "the items after it are taken in: {printed}");
 
     // The package changed and the manifest rewritten to match: the sums
     // of the Packages index (from the bundle's InRelease) refuse it.
@@ -158,9 +195,9 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     changed[middle] ^= 0x01;
     let sha = hex::encode(Sha256::digest(&mid));
     std::fs::write(&damaged, with_blob_replaced(&std::fs::read(&bundle).unwrap(), &sha, &changed)).unwrap();
-    let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
+    let (imported, printed) = import(&damaged);
     assert!(!imported, "{printed}");
-    assert!(printed.contains(&format!("({source}/{deb}) refused")), "the item is named: {printed}");
+    assert!(printed.contains(&format!("({source}/{deb}): ")), "the item is named: {printed}");
     assert!(printed.contains(&format!("{sha} was expected")), "the index's sum: {printed}");
 
     // The manifest damaged: refused before any item.
@@ -168,11 +205,11 @@ async fn a_bundle_with_one_flipped_byte_is_refused_naming_the_item() {
     let at = position_of(&bytes, "pkgproxy-bundle.json") + 40;
     bytes[at as usize] ^= 0x01;
     std::fs::write(&damaged, &bytes).unwrap();
-    let (imported, printed) = ctl(&gapped, &["import", damaged.to_str().unwrap()]);
+    let (imported, printed) = import(&damaged);
     assert!(!imported && printed.contains("does not match its SHA-256"), "{printed}");
 
     // The bundle as written still goes in whole.
-    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    let (imported, printed) = import(&bundle);
     assert!(imported, "{printed}");
     assert!(ctl(&gapped, &[&["check"][..], &group].concat()).0);
 }
@@ -190,12 +227,10 @@ async fn a_bundle_of_print_uris_lines_carries_the_indexes_that_prove_the_package
     let group = ["apt", "--uris", list.to_str().unwrap()];
     assert!(ctl(&online, &[&["warm"][..], &group].concat()).0);
     let bundle = dir.path().join("bundle.tar");
-    assert!(ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat()).0);
-
+    let gapped = carried_signed(&online, &config, &bundle, &group).await;
     origin.clear_requests();
-    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
-    let (taken, _) = printed.split_once(" of ").unwrap_or_default();
+    let (taken, _) = counts(&printed).split_once(" of ").unwrap_or_default();
     assert!(imported && taken.parse::<usize>().is_ok_and(|taken| taken > 3), "the indexes too: {printed}");
     let fresh = AptSandbox::new(Some(&gapped.proxy_url()), &source, repo.keyring());
     fresh.update().assert_success();
@@ -228,11 +263,12 @@ async fn a_module_zip_changed_in_a_bundle_is_refused_by_the_checksum_database_re
         with_blob_replaced(&std::fs::read(&bundle).unwrap(), &hex::encode(Sha256::digest(&original)), &tampered);
     std::fs::write(&bundle, changed).unwrap();
 
+    // Taken unsigned: the checksum database's record is what refuses it.
     origin.clear_requests();
     let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
-    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    let (imported, printed) = ctl(&gapped, &["import", "--trust-unsigned", bundle.to_str().unwrap()]);
     assert!(!imported, "{printed}");
-    assert!(printed.contains(&format!("(/go/{zip}) refused")) && printed.contains("checksum"), "{printed}");
+    assert!(printed.contains(&format!("(/go/{zip}): ")) && printed.contains("checksum"), "{printed}");
     assert!(origin.requests().is_empty(), "the record came from the bundle: {:#?}", origin.requests());
 }
 
@@ -271,12 +307,10 @@ async fn a_snap_warmed_downloads_offline_and_its_bundle_serves_a_pkgproxy_never_
     // Carried to a pkgproxy that was never online.
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("snaps.tar");
-    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat());
-    assert!(exported, "{printed}");
-    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let gapped = carried_signed(&online, &config, &bundle, &group).await;
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
     assert!(
-        imported && printed.starts_with("6 of 6 items taken in"),
+        imported && counts(&printed).starts_with("6 of 6 items taken in"),
         "the record, the .snap, four assertions: {printed}"
     );
     let snap = SnapSandbox::new(&format!("http://{}/snap/", gapped.proxy_addr()));
@@ -322,11 +356,9 @@ async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_ne
 
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("images.tar");
-    let (exported, printed) = ctl(&online, &[&["export", "-o", bundle.to_str().unwrap()][..], &group].concat());
-    assert!(exported, "{printed}");
-    let gapped = Daemon::start_with(PKGPROXY, Some(&config), &["-offline"]).await;
+    let gapped = carried_signed(&online, &config, &bundle, &group).await;
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
-    assert!(imported && printed.starts_with("4 of 4 items taken in"), "{printed}");
+    assert!(imported && counts(&printed).starts_with("4 of 4 items taken in"), "{printed}");
     let lxc = lxc_through(&gapped).await;
     let exported = lxc.export("test:testos", "gapped");
     assert!(exported.success, "{}", exported.stderr);
@@ -334,7 +366,7 @@ async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_ne
     assert!(files.iter().any(|(_, bytes)| bytes.as_slice() == image.squashfs.as_ref()), "the image's root");
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
     let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
-    assert!(imported && printed.starts_with("0 of 4 items taken in"), "{printed}");
+    assert!(imported && counts(&printed).starts_with("0 of 4 items taken in"), "{printed}");
 
     // The whole cache carries the image too.
     let second = whole_cache_carried(&online, &config, dir.path()).await;
@@ -346,10 +378,9 @@ async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_ne
 /// A pkgproxy with `config`, offline from its start, that imported a
 /// bundle of everything `online` holds (written in `dir`).
 async fn whole_cache_carried(online: &Daemon, config: &str, dir: &Path) -> Daemon {
-    let whole = dir.join("whole.tar");
-    let (exported, printed) = ctl(online, &["export", "-o", whole.to_str().unwrap(), "--all"]);
-    assert!(exported, "{printed}");
-    let gapped = Daemon::start_with(PKGPROXY, Some(config), &["-offline"]).await;
+    let whole = dir.join("whole").join("whole.tar");
+    std::fs::create_dir_all(whole.parent().unwrap()).unwrap();
+    let gapped = carried_signed(online, config, &whole, &["--all"]).await;
     let (imported, printed) = ctl(&gapped, &["import", whole.to_str().unwrap()]);
     assert!(imported, "{printed}");
     gapped
@@ -371,7 +402,7 @@ const SNAP_TRUST_ROOT: &str = "cannot decode public key";
 /// `bundle` with the bytes whose SHA-256 is `old` replaced by `new`, and
 /// its manifest (and the manifest's sum) rewritten to match: a bundle
 /// changed by someone who knows its format.
-fn with_blob_replaced(bundle: &[u8], old: &str, new: &[u8]) -> Vec<u8> {
+pub(crate) fn with_blob_replaced(bundle: &[u8], old: &str, new: &[u8]) -> Vec<u8> {
     let new_sha = hex::encode(Sha256::digest(new));
     let mut archive = tar::Archive::new(bundle);
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -407,7 +438,7 @@ fn with_blob_replaced(bundle: &[u8], old: &str, new: &[u8]) -> Vec<u8> {
 }
 
 /// Where the data of the tar entry `name` starts in `tar`.
-fn position_of(tar: &[u8], name: &str) -> u64 {
+pub(crate) fn position_of(tar: &[u8], name: &str) -> u64 {
     let mut archive = tar::Archive::new(tar);
     let entry =
         archive.entries().unwrap().map(Result::unwrap).find(|entry| entry.path().unwrap().to_str() == Some(name));

@@ -11,6 +11,7 @@ mod apt_mirrors;
 mod architecture;
 mod auto_offline;
 mod bundle;
+mod bundle_trust;
 mod cluster;
 mod cluster_trust;
 mod common;

@@ -1,14 +1,18 @@
-//! Taking a bundle in: a blocking thread reads the tar as it arrives,
-//! checks the manifest against its sum and each blob against its name, and
-//! stages each blob in a file of the cache's `tmp/` (removed at start-up
-//! after a crash); the items are then taken in one by one, in the
-//! manifest's order, through the request path (see
-//! [`crate::proxy::supplied`]), each checked as a fetch is. The first item
-//! refused stops the import; what was taken before it stays, and taking
-//! the same bundle in again takes in nothing twice.
+//! Taking a bundle in: a blocking thread reads the tar as it arrives. It
+//! stages the manifest in a file, checks it against its sum and its
+//! signature against the keys this pkgproxy trusts, reads it through once
+//! (item by item: see [`super::manifest`]) to learn which blob each item
+//! needs, then stages each blob in a file of the cache's `tmp/` (removed
+//! at start-up after a crash), checked against its name. The items are
+//! taken in one by one, in the manifest's order, read from the staged
+//! manifest again, through the request path (see
+//! [`crate::proxy::supplied`]), each checked as a fetch is. An item
+//! refused is reported and the import goes on with the next; one the
+//! cache holds is not taken twice. Only a bundle that cannot be read on (a
+//! tar cut short, blobs out of order) stops it.
 
 use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,38 +30,50 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::mpsc;
 use tokio_util::io::{ReaderStream, StreamReader, SyncIoBridge};
 
-use super::{is_sha256, Item, Manifest, BLOBS, FORMAT, MANIFEST, MANIFEST_LIMIT, MANIFEST_SUM};
+use super::manifest::{self, ManifestError};
+use super::signature::{self, PublicKey, SignatureError, SIGNATURE_LIMIT};
+use super::{is_sha256, Item, BLOBS, MANIFEST, MANIFEST_LIMIT, MANIFEST_SUM, SIGNATURE};
 use crate::context::Supply;
 use crate::proxy::supplied::{self, Handed, Taken};
 use crate::state::State;
 use pkgproxy_sides::SideId;
 
-/// Why a bundle was not taken in (whole).
+/// Why a bundle was not taken in.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ImportError {
-    /// Not a bundle, or a damaged one, before any item could be named.
+    /// Not a bundle, or a damaged one, that cannot be read on.
     #[error("not a bundle pkgproxy can read: {0}")]
     Unreadable(String),
-    /// An item was refused; those before it were taken in.
-    #[error("item {number} of {of} ({label}) refused: {why}")]
-    Refused {
-        /// Its place in the manifest, from 1.
-        number: usize,
-        /// How many items the bundle has.
-        of: usize,
-        /// Its URL (or key).
-        label: String,
-        /// Why.
-        why: String,
-    },
+    /// Not signed by a key this pkgproxy trusts (nothing was taken).
+    #[error("bundle refused: {0}")]
+    Untrusted(SignatureError),
 }
+
+/// How many refused items an import names (it counts them all).
+const REFUSALS_NAMED: usize = 100;
 
 /// What the reading thread hands on.
 enum Staged {
-    Manifest(Manifest),
+    Manifest(Arc<Checked>),
     Blob(Arc<Blob>),
-    /// The bundle cannot be read on: why, naming the item when it can.
+    /// A blob whose bytes are not those its name says.
+    Damaged {
+        sha256: String,
+        why: String,
+    },
+    /// The bundle cannot be read on.
     Broken(ImportError),
+}
+
+/// The manifest, staged and checked: its sum, its signature, every item
+/// readable within bounds.
+struct Checked {
+    file: NamedTempFile,
+    items: usize,
+    /// For each blob, the index of the last item that needs it: a staged
+    /// blob is let go after it.
+    last_use: HashMap<[u8; 32], usize>,
+    signed_by: Option<PublicKey>,
 }
 
 /// One blob, staged in a file.
@@ -66,108 +82,179 @@ struct Blob {
     file: NamedTempFile,
 }
 
-/// Takes in the bundle `body` streams.
-pub async fn import(state: &Arc<State>, body: Incoming) -> Result<Imported, ImportError> {
+/// Takes in the bundle `body` streams: one signed by a key of `[bundles]
+/// trusted_keys`, or any when `trust_unsigned`.
+pub async fn import(state: &Arc<State>, body: Incoming, trust_unsigned: bool) -> Result<Imported, ImportError> {
     let reader = StreamReader::new(body.into_data_stream().map_err(io::Error::other));
     let bridge = SyncIoBridge::new(reader);
     let (tx, mut rx) = mpsc::channel(2);
     let tmp = state.cache.dir().join("tmp");
-    tokio::task::spawn_blocking(move || read(bridge, &tmp, &tx));
-    let manifest = match rx.recv().await {
-        Some(Staged::Manifest(manifest)) => manifest,
+    let trust = Trust { keys: state.trusted_keys.load_full(), unsigned: trust_unsigned };
+    tokio::task::spawn_blocking(move || read(bridge, &tmp, &trust, &tx));
+    let checked = match rx.recv().await {
+        Some(Staged::Manifest(checked)) => checked,
         Some(Staged::Broken(error)) => return Err(error),
         _ => return Err(ImportError::Unreadable("it ends before its manifest".to_owned())),
     };
-    take_all(state, &manifest, &mut rx).await
+    take_all(state, &checked, &mut rx).await
 }
 
-/// Takes in each item of `manifest` as its blob arrives on `rx`.
+/// An import's work in progress.
+struct Taking {
+    imported: Imported,
+    /// Blobs staged and still needed, by hash.
+    staged: HashMap<String, Arc<Blob>>,
+    /// Blobs whose bytes were not theirs, and why.
+    damaged: HashMap<String, String>,
+    /// The proofs read for the next item with a URL.
+    proofs: Vec<(Item, Arc<Blob>)>,
+}
+
+impl Taking {
+    fn refuse(&mut self, index: usize, item: &Item, why: &str) {
+        self.imported.refused += 1;
+        if self.imported.refusals.len() < REFUSALS_NAMED {
+            let of = self.imported.items;
+            self.imported.refusals.push(format!("item {} of {of} ({}): {why}", index + 1, item.label()));
+        }
+    }
+
+    fn stored(&mut self, size: u64) {
+        self.imported.imported += 1;
+        self.imported.bytes += size;
+    }
+
+    /// The staged blob `item` needs, waiting for the reading thread when
+    /// it is the first to need it. `Ok(Err(why))`: the item's bytes are not
+    /// to be had; `Err`: the bundle cannot be read on.
+    async fn blob_for(
+        &mut self,
+        item: &Item,
+        rx: &mut mpsc::Receiver<Staged>,
+    ) -> Result<Result<Arc<Blob>, String>, ImportError> {
+        if let Some(blob) = self.staged.get(&item.sha256) {
+            return Ok(Ok(Arc::clone(blob)));
+        }
+        if let Some(why) = self.damaged.get(&item.sha256) {
+            return Ok(Err(why.clone()));
+        }
+        let (sha256, arrived) = match rx.recv().await {
+            Some(Staged::Blob(blob)) => (blob.sha256.clone(), Ok(blob)),
+            Some(Staged::Damaged { sha256, why }) => (sha256, Err(why)),
+            Some(Staged::Broken(error)) => return Err(error),
+            Some(Staged::Manifest(_)) => return Err(ImportError::Unreadable("it has a second manifest".to_owned())),
+            None => return Ok(Err("the bundle ends before its bytes".to_owned())),
+        };
+        if sha256 != item.sha256 {
+            let why = format!("it has {BLOBS}{sha256} where the bytes of {} belong", item.label());
+            return Err(ImportError::Unreadable(why));
+        }
+        match &arrived {
+            Ok(blob) => {
+                self.staged.insert(sha256, Arc::clone(blob));
+            }
+            Err(why) => {
+                self.damaged.insert(sha256, why.clone());
+            }
+        }
+        Ok(arrived)
+    }
+
+    /// Lets go of the staged blobs no item after the `index`th needs.
+    fn release(&mut self, checked: &Checked, index: usize) {
+        self.staged.retain(|sha256, _| checked.last_use.get(&digest(sha256)).is_some_and(|last| *last > index));
+    }
+}
+
+/// Takes in each item of the manifest `checked` as its blob arrives on
+/// `rx`.
 async fn take_all(
     state: &Arc<State>,
-    manifest: &Manifest,
+    checked: &Checked,
     rx: &mut mpsc::Receiver<Staged>,
 ) -> Result<Imported, ImportError> {
-    let items = &manifest.items;
-    let last_use: HashMap<&str, usize> = items.iter().enumerate().map(|(i, item)| (item.sha256.as_str(), i)).collect();
-    let mut staged: HashMap<String, Arc<Blob>> = HashMap::new();
-    let mut proofs: Vec<(&Item, Arc<Blob>)> = Vec::new();
-    let mut imported = Imported { items: items.len(), ..Imported::default() };
-    for (index, item) in items.iter().enumerate() {
-        let refused = |why: String| ImportError::Refused {
-            number: index + 1,
-            of: items.len(),
-            label: item.label().to_owned(),
-            why,
-        };
-        let blob = match staged.get(&item.sha256) {
-            Some(blob) => Arc::clone(blob),
-            None => {
-                let blob = next_blob(rx).await.map_err(|why| why.unwrap_or_else(&refused))?;
-                if blob.sha256 != item.sha256 {
-                    return Err(refused(format!("the bundle has {BLOBS}{} where its bytes belong", blob.sha256)));
-                }
-                staged.insert(item.sha256.clone(), Arc::clone(&blob));
-                blob
+    let mut items = read_again(checked)?;
+    let signed_by = checked.signed_by.as_ref().map(ToString::to_string);
+    let imported = Imported { items: checked.items, signed_by, ..Imported::default() };
+    let mut taking = Taking { imported, staged: HashMap::new(), damaged: HashMap::new(), proofs: Vec::new() };
+    let mut seen = 0;
+    while let Some((index, item)) = items.recv().await {
+        seen += 1;
+        let blob = match taking.blob_for(&item, rx).await? {
+            Ok(blob) => blob,
+            Err(why) => {
+                taking.refuse(index, &item, &why);
+                taking.release(checked, index);
+                continue;
             }
         };
-        if item.record {
-            match take_record(state, item, &blob).await.map_err(refused)? {
-                Taken::Stored => {
-                    imported.imported += 1;
-                    imported.bytes += item.size;
-                }
-                Taken::Held => imported.held += 1,
-            }
-            staged.retain(|sha256, _| last_use[sha256.as_str()] > index);
-            continue;
-        }
-        let Some(url) = &item.url else {
-            proofs.push((item, blob));
-            continue;
-        };
-        let before: Vec<bool> = proofs.iter().map(|(proof, _)| holds(state, proof)).collect();
-        let source = || Box::new(StagedSource::new(item, Arc::clone(&blob))) as Box<dyn Source>;
-        let handed = Handed { url, sha256: &item.sha256, fetched_at: item.fetched_at, source: &source };
-        match supplied::take(state, &handed, &Proofs(&proofs)).await.map_err(refused)? {
-            Taken::Stored => {
-                imported.imported += 1;
-                imported.bytes += item.size;
-            }
-            Taken::Held => imported.held += 1,
-        }
-        for ((proof, _), held_before) in proofs.iter().zip(before) {
-            match !held_before && holds(state, proof) {
-                true => {
-                    imported.imported += 1;
-                    imported.bytes += proof.size;
-                }
-                false => imported.held += 1,
-            }
-        }
-        proofs.clear();
-        staged.retain(|sha256, _| last_use[sha256.as_str()] > index);
+        take(state, &mut taking, index, item, blob).await;
+        taking.release(checked, index);
     }
-    imported.held += proofs.len();
+    if seen != checked.items {
+        return Err(ImportError::Unreadable(format!("its manifest could not be read again after item {seen}")));
+    }
+    taking.imported.held += taking.proofs.len();
     match rx.recv().await {
-        None => Ok(imported),
+        None => Ok(taking.imported),
         Some(Staged::Broken(error)) => Err(error),
-        Some(Staged::Blob(blob)) => {
-            Err(ImportError::Unreadable(format!("{BLOBS}{} is not in its manifest", blob.sha256)))
+        Some(Staged::Blob(_) | Staged::Damaged { .. }) => {
+            Err(ImportError::Unreadable("it has bytes its manifest does not name".to_owned()))
         }
         Some(Staged::Manifest(_)) => Err(ImportError::Unreadable("it has a second manifest".to_owned())),
     }
 }
 
-/// The next blob the reading thread staged. `Err(Ok(error))`: the bundle
-/// broke; `Err(Err(why))`: it ended or went wrong where the item waiting
-/// for its bytes is to blame.
-async fn next_blob(rx: &mut mpsc::Receiver<Staged>) -> Result<Arc<Blob>, Result<ImportError, String>> {
-    match rx.recv().await {
-        Some(Staged::Blob(blob)) => Ok(blob),
-        Some(Staged::Broken(error)) => Err(Ok(error)),
-        Some(Staged::Manifest(_)) => Err(Ok(ImportError::Unreadable("it has a second manifest".to_owned()))),
-        None => Err(Err("the bundle ends before its bytes".to_owned())),
+/// The items of the staged manifest, read again on a blocking thread and
+/// handed on as they are taken.
+fn read_again(checked: &Checked) -> Result<mpsc::Receiver<(usize, Item)>, ImportError> {
+    let file = checked.file.reopen().map_err(|e| ImportError::Unreadable(format!("its staged manifest: {e}")))?;
+    let (tx, rx) = mpsc::channel(64);
+    tokio::task::spawn_blocking(move || {
+        // The importer stopped listening: nothing more to hand on.
+        let handed = |index, item| tx.blocking_send((index, item)).map_err(|_| ManifestError::Bound(String::new()));
+        let _ = manifest::read_items(BufReader::new(file), handed);
+    });
+    Ok(rx)
+}
+
+/// Takes in the `index`th item, whose bytes are `blob`: a record, a proof
+/// kept for the next item with a URL, or an item fetched from its bytes.
+async fn take(state: &Arc<State>, taking: &mut Taking, index: usize, item: Item, blob: Arc<Blob>) {
+    if item.record {
+        match take_record(state, &item, &blob).await {
+            Ok(Taken::Stored) => taking.stored(item.size),
+            Ok(Taken::Held) => taking.imported.held += 1,
+            Err(why) => taking.refuse(index, &item, &why),
+        }
+        return;
     }
+    let Some(url) = &item.url else {
+        taking.proofs.push((item, blob));
+        return;
+    };
+    let proofs = std::mem::take(&mut taking.proofs);
+    let before: Vec<bool> = proofs.iter().map(|(proof, _)| holds(state, proof)).collect();
+    let source = || Box::new(StagedSource::new(&item, Arc::clone(&blob))) as Box<dyn Source>;
+    let handed = Handed { url, sha256: &item.sha256, fetched_at: item.fetched_at, source: &source };
+    match supplied::take(state, &handed, &Proofs(&proofs)).await {
+        Ok(Taken::Stored) => taking.stored(item.size),
+        Ok(Taken::Held) => taking.imported.held += 1,
+        Err(why) => taking.refuse(index, &item, &why),
+    }
+    for ((proof, _), held_before) in proofs.iter().zip(before) {
+        match !held_before && holds(state, proof) {
+            true => taking.stored(proof.size),
+            false => taking.imported.held += 1,
+        }
+    }
+}
+
+/// A blob's hash as bytes (hashes were checked to be hex when read).
+fn digest(sha256: &str) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    let _ = hex::decode_to_slice(sha256, &mut bytes);
+    bytes
 }
 
 /// The largest record of an answer taken in.
@@ -197,129 +284,179 @@ fn holds(state: &State, item: &Item) -> bool {
     state.cache.lookup(&item.key).is_some_and(|entry| entry.sha256 == item.sha256)
 }
 
-/// The reading thread: the manifest, then each blob staged, handed on in
-/// order; it stops when the importer stops listening.
-fn read(reader: impl Read, tmp: &Path, tx: &mpsc::Sender<Staged>) {
-    if let Err(error) = read_staging(&mut tar::Archive::new(reader), tmp, tx) {
+/// Which bundles an import takes.
+struct Trust {
+    keys: Arc<Vec<PublicKey>>,
+    unsigned: bool,
+}
+
+/// The reading thread: the manifest checked, then each blob staged,
+/// handed on in order; it stops when the importer stops listening.
+fn read(reader: impl Read, tmp: &Path, trust: &Trust, tx: &mpsc::Sender<Staged>) {
+    if let Err(error) = read_staging(&mut tar::Archive::new(reader), tmp, trust, tx) {
         let _ = tx.blocking_send(Staged::Broken(error));
     }
+}
+
+fn unreadable(what: &str, error: &dyn std::fmt::Display) -> ImportError {
+    ImportError::Unreadable(format!("{what}: {error}"))
 }
 
 fn read_staging<R: Read>(
     archive: &mut tar::Archive<R>,
     tmp: &Path,
+    trust: &Trust,
     tx: &mpsc::Sender<Staged>,
 ) -> Result<(), ImportError> {
-    let unreadable = |what: &str, error: &dyn std::fmt::Display| ImportError::Unreadable(format!("{what}: {error}"));
     let mut entries = archive.entries().map_err(|e| unreadable("its tar", &e))?;
-    let manifest = named(&mut entries, MANIFEST, MANIFEST_LIMIT)?;
+    let (file, sha256) = staged_manifest(&mut entries, tmp)?;
     let sum = named(&mut entries, MANIFEST_SUM, 128)?;
-    if hex::encode(Sha256::digest(&manifest)) != String::from_utf8_lossy(&sum).trim() {
+    if sha256 != String::from_utf8_lossy(&sum).trim() {
         return Err(ImportError::Unreadable(format!("{MANIFEST} does not match its SHA-256: the bundle is damaged")));
     }
-    let manifest: Manifest = serde_json::from_slice(&manifest).map_err(|e| unreadable(MANIFEST, &e))?;
-    checked(&manifest)?;
-    let (firsts, of) = (first_items(&manifest), manifest.items.len());
-    if tx.blocking_send(Staged::Manifest(manifest)).is_err() {
+    let mut next = entries.next().transpose().map_err(|e| unreadable("its tar", &e))?;
+    let mut signature = None;
+    if let Some(entry) = next.as_mut().filter(|entry| entry_name(entry).is_ok_and(|name| name == SIGNATURE)) {
+        signature = Some(bounded(entry, SIGNATURE, SIGNATURE_LIMIT)?);
+        next = entries.next().transpose().map_err(|e| unreadable("its tar", &e))?;
+    }
+    let signed_by = match signature::signer(signature.as_deref(), &sha256, &trust.keys) {
+        Ok(key) => Some(key),
+        Err(SignatureError::Unsigned | SignatureError::Untrusted(_)) if trust.unsigned => None,
+        Err(error) => return Err(ImportError::Untrusted(error)),
+    };
+    let checked = checked(file, signed_by)?;
+    if tx.blocking_send(Staged::Manifest(Arc::new(checked))).is_err() {
         return Ok(());
     }
-    for entry in entries {
+    let first = next.map(Ok);
+    for entry in first.into_iter().chain(&mut entries) {
         let mut entry = entry.map_err(|e| unreadable("its tar", &e))?;
-        let name = entry.path().map_err(|e| unreadable("its tar", &e))?.to_string_lossy().into_owned();
+        let name = entry_name(&entry)?;
         let sha256 = name.strip_prefix(BLOBS).filter(|sha| is_sha256(sha)).map(str::to_owned);
         let Some(sha256) = sha256 else {
             return Err(ImportError::Unreadable(format!("{name} is not part of a bundle")));
         };
-        let blob = stage(&mut entry, tmp, &sha256).map_err(|why| match firsts.get(&sha256) {
-            Some((number, label)) => ImportError::Refused { number: *number, of, label: label.clone(), why },
-            None => ImportError::Unreadable(format!("{name}: {why}")),
-        })?;
-        if tx.blocking_send(Staged::Blob(Arc::new(blob))).is_err() {
+        let staged = match stage(&mut entry, tmp, &sha256)? {
+            Ok(file) => Staged::Blob(Arc::new(Blob { sha256, file })),
+            Err(why) => Staged::Damaged { sha256, why },
+        };
+        if tx.blocking_send(staged).is_err() {
             return Ok(());
         }
     }
     Ok(())
 }
 
+/// The name of a tar entry.
+fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, ImportError> {
+    Ok(entry.path().map_err(|e| unreadable("its tar", &e))?.to_string_lossy().into_owned())
+}
+
+/// The manifest, the tar's first entry, copied into a file of `tmp` as it
+/// is read (never held whole), and its SHA-256.
+fn staged_manifest<R: Read>(
+    entries: &mut tar::Entries<'_, R>,
+    tmp: &Path,
+) -> Result<(NamedTempFile, String), ImportError> {
+    let mut entry = next_named(entries, MANIFEST)?;
+    if entry.size() > MANIFEST_LIMIT {
+        return Err(ImportError::Unreadable(format!("{MANIFEST} is larger than {MANIFEST_LIMIT} bytes")));
+    }
+    match copy_hashing(&mut entry, tmp) {
+        Ok(staged) => Ok(staged),
+        Err(Copy::Read(why) | Copy::Write(why)) => Err(ImportError::Unreadable(format!("{MANIFEST}: {why}"))),
+    }
+}
+
+/// The manifest staged in `file`, read through: its items within bounds,
+/// and where each blob is needed last.
+fn checked(file: NamedTempFile, signed_by: Option<PublicKey>) -> Result<Checked, ImportError> {
+    let input = file.reopen().map_err(|e| unreadable(MANIFEST, &e))?;
+    let mut last_use = HashMap::new();
+    let mut needs = |index, item: Item| {
+        last_use.insert(digest(&item.sha256), index);
+        Ok::<_, ManifestError>(())
+    };
+    let items = manifest::read_items(BufReader::new(input), &mut needs).map_err(|e| unreadable(MANIFEST, &e))?;
+    Ok(Checked { file, items, last_use, signed_by })
+}
+
+/// The next entry, which must be `name`.
+fn next_named<'a, R: Read>(entries: &mut tar::Entries<'a, R>, name: &str) -> Result<tar::Entry<'a, R>, ImportError> {
+    let entry = entries
+        .next()
+        .ok_or_else(|| ImportError::Unreadable(format!("it ends before {name}")))?
+        .map_err(|e| unreadable("its tar", &e))?;
+    let path = entry_name(&entry)?;
+    if path != name {
+        return Err(ImportError::Unreadable(format!("it starts with {path}, not {name}")));
+    }
+    Ok(entry)
+}
+
 /// The bytes of the next entry, which must be `name`, up to `limit`.
 fn named<R: Read>(entries: &mut tar::Entries<'_, R>, name: &str, limit: u64) -> Result<Vec<u8>, ImportError> {
-    let unreadable = |why: String| ImportError::Unreadable(why);
-    let mut entry = entries
-        .next()
-        .ok_or_else(|| unreadable(format!("it ends before {name}")))?
-        .map_err(|e| unreadable(format!("its tar: {e}")))?;
-    let path = entry.path().map_err(|e| unreadable(format!("its tar: {e}")))?.to_string_lossy().into_owned();
-    if path != name {
-        return Err(unreadable(format!("it starts with {path}, not {name}")));
-    }
+    bounded(&mut next_named(entries, name)?, name, limit)
+}
+
+/// The bytes of `entry` (named `name`), up to `limit`.
+fn bounded<R: Read>(entry: &mut tar::Entry<'_, R>, name: &str, limit: u64) -> Result<Vec<u8>, ImportError> {
     if entry.size() > limit {
-        return Err(unreadable(format!("{name} is larger than {limit} bytes")));
+        return Err(ImportError::Unreadable(format!("{name} is larger than {limit} bytes")));
     }
     let mut bytes = Vec::with_capacity(entry.size() as usize);
-    entry.read_to_end(&mut bytes).map_err(|e| unreadable(format!("{name}: {e}")))?;
+    entry.read_to_end(&mut bytes).map_err(|e| unreadable(name, &e))?;
     Ok(bytes)
 }
 
-/// A manifest this pkgproxy can take in: its format, and hashes and URLs
-/// that can be used as names.
-fn checked(manifest: &Manifest) -> Result<(), ImportError> {
-    if manifest.format != FORMAT {
-        let why = format!("its format is {}; this pkgproxy reads format {FORMAT}", manifest.format);
-        return Err(ImportError::Unreadable(why));
-    }
-    for (index, item) in manifest.items.iter().enumerate() {
-        let bad = |why: &str| ImportError::Refused {
-            number: index + 1,
-            of: manifest.items.len(),
-            label: item.label().to_owned(),
-            why: why.to_owned(),
-        };
-        if !is_sha256(&item.sha256) {
-            return Err(bad("its sha256 is not a SHA-256 in lower-case hex"));
-        }
-        if item.key.is_empty() || item.url.as_deref().is_some_and(str::is_empty) {
-            return Err(bad("it has no name"));
-        }
-    }
-    Ok(())
+/// Why a copy into a staged file stopped.
+enum Copy {
+    /// The bundle broke off.
+    Read(String),
+    /// The file could not be written.
+    Write(String),
 }
 
-/// For each hash, the first item with it (the one to blame for its bytes):
-/// its number and its label.
-fn first_items(manifest: &Manifest) -> HashMap<String, (usize, String)> {
-    let mut firsts = HashMap::new();
-    for (index, item) in manifest.items.iter().enumerate().rev() {
-        firsts.insert(item.sha256.clone(), (index + 1, item.label().to_owned()));
-    }
-    firsts
-}
-
-/// Copies `entry` into a file of `tmp`, checking it has the SHA-256 it is
-/// named by.
-fn stage(entry: &mut impl Read, tmp: &Path, sha256: &str) -> Result<Blob, String> {
+/// Copies `entry` into a new file of `tmp`: the file, and the SHA-256 of
+/// what was copied.
+fn copy_hashing(entry: &mut impl Read, tmp: &Path) -> Result<(NamedTempFile, String), Copy> {
     let mut file = tempfile::Builder::new()
         .prefix("import-")
         .suffix(".part")
         .tempfile_in(tmp)
-        .map_err(|e| format!("cannot stage it in {}: {e}", tmp.display()))?;
+        .map_err(|e| Copy::Write(format!("cannot stage it in {}: {e}", tmp.display())))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0; 256 * 1024];
     loop {
-        let n = entry.read(&mut buffer).map_err(|e| format!("the bundle broke off in its bytes: {e}"))?;
+        let n = entry.read(&mut buffer).map_err(|e| Copy::Read(format!("the bundle broke off: {e}")))?;
         if n == 0 {
             break;
         }
         hasher.update(&buffer[..n]);
-        io::Write::write_all(&mut file, &buffer[..n]).map_err(|e| format!("cannot stage it: {e}"))?;
+        io::Write::write_all(&mut file, &buffer[..n]).map_err(|e| Copy::Write(format!("cannot stage it: {e}")))?;
     }
-    if hex::encode(hasher.finalize()) != sha256 {
-        return Err("its bytes do not match their SHA-256: the bundle is damaged or was changed".to_owned());
+    Ok((file, hex::encode(hasher.finalize())))
+}
+
+/// Copies `entry` into a file of `tmp`: `Ok(Err(why))` when its bytes
+/// do not have the SHA-256 it is named by; `Err` when the bundle cannot be
+/// read on, or not staged.
+fn stage(entry: &mut impl Read, tmp: &Path, sha256: &str) -> Result<Result<NamedTempFile, String>, ImportError> {
+    let (file, copied) = match copy_hashing(entry, tmp) {
+        Ok(staged) => staged,
+        Err(Copy::Read(why) | Copy::Write(why)) => {
+            return Err(ImportError::Unreadable(format!("{BLOBS}{sha256}: {why}")))
+        }
+    };
+    match copied == sha256 {
+        true => Ok(Ok(file)),
+        false => Ok(Err("its bytes do not match their SHA-256: the bundle is damaged or was changed".to_owned())),
     }
-    Ok(Blob { sha256: sha256.to_owned(), file })
 }
 
 /// The proofs of the next item, by their keys.
-struct Proofs<'a>(&'a [(&'a Item, Arc<Blob>)]);
+struct Proofs<'a>(&'a [(Item, Arc<Blob>)]);
 
 impl Supply for Proofs<'_> {
     fn source_for(&self, key: &str) -> Option<Box<dyn Source>> {
@@ -408,6 +545,8 @@ async fn body_from(path: &PathBuf, from: u64, size: u64) -> io::Result<UpstreamB
 
 #[cfg(test)]
 mod tests {
+    use super::super::signature::SigningKey;
+    use super::super::{Manifest, FORMAT};
     use super::*;
 
     /// A tar of `entries` (name, bytes), as written.
@@ -441,22 +580,40 @@ mod tests {
         (json, sum)
     }
 
-    /// What the reading thread hands on for `bundle`: the manifest's items
-    /// and the blobs' names, or why it stopped.
-    fn read_all(bundle: Vec<u8>) -> Result<(usize, Vec<String>), String> {
+    /// What the reading thread hands on for `bundle`, taking what `trust`
+    /// takes: the manifest's items, the blobs' names (`!` before a damaged
+    /// one), or why it stopped.
+    fn read_with(bundle: Vec<u8>, trust: Trust) -> Result<(usize, Vec<String>), String> {
         let (tx, mut rx) = mpsc::channel(16);
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().to_path_buf();
-        std::thread::spawn(move || read(std::io::Cursor::new(bundle), &path, &tx)).join().unwrap();
+        std::thread::spawn(move || read(std::io::Cursor::new(bundle), &path, &trust, &tx)).join().unwrap();
         let (mut items, mut blobs) = (0, Vec::new());
         while let Some(staged) = rx.blocking_recv() {
             match staged {
-                Staged::Manifest(manifest) => items = manifest.items.len(),
+                Staged::Manifest(checked) => items = checked.items,
                 Staged::Blob(blob) => blobs.push(blob.sha256.clone()),
+                Staged::Damaged { sha256, .. } => blobs.push(format!("!{sha256}")),
                 Staged::Broken(error) => return Err(error.to_string()),
             }
         }
         Ok((items, blobs))
+    }
+
+    fn unsigned_taken() -> Trust {
+        Trust { keys: Arc::default(), unsigned: true }
+    }
+
+    fn read_all(bundle: Vec<u8>) -> Result<(usize, Vec<String>), String> {
+        read_with(bundle, unsigned_taken())
+    }
+
+    /// A signing key and its public key.
+    fn key() -> (SigningKey, PublicKey) {
+        let dir = tempfile::tempdir().unwrap();
+        let (pem, public) = signature::generate().unwrap();
+        std::fs::write(dir.path().join("key"), pem).unwrap();
+        (SigningKey::read(&dir.path().join("key")).unwrap(), public)
     }
 
     #[test]
@@ -469,8 +626,38 @@ mod tests {
         assert_eq!(read_all(bundle), Ok((1, vec![sha.clone()])));
 
         let changed = tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), (&blob, b"{\"Version\":\"v6.6.6\"}")]);
-        let refused = read_all(changed).unwrap_err();
-        assert!(refused.starts_with("item 1 of 1 (/go/example.com/m/@v/v1.0.0.info) refused"), "{refused}");
+        assert_eq!(read_all(changed), Ok((1, vec![format!("!{sha}")])), "the item is refused, the bundle read on");
+    }
+
+    #[test]
+    fn a_bundle_is_taken_signed_by_a_trusted_key_or_unsigned_only_when_the_admin_says_so() {
+        let body = b"v1.0.0\n";
+        let (manifest, sum) = manifest_for(body, FORMAT);
+        let blob = format!("{BLOBS}{}", hex::encode(Sha256::digest(body)));
+        let (key, public) = key();
+        let signed = key.sign(std::str::from_utf8(&sum).unwrap());
+        let bundle = |signature: Option<&[u8]>, manifest: &[u8], sum: &[u8]| {
+            let mut entries: Vec<(&str, &[u8])> = vec![(MANIFEST, manifest), (MANIFEST_SUM, sum)];
+            entries.extend(signature.map(|signature| (SIGNATURE, signature)));
+            entries.push((&blob, body));
+            tar_of(&entries)
+        };
+        let trusting = |keys: Vec<PublicKey>| Trust { keys: Arc::new(keys), unsigned: false };
+        let taken = read_with(bundle(Some(&signed), &manifest, &sum), trusting(vec![public.clone()]));
+        assert_eq!(taken.map(|(items, _)| items), Ok(1));
+        let unsigned = read_with(bundle(None, &manifest, &sum), trusting(vec![public.clone()])).unwrap_err();
+        assert!(unsigned.contains("it is not signed"), "{unsigned}");
+        let (_, stranger) = super::super::signature::generate().unwrap();
+        let untrusted = read_with(bundle(Some(&signed), &manifest, &sum), trusting(vec![stranger])).unwrap_err();
+        assert!(untrusted.contains("which is not among [bundles] trusted_keys"), "{untrusted}");
+        assert!(read_with(bundle(None, &manifest, &sum), unsigned_taken()).is_ok(), "--trust-unsigned");
+
+        // Changed on purpose, its sum made again: the signature does not hold.
+        let (forged, forged_sum) = manifest_for(b"v6.6.6\n", FORMAT);
+        for trust in [trusting(vec![public]), unsigned_taken()] {
+            let refused = read_with(bundle(Some(&signed), &forged, &forged_sum), trust).unwrap_err();
+            assert!(refused.contains("does not match its manifest"), "{refused}");
+        }
     }
 
     #[test]
@@ -490,6 +677,8 @@ mod tests {
         assert!(stray.contains("etc/passwd is not part of a bundle"), "{stray}");
         let unnamed = refused(tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), ("blobs/short", b"x")]));
         assert!(unnamed.contains("blobs/short is not part of a bundle"), "{unnamed}");
+        let signature = refused(tar_of(&[(MANIFEST, &manifest), (MANIFEST_SUM, &sum), (SIGNATURE, b"{}")]));
+        assert!(signature.contains("its signature cannot be read"), "{signature}");
 
         // Cut in the middle of a blob.
         let big = vec![7u8; 64 * 1024];

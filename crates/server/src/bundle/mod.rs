@@ -11,6 +11,10 @@
 //!                               indexes it lists, a checksum database
 //!                               record before the module it covers)
 //! pkgproxy-bundle.json.sha256   the manifest's SHA-256
+//! pkgproxy-bundle.json.sig      who wrote it: a signature over that
+//!                               SHA-256 (see [`signature`]); a bundle
+//!                               without one is taken only when the admin
+//!                               says so
 //! blobs/<sha256>                each item's bytes, once per hash, in the
 //!                               order of the first item that has them
 //! ```
@@ -28,6 +32,8 @@
 
 pub mod export;
 pub mod import;
+mod manifest;
+pub mod signature;
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +41,8 @@ use serde::{Deserialize, Serialize};
 pub const MANIFEST: &str = "pkgproxy-bundle.json";
 /// The name of the manifest's SHA-256 (hex) in the tar.
 pub const MANIFEST_SUM: &str = "pkgproxy-bundle.json.sha256";
+/// The name of the manifest's signature in the tar.
+pub const SIGNATURE: &str = "pkgproxy-bundle.json.sig";
 /// Where the blobs are, by their SHA-256.
 pub const BLOBS: &str = "blobs/";
 /// The manifest's format.

@@ -49,6 +49,19 @@ pub struct ConfigFile {
     pub status: StatusSection,
     /// `[cluster]`: absent, the node works alone.
     pub cluster: Option<ClusterSection>,
+    /// `[bundles]`.
+    #[serde(default)]
+    pub bundles: BundlesSection,
+}
+
+/// `[bundles]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundlesSection {
+    /// The public keys whose signatures an import trusts: each the key
+    /// itself (`ed25519:...`) or the path of a file holding it.
+    #[serde(default)]
+    pub trusted_keys: Vec<String>,
 }
 
 /// `[cluster]`.

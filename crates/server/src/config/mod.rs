@@ -73,6 +73,8 @@ pub struct Settings {
     /// The shared tier this node publishes to and reads from, if any
     /// (`[cluster]`; read at start only).
     pub cluster: Option<pkgproxy_cluster::ClusterConfig>,
+    /// The keys whose signatures an import of a bundle trusts.
+    pub trusted_keys: Vec<crate::bundle::signature::PublicKey>,
 }
 
 /// Reads the settings again, from the same command line and file.
@@ -157,6 +159,9 @@ pub enum SettingsError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A `[bundles] trusted_keys` entry is not a public key.
+    #[error("bundles.trusted_keys: {0}")]
+    TrustedKey(String),
     /// `[cluster]` is incomplete.
     #[error("cluster.{key} {reason}")]
     Cluster {
@@ -319,8 +324,15 @@ impl Settings {
                 .as_ref()
                 .map(|section| cluster::settings(section, |name| std::env::var(name).ok()))
                 .transpose()?,
+            trusted_keys: trusted_keys(&file.bundles.trusted_keys)?,
         })
     }
+}
+
+/// `[bundles] trusted_keys`, each read (a path) and parsed.
+fn trusted_keys(entries: &[String]) -> Result<Vec<crate::bundle::signature::PublicKey>, SettingsError> {
+    let key = |entry: &String| crate::bundle::signature::PublicKey::named(entry);
+    entries.iter().map(key).collect::<Result<_, _>>().map_err(|error| SettingsError::TrustedKey(error.to_string()))
 }
 
 /// The cache's limits: `max_size` (unlimited without it) and `min_free`

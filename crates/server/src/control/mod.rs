@@ -15,8 +15,8 @@ use hyper::body::Incoming;
 use pkgproxy_control::{
     AptNeedsRequest, ErrorAnswer, ExportRequest, ItemReadiness, LxdNeedsRequest, ModeRequest, ReadinessRequest,
     RegistryNeedsRequest, SnapNeedsRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
-    CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH, INFO_PATH, LXD_NEEDS_PATH, METRICS_PATH,
-    OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH, SNAP_NEEDS_PATH, WARM_PATH,
+    CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH, IMPORT_TRUST_UNSIGNED, INFO_PATH,
+    LXD_NEEDS_PATH, METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH, SNAP_NEEDS_PATH, WARM_PATH,
 };
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
@@ -96,7 +96,8 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             error(StatusCode::FORBIDDEN, "a bundle carries the cache's content: export on the admin socket")
         }
         (&Method::POST, IMPORT_PATH) if role == Role::Admin => {
-            match crate::bundle::import::import(&state, request.into_body()).await {
+            let trust_unsigned = query_value(&request, IMPORT_TRUST_UNSIGNED).is_some_and(|value| value == "true");
+            match crate::bundle::import::import(&state, request.into_body(), trust_unsigned).await {
                 Ok(imported) => json(StatusCode::OK, &imported),
                 Err(refused) => error(StatusCode::UNPROCESSABLE_ENTITY, &refused.to_string()),
             }

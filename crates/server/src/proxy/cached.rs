@@ -193,7 +193,8 @@ fn shared_tier(
     request: &CachedRequest,
     spec: &FetchSpec,
 ) -> Option<(Arc<pkgproxy_cluster::SharedTier>, Option<pkgproxy_cluster::IsFresh>)> {
-    if spec.revalidating.is_some() {
+    // A revalidation asks the upstream; bytes handed in are their own.
+    if spec.revalidating.is_some() || exchange.supply.is_some() {
         return None;
     }
     let tier = state.cluster.as_ref()?.tier()?;
@@ -333,6 +334,12 @@ fn accepted(state: &State, entry: &Entry, request: &CachedRequest) -> bool {
 pub(super) fn is_fresh(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> bool {
     if request.expected.sha256.is_some() {
         return true;
+    }
+    // Bytes handed in (a bundle) replace a copy found older by when each
+    // was fetched, whatever the mode: offline freezes what the upstream
+    // could change, not what an import brings.
+    if exchange.supply.is_some() {
+        return false;
     }
     let directives = ClientDirectives::from_headers(exchange.headers);
     let window = match state.upstream.switch.frozen() {

@@ -1,8 +1,11 @@
-//! `pkgproxyctl export` and `import`: a bundle of what builds need, written
-//! by one pkgproxy and taken in by another (one that never had network).
-//! The daemons do the work (see the server's `bundle` module); this side
-//! turns the build's inputs into requests as `check` does, and streams the
-//! bundle between the daemon and the file.
+//! `pkgproxyctl export`, `import` and `keygen`: a bundle of what builds
+//! need, written by one pkgproxy and taken in by another (one that never
+//! had network). The daemons do the work (see the server's `bundle`
+//! module); this side turns the build's inputs into requests as `check`
+//! does, streams the bundle between the daemon and the file, and signs it
+//! on the way with the admin's key ([`signing`]).
+
+mod signing;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -13,7 +16,8 @@ use bytes::Bytes;
 use clap::Parser;
 use http_body::Frame;
 use http_body_util::StreamBody;
-use pkgproxy_control::{ControlClient, ExportRequest, Imported, EXPORT_PATH, IMPORT_PATH};
+use pkgproxy_control::{ControlClient, ExportRequest, Imported, EXPORT_PATH, IMPORT_PATH, IMPORT_TRUST_UNSIGNED};
+use pkgproxy_server::bundle::signature::{self, SigningKey};
 use tokio_util::io::ReaderStream;
 
 use crate::needs::{self, Needs};
@@ -39,6 +43,8 @@ pub struct Groups {
     pub stats_socket: Option<PathBuf>,
     /// `--admin-socket-path`.
     pub admin_socket: Option<PathBuf>,
+    /// `--sign`.
+    pub sign: Option<PathBuf>,
 }
 
 /// `export`'s arguments split into groups, each starting with a side's
@@ -52,6 +58,7 @@ pub fn groups(words: &[String]) -> anyhow::Result<Groups> {
             let slot = match socket {
                 Socket::Stats => &mut found.stats_socket,
                 Socket::Admin => &mut found.admin_socket,
+                Socket::Sign => &mut found.sign,
             };
             *slot = Some(value);
             continue;
@@ -68,12 +75,16 @@ pub fn groups(words: &[String]) -> anyhow::Result<Groups> {
     Ok(found)
 }
 
+/// A flag taking a path that `export` reads among its groups.
 enum Socket {
     Stats,
     Admin,
+    /// Not a socket: the signing key.
+    Sign,
 }
 
-/// `word` (and the word after it) as a control socket's flag.
+/// `word` (and the word after it) as a control socket's flag, or
+/// `--sign`.
 fn socket_flag<'w>(
     word: &str,
     rest: &mut impl Iterator<Item = &'w String>,
@@ -85,6 +96,7 @@ fn socket_flag<'w>(
     let socket = match name {
         "--stats-socket-path" => Socket::Stats,
         "--admin-socket-path" => Socket::Admin,
+        "--sign" => Socket::Sign,
         _ => return Ok(None),
     };
     let value = match inline {
@@ -96,15 +108,18 @@ fn socket_flag<'w>(
 
 /// Writes to `output` a bundle of what `groups` need (checked on the stats
 /// socket), or of everything the cache holds with `all`, read from the
-/// admin socket (a bundle carries the cache's content); refused (nothing
-/// written) when not everything is held.
+/// admin socket (a bundle carries the cache's content), signed with the
+/// key at `sign`; refused (nothing written) when not everything is held.
 pub async fn export(
     stats: &ControlClient,
     admin: &ControlClient,
     groups: &[Needs],
     all: bool,
     output: &Path,
+    sign: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
+    // A key that cannot be read is said before anything is asked.
+    let key = sign.map(SigningKey::read).transpose()?;
     let (mut urls, mut records) = (Vec::new(), Vec::new());
     let mut seen = std::collections::HashSet::new();
     for group in groups {
@@ -119,29 +134,102 @@ pub async fn export(
     }
     let asked = ExportRequest { urls, all, records };
     let partial = part_of(output);
-    let mut file = tokio::fs::File::create(&partial).await.with_context(|| format!("create {}", partial.display()))?;
+    let file = tokio::fs::File::create(&partial).await.with_context(|| format!("create {}", partial.display()))?;
+    let signer = key.as_ref().map(|key| key.public());
+    let written = match download(admin, &asked, file, key).await {
+        Ok((written, file)) => {
+            file.sync_all().await.with_context(|| format!("write {}", partial.display()))?;
+            written
+        }
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(error);
+        }
+    };
+    std::fs::rename(&partial, output)
+        .with_context(|| format!("rename {} to {}", partial.display(), output.display()))?;
+    match signer {
+        Some(signer) => println!("wrote {} ({}), signed by {signer}", output.display(), bytesize::ByteSize(written)),
+        None => println!("wrote {} ({}), unsigned", output.display(), bytesize::ByteSize(written)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bundle `asked` for, written to `file` (signed with `key`): the
+/// bytes the daemon sent, and the file.
+async fn download(
+    admin: &ControlClient,
+    asked: &ExportRequest,
+    mut file: tokio::fs::File,
+    key: Option<SigningKey>,
+) -> anyhow::Result<(u64, tokio::fs::File)> {
     let bar = std::io::stderr().is_terminal().then(bytes_spinner);
     let progress = |written: u64| {
         if let Some(bar) = &bar {
             bar.set_position(written);
         }
     };
-    let written = admin.download(EXPORT_PATH, Bytes::from(serde_json::to_vec(&asked)?), &mut file, progress).await;
+    let body = Bytes::from(serde_json::to_vec(asked)?);
+    let downloaded = match key {
+        Some(key) => {
+            let mut signing = signing::Signing::new(file, key);
+            let written = admin.download(EXPORT_PATH, body, &mut signing, progress).await;
+            written.map_err(anyhow::Error::from).and_then(|written| Ok((written, signing.finish()?)))
+        }
+        None => admin
+            .download(EXPORT_PATH, body, &mut file, progress)
+            .await
+            .map(|written| (written, file))
+            .map_err(Into::into),
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let written = match written {
-        Ok(written) => written,
-        Err(error) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(error.into());
-        }
+    downloaded
+}
+
+/// Writes a new key pair for signing bundles: the private key at `output`
+/// (readable by its owner only), the public key beside it (`.pub`). Never
+/// over a file that is there.
+pub fn keygen(output: &Path) -> anyhow::Result<ExitCode> {
+    let public_path = {
+        let mut name = output.as_os_str().to_os_string();
+        name.push(".pub");
+        PathBuf::from(name)
     };
-    file.sync_all().await.with_context(|| format!("write {}", partial.display()))?;
-    std::fs::rename(&partial, output)
-        .with_context(|| format!("rename {} to {}", partial.display(), output.display()))?;
-    println!("wrote {} ({})", output.display(), bytesize::ByteSize(written));
+    for path in [output, public_path.as_path()] {
+        anyhow::ensure!(
+            !path.exists(),
+            "{} is there already: pkgproxyctl keygen writes new files only",
+            path.display()
+        );
+    }
+    let (private, public) = signature::generate()?;
+    write_new(output, private.as_bytes(), 0o600)?;
+    if let Err(error) = write_new(&public_path, format!("{public}\n").as_bytes(), 0o644) {
+        let _ = std::fs::remove_file(output);
+        return Err(error);
+    }
+    println!(
+        "wrote {} (the private key: keep it where bundles are exported) and {}",
+        output.display(),
+        public_path.display()
+    );
+    println!("where bundles are imported, trust it:\n[bundles]\ntrusted_keys = [\"{public}\"]");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to a new file at `path` with `mode`.
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).with_context(|| format!("write {}", path.display()))
 }
 
 /// Where a bundle is written before it is whole.
@@ -151,8 +239,10 @@ fn part_of(output: &Path) -> PathBuf {
     output.with_file_name(name)
 }
 
-/// Streams the bundle at `input` to the daemon, which takes it in.
-pub async fn import(admin: &ControlClient, input: &Path) -> anyhow::Result<ExitCode> {
+/// Streams the bundle at `input` to the daemon, which takes it in: one
+/// signed by a key it trusts, or any with `trust_unsigned`. Fails when an
+/// item was refused (the others are taken all the same).
+pub async fn import(admin: &ControlClient, input: &Path, trust_unsigned: bool) -> anyhow::Result<ExitCode> {
     let file = tokio::fs::File::open(input).await.with_context(|| format!("open {}", input.display()))?;
     let size = file.metadata().await.with_context(|| format!("read {}", input.display()))?.len();
     let bar = std::io::stderr().is_terminal().then(|| bytes_bar(size));
@@ -163,19 +253,46 @@ pub async fn import(admin: &ControlClient, input: &Path) -> anyhow::Result<ExitC
         }
         chunk.map(Frame::data)
     });
-    let imported: Result<Imported, _> = admin.upload(IMPORT_PATH, StreamBody::new(chunks)).await;
+    let path = match trust_unsigned {
+        true => format!("{IMPORT_PATH}?{IMPORT_TRUST_UNSIGNED}=true"),
+        false => IMPORT_PATH.to_owned(),
+    };
+    let imported: Result<Imported, _> = admin.upload(&path, StreamBody::new(chunks)).await;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     let imported = imported?;
-    println!(
+    print!("{}", render_imported(&imported));
+    match imported.refused {
+        0 => Ok(ExitCode::SUCCESS),
+        _ => Ok(ExitCode::FAILURE),
+    }
+}
+
+/// What an import says it did.
+fn render_imported(imported: &Imported) -> String {
+    let mut text = match &imported.signed_by {
+        Some(key) => format!("signed by {key}\n"),
+        None => "unsigned or signed by a key not trusted: taken on its word (--trust-unsigned)\n".to_owned(),
+    };
+    text.push_str(&format!(
         "{} of {} items taken in ({}), {} held already",
         imported.imported,
         imported.items,
         bytesize::ByteSize(imported.bytes),
         imported.held
-    );
-    Ok(ExitCode::SUCCESS)
+    ));
+    if imported.refused > 0 {
+        text.push_str(&format!(", {} refused:", imported.refused));
+        for refusal in &imported.refusals {
+            text.push_str(&format!("\n  {refusal}"));
+        }
+        if imported.refused > imported.refusals.len() {
+            text.push_str(&format!("\n  and {} more", imported.refused - imported.refusals.len()));
+        }
+    }
+    text.push('\n');
+    text
 }
 
 fn bytes_bar(total: u64) -> indicatif::ProgressBar {
@@ -208,6 +325,7 @@ mod tests {
         assert!(matches!(&split.needs[1], Needs::Registry { images, platform: Some(_) } if images.len() == 2));
         assert_eq!(split.stats_socket, Some(PathBuf::from("/run/s.sock")));
         assert_eq!(split.admin_socket, Some(PathBuf::from("/run/a.sock")));
+        assert_eq!(groups(&words("go go.sum --sign /k")).unwrap().sign, Some(PathBuf::from("/k")));
         assert!(groups(&words("go.sum")).unwrap_err().to_string().contains("which side"));
         assert!(groups(&words("go")).is_err(), "a go group needs its go.sum");
     }
