@@ -20,9 +20,15 @@ pub struct Quota {
     pub max_size: Option<u64>,
     /// The free space kept on the cache's file system.
     pub min_free: MinFree,
-    /// The largest body cached (`None`: no limit but `max_size`).
+    /// The largest body cached (`None`: a tenth of `max_size`, see
+    /// [`OBJECT_SHARE`]).
     pub max_object_size: Option<u64>,
 }
+
+/// Without a `max_object_size`, a body may take this share of `max_size`
+/// at most: one client's two large downloads would otherwise flush every
+/// other entry (eviction is by least recent use, whoever asked).
+pub const OBJECT_SHARE: u64 = 10;
 
 /// Free space kept on the cache's file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,10 +96,20 @@ impl Quota {
         over_low.max(self.to_free(usage))
     }
 
-    /// Whether a body of `size` bytes may be cached at all: one larger
-    /// than the quota, or than `max_object_size`, is passed through.
+    /// The largest body cached: `max_object_size`, else a tenth of
+    /// `max_size` (`None`: no limit at all).
+    pub fn largest_object(&self) -> Option<u64> {
+        let share = self.max_size.map(|max| max / OBJECT_SHARE);
+        match self.max_object_size {
+            Some(largest) => Some(self.max_size.map_or(largest, |max| largest.min(max))),
+            None => share,
+        }
+    }
+
+    /// Whether a body of `size` bytes may be cached at all: one larger than
+    /// [`Quota::largest_object`] is passed through.
     pub fn admits(&self, size: u64) -> bool {
-        self.max_size.is_none_or(|max| size <= max) && self.max_object_size.is_none_or(|max| size <= max)
+        self.largest_object().is_none_or(|largest| size <= largest)
     }
 }
 
@@ -185,7 +201,12 @@ mod tests {
         let tight = Quota { max_size: None, min_free: MinFree::Share(500), max_object_size: Some(10) };
         assert!(!tight.admits(11) && tight.admits(10));
         assert_eq!(tight.to_free(Usage { bytes: 0, free: 40, total: 1000 }), 15, "5 % and a tenth more");
-        assert!(quota.admits(1000) && !quota.admits(1001));
+        assert!(quota.admits(100) && !quota.admits(101), "a tenth of the quota by default");
+        let set = Quota { max_object_size: Some(600), ..quota };
+        assert!(set.admits(600) && !set.admits(601), "as configured");
+        let over = Quota { max_object_size: Some(5000), ..quota };
+        assert!(over.admits(1000) && !over.admits(1001), "never more than the quota");
+        assert!(Quota::default().admits(u64::MAX), "no quota, no limit");
     }
 
     #[test]

@@ -63,7 +63,8 @@ async fn change(tier: &SharedTier, edit: impl Fn(&mut SharedBreakers) -> bool) {
         let (mut breakers, version) = match tier.store().get_opts(&path, GetOptions::default()).await {
             Ok(found) => {
                 let version = UpdateVersion { e_tag: found.meta.e_tag.clone(), version: found.meta.version.clone() };
-                let bytes = found.bytes().await.unwrap_or_default();
+                // One that cannot be read (or is too large) is written over.
+                let bytes = crate::small::read(found, crate::small::Small::Breakers).await.unwrap_or_default();
                 (serde_json::from_slice::<SharedBreakers>(&bytes).unwrap_or_default(), Some(version))
             }
             Err(object_store::Error::NotFound { .. }) => (SharedBreakers::new(), None),
@@ -100,6 +101,7 @@ pub async fn watch(
     crate::poll::watch(
         tier,
         |tier| tier.layout().breakers(),
+        crate::small::Small::Breakers,
         every,
         |bytes| apply(&serde_json::from_slice(bytes).unwrap_or_default()),
     )

@@ -43,6 +43,11 @@ impl Layout {
         self.path(&format!("lease/{}.json", hex::encode(Sha256::digest(key.as_bytes()))))
     }
 
+    /// Where the leases are.
+    pub fn leases(&self) -> Path {
+        self.path("lease")
+    }
+
     /// The cluster's offline switch.
     pub fn cluster_mode(&self) -> Path {
         self.path("cluster/offline.json")

@@ -96,12 +96,18 @@ impl Members {
     }
 }
 
+/// The most announcements read: more nodes than a cluster has.
+const MEMBERS_READ: usize = 1024;
+
 async fn read_members(tier: &SharedTier) -> Vec<Member> {
-    let listed: Vec<_> = tier.store().list(Some(&tier.layout().members())).collect().await;
+    let listed: Vec<_> = tier.store().list(Some(&tier.layout().members())).take(MEMBERS_READ).collect().await;
     let mut members = Vec::new();
     for meta in listed.into_iter().flatten() {
+        if meta.size > crate::small::Small::Member.limit() {
+            continue;
+        }
         let Ok(found) = tier.store().get(&meta.location).await else { continue };
-        let Ok(bytes) = found.bytes().await else { continue };
+        let Ok(bytes) = crate::small::read(found, crate::small::Small::Member).await else { continue };
         if let Ok(member) = serde_json::from_slice::<Member>(&bytes) {
             members.push(member);
         }

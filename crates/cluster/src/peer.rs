@@ -106,7 +106,12 @@ pub async fn tail(
         headers.insert(http::header::RANGE, range);
     }
     let request = signed_get(tier, &target, &headers).map_err(unreachable)?;
-    let answer = tier.peers().send(base, request).await.map_err(|error| unreachable(error.to_string()))?;
+    // A holder that takes a lease's life to begin its answer is not there.
+    let wait = tier.identity().lease_ttl;
+    let answer = match tokio::time::timeout(wait, tier.peers().send(base, request)).await {
+        Ok(answer) => answer.map_err(|error| unreachable(error.to_string()))?,
+        Err(_) => return Err(unreachable(format!("no answer within {}s", wait.as_secs()))),
+    };
     let status = answer.status();
     let wanted = if from > 0 { http::StatusCode::PARTIAL_CONTENT } else { http::StatusCode::OK };
     if status != wanted {

@@ -10,8 +10,6 @@ use http_body_util::BodyExt;
 use pkgproxy_cache::{Entry, Expected, FetchError, Source, StartFetch, UpstreamBody, Validators};
 use sha2::{Digest, Sha256};
 
-use std::time::Duration;
-
 use crate::lease::{self, LeaseGuard, Taken};
 use crate::peer::{self, TailError};
 use crate::tier::SharedTier;
@@ -146,8 +144,13 @@ impl Source for SharedFirst {
                     Ok(answer)
                 }
                 Ok(Whoever::ThisNode(guard)) => {
-                    *lock(&lease) = Some(guard);
-                    upstream.start().await
+                    let answered = upstream.start().await;
+                    match brings_a_body(&answered) {
+                        true => *lock(&lease) = Some(guard),
+                        // Nothing to share: the others ask for themselves.
+                        false => guard.release_now().await,
+                    }
+                    answered
                 }
                 // Nobody can be asked: this node fetches on its own.
                 Err(_) => upstream.start().await,
@@ -242,6 +245,13 @@ impl SharedFirst {
     }
 }
 
+/// Whether the upstream's answer is a body a fetch may store.
+fn brings_a_body(answered: &Result<http::Response<UpstreamBody>, FetchError>) -> bool {
+    answered
+        .as_ref()
+        .is_ok_and(|answer| matches!(answer.status(), http::StatusCode::OK | http::StatusCode::PARTIAL_CONTENT))
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -257,9 +267,11 @@ enum Whoever {
 /// The body of `key` from byte `from` on, streamed from the node that
 /// holds its lease. `ThisNode`: this node took the lease (it fetches);
 /// `Err`: the holder could not be asked (this node fetches too: at most
-/// one duplicate fetch, never an error for a client). A holder that died
-/// is waited for until its lease expires, then its fetch is taken over.
-/// A node that does not take leases only streams from a holder.
+/// one duplicate fetch, never an error for a client). A holder that is not
+/// fetching the key, or cannot be reached (it died, or its `peer_url` does
+/// not work from here), is taken over at once: asking it once is the
+/// probe, and nobody waits out its lease. A node that does not take
+/// leases only streams from a holder.
 async fn from_whoever_fetches(
     tier: &Arc<SharedTier>,
     key: &str,
@@ -273,9 +285,8 @@ async fn from_whoever_fetches(
         let answer = peer::tail(tier, &holder, key, from).await?;
         return Ok(Whoever::Peer(answer));
     }
-    let deadline = tokio::time::Instant::now() + tier.identity().lease_ttl * 2;
     let mut taken = lease::take(tier, key).await;
-    loop {
+    for _ in 0..HOLDERS_ASKED {
         let holder = match taken {
             Taken::Held(guard) => return Ok(Whoever::ThisNode(guard)),
             Taken::HeldBy(holder) if holder.node != tier.identity().node && holder.peer_url.is_some() => holder,
@@ -283,22 +294,28 @@ async fn from_whoever_fetches(
         };
         taken = match peer::tail(tier, &holder, key, from).await {
             Ok(answer) => return Ok(Whoever::Peer(answer)),
-            // Alive, and not fetching it: its lease is taken from it now.
             Err(TailError::NotThere(why)) => {
                 tracing::debug!(key, why, "the node holding this key's lease is not fetching it");
                 lease::take_from(tier, key, &holder).await
             }
-            Err(TailError::Unreachable(why)) if tokio::time::Instant::now() < deadline => {
-                // It does not answer: its lease lapses unless it renews it.
-                tracing::debug!(key, why, "the node fetching this key does not answer");
-                let wait = holder.left().min(deadline - tokio::time::Instant::now());
-                tokio::time::sleep(wait + Duration::from_millis(50)).await;
-                lease::take(tier, key).await
+            Err(TailError::Unreachable(why)) => {
+                tracing::info!(
+                    key,
+                    holder = holder.node,
+                    why,
+                    "the node holding this key's lease does not answer: taken over"
+                );
+                lease::take_from(tier, key, &holder).await
             }
-            Err(error) => return Err(error.into()),
         };
     }
+    Err(FetchError::Rejected("the key's lease kept moving between nodes that do not answer".into()))
 }
+
+/// The most holders a miss asks before fetching on its own: each one that
+/// fails is taken over, so another only when yet another node took it
+/// meanwhile.
+const HOLDERS_ASKED: usize = 3;
 
 /// The bucket's answer, hashed as it streams: a body that does not match
 /// its name is removed from the bucket (the fetch, which checks it too,

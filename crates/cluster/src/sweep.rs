@@ -1,8 +1,10 @@
-//! Multipart uploads a node began and never finished (it was killed while
-//! publishing a large body) cost storage until aborted. Bucket lifecycle
-//! rules do that where the store has them; this sweep does it everywhere:
-//! the uploads under pkgproxy's prefix begun longer ago than any upload
-//! takes are aborted.
+//! What nodes that died leave in the bucket: multipart uploads begun and
+//! never finished (a node killed while publishing a large body) cost
+//! storage until aborted, and leases of fetches it never ended slow every
+//! listing. Bucket lifecycle rules do that where the store has them; this
+//! sweep does it everywhere: the uploads under pkgproxy's prefix begun
+//! longer ago than any upload takes are aborted, and leases nobody renewed
+//! for ten lease lives are removed.
 
 use std::time::{Duration, SystemTime};
 
@@ -78,14 +80,22 @@ pub const ABANDONED_AFTER: Duration = Duration::from_secs(24 * 3600);
 pub const EVERY: Duration = Duration::from_secs(3600);
 
 /// Sweeps the store `config` names every [`EVERY`], for as long as the
-/// node runs (every node does: aborting twice is harmless).
-pub async fn keep_swept(config: crate::ClusterConfig) {
+/// node (its `tier`) runs: every node does, and aborting or removing twice
+/// is harmless.
+pub async fn keep_swept(config: crate::ClusterConfig, tier: std::sync::Weak<crate::SharedTier>) {
     let Ok(store) = config.store() else { return };
     let client = crate::config::cluster_http_client();
     loop {
         if let Err(error) = sweep(&store, &client, &config.prefix, ABANDONED_AFTER).await {
             tracing::debug!(%error, "the cluster store's unfinished uploads were not swept");
         }
+        let Some(tier) = tier.upgrade() else { return };
+        match crate::lease::sweep(&tier, SystemTime::now()).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed leases left in the cluster store by nodes that died"),
+            Err(error) => tracing::debug!(%error, "the cluster store's leases were not swept"),
+        }
+        drop(tier);
         tokio::time::sleep(EVERY).await;
     }
 }

@@ -46,6 +46,7 @@ pub async fn watch(tier: std::sync::Weak<SharedTier>, every: Duration, apply: im
     crate::poll::watch(
         tier,
         |tier| tier.layout().cluster_mode(),
+        crate::small::Small::Switch,
         every,
         |bytes| match serde_json::from_slice::<ClusterMode>(bytes) {
             Ok(mode) => apply(&mode),

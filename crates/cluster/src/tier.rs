@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ClusterError;
 use crate::layout::Layout;
+use crate::small::{self, Small, SmallError};
 
 /// What an index object holds: the entry a node committed under `key`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,12 +187,18 @@ impl SharedTier {
         let read = async {
             let found = self.store.get_opts(&path, GetOptions::default()).await?;
             let version = UpdateVersion { e_tag: found.meta.e_tag.clone(), version: found.meta.version.clone() };
-            Ok::<_, object_store::Error>((found.bytes().await?, version))
+            Ok::<_, SmallError>((small::read(found, Small::Index).await?, version))
         };
         let (bytes, version) = match read.await {
             Ok(read) => read,
-            Err(object_store::Error::NotFound { .. }) => return self.outcome(Ok(None)),
-            Err(error) => return self.outcome(Err(ClusterError::store(format!("read {path}"), error))),
+            Err(SmallError::Store(object_store::Error::NotFound { .. })) => return self.outcome(Ok(None)),
+            Err(SmallError::Store(error)) => {
+                return self.outcome(Err(ClusterError::store(format!("read {path}"), error)))
+            }
+            Err(error @ SmallError::Oversized { .. }) => {
+                self.outcome(Ok(()))?;
+                return Err(ClusterError::Malformed { what: path.to_string(), reason: error.to_string() });
+            }
         };
         self.outcome(Ok(()))?;
         let shared: SharedEntry = serde_json::from_slice(&bytes)

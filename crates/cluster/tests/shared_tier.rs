@@ -77,9 +77,12 @@ fn node(server: &S3Server, bucket: &str, name: &str) -> Node {
 }
 
 fn node_with_clock(server: &S3Server, bucket: &str, name: &str, clock: Arc<dyn pkgproxy_cache::Clock>) -> Node {
+    node_configured(config(server, bucket, name), clock)
+}
+
+fn node_configured(config: ClusterConfig, clock: Arc<dyn pkgproxy_cache::Clock>) -> Node {
     let dir = tempfile::tempdir().expect("a cache directory");
     let cache = Cache::open(dir.path(), clock).expect("a cache");
-    let config = config(server, bucket, name);
     let tier = SharedTier::new(config.store().expect("an S3 client"), PREFIX, config.identity(), peer_client());
     let publisher = Publisher::new();
     publisher.connect(Arc::clone(&tier));
@@ -390,4 +393,105 @@ async fn what_changes_under_its_name_is_replaced_only_by_a_newer_fetch_and_serve
         (published(Arc::clone(&e.tier)).await.sha256 == sha(&newest)).then_some(())
     })
     .await;
+}
+
+/// The object at `path` of the bucket, as someone else writes it.
+async fn put_behind_its_back(server: &S3Server, bucket: &str, path: &str, bytes: Vec<u8>) {
+    let store = config(server, bucket, "someone").store().expect("an S3 client");
+    store.put(&Path::from(path), PutPayload::from(bytes)).await.expect("written");
+}
+
+/// The path of `key`'s lease (or index object, `kind` "idx") in the bucket.
+fn object_of(kind: &str, key: &str) -> String {
+    format!("{PREFIX}/{kind}/{}.json", hex::encode(Sha256::digest(key.as_bytes())))
+}
+
+async fn exists(server: &S3Server, bucket: &str, path: &str) -> bool {
+    let store = config(server, bucket, "someone").store().expect("an S3 client");
+    store.head(&Path::from(path)).await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miss_that_brings_no_body_leaves_no_lease_and_the_sweep_removes_dead_nodes_leases() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lease-gone");
+    let a = node(&server, &bucket, "a");
+    let missing = "apt/deb.example/debian/pool/main/m/missing/missing_1.0_amd64.deb";
+    let not_found = Upstream { status: 404, body: Bytes::from_static(b"no\n"), calls: Arc::default() };
+    assert!(fetch(&a, missing, not_found).await.is_err(), "a 404 is not stored");
+    assert!(!exists(&server, &bucket, &object_of("lease", missing)).await, "its lease is gone with it");
+
+    // A lease its node left behind when it died.
+    let left = "apt/deb.example/debian/pool/main/l/left/left_1.0_amd64.deb";
+    let lease = br#"{"node":"dead","peer_url":null,"expires_ms":1}"#.to_vec();
+    put_behind_its_back(&server, &bucket, &object_of("lease", left), lease).await;
+    let now = std::time::SystemTime::now();
+    assert_eq!(pkgproxy_cluster::lease::sweep(&a.tier, now).await.unwrap(), 0, "too young to be swept");
+    let later = now + DEFAULT_LEASE_TTL * 11;
+    assert_eq!(pkgproxy_cluster::lease::sweep(&a.tier, later).await.unwrap(), 1);
+    assert!(!exists(&server, &bucket, &object_of("lease", left)).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_held_by_a_node_that_does_not_answer_is_taken_over_at_once_whatever_it_claims() {
+    let server = S3Server::start();
+    let bucket = server.bucket("lease-unreachable");
+    // Leases of an hour: a miss that waited one out would not end.
+    let hour = std::time::Duration::from_secs(3600);
+    let b = node_configured(ClusterConfig { lease_ttl: hour, ..config(&server, &bucket, "b") }, Arc::new(SystemClock));
+    let gone = pkgproxy_testkit::RefusingPort::new();
+    let ten_years = std::time::SystemTime::now() + std::time::Duration::from_secs(10 * 365 * 24 * 3600);
+    let expires_ms = ten_years.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let lease = format!(r#"{{"node":"gone","peer_url":"{}","expires_ms":{expires_ms}}}"#, gone.url());
+    put_behind_its_back(&server, &bucket, &object_of("lease", KEY), lease.into_bytes()).await;
+
+    let body = random_body(10_000);
+    let (fetching, calls) = upstream(&body);
+    let fetched = tokio::time::timeout(std::time::Duration::from_secs(60), fetch(&b, KEY, fetching));
+    assert_eq!(fetched.await.expect("not waiting the lease out").expect("fetched"), body);
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "node b fetched it itself");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_of_the_bucket_larger_than_their_kind_may_be_are_not_read() {
+    let server = S3Server::start();
+    let bucket = server.bucket("oversized");
+    let hour = std::time::Duration::from_secs(3600);
+    let a = node_configured(ClusterConfig { lease_ttl: hour, ..config(&server, &bucket, "a") }, Arc::new(SystemClock));
+
+    // An index object of 2 MB: malformed, and the miss asks the upstream.
+    let huge = format!(r#"{{"key":"{}"}}"#, "A".repeat(2 << 20)).into_bytes();
+    put_behind_its_back(&server, &bucket, &object_of("idx", KEY), huge).await;
+    let refused = a.tier.lookup(KEY).await.expect_err("too large to read");
+    assert!(refused.to_string().contains("beyond"), "{refused}");
+    let body = random_body(5_000);
+    let (fetching, calls) = upstream(&body);
+    assert_eq!(fetch(&a, KEY, fetching).await.expect("fetched"), body);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // A lease of 1 MB is nobody's: taken over at once.
+    let other = "apt/deb.example/debian/pool/main/o/other/other_1.0_amd64.deb";
+    let padded =
+        format!(r#"{{"node":"x","peer_url":"http://127.0.0.1:9","expires_ms":99999999999999{}}}"#, " ".repeat(1 << 20));
+    put_behind_its_back(&server, &bucket, &object_of("lease", other), padded.into_bytes()).await;
+    let (fetching, calls) = upstream(&body);
+    let fetched = tokio::time::timeout(std::time::Duration::from_secs(60), fetch(&a, other, fetching));
+    assert_eq!(fetched.await.expect("not waiting").expect("fetched"), body);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // The offline switch, valid but padded to 1 MB: not applied; the next
+    // one, of its size, is.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let switch = format!("{PREFIX}/cluster/offline.json");
+    let padded = format!(r#"{{"mode":"offline","set_by":"x","at_ms":1}}{}"#, " ".repeat(1 << 20));
+    put_behind_its_back(&server, &bucket, &switch, padded.into_bytes()).await;
+    let applied = Arc::clone(&seen);
+    let apply = move |mode: &pkgproxy_cluster::switch::ClusterMode| applied.lock().unwrap().push(mode.mode.clone());
+    let every = std::time::Duration::from_millis(50);
+    tokio::spawn(pkgproxy_cluster::switch::watch(Arc::downgrade(&a.tier), every, apply));
+    let proper = br#"{"mode":"store-overloaded","set_by":"y","at_ms":2}"#.to_vec();
+    tokio::task::yield_now().await;
+    put_behind_its_back(&server, &bucket, &switch, proper).await;
+    eventually("the switch is read", || async { (!seen.lock().unwrap().is_empty()).then_some(()) }).await;
+    assert_eq!(seen.lock().unwrap().first().map(String::as_str), Some("store-overloaded"), "the padded one never");
 }

@@ -73,15 +73,15 @@ impl Admission {
         self.open.load(Ordering::Relaxed)
     }
 
-    /// A place for a connection from `client`, or why there is none.
-    pub fn admit(self: &Arc<Self>, client: IpAddr) -> Result<Ticket, Refusal> {
-        let client = client.to_canonical();
+    /// A place for a connection from `address`, or why there is none.
+    pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Ticket, Refusal> {
         let limits = self.limits.load();
+        let client = limits.client_of(address);
         let refused = |refusal, counter| {
             self.counters.increment(counter);
             Err(refusal)
         };
-        if !limits.allows(client) {
+        if !limits.allows(address) {
             return refused(Refusal::NotAllowed, ClientCounter::RefusedNotAllowed);
         }
         let mut by_client = self.by_client.lock().unwrap_or_else(|p| p.into_inner());
@@ -167,6 +167,26 @@ mod tests {
         assert_eq!(admission.admit("192.168.1.1".parse().unwrap()).unwrap_err(), Refusal::NotAllowed);
         assert_eq!(admission.counters.get(ClientCounter::RefusedClientFull), 1);
         assert_eq!(admission.counters.get(ClientCounter::RefusedNotAllowed), 1);
+    }
+
+    #[test]
+    fn ipv6_addresses_of_one_network_count_as_one_client() {
+        let section = crate::config::ServerSection {
+            max_connections_per_client: Some(2),
+            allow: Some(vec!["fd00::/8".into()]),
+            ..Default::default()
+        };
+        let admission = Admission::new(ClientLimits::new(&section).unwrap());
+        let _one = admission.admit("fd00::1".parse().unwrap()).unwrap();
+        let _two = admission.admit("fd00::2".parse().unwrap()).unwrap();
+        assert_eq!(admission.admit("fd00::3".parse().unwrap()).unwrap_err(), Refusal::ClientFull, "the same /64");
+        assert!(admission.admit("fd00:0:0:1::1".parse().unwrap()).is_ok(), "another /64");
+
+        let per_address = crate::config::ServerSection { ipv6_client_prefix: Some(128), ..section };
+        let admission = Admission::new(ClientLimits::new(&per_address).unwrap());
+        let _one = admission.admit("fd00::1".parse().unwrap()).unwrap();
+        let _two = admission.admit("fd00::1".parse().unwrap()).unwrap();
+        assert!(admission.admit("fd00::3".parse().unwrap()).is_ok(), "configured: each address its own");
     }
 
     #[test]

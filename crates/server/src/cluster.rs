@@ -91,7 +91,7 @@ impl Cluster {
         self.switch.watch_breakers(Arc::new(Sharing { tier: Arc::downgrade(&tier) }));
         let imposing = imposer(self.switch.clone(), tier.identity().node.clone(), poll);
         tokio::spawn(breakers::watch(Arc::downgrade(&tier), poll, imposing));
-        tokio::spawn(pkgproxy_cluster::sweep::keep_swept(self.config.clone()));
+        tokio::spawn(pkgproxy_cluster::sweep::keep_swept(self.config.clone(), Arc::downgrade(&tier)));
         let switch = self.switch.clone();
         let online = move || switch.mode() != Mode::Offline;
         tokio::spawn(members::keep_announcing(Arc::downgrade(&tier), poll, online));

@@ -52,7 +52,11 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
     for (serial, image) in serials.iter().zip(&images) {
         origin.publish(serial, image);
     }
-    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    // Files of 3 MiB, more than the tenth of the quota cached by default.
+    let config = format!(
+        "[cache]\nmax_object_size = \"4MiB\"\n[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n",
+        origin.url()
+    );
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-cache-max-size", "16MiB"]).await;
     let addr = daemon.proxy_addr();
     assert_eq!(send(addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
@@ -308,7 +312,9 @@ async fn within_one_second_eviction_takes_the_least_recently_used_and_keeps_the_
         std::fs::write(pool.join(name), vec![n as u8; 3_000_000]).unwrap();
     }
     let origin = pkgproxy_testkit::Origin::serve(dir.path()).await;
-    let config = format!("[cache]\nmax_size = \"16MiB\"\n{}", archive("local", &[format!("{}/debian", origin.url())]));
+    let origin_url = format!("{}/debian", origin.url());
+    let config =
+        format!("[cache]\nmax_size = \"16MiB\"\nmax_object_size = \"4MiB\"\n{}", archive("local", &[origin_url]));
     let server = crate::inproc::Server::start(Some(&config)).await;
     let get = |name: &str| {
         let (proxy, url) = (server.proxy_addr().to_string(), format!("{}/debian/pool/main/f/{name}", origin.url()));
@@ -336,4 +342,37 @@ async fn within_one_second_eviction_takes_the_least_recently_used_and_keeps_the_
     let reason = least_recent.header("x-pkgproxy-reason").unwrap_or_default();
     assert!(reason.starts_with("evicted ("), "{reason}");
     assert!(least_recent.body == vec![1u8; 3_000_000], "fetched again, whole");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_client_s_large_downloads_do_not_flush_everyone_else_s_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = dir.path().join("debian/pool/main/f");
+    std::fs::create_dir_all(&pool).unwrap();
+    let small: Vec<String> = (1..=4).map(|n| format!("small{n}.deb")).collect();
+    for (n, name) in small.iter().enumerate() {
+        std::fs::write(pool.join(name), vec![n as u8; 1_000_000]).unwrap();
+    }
+    std::fs::write(pool.join("big1.deb"), vec![7u8; 12 * MIB as usize]).unwrap();
+    std::fs::write(pool.join("big2.deb"), vec![8u8; 12 * MIB as usize]).unwrap();
+    let origin = pkgproxy_testkit::Origin::serve(dir.path()).await;
+    let config = format!("[cache]\nmax_size = \"16MiB\"\n{}", archive("local", &[format!("{}/debian", origin.url())]));
+    let server = crate::inproc::Server::start(Some(&config)).await;
+    let get = |name: &str| {
+        let (proxy, url) = (server.proxy_addr().to_string(), format!("{}/debian/pool/main/f/{name}", origin.url()));
+        async move { proxy_get(&proxy, &url, &[]).await }
+    };
+    for name in &small {
+        assert_eq!(get(name).await.status, 200);
+    }
+    // One client's two downloads of three quarters of the quota each.
+    for big in ["big1.deb", "big2.deb"] {
+        let answer = get(big).await;
+        assert_eq!((answer.status, answer.body.len() as u64), (200, 12 * MIB), "served whole");
+    }
+    origin.clear_requests();
+    for name in &small {
+        assert_eq!(get(name).await.header("x-pkgproxy-cache"), Some("hit"), "{name} stays");
+    }
+    assert_eq!(get("big1.deb").await.header("x-pkgproxy-cache"), Some("miss"), "passed through, not cached");
 }

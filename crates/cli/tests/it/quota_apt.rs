@@ -42,7 +42,9 @@ async fn apt_get_through_a_10_mib_cache_keeps_it_within_its_quota_and_the_most_r
     }
     let repo = builder.build(&dir.path().join("r"));
     let origin = Origin::serve(repo.root()).await;
-    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    // Packages of 2.5 MiB, more than the tenth of the quota cached by default.
+    let config =
+        format!("[cache]\nmax_object_size = \"4MiB\"\n{}", archive("local", &[format!("{}/debian", origin.url())]));
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-cache-max-size", "10MiB"]).await;
     let apt = apt(&daemon, &origin, &repo);
     apt.update().assert_success();

@@ -21,6 +21,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Client connections from one address, by default.
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 512;
 
+/// How much of an IPv6 address names one client, by default: a network
+/// hands a host a /64, in which it may take as many addresses as it likes
+/// (what rate limiters count by too).
+pub const DEFAULT_IPV6_CLIENT_PREFIX: u8 = 64;
+
 /// Client connections in all, when the file limit is not known.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 8192;
 
@@ -47,23 +52,29 @@ pub struct ClientLimits {
     pub idle_timeout: Duration,
     /// Client connections open at once; beyond, new ones get a `503`.
     pub max_connections: usize,
-    /// The same, from one address.
+    /// The same, from one client: one IPv4 address, or the IPv6 addresses
+    /// that share their first `ipv6_client_prefix` bits.
     pub max_connections_per_client: usize,
+    /// See [`DEFAULT_IPV6_CLIENT_PREFIX`].
+    pub ipv6_client_prefix: u8,
     /// The networks served; others get a `403`.
     pub allow: Vec<IpNet>,
 }
 
-/// A `[server] allow` entry that is not a network.
+/// A `[server]` client setting that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("server.allow entry {entry:?}: not an address or a network such as 10.0.0.0/8 or fd00::/8")]
-pub struct AllowError {
-    /// The entry as written.
-    pub entry: String,
+pub enum ClientsError {
+    /// An `allow` entry that is not a network.
+    #[error("server.allow entry {0:?}: not an address or a network such as 10.0.0.0/8 or fd00::/8")]
+    Allow(String),
+    /// An `ipv6_client_prefix` longer than an address.
+    #[error("server.ipv6_client_prefix {0}: an IPv6 prefix is 0 to 128 bits")]
+    Prefix(u8),
 }
 
 impl ClientLimits {
     /// The limits `section` sets, the defaults elsewhere.
-    pub fn new(section: &ServerSection) -> Result<Self, AllowError> {
+    pub fn new(section: &ServerSection) -> Result<Self, ClientsError> {
         let allow = match &section.allow {
             Some(entries) => entries.iter().map(|entry| network(entry)).collect::<Result<Vec<_>, _>>()?,
             None => DEFAULT_ALLOW.iter().map(|entry| network(entry)).collect::<Result<Vec<_>, _>>()?,
@@ -76,8 +87,23 @@ impl ClientLimits {
                 .max_connections_per_client
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_CLIENT)
                 .max(1),
+            ipv6_client_prefix: match section.ipv6_client_prefix.unwrap_or(DEFAULT_IPV6_CLIENT_PREFIX) {
+                prefix @ 0..=128 => prefix,
+                prefix => return Err(ClientsError::Prefix(prefix)),
+            },
             allow,
         })
+    }
+
+    /// Who a connection from `address` counts against: an IPv4 address
+    /// (also as `::ffff:a.b.c.d`), or the IPv6 network of its first
+    /// `ipv6_client_prefix` bits.
+    pub fn client_of(&self, address: IpAddr) -> IpAddr {
+        match address.to_canonical() {
+            IpAddr::V6(v6) => ipnet::Ipv6Net::new(v6, self.ipv6_client_prefix)
+                .map_or(IpAddr::V6(v6), |network| IpAddr::V6(network.network())),
+            v4 => v4,
+        }
     }
 
     /// Whether a client at `address` is served (an IPv4 client of a
@@ -97,13 +123,13 @@ pub fn connections_for_file_limit(open_files: u64) -> usize {
 }
 
 /// `entry` as a network: `10.0.0.0/8`, or one address (`192.0.2.7`).
-fn network(entry: &str) -> Result<IpNet, AllowError> {
+fn network(entry: &str) -> Result<IpNet, ClientsError> {
     let entry = entry.trim();
     entry
         .parse::<IpNet>()
         .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
         .map(|network| network.trunc())
-        .map_err(|_| AllowError { entry: entry.to_string() })
+        .map_err(|_| ClientsError::Allow(entry.to_string()))
 }
 
 #[cfg(test)]
@@ -142,7 +168,9 @@ mod tests {
         assert!(!limits.allows("127.0.0.2".parse().unwrap()));
         assert!(limits.allows("203.0.113.77".parse().unwrap()));
         let section = ServerSection { allow: Some(vec!["10.0.0.0/33".into()]), ..ServerSection::default() };
-        assert_eq!(ClientLimits::new(&section).unwrap_err().entry, "10.0.0.0/33");
+        assert_eq!(ClientLimits::new(&section).unwrap_err(), ClientsError::Allow("10.0.0.0/33".into()));
+        let section = ServerSection { ipv6_client_prefix: Some(129), ..ServerSection::default() };
+        assert_eq!(ClientLimits::new(&section).unwrap_err(), ClientsError::Prefix(129));
     }
 
     #[test]

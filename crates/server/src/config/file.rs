@@ -133,6 +133,8 @@ pub struct ServerSection {
     pub max_connections: Option<usize>,
     /// Client connections open at once from one address.
     pub max_connections_per_client: Option<usize>,
+    /// How many leading bits of an IPv6 address name one client.
+    pub ipv6_client_prefix: Option<u8>,
     /// The client networks served (`"10.0.0.0/8"`, `"::1/128"`); default:
     /// loopback, private and link-local ones.
     pub allow: Option<Vec<String>>,

@@ -129,7 +129,7 @@ pub enum SettingsError {
     Snap(#[from] snap::ConfigError),
     /// A `[server] allow` entry is not a network.
     #[error("{0}")]
-    Allow(#[from] clients::AllowError),
+    Clients(#[from] clients::ClientsError),
     /// `[server]` names a TLS certificate without its key, or a key
     /// without its certificate.
     #[error("server.tls_cert and server.tls_key go together")]
