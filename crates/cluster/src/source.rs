@@ -299,13 +299,11 @@ async fn from_whoever_fetches(
                 lease::take_from(tier, key, &holder).await
             }
             Err(TailError::Unreachable(why)) => {
-                tracing::info!(
-                    key,
-                    holder = holder.node,
-                    why,
-                    "the node holding this key's lease does not answer: taken over"
-                );
-                lease::take_from(tier, key, &holder).await
+                let taken = lease::take_from(tier, key, &holder).await;
+                if let Taken::Held(_) = &taken {
+                    tracing::info!(key, from = holder.node, why, "took over the fetch of a node that does not answer");
+                }
+                taken
             }
         };
     }

@@ -317,7 +317,7 @@ async fn the_cluster_s_offline_switch_takes_every_node_offline_and_the_bucket_st
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_host_that_asks_one_node_for_time_is_left_alone_by_every_node_and_probed_once() {
+async fn a_host_that_asks_one_node_for_time_on_two_paths_is_left_alone_by_every_node_and_probed_once() {
     let fleet = Fleet::new("cluster-breakers").await;
     let (repo, origin) = (fleet.repo, &fleet.origin);
     // The others wait two polls and a second past the time for the asked
@@ -332,10 +332,19 @@ async fn a_host_that_asks_one_node_for_time_is_left_alone_by_every_node_and_prob
     let url = |name: &str| format!("{}{}", origin.url(), repo.deb_url_path(name));
     let (busy, other) = (repo.deb_url_path("pkgproxy-hello"), repo.deb_url_path("pkgproxy-small1"));
 
+    let busy_too = repo.deb_url_path("pkgproxy-small2");
     origin.set_status_override(&busy, Some(429));
+    origin.set_status_override(&busy_too, Some(429));
     origin.set_retry_after(Some("3"));
     assert_eq!(proxy_get(nodes[0].proxy_addr(), &url("pkgproxy-hello"), &[]).await.status, 429);
+    // One path's refusal is that path's: the host is taken for busy once it
+    // asks for time on another, the probe after the first time is up.
+    eventually("the asked node's probe of another path", || async {
+        (proxy_get(nodes[0].proxy_addr(), &url("pkgproxy-small2"), &[]).await.status == 429).then_some(())
+    })
+    .await;
     origin.set_status_override(&busy, None);
+    origin.set_status_override(&busy_too, None);
     for node in &nodes[1..] {
         eventually("the other nodes leave the host alone too", || async {
             let status = get(node.proxy_addr(), "/pkgproxy/v1/status").await;

@@ -56,10 +56,12 @@ impl std::fmt::Display for Refusal {
 }
 
 /// Told when a host's breaker opens because the host asked for time (a
-/// `429`, or a `503` with `Retry-After`), and when it closes again: a
-/// cluster's nodes share those (the host's limit is on the cluster's
-/// address, not on one node), and keep the rest (connect errors, slow
-/// answers) to themselves.
+/// `429`, or a `503` with `Retry-After`) on a second path, and when it
+/// closes again: a cluster's nodes share those (the host's limit is on the
+/// cluster's address, not on one node), and keep the rest (connect errors,
+/// slow answers) to themselves. One path's answer opens this node's breaker
+/// only: what one client asks for (a path the host refuses on its own)
+/// must not stop the whole cluster asking the host.
 pub trait BreakerWatcher: Send + Sync + std::fmt::Debug {
     /// `host` asked to be left alone until `until`.
     fn opened(&self, host: &str, until: SystemTime);
@@ -74,6 +76,9 @@ struct Inner {
     epoch: u64,
     breakers: HashMap<String, Breaker>,
     watcher: Option<Arc<dyn BreakerWatcher>>,
+    /// For a host whose breaker it opened, the path whose answer asked for
+    /// time (until the host answers again).
+    asked_on: HashMap<String, Option<String>>,
 }
 
 /// The switch, shared by the transport, the dialer and the admin socket.
@@ -121,6 +126,7 @@ impl Switch {
         self.mode.store(mode_code(mode), Ordering::Release);
         inner.epoch += 1;
         inner.breakers.clear();
+        inner.asked_on.clear();
     }
 
     /// Tells `watcher` of breakers the hosts themselves opened, and of
@@ -176,7 +182,13 @@ impl Switch {
                 let breaker = inner.breakers.entry(host.to_ascii_lowercase()).or_default();
                 match breaker.admit(now) {
                     Admission::Pass(pass) => Ok(Ticket {
-                        watched: Some(Watched { switch: self.clone(), host: host.to_ascii_lowercase(), epoch, pass }),
+                        watched: Some(Watched {
+                            switch: self.clone(),
+                            host: host.to_ascii_lowercase(),
+                            epoch,
+                            pass,
+                            path: None,
+                        }),
                     }),
                     Admission::Refused { retry_after } => Err(Refusal::BreakerOpen { retry_after }),
                 }
@@ -203,15 +215,33 @@ impl Switch {
                     seconds = duration.as_secs(),
                     "upstream looks overloaded: leaving it alone (store-overloaded mode)"
                 );
-                if let (true, Some(watcher)) = (asked, &inner.watcher) {
-                    watcher.opened(&watched.host, SystemTime::now() + duration);
+                if asked && inner.asked_on_another_path(watched) {
+                    if let Some(watcher) = &inner.watcher {
+                        watcher.opened(&watched.host, SystemTime::now() + duration);
+                    }
                 }
             }
             Transition::Closed => {
                 tracing::info!(host = watched.host, "upstream answered again");
+                inner.asked_on.remove(&watched.host);
                 if let Some(watcher) = &inner.watcher {
                     watcher.closed(&watched.host);
                 }
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Whether the host of `watched` asked for time on a path other than
+    /// the one it asked on before (remembering this one otherwise): twice
+    /// on one path is that path's business.
+    fn asked_on_another_path(&mut self, watched: &Watched) -> bool {
+        match self.asked_on.get(&watched.host) {
+            Some(before) if before.is_none() || *before != watched.path => true,
+            _ => {
+                self.asked_on.insert(watched.host.clone(), watched.path.clone());
+                false
             }
         }
     }
@@ -228,6 +258,8 @@ struct Watched {
     host: String,
     epoch: u64,
     pass: Pass,
+    /// What was asked of the host (`None`: a tunnel's connection).
+    path: Option<String>,
 }
 
 /// A request's permission to go upstream. Report how it ended with
@@ -242,6 +274,14 @@ impl Ticket {
     /// A ticket nothing watches (mode never).
     fn free() -> Self {
         Ticket { watched: None }
+    }
+
+    /// The same ticket, for a request of `path` (its path and query).
+    pub fn on_path(mut self, path: &str) -> Self {
+        if let Some(watched) = self.watched.as_mut() {
+            watched.path = Some(path.split('?').next().unwrap_or(path).to_owned());
+        }
+        self
     }
 
     /// The host answered.
@@ -361,6 +401,40 @@ mod tests {
         assert!(switch.admit("a.example", Instant::now()).is_ok());
         old.failed(None);
         assert!(switch.upstreams(Instant::now()).is_empty());
+    }
+
+    /// Records what a cluster is told.
+    #[derive(Debug, Default)]
+    struct Told(std::sync::Mutex<Vec<String>>);
+
+    impl BreakerWatcher for Told {
+        fn opened(&self, host: &str, _: SystemTime) {
+            self.0.lock().unwrap().push(format!("opened {host}"));
+        }
+        fn closed(&self, host: &str) {
+            self.0.lock().unwrap().push(format!("closed {host}"));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_host_asking_for_time_on_one_path_is_shared_only_once_it_asks_on_another() {
+        let switch = Switch::new(Mode::StoreOverloaded);
+        let told = Arc::new(Told::default());
+        switch.watch_breakers(told.clone());
+        let busy = headers("60");
+        let ask = |path: &str| {
+            let ticket = switch.admit("a.example", Instant::now()).expect("admitted").on_path(path);
+            ticket.answered_with(StatusCode::SERVICE_UNAVAILABLE, &busy);
+        };
+        ask("/refused/by/itself?x=1");
+        assert!(switch.admit("a.example", Instant::now()).is_err(), "this node leaves the host alone");
+        assert!(told.0.lock().unwrap().is_empty(), "the cluster is not told of one path");
+        tokio::time::advance(Duration::from_secs(60)).await;
+        ask("/refused/by/itself?x=2");
+        assert!(told.0.lock().unwrap().is_empty(), "the same path again");
+        tokio::time::advance(Duration::from_secs(120)).await;
+        ask("/another/path");
+        assert_eq!(*told.0.lock().unwrap(), ["opened a.example"], "two paths: the host is busy");
     }
 
     #[tokio::test(start_paused = true)]

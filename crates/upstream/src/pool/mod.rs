@@ -276,7 +276,7 @@ impl Pool {
             };
             let instance = &self.instances[index];
             let ticket = match self.shared.switch.admit(&instance.host, now) {
-                Ok(ticket) => ticket,
+                Ok(ticket) => ticket.on_path(&request.path),
                 Err(refusal @ Refusal::Offline) => {
                     return Err(UpstreamError::Refused { host: instance.host.clone(), refusal });
                 }
