@@ -43,7 +43,8 @@
 //! (whether it would be served offline; warming it), `proxy/needs.rs`
 //! (what a build needs, found in what the cache holds),
 //! `proxy/supplied.rs` (an item taken in from handed bytes) and
-//! `bundle/` (export and import of bundles for air gaps).
+//! `bundle/` (export and import of bundles for air gaps), whose authors
+//! `signing.rs` names (the keys that sign bundles, and their signatures).
 //!
 //! Beside it: `control/` (the stats and admin sockets, speaking
 //! `pkgproxy_control`'s messages), `config/` (the file as written, validated
@@ -71,6 +72,7 @@ mod redact;
 pub mod reload;
 mod report;
 pub mod shadow;
+pub mod signing;
 mod single_flight;
 mod state;
 mod stats;

@@ -69,7 +69,7 @@ pub struct State {
     /// The cluster this node is part of, if any.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The keys whose signed bundles an import takes (`[bundles]`).
-    pub trusted_keys: arc_swap::ArcSwap<Vec<crate::bundle::signature::PublicKey>>,
+    pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }
 
 /// How a refresh of a generation ended.

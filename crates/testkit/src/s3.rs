@@ -1,7 +1,11 @@
 //! A real S3 server on 127.0.0.1 for the cluster's tests: moto's server
-//! (from PyPI; `test.sh` installs it), which honours conditional writes
-//! atomically. Each test takes a fresh bucket. The test's own requests to
-//! it (readiness, buckets) are not pkgproxy's traffic.
+//! (from PyPI; `test.sh` installs it). moto checks a conditional write's
+//! condition and then writes, apart: under load two concurrent creates of
+//! one object may both succeed, and pkgproxy's start-up self-test then
+//! rightly refuses it. Run from its own Python, it is made to take writes
+//! one at a time, as the stores it stands for do. Each test takes a fresh
+//! bucket. The test's own requests to it (readiness, buckets) are not
+//! pkgproxy's traffic.
 #![allow(clippy::disallowed_methods)]
 
 use std::io::{Read, Write};
@@ -28,6 +32,38 @@ fn moto_binary() -> PathBuf {
         return installed;
     }
     PathBuf::from("moto_server")
+}
+
+/// moto's server with its object writes (`PUT`, and `POST` completing a
+/// multipart upload) taken one at a time, so each write's condition holds
+/// when it is written.
+const ONE_WRITE_AT_A_TIME: &str = r#"
+import sys, threading
+from moto.s3.responses import S3Response
+from moto.server import main
+lock = threading.Lock()
+def one_at_a_time(method):
+    def locked(self, *args, **kwargs):
+        with lock:
+            return method(self, *args, **kwargs)
+    return locked
+S3Response.put_object = one_at_a_time(S3Response.put_object)
+S3Response._key_response_post = one_at_a_time(S3Response._key_response_post)
+sys.exit(main())
+"#;
+
+/// How to start the server: moto's own Python with [`ONE_WRITE_AT_A_TIME`]
+/// when it is beside the server, else the server as it is.
+fn moto_command() -> Command {
+    let server = moto_binary();
+    match server.parent().map(|bin| bin.join("python3")).filter(|python| python.exists()) {
+        Some(python) => {
+            let mut command = Command::new(python);
+            command.args(["-c", ONE_WRITE_AT_A_TIME]);
+            command
+        }
+        None => Command::new(server),
+    }
 }
 
 impl S3Server {
@@ -64,7 +100,7 @@ impl S3Server {
 
     /// Starts the server again on the same port.
     pub fn resume(&mut self) {
-        let child = Command::new(moto_binary())
+        let child = moto_command()
             .args(["-H", "127.0.0.1", "-p", &self.port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

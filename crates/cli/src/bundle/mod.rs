@@ -3,9 +3,9 @@
 //! had network). The daemons do the work (see the server's `bundle`
 //! module); this side turns the build's inputs into requests as `check`
 //! does, streams the bundle between the daemon and the file, and signs it
-//! on the way with the admin's key ([`signing`]).
+//! on the way with the admin's key ([`signer`]).
 
-mod signing;
+mod signer;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use clap::Parser;
 use http_body::Frame;
 use http_body_util::StreamBody;
 use pkgproxy_control::{ControlClient, ExportRequest, Imported, EXPORT_PATH, IMPORT_PATH, IMPORT_TRUST_UNSIGNED};
-use pkgproxy_server::bundle::signature::{self, SigningKey};
+use pkgproxy_server::signing::{self, SigningKey};
 use tokio_util::io::ReaderStream;
 
 use crate::needs::{self, Needs};
@@ -172,7 +172,7 @@ async fn download(
     let body = Bytes::from(serde_json::to_vec(asked)?);
     let downloaded = match key {
         Some(key) => {
-            let mut signing = signing::Signing::new(file, key);
+            let mut signing = signer::Signing::new(file, key);
             let written = admin.download(EXPORT_PATH, body, &mut signing, progress).await;
             written.map_err(anyhow::Error::from).and_then(|written| Ok((written, signing.finish()?)))
         }
@@ -204,7 +204,7 @@ pub fn keygen(output: &Path) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    let (private, public) = signature::generate()?;
+    let (private, public) = signing::generate()?;
     write_new(output, private.as_bytes(), 0o600)?;
     if let Err(error) = write_new(&public_path, format!("{public}\n").as_bytes(), 0o644) {
         let _ = std::fs::remove_file(output);

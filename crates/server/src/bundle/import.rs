@@ -31,10 +31,10 @@ use tokio::sync::mpsc;
 use tokio_util::io::{ReaderStream, StreamReader, SyncIoBridge};
 
 use super::manifest::{self, ManifestError};
-use super::signature::{self, PublicKey, SignatureError, SIGNATURE_LIMIT};
 use super::{is_sha256, Item, BLOBS, MANIFEST, MANIFEST_LIMIT, MANIFEST_SUM, SIGNATURE};
 use crate::context::Supply;
 use crate::proxy::supplied::{self, Handed, Taken};
+use crate::signing::{self, PublicKey, SignatureError, SIGNATURE_LIMIT};
 use crate::state::State;
 use pkgproxy_sides::SideId;
 
@@ -90,13 +90,22 @@ pub async fn import(state: &Arc<State>, body: Incoming, trust_unsigned: bool) ->
     let (tx, mut rx) = mpsc::channel(2);
     let tmp = state.cache.dir().join("tmp");
     let trust = Trust { keys: state.trusted_keys.load_full(), unsigned: trust_unsigned };
-    tokio::task::spawn_blocking(move || read(bridge, &tmp, &trust, &tx));
-    let checked = match rx.recv().await {
-        Some(Staged::Manifest(checked)) => checked,
-        Some(Staged::Broken(error)) => return Err(error),
-        _ => return Err(ImportError::Unreadable("it ends before its manifest".to_owned())),
+    let reading = tokio::task::spawn_blocking(move || read(bridge, &tmp, &trust, &tx));
+    let taken = async {
+        let checked = match rx.recv().await {
+            Some(Staged::Manifest(checked)) => checked,
+            Some(Staged::Broken(error)) => return Err(error),
+            _ => return Err(ImportError::Unreadable("it ends before its manifest".to_owned())),
+        };
+        take_all(state, &checked, &mut rx).await
     };
-    take_all(state, &checked, &mut rx).await
+    let taken = taken.await;
+    // Whatever became of it, the client's upload is read to its end before
+    // it is answered: an answer sent under an upload still going reaches
+    // the client as a broken connection, not as the reason.
+    drop(rx);
+    let _ = reading.await;
+    taken
 }
 
 /// An import's work in progress.
@@ -292,8 +301,12 @@ struct Trust {
 
 /// The reading thread: the manifest checked, then each blob staged,
 /// handed on in order; it stops when the importer stops listening.
-fn read(reader: impl Read, tmp: &Path, trust: &Trust, tx: &mpsc::Sender<Staged>) {
-    if let Err(error) = read_staging(&mut tar::Archive::new(reader), tmp, trust, tx) {
+fn read(mut reader: impl Read, tmp: &Path, trust: &Trust, tx: &mpsc::Sender<Staged>) {
+    let read = read_staging(&mut tar::Archive::new(&mut reader), tmp, trust, tx);
+    // The rest (a bundle refused, or taken whole, and its tar's padding) is
+    // read to its end: the client is answered once it has sent it all.
+    let _ = io::copy(&mut reader, &mut io::sink());
+    if let Err(error) = read {
         let _ = tx.blocking_send(Staged::Broken(error));
     }
 }
@@ -320,7 +333,7 @@ fn read_staging<R: Read>(
         signature = Some(bounded(entry, SIGNATURE, SIGNATURE_LIMIT)?);
         next = entries.next().transpose().map_err(|e| unreadable("its tar", &e))?;
     }
-    let signed_by = match signature::signer(signature.as_deref(), &sha256, &trust.keys) {
+    let signed_by = match signing::signer(signature.as_deref(), &sha256, &trust.keys) {
         Ok(key) => Some(key),
         Err(SignatureError::Unsigned | SignatureError::Untrusted(_)) if trust.unsigned => None,
         Err(error) => return Err(ImportError::Untrusted(error)),
@@ -545,9 +558,9 @@ async fn body_from(path: &PathBuf, from: u64, size: u64) -> io::Result<UpstreamB
 
 #[cfg(test)]
 mod tests {
-    use super::super::signature::SigningKey;
     use super::super::{Manifest, FORMAT};
     use super::*;
+    use crate::signing::SigningKey;
 
     /// A tar of `entries` (name, bytes), as written.
     fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
@@ -611,7 +624,7 @@ mod tests {
     /// A signing key and its public key.
     fn key() -> (SigningKey, PublicKey) {
         let dir = tempfile::tempdir().unwrap();
-        let (pem, public) = signature::generate().unwrap();
+        let (pem, public) = signing::generate().unwrap();
         std::fs::write(dir.path().join("key"), pem).unwrap();
         (SigningKey::read(&dir.path().join("key")).unwrap(), public)
     }
@@ -647,7 +660,7 @@ mod tests {
         assert_eq!(taken.map(|(items, _)| items), Ok(1));
         let unsigned = read_with(bundle(None, &manifest, &sum), trusting(vec![public.clone()])).unwrap_err();
         assert!(unsigned.contains("it is not signed"), "{unsigned}");
-        let (_, stranger) = super::super::signature::generate().unwrap();
+        let (_, stranger) = signing::generate().unwrap();
         let untrusted = read_with(bundle(Some(&signed), &manifest, &sum), trusting(vec![stranger])).unwrap_err();
         assert!(untrusted.contains("which is not among [bundles] trusted_keys"), "{untrusted}");
         assert!(read_with(bundle(None, &manifest, &sum), unsigned_taken()).is_ok(), "--trust-unsigned");

@@ -12,7 +12,7 @@
 //!                               record before the module it covers)
 //! pkgproxy-bundle.json.sha256   the manifest's SHA-256
 //! pkgproxy-bundle.json.sig      who wrote it: a signature over that
-//!                               SHA-256 (see [`signature`]); a bundle
+//!                               SHA-256 (see [`crate::signing`]); a bundle
 //!                               without one is taken only when the admin
 //!                               says so
 //! blobs/<sha256>                each item's bytes, once per hash, in the
@@ -33,7 +33,6 @@
 pub mod export;
 pub mod import;
 mod manifest;
-pub mod signature;
 
 use serde::{Deserialize, Serialize};
 

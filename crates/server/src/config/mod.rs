@@ -74,7 +74,7 @@ pub struct Settings {
     /// (`[cluster]`; read at start only).
     pub cluster: Option<pkgproxy_cluster::ClusterConfig>,
     /// The keys whose signatures an import of a bundle trusts.
-    pub trusted_keys: Vec<crate::bundle::signature::PublicKey>,
+    pub trusted_keys: Vec<crate::signing::PublicKey>,
 }
 
 /// Reads the settings again, from the same command line and file.
@@ -330,8 +330,8 @@ impl Settings {
 }
 
 /// `[bundles] trusted_keys`, each read (a path) and parsed.
-fn trusted_keys(entries: &[String]) -> Result<Vec<crate::bundle::signature::PublicKey>, SettingsError> {
-    let key = |entry: &String| crate::bundle::signature::PublicKey::named(entry);
+fn trusted_keys(entries: &[String]) -> Result<Vec<crate::signing::PublicKey>, SettingsError> {
+    let key = |entry: &String| crate::signing::PublicKey::named(entry);
     entries.iter().map(key).collect::<Result<_, _>>().map_err(|error| SettingsError::TrustedKey(error.to_string()))
 }
 

@@ -8,8 +8,8 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use pkgproxy_server::bundle::signature::SigningKey;
 use pkgproxy_server::bundle::{MANIFEST, MANIFEST_SUM, SIGNATURE};
+use pkgproxy_server::signing::SigningKey;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWrite;
 
@@ -194,7 +194,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Signing<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pkgproxy_server::bundle::signature::{generate, signer, PublicKey};
+    use pkgproxy_server::signing::{generate, signer, PublicKey};
     use tokio::io::AsyncWriteExt;
 
     fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
