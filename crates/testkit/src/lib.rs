@@ -10,7 +10,7 @@
 //! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
 //! Docker Hub, [`simplestreams`] a fake LXD image server and [`lxc`] the
 //! real `lxc` in a sandbox, [`browser`] the real Chromium, headless,
-//! [`tree`] lists a folder's files, [`ports`] gives ports that refuse
+//! [`tree`] lists a folder's files, [`tarball`] makes and reads tars, [`ports`] gives ports that refuse
 //! connections, [`relay`] shows what goes over a connection, and [`wait`] polls for what happens off a client's path.
 //! Everything here listens on or talks to loopback addresses only.
 
@@ -34,6 +34,7 @@ pub mod skopeo;
 pub mod snapclient;
 pub mod snapstore;
 pub mod sumdb;
+pub mod tarball;
 pub mod tls;
 pub mod tree;
 pub mod wait;

@@ -197,16 +197,7 @@ mod tests {
     use pkgproxy_server::signing::{generate, signer, PublicKey};
     use tokio::io::AsyncWriteExt;
 
-    fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut tar = tar::Builder::new(Vec::new());
-        for (name, bytes) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_size(bytes.len() as u64);
-            header.set_mode(0o644);
-            tar.append_data(&mut header, name, *bytes).unwrap();
-        }
-        tar.into_inner().unwrap()
-    }
+    use pkgproxy_testkit::tarball::tar_of;
 
     fn key() -> (tempfile::TempDir, SigningKey, PublicKey) {
         let dir = tempfile::tempdir().unwrap();

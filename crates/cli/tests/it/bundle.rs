@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use pkgproxy_testkit::tarball::{entries_of, tar_of_files};
 use pkgproxy_testkit::{
     AptRepo, AptSandbox, Daemon, FakeHub, FakeSimplestreams, FakeStore, GoSandbox, Image, LxcSandbox, LxdImage, Origin,
     PackageSpec, SkopeoSandbox, SnapSandbox,
@@ -404,15 +405,7 @@ const SNAP_TRUST_ROOT: &str = "cannot decode public key";
 /// changed by someone who knows its format.
 pub(crate) fn with_blob_replaced(bundle: &[u8], old: &str, new: &[u8]) -> Vec<u8> {
     let new_sha = hex::encode(Sha256::digest(new));
-    let mut archive = tar::Archive::new(bundle);
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    for entry in archive.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        let name = entry.path().unwrap().to_string_lossy().into_owned();
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
-        files.push((name, bytes));
-    }
+    let mut files = entries_of(bundle);
     let mut manifest: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     let items = manifest["items"].as_array_mut().unwrap();
     let changed = items.iter_mut().filter(|item| item["sha256"] == old).map(|item| {
@@ -427,14 +420,7 @@ pub(crate) fn with_blob_replaced(bundle: &[u8], old: &str, new: &[u8]) -> Vec<u8
             (*name, *bytes) = (format!("blobs/{new_sha}"), new.to_vec());
         }
     }
-    let mut out = tar::Builder::new(Vec::new());
-    for (name, bytes) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        out.append_data(&mut header, name, bytes.as_slice()).unwrap();
-    }
-    out.into_inner().unwrap()
+    tar_of_files(&files)
 }
 
 /// Where the data of the tar entry `name` starts in `tar`.

@@ -12,6 +12,7 @@ use pkgproxy_control::{ExportRequest, Imported, ModeRequest, EXPORT_PATH, IMPORT
 use pkgproxy_server::bundle::{MANIFEST, MANIFEST_SUM, SIGNATURE};
 use pkgproxy_server::signing::SigningKey;
 use pkgproxy_testkit::client::{get, send};
+use pkgproxy_testkit::tarball::{entries_of, tar_of_files};
 use pkgproxy_testkit::{Daemon, FakeHub, GoModules, Image, Origin};
 use sha2::{Digest, Sha256};
 
@@ -19,31 +20,6 @@ use crate::bundle::{signing_key, with_blob_replaced};
 use crate::common::PKGPROXY;
 use crate::inproc;
 use crate::readiness::ctl;
-
-/// The entries of the tar `bundle`, in order.
-fn entries_of(bundle: &[u8]) -> Vec<(String, Vec<u8>)> {
-    let mut archive = tar::Archive::new(bundle);
-    let entries = archive.entries().unwrap().map(|entry| {
-        let mut entry = entry.unwrap();
-        let name = entry.path().unwrap().to_string_lossy().into_owned();
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
-        (name, bytes)
-    });
-    entries.collect()
-}
-
-/// A tar of `entries`.
-fn tar_of(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let mut out = tar::Builder::new(Vec::new());
-    for (name, bytes) in entries {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        out.append_data(&mut header, name, bytes.as_slice()).unwrap();
-    }
-    out.into_inner().unwrap()
-}
 
 /// `bundle` with its signature made again with the key at `key` (or
 /// taken out), as whoever holds that key would.
@@ -55,7 +31,7 @@ fn signed_again(bundle: &[u8], key: Option<&Path>) -> Vec<u8> {
         let sum = String::from_utf8(entries[1].1.clone()).unwrap();
         entries.insert(2, (SIGNATURE.to_owned(), SigningKey::read(key).unwrap().sign(sum.trim())));
     }
-    tar_of(&entries)
+    tar_of_files(&entries)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -176,7 +152,7 @@ async fn a_manifest_shaped_to_cost_memory_is_refused_within_bounds() {
     )
     .into_bytes();
     let sum = hex::encode(Sha256::digest(&manifest)).into_bytes();
-    let bundle = tar_of(&[
+    let bundle = tar_of_files(&[
         (MANIFEST.to_owned(), manifest),
         (MANIFEST_SUM.to_owned(), sum),
         (format!("blobs/{sha}"), body.to_vec()),

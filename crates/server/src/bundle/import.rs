@@ -562,17 +562,7 @@ mod tests {
     use super::*;
     use crate::signing::SigningKey;
 
-    /// A tar of `entries` (name, bytes), as written.
-    fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut tar = tar::Builder::new(Vec::new());
-        for (name, bytes) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_size(bytes.len() as u64);
-            header.set_mode(0o644);
-            tar.append_data(&mut header, name, *bytes).unwrap();
-        }
-        tar.into_inner().unwrap()
-    }
+    use pkgproxy_testkit::tarball::tar_of;
 
     /// A manifest of one item with `body`, and its sum.
     fn manifest_for(body: &[u8], format: u32) -> (Vec<u8>, Vec<u8>) {
