@@ -54,6 +54,13 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "test.sh: NOT RUN: the containerd test (it needs root)" >&2
 fi
+# pkgproxyctl setup on the real root (an /etc of its own in a mount
+# namespace, a recording systemctl): root only.
+if [ "$(id -u)" -eq 0 ] && unshare --mount true 2>/dev/null; then
+  cargo test --locked -p pkgproxy-cli --test it -- --ignored setup_system::
+else
+  echo "test.sh: NOT RUN: the setup_system test (it needs root and mount namespaces)" >&2
+fi
 probe=pkgproxy-test-probe-$$
 if [ "$(id -u)" -eq 0 ] && ip netns add "$probe" 2>/dev/null; then
   ip netns delete "$probe"

@@ -58,9 +58,12 @@ enum Command {
         json: bool,
     },
     /// Print what to set for a client to use this pkgproxy; for the
-    /// clients set up by a file (snap, docker, containerd, podman, k3s),
-    /// `--apply` writes it and makes the client read it, `--undo` takes it
-    /// back.
+    /// clients set up by a file (apt, go, snap, docker, containerd, podman,
+    /// k3s, rke2), `--apply` writes it and makes the client read it,
+    /// `--undo` takes it back. A file that is not pkgproxy's is never
+    /// written over; a service is restarted only when its file changed,
+    /// and only if it runs. PKGPROXY_SETUP_ROOT=DIR: every path works
+    /// under DIR instead of /, restarting nothing.
     Setup {
         /// The client.
         client: Client,
@@ -73,10 +76,12 @@ enum Command {
         /// certificate).
         #[arg(long, value_name = "HOST:PORT", conflicts_with = "host")]
         addr: Option<String>,
-        /// Write the client's setup and restart the client (as root).
+        /// Write the client's setup (as root); the client is restarted if
+        /// the file changed and it runs.
         #[arg(long, conflicts_with = "undo")]
         apply: bool,
-        /// Take the client's setup back and restart the client (as root).
+        /// Take the client's setup back (as root); the client is restarted
+        /// if something was taken out and it runs.
         #[arg(long)]
         undo: bool,
         /// The root of the file system the setup is written under.
@@ -351,8 +356,8 @@ async fn setup(
             setup::lxd::profile(&base, lxd_action, project)?;
         }
         _ => match (wanted.apply, wanted.undo, wanted.print) {
-            (true, _, _) => setup::apply(client, &base, root, wanted.restart)?,
-            (_, true, false) => setup::undo(client, &base, root, wanted.restart)?,
+            (true, _, _) => setup::apply(client, &base, &setup::Target::new(root, !wanted.restart))?,
+            (_, true, false) => setup::undo(client, &base, &setup::Target::new(root, !wanted.restart))?,
             (_, true, true) => print!("{}", setup::print_undo(client, &base)),
             _ => print!("{}", setup::print(client, &base)),
         },

@@ -8,6 +8,7 @@
 
 mod client;
 mod messages;
+pub mod names;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{

@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
+use pkgproxy_control::names::lxd_remote_name;
+
+use super::MARKER;
 use sha2::{Digest, Sha256};
 
 /// The pkgproxy being set up for.
@@ -58,7 +61,7 @@ pub enum Action {
 }
 
 /// The remotes LXD holds, as `lxc remote list --format=json` tells them.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize)]
 struct Listed {
     #[serde(rename = "Addr")]
     addr: String,
@@ -73,14 +76,19 @@ pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow:
     if action == Action::Apply {
         std::fs::create_dir_all(&conf).with_context(|| format!("cannot create {}", conf.display()))?;
     }
-    let listed = list(&conf).unwrap_or_default();
+    // Printing without LXD here: what it usually holds.
+    let known = list(&conf).ok();
+    let listed = known.clone().unwrap_or_default();
     let fingerprint = fingerprint(pkgproxy.certificate_pem)?;
     for name in pkgproxy.remotes {
-        let local = local_name(name, &listed);
+        let local = local_name(name, known.as_ref());
         let url = pkgproxy.remote_url(name);
         let cert = conf.join("servercerts").join(format!("{local}.crt"));
         match action {
-            Action::Print => print_remote(&conf, &local, &url, &cert, pkgproxy.certificate_pem),
+            Action::Print => {
+                let held = known.as_ref().map(|known| known.get(&local));
+                print_remote(&conf, &local, &url, held, &cert, pkgproxy.certificate_pem)
+            }
             Action::Apply => add_remote(&conf, &local, &url, listed.get(&local))?,
             Action::Undo => {
                 remove_remote(&conf, &local, &url, listed.get(&local), &cert)?;
@@ -100,15 +108,27 @@ pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow:
 
 /// The name pkgproxy's remote `name` gets in LXD: its own, unless LXD
 /// holds that name fixed.
-fn local_name(name: &str, listed: &BTreeMap<String, Listed>) -> String {
-    match listed.get(name) {
-        Some(held) if held.fixed => format!("pkgproxy-{name}"),
-        _ => name.to_string(),
+fn local_name(name: &str, listed: Option<&BTreeMap<String, Listed>>) -> String {
+    match listed {
+        Some(listed) => lxd_remote_name(name, listed.get(name).is_some_and(|held| held.fixed)),
+        None => pkgproxy_control::names::lxd_remote_name_usually(name),
     }
 }
 
-fn print_remote(conf: &Path, local: &str, url: &str, cert: &Path, pem: &str) {
-    println!("LXD_CONF={} lxc remote add {local} {url} --protocol=simplestreams --public", conf.display());
+/// The commands [`add_remote`] runs, as the remote `local` is `held` now
+/// (`None`: LXD could not say).
+fn print_remote(conf: &Path, local: &str, url: &str, held: Option<Option<&Listed>>, cert: &Path, pem: &str) {
+    let lxc = format!("LXD_CONF={} lxc", conf.display());
+    match held {
+        Some(Some(held)) if held.addr.trim_end_matches('/') == url => {
+            println!("# {local} is {url} already");
+            return;
+        }
+        Some(Some(held)) => println!("{lxc} remote remove {local}   # was {}: --undo puts it back", held.addr),
+        Some(None) => {}
+        None => println!("{lxc} remote remove {local} 2>/dev/null || true   # one of that name is replaced"),
+    }
+    println!("{lxc} remote add {local} {url} --protocol=simplestreams --public");
     println!("install -D -m 644 /dev/stdin {} <<'EOF'\n{}EOF", cert.display(), with_newline(pem));
 }
 
@@ -239,7 +259,7 @@ fn fingerprint(pem: &str) -> anyhow::Result<String> {
 /// pkgproxy at `base` (as the container reaches it).
 pub fn profile_settings(base: &str) -> Vec<(String, String)> {
     let user_data = format!(
-        "#cloud-config\n# Written by pkgproxyctl setup lxd\nwrite_files:\n  - path: /etc/apt/apt.conf.d/01pkgproxy\n    content: |\n      Acquire::http::Proxy \"{base}/\";\n  - path: /etc/systemd/system/snapd.service.d/pkgproxy.conf\n    content: |\n      [Service]\n      Environment=SNAPPY_FORCE_API_URL={base}/snap/\n  - path: /etc/environment.d/50-pkgproxy.conf\n    content: |\n      GOPROXY={base}/go\n      SNAPPY_FORCE_API_URL={base}/snap/\nruncmd:\n  - [sh, -c, \"systemctl daemon-reload && systemctl try-restart snapd.service || true\"]\n"
+        "#cloud-config\n# {MARKER} lxd\nwrite_files:\n  - path: /etc/apt/apt.conf.d/01pkgproxy\n    content: |\n      Acquire::http::Proxy \"{base}/\";\n  - path: /etc/systemd/system/snapd.service.d/pkgproxy.conf\n    content: |\n      [Service]\n      Environment=SNAPPY_FORCE_API_URL={base}/snap/\n  - path: /etc/environment.d/50-pkgproxy.conf\n    content: |\n      GOPROXY={base}/go\n      SNAPPY_FORCE_API_URL={base}/snap/\nruncmd:\n  - [sh, -c, \"systemctl daemon-reload && systemctl try-restart snapd.service || true\"]\n"
     );
     vec![
         ("cloud-init.user-data".to_string(), user_data),
@@ -256,24 +276,38 @@ pub fn profile(base: &str, action: Action, project: Option<&str>) -> anyhow::Res
         Some(project) => ("default", vec!["--project".to_string(), project.to_string()]),
         None => ("pkgproxy", Vec::new()),
     };
-    let run = |args: Vec<String>| -> anyhow::Result<()> {
-        let args: Vec<&str> = args.iter().map(String::as_str).chain(scope.iter().map(String::as_str)).collect();
+    let lxc = |args: &[&str]| -> anyhow::Result<String> {
+        let args: Vec<&str> = args.iter().copied().chain(scope.iter().map(String::as_str)).collect();
         let output =
             Command::new("lxc").args(&args).output().context("cannot run lxc (install LXD, or use --print)")?;
         let stderr = String::from_utf8_lossy(&output.stderr);
         anyhow::ensure!(output.status.success(), "lxc {} failed: {}", args.join(" "), stderr.trim());
-        Ok(())
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    // What the profile holds of each key now: pkgproxy's, or the admin's.
+    let held = |key: &str| lxc(&["profile", "get", profile, key]).map(|value| value.trim_end().to_owned());
+    let ours = |key: &str, value: &str| match key {
+        "cloud-init.user-data" => value.contains(MARKER),
+        _ => value.starts_with(base) || value.is_empty(),
     };
     match action {
         Action::Print => print_profile(profile, project, &settings),
         Action::Apply => {
             if let Some(project) = project {
                 ensure_project(project)?;
-            } else if run(vec!["profile".into(), "show".into(), profile.into()]).is_err() {
-                run(vec!["profile".into(), "create".into(), profile.into()])?;
+            } else if lxc(&["profile", "show", profile]).is_err() {
+                lxc(&["profile", "create", profile])?;
             }
             for (key, value) in &settings {
-                run(vec!["profile".into(), "set".into(), profile.into(), key.clone(), value.clone()])?;
+                let now = held(key)?;
+                anyhow::ensure!(
+                    now.is_empty() || ours(key, &now),
+                    "profile {profile}{}: {key} holds a setting of its own: left as it is. Add this to it by hand:\n{value}",
+                    in_project(project)
+                );
+            }
+            for (key, value) in &settings {
+                lxc(&["profile", "set", profile, key, value])?;
             }
             println!("profile {profile}{}: apt, snap and go through {base}", in_project(project));
             if project.is_none() {
@@ -281,17 +315,31 @@ pub fn profile(base: &str, action: Action, project: Option<&str>) -> anyhow::Res
             }
         }
         Action::Undo => {
-            if project.is_none() {
-                run(vec!["profile".into(), "delete".into(), profile.into()])?;
-            } else {
-                for (key, _) in &settings {
-                    run(vec!["profile".into(), "unset".into(), profile.into(), key.clone()])?;
+            for (key, _) in &settings {
+                match held(key) {
+                    Ok(now) if !now.is_empty() && ours(key, &now) => {
+                        lxc(&["profile", "unset", profile, key])?;
+                    }
+                    Ok(now) if !now.is_empty() => println!("profile {profile}: {key} is not pkgproxy's: left as it is"),
+                    _ => {}
                 }
             }
-            println!("profile {profile}{}: settings removed", in_project(project));
+            // A standalone profile left with nothing of anyone's goes too.
+            if project.is_none() && lxc(&["profile", "show", profile]).is_ok_and(|shown| is_empty_profile(&shown)) {
+                lxc(&["profile", "delete", profile])?;
+            }
+            println!("profile {profile}{}: pkgproxy's settings removed", in_project(project));
         }
     }
     Ok(())
+}
+
+/// Whether `lxc profile show` printed a profile holding no settings and
+/// no devices (what is left of pkgproxy's own once its settings go): lxc
+/// writes an empty map as `{}` on the key's line.
+fn is_empty_profile(shown: &str) -> bool {
+    let empty = |key: &str| shown.lines().any(|line| line.trim_end() == format!("{key}: {{}}"));
+    empty("config") && empty("devices")
 }
 
 fn in_project(project: Option<&str>) -> String {
@@ -354,9 +402,20 @@ mod tests {
             r#"{"ubuntu":{"Addr":"https://cloud-images.ubuntu.com/releases","Static":true},"images":{"Addr":"https://images.linuxcontainers.org","Static":false}}"#,
         )
         .unwrap();
-        assert_eq!(local_name("ubuntu", &listed), "pkgproxy-ubuntu");
-        assert_eq!(local_name("images", &listed), "images");
-        assert_eq!(local_name("craft-com.ubuntu.cloud-buildd", &listed), "craft-com.ubuntu.cloud-buildd");
+        assert_eq!(local_name("ubuntu", Some(&listed)), "pkgproxy-ubuntu");
+        assert_eq!(local_name("images", Some(&listed)), "images");
+        assert_eq!(local_name("craft-com.ubuntu.cloud-buildd", Some(&listed)), "craft-com.ubuntu.cloud-buildd");
+        assert_eq!(local_name("ubuntu-daily", None), "pkgproxy-ubuntu-daily", "LXD could not say");
+    }
+
+    #[test]
+    fn a_profile_with_nothing_left_is_told_from_one_holding_more() {
+        let empty = "name: pkgproxy\ndescription: \"\"\nconfig: {}\ndevices: {}\nused_by: []\n";
+        assert!(is_empty_profile(empty));
+        let devices = "name: pkgproxy\nconfig: {}\ndevices:\n  root:\n    path: /\n    type: disk\nused_by: []\n";
+        assert!(!is_empty_profile(devices));
+        let config = "name: pkgproxy\nconfig:\n  limits.cpu: \"2\"\ndevices: {}\n";
+        assert!(!is_empty_profile(config));
     }
 
     #[test]

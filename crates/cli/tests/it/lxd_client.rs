@@ -324,3 +324,26 @@ async fn setup_lxd_remote_with_addr_asks_the_pkgproxy_there_and_needs_no_daemon_
     assert!(ok, "{printed}");
     assert!(!lxc.conf_dir().join(format!("servercerts/{REMOTE}.crt")).exists(), "taken back");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn setup_lxd_remote_print_shows_the_remote_it_replaces_and_the_status_page_names_remotes_as_setup_does() {
+    let image = LxdImage::build("noble", None);
+    let origin = origin_with("20240101", &image).await;
+    let daemon = Daemon::start(PKGPROXY, Some(&config(&origin, ""))).await;
+    // The user's LXD holds a remote of that name elsewhere.
+    let lxc = LxcSandbox::new(&[(REMOTE, "https://images.example.org")]);
+    let no_daemon = ["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"];
+    let ctl =
+        |args: &[&str]| setup(&lxc, &[&["lxd-remote", "-addr", daemon.proxy_addr()], &no_daemon[..], args].concat());
+    let (ok, printed) = ctl(&["--print"]);
+    assert!(ok, "{printed}");
+    let remove = printed.find(&format!("lxc remote remove {REMOTE}   # was https://images.example.org"));
+    let add = printed.find(&format!("lxc remote add {REMOTE} https://{}/lxd/{REMOTE}", daemon.proxy_addr()));
+    assert!(remove.is_some() && remove < add, "the remove it does, before the add: {printed}");
+
+    // The status page names each remote as setup does.
+    let status = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/pkgproxy/v1/status").await;
+    let status = String::from_utf8_lossy(&status.body);
+    assert!(status.contains(&format!("lxc remote add {REMOTE} https://")), "{status}");
+    assert!(!status.contains(&format!("pkgproxy-{REMOTE}")), "{status}");
+}

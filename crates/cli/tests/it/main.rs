@@ -34,6 +34,7 @@ mod registry_pull_limit;
 mod reload;
 mod secrets;
 mod setup_script;
+mod setup_system;
 mod shadow;
 mod shared_fetch;
 mod snap_client;

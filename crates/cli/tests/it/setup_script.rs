@@ -193,3 +193,108 @@ fn a_wrong_addr_is_refused_and_nothing_is_printed() {
         assert!(String::from_utf8_lossy(&output.stderr).contains("-addr"), "{addr}");
     }
 }
+
+/// The clients set up by a file pkgproxy writes whole, and where it is.
+const WHOLE_FILES: [(&str, &str); 7] = [
+    ("apt", "etc/apt/apt.conf.d/01pkgproxy"),
+    ("go", "etc/profile.d/pkgproxy-go.sh"),
+    ("snap", "etc/systemd/system/snapd.service.d/pkgproxy.conf"),
+    ("containerd", "etc/containerd/certs.d/_default/hosts.toml"),
+    ("podman", "etc/containers/registries.conf.d/50-pkgproxy.conf"),
+    ("k3s", "etc/rancher/k3s/registries.yaml"),
+    ("rke2", "etc/rancher/rke2/registries.yaml"),
+];
+
+/// The marker pkgproxy's own files carry.
+const MARKER: &str = "Written by pkgproxyctl setup";
+
+/// `pkgproxyctl ARGS` with `PKGPROXY_SETUP_ROOT=root` and no daemon:
+/// whether it succeeded, and what it said.
+fn ctl_under(root: &Path, args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(args)
+        .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+        .env("PKGPROXY_SETUP_ROOT", root)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said)
+}
+
+/// What a script printed, both streams.
+fn said(output: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[test]
+fn a_file_that_is_not_pkgproxy_s_is_left_byte_for_byte_by_every_path() {
+    for (client, path) in WHOLE_FILES {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "# the admin's own\nconfigs: {registry.corp.lan: {auth: {password: keep-me}}}\n")
+            .unwrap();
+        let before = tree(root.path());
+
+        let written = sh(&script(client, "10.0.0.5:3142"), root.path());
+        let told = said(&written);
+        assert!(!written.status.success(), "{client}: {told}");
+        assert!(
+            told.contains("is not pkgproxy's: left as it is") && told.contains("10.0.0.5:3142"),
+            "{client}: {told}"
+        );
+        assert!(!told.contains(MARKER), "{client}: what to add by hand carries no marker: {told}");
+        assert_eq!(tree(root.path()), before, "{client}: the script");
+
+        let (applied, told) = ctl_under(root.path(), &["setup", client, "-addr", "10.0.0.5:3142", "--apply"]);
+        assert!(!applied && told.contains("is not pkgproxy's: left as it is"), "{client}: {told}");
+        assert!(told.contains("10.0.0.5:3142") && !told.contains(MARKER), "{client}: {told}");
+        assert_eq!(tree(root.path()), before, "{client}: --apply");
+
+        assert!(!sh(&undo_script(client, "10.0.0.5:3142"), root.path()).status.success(), "{client}");
+        let (undone, told) = ctl_under(root.path(), &["setup", client, "-addr", "10.0.0.5:3142", "--undo"]);
+        assert!(!undone && told.contains("not pkgproxy's"), "{client}: {told}");
+        assert_eq!(tree(root.path()), before, "{client}: the undos");
+    }
+}
+
+#[test]
+fn apply_and_undo_work_under_the_setup_root_and_restart_only_when_something_changed() {
+    for (client, path) in WHOLE_FILES {
+        let restarts = matches!(client, "snap" | "k3s" | "rke2");
+        let root = tempfile::tempdir().unwrap();
+        let apply = ["setup", client, "-addr", "10.0.0.5:3142", "--apply"];
+        let undo = ["setup", client, "-addr", "10.0.0.5:3142", "--undo"];
+
+        // What was never applied: undone, nothing changes.
+        assert!(ctl_under(root.path(), &undo).0, "{client}");
+        run(&undo_script(client, "10.0.0.5:3142"), root.path());
+        assert!(tree(root.path()).is_empty(), "{client}");
+
+        let (applied, first) = ctl_under(root.path(), &apply);
+        assert!(applied && root.path().join(path).exists(), "{client}: written under the root: {first}");
+        assert_eq!(first.contains("restarting nothing ("), restarts, "{client}: {first}");
+        let (applied, second) = ctl_under(root.path(), &apply);
+        assert!(applied && second.contains("is as it should be"), "{client}: {second}");
+        assert!(!second.contains("restarting"), "{client}: nothing changed, nothing to restart: {second}");
+        let again = sh(&script(client, "10.0.0.5:3142"), root.path());
+        assert!(again.status.success() && !said(&again).contains("restarting"), "{client}: {}", said(&again));
+
+        let (undone, first) = ctl_under(root.path(), &undo);
+        assert!(undone && first.contains("removed") && tree(root.path()).is_empty(), "{client}: {first}");
+        assert_eq!(first.contains("restarting nothing ("), restarts, "{client}: {first}");
+        let (undone, second) = ctl_under(root.path(), &undo);
+        assert!(undone && second.contains("was not there") && !second.contains("restarting"), "{client}: {second}");
+    }
+
+    // dockerd's file is merged into: an undo where the mirror is not
+    // there writes nothing, and a second apply changes nothing.
+    let root = tempfile::tempdir().unwrap();
+    let (undone, told) = ctl_under(root.path(), &["setup", "docker", "-addr", "10.0.0.5:3142", "--undo"]);
+    assert!(undone && told.contains("nothing to take out") && tree(root.path()).is_empty(), "{told}");
+    let apply = ["setup", "docker", "-addr", "10.0.0.5:3142", "--apply"];
+    let (applied, first) = ctl_under(root.path(), &apply);
+    assert!(applied && first.contains("restarting nothing (docker.service)"), "{first}");
+    let (applied, second) = ctl_under(root.path(), &apply);
+    assert!(applied && second.contains("already") && !second.contains("restarting"), "{second}");
+}

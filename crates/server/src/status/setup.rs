@@ -14,10 +14,12 @@ pub fn clients(host: &str, lxd_remotes: &[String]) -> Vec<ClientSetup> {
         clients: clients.to_string(),
         lines,
     };
-    let mut lxd =
-        vec![format!("pkgproxyctl setup lxd-remote -addr {host}   # adds the remotes below, its certificate pinned")];
+    let mut lxd = vec![format!(
+        "pkgproxyctl setup lxd-remote -addr {host}   # adds the remotes below, pkgproxy's certificate pinned"
+    )];
     lxd.extend(lxd_remotes.iter().map(|name| {
-        format!("lxc remote add pkgproxy-{name} https://{host}/lxd/{name} --protocol=simplestreams --public")
+        let local = pkgproxy_control::names::lxd_remote_name_usually(name);
+        format!("lxc remote add {local} https://{host}/lxd/{name} --protocol=simplestreams --public   # and pin its certificate")
     }));
     vec![
         setup(
@@ -40,12 +42,13 @@ pub fn clients(host: &str, lxd_remotes: &[String]) -> Vec<ClientSetup> {
         ),
         setup(
             "registry",
-            "Docker, containerd, podman, skopeo, k3s",
+            "Docker, containerd, podman, skopeo, k3s, rke2",
             vec![
                 format!("{{\"registry-mirrors\": [\"{base}\"], \"insecure-registries\": [\"{host}\"]}}"),
                 format!("pkgproxyctl setup docker -addr {host} | sudo sh"),
                 format!("pkgproxyctl setup containerd -addr {host} | sudo sh"),
                 format!("pkgproxyctl setup podman -addr {host} | sudo sh"),
+                format!("pkgproxyctl setup k3s -addr {host} | sudo sh   # rke2: setup rke2"),
                 format!("skopeo inspect --tls-verify=false docker://{host}/library/alpine:latest   # other registries: {host}/ghcr.io/OWNER/IMAGE"),
             ],
         ),
