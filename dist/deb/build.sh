@@ -18,4 +18,15 @@ ctl=target/release/pkgproxyctl
 "$ctl" completions bash >"$out/pkgproxyctl"
 "$ctl" completions zsh >"$out/_pkgproxyctl"
 "$ctl" completions fish >"$out/pkgproxyctl.fish"
+# The unit the package enables and starts (the socket is installed beside
+# it, not enabled).
+mkdir -p "$out/units"
+cp dist/systemd/pkgproxy.service "$out/units/"
+# /etc/pkgproxy/pkgproxy.toml: every key, commented out (the defaults).
+{
+  echo "# pkgproxy's configuration: every key, with its default or a typical value,"
+  echo "# commented out. Read at start and on systemctl reload pkgproxy; see pkgproxy(8)."
+  echo
+  sed -e 's/^\([^#]\)/# \1/' crates/server/src/config/example.toml
+} >"$out/pkgproxy.toml"
 cargo deb --locked --no-build -p pkgproxy-cli 2>&1 | tail -n 1

@@ -63,9 +63,17 @@ struct Flags {
     #[arg(long, env = "PKGPROXY_ADMIN_SOCKET_PATH", value_name = "PATH")]
     admin_socket_path: Option<PathBuf>,
 
-    /// Optional TOML configuration file (see below).
+    /// TOML configuration file (see below). Default: pkgproxy.toml in
+    /// $CREDENTIALS_DIRECTORY or $CONFIGURATION_DIRECTORY, else, as root,
+    /// /etc/pkgproxy/pkgproxy.toml, when there is one.
     #[arg(long, env = "PKGPROXY_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
+
+    /// What is kept that is not cache: the listener's TLS certificate, which
+    /// clients pin. Default: $STATE_DIRECTORY if set, /var/lib/pkgproxy as root,
+    /// else the user's state folder + /pkgproxy.
+    #[arg(long, env = "PKGPROXY_STATE_DIR", value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 
     /// Log level: error, warn, info, debug or trace, or a tracing filter such as
     /// `info,pkgproxy_cache=debug`. Default: info, or $RUST_LOG when set.
@@ -135,6 +143,10 @@ struct Daemon {
     admin_socket: PathBuf,
     log_filter: tracing_subscriber::EnvFilter,
     settings: Settings,
+    /// The configuration file read, if any.
+    config: Option<PathBuf>,
+    cache_dir: PathBuf,
+    state_dir: PathBuf,
 }
 
 /// The daemon's command line, as parsed and as documented (`-help`, the
@@ -160,7 +172,11 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
         .with_context(|| source_of(&matches, "apt_index_ttl", "PKGPROXY_APT_INDEX_TTL"))?;
     let shutdown_grace = duration(flags.shutdown_grace.as_deref())
         .with_context(|| source_of(&matches, "shutdown_grace", "PKGPROXY_SHUTDOWN_GRACE"))?;
-    let file = match &flags.config {
+    let config = match flags.config.clone() {
+        Some(path) => Some(path),
+        None => paths::default_config(),
+    };
+    let file = match &config {
         Some(path) => ConfigFile::load(path).with_context(|| source_of(&matches, "config", "PKGPROXY_CONFIG"))?,
         None => ConfigFile::default(),
     };
@@ -181,12 +197,21 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
         None => Trigger::platform_default(),
     };
     let cache_max_size = flags.cache_max_size.clone();
-    let overrides = Overrides { apt_index_ttl, offline_mode, persistence: persistence(), auto_offline, cache_max_size };
-    let mut settings = settings_from(cache_dir.clone(), &file, &overrides).with_context(|| match &flags.config {
+    let state_dir = non_empty(flags.state_dir, &matches, "state_dir", "PKGPROXY_STATE_DIR")?
+        .unwrap_or_else(paths::default_state_dir);
+    let overrides = Overrides {
+        apt_index_ttl,
+        offline_mode,
+        persistence: persistence(),
+        auto_offline,
+        cache_max_size,
+        state_dir: Some(state_dir.clone()),
+    };
+    let mut settings = settings_from(cache_dir.clone(), &file, &overrides).with_context(|| match &config {
         Some(path) => format!("configuration file {}", path.display()),
         None => "configuration".to_string(),
     })?;
-    settings.reload.reread = Some(std::sync::Arc::new(reread(flags.config.clone(), cache_dir, overrides)));
+    settings.reload.reread = Some(std::sync::Arc::new(reread(config.clone(), cache_dir.clone(), overrides)));
     if let Some(grace) = shutdown_grace {
         settings.shutdown_grace = grace;
     }
@@ -196,7 +221,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
             false => AccessLogTarget::File(path),
         }
     });
-    Ok(Daemon { addr, log_json, stats_socket, admin_socket, log_filter, settings })
+    Ok(Daemon { addr, log_json, stats_socket, admin_socket, log_filter, settings, config, cache_dir, state_dir })
 }
 
 /// The settings of `file` and the flags, with the client connection cap
@@ -386,20 +411,65 @@ async fn shutdown_signal() {
     });
 }
 
-/// Tells the server of every `SIGHUP` (it reads its configuration again).
-fn forward_hangups(hangup: std::sync::Arc<tokio::sync::Notify>) -> anyhow::Result<()> {
+/// Tells the server of every `SIGHUP` (it reads its configuration again)
+/// and every `SIGUSR1` (it reopens its access log).
+fn forward_signals(reload: &pkgproxy_server::config::Reload) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut hangups = signal(SignalKind::hangup()).context("SIGHUP handler")?;
-    tokio::spawn(async move {
-        while hangups.recv().await.is_some() {
-            hangup.notify_one();
+    for (kind, name, notify) in
+        [(SignalKind::hangup(), "SIGHUP", &reload.hangup), (SignalKind::user_defined1(), "SIGUSR1", &reload.reopen)]
+    {
+        let mut signals = signal(kind).with_context(|| format!("{name} handler"))?;
+        let notify = std::sync::Arc::clone(notify);
+        tokio::spawn(async move {
+            while signals.recv().await.is_some() {
+                notify.notify_one();
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Says where the settings come from, and keeps the listener's certificate
+/// where a cleared cache leaves it: one made in the cache folder by an
+/// earlier version is moved to the state folder (LXD clients pin it).
+fn settle_in(daemon: &Daemon) {
+    match &daemon.config {
+        Some(path) => tracing::info!(file = %path.display(), "configuration read"),
+        None => tracing::info!("no configuration file: the defaults, and the flags"),
+    }
+    let (old, new) = (daemon.cache_dir.join("tls"), daemon.state_dir.join("tls"));
+    if old == new || !old.join("cert.pem").is_file() || new.join("cert.pem").exists() {
+        return;
+    }
+    match move_certificate(&old, &new) {
+        Ok(()) => {
+            tracing::info!(from = %old.display(), to = %new.display(), "moved the listener's TLS certificate out of the cache")
         }
-    });
+        Err(error) => {
+            tracing::warn!(from = %old.display(), to = %new.display(), %error, "the listener's TLS certificate stays in the cache folder")
+        }
+    }
+}
+
+/// Copies the certificate and key in `old` to `new` (the key readable by
+/// its owner only), then removes them from `old`.
+fn move_certificate(old: &Path, new: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(new)?;
+    for (name, mode) in [("key.pem", 0o600), ("cert.pem", 0o644)] {
+        std::fs::copy(old.join(name), new.join(name))?;
+        std::fs::set_permissions(new.join(name), std::fs::Permissions::from_mode(mode))?;
+    }
+    for name in ["cert.pem", "key.pem"] {
+        std::fs::remove_file(old.join(name))?;
+    }
+    let _ = std::fs::remove_dir(old);
     Ok(())
 }
 
 async fn serve(daemon: Daemon) -> anyhow::Result<()> {
-    forward_hangups(std::sync::Arc::clone(&daemon.settings.reload.hangup))?;
+    forward_signals(&daemon.settings.reload)?;
+    settle_in(&daemon);
     let passed = crate::systemd::passed_sockets()?;
     if passed.proxy.is_some() {
         tracing::info!("listening on the proxy socket systemd passed; -addr is not bound");

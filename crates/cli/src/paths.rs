@@ -1,6 +1,7 @@
 //! Default locations, following systemd's conventions and the original
-//! pkgproxy: `$CACHE_DIRECTORY` / `$RUNTIME_DIRECTORY` when systemd provides
-//! them, system folders as root, the user's own folders otherwise.
+//! pkgproxy: `$CACHE_DIRECTORY`, `$STATE_DIRECTORY`, `$RUNTIME_DIRECTORY`
+//! and `$CONFIGURATION_DIRECTORY` when systemd provides them, system
+//! folders as root, the user's own folders otherwise.
 
 use std::path::PathBuf;
 
@@ -35,6 +36,37 @@ pub fn default_cache_dir() -> PathBuf {
         .or_else(|| home().map(|h| h.join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     user_cache.join("pkgproxy")
+}
+
+/// The default state directory: what is not cache and must outlive a
+/// cleared cache (the listener's TLS certificate, which LXD clients pin).
+pub fn default_state_dir() -> PathBuf {
+    if let Some(dir) = systemd_dir("STATE_DIRECTORY") {
+        return dir;
+    }
+    if is_root() {
+        return PathBuf::from("/var/lib/pkgproxy");
+    }
+    let user_state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir);
+    user_state.join("pkgproxy")
+}
+
+/// The configuration file read when none is named, if there is one: the
+/// copy systemd hands the service (`LoadCredential=pkgproxy.toml:...`,
+/// for a file that holds secrets and is readable by root only), else
+/// `pkgproxy.toml` in `$CONFIGURATION_DIRECTORY`, else, as root,
+/// `/etc/pkgproxy/pkgproxy.toml`.
+pub fn default_config() -> Option<PathBuf> {
+    let in_dir = |var: &str| systemd_dir(var).map(|dir| dir.join("pkgproxy.toml"));
+    let mut candidates = vec![in_dir("CREDENTIALS_DIRECTORY"), in_dir("CONFIGURATION_DIRECTORY")];
+    if is_root() {
+        candidates.push(Some(PathBuf::from("/etc/pkgproxy/pkgproxy.toml")));
+    }
+    candidates.into_iter().flatten().find(|path| path.is_file())
 }
 
 /// The default folder of the control sockets.

@@ -189,7 +189,8 @@ pub async fn run(
         let (state, token) = (Arc::clone(&state), token.clone());
         async move {
             tokio::select! {
-                _ = reload::on_hangup(state) => {}
+                _ = reload::on_hangup(Arc::clone(&state)) => {}
+                _ = reload::on_reopen(state) => {}
                 _ = token.cancelled() => {}
             }
         }

@@ -64,6 +64,17 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// Reopens the access log on every `SIGUSR1` (log rotation), reading no
+/// configuration, until the server stops.
+pub async fn on_reopen(state: Arc<State>) {
+    let reopen = Arc::clone(&state.settings.reload.reopen);
+    loop {
+        reopen.notified().await;
+        state.access_log.reopen();
+        tracing::info!("access log reopened (SIGUSR1)");
+    }
+}
+
 /// Reloads on every `SIGHUP` until the server stops.
 pub async fn on_hangup(state: Arc<State>) {
     let hangup = Arc::clone(&state.settings.reload.hangup);

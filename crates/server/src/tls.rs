@@ -5,7 +5,7 @@
 //! remotes; apt, go and snap keep working in clear on the same port.
 //!
 //! The certificate is `[server] tls_cert` and `tls_key` when given, else
-//! one made at first start and kept beside the cache (`tls/cert.pem`,
+//! one made at first start and kept in the state folder (`tls/cert.pem`,
 //! `tls/key.pem`), self-signed for the name `pkgproxy`, `localhost`, this
 //! host's name and the loopback addresses, so a client that pins it (setup
 //! scripts fetch it from `GET /pkgproxy/v1/certificate.pem` in clear)

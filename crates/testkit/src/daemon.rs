@@ -116,6 +116,18 @@ impl Daemon {
         if !given("addr") {
             args.extend(["-addr".to_string(), "127.0.0.1:0".to_string()]);
         }
+        // What is not cache is the test's too; and a configuration file of
+        // the machine's (/etc/pkgproxy) is never read.
+        if !given("state-dir") {
+            args.extend(["-state-dir".to_string(), path_arg(&dir.join("state"))]);
+        }
+        // A test that says where systemd's folders are lets the daemon find
+        // its file there.
+        let finds_its_own =
+            self.env.iter().any(|(name, _)| name == "CONFIGURATION_DIRECTORY" || name == "CREDENTIALS_DIRECTORY");
+        if self.config.is_none() && !given("config") && !finds_its_own {
+            args.extend(["-config".to_string(), "/dev/null".to_string()]);
+        }
         args.extend([
             "-cache-dir".to_string(),
             path_arg(&dir.join("cache")),

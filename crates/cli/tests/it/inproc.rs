@@ -48,6 +48,7 @@ impl Server {
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
             cache_max_size: None,
+            state_dir: None,
         };
         let mut settings = Settings::new(dir.path().join("cache"), &file, &overrides).expect("valid settings");
         let clock = Arc::new(ManualClock::new(SystemTime::now()));

@@ -15,6 +15,7 @@ mod bundle_trust;
 mod cluster;
 mod cluster_trust;
 mod common;
+mod daemon_files;
 mod disk_full;
 mod flags;
 mod go_client;

@@ -88,6 +88,9 @@ pub struct Reload {
     pub reread: Option<Reread>,
     /// Notified on `SIGHUP`.
     pub hangup: Arc<Notify>,
+    /// Notified on `SIGUSR1`: the access log is reopened (log rotation),
+    /// and nothing else.
+    pub reopen: Arc<Notify>,
 }
 
 impl std::fmt::Debug for Reload {
@@ -195,6 +198,9 @@ pub struct Overrides {
     pub auto_offline: Trigger,
     /// `-cache-max-size`, as written.
     pub cache_max_size: Option<String>,
+    /// `-state-dir`: where what is not cache is kept (the listener's TLS
+    /// certificate, which clients pin); `None`: beside the cache.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -298,7 +304,7 @@ impl Settings {
         };
         let tls = match (&file.server.tls_cert, &file.server.tls_key) {
             (Some(cert), Some(key)) => crate::tls::Source::Given { cert: cert.clone(), key: key.clone() },
-            (None, None) => crate::tls::Source::Kept(cache_dir.join("tls")),
+            (None, None) => crate::tls::Source::Kept(overrides.state_dir.as_ref().unwrap_or(&cache_dir).join("tls")),
             _ => return Err(SettingsError::TlsPair),
         };
         let max_size = overrides.cache_max_size.as_deref().or(file.cache.max_size.as_deref());
@@ -442,6 +448,7 @@ mod tests {
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
             cache_max_size: None,
+            state_dir: None,
         };
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();

@@ -176,6 +176,7 @@ mod tests {
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
             cache_max_size: None,
+            state_dir: None,
         };
         let settings = Settings::new(dir.to_path_buf(), &file, &overrides).unwrap();
         Arc::new(State::open(settings, "127.0.0.1:3142".parse().unwrap()).await.unwrap())
