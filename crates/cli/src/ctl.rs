@@ -457,7 +457,7 @@ fn render_info(info: &Info) -> String {
     for (name, side) in &info.sides {
         let n = |counter| side.get(counter);
         out += &format!(
-            "{:<9} {} requests: {} hits, {} misses, {} revalidated, {} stale, {} refused; {} from cache, {} from upstream\n",
+            "{:<9} {} requests: {} hits, {} misses, {} revalidated, {} stale, {} refused, {} failed; {} from cache, {} from upstream\n",
             format!("{name}:"),
             n(SideCounter::Requests),
             n(SideCounter::Hits),
@@ -465,6 +465,7 @@ fn render_info(info: &Info) -> String {
             n(SideCounter::Revalidations),
             n(SideCounter::StaleServed),
             n(SideCounter::Refused),
+            n(SideCounter::Failed),
             size(n(SideCounter::BytesFromCache)),
             size(n(SideCounter::BytesFromUpstream)),
         );
@@ -585,7 +586,7 @@ mod tests {
             "cache": {"entries": 2, "size_bytes": 2048, "fetches_in_progress": 0, "disk_bytes": 4096,
                       "max_size_bytes": 0, "free_bytes": 1000000, "disk_pressure": 0},
             "sides": {"apt": {"requests": 3, "hits": 2, "misses": 1, "revalidations": 0, "stale_served": 0,
-                              "refused": 0, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
+                              "refused": 0, "failed": 0, "bytes_from_cache": 10, "bytes_from_upstream": 20}},
             "upstream": {"requests": 1, "connections": 1, "tunnels": 0, "refused": 0,
                          "mirror_requests": 0, "mirror_connections": 0, "peer_requests": 0, "peer_connections": 0},
             "pools": [], "mirrors": [], "offline": {"mode": "never", "upstreams": []},

@@ -14,9 +14,9 @@ pub use client::{ControlClient, ControlError};
 pub use messages::{
     AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
     ErrorAnswer, Explanation, ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, LxdImage, LxdNeeds,
-    LxdNeedsRequest, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RegistryNeeds,
-    RegistryNeedsRequest, Removed, ShadowInfo, SideStatus, SnapNeeds, SnapNeedsRequest, SnapWanted, Status,
-    StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
+    LxdNeedsRequest, MinuteTraffic, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble,
+    RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus, SnapNeeds, SnapNeedsRequest, SnapWanted,
+    Status, StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -61,6 +61,9 @@ pub const IMPORT_TRUST_UNSIGNED: &str = "trust-unsigned";
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).
 pub const STATUS_PATH: &str = "/pkgproxy/v1/status";
+/// `GET` on the proxy listener: `200` when pkgproxy can serve, `503` with
+/// the reason when it cannot; the offline mode in either body.
+pub const HEALTH_PATH: &str = "/pkgproxy/v1/health";
 /// `GET`: the daemon's version, cache, counters and state ([`Info`]).
 pub const INFO_PATH: &str = "/pkgproxy/v1/info";
 /// `GET` the offline mode, `PUT` a new one (admin socket): [`OfflineReport`].

@@ -258,6 +258,39 @@ pub struct Status {
     /// apt suites whose Release expires within a day, or has.
     #[serde(default)]
     pub apt_valid_until: Vec<SuiteValidity>,
+    /// The last refusals and failed answers, newest first.
+    #[serde(default)]
+    pub recent_trouble: Vec<RecentTrouble>,
+}
+
+/// A refusal or a failed answer, as the status page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentTrouble {
+    /// When (Unix seconds).
+    pub at: u64,
+    /// The side that answered, if one did.
+    pub side: Option<String>,
+    /// The answer's status.
+    pub status: u16,
+    /// What was asked, where that names nothing private.
+    pub path: Option<String>,
+    /// Why (the answer's `X-Pkgproxy-Reason`).
+    pub reason: String,
+}
+
+/// One side's traffic in one minute.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MinuteTraffic {
+    /// Requests.
+    pub requests: u64,
+    /// Answered from the cache.
+    pub hits: u64,
+    /// Answered from an upstream.
+    pub misses: u64,
+    /// Answered with a `5xx`.
+    pub failed: u64,
+    /// Body bytes sent from the cache and received from upstreams.
+    pub bytes: u64,
 }
 
 /// A node of a cluster and its shared tier (`[cluster]`).
@@ -289,6 +322,10 @@ pub struct StatusOffline {
     pub mode: String,
     /// Why auto-offline put the mode in effect, when it did.
     pub reason: Option<String>,
+    /// When the mode was put in effect (Unix seconds), if it changed
+    /// since the start.
+    #[serde(default)]
+    pub since: Option<u64>,
     /// The upstream hosts whose breaker is not closed.
     pub upstreams: Vec<UpstreamReport>,
 }
@@ -310,6 +347,16 @@ pub struct SideStatus {
     pub bytes_saved: u64,
     /// Body bytes received from upstreams.
     pub bytes_fetched: u64,
+    /// Requests refused by the side's policy.
+    #[serde(default)]
+    pub refused: u64,
+    /// Requests answered with a `5xx` (the upstream failed, nothing cached
+    /// would do).
+    #[serde(default)]
+    pub failed: u64,
+    /// The last hour, minute by minute, oldest first.
+    #[serde(default)]
+    pub last_hour: Vec<MinuteTraffic>,
 }
 
 /// The cache against its limits.
@@ -323,8 +370,12 @@ pub struct CacheStatus {
     pub max_size_bytes: Option<u64>,
     /// Free space on the cache's file system.
     pub free_bytes: u64,
-    /// The file system's size.
+    /// Bytes the cache takes on disk (its bodies, each blob once, and its
+    /// index), as `info` and `/metrics` count them.
     pub disk_bytes: u64,
+    /// The size of the cache's file system.
+    #[serde(default)]
+    pub filesystem_bytes: u64,
 }
 
 /// How one side's clients are pointed at pkgproxy.

@@ -18,6 +18,9 @@ pub enum SideCounter {
     StaleServed,
     /// Requests refused by the side's policy.
     Refused,
+    /// Requests pkgproxy could not answer as asked (`5xx`): the upstream
+    /// failed or could not be asked, and nothing cached would do.
+    Failed,
     /// Body bytes sent to clients from the cache.
     BytesFromCache,
     /// Body bytes received from upstreams.
@@ -32,6 +35,7 @@ impl MetricSet for SideCounter {
         SideCounter::Revalidations,
         SideCounter::StaleServed,
         SideCounter::Refused,
+        SideCounter::Failed,
         SideCounter::BytesFromCache,
         SideCounter::BytesFromUpstream,
     ];
@@ -46,6 +50,9 @@ impl MetricSet for SideCounter {
             SideCounter::Revalidations => ("revalidations", "Cached entries an upstream confirmed."),
             SideCounter::StaleServed => ("stale_served", "Stale entries served when revalidation failed."),
             SideCounter::Refused => ("refused", "Requests refused by a side's policy."),
+            SideCounter::Failed => {
+                ("failed", "Requests answered with a 5xx: the upstream failed, nothing cached would do.")
+            }
             SideCounter::BytesFromCache => ("bytes_from_cache", "Body bytes sent from the cache."),
             SideCounter::BytesFromUpstream => ("bytes_from_upstream", "Body bytes received from upstreams."),
         };

@@ -66,6 +66,8 @@ mod failed;
 mod gateway;
 mod grants;
 mod headers;
+mod health;
+mod history;
 mod holds;
 mod proxy;
 mod redact;
@@ -79,6 +81,7 @@ mod stats;
 mod status;
 mod tls;
 mod tokens;
+mod trouble;
 mod upkeep;
 
 use std::future::Future;
@@ -245,7 +248,7 @@ impl State {
         });
         let (cache, sides, tls) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();
-        let status_page = settings.status_page;
+        let (status_page, status_metrics) = (settings.status_page, settings.status_metrics);
         let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
         let upstream = Upstream::new(settings.upstream.clone());
         let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
@@ -264,6 +267,8 @@ impl State {
         Ok(State {
             clock: Arc::clone(&settings.clock),
             trusted_keys: arc_swap::ArcSwap::from_pointee(settings.trusted_keys.clone()),
+            trouble: Default::default(),
+            history: Default::default(),
             settings,
             cache,
             sides,
@@ -276,6 +281,7 @@ impl State {
             loop_mark: headers::LoopMark::new(),
             shadows: arc_swap::ArcSwap::from_pointee(shadows),
             status_page: std::sync::atomic::AtomicBool::new(status_page),
+            status_metrics: std::sync::atomic::AtomicBool::new(status_metrics),
             reloading: Default::default(),
             request_ids: Default::default(),
             tokens: Default::default(),

@@ -58,6 +58,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.shadows.store(Arc::new(shadows));
     state.cache.set_quota(new.quota);
     state.status_page.store(new.status_page, std::sync::atomic::Ordering::Relaxed);
+    state.status_metrics.store(new.status_metrics, std::sync::atomic::Ordering::Relaxed);
     state.admission.reconfigure(new.clients);
     state.trusted_keys.store(Arc::new(new.trusted_keys));
     state.access_log.reopen();

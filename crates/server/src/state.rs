@@ -44,6 +44,8 @@ pub struct State {
     pub shadows: arc_swap::ArcSwap<Shadows>,
     /// Whether the status page is on (`[status] page`, changed on a reload).
     pub status_page: std::sync::atomic::AtomicBool,
+    /// Whether `/metrics` is served on the proxy listener.
+    pub status_metrics: std::sync::atomic::AtomicBool,
     /// Held while a reload runs: one at a time.
     pub reloading: tokio::sync::Mutex<()>,
     /// The wall clock.
@@ -68,6 +70,10 @@ pub struct State {
     pub admission: Arc<crate::admission::Admission>,
     /// The cluster this node is part of, if any.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// The last refusals and failures, for the status page.
+    pub trouble: crate::trouble::Trouble,
+    /// Each side's traffic over the last hour.
+    pub history: crate::history::History,
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }

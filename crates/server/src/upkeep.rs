@@ -27,6 +27,7 @@ pub async fn run(state: Arc<State>, token: CancellationToken) {
             _ = evict.tick() => {
                 blocking(&state, evict_now).await;
                 under_pressure = report_pressure(&state, under_pressure);
+                look_at_traffic(&state);
             }
             _ = persist.tick() => blocking(&state, persist_now).await,
             _ = token.cancelled() => break,
@@ -65,6 +66,12 @@ fn report_pressure(state: &State, was: bool) -> bool {
         _ => {}
     }
     now
+}
+
+/// Keeps each side's counters for the last hour's charts.
+pub fn look_at_traffic(state: &State) {
+    let sides = pkgproxy_sides::SideId::ALL.iter().map(|side| state.stats.side(*side).snapshot()).collect();
+    state.history.look(pkgproxy_cache::unix_secs(state.clock.now()), sides);
 }
 
 fn persist_now(state: &State) {

@@ -19,6 +19,7 @@ mod daemon_files;
 mod disk_full;
 mod flags;
 mod go_client;
+mod health;
 mod hostile_clients;
 mod hostile_upstreams;
 mod inproc;

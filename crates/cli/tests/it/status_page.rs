@@ -23,7 +23,7 @@ fn artefact(name: &str) -> PathBuf {
 fn side_cell(dom: &str, side: &str, class: &str) -> String {
     let row_start = dom.find(&format!("<tr data-side=\"{side}\">")).unwrap_or_else(|| panic!("no row for {side}"));
     let row = &dom[row_start..row_start + dom[row_start..].find("</tr>").unwrap()];
-    let cell = format!("<td class=\"{class}\">");
+    let cell = format!("class=\"{class}\">");
     let start = row.find(&cell).unwrap_or_else(|| panic!("no {class} in {row}")) + cell.len();
     row[start..start + row[start..].find('<').unwrap()].to_string()
 }
@@ -81,7 +81,8 @@ async fn chromium_shows_the_traffic_apt_made_and_the_setup_for_the_host_it_used(
                 &url,
                 "document.getElementById('refreshed').textContent.startsWith('updated')",
                 "({ page: document.documentElement.scrollWidth, screen: window.innerWidth, \
-                   setup: Math.max(...[...document.querySelectorAll('pre')].map(p => p.scrollWidth - p.clientWidth)) })",
+                   setup: [...document.querySelectorAll('pre')].every(p => getComputedStyle(p).whiteSpace === 'pre'), \
+                   cells: Math.max(...[...document.querySelectorAll('#sides td')].map(td => td.getBoundingClientRect().right)) })",
             )
         }
     })
@@ -89,7 +90,11 @@ async fn chromium_shows_the_traffic_apt_made_and_the_setup_for_the_host_it_used(
     .unwrap();
     assert_eq!(layout["screen"], 390, "a phone's width: {layout}");
     assert!(layout["page"].as_u64() <= layout["screen"].as_u64(), "nothing sticks out sideways on a phone: {layout}");
-    assert_eq!(layout["setup"], 0, "the setup lines wrap rather than scroll: {layout}");
+    assert_eq!(layout["setup"], true, "a setup line is one line, never two that look like two commands: {layout}");
+    assert!(
+        layout["cells"].as_f64() <= layout["screen"].as_f64(),
+        "every column of the traffic is on screen: {layout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -133,4 +138,55 @@ async fn the_json_holds_no_credentials_and_only_get_and_head_are_answered() {
     }
     let posted = pkgproxy_testkit::client::send(daemon.proxy_addr(), "POST", "/", &[], b"x").await;
     assert_eq!((posted.status, posted.header("allow")), (405, Some("GET, HEAD")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_shows_what_was_refused_and_what_failed_and_a_banner_while_offline() {
+    let gone = pkgproxy_testkit::RefusingPort::new();
+    let config = archive("local", &[format!("{}/debian", gone.url())]);
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let failed = format!("{}/debian/pool/main/h/hello/hello_1.0_all.deb", gone.url());
+    let answer = pkgproxy_testkit::client::proxy_get(daemon.proxy_addr(), &failed, &[]).await;
+    assert_eq!(answer.status, 502);
+    let refused = pkgproxy_testkit::client::proxy_get(daemon.proxy_addr(), "http://unknown.example/x", &[]).await;
+    assert_eq!(refused.status, 403);
+    daemon.set_offline_mode("offline").await;
+
+    let url = daemon.proxy_url();
+    let dom = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || Chromium::new().dump_dom(&url, Duration::from_secs(3))
+    })
+    .await
+    .unwrap();
+    assert!(dom.contains("id=\"refreshed\">updated"), "{dom}");
+    let banner = dom.find("id=\"banner\"").map(|at| &dom[at..at + dom[at..].find("</div>").unwrap()]).unwrap();
+    assert!(!banner.contains("hidden"), "shown: {banner}");
+    assert!(
+        banner.contains("Offline (set by an admin) since") && banner.contains("sudo pkgproxyctl offline never"),
+        "{banner}"
+    );
+    assert!(dom.contains("class=\"mode mode-offline\">offline</span>"));
+    assert_eq!(side_cell(&dom, "apt", "failed bad"), "1", "the failed answer is counted");
+    let trouble = &dom[dom.find("id=\"trouble\"").unwrap()..];
+    let trouble = &trouble[..trouble.find("</tbody>").unwrap()];
+    assert!(trouble.contains(">502<") && trouble.contains("/debian/pool/main/h/hello/hello_1.0_all.deb"), "{trouble}");
+    assert!(trouble.contains(">403<") && trouble.contains("unknown.example"), "{trouble}");
+    assert!(dom.contains("<svg class=\"spark\""), "a chart of the last hour: {dom}");
+
+    let phone = artefact("status-page-trouble-phone.png");
+    let layout = tokio::task::spawn_blocking(move || {
+        let chromium = Chromium::new();
+        chromium.screenshot(&url, pkgproxy_testkit::browser::PHONE, &phone);
+        chromium.evaluate_on_phone(
+            &url,
+            "document.getElementById('refreshed').textContent.startsWith('updated')",
+            "({ screen: window.innerWidth, page: document.documentElement.scrollWidth, \
+               right: Math.max(...[...document.querySelectorAll('#trouble td, #sides td')].map(td => td.getBoundingClientRect().right)) })",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(layout["page"].as_u64() <= layout["screen"].as_u64(), "{layout}");
+    assert!(layout["right"].as_f64() <= layout["screen"].as_f64(), "every column shows on a phone: {layout}");
 }

@@ -102,11 +102,15 @@ pub struct StatusSection {
     /// The status page at `/` and its JSON (on by default).
     #[serde(default = "on")]
     pub page: bool,
+    /// `/metrics` on the proxy listener too (off by default: it is on the
+    /// stats socket).
+    #[serde(default)]
+    pub metrics: bool,
 }
 
 impl Default for StatusSection {
     fn default() -> Self {
-        StatusSection { page: true }
+        StatusSection { page: true, metrics: false }
     }
 }
 

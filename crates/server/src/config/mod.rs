@@ -64,6 +64,8 @@ pub struct Settings {
     pub shutdown_grace: std::time::Duration,
     /// Whether `/` shows the status page (and `/pkgproxy/v1/status` its JSON).
     pub status_page: bool,
+    /// Whether `/metrics` is served on the proxy listener too.
+    pub status_metrics: bool,
     /// Where the access log goes (`-access-log`); none by default.
     pub access_log: Option<crate::access_log::Target>,
     /// How the configuration is read again (`SIGHUP`, `pkgproxyctl reload`).
@@ -322,6 +324,7 @@ impl Settings {
             clock: Arc::new(SystemClock),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             status_page: file.status.page,
+            status_metrics: file.status.metrics,
             access_log: None,
             reload: Default::default(),
             clients: clients::ClientLimits::new(&file.server)?,

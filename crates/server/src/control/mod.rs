@@ -3,7 +3,7 @@
 
 mod cache;
 pub(crate) mod info;
-mod metrics;
+pub(crate) mod metrics;
 pub mod offline;
 
 use std::sync::Arc;

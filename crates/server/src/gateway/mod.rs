@@ -110,7 +110,9 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                 let response = match framing::refused(&request) {
                     Some(mut refused) => {
                         state.admission.counters.increment(ClientCounter::Malformed);
-                        refused.extensions_mut().insert(Note { side: None, cache: CacheUse::Refused });
+                        let note = Note { side: None, cache: CacheUse::Refused };
+                        crate::trouble::observe(&state, request.uri(), &refused, note);
+                        refused.extensions_mut().insert(note);
                         refused
                     }
                     None => proxy::handle(Arc::clone(&state), request).await,

@@ -65,7 +65,9 @@ fn certificate(state: &State) -> Response<ResponseBody> {
 /// access log on, the answer notes which side served it and how.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
+    let uri = request.uri().clone();
     let (response, note) = answer_request(&state, request).await;
+    crate::trouble::observe(&state, &uri, &response, note);
     match state.access_log.is_on() {
         true => {
             let mut response = response;
@@ -93,6 +95,9 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
     }
     if let Some(page) = crate::status::answer(state, &request) {
         return (page, local);
+    }
+    if let Some(answer) = crate::health::answer(state, &request).await {
+        return (answer, local);
     }
     match route::route(request.method(), request.uri(), state.listen.port()) {
         Route::Tunnel => {

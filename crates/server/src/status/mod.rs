@@ -53,6 +53,7 @@ enum Wanted {
 
 /// What a page loaded now reads, with the setup lines for `host`.
 pub fn gather(state: &State, host: &str) -> Status {
+    crate::upkeep::look_at_traffic(state);
     let (entries, size) = state.cache.totals();
     let usage = state.cache.usage();
     let auto = state.auto_offline.report();
@@ -64,6 +65,7 @@ pub fn gather(state: &State, host: &str) -> Status {
         offline: StatusOffline {
             mode: state.upstream.switch.mode().as_str().to_string(),
             reason: auto.in_effect.map(|(_, reason)| reason.as_str().to_string()),
+            since: state.upstream.switch.since().map(pkgproxy_cache::unix_secs),
             upstreams: upstreams.into_iter().filter(|upstream| upstream.state != "closed").collect(),
         },
         sides: state.sides.iter().map(|side| side_status(state, side.id())).collect(),
@@ -72,7 +74,8 @@ pub fn gather(state: &State, host: &str) -> Status {
             size_bytes: size,
             max_size_bytes: state.cache.quota().max_size,
             free_bytes: usage.free,
-            disk_bytes: usage.total,
+            disk_bytes: usage.bytes,
+            filesystem_bytes: usage.total,
         },
         pools: state.upstream.transport.report().into_iter().map(crate::report::pool_info).map(without_users).collect(),
         mirrors: state
@@ -86,11 +89,13 @@ pub fn gather(state: &State, host: &str) -> Status {
         lxd_remotes,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: crate::report::apt_valid_until(state),
+        recent_trouble: state.trouble.recent(),
     }
 }
 
 fn side_status(state: &State, side: pkgproxy_sides::SideId) -> SideStatus {
     let counters = state.stats.side(side).snapshot();
+    let now = pkgproxy_cache::unix_secs(state.clock.now());
     let (hits, misses) = (counters.get(SideCounter::Hits), counters.get(SideCounter::Misses));
     SideStatus {
         name: side.to_string(),
@@ -100,6 +105,9 @@ fn side_status(state: &State, side: pkgproxy_sides::SideId) -> SideStatus {
         hit_ratio: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
         bytes_saved: counters.get(SideCounter::BytesFromCache),
         bytes_fetched: counters.get(SideCounter::BytesFromUpstream),
+        refused: counters.get(SideCounter::Refused),
+        failed: counters.get(SideCounter::Failed),
+        last_hour: state.history.last_hour(side, now),
     }
 }
 

@@ -15,10 +15,53 @@ function duration(s) {
   return s + "s";
 }
 function text(id, value) { const node = document.getElementById(id); if (node) node.textContent = value; }
-function cell(row, value, className) {
+function cell(row, value, className, label) {
   const td = row.insertCell();
   td.textContent = value;
   if (className) td.className = className;
+  if (label) td.dataset.label = label;
+}
+function modeShown(mode) {
+  return { never: "online", offline: "offline", "store-overloaded": "leaving overloaded upstreams alone" }[mode] || mode;
+}
+function httpDate(at) { return new Date(at * 1000).toUTCString(); }
+function banner(offline) {
+  const why = offline.reason ? "auto-offline: " + offline.reason : "set by an admin";
+  const since = offline.since ? " since " + httpDate(offline.since) : "";
+  if (offline.mode === "offline") {
+    return "Offline (" + why + ")" + since + ": only what the cache holds is served, nothing is asked upstream. Back online: sudo pkgproxyctl offline never";
+  }
+  if (offline.mode === "store-overloaded") {
+    return "Leaving overloaded upstreams alone (" + why + ")" + since + ": an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline never";
+  }
+  return "";
+}
+const SVG = "http://www.w3.org/2000/svg";
+function chart(minutes) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("viewBox", "0 0 " + Math.max(minutes.length, 1) * 2 + " 20");
+  svg.setAttribute("preserveAspectRatio", "none");
+  svg.setAttribute("role", "img");
+  const sum = field => minutes.reduce((total, minute) => total + minute[field], 0);
+  const hits = sum("hits"), misses = sum("misses");
+  const title = document.createElementNS(SVG, "title");
+  title.textContent = "last hour: " + sum("requests") + " requests, hit ratio " +
+    ratio(hits + misses > 0 ? hits / (hits + misses) : null) + ", " + sum("failed") + " failed, " + bytes(sum("bytes"));
+  svg.appendChild(title);
+  const most = Math.max(1, ...minutes.map(minute => minute.requests));
+  minutes.forEach((minute, at) => {
+    [["requests", "bar"], ["failed", "bar-failed"]].forEach(([field, className]) => {
+      if (minute[field] === 0) return;
+      const height = Math.ceil(minute[field] * 20 / most);
+      const bar = document.createElementNS(SVG, "rect");
+      bar.setAttribute("x", at * 2); bar.setAttribute("y", 20 - height);
+      bar.setAttribute("width", 1.6); bar.setAttribute("height", height);
+      bar.setAttribute("class", className);
+      svg.appendChild(bar);
+    });
+  });
+  return svg;
 }
 function rows(id, items, fill) {
   const body = document.getElementById(id);
@@ -29,19 +72,35 @@ function rows(id, items, fill) {
 function draw(status) {
   text("uptime", duration(status.uptime_seconds));
   const mode = document.getElementById("mode");
-  mode.textContent = status.offline.mode;
+  mode.textContent = modeShown(status.offline.mode);
   mode.className = "mode mode-" + status.offline.mode;
   text("mode-reason", status.offline.reason ? " (auto-offline: " + status.offline.reason + ")" : "");
+  const banned = document.getElementById("banner");
+  banned.textContent = banner(status.offline);
+  banned.hidden = banned.textContent === "";
   status.sides.forEach(side => {
     const row = document.querySelector('#sides tr[data-side="' + side.name + '"]');
     if (!row) return;
+    row.querySelector(".chart").replaceChildren(chart(side.last_hour));
     row.querySelector(".requests").textContent = side.requests;
     row.querySelector(".hits").textContent = side.hits;
     row.querySelector(".misses").textContent = side.misses;
     row.querySelector(".ratio").textContent = ratio(side.hit_ratio);
+    row.querySelector(".refused").textContent = side.refused;
+    const failed = row.querySelector(".failed");
+    failed.textContent = side.failed;
+    failed.className = side.failed > 0 ? "failed bad" : "failed";
     row.querySelector(".saved").textContent = bytes(side.bytes_saved);
     row.querySelector(".fetched").textContent = bytes(side.bytes_fetched);
   });
+  rows("trouble", status.recent_trouble, (row, trouble) => {
+    cell(row, httpDate(trouble.at), "", "when"); cell(row, trouble.side || "\u2013", "", "side");
+    cell(row, trouble.status, "bad", "status"); cell(row, trouble.path || "\u2013", "", "asked");
+    cell(row, trouble.reason, "", "why");
+  });
+  if (status.recent_trouble.length === 0) {
+    rows("trouble", [null], row => { const td = row.insertCell(); td.colSpan = 5; td.textContent = "nothing refused or failed since start"; });
+  }
   const cache = status.cache;
   text("cache-size", bytes(cache.size_bytes));
   text("cache-limit", cache.max_size_bytes === null ? "no size limit" : "of " + bytes(cache.max_size_bytes));
@@ -49,8 +108,8 @@ function draw(status) {
   text("disk-free", bytes(cache.free_bytes));
   const meter = document.getElementById("cache-meter");
   const limited = cache.max_size_bytes !== null;
-  meter.max = limited ? cache.max_size_bytes : cache.disk_bytes;
-  meter.value = limited ? cache.size_bytes : cache.disk_bytes - cache.free_bytes;
+  meter.max = limited ? cache.max_size_bytes : cache.filesystem_bytes;
+  meter.value = limited ? cache.size_bytes : cache.filesystem_bytes - cache.free_bytes;
   const share = meter.max > 0 ? meter.value / meter.max : 0;
   text("meter-caption", (share * 100).toFixed(0) + " % " + (limited ? "of the size limit" : "of the disk in use"));
   if (status.cluster) {

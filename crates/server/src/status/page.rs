@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use pkgproxy_control::{PoolInfo, ShadowInfo, SideStatus, Status, UpstreamReport};
+use pkgproxy_control::{MinuteTraffic, PoolInfo, RecentTrouble, ShadowInfo, SideStatus, Status, UpstreamReport};
 use pkgproxy_metrics::ShadowCounter;
 
 /// The page's style: one column that fits a phone, tables that scroll
@@ -28,7 +28,9 @@ pub fn render(status: &Status, host: &str) -> String {
          <title>pkgproxy on {host}</title><style>{STYLE}</style></head>\n<body>\n"
     );
     header(&mut html, status, &host);
+    banner(&mut html, status);
     traffic(&mut html, &status.sides);
+    trouble(&mut html, &status.recent_trouble);
     cache(&mut html, status);
     upstreams(&mut html, &status.pools, &status.offline.upstreams);
     mirrors(&mut html, &status.mirrors);
@@ -43,35 +45,145 @@ fn header(html: &mut String, status: &Status, host: &str) {
     let _ = write!(
         html,
         "<header><h1>pkgproxy <small>{version}</small></h1>\
-         <p>at <b>{host}</b> · up <span id=\"uptime\">{uptime}</span> · offline mode: \
-         <span id=\"mode\" class=\"mode mode-{mode}\">{mode}</span><span id=\"mode-reason\">{reason}</span> · \
+         <p>at <b>{host}</b> · up <span id=\"uptime\">{uptime}</span> · \
+         <span id=\"mode\" class=\"mode mode-{mode}\">{shown}</span><span id=\"mode-reason\">{reason}</span> · \
          <span id=\"refreshed\">as loaded</span></p></header>",
         version = escape(&status.version),
         uptime = duration(status.uptime_seconds),
         mode = escape(&status.offline.mode),
+        shown = escape(mode_shown(&status.offline.mode)),
     );
+}
+
+/// The mode as the page names it (`page.js`'s `modeShown` too).
+fn mode_shown(mode: &str) -> &str {
+    match mode {
+        "never" => "online",
+        "offline" => "offline",
+        "store-overloaded" => "leaving overloaded upstreams alone",
+        other => other,
+    }
+}
+
+/// A banner across the page while pkgproxy is not simply online: why,
+/// since when, and how to go back (`page.js`'s `banner` too).
+fn banner(html: &mut String, status: &Status) {
+    let text = banner_text(&status.offline);
+    let hidden = if text.is_empty() { " hidden" } else { "" };
+    let _ = write!(html, "<div id=\"banner\" class=\"banner\"{hidden}>{}</div>", escape(&text));
+}
+
+fn banner_text(offline: &pkgproxy_control::StatusOffline) -> String {
+    let why = match &offline.reason {
+        Some(reason) => format!("auto-offline: {reason}"),
+        None => "set by an admin".to_string(),
+    };
+    let since = offline
+        .since
+        .map(|at| {
+            format!(" since {}", httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(at)))
+        })
+        .unwrap_or_default();
+    match offline.mode.as_str() {
+        "offline" => format!(
+            "Offline ({why}){since}: only what the cache holds is served, nothing is asked upstream. Back online: sudo pkgproxyctl offline never"
+        ),
+        "store-overloaded" => format!(
+            "Leaving overloaded upstreams alone ({why}){since}: an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline never"
+        ),
+        _ => String::new(),
+    }
 }
 
 fn traffic(html: &mut String, sides: &[SideStatus]) {
     html.push_str(
-        "<section><h2>Traffic since start</h2><div class=\"scroll\"><table>\
-         <thead><tr><th>side</th><th>requests</th><th>hits</th><th>misses</th><th>hit ratio</th>\
-         <th>bytes saved</th><th>fetched</th></tr></thead><tbody id=\"sides\">",
+        "<section><h2>Traffic since start</h2><div class=\"scroll\"><table class=\"cards\">\
+         <thead><tr><th>side</th><th>last hour</th><th>requests</th><th>hits</th><th>misses</th><th>hit ratio</th>\
+         <th>refused</th><th>failed</th><th>bytes saved</th><th>fetched</th></tr></thead><tbody id=\"sides\">",
     );
     for side in sides {
         let _ = write!(
             html,
-            "<tr data-side=\"{name}\"><td>{name}</td><td class=\"requests\">{requests}</td><td class=\"hits\">{hits}</td>\
-             <td class=\"misses\">{misses}</td><td class=\"ratio\">{ratio}</td><td class=\"saved\">{saved}</td>\
-             <td class=\"fetched\">{fetched}</td></tr>",
+            "<tr data-side=\"{name}\"><td data-label=\"side\">{name}</td>\
+             <td data-label=\"last hour\" class=\"chart\">{chart}</td>\
+             <td data-label=\"requests\" class=\"requests\">{requests}</td><td data-label=\"hits\" class=\"hits\">{hits}</td>\
+             <td data-label=\"misses\" class=\"misses\">{misses}</td><td data-label=\"hit ratio\" class=\"ratio\">{ratio}</td>\
+             <td data-label=\"refused\" class=\"refused\">{refused}</td><td data-label=\"failed\" class=\"failed{failing}\">{failed}</td>\
+             <td data-label=\"bytes saved\" class=\"saved\">{saved}</td><td data-label=\"fetched\" class=\"fetched\">{fetched}</td></tr>",
             name = escape(&side.name),
+            chart = chart(&side.last_hour),
             requests = side.requests,
             hits = side.hits,
             misses = side.misses,
             ratio = ratio(side.hit_ratio),
+            refused = side.refused,
+            failed = side.failed,
+            failing = if side.failed > 0 { " bad" } else { "" },
             saved = bytes(side.bytes_saved),
             fetched = bytes(side.bytes_fetched),
         );
+    }
+    html.push_str("</tbody></table></div></section>\n");
+}
+
+/// The last hour's requests a minute as bars, the failed ones in red, and
+/// in words for whoever cannot see it (`page.js`'s `chart` too).
+fn chart(minutes: &[MinuteTraffic]) -> String {
+    let most = minutes.iter().map(|minute| minute.requests).max().unwrap_or(0).max(1);
+    let mut svg = format!(
+        "<svg class=\"spark\" viewBox=\"0 0 {} 20\" preserveAspectRatio=\"none\" role=\"img\"><title>{}</title>",
+        minutes.len().max(1) * 2,
+        escape(&chart_title(minutes))
+    );
+    for (at, minute) in minutes.iter().enumerate() {
+        let height = |count: u64| (count * 20).div_ceil(most);
+        if minute.requests > 0 {
+            let h = height(minute.requests);
+            let _ = write!(svg, "<rect x=\"{}\" y=\"{}\" width=\"1.6\" height=\"{h}\" class=\"bar\"/>", at * 2, 20 - h);
+        }
+        if minute.failed > 0 {
+            let h = height(minute.failed);
+            let _ = write!(
+                svg,
+                "<rect x=\"{}\" y=\"{}\" width=\"1.6\" height=\"{h}\" class=\"bar-failed\"/>",
+                at * 2,
+                20 - h
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// What the chart shows, in words.
+fn chart_title(minutes: &[MinuteTraffic]) -> String {
+    let sum = |field: fn(&MinuteTraffic) -> u64| minutes.iter().map(field).sum::<u64>();
+    let (requests, hits, misses, failed) = (sum(|m| m.requests), sum(|m| m.hits), sum(|m| m.misses), sum(|m| m.failed));
+    let share = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
+    format!("last hour: {requests} requests, hit ratio {}, {failed} failed, {}", ratio(share), bytes(sum(|m| m.bytes)))
+}
+
+/// The last refusals and failed answers (`page.js`'s `trouble` too).
+fn trouble(html: &mut String, recent: &[RecentTrouble]) {
+    html.push_str(
+        "<section><h2>Refused and failed lately</h2><div class=\"scroll\"><table class=\"cards\"><thead><tr>\
+         <th>when</th><th>side</th><th>status</th><th>asked</th><th>why</th></tr></thead><tbody id=\"trouble\">",
+    );
+    for trouble in recent {
+        let when = httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(trouble.at));
+        let _ = write!(
+            html,
+            "<tr><td data-label=\"when\">{when}</td><td data-label=\"side\">{side}</td>\
+             <td data-label=\"status\" class=\"bad\">{status}</td><td data-label=\"asked\">{path}</td>\
+             <td data-label=\"why\">{reason}</td></tr>",
+            side = escape(trouble.side.as_deref().unwrap_or("–")),
+            status = trouble.status,
+            path = escape(trouble.path.as_deref().unwrap_or("–")),
+            reason = escape(&trouble.reason),
+        );
+    }
+    if recent.is_empty() {
+        html.push_str("<tr><td colspan=\"5\">nothing refused or failed since start</td></tr>");
     }
     html.push_str("</tbody></table></div></section>\n");
 }
@@ -122,7 +234,7 @@ fn cluster_line(cluster: &pkgproxy_control::ClusterInfo) -> String {
 fn meter(cache: &pkgproxy_control::CacheStatus) -> (u64, u64, String) {
     let (value, max, of) = match cache.max_size_bytes {
         Some(max) => (cache.size_bytes, max, "of the size limit"),
-        None => (cache.disk_bytes.saturating_sub(cache.free_bytes), cache.disk_bytes, "of the disk in use"),
+        None => (cache.filesystem_bytes.saturating_sub(cache.free_bytes), cache.filesystem_bytes, "of the disk in use"),
     };
     let share = if max == 0 { 0.0 } else { value as f64 / max as f64 };
     (value, max, format!("{:.0} % {of}", share * 100.0))

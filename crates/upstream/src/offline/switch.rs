@@ -79,6 +79,8 @@ struct Inner {
     /// For a host whose breaker it opened, the path whose answer asked for
     /// time (until the host answers again).
     asked_on: HashMap<String, Option<String>>,
+    /// When the mode last changed, if it did since the start.
+    since: Option<SystemTime>,
 }
 
 /// The switch, shared by the transport, the dialer and the admin socket.
@@ -108,6 +110,12 @@ impl Switch {
         Mode::ALL[usize::from(self.mode.load(Ordering::Acquire))]
     }
 
+    /// When the mode in effect was put in effect, if it changed since the
+    /// start.
+    pub fn since(&self) -> Option<SystemTime> {
+        self.lock().since
+    }
+
     /// True when freshness is frozen (offline mode): no cached entry is old
     /// enough to revalidate.
     pub fn frozen(&self) -> bool {
@@ -121,6 +129,7 @@ impl Switch {
         let mut inner = self.lock();
         if inner.mode != mode {
             tracing::info!(from = inner.mode.as_str(), to = mode.as_str(), "offline mode changed");
+            inner.since = Some(SystemTime::now());
         }
         inner.mode = mode;
         self.mode.store(mode_code(mode), Ordering::Release);
