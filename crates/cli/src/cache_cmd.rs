@@ -11,13 +11,18 @@ use pkgproxy_control::{
     CACHE_VERIFY_PATH,
 };
 
+/// The sides' names, as `--side` takes them (and completes them).
+fn side_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(pkgproxy_sides::SideId::ALL.map(|side| side.as_str()))
+}
+
 /// What `pkgproxyctl cache` does.
 #[derive(Debug, clap::Subcommand)]
 pub enum CacheCommand {
-    /// List entries: key, side, size, last use, class (least recently used first).
+    /// List entries: side, size, last use, class, key (least recently used first).
     Ls {
-        /// Only this side's (apt, go, snap, registry, lxd).
-        #[arg(long)]
+        /// Only this side's.
+        #[arg(long, value_parser = side_names())]
         side: Option<String>,
         /// Only keys matching it whole, `*` for any run of characters.
         pattern: Option<String>,

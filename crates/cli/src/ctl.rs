@@ -12,16 +12,42 @@ use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 use crate::paths;
 use crate::setup::{self, Client};
 
+/// What `pkgproxyctl --help` closes with.
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  pkgproxyctl info                                  what pkgproxy holds and has done
+  pkgproxyctl explain http://deb.debian.org/debian/dists/bookworm/InRelease
+  pkgproxyctl setup apt --addr cache.lan:3142 | sudo sh   point this machine's apt at it
+  sudo pkgproxyctl setup docker --addr cache.lan:3142 --apply
+  pkgproxyctl check go go.sum                       would this build work offline?
+  sudo pkgproxyctl warm apt --sources /etc/apt/sources.list hello
+  sudo pkgproxyctl offline offline                  serve only what is cached; back: offline online
+  sudo pkgproxyctl export -o build.tar --sign bundles.key go go.sum";
+
 /// pkgproxyctl's flags.
 #[derive(Debug, Parser)]
-#[command(name = "pkgproxyctl", version, about = "Inspect and control a running pkgproxy.")]
-struct Flags {
-    /// The daemon's read-only control socket (as the daemon's -stats-socket-path).
-    #[arg(long, global = true, env = "PKGPROXY_STATS_SOCKET_PATH", value_name = "PATH")]
+#[command(name = "pkgproxyctl", version, about = "Inspect and control a running pkgproxy.", after_help = EXAMPLES)]
+pub(crate) struct Flags {
+    /// The daemon's read-only control socket (default: /run/pkgproxy/stats.sock, or this user's own).
+    #[arg(
+        long,
+        global = true,
+        env = "PKGPROXY_STATS_SOCKET_PATH",
+        hide_env_values = true,
+        value_name = "PATH",
+        help_heading = "Control sockets"
+    )]
     stats_socket_path: Option<PathBuf>,
 
-    /// The daemon's read-write control socket (as the daemon's -admin-socket-path).
-    #[arg(long, global = true, env = "PKGPROXY_ADMIN_SOCKET_PATH", value_name = "PATH")]
+    /// The daemon's read-write control socket, root's (default: admin.sock beside the stats socket).
+    #[arg(
+        long,
+        global = true,
+        env = "PKGPROXY_ADMIN_SOCKET_PATH",
+        hide_env_values = true,
+        value_name = "PATH",
+        help_heading = "Control sockets"
+    )]
     admin_socket_path: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -41,9 +67,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show the offline mode, or set it: never, offline or store-overloaded.
+    /// Show the offline mode, or set it: online (never go offline), offline
+    /// (serve what is cached, ask nothing upstream) or store-overloaded
+    /// (leave a failing upstream alone for a while).
     Offline {
-        /// The mode to put in effect; without it, the mode is shown.
+        /// The mode to put in effect (`never` is `online`); without it, the
+        /// mode is shown.
+        #[arg(value_parser = ["online", "never", "offline", "store-overloaded"])]
         mode: Option<String>,
         /// Re-apply the snap's offline-mode setting from its configure hook
         /// (an automatic offline override then stays in effect).
@@ -195,11 +225,11 @@ enum Program {
 
 /// Writes the manual page of `program` to stdout.
 fn manpage(program: Program) -> anyhow::Result<()> {
-    let (command, section) = match program {
-        Program::Pkgproxy => (crate::daemon::command(), "8"),
-        Program::Pkgproxyctl => (<Flags as clap::CommandFactory>::command(), "1"),
-    };
-    clap_mangen::Man::new(command).section(section).render(&mut std::io::stdout())?;
+    let out = &mut std::io::stdout();
+    match program {
+        Program::Pkgproxy => crate::manual::pkgproxy(out)?,
+        Program::Pkgproxyctl => crate::manual::pkgproxyctl(<Flags as clap::CommandFactory>::command(), out)?,
+    }
     Ok(())
 }
 
@@ -210,15 +240,15 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(flags)) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("pkgproxyctl: {error:#}");
+            eprintln!("pkgproxyctl: {}", crate::report::said(&error));
             ExitCode::FAILURE
         }
     }
 }
 
 async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
-    let stats = ControlClient::new(flags.stats_socket_path.unwrap_or_else(paths::default_stats_socket));
-    let admin = ControlClient::new(flags.admin_socket_path.unwrap_or_else(paths::default_admin_socket));
+    let stats = ControlClient::new(flags.stats_socket_path.unwrap_or_else(|| paths::ctl_socket("stats.sock")));
+    let admin = ControlClient::new(flags.admin_socket_path.unwrap_or_else(|| paths::ctl_socket("admin.sock")));
     match flags.command {
         Command::Completions { shell } => {
             let mut command = <Flags as clap::CommandFactory>::command();
@@ -228,10 +258,12 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         Command::Offline { mode, json, configure_hook, cluster } => {
             let answer = match mode {
                 Some(mode) => {
+                    let mode = if mode == "online" { "never".to_owned() } else { mode };
                     let from = configure_hook.then(|| FROM_CONFIGURE_HOOK.to_string());
                     admin.set_offline(&ModeRequest { mode, from, cluster }).await?
                 }
-                None => admin.offline().await?,
+                // The mode is read on the stats socket: any user may.
+                None => stats.offline().await?,
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&answer)?);
@@ -375,10 +407,10 @@ fn bridge_address() -> Option<String> {
 
 /// `http://HOST:PORT` from `-addr HOST:PORT`.
 fn given_base(addr: &str) -> anyhow::Result<String> {
-    let (host, port) = addr.rsplit_once(':').with_context(|| format!("-addr {addr:?}: give HOST:PORT"))?;
+    let (host, port) = addr.rsplit_once(':').with_context(|| format!("--addr {addr:?}: give HOST:PORT"))?;
     anyhow::ensure!(
         !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port > 0),
-        "-addr {addr:?}: give HOST:PORT, e.g. 192.168.1.10:3142"
+        "--addr {addr:?}: give HOST:PORT, e.g. 192.168.1.10:3142"
     );
     // It is written into shell scripts and configuration files: a host
     // name, an IPv4 address or a bracketed IPv6 one, nothing else.
@@ -387,7 +419,7 @@ fn given_base(addr: &str) -> anyhow::Result<String> {
         Some(ipv6) => ipv6.parse::<std::net::Ipv6Addr>().is_ok(),
         None => host.chars().all(name),
     };
-    anyhow::ensure!(host_ok, "-addr {addr:?}: {host:?} is not a host name or IP address");
+    anyhow::ensure!(host_ok, "--addr {addr:?}: {host:?} is not a host name or IP address");
     Ok(format!("http://{addr}"))
 }
 

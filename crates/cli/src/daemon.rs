@@ -19,25 +19,32 @@ use tokio::net::UnixListener;
 
 use crate::paths;
 
-const ABOUT: &str = "A caching proxy for package managers: apt fetches each package through it once, \
-and gets it from the cache from then on.";
+const ABOUT: &str = "A caching proxy for package managers and images: apt, snapd, the go command, container \
+registries' clients and LXD fetch each package, module or image through it once, checked, and get it from \
+the cache from then on, also with the network gone.";
 
 const AFTER_HELP: &str = "\
-Every flag can be spelt with one dash or two (-addr or --addr), and can also be given in the \
+Every flag can be spelt with one dash or two (--addr or -addr), and can also be given in the \
 environment as PKGPROXY_<NAME> (PKGPROXY_ADDR, PKGPROXY_CACHE_DIR, ...); a flag wins over its variable.
 
-Point apt at pkgproxy with a file in /etc/apt/apt.conf.d/ holding:
-    Acquire::http::Proxy \"http://HOST:3142/\";
-and the go command with:
-    export GOPROXY=http://HOST:3142/go
+Point a client at it, on the client: pkgproxyctl setup CLIENT --addr HOST:3142
+(apt, go, snap, docker, containerd, podman, k3s, rke2, lxd-remote, lxd, snapcraft).
+The status page, http://HOST:3142/, shows the same lines and what pkgproxy does.";
 
-The configuration file (TOML, optional) holds what flags cannot say well. Every key:";
-
-/// The help's closing text: how to point clients at pkgproxy, and the
-/// configuration file's example, indented.
-fn after_help() -> String {
+/// The long help's closing text: the short one, then the configuration
+/// file's every key, indented.
+fn after_long_help() -> String {
     let example: Vec<String> = EXAMPLE.lines().map(|line| format!("    {line}").trim_end().to_string()).collect();
-    format!("{AFTER_HELP}\n\n{}", example.join("\n"))
+    format!(
+        "{AFTER_HELP}\n\nThe configuration file (TOML, optional; /etc/pkgproxy/pkgproxy.toml when there is one) \
+         holds what flags cannot say well. Every key, with its default or a typical value:\n\n{}",
+        example.join("\n")
+    )
+}
+
+/// The short help's closing text: pointing at the long one.
+fn after_help() -> String {
+    format!("{AFTER_HELP}\n\npkgproxy --help (and pkgproxy(8)) shows every key of the configuration file.")
 }
 
 /// The daemon's flags.
@@ -128,7 +135,7 @@ struct Flags {
 
 /// Where a flag's value came from, for error messages.
 fn source_of(matches: &ArgMatches, id: &str, env: &str) -> String {
-    let flag = format!("-{}", id.replace('_', "-"));
+    let flag = format!("--{}", id.replace('_', "-"));
     match matches.value_source(id) {
         Some(ValueSource::EnvVariable) => format!("{flag} (from ${env})"),
         _ => flag,
@@ -152,7 +159,7 @@ struct Daemon {
 /// The daemon's command line, as parsed and as documented (`-help`, the
 /// manual page).
 pub fn command() -> clap::Command {
-    Flags::command().after_help(after_help())
+    Flags::command().after_help(after_help()).after_long_help(after_long_help())
 }
 
 fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
@@ -187,7 +194,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     let admin_socket = non_empty(flags.admin_socket_path, &matches, "admin_socket_path", "PKGPROXY_ADMIN_SOCKET_PATH")?
         .unwrap_or_else(paths::default_admin_socket);
     if stats_socket == admin_socket {
-        bail!("-stats-socket-path and -admin-socket-path must differ (both are {})", stats_socket.display());
+        bail!("--stats-socket-path and --admin-socket-path must differ (both are {})", stats_socket.display());
     }
     let offline_mode = start_mode(&matches, flags.offline_mode.as_deref(), flags.offline.as_deref())?;
     let auto_offline = match flags.auto_offline.as_deref() {
@@ -259,7 +266,7 @@ fn reread(
 ) -> impl Fn() -> Result<Settings, String> + Send + Sync + 'static {
     move || {
         let file = match &config {
-            Some(path) => ConfigFile::load(path).map_err(|error| format!("{error:#}"))?,
+            Some(path) => ConfigFile::load(path).map_err(|error| crate::report::said(&error.into()))?,
             None => ConfigFile::default(),
         };
         settings_from(cache_dir.clone(), &file, &overrides).map_err(|error| match &config {
@@ -488,9 +495,9 @@ async fn serve(daemon: Daemon) -> anyhow::Result<()> {
         anyhow::Ok(listener)
     };
     let listeners = Listeners {
-        stats: control(passed.stats, &daemon.stats_socket, 0o666, "-stats-socket-path")?,
-        admin: control(passed.admin, &daemon.admin_socket, 0o600, "-admin-socket-path")?,
-        proxy: passed.proxy.map_or_else(|| bind_proxy(daemon.addr).context("-addr"), Ok)?,
+        stats: control(passed.stats, &daemon.stats_socket, 0o666, "--stats-socket-path")?,
+        admin: control(passed.admin, &daemon.admin_socket, 0o600, "--admin-socket-path")?,
+        proxy: passed.proxy.map_or_else(|| bind_proxy(daemon.addr).context("--addr"), Ok)?,
     };
     let shutdown = async {
         shutdown_signal().await;
@@ -536,7 +543,7 @@ pub fn main() -> ExitCode {
     let daemon = match parse(args) {
         Ok(daemon) => daemon,
         Err(error) => {
-            eprintln!("pkgproxy: {error:#}");
+            eprintln!("pkgproxy: {}", crate::report::said(&error));
             return ExitCode::from(2);
         }
     };
@@ -551,7 +558,7 @@ pub fn main() -> ExitCode {
     match runtime.block_on(serve(daemon)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("pkgproxy: {error:#}");
+            eprintln!("pkgproxy: {}", crate::report::said(&error));
             ExitCode::FAILURE
         }
     }
@@ -574,7 +581,8 @@ mod tests {
 
     #[test]
     fn the_configuration_example_in_the_help_is_read_as_written() {
-        let help = after_help();
+        assert!(after_help().contains("pkgproxy --help"), "-h points at the long help");
+        let help = after_long_help();
         let block: Vec<&str> = help
             .lines()
             .skip_while(|line| !line.starts_with("The configuration file"))
@@ -586,6 +594,14 @@ mod tests {
         assert_eq!(file.upstream.resolve.len(), 1, "{help}");
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100), "{help}");
         assert_eq!(file.go.sumdb.as_deref(), Some("sum.golang.org"), "{help}");
+        assert!(file.cluster.is_some_and(|cluster| cluster.peer_secret.is_some()), "every key: {help}");
+        assert_eq!(file.lxd.remote.len(), 1, "{help}");
+    }
+
+    #[test]
+    fn the_configuration_reference_holds_every_key_as_the_help_does() {
+        let reference = include_str!("../../../docs/configuration.md");
+        assert!(reference.contains(EXAMPLE), "docs/configuration.md's every key is the example, as it is");
     }
 
     #[test]

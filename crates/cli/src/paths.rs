@@ -89,6 +89,37 @@ pub fn default_stats_socket() -> PathBuf {
     default_runtime_dir().join("stats.sock")
 }
 
+/// The socket `name` that `pkgproxyctl` asks by default: the one this
+/// user's own pkgproxy would make, else the system's (a packaged
+/// pkgproxy's, in `/run/pkgproxy`) when that is there.
+pub fn ctl_socket(name: &str) -> PathBuf {
+    first_there(default_runtime_dir().join(name), PathBuf::from("/run/pkgproxy").join(name))
+}
+
+/// `own` unless only `system` is there.
+fn first_there(own: PathBuf, system: PathBuf) -> PathBuf {
+    match !own.exists() && system.exists() {
+        true => system,
+        false => own,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_without_a_pkgproxy_of_their_own_asks_the_system_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let (own, system) = (dir.path().join("own.sock"), dir.path().join("system.sock"));
+        assert_eq!(first_there(own.clone(), system.clone()), own, "neither: the error names the user's");
+        std::fs::write(&system, b"").unwrap();
+        assert_eq!(first_there(own.clone(), system.clone()), system);
+        std::fs::write(&own, b"").unwrap();
+        assert_eq!(first_there(own.clone(), system), own, "the user's own pkgproxy first");
+    }
+}
+
 /// The default admin socket.
 pub fn default_admin_socket() -> PathBuf {
     default_runtime_dir().join("admin.sock")

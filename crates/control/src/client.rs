@@ -15,10 +15,25 @@ use crate::messages::{ErrorAnswer, Info, ModeRequest, OfflineReport};
 use crate::{INFO_PATH, METRICS_PATH, OFFLINE_PATH};
 
 /// Why a control request failed.
+/// Why `socket` could not be reached, in words that say what to do.
+fn unreachable(socket: &std::path::Path, error: &std::io::Error) -> String {
+    let socket = socket.display();
+    match error.kind() {
+        std::io::ErrorKind::NotFound => format!("no pkgproxy at {socket} (is it running, with its sockets there?): {error}"),
+        std::io::ErrorKind::ConnectionRefused => {
+            format!("nothing listens at {socket} (a socket left by a pkgproxy that stopped?): {error}")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("{socket} is not open to this user (the admin socket is root's: run with sudo): {error}")
+        }
+        _ => format!("cannot reach pkgproxy at {socket}: {error}"),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     /// The socket could not be reached: no daemon, or not this socket.
-    #[error("cannot reach pkgproxy at {} (is it running?): {source}", socket.display())]
+    #[error("{}", unreachable(socket, source))]
     Unreachable {
         /// The socket.
         socket: PathBuf,
@@ -219,4 +234,24 @@ fn refused(path: &str, status: StatusCode, body: &[u8]) -> ControlError {
 
 fn unexpected(path: &str, source: serde_json::Error) -> ControlError {
     ControlError::Unexpected { path: path.to_string(), source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_socket_is_told_by_what_went_wrong_and_the_error_once() {
+        let socket = std::path::Path::new("/run/pkgproxy/admin.sock");
+        let denied = unreachable(socket, &std::io::Error::from_raw_os_error(libc_eacces()));
+        assert!(denied.contains("root's: run with sudo") && !denied.contains("is it running"), "{denied}");
+        let missing = std::io::Error::from_raw_os_error(2);
+        let told = unreachable(socket, &missing);
+        assert_eq!(told.matches(&missing.to_string()).count(), 1, "{told}");
+    }
+
+    /// EACCES, on Linux.
+    fn libc_eacces() -> i32 {
+        13
+    }
 }

@@ -40,6 +40,7 @@ fn bad_values_are_refused_naming_the_flag_or_variable() {
     assert!(err.contains("PKGPROXY_APT_INDEX_TTL"), "{err}");
     let err = refused(&["-config", "/nonexistent/pkgproxy.toml"], &[]);
     assert!(err.contains("-config") && err.contains("/nonexistent/pkgproxy.toml"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "the error once: {err}");
     let err = refused(&["-no-such-flag"], &[]);
     assert!(err.contains("no-such-flag"), "{err}");
     let err = refused(&["-log-format", "xml"], &[]);
@@ -92,7 +93,14 @@ fn help_documents_every_flag_and_its_variable() {
     for var in ["PKGPROXY_ADDR", "PKGPROXY_CACHE_DIR", "PKGPROXY_STATS_SOCKET_PATH", "PKGPROXY_CONFIG"] {
         assert!(help.contains(var), "help lacks {var}:\n{help}");
     }
-    assert!(help.contains("Acquire::http::Proxy"), "help says how to point apt at it");
+    assert!(help.contains("pkgproxyctl setup CLIENT"), "help says how to point a client at it");
+    for side in ["apt", "go", "snap", "docker", "containerd", "lxd"] {
+        assert!(help.contains(side), "help names {side}:\n{help}");
+    }
+    assert!(help.contains("[cluster]") && help.contains("peer_secret"), "--help shows every key:\n{help}");
+    let short = Command::new(PKGPROXY).arg("-h").output().unwrap();
+    let short = String::from_utf8_lossy(&short.stdout);
+    assert!(short.contains("pkgproxy --help") && !short.contains("peer_secret"), "-h is short, pointing at --help");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -165,4 +173,16 @@ fn completions_and_manual_pages_come_from_the_flags() {
     assert!(daemon.contains("shutdown\\-grace") && daemon.contains("PKGPROXY_CACHE_DIR"), "every flag: {daemon}");
     let ctl_page = ctl(&["manpage", "pkgproxyctl"]);
     assert!(ctl_page.contains(".TH pkgproxyctl 1") && ctl_page.contains("completions"), "{ctl_page}");
+}
+
+#[test]
+fn pkgproxyctl_says_a_missing_daemon_once_and_how_to_mend_it() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["info", "--stats-socket-path", "/nonexistent/stats.sock"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(said.contains("no pkgproxy at /nonexistent/stats.sock") && said.contains("is it running"), "{said}");
+    assert_eq!(said.matches("No such file or directory").count(), 1, "{said}");
 }

@@ -334,7 +334,7 @@ impl Registry {
         };
         let config = self.config();
         let Some(upstream) = config.upstream(&located.registry) else {
-            let reason = format!("pkgproxy knows no registry {}; add it as a [[registry.upstream]]", located.registry);
+            let reason = format!("no registry {} is configured; add it as a [[registry.upstream]]", located.registry);
             return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
         };
         let client = request.headers.get(http::header::AUTHORIZATION).filter(|_| self.is_private(&located));
