@@ -104,6 +104,11 @@ fn first_there(own: PathBuf, system: PathBuf) -> PathBuf {
     }
 }
 
+/// The default admin socket.
+pub fn default_admin_socket() -> PathBuf {
+    default_runtime_dir().join("admin.sock")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,9 +123,4 @@ mod tests {
         std::fs::write(&own, b"").unwrap();
         assert_eq!(first_there(own.clone(), system), own, "the user's own pkgproxy first");
     }
-}
-
-/// The default admin socket.
-pub fn default_admin_socket() -> PathBuf {
-    default_runtime_dir().join("admin.sock")
 }

@@ -19,7 +19,9 @@ use crate::{INFO_PATH, METRICS_PATH, OFFLINE_PATH};
 fn unreachable(socket: &std::path::Path, error: &std::io::Error) -> String {
     let socket = socket.display();
     match error.kind() {
-        std::io::ErrorKind::NotFound => format!("no pkgproxy at {socket} (is it running, with its sockets there?): {error}"),
+        std::io::ErrorKind::NotFound => {
+            format!("no pkgproxy at {socket} (is it running, with its sockets there?): {error}")
+        }
         std::io::ErrorKind::ConnectionRefused => {
             format!("nothing listens at {socket} (a socket left by a pkgproxy that stopped?): {error}")
         }
