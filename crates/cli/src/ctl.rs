@@ -13,7 +13,7 @@ use crate::paths;
 use crate::setup::{self, Client};
 
 /// What `pkgproxyctl --help` closes with.
-pub(crate) const EXAMPLES: &str = "\
+const EXAMPLES: &str = "\
 Examples:
   pkgproxyctl info                                  what pkgproxy holds and has done
   pkgproxyctl explain http://deb.debian.org/debian/dists/bookworm/InRelease

@@ -111,8 +111,10 @@ pub fn pkgproxyctl(command: Command, out: &mut dyn Write) -> std::io::Result<()>
     for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         commands(out, &format!("pkgproxyctl {}", sub.get_name()), sub)?;
     }
-    section(out, "EXAMPLES")?;
-    example(out, crate::ctl::EXAMPLES.trim_start_matches("Examples:\n"))?;
+    if let Some(examples) = command.get_after_help() {
+        section(out, "EXAMPLES")?;
+        example(out, examples.to_string().trim_start_matches("Examples:\n"))?;
+    }
     section(out, "FILES")?;
     item(out, "/run/pkgproxy/stats.sock", "Asked by default (or this user's own pkgproxy's, when it has one).")?;
     item(out, "/run/pkgproxy/admin.sock", "Asked by default for what changes pkgproxy: root's.")?;

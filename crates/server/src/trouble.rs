@@ -17,7 +17,7 @@ use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::SideId;
 
 use crate::access_log::{CacheUse, Note};
-use crate::state::State;
+use crate::stats::Stats;
 
 /// How many refusals and failures are kept.
 pub const KEPT: usize = 20;
@@ -51,21 +51,29 @@ impl Trouble {
 }
 
 /// Notes `response`, the answer to a request for `uri` that the request
-/// path describes with `note`: a failure (a `5xx`) is counted for its
-/// side, and it or a refusal kept. Nothing is done for any other answer.
-pub fn observe<B>(state: &State, uri: &http::Uri, response: &Response<B>, note: Note) {
+/// path describes with `note`, at `now`: a failure (a `5xx`) is counted
+/// for its side in `stats`, and it or a refusal kept. Nothing is done for
+/// any other answer.
+pub fn observe<B>(
+    trouble: &Trouble,
+    stats: &Stats,
+    now: std::time::SystemTime,
+    uri: &http::Uri,
+    response: &Response<B>,
+    note: Note,
+) {
     let (status, refused) = (response.status(), note.cache == CacheUse::Refused);
     if !status.is_server_error() && !refused {
         return;
     }
     let side = note.side;
     if let (Some(side), true) = (side, status.is_server_error()) {
-        state.stats.side(side).increment(SideCounter::Failed);
+        stats.side(side).increment(SideCounter::Failed);
     }
     let reason = response.headers().get(crate::headers::REASON).and_then(|value| value.to_str().ok());
     let reason = reason.or_else(|| status.canonical_reason()).unwrap_or_default();
-    state.trouble.keep(RecentTrouble {
-        at: pkgproxy_cache::unix_secs(state.clock.now()),
+    trouble.keep(RecentTrouble {
+        at: pkgproxy_cache::unix_secs(now),
         side: side.map(|side| side.to_string()),
         status: status.as_u16(),
         path: shown_path(side, &uri.to_string()),

@@ -2,8 +2,6 @@
 //! (read-write). Both speak HTTP/1.1 with JSON bodies under `/pkgproxy/v1/`.
 
 mod cache;
-pub(crate) mod info;
-pub(crate) mod metrics;
 pub mod offline;
 
 use std::sync::Arc;
@@ -37,7 +35,7 @@ pub enum Role {
 pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -> Response<ResponseBody> {
     let path = request.uri().path().to_string();
     match (request.method(), path.as_str()) {
-        (&Method::GET, INFO_PATH) => json(StatusCode::OK, &info::gather(&state)),
+        (&Method::GET, INFO_PATH) => json(StatusCode::OK, &crate::report::info::gather(&state)),
         (&Method::GET, EXPLAIN_PATH) => {
             let Some(url) = query_value(&request, "url") else {
                 return error(StatusCode::BAD_REQUEST, "which request? ?url=...");
@@ -108,7 +106,10 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
         (_, EXPORT_PATH | IMPORT_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
         (&Method::GET, METRICS_PATH) => {
             let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
-            let mut response = Response::new(ResponseBody::full(metrics::render(&info::gather(&state), &learned)));
+            let mut response = Response::new(ResponseBody::full(crate::report::metrics::render(
+                &crate::report::info::gather(&state),
+                &learned,
+            )));
             let text = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
             response.headers_mut().insert(CONTENT_TYPE, text);
             response

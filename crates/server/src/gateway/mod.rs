@@ -111,7 +111,14 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                     Some(mut refused) => {
                         state.admission.counters.increment(ClientCounter::Malformed);
                         let note = Note { side: None, cache: CacheUse::Refused };
-                        crate::trouble::observe(&state, request.uri(), &refused, note);
+                        crate::trouble::observe(
+                            &state.trouble,
+                            &state.stats,
+                            state.clock.now(),
+                            request.uri(),
+                            &refused,
+                            note,
+                        );
                         refused.extensions_mut().insert(note);
                         refused
                     }

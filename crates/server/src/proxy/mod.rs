@@ -67,7 +67,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
     let uri = request.uri().clone();
     let (response, note) = answer_request(&state, request).await;
-    crate::trouble::observe(&state, &uri, &response, note);
+    crate::trouble::observe(&state.trouble, &state.stats, state.clock.now(), &uri, &response, note);
     match state.access_log.is_on() {
         true => {
             let mut response = response;

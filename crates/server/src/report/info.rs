@@ -29,19 +29,19 @@ pub fn gather(state: &State) -> Info {
         }),
         sides: state.sides.iter().map(|side| (side.id().to_string(), state.stats.side(side.id()).snapshot())).collect(),
         upstream: state.upstream.counters.snapshot(),
-        pools: state.upstream.transport.report().into_iter().map(crate::report::pool_info).collect(),
+        pools: state.upstream.transport.report().into_iter().map(super::pool_info).collect(),
         mirrors: state.shadows.load().report(),
         offline: OfflineInfo {
             mode: state.upstream.switch.mode().as_str().to_string(),
-            upstreams: crate::report::upstreams(state),
+            upstreams: super::upstreams(state),
         },
-        lxd_remotes: crate::report::lxd_remotes(state),
+        lxd_remotes: super::lxd_remotes(state),
         certificate_pem: state.tls.certificate_pem.clone(),
         access_log: state.access_log.snapshot(),
         clients: state.admission.counters.snapshot(),
         connections_open: state.admission.open() as u64,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
-        apt_valid_until: crate::report::apt_valid_until(state),
+        apt_valid_until: super::apt_valid_until(state),
         learned: learned(state),
     }
 }

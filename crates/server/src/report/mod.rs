@@ -1,6 +1,9 @@
 //! What the daemon says of its state, read alike by the control sockets
-//! (`info`) and the status page: its pools, breakers, LXD remotes, and apt
-//! suites about to expire.
+//! (`info`, `metrics`), the listener's `/metrics` and the status page: its
+//! pools, breakers, LXD remotes, and apt suites about to expire.
+
+pub mod info;
+pub mod metrics;
 
 use std::time::Duration;
 
