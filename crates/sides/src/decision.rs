@@ -272,9 +272,6 @@ pub struct CachedRequest {
     pub content_headers: HeaderMap,
     /// How pkgproxy authorises itself upstream.
     pub upstream_auth: UpstreamAuth,
-    /// For a name that points at content by digest, how it is revalidated
-    /// (boxed: most requests have none).
-    pub pointer: Option<Box<Pointer>>,
     /// For content not every client may read, how a client's access is
     /// confirmed (boxed: most requests have none).
     pub access: Option<Box<Access>>,
@@ -303,10 +300,20 @@ impl CachedRequest {
             reply_headers: HeaderMap::new(),
             content_headers: HeaderMap::new(),
             upstream_auth: UpstreamAuth::None,
-            pointer: None,
             access: None,
         }
     }
+}
+
+/// A request for a name that points at content by digest (a registry
+/// tag): served through the cache under its own key, revalidated as its
+/// [`Pointer`] says.
+#[derive(Debug, Clone)]
+pub struct PointerRequest {
+    /// The name's own request: its key holds the content it points at.
+    pub name: CachedRequest,
+    /// How the name is revalidated.
+    pub pointer: Pointer,
 }
 
 /// A request passed to the upstream uncached, its body included: never
@@ -384,6 +391,9 @@ pub enum Decision {
     Refuse(Refusal),
     /// Serve it through the cache (boxed: most of a decision's size).
     Cache(Box<CachedRequest>),
+    /// Serve a name that points at content by digest, revalidated by
+    /// asking which content it names now.
+    Pointer(Box<PointerRequest>),
     /// Serve it from a generation, brought up to date first.
     Generation(Box<GenerationRequest>),
     /// Pass it to the upstream, uncached.
@@ -397,18 +407,36 @@ impl Decision {
     pub fn cache(request: CachedRequest) -> Decision {
         Decision::Cache(Box::new(request))
     }
+
+    /// The request whose cache entry answers this decision: a request to
+    /// cache, or a name's own. `None` for the others.
+    pub fn into_cached(self) -> Option<CachedRequest> {
+        match self {
+            Decision::Cache(request) => Some(*request),
+            Decision::Pointer(pointer) => Some(pointer.name),
+            Decision::Refuse(_) | Decision::Generation(_) | Decision::Forward(_) | Decision::Answer(_) => None,
+        }
+    }
 }
 
 /// What tests of the sides take a decision apart with.
 #[cfg(test)]
 pub(crate) mod expect {
-    use super::{CachedRequest, Decision, ForwardRequest, Refusal};
+    use super::{CachedRequest, Decision, ForwardRequest, PointerRequest, Refusal};
 
     /// The request to cache, or the test fails.
     pub fn cached(decision: Decision) -> CachedRequest {
         match decision {
             Decision::Cache(request) => *request,
             other => panic!("not cached: {other:?}"),
+        }
+    }
+
+    /// The request for a name that points at content, or the test fails.
+    pub fn named(decision: Decision) -> PointerRequest {
+        match decision {
+            Decision::Pointer(request) => *request,
+            other => panic!("not a name: {other:?}"),
         }
     }
 

@@ -31,8 +31,8 @@ pub mod snap;
 
 pub use decision::{
     Acceptance, Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
-    GenerationRequest, LocalAnswer, Member, Origin, Pointer, Record, Redirects, Refusal, Rewrite, ServedAt, Target,
-    UpstreamAuth,
+    GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects, Refusal, Rewrite,
+    ServedAt, Target, UpstreamAuth,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

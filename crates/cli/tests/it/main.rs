@@ -23,6 +23,7 @@ mod health;
 mod hostile_clients;
 mod hostile_upstreams;
 mod inproc;
+mod lookup_agreement;
 mod lxd_client;
 mod offline;
 mod parent;

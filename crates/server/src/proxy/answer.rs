@@ -122,8 +122,9 @@ pub fn from_fetch(
     response
 }
 
-/// Passes on an upstream answer that was not cached.
-pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer) -> Response<ResponseBody> {
+/// Passes on an upstream answer that was not cached: as it came (a miss),
+/// or as the side remembers it (a hit: nothing was asked).
+pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::Empty);
     *response.status_mut() = answer.status;
     let headers = response.headers_mut();
@@ -134,7 +135,7 @@ pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer) -> Response<Respon
     }
     strip_hop_by_hop(headers);
     add_via(headers);
-    headers.insert(CACHE_STATUS, HeaderValue::from_static(Served::Miss.as_str()));
+    headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
     let bodiless = answer.status == StatusCode::NOT_MODIFIED || answer.status == StatusCode::NO_CONTENT;
     if !bodiless {
         set_length(&mut response, answer.body.len() as u64);

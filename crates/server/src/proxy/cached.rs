@@ -24,12 +24,13 @@ use http_body_util::BodyExt;
 use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{Acceptance, CachedRequest, Mount, Side};
+use pkgproxy_sides::{CachedRequest, Mount, Side};
 use pkgproxy_upstream::offline::Mode;
 
 use super::access;
 use super::answer::{self, Served};
 use super::fetching;
+use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::{Failed, Outcome};
 use super::reason::{Reason, REASON};
 use super::rewrite::rewritten;
@@ -76,30 +77,19 @@ async fn through_the_cache(
 ) -> Outcome {
     let stats = state.stats.side(request.side);
     stats.increment(SideCounter::Requests);
-    let now = tokio::time::Instant::now().into_std();
-    if let Some(remembered) = side.remembered(&request, now, state.upstream.switch.frozen()) {
-        stats.increment(SideCounter::Hits);
-        stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
-        return Outcome::Answered(answer::passed(exchange, &remembered));
-    }
-    let (cached, unusable) = match usable(state, state.cache.lookup(&request.key), &request) {
-        Ok(entry) => (Some(entry), None),
-        Err(why) => (None, Some(why)),
-    };
-    let hit = match &cached {
-        Some(entry) if is_fresh(state, exchange, &request, entry) => Some(Arc::clone(entry)),
-        Some(_) => None,
-        None => adopt(state, &request).await,
-    };
-    if let Some(entry) = hit {
-        if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
-            return refused;
+    let (cached, reason) = match lookup::look(&Held(state), &request, &Moment::of(state, exchange)) {
+        Lookup::Remembered(remembered) => {
+            stats.increment(SideCounter::Hits);
+            stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
+            return Outcome::Answered(answer::passed(exchange, &remembered, Served::Hit));
         }
-        return from_cache(state, exchange, &request, &entry, Served::Hit);
-    }
-    let reason = match (&cached, unusable) {
-        (Some(entry), _) => stale_reason(state, exchange, &request, entry),
-        (None, why) => why.unwrap_or(Reason::NotCached),
+        Lookup::Fresh(entry) => return hit(state, exchange, side, &request, &entry).await,
+        Lookup::Adoptable { sha256, size } => match adopt(state, &request, sha256, size).await {
+            Some(entry) => return hit(state, exchange, side, &request, &entry).await,
+            None => (None, Reason::NotCached),
+        },
+        Lookup::Stale { entry, why } => (Some(entry), why),
+        Lookup::Missing(why) => (None, why),
     };
 
     let checks = prerequisites(state, side, &request, exchange).await;
@@ -162,6 +152,21 @@ async fn through_the_cache(
     with_reason(with_upstream(outcome, joined.fetch.answered_by()), &reason)
 }
 
+/// Serves `entry`, which answers `request` without the upstream, once the
+/// client may read it.
+async fn hit(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    request: &CachedRequest,
+    entry: &Entry,
+) -> Outcome {
+    if let Err(refused) = access::confirmed(state, exchange, side, request).await {
+        return refused;
+    }
+    from_cache(state, exchange, request, entry, Served::Hit)
+}
+
 /// `outcome` saying why it is not a plain hit, unless it says so already
 /// (a stale answer says why the upstream could not confirm it).
 fn with_reason(outcome: Outcome, reason: &Reason) -> Outcome {
@@ -174,12 +179,6 @@ fn with_reason(outcome: Outcome, reason: &Reason) -> Outcome {
         }
         outcome => outcome,
     }
-}
-
-/// Why the usable entry `entry` is not fresh for this request.
-pub(super) fn stale_reason(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> Reason {
-    let age = state.clock.now().duration_since(entry.fetched_at_time()).unwrap_or_default();
-    Reason::stale(age, request.fresh_for, ClientDirectives::from_headers(exchange.headers))
 }
 
 /// The cluster's shared tier, when this fetch may be answered from it: a
@@ -243,7 +242,7 @@ fn from_fetch(
             _ => {
                 stats.increment(SideCounter::Misses);
                 side.remember(request, &passed, tokio::time::Instant::now().into_std());
-                Outcome::Answered(answer::passed(exchange, &passed))
+                Outcome::Answered(answer::passed(exchange, &passed, Served::Miss))
             }
         },
         Phase::Failed(error) => match cached {
@@ -285,77 +284,10 @@ fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
     exchange.upstream_answer.report(status.as_u16());
 }
 
-/// The cached entry, unless what the side now expects of the key says it is
-/// superseded (a newer `Release` lists other bytes), or it is not one this
-/// client can read (a newer snap assertion format than it knows): such an
-/// entry is never served, not even stale, since the client would reject it.
-/// Else why there is none to serve.
-pub(super) fn usable(state: &State, entry: Option<Arc<Entry>>, request: &CachedRequest) -> Result<Arc<Entry>, Reason> {
-    let entry = entry.ok_or_else(|| not_cached(state, &request.key))?;
-    if request.accepts != Acceptance::Any && !accepted(state, &entry, request) {
-        tracing::debug!(key = request.key, "cached entry is not one this client reads");
-        return Err(Reason::NotReadable);
-    }
-    let expected = &request.expected;
-    let sha_ok = expected.sha256.as_ref().is_none_or(|sha| sha.eq_ignore_ascii_case(&entry.sha256));
-    let size_ok = expected.size.is_none_or(|size| size == entry.size);
-    if sha_ok && size_ok {
-        Ok(entry)
-    } else {
-        tracing::debug!(key = request.key, "cached entry superseded by what the index now expects");
-        let by = request.expected_from.clone().unwrap_or_else(|| "what the index now lists".to_owned());
-        Err(Reason::Superseded { by })
-    }
-}
-
-/// Why nothing is cached under `key`: evicted, when the cache remembers
-/// it was.
-fn not_cached(state: &State, key: &str) -> Reason {
-    match state.cache.evicted_at(key) {
-        Some(at) => Reason::Evicted { at },
-        None => Reason::NotCached,
-    }
-}
-
-/// Whether the head of `entry`'s body is what `accepts` asks for (a small
-/// positioned read: only requests that ask for it pay for it).
-fn accepted(state: &State, entry: &Entry, request: &CachedRequest) -> bool {
-    use std::os::unix::fs::FileExt;
-    const HEAD: u64 = 64 * 1024;
-    let Ok(file) = state.cache.open_body(entry) else { return false };
-    let mut head = vec![0; entry.size.min(HEAD) as usize];
-    file.read_exact_at(&mut head, 0).is_ok() && state.sides.get(request.side).accepts(request.accepts, &head)
-}
-
-/// Whether a usable entry may be served without asking the upstream. An
-/// entry matching the checksum the side expects is current by definition
-/// (the `Release` naming it was revalidated); others follow the freshness
-/// rule.
-pub(super) fn is_fresh(state: &State, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry) -> bool {
-    if request.expected.sha256.is_some() {
-        return true;
-    }
-    // Bytes handed in (a bundle) replace a copy found older by when each
-    // was fetched, whatever the mode: offline freezes what the upstream
-    // could change, not what an import brings.
-    if exchange.supply.is_some() {
-        return false;
-    }
-    let directives = ClientDirectives::from_headers(exchange.headers);
-    let window = match state.upstream.switch.frozen() {
-        true => Window::Frozen,
-        false => Window::For(request.fresh_for),
-    };
-    freshness(entry, state.clock.now(), window, directives) == Freshness::Fresh
-}
-
-/// Serves the expected bytes when the store already holds them under
-/// another name (an index file fetched by name whose by-hash copy is
-/// cached): no upstream request at all.
-async fn adopt(state: &Arc<State>, request: &CachedRequest) -> Option<Arc<Entry>> {
-    let (Some(sha256), Some(size)) = (request.expected.sha256.clone(), request.expected.size) else {
-        return None;
-    };
+/// The expected bytes, held under another name (an index file fetched by
+/// name whose by-hash copy is cached), made the entry of `request`'s key:
+/// served with no upstream request at all.
+async fn adopt(state: &Arc<State>, request: &CachedRequest, sha256: String, size: u64) -> Option<Arc<Entry>> {
     let (cache, key, class) = (state.cache.clone(), request.key.clone(), request.class);
     let adopted = tokio::task::spawn_blocking(move || cache.adopt(&key, &sha256, size, class)).await;
     match adopted {
@@ -440,18 +372,4 @@ async fn fetch_for_pkgproxy(
         return None;
     }
     response.into_body().collect().await.ok().map(|body| body.to_bytes())
-}
-
-/// An entry for stored bytes known by their hash alone (held under another
-/// name): enough to open them.
-pub(super) fn by_hash(sha256: String, size: u64, class: pkgproxy_cache::Class) -> pkgproxy_cache::Entry {
-    pkgproxy_cache::Entry {
-        sha256,
-        size,
-        headers: Vec::new(),
-        validators: Default::default(),
-        fetched_at: 0,
-        class,
-        last_used_ns: 0,
-    }
 }

@@ -11,9 +11,8 @@ use pkgproxy_control::Explanation;
 use pkgproxy_sides::{route, CachedRequest, Decision, Mount, Route, Side};
 use pkgproxy_upstream::offline::Mode;
 
-use super::cached;
+use super::lookup::{self, Lookup};
 use super::reason::Reason;
-use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
 /// What a `GET` of a URL is, as the request path sees it: the side that
@@ -66,7 +65,7 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
         reason: None,
         upstream: Vec::new(),
     };
-    let Decided { side, mount, decision } = match decide(state, url) {
+    let Decided { side, decision, .. } = match decide(state, url) {
         Ok(decided) => decided,
         Err(why) if url.trim().parse::<Uri>().is_err() => return Err(why),
         Err(why) => return Ok(refused(told, why)),
@@ -85,11 +84,8 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
                 _ => Explanation { action: "forward".to_owned(), ..told },
             }
         }
-        Decision::Cache(request) => {
-            let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
-            let exchange = Exchange::own_get(&headers, mount, &answer);
-            through_the_cache(state, &exchange, side, *request, told)
-        }
+        Decision::Cache(request) => through_the_cache(state, *request, false, told),
+        Decision::Pointer(pointer) => through_the_cache(state, pointer.name, true, told),
     })
 }
 
@@ -97,32 +93,19 @@ fn refused(told: Explanation, reason: String) -> Explanation {
     Explanation { action: "refuse".to_owned(), reason: Some(reason), ..told }
 }
 
-/// What the cache path would do with `request`, as it would decide it.
-fn through_the_cache(
-    state: &Arc<State>,
-    exchange: &Exchange<'_>,
-    side: &Side,
-    request: CachedRequest,
-    told: Explanation,
-) -> Explanation {
+/// What the cache path would do with `request` (a name that points at
+/// content by digest, when `named`), as it would decide it.
+fn through_the_cache(state: &Arc<State>, request: CachedRequest, named: bool, told: Explanation) -> Explanation {
     let upstream = request.origin.instances.iter().map(|url| crate::redact::without_user(url)).collect();
     let mut told = Explanation { key: Some(request.key.clone()), upstream, ..told };
-    let hit = |told: Explanation| Explanation { action: "hit".to_owned(), cache: Some("hit".to_owned()), ..told };
-    let now = tokio::time::Instant::now().into_std();
-    if side.remembered(&request, now, state.upstream.switch.frozen()).is_some() {
-        return hit(told);
-    }
-    let usable = cached::usable(state, state.cache.lookup(&request.key), &request);
-    match &usable {
-        Ok(entry) if cached::is_fresh(state, exchange, &request, entry) => return hit(told),
-        Err(_) if adoptable(state, &request) => return hit(told),
-        _ => {}
-    }
-    let reason = match &usable {
-        Ok(entry) => cached::stale_reason(state, exchange, &request, entry),
-        Err(reason) => reason.clone(),
+    let (stale, reason) = match lookup::now(state, &request, &HeaderMap::new()) {
+        Lookup::Remembered(_) | Lookup::Fresh(_) | Lookup::Adoptable { .. } => {
+            return Explanation { action: "hit".to_owned(), cache: Some("hit".to_owned()), ..told }
+        }
+        Lookup::Stale { why, .. } => (true, why),
+        Lookup::Missing(why) => (false, why),
     };
-    let (action, cache, reason) = match (usable.is_ok(), not_asked(state, &request)) {
+    let (action, cache, reason) = match (stale, not_asked(state, &request, named)) {
         (true, Some(why)) => ("serve stale", "stale", why),
         (false, Some(why)) => ("refuse", "", why),
         (true, None) => ("revalidate", "revalidated or miss", reason),
@@ -134,23 +117,14 @@ fn through_the_cache(
     told
 }
 
-/// Whether the bytes the request expects are in the store under another
-/// name (the request adopts them: a hit).
-pub(super) fn adoptable(state: &State, request: &CachedRequest) -> bool {
-    match (&request.expected.sha256, request.expected.size) {
-        (Some(sha256), Some(size)) => state.cache.holds(sha256, size),
-        _ => false,
-    }
-}
-
 /// Why the upstream would not be asked now, if it would not: offline
-/// mode, a name whose upstream asked to be left alone, or every
+/// mode, a name (`named`) whose upstream asked to be left alone, or every
 /// instance's breaker open.
-fn not_asked(state: &State, request: &CachedRequest) -> Option<Reason> {
+fn not_asked(state: &State, request: &CachedRequest, named: bool) -> Option<Reason> {
     if state.upstream.switch.mode() == Mode::Offline {
         return Some(Reason::Offline);
     }
-    if request.pointer.is_some() {
+    if named {
         if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
             return Some(Reason::from(&held));
         }

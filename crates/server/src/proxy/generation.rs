@@ -29,6 +29,7 @@ use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Refusal
 use super::answer::Served;
 use super::cached;
 use super::fetching;
+use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::{Failed, Outcome};
 use super::reason::{Reason, REASON};
 use crate::context::{Exchange, Supply};
@@ -99,11 +100,10 @@ pub(super) async fn current(
     exchange: &Exchange<'_>,
     root: &CachedRequest,
 ) -> Result<Option<Reason>, Failed> {
-    let published = state.cache.lookup(&root.key);
-    let why = match &published {
-        Some(entry) if cached::is_fresh(state, exchange, root, entry) => return Ok(None),
-        Some(entry) => cached::stale_reason(state, exchange, root, entry),
-        None => Reason::NotCached,
+    let (published, why) = match lookup::look(&Held(state), root, &Moment::of(state, exchange)) {
+        Lookup::Fresh(_) | Lookup::Remembered(_) | Lookup::Adoptable { .. } => return Ok(None),
+        Lookup::Stale { entry, why } => (Some(entry), why),
+        Lookup::Missing(why) => (None, why),
     };
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let (shared, request) = (Arc::clone(state), root.clone());

@@ -18,6 +18,7 @@ pub mod explain;
 mod fetching;
 mod forward;
 mod generation;
+mod lookup;
 pub mod needs;
 pub mod outcome;
 mod outgoing;
@@ -39,7 +40,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::CERTIFICATE_PATH;
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{route, CachedRequest, Decision, Mount, Route, Side, SideId, Target, UpstreamAuth};
+use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 
 use crate::access_log::{CacheUse, Note};
@@ -181,11 +182,14 @@ async fn serve(
         Decision::Cache(request) => {
             copy_body(tapped, body).await;
             let as_pkgproxy = matches!(request.upstream_auth, UpstreamAuth::Bearer { .. });
-            let outcome = serve_cached(state, &exchange, side, *request).await;
-            match as_pkgproxy && refused(&outcome) && parts.headers.contains_key(AUTHORIZATION) {
-                true => with_own_credentials(state, &exchange, side, &routed).await.unwrap_or(outcome),
-                false => outcome,
-            }
+            let outcome = cached::serve(state, &exchange, side, *request).await;
+            or_with_own_credentials(state, &exchange, side, &routed, as_pkgproxy, outcome).await
+        }
+        Decision::Pointer(pointer) => {
+            copy_body(tapped, body).await;
+            let as_pkgproxy = matches!(pointer.name.upstream_auth, UpstreamAuth::Bearer { .. });
+            let outcome = pointer::serve(state, &exchange, side, *pointer).await;
+            or_with_own_credentials(state, &exchange, side, &routed, as_pkgproxy, outcome).await
         }
         Decision::Generation(generation) => {
             copy_body(tapped, body).await;
@@ -198,12 +202,20 @@ async fn serve(
     }
 }
 
-/// Serves `request`, decided for the cache: a name that points at
-/// content by digest, or anything else.
-async fn serve_cached(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
-    match request.pointer {
-        Some(_) => pointer::serve(state, exchange, side, request).await,
-        None => cached::serve(state, exchange, side, request).await,
+/// `outcome`, or when it is the upstream's refusal of pkgproxy's own
+/// credentials (`as_pkgproxy`) and the client brought its own, the answer
+/// with the client's.
+async fn or_with_own_credentials(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &Side,
+    routed: &pkgproxy_sides::Request<'_>,
+    as_pkgproxy: bool,
+    outcome: Outcome,
+) -> Outcome {
+    match as_pkgproxy && refused(&outcome) && exchange.headers.contains_key(AUTHORIZATION) {
+        true => with_own_credentials(state, exchange, side, routed).await.unwrap_or(outcome),
+        false => outcome,
     }
 }
 
@@ -232,7 +244,10 @@ async fn with_own_credentials(
             Some(forward::forward(state, exchange, request, http_body_util::Empty::<bytes::Bytes>::new()).await)
         }
         Decision::Cache(request) if matches!(request.upstream_auth, UpstreamAuth::Client(_)) => {
-            Some(serve_cached(state, exchange, side, *request).await)
+            Some(cached::serve(state, exchange, side, *request).await)
+        }
+        Decision::Pointer(pointer) if matches!(pointer.name.upstream_auth, UpstreamAuth::Client(_)) => {
+            Some(pointer::serve(state, exchange, side, *pointer).await)
         }
         _ => None,
     }

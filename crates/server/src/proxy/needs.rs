@@ -22,8 +22,9 @@ use pkgproxy_sides::snap::needs::{classic_device, DOWNLOAD_FIELDS, NEWER_FIELDS}
 use pkgproxy_sides::{route, Decision, Mount, Side, SideId};
 use serde_json::json;
 
-use super::explain::{self, Decided};
-use super::{cached, forward, outcome};
+use super::explain;
+use super::lookup::{self, Held, Moment};
+use super::{forward, outcome};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
@@ -109,15 +110,15 @@ fn open_sum(state: &State, sum: &FileSum) -> Option<Arc<std::fs::File>> {
     if !state.cache.holds(&sha256, sum.size) {
         return None;
     }
-    state.cache.open_body(&cached::by_hash(sha256, sum.size, pkgproxy_cache::Class::Immutable)).ok()
+    state.cache.open_body(&lookup::by_hash(sha256, sum.size, pkgproxy_cache::Class::Immutable)).ok()
 }
 
 /// The cached body a `GET` of `url` would be answered with offline, read
 /// whole (up to [`RELEASE_LIMIT`]).
 fn cached_bytes(state: &State, url: &str) -> Option<Vec<u8>> {
     use std::io::Read;
-    let Ok(Decided { decision: Decision::Cache(request), .. }) = explain::decide(state, url) else { return None };
-    let entry = cached::usable(state, state.cache.lookup(&request.key), &request).ok()?;
+    let request = explain::decide(state, url).ok()?.decision.into_cached()?;
+    let entry = lookup::look(&Held(state), &request, &Moment::offline(state)).entry().cloned()?;
     let file = state.cache.open_body(&entry).ok()?;
     let mut bytes = Vec::new();
     BodyReader::new(&file).take(RELEASE_LIMIT).read_to_end(&mut bytes).ok()?;

@@ -29,30 +29,31 @@ use http::header::{HeaderValue, USER_AGENT, WARNING};
 use http::{HeaderMap, StatusCode};
 use pkgproxy_cache::{Entry, FetchError, PassedAnswer};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Pointer, Side};
+use pkgproxy_sides::{CachedRequest, Pointer, PointerRequest, Side};
 
 use super::answer::Served;
 use super::cached;
 use super::fetching;
+use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::{Failed, Outcome};
 use super::reason::{Reason, REASON};
 use crate::context::Exchange;
 use crate::state::State;
 
-/// Serves `request`, a name with `pointer`.
-pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
-    let Some(pointer) = request.pointer.clone() else { return cached::serve(state, exchange, side, request).await };
-    let as_it_is = CachedRequest { pointer: None, ..request.clone() };
-    let cached = state.cache.lookup(&request.key);
-    if let Some(entry) = cached.as_ref().filter(|entry| cached::is_fresh(state, exchange, &request, entry)) {
-        let outcome = cached::serve(state, exchange, side, as_it_is).await;
-        return with_headers(outcome, &request, &pointer, entry);
-    }
-    // A refusal remembered for this client: replayed, nothing asked.
-    let now = tokio::time::Instant::now().into_std();
-    if side.remembered(&request, now, state.upstream.switch.frozen()).is_some() {
-        return cached::serve(state, exchange, side, as_it_is).await;
-    }
+/// Serves `named`, a name that points at content by digest.
+pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, named: PointerRequest) -> Outcome {
+    let PointerRequest { name: request, pointer } = named;
+    let as_it_is = request.clone();
+    let cached = match lookup::look(&Held(state), &request, &Moment::of(state, exchange)) {
+        Lookup::Fresh(entry) => {
+            let outcome = cached::serve(state, exchange, side, as_it_is).await;
+            return with_headers(outcome, &request, &pointer, &entry);
+        }
+        // A refusal remembered for this client: replayed, nothing asked.
+        Lookup::Remembered(_) => return cached::serve(state, exchange, side, as_it_is).await,
+        Lookup::Stale { entry, .. } => Some(entry),
+        Lookup::Adoptable { .. } | Lookup::Missing(_) => None,
+    };
     if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
         return unchecked(state, exchange, &request, &pointer, cached.as_deref(), held);
     }
@@ -84,6 +85,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, req
         // The name is not this client's to read: its refusal is the
         // answer, not a second request for the same refusal.
         let refusal = PassedAnswer { status, headers: super::access::listed(&headers), body: Default::default() };
+        let now = tokio::time::Instant::now().into_std();
         side.remember(&request, &Arc::new(refusal), now);
         if side.remembered(&request, now, false).is_some() {
             return cached::serve(state, exchange, side, as_it_is).await;

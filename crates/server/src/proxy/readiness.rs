@@ -15,6 +15,7 @@ use pkgproxy_control::ItemReadiness;
 use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Side};
 
 use super::explain::{self, Decided};
+use super::lookup::{self, Held, Lookup, Moment};
 use super::reason::{Reason, REASON};
 use super::{cached, generation, pointer};
 use crate::context::{Exchange, UpstreamAnswer};
@@ -28,23 +29,26 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         reason,
         size,
     };
-    match explain::decide(state, url) {
-        Err(why) => item(false, Some(why), None),
-        Ok(Decided { decision: Decision::Cache(request), side, .. }) => match cached_readiness(state, side, &request) {
-            Ok(size) => item(true, None, size),
-            // The cache remembers what eviction took: anything else it
-            // does not hold it never fetched (or was told to forget).
-            Err(Reason::NotCached) => item(false, Some("never fetched".to_owned()), None),
-            Err(why) => item(false, Some(why.to_string()), None),
-        },
-        Ok(Decided { decision: Decision::Answer(_), .. }) => item(true, None, None),
-        Ok(Decided { decision: Decision::Refuse(refusal), .. }) => {
-            item(false, Some(Reason::Refused(refusal.reason).to_string()), None)
-        }
-        Ok(Decided { decision: Decision::Forward(_), .. }) => {
+    let from_cache = |request: &CachedRequest| match cached_readiness(state, request) {
+        Ok(size) => item(true, None, size),
+        // The cache remembers what eviction took: anything else it does
+        // not hold it never fetched (or was told to forget).
+        Err(Reason::NotCached) => item(false, Some("never fetched".to_owned()), None),
+        Err(why) => item(false, Some(why.to_string()), None),
+    };
+    let decision = match explain::decide(state, url) {
+        Ok(Decided { decision, .. }) => decision,
+        Err(why) => return item(false, Some(why), None),
+    };
+    match decision {
+        Decision::Cache(request) => from_cache(&request),
+        Decision::Pointer(pointer) => from_cache(&pointer.name),
+        Decision::Answer(_) => item(true, None, None),
+        Decision::Refuse(refusal) => item(false, Some(Reason::Refused(refusal.reason).to_string()), None),
+        Decision::Forward(_) => {
             item(false, Some("passed to the upstream uncached: never served offline".to_owned()), None)
         }
-        Ok(Decided { decision: Decision::Generation(generation), .. }) => match generation_member(state, &generation) {
+        Decision::Generation(generation) => match generation_member(state, &generation) {
             Ok(entry) => item(true, None, Some(entry.size)),
             Err(why) => item(false, Some(why.to_owned()), None),
         },
@@ -86,6 +90,7 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
     let Decided { side, decision, .. } = explain::decide(state, url)?;
     let request = match decision {
         Decision::Cache(request) => *request,
+        Decision::Pointer(pointer) => pointer.name,
         Decision::Answer(_) => return Ok(Vec::new()),
         Decision::Refuse(refusal) => return Err(Reason::Refused(refusal.reason).to_string()),
         Decision::Forward(_) => return Err("passed to the upstream uncached, never kept".to_owned()),
@@ -95,10 +100,13 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         // A bundle is read by whoever holds the file.
         return Err("only a client's own credentials may read it: it is never carried in a bundle".to_owned());
     }
-    let now = tokio::time::Instant::now().into_std();
-    if side.remembered(&request, now, true).is_some_and(|answer| is_served(&answer)) {
-        return Ok(Vec::new());
-    }
+    let entry = match look_offline(state, &request) {
+        Lookup::Remembered(answer) if is_served(&answer) => return Ok(Vec::new()),
+        Lookup::Remembered(answer) => return Err(format!("the upstream answered {}", answer.status)),
+        Lookup::Fresh(entry) | Lookup::Stale { entry, .. } => entry,
+        Lookup::Adoptable { sha256, size } => Arc::new(lookup::by_hash(sha256, size, request.class)),
+        Lookup::Missing(why) => return Err(why.to_string()),
+    };
     // What proves it: requests of their own (an archive's indexes, as
     // they would be served offline), then what its fetch reads first (a
     // checksum database record).
@@ -106,22 +114,19 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         let (_, url) = side.client_url(&key)?;
         carried(state, &url).ok()
     });
-    let proving: Vec<Carried> = proving.flatten().collect();
     let prerequisites = side.prerequisites(&request).into_iter().filter_map(|proof| {
-        let entry = cached::usable(state, state.cache.lookup(&proof.key), &proof).ok()?;
+        let entry = look_offline(state, &proof).entry().cloned()?;
         Some(Carried { url: None, key: proof.key, entry })
     });
-    let mut carried: Vec<Carried> = proving.into_iter().chain(prerequisites).collect();
-    let entry = match cached::usable(state, state.cache.lookup(&request.key), &request) {
-        Ok(entry) => entry,
-        Err(_) if explain::adoptable(state, &request) => {
-            let (sha256, size) = (request.expected.sha256.clone(), request.expected.size);
-            Arc::new(cached::by_hash(sha256.unwrap_or_default(), size.unwrap_or_default(), request.class))
-        }
-        Err(why) => return Err(why.to_string()),
-    };
+    let mut carried: Vec<Carried> = proving.flatten().chain(prerequisites).collect();
     carried.push(Carried { url: Some(url.trim().to_owned()), key: request.key, entry });
     Ok(carried)
+}
+
+/// What the cache holds for `request` as it would serve it with the
+/// network gone (offline, nothing is too old).
+fn look_offline(state: &State, request: &CachedRequest) -> Lookup {
+    lookup::look(&Held(state), request, &Moment::offline(state))
 }
 
 /// A held generation of `root`: the files its root names (each read by
@@ -150,18 +155,17 @@ fn is_served(answer: &pkgproxy_cache::PassedAnswer) -> bool {
 
 /// Whether the cache holds what `request` needs, whatever its age (offline,
 /// nothing is too old): its size, or why not.
-fn cached_readiness(state: &State, side: &Side, request: &CachedRequest) -> Result<Option<u64>, Reason> {
-    let now = tokio::time::Instant::now().into_std();
-    if side.remembered(request, now, true).is_some_and(|answer| is_served(&answer)) {
-        return Ok(None);
-    }
-    let size = match cached::usable(state, state.cache.lookup(&request.key), request) {
-        Ok(entry) => Some(entry.size),
-        Err(_) if explain::adoptable(state, request) => request.expected.size,
-        Err(why) => return Err(why),
+fn cached_readiness(state: &State, request: &CachedRequest) -> Result<Option<u64>, Reason> {
+    let size = match look_offline(state, request) {
+        Lookup::Remembered(answer) if is_served(&answer) => return Ok(None),
+        Lookup::Remembered(answer) => return Err(Reason::UpstreamFailed(format!("it answered {}", answer.status))),
+        Lookup::Fresh(entry) | Lookup::Stale { entry, .. } => Some(entry.size),
+        Lookup::Adoptable { size, .. } => Some(size),
+        Lookup::Missing(why) => return Err(why),
     };
     // Offline, content that needs the upstream's word for this client is
     // served only on a confirmation that counts offline.
+    let now = tokio::time::Instant::now().into_std();
     match request.access.as_deref() {
         Some(access) if !(access.offline && state.grants.holds(&access.grant, None, now)) => Err(Reason::Unconfirmed),
         _ => Ok(size),
@@ -181,7 +185,7 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
     let answer = UpstreamAnswer::default();
     let exchange = Exchange::own_get(headers, mount, &answer);
     let outcome = match decision {
-        Decision::Cache(request) if request.pointer.is_some() => pointer::serve(state, &exchange, side, *request).await,
+        Decision::Pointer(named) => pointer::serve(state, &exchange, side, *named).await,
         Decision::Cache(request) => cached::serve(state, &exchange, side, *request).await,
         Decision::Generation(generation) => match generation::current(state, &exchange, &generation.root).await {
             Ok(_) => return check(state, url),

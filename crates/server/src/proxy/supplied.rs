@@ -47,8 +47,9 @@ pub enum Taken {
 /// record) read `proofs`. `Err`: why it was not taken.
 pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) -> Result<Taken, String> {
     let Decided { side, mount, decision } = explain::decide(state, item.url)?;
-    let request = match decision {
-        Decision::Cache(request) => *request,
+    let (request, pointer) = match decision {
+        Decision::Cache(request) => (*request, false),
+        Decision::Pointer(named) => (named.name, true),
         Decision::Generation(generation) => return take_generation(state, item, &generation.root, proofs).await,
         Decision::Refuse(refusal) => return Err(format!("refused here: {}", refusal.reason)),
         Decision::Answer(_) | Decision::Forward(_) => {
@@ -63,15 +64,15 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
         }
         return Ok(Taken::Held);
     }
-    let (fetched, pointer_at) = match request.pointer {
-        Some(_) => {
+    let (fetched, pointer_at) = match pointer {
+        true => {
             let digest = format!("sha256:{}", item.sha256);
             let by_digest = side
                 .by_digest(&request, &digest)
                 .ok_or_else(|| format!("{digest} is not content this side fetches by digest"))?;
             (by_digest, Some(request.clone()))
         }
-        None => (request, None),
+        false => (request, None),
     };
     let key = fetched.key.clone();
     let supply = ItemFirst { key: &key, item, proofs };

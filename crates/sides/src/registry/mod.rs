@@ -38,7 +38,7 @@ use serde_json::json;
 
 use crate::decision::{
     Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer,
-    Origin, Pointer, Redirects, Refusal, UpstreamAuth,
+    Origin, Pointer, PointerRequest, Redirects, Refusal, UpstreamAuth,
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
@@ -354,7 +354,7 @@ impl Registry {
             Endpoint::Manifest(Reference::Tag(tag))
                 if takes_every_modern_type(request.headers) || self.holds_accepted(&located, tag, request.headers) =>
             {
-                Decision::cache(self.by_tag(upstream, &located, tag, reply))
+                Decision::Pointer(Box::new(self.by_tag(upstream, &located, tag, reply)))
             }
             // A client that does not take every manifest type pkgproxy asks
             // for (an old docker that reads only schema 2 manifests), and
@@ -440,7 +440,7 @@ impl Registry {
     }
 
     /// A manifest by tag, revalidated after the tag's window.
-    fn by_tag(&self, upstream: &Upstream, located: &Located, tag: &str, reply: HeaderMap) -> CachedRequest {
+    fn by_tag(&self, upstream: &Upstream, located: &Located, tag: &str, reply: HeaderMap) -> PointerRequest {
         let origin = origin(upstream, format!("/v2/{}/manifests/{tag}", located.repository));
         let key = format!("registry/tag/{}/{}/{tag}", located.registry, located.repository);
         let pointer = Pointer {
@@ -448,14 +448,14 @@ impl Registry {
             digest_header: HeaderName::from_static("docker-content-digest"),
             quota: Some((HeaderName::from_static("ratelimit-remaining"), self.config().pull_reserve)),
         };
-        CachedRequest {
+        let name = CachedRequest {
             upstream_headers: upstream_headers("manifest"),
             fresh_for: self.config().tag_ttl,
             reply_headers: reply,
             upstream_auth: pull_scope(upstream, located),
-            pointer: Some(Box::new(pointer)),
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Revalidated)
-        }
+        };
+        PointerRequest { name, pointer }
     }
 
     /// The request a client makes for what is cached under `key`: a tag
@@ -506,7 +506,6 @@ impl Registry {
             "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
             _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
         };
-        by_digest.pointer = None;
         by_digest.access = None;
         by_digest.dated_resume = DatedResume::Honoured;
         by_digest.content_headers = digest_headers(&digest);

@@ -1,7 +1,7 @@
 //! How registry requests are classified, and how clients are told no.
 
 use super::*;
-use crate::decision::expect::{cached, refused};
+use crate::decision::expect::{cached, named, refused};
 use crate::route::Mount;
 
 const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -82,7 +82,7 @@ fn manifests_are_asked_for_in_the_fixed_modern_set() {
     let by_digest = cached(classify(Method::HEAD, &format!("/library/hello/manifests/sha256:{HEX}"), None));
     assert_eq!(by_digest.key, format!("registry/manifest/sha256/{HEX}"));
     assert_eq!(by_digest.upstream_headers[ACCEPT], MANIFEST_TYPES);
-    let by_tag = cached(classify(Method::GET, "/library/hello/manifests/v1", None));
+    let by_tag = named(classify(Method::GET, "/library/hello/manifests/v1", None)).name;
     assert_eq!(by_tag.key, "registry/tag/docker.io/library/hello/v1");
     assert_eq!((by_tag.class, by_tag.fresh_for), (Class::Revalidated, DEFAULT_TAG_TTL));
     assert!(!MANIFEST_TYPES.contains("*/*") && !MANIFEST_TYPES.contains("v1+prettyjws"));
@@ -91,7 +91,7 @@ fn manifests_are_asked_for_in_the_fixed_modern_set() {
 #[test]
 fn containerd_s_percent_encoded_ns_names_a_registry_with_a_port() {
     for query in ["ns=registry.lan%3A5000", "ns=registry.lan:5000", "foo=1&ns=registry.lan%3a5000"] {
-        let asked = cached(classify(Method::GET, "/x/manifests/v1", Some(query)));
+        let asked = named(classify(Method::GET, "/x/manifests/v1", Some(query))).name;
         assert_eq!(asked.origin.instances, ["http://127.0.0.1:5000"], "{query}");
         assert_eq!(asked.reply_headers["oci-namespace"], "registry.lan:5000", "{query}");
     }
@@ -178,9 +178,9 @@ fn a_client_that_does_not_take_every_modern_type_gets_its_tag_as_it_asked() {
         "application/vnd.docker.distribution.manifest.list.v2+json",
         "application/vnd.oci.image.index.v1+json",
     ];
-    assert!(matches!(accepts(&skopeo), Decision::Cache(_)), "six headers, one type each");
+    assert!(matches!(accepts(&skopeo), Decision::Pointer(_)), "six headers, one type each");
     let containerd = ["application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, */*"];
-    assert!(matches!(accepts(&containerd), Decision::Cache(_)), "one comma list");
+    assert!(matches!(accepts(&containerd), Decision::Pointer(_)), "one comma list");
     let Decision::Forward(old) = accepts(&["application/vnd.docker.distribution.manifest.v2+json"]) else {
         panic!("not passed through")
     };
