@@ -86,7 +86,7 @@ impl Refusal {
 
 /// Whether a `Range` request whose `If-Range` is a date (apt resumes its
 /// partial files that way) may be answered with a part of this file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DatedResume {
     /// The name always stands for the same bytes (an apt pool file, a go
     /// module version), so a client's partial file of this name holds these
@@ -97,6 +97,7 @@ pub enum DatedResume {
     /// generation's by-hash URL, and a mirror that syncs within one second
     /// gives both files one date. The whole file is sent instead: these
     /// files are small, and apt starts over cleanly on a `200`.
+    #[default]
     WholeFile,
 }
 
@@ -130,9 +131,10 @@ pub enum Record {
 /// What a cached body must say of itself to answer a request, beyond the
 /// checksums the side expects: a body that does not is not served (not
 /// even stale) and is fetched again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Acceptance {
     /// Any body.
+    #[default]
     Any,
     /// A snap assertion of at most this format (snapd names the newest
     /// format it can read; an older snapd cannot read a newer one).
@@ -140,9 +142,10 @@ pub enum Acceptance {
 }
 
 /// Whether pkgproxy follows the upstream's redirects itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Redirects {
     /// A redirect is passed on to the client, which follows it.
+    #[default]
     PassedOn,
     /// pkgproxy follows it (the snap store's redirects carry an expiring
     /// token to its CDN: the client must get the bytes, not the redirect,
@@ -151,9 +154,10 @@ pub enum Redirects {
 }
 
 /// How pkgproxy authorises itself upstream.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum UpstreamAuth {
     /// It does not: the request goes as it is.
+    #[default]
     None,
     /// An OCI registry's Bearer token dance: on a `401` with a Bearer
     /// challenge, pkgproxy fetches a token for `scope` from the challenge's
@@ -234,7 +238,10 @@ pub struct Pointer {
     pub quota: Option<(http::HeaderName, u64)>,
 }
 
-/// A request to serve through the cache.
+/// A request to serve through the cache. Beside what every request has
+/// (its side, key, origin and class), what it asks is split by the phase
+/// that reads it, each with a default that asks nothing: a simple side's
+/// decision names only what it needs.
 #[derive(Debug, Clone)]
 pub struct CachedRequest {
     /// The side that decided.
@@ -245,61 +252,76 @@ pub struct CachedRequest {
     pub origin: Origin,
     /// How the cached entry ages.
     pub class: Class,
+    /// What a cached body must be to answer it: what the lookup reads.
+    pub wanted: Wanted,
+    /// How the upstream is asked: what the fetch reads.
+    pub asking: Asking,
+    /// How the answer is made for the client: what the reply reads.
+    pub reply: Reply,
+    /// For content not every client may read, how a client's access is
+    /// confirmed (boxed: most requests have none).
+    pub access: Option<Box<Access>>,
+}
+
+/// What a cached body must be to answer a request.
+#[derive(Debug, Clone, Default)]
+pub struct Wanted {
     /// What the body must match. A cached entry that does not match it is
     /// superseded: never served, refetched.
     pub expected: Expected,
     /// What set `expected`, for people (`Release of 2026-12-01 12:03 UTC`):
     /// named when a cached copy is superseded.
     pub expected_from: Option<String>,
+    /// How long a revalidated entry is served without asking the upstream
+    /// (zero: revalidated at once).
+    pub fresh_for: Duration,
+    /// What a cached body must say of itself to answer this request.
+    pub accepts: Acceptance,
+}
+
+/// How the upstream is asked for a request.
+#[derive(Debug, Clone, Default)]
+pub struct Asking {
+    /// Headers of the client's sent upstream beside pkgproxy's own (snapd's
+    /// device headers, which the side put in the key).
+    pub headers: HeaderMap,
+    /// Whether the upstream's redirects are followed.
+    pub redirects: Redirects,
+    /// How pkgproxy authorises itself upstream.
+    pub auth: UpstreamAuth,
+}
+
+/// How the answer to a request is made for its client.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
     /// Whether a client may resume this file by its date.
     pub dated_resume: DatedResume,
     /// How the answer is rewritten at serve time, if it is.
     pub rewrite: Option<Rewrite>,
-    /// Headers of the client's sent upstream beside pkgproxy's own (snapd's
-    /// device headers, which the side put in the key).
-    pub upstream_headers: HeaderMap,
-    /// How long a revalidated entry is served without asking the upstream.
-    pub fresh_for: Duration,
-    /// What a cached body must say of itself to answer this request.
-    pub accepts: Acceptance,
-    /// Whether the upstream's redirects are followed.
-    pub redirects: Redirects,
     /// Headers the side puts on every answer, whether from the cache or
     /// the upstream (a registry's API version).
-    pub reply_headers: HeaderMap,
+    pub headers: HeaderMap,
     /// Headers that describe the content itself (a registry's digest), put
     /// only on an answer that carries it (`2xx`, `304`), never on a `404`.
     pub content_headers: HeaderMap,
-    /// How pkgproxy authorises itself upstream.
-    pub upstream_auth: UpstreamAuth,
-    /// For content not every client may read, how a client's access is
-    /// confirmed (boxed: most requests have none).
-    pub access: Option<Box<Access>>,
 }
 
 impl CachedRequest {
     /// A request for `key` of `side`, fetched from `origin`, aging as
-    /// `class`, with nothing else asked: no checksum expected, resumed by
-    /// date only as a whole file, no rewrite, no headers of the client's
-    /// sent upstream or added to the answer, revalidated at once, any
-    /// cached body accepted, redirects passed on, no authorisation, readable by every client.
+    /// `class`, with nothing else asked: no checksum expected, revalidated
+    /// at once, any cached body accepted; no headers of the client's sent
+    /// upstream, redirects passed on, no authorisation; resumed by date
+    /// only as a whole file, no rewrite, no headers added to the answer;
+    /// readable by every client.
     pub fn new(side: SideId, key: String, origin: Origin, class: Class) -> CachedRequest {
         CachedRequest {
             side,
             key,
             origin,
             class,
-            expected: Expected::default(),
-            expected_from: None,
-            dated_resume: DatedResume::WholeFile,
-            rewrite: None,
-            upstream_headers: HeaderMap::new(),
-            fresh_for: Duration::ZERO,
-            accepts: Acceptance::Any,
-            redirects: Redirects::PassedOn,
-            reply_headers: HeaderMap::new(),
-            content_headers: HeaderMap::new(),
-            upstream_auth: UpstreamAuth::None,
+            wanted: Wanted::default(),
+            asking: Asking::default(),
+            reply: Reply::default(),
             access: None,
         }
     }

@@ -30,9 +30,9 @@ mod side;
 pub mod snap;
 
 pub use decision::{
-    Acceptance, Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
-    GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects, Refusal, Rewrite,
-    ServedAt, Target, UpstreamAuth,
+    Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
+    GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects, Refusal, Reply,
+    Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

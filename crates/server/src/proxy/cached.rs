@@ -44,8 +44,8 @@ const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
-    let (rewrite, reply_headers) = (request.rewrite.clone(), request.reply_headers.clone());
-    let content_headers = request.content_headers.clone();
+    let (rewrite, reply_headers) = (request.reply.rewrite.clone(), request.reply.headers.clone());
+    let content_headers = request.reply.content_headers.clone();
     let outcome = through_the_cache(state, exchange, side, request).await;
     // After the cache, for this client: the stored bytes stay the
     // upstream's.
@@ -97,7 +97,7 @@ async fn through_the_cache(
     let spec = FetchSpec {
         key: request.key.clone(),
         class: request.class,
-        expected: request.expected.clone(),
+        expected: request.wanted.expected.clone(),
         revalidating: cached.clone().filter(|e| !e.validators.is_empty()),
         verifier: verifier.clone(),
     };
@@ -203,7 +203,7 @@ fn shared_tier(
     let directives = ClientDirectives::from_headers(exchange.headers);
     let window = match state.upstream.switch.frozen() {
         true => Window::Frozen,
-        false => Window::For(request.fresh_for),
+        false => Window::For(request.wanted.fresh_for),
     };
     let clock = Arc::clone(&state.clock);
     let fresh = move |entry: &Entry| freshness(entry, clock.now(), window, directives) == Freshness::Fresh;
@@ -224,7 +224,7 @@ fn from_fetch(
     match phase {
         Phase::Streaming(head) => {
             stats.increment(SideCounter::Misses);
-            Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.dated_resume))
+            Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.reply.dated_resume))
         }
         Phase::Done(entry) => {
             stats.increment(SideCounter::Misses);
@@ -255,7 +255,7 @@ fn from_fetch(
         // Passed through, not cached: read through the download's handle.
         Phase::Uncached { head, .. } => {
             stats.increment(SideCounter::Misses);
-            Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.dated_resume))
+            Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.reply.dated_resume))
         }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
     }
@@ -324,7 +324,7 @@ pub(super) fn from_cache(
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
     }
-    let (response, sent) = answer::from_entry(exchange, entry, file, served, request.dated_resume);
+    let (response, sent) = answer::from_entry(exchange, entry, file, served, request.reply.dated_resume);
     if served != Served::Miss {
         let stats = state.stats.side(request.side);
         stats.increment(SideCounter::Hits);

@@ -64,11 +64,11 @@ pub fn source(
         return supplied;
     }
     let (origin, side, redirects, auth) =
-        (&request.origin, request.side, request.redirects, request.upstream_auth.clone());
+        (&request.origin, request.side, request.asking.redirects, request.asking.auth.clone());
     let pool = state.upstream.transport.pool(&origin.pool, &origin.instances).map_err(Arc::new);
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let revalidating = conditional.map(|entry| &entry.validators);
-    let headers = outgoing::headers(request.upstream_headers.clone(), agent, &state.loop_mark, revalidating);
+    let headers = outgoing::headers(request.asking.headers.clone(), agent, &state.loop_mark, revalidating);
     let upstream_answer = copy_upstream_request(state, side, origin, exchange, &Method::GET, &headers);
     let through_peer = match (&state.cluster, exchange.target, asked_of_a_peer(exchange)) {
         (Some(cluster), Some(target), Some(asked)) if state.upstream.switch.mode() == Mode::Offline => {
@@ -121,7 +121,7 @@ pub async fn head(
 ) -> Result<(StatusCode, HeaderMap), FetchError> {
     let (pool, headers) = prepared(state, request, None, agent)?;
     let head = PoolRequest { method: Method::HEAD, ..PoolRequest::get(request.origin.path.clone(), headers) };
-    let (_, answer) = authorised(state, &pool, &request.origin, &request.upstream_auth, head).await?;
+    let (_, answer) = authorised(state, &pool, &request.origin, &request.asking.auth, head).await?;
     let (parts, _) = answer.response.into_parts();
     Ok((parts.status, parts.headers))
 }
@@ -139,8 +139,8 @@ pub async fn get(
     let origin = &request.origin;
     let (pool, headers) = prepared(state, request, revalidating, agent)?;
     let get = PoolRequest::get(origin.path.clone(), headers);
-    let (get, answer) = authorised(state, &pool, origin, &request.upstream_auth, get).await?;
-    match request.redirects {
+    let (get, answer) = authorised(state, &pool, origin, &request.asking.auth, get).await?;
+    match request.asking.redirects {
         Redirects::PassedOn => Ok(answer.response),
         Redirects::Followed => {
             let base = origin.instances.get(answer.instance).map(|base| without_user(base)).unwrap_or_default();
@@ -163,7 +163,7 @@ fn prepared(
         .transport
         .pool(&origin.pool, &origin.instances)
         .map_err(|error| FetchError::Upstream(Box::new(error)))?;
-    let headers = outgoing::headers(request.upstream_headers.clone(), agent, &state.loop_mark, revalidating);
+    let headers = outgoing::headers(request.asking.headers.clone(), agent, &state.loop_mark, revalidating);
     Ok((pool, headers))
 }
 

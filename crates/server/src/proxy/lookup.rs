@@ -154,18 +154,18 @@ fn usable(holdings: &dyn Holdings, request: &CachedRequest) -> Result<Arc<Entry>
             None => Reason::NotCached,
         });
     };
-    if request.accepts != Acceptance::Any && !holdings.accepts(&entry, request) {
+    if request.wanted.accepts != Acceptance::Any && !holdings.accepts(&entry, request) {
         tracing::debug!(key = request.key, "cached entry is not one this client reads");
         return Err(Reason::NotReadable);
     }
-    let expected = &request.expected;
+    let expected = &request.wanted.expected;
     let sha_ok = expected.sha256.as_ref().is_none_or(|sha| sha.eq_ignore_ascii_case(&entry.sha256));
     let size_ok = expected.size.is_none_or(|size| size == entry.size);
     if sha_ok && size_ok {
         return Ok(entry);
     }
     tracing::debug!(key = request.key, "cached entry superseded by what the index now expects");
-    let by = request.expected_from.clone().unwrap_or_else(|| "what the index now lists".to_owned());
+    let by = request.wanted.expected_from.clone().unwrap_or_else(|| "what the index now lists".to_owned());
     Err(Reason::Superseded { by })
 }
 
@@ -173,7 +173,7 @@ fn usable(holdings: &dyn Holdings, request: &CachedRequest) -> Result<Arc<Entry>
 /// `None` when it may. An entry with the checksum the side expects is
 /// current by definition (the index naming it was confirmed).
 fn stale_reason(request: &CachedRequest, entry: &Entry, moment: &Moment) -> Option<Reason> {
-    if request.expected.sha256.is_some() {
+    if request.wanted.expected.sha256.is_some() {
         return None;
     }
     let age = || moment.now.duration_since(entry.fetched_at_time()).unwrap_or_default();
@@ -181,22 +181,24 @@ fn stale_reason(request: &CachedRequest, entry: &Entry, moment: &Moment) -> Opti
     // fetched, whatever the mode: offline freezes what the upstream could
     // change, not what an import brings.
     if moment.supplied {
-        return Some(Reason::stale(age(), request.fresh_for, moment.directives));
+        return Some(Reason::stale(age(), request.wanted.fresh_for, moment.directives));
     }
     let window = match moment.frozen {
         true => Window::Frozen,
-        false => Window::For(request.fresh_for),
+        false => Window::For(request.wanted.fresh_for),
     };
     match freshness(entry, moment.now, window, moment.directives) {
         Freshness::Fresh => None,
-        _ => Some(Reason::stale(age(), request.fresh_for, moment.directives)),
+        _ => Some(Reason::stale(age(), request.wanted.fresh_for, moment.directives)),
     }
 }
 
 /// The bytes `request` expects, when the store holds them under another
 /// name.
 fn adoptable(holdings: &dyn Holdings, request: &CachedRequest) -> Option<(String, u64)> {
-    let (Some(sha256), Some(size)) = (&request.expected.sha256, request.expected.size) else { return None };
+    let (Some(sha256), Some(size)) = (&request.wanted.expected.sha256, request.wanted.expected.size) else {
+        return None;
+    };
     holdings.holds(sha256, size).then(|| (sha256.clone(), size))
 }
 
@@ -223,7 +225,8 @@ impl Holdings for Held<'_> {
         const HEAD: u64 = 64 * 1024;
         let Ok(file) = self.0.cache.open_body(entry) else { return false };
         let mut head = vec![0; entry.size.min(HEAD) as usize];
-        file.read_exact_at(&mut head, 0).is_ok() && self.0.sides.get(request.side).accepts(request.accepts, &head)
+        file.read_exact_at(&mut head, 0).is_ok()
+            && self.0.sides.get(request.side).accepts(request.wanted.accepts, &head)
     }
 
     fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
@@ -297,7 +300,7 @@ mod tests {
     fn request(fresh_for: u64) -> CachedRequest {
         let origin = Origin { pool: "p".into(), instances: vec!["http://127.0.0.1:1".into()], path: "/x".into() };
         let mut request = CachedRequest::new(SideId::Apt, KEY.into(), origin, Class::Revalidated);
-        request.fresh_for = Duration::from_secs(fresh_for);
+        request.wanted.fresh_for = Duration::from_secs(fresh_for);
         request
     }
 
@@ -307,9 +310,9 @@ mod tests {
     }
 
     fn expecting(mut request: CachedRequest, sha256: &str, size: u64) -> CachedRequest {
-        request.expected.sha256 = Some(sha256.into());
-        request.expected.size = Some(size);
-        request.expected_from = Some("Release of 2027-01-15 08:00 UTC".into());
+        request.wanted.expected.sha256 = Some(sha256.into());
+        request.wanted.expected.size = Some(size);
+        request.wanted.expected_from = Some("Release of 2027-01-15 08:00 UTC".into());
         request
     }
 
@@ -367,7 +370,7 @@ mod tests {
     #[test]
     fn an_entry_the_client_cannot_read_is_not_usable() {
         let mut asking = request(60);
-        asking.accepts = Acceptance::AssertionFormatAtMost(1);
+        asking.wanted.accepts = Acceptance::AssertionFormatAtMost(1);
         let Lookup::Missing(why) = look(&holding("aa", 10), &asking, &at(0)) else { panic!("usable") };
         assert_eq!(why, Reason::NotReadable);
         let readable = Fake { readable: true, ..holding("aa", 10) };

@@ -181,13 +181,13 @@ async fn serve(
         }
         Decision::Cache(request) => {
             copy_body(tapped, body).await;
-            let as_pkgproxy = matches!(request.upstream_auth, UpstreamAuth::Bearer { .. });
+            let as_pkgproxy = matches!(request.asking.auth, UpstreamAuth::Bearer { .. });
             let outcome = cached::serve(state, &exchange, side, *request).await;
             or_with_own_credentials(state, &exchange, side, &routed, as_pkgproxy, outcome).await
         }
         Decision::Pointer(pointer) => {
             copy_body(tapped, body).await;
-            let as_pkgproxy = matches!(pointer.name.upstream_auth, UpstreamAuth::Bearer { .. });
+            let as_pkgproxy = matches!(pointer.name.asking.auth, UpstreamAuth::Bearer { .. });
             let outcome = pointer::serve(state, &exchange, side, *pointer).await;
             or_with_own_credentials(state, &exchange, side, &routed, as_pkgproxy, outcome).await
         }
@@ -243,10 +243,10 @@ async fn with_own_credentials(
         Decision::Forward(request) => {
             Some(forward::forward(state, exchange, request, http_body_util::Empty::<bytes::Bytes>::new()).await)
         }
-        Decision::Cache(request) if matches!(request.upstream_auth, UpstreamAuth::Client(_)) => {
+        Decision::Cache(request) if matches!(request.asking.auth, UpstreamAuth::Client(_)) => {
             Some(cached::serve(state, exchange, side, *request).await)
         }
-        Decision::Pointer(pointer) if matches!(pointer.name.upstream_auth, UpstreamAuth::Client(_)) => {
+        Decision::Pointer(pointer) if matches!(pointer.name.asking.auth, UpstreamAuth::Client(_)) => {
             Some(pointer::serve(state, exchange, side, *pointer).await)
         }
         _ => None,

@@ -230,7 +230,7 @@ fn unchecked(
 /// the digest the name points at.
 fn with_headers(outcome: Outcome, request: &CachedRequest, pointer: &Pointer, entry: &Entry) -> Outcome {
     let Outcome::Answered(mut response) = outcome else { return outcome };
-    for (name, value) in request.reply_headers.iter().chain(&request.content_headers) {
+    for (name, value) in request.reply.headers.iter().chain(&request.reply.content_headers) {
         response.headers_mut().insert(name, value.clone());
     }
     if let Ok(value) = HeaderValue::from_str(&format!("sha256:{}", entry.sha256)) {

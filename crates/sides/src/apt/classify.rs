@@ -11,6 +11,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use super::archives::Mirror;
 use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Refusal, Target};
+use crate::decision::{Reply, Wanted};
 use crate::id::SideId;
 use crate::path::checked_path;
 
@@ -72,9 +73,8 @@ fn decide(archive: &Archive, mirror: &Mirror, relative: &str, target: &Target, i
     let key = format!("apt/{}/{relative}", archive.name);
     let origin = origin(archive, mirror, relative, target);
     Decision::cache(CachedRequest {
-        expected,
-        dated_resume,
-        fresh_for: index_ttl,
+        wanted: Wanted { expected, fresh_for: index_ttl, ..Wanted::default() },
+        reply: Reply { dated_resume, ..Reply::default() },
         ..CachedRequest::new(SideId::Apt, key, origin, class)
     })
 }
@@ -194,7 +194,7 @@ mod tests {
             &format!("/debian/dists/bookworm/main/binary-amd64/by-hash/SHA512/{sha}"),
         )));
         assert_eq!(by_hash.class, Class::Immutable);
-        assert_eq!(by_hash.expected.sha512.as_deref(), Some(sha.as_str()));
+        assert_eq!(by_hash.wanted.expected.sha512.as_deref(), Some(sha.as_str()));
     }
 
     #[test]

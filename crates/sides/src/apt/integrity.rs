@@ -33,9 +33,9 @@ impl Apt {
             _ => None,
         };
         if let Some((sum, date)) = listed {
-            request.expected.size = Some(sum.size);
-            request.expected.sha256 = Some(hex::encode(sum.sha256));
-            request.expected_from = Some(match date {
+            request.wanted.expected.size = Some(sum.size);
+            request.wanted.expected.sha256 = Some(hex::encode(sum.sha256));
+            request.wanted.expected_from = Some(match date {
                 Some(date) => format!("Release of {}", release::minute_utc(date)),
                 None => "the suite's Release".to_owned(),
             });

@@ -29,6 +29,7 @@ pub use dirhash::{check_zip, hash_mod};
 pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
+use crate::decision::{Asking, Reply, Wanted};
 use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal};
 use crate::id::SideId;
 use crate::route::Request;
@@ -184,18 +185,24 @@ impl Config {
     fn cached(&self, relative: String, class: Class) -> CachedRequest {
         let origin = Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") };
         CachedRequest {
-            // A version's files and the checksum database's records never
-            // change under their names; lists and `latest` do.
-            dated_resume: match class {
-                Class::Immutable => DatedResume::Honoured,
-                Class::Revalidated => DatedResume::WholeFile,
+            wanted: Wanted { fresh_for: self.list_ttl, ..Wanted::default() },
+            asking: Asking {
+                // An upstream proxy's redirect (to its storage, say) is
+                // followed here, through the one way out: the go command would
+                // resolve a relative one against pkgproxy, and fetch an
+                // absolute one uncached, and not at all offline.
+                redirects: Redirects::Followed,
+                ..Asking::default()
             },
-            fresh_for: self.list_ttl,
-            // An upstream proxy's redirect (to its storage, say) is
-            // followed here, through the one way out: the go command would
-            // resolve a relative one against pkgproxy, and fetch an
-            // absolute one uncached, and not at all offline.
-            redirects: Redirects::Followed,
+            reply: Reply {
+                // A version's files and the checksum database's records never
+                // change under their names; lists and `latest` do.
+                dated_resume: match class {
+                    Class::Immutable => DatedResume::Honoured,
+                    Class::Revalidated => DatedResume::WholeFile,
+                },
+                ..Reply::default()
+            },
             ..CachedRequest::new(SideId::Go, format!("go/{relative}"), origin, class)
         }
     }

@@ -43,6 +43,7 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected};
 
+use crate::decision::{Asking, Reply, Wanted};
 use crate::decision::{
     CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
 };
@@ -300,8 +301,8 @@ impl Lxd {
     /// The request for `remote`'s index: the root of its generations.
     fn index_request(&self, remote: &Remote) -> CachedRequest {
         CachedRequest {
-            fresh_for: self.config().index_ttl,
-            redirects: Redirects::Followed,
+            wanted: Wanted { fresh_for: self.config().index_ttl, ..Wanted::default() },
+            asking: Asking { redirects: Redirects::Followed, ..Asking::default() },
             ..CachedRequest::new(
                 SideId::Lxd,
                 member_key(&remote.name, INDEX_PATH),
@@ -317,7 +318,7 @@ impl Lxd {
         let remote = self.remote_of(root)?;
         let paths = stream::products_paths(index).map_err(|error| error.to_string())?;
         let member = |path: &String| CachedRequest {
-            redirects: Redirects::Followed,
+            asking: Asking { redirects: Redirects::Followed, ..Asking::default() },
             ..CachedRequest::new(SideId::Lxd, member_key(&remote.name, path), origin(&remote, path), Class::Revalidated)
         };
         Ok(paths.iter().map(member).collect())
@@ -361,9 +362,12 @@ impl Lxd {
 /// the products file's sum as it streams.
 fn file_request(remote: &Remote, path: &str, sum: &Sum) -> CachedRequest {
     CachedRequest {
-        expected: Expected { sha256: Some(sum.sha256.clone()), size: Some(sum.size), ..Expected::default() },
-        dated_resume: DatedResume::Honoured,
-        redirects: Redirects::Followed,
+        wanted: Wanted {
+            expected: Expected { sha256: Some(sum.sha256.clone()), size: Some(sum.size), ..Expected::default() },
+            ..Wanted::default()
+        },
+        asking: Asking { redirects: Redirects::Followed, ..Asking::default() },
+        reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
         ..CachedRequest::new(SideId::Lxd, file_key(sum), origin(remote, path), Class::Immutable)
     }
 }

@@ -68,7 +68,7 @@ fn the_index_is_the_root_of_a_generation_fresh_for_the_index_ttl() {
     assert_eq!(request.root.key, "lxd/test/streams/v1/index.json");
     assert_eq!(request.root.origin.instances, ["http://127.0.0.1:8731/releases"]);
     assert_eq!(request.root.origin.path, "/streams/v1/index.json");
-    assert_eq!((request.root.fresh_for, request.root.class), (DEFAULT_INDEX_TTL, Class::Revalidated));
+    assert_eq!((request.root.wanted.fresh_for, request.root.class), (DEFAULT_INDEX_TTL, Class::Revalidated));
     let doubled = generation(classify(&fixture.lxd, "//test//streams/v1/index.json"));
     assert_eq!(doubled.serve, request.serve, "runs of slashes are one");
 }
@@ -89,8 +89,8 @@ fn products_files_and_the_images_they_name_are_served_and_nothing_else() {
     assert_eq!(products.serve, Member::Key(format!("lxd/test/{PRODUCTS}")), "colons, encoded or not");
     let file = cached(classify(lxd, "/test/server/noble/a.squashfs"));
     assert_eq!(file.key, format!("lxd/file/sha256/{SHA}"));
-    assert_eq!((file.expected.sha256.as_deref(), file.expected.size), (Some(SHA), Some(7)));
-    assert_eq!((file.class, file.redirects), (Class::Immutable, Redirects::Followed));
+    assert_eq!((file.wanted.expected.sha256.as_deref(), file.wanted.expected.size), (Some(SHA), Some(7)));
+    assert_eq!((file.class, file.asking.redirects), (Class::Immutable, Redirects::Followed));
     assert_eq!(file.origin.path, "/server/noble/a.squashfs");
     let twin = cached(classify(lxd, "/test/server/noble/twin.squashfs"));
     assert_eq!(twin.key, file.key, "one entry for the two names of one file");

@@ -40,6 +40,7 @@ use crate::decision::{
     Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer,
     Origin, Pointer, PointerRequest, Redirects, Refusal, UpstreamAuth,
 };
+use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::remembered::RememberedAnswers;
@@ -283,7 +284,7 @@ impl Registry {
             return;
         }
         let Some(private) = repository_name(request) else { return };
-        if matches!(request.upstream_auth, UpstreamAuth::Bearer { .. }) {
+        if matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
             self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
         }
         let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
@@ -302,7 +303,7 @@ impl Registry {
         now: std::time::Instant,
         frozen: bool,
     ) -> Option<Arc<PassedAnswer>> {
-        if frozen || !matches!(request.upstream_auth, UpstreamAuth::Bearer { .. }) {
+        if frozen || !matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
             return None;
         }
         self.refused.get(&repository_name(request)?, now, false)
@@ -388,14 +389,15 @@ impl Registry {
         let unknown_code = if kind == "blob" { "BLOB_UNKNOWN" } else { "MANIFEST_UNKNOWN" };
         let (upstream_auth, access) = self.access(upstream, located, digest, client_headers, unknown_code);
         CachedRequest {
-            expected,
-            dated_resume: DatedResume::Honoured,
-            upstream_headers: upstream_headers(kind),
-            redirects: Redirects::Followed,
-            reply_headers: reply,
-            content_headers: digest_headers(digest),
-            upstream_auth,
             access,
+            wanted: Wanted { expected, ..Wanted::default() },
+            asking: Asking { headers: upstream_headers(kind), redirects: Redirects::Followed, auth: upstream_auth },
+            reply: Reply {
+                dated_resume: DatedResume::Honoured,
+                headers: reply,
+                content_headers: digest_headers(digest),
+                ..Reply::default()
+            },
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Immutable)
         }
     }
@@ -449,10 +451,13 @@ impl Registry {
             quota: Some((HeaderName::from_static("ratelimit-remaining"), self.config().pull_reserve)),
         };
         let name = CachedRequest {
-            upstream_headers: upstream_headers("manifest"),
-            fresh_for: self.config().tag_ttl,
-            reply_headers: reply,
-            upstream_auth: pull_scope(upstream, located),
+            wanted: Wanted { fresh_for: self.config().tag_ttl, ..Wanted::default() },
+            asking: Asking {
+                headers: upstream_headers("manifest"),
+                auth: pull_scope(upstream, located),
+                ..Asking::default()
+            },
+            reply: Reply { headers: reply, ..Reply::default() },
             ..CachedRequest::new(SideId::Registry, key, origin, Class::Revalidated)
         };
         PointerRequest { name, pointer }
@@ -502,13 +507,13 @@ impl Registry {
         by_digest.origin.path = format!("{repository_path}/manifests/{digest}");
         by_digest.key = format!("registry/manifest/{}/{}", digest.algorithm, digest.hex);
         by_digest.class = Class::Immutable;
-        by_digest.expected = match digest.algorithm {
+        by_digest.wanted.expected = match digest.algorithm {
             "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
             _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
         };
         by_digest.access = None;
-        by_digest.dated_resume = DatedResume::Honoured;
-        by_digest.content_headers = digest_headers(&digest);
+        by_digest.reply.dated_resume = DatedResume::Honoured;
+        by_digest.reply.content_headers = digest_headers(&digest);
         Some(by_digest)
     }
 
@@ -593,7 +598,7 @@ fn repository_links(request: &CachedRequest) -> Option<links::Repository> {
 /// Who may read what `request` brings: what a client's own credentials
 /// bring is private.
 fn visibility_of(request: &CachedRequest) -> Visibility {
-    match request.upstream_auth {
+    match request.asking.auth {
         UpstreamAuth::Client(_) => Visibility::Private,
         _ => Visibility::Public,
     }

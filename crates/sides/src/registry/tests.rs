@@ -65,26 +65,26 @@ fn a_blob_is_one_entry_per_digest_checked_against_it_and_fetched_from_its_reposi
     let local = cached(classify(Method::GET, &format!("/registry.lan:5000/team/app/blobs/sha256:{HEX}"), None));
     assert_eq!(hub.key, local.key, "one entry whatever named it");
     assert_eq!(hub.key, format!("registry/blob/sha256/{HEX}"));
-    assert_eq!(hub.expected.sha256.as_deref(), Some(HEX));
-    assert_eq!((hub.class, hub.redirects), (Class::Immutable, Redirects::Followed));
+    assert_eq!(hub.wanted.expected.sha256.as_deref(), Some(HEX));
+    assert_eq!((hub.class, hub.asking.redirects), (Class::Immutable, Redirects::Followed));
     assert_eq!(hub.origin.instances, ["http://127.0.0.1:5010"], "docker.io's configured mirror");
     assert_eq!(hub.origin.path, format!("/v2/library/alpine/blobs/sha256:{HEX}"));
     assert_eq!(local.origin.path, format!("/v2/team/app/blobs/sha256:{HEX}"));
-    assert_eq!(hub.content_headers["docker-content-digest"], format!("sha256:{HEX}").as_str());
-    assert!(!hub.reply_headers.contains_key("docker-content-digest"), "not on a 404");
-    assert_eq!(hub.reply_headers["oci-namespace"], "docker.io");
-    assert_eq!(hub.reply_headers["docker-distribution-api-version"], "registry/2.0");
-    assert!(!hub.upstream_headers.contains_key(ACCEPT));
+    assert_eq!(hub.reply.content_headers["docker-content-digest"], format!("sha256:{HEX}").as_str());
+    assert!(!hub.reply.headers.contains_key("docker-content-digest"), "not on a 404");
+    assert_eq!(hub.reply.headers["oci-namespace"], "docker.io");
+    assert_eq!(hub.reply.headers["docker-distribution-api-version"], "registry/2.0");
+    assert!(!hub.asking.headers.contains_key(ACCEPT));
 }
 
 #[test]
 fn manifests_are_asked_for_in_the_fixed_modern_set() {
     let by_digest = cached(classify(Method::HEAD, &format!("/library/hello/manifests/sha256:{HEX}"), None));
     assert_eq!(by_digest.key, format!("registry/manifest/sha256/{HEX}"));
-    assert_eq!(by_digest.upstream_headers[ACCEPT], MANIFEST_TYPES);
+    assert_eq!(by_digest.asking.headers[ACCEPT], MANIFEST_TYPES);
     let by_tag = named(classify(Method::GET, "/library/hello/manifests/v1", None)).name;
     assert_eq!(by_tag.key, "registry/tag/docker.io/library/hello/v1");
-    assert_eq!((by_tag.class, by_tag.fresh_for), (Class::Revalidated, DEFAULT_TAG_TTL));
+    assert_eq!((by_tag.class, by_tag.wanted.fresh_for), (Class::Revalidated, DEFAULT_TAG_TTL));
     assert!(!MANIFEST_TYPES.contains("*/*") && !MANIFEST_TYPES.contains("v1+prettyjws"));
 }
 
@@ -93,7 +93,7 @@ fn containerd_s_percent_encoded_ns_names_a_registry_with_a_port() {
     for query in ["ns=registry.lan%3A5000", "ns=registry.lan:5000", "foo=1&ns=registry.lan%3a5000"] {
         let asked = named(classify(Method::GET, "/x/manifests/v1", Some(query))).name;
         assert_eq!(asked.origin.instances, ["http://127.0.0.1:5000"], "{query}");
-        assert_eq!(asked.reply_headers["oci-namespace"], "registry.lan:5000", "{query}");
+        assert_eq!(asked.reply.headers["oci-namespace"], "registry.lan:5000", "{query}");
     }
 }
 
@@ -211,8 +211,8 @@ fn content_is_served_under_a_repository_as_its_link_says() {
     let unlinked = ask(&HeaderMap::new());
     let access = unlinked.access.as_deref().expect("confirmed before it is served");
     assert_eq!((access.unknown_code, access.offline), ("BLOB_UNKNOWN", false));
-    assert!(matches!(unlinked.upstream_auth, UpstreamAuth::Bearer { .. }), "as pkgproxy: the name may be public");
-    assert!(matches!(ask(&with_token).upstream_auth, UpstreamAuth::Bearer { .. }), "not known to be private");
+    assert!(matches!(unlinked.asking.auth, UpstreamAuth::Bearer { .. }), "as pkgproxy: the name may be public");
+    assert!(matches!(ask(&with_token).asking.auth, UpstreamAuth::Bearer { .. }), "not known to be private");
 
     let challenge = ("www-authenticate".to_string(), "Bearer realm=\"http://hub/token\"".to_string());
     let refused =
@@ -228,12 +228,12 @@ fn content_is_served_under_a_repository_as_its_link_says() {
     assert!(registry.remembered(&unlinked, now + REFUSAL_KEPT, false).is_none(), "for a while");
     let private = ask(&with_token);
     assert!(registry.remembered(&private, now, false).is_none(), "a client's own credentials are asked");
-    assert_eq!(private.upstream_auth, UpstreamAuth::Client(ClientAuthorization(bearer)));
+    assert_eq!(private.asking.auth, UpstreamAuth::Client(ClientAuthorization(bearer)));
     let grant = &private.access.as_deref().expect("confirmed").grant;
     assert!(grant.starts_with("docker.io/secret/app ") && !grant.contains("alice"), "{grant}");
     registry.granted(&private);
     assert!(ask(&HeaderMap::new()).access.is_some(), "linked privately: confirmed for everyone");
-    assert!(matches!(ask(&HeaderMap::new()).upstream_auth, UpstreamAuth::Bearer { .. }), "without credentials");
+    assert!(matches!(ask(&HeaderMap::new()).asking.auth, UpstreamAuth::Bearer { .. }), "without credentials");
 
     let public_path = format!("/library/hello/blobs/sha256:{HEX}");
     let request = Request {

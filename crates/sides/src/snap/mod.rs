@@ -60,6 +60,7 @@ use crate::decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
     Rewrite, ServedAt,
 };
+use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::route::{Mount, Request};
@@ -240,9 +241,9 @@ impl Snap {
         let key = format!("snap/answer/{}{}?{}", device.key(), request.path, normalised_query(request.query));
         let origin = self.store_origin(request.path, request.query);
         Decision::cache(CachedRequest {
-            rewrite: rewritten.then(|| Rewrite::SnapUrls(served_at(request))),
-            upstream_headers: device::upstream_headers(request.headers),
-            fresh_for,
+            wanted: Wanted { fresh_for, ..Wanted::default() },
+            asking: Asking { headers: device::upstream_headers(request.headers), ..Asking::default() },
+            reply: Reply { rewrite: rewritten.then(|| Rewrite::SnapUrls(served_at(request))), ..Reply::default() },
             ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }
@@ -255,10 +256,13 @@ impl Snap {
         let device = Device::of(request.headers);
         let origin = self.store_origin(blob.store_path, request.query);
         Decision::cache(CachedRequest {
-            expected: Expected { size: Some(blob.size), ..Expected::default() },
-            dated_resume: DatedResume::Honoured,
-            upstream_headers: device::upstream_headers(request.headers),
-            redirects: Redirects::Followed,
+            wanted: Wanted { expected: Expected { size: Some(blob.size), ..Expected::default() }, ..Wanted::default() },
+            asking: Asking {
+                headers: device::upstream_headers(request.headers),
+                redirects: Redirects::Followed,
+                ..Asking::default()
+            },
+            reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
             ..CachedRequest::new(SideId::Snap, blob.key(&device.scope()), origin, Class::Immutable)
         })
     }
@@ -271,9 +275,12 @@ impl Snap {
         let device = Device::of(request.headers);
         let origin = self.store_origin(request.path, request.query);
         Decision::cache(CachedRequest {
-            upstream_headers: device::upstream_headers(request.headers),
-            fresh_for: assertion.fresh_for(),
-            accepts: Acceptance::AssertionFormatAtMost(assertion.max_format),
+            wanted: Wanted {
+                fresh_for: assertion.fresh_for(),
+                accepts: Acceptance::AssertionFormatAtMost(assertion.max_format),
+                ..Wanted::default()
+            },
+            asking: Asking { headers: device::upstream_headers(request.headers), ..Asking::default() },
             ..CachedRequest::new(SideId::Snap, assertion.key(&device), origin, assertion.class())
         })
     }
@@ -298,8 +305,8 @@ impl Snap {
         let origin =
             Origin { pool: "snap-media".to_string(), instances: vec![format!("{scheme}://{authority}")], path };
         Decision::cache(CachedRequest {
-            fresh_for: MEDIA_TTL,
-            redirects: Redirects::Followed,
+            wanted: Wanted { fresh_for: MEDIA_TTL, ..Wanted::default() },
+            asking: Asking { redirects: Redirects::Followed, ..Asking::default() },
             ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }

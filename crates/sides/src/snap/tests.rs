@@ -88,7 +88,10 @@ fn blobs_are_keyed_by_digest_and_store_and_fetched_through_the_redirect() {
     let path = format!("/download/{DIGEST}/4096/api/v1/snaps/download/ID_3.snap");
     let blob = cached(classify(&fixture.snap, Method::GET, &device_headers("amd64"), &path, None));
     assert_eq!(blob.key, format!("snap/blob/global/{DIGEST}"));
-    assert_eq!((blob.class, blob.expected.size, blob.redirects), (Class::Immutable, Some(4096), Redirects::Followed));
+    assert_eq!(
+        (blob.class, blob.wanted.expected.size, blob.asking.redirects),
+        (Class::Immutable, Some(4096), Redirects::Followed)
+    );
     assert_eq!(blob.origin.path, "/api/v1/snaps/download/ID_3.snap");
     assert!(fixture.snap.verifier(&blob).is_some());
     let mut brand = device_headers("amd64");
@@ -114,11 +117,11 @@ fn answers_are_keyed_by_device_and_normalised_query() {
         "/v2/snaps/info/hello",
         Some("fields=a"),
     ));
-    assert_eq!((info.fresh_for, info.rewrite.is_some()), (Duration::ZERO, true));
+    assert_eq!((info.wanted.fresh_for, info.reply.rewrite.is_some()), (Duration::ZERO, true));
     assert_eq!(info.origin.path, "/v2/snaps/info/hello?fields=a");
-    assert_eq!(info.upstream_headers["snap-device-architecture"], "amd64");
+    assert_eq!(info.asking.headers["snap-device-architecture"], "amd64");
     let names = cached(classify(&fixture.snap, Method::GET, &device_headers("amd64"), "/api/v1/snaps/names", None));
-    assert_eq!((names.fresh_for, names.rewrite), (CATALOGUE_TTL, None));
+    assert_eq!((names.wanted.fresh_for, names.reply.rewrite), (CATALOGUE_TTL, None));
 }
 
 #[test]
@@ -132,11 +135,11 @@ fn assertions_are_served_by_max_format() {
         "/v2/assertions/snap-declaration/16/ID",
         Some("max-format=5"),
     ));
-    assert_eq!(declaration.accepts, Acceptance::AssertionFormatAtMost(5));
+    assert_eq!(declaration.wanted.accepts, Acceptance::AssertionFormatAtMost(5));
     let legacy =
         cached(classify(&fixture.snap, Method::GET, &headers, "/api/v1/snaps/assertions/snap-declaration/16/ID", None));
     assert_eq!(legacy.key, declaration.key, "one assertion, whatever the path");
-    assert!(fixture.snap.accepts(declaration.accepts, b"type: snap-declaration\nformat: 5\n\nsig"));
+    assert!(fixture.snap.accepts(declaration.wanted.accepts, b"type: snap-declaration\nformat: 5\n\nsig"));
     assert!(!fixture.snap.accepts(Acceptance::AssertionFormatAtMost(4), b"type: snap-declaration\nformat: 5\n\nsig"));
 }
 
@@ -241,5 +244,5 @@ fn through_a_parent_pkgproxy_the_parent_s_blob_urls_become_the_child_s_and_lead_
         parent_url,
         "asked of the parent as it named it"
     );
-    assert_eq!(blob.expected.size, Some(7));
+    assert_eq!(blob.wanted.expected.size, Some(7));
 }
