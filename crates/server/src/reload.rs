@@ -52,7 +52,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
         .load()
         .reconfigured(&new.shadows, &state.upstream.shadow_client)
         .map_err(|error| format!("mirror: {error}"))?;
-    state.sides.reconfigure(new.sides);
+    state.sides.reconfigure(&new.sides);
     state.upstream.reconfigure(&new.upstream);
     state.upstream.transport.forget_pools();
     state.shadows.store(Arc::new(shadows));

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use http::Response;
 use pkgproxy_control::RecentTrouble;
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::SideId;
+use pkgproxy_sides::Sides;
 
 use crate::access_log::{CacheUse, Note};
 use crate::stats::Stats;
@@ -50,44 +50,45 @@ impl Trouble {
     }
 }
 
-/// Notes `response`, the answer to a request for `uri` that the request
-/// path describes with `note`, at `now`: a failure (a `5xx`) is counted
-/// for its side in `stats`, and it or a refusal kept. Nothing is done for
-/// any other answer.
-pub fn observe<B>(
-    trouble: &Trouble,
-    stats: &Stats,
-    now: std::time::SystemTime,
-    uri: &http::Uri,
-    response: &Response<B>,
-    note: Note,
-) {
-    let (status, refused) = (response.status(), note.cache == CacheUse::Refused);
-    if !status.is_server_error() && !refused {
-        return;
+impl Trouble {
+    /// Notes `response`, the answer to a request for `uri` that the request
+    /// path describes with `note`, at `now`: a failure (a `5xx`) is counted
+    /// for its side in `stats`, and it or a refusal kept, with its path
+    /// where its side's paths are public. Nothing is done for any other
+    /// answer.
+    pub fn observe<B>(
+        &self,
+        stats: &Stats,
+        sides: &Sides,
+        now: std::time::SystemTime,
+        uri: &http::Uri,
+        response: &Response<B>,
+        note: Note,
+    ) {
+        let (status, refused) = (response.status(), note.cache == CacheUse::Refused);
+        if !status.is_server_error() && !refused {
+            return;
+        }
+        let side = note.side;
+        if let (Some(side), true) = (side, status.is_server_error()) {
+            stats.side(side).increment(SideCounter::Failed);
+        }
+        let reason = response.headers().get(crate::headers::REASON).and_then(|value| value.to_str().ok());
+        let reason = reason.or_else(|| status.canonical_reason()).unwrap_or_default();
+        let public = side.is_none_or(|side| sides.get(side).paths_are_public());
+        self.keep(RecentTrouble {
+            at: pkgproxy_cache::unix_secs(now),
+            side: side.map(|side| side.to_string()),
+            status: status.as_u16(),
+            path: public.then(|| shown_path(&uri.to_string())),
+            reason: reason.chars().take(REASON_LIMIT).collect(),
+        });
     }
-    let side = note.side;
-    if let (Some(side), true) = (side, status.is_server_error()) {
-        stats.side(side).increment(SideCounter::Failed);
-    }
-    let reason = response.headers().get(crate::headers::REASON).and_then(|value| value.to_str().ok());
-    let reason = reason.or_else(|| status.canonical_reason()).unwrap_or_default();
-    trouble.keep(RecentTrouble {
-        at: pkgproxy_cache::unix_secs(now),
-        side: side.map(|side| side.to_string()),
-        status: status.as_u16(),
-        path: shown_path(side, &uri.to_string()),
-        reason: reason.chars().take(REASON_LIMIT).collect(),
-    });
 }
 
-/// What the page shows of `path`: nothing of a side whose paths may name
-/// something private, no query anywhere.
-fn shown_path(side: Option<SideId>, path: &str) -> Option<String> {
-    match side {
-        Some(SideId::Go | SideId::Registry) => None,
-        _ => Some(path.split('?').next().unwrap_or(path).chars().take(REASON_LIMIT).collect()),
-    }
+/// What the page shows of a public `path`: no query.
+fn shown_path(path: &str) -> String {
+    path.split('?').next().unwrap_or(path).chars().take(REASON_LIMIT).collect()
 }
 
 #[cfg(test)]
@@ -95,10 +96,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_path_that_may_name_something_private_is_not_kept() {
-        assert_eq!(shown_path(Some(SideId::Go), "/go/corp.example/secret/@v/list"), None);
-        assert_eq!(shown_path(Some(SideId::Registry), "/v2/team/app/manifests/v1"), None);
-        let apt = shown_path(Some(SideId::Apt), "http://deb.debian.org/debian/pool/x.deb?token=1");
-        assert_eq!(apt.as_deref(), Some("http://deb.debian.org/debian/pool/x.deb"));
+    fn a_path_is_kept_without_its_query() {
+        assert_eq!(
+            shown_path("http://deb.debian.org/debian/pool/x.deb?token=1"),
+            "http://deb.debian.org/debian/pool/x.deb"
+        );
     }
 }

@@ -27,6 +27,7 @@ pub mod registry;
 mod remembered;
 pub mod route;
 mod side;
+mod sides;
 pub mod snap;
 
 pub use decision::{
@@ -38,4 +39,5 @@ pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
-pub use side::{OpenError, Side, Sides, SidesConfig};
+pub use side::Side;
+pub use sides::{OpenError, Sides, SidesConfig};

@@ -12,7 +12,7 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use pkgproxy_cache::{BodyReader, Entry, UpstreamBody};
 use pkgproxy_control::ExportRequest;
-use pkgproxy_sides::{route, Side, SideId};
+use pkgproxy_sides::route;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -49,8 +49,8 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
         false => (asked.urls.clone(), asked.records.clone()),
     };
     for key in records.iter().filter(|key| seen.insert(key.to_string())) {
-        if !key.starts_with(pkgproxy_sides::snap::actions::RECORD_PREFIX) {
-            not_held.push(format!("{key} is not a recorded answer (records are the snap side's)"));
+        if !state.sides.iter().filter_map(|side| side.record_prefix()).any(|prefix| key.starts_with(prefix)) {
+            not_held.push(format!("{key} is not a recorded answer of any side"));
             continue;
         }
         match state.cache.lookup(key) {
@@ -89,9 +89,9 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
 fn everything(state: &State) -> (Vec<String>, Vec<String>) {
     let records = all_records(state);
     let mut urls = every_request(state);
-    if let Side::Snap(snap) = state.sides.get(SideId::Snap) {
-        let mount = route::prefix_of(SideId::Snap).unwrap_or_default();
-        let named = snap.recorded_needs(&records).paths.into_iter().map(|path| format!("{mount}{path}"));
+    for side in state.sides.iter() {
+        let mount = route::prefix_of(side.id()).unwrap_or_default();
+        let named = side.named_by_records(&records).into_iter().map(|path| format!("{mount}{path}"));
         urls.extend(named.filter(|url| readiness::check(state, url).ready));
     }
     (urls, records)
@@ -119,10 +119,10 @@ fn every_request(state: &State) -> Vec<String> {
 /// The keys of every answer a side recorded for offline replay.
 fn all_records(state: &State) -> Vec<String> {
     let mut keys = Vec::new();
-    if let Err(error) =
-        state.cache.visit(pkgproxy_sides::snap::actions::RECORD_PREFIX, |key, _, _| keys.push(key.to_owned()))
-    {
-        tracing::warn!(%error, "the cache's records could not be listed for a bundle");
+    for prefix in state.sides.iter().filter_map(|side| side.record_prefix()) {
+        if let Err(error) = state.cache.visit(prefix, |key, _, _| keys.push(key.to_owned())) {
+            tracing::warn!(%error, "the cache's records could not be listed for a bundle");
+        }
     }
     keys
 }

@@ -111,14 +111,8 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                     Some(mut refused) => {
                         state.admission.counters.increment(ClientCounter::Malformed);
                         let note = Note { side: None, cache: CacheUse::Refused };
-                        crate::trouble::observe(
-                            &state.trouble,
-                            &state.stats,
-                            state.clock.now(),
-                            request.uri(),
-                            &refused,
-                            note,
-                        );
+                        let now = state.clock.now();
+                        state.trouble.observe(&state.stats, &state.sides, now, request.uri(), &refused, note);
                         refused.extensions_mut().insert(note);
                         refused
                     }

@@ -27,7 +27,7 @@ use crate::state::State;
 pub async fn confirmed(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     request: &CachedRequest,
 ) -> Result<(), Outcome> {
     let Some(access) = request.access.as_deref() else { return Ok(()) };
@@ -63,7 +63,7 @@ pub async fn confirmed(
 /// The upstream confirmed that `request`'s client may read its content, or
 /// served it to the fetch the request started: taken for the grant's time,
 /// and the side records it.
-pub async fn granted(state: &Arc<State>, side: &Side, request: &CachedRequest) {
+pub async fn granted(state: &Arc<State>, side: &dyn Side, request: &CachedRequest) {
     let Some(access) = request.access.as_deref() else { return };
     state.grants.confirm(&access.grant, tokio::time::Instant::now().into_std());
     let (shared, request) = (Arc::clone(state), request.clone());
@@ -74,7 +74,7 @@ pub async fn granted(state: &Arc<State>, side: &Side, request: &CachedRequest) {
 }
 
 /// The upstream's refusal, in the side's words, with its challenge.
-fn denied(side: &Side, access: &Access, status: StatusCode, headers: &HeaderMap) -> Outcome {
+fn denied(side: &dyn Side, access: &Access, status: StatusCode, headers: &HeaderMap) -> Outcome {
     let (code, reason) = match status {
         StatusCode::UNAUTHORIZED => ("UNAUTHORIZED", "the upstream wants this client's own credentials for it"),
         StatusCode::FORBIDDEN => ("DENIED", "the upstream does not let this client read it"),

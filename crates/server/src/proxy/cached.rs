@@ -43,7 +43,7 @@ use crate::state::State;
 const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
-pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, request: CachedRequest) -> Outcome {
+pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, request: CachedRequest) -> Outcome {
     let (rewrite, reply_headers) = (request.reply.rewrite.clone(), request.reply.headers.clone());
     let content_headers = request.reply.content_headers.clone();
     let outcome = through_the_cache(state, exchange, side, request).await;
@@ -72,7 +72,7 @@ fn with_headers(outcome: Outcome, reply: http::HeaderMap, content: http::HeaderM
 async fn through_the_cache(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     request: CachedRequest,
 ) -> Outcome {
     let stats = state.stats.side(request.side);
@@ -157,7 +157,7 @@ async fn through_the_cache(
 async fn hit(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     request: &CachedRequest,
     entry: &Entry,
 ) -> Outcome {
@@ -214,7 +214,7 @@ fn shared_tier(
 fn from_fetch(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     request: &CachedRequest,
     cached: Option<&Arc<Entry>>,
     fetch: &Arc<pkgproxy_cache::Fetch>,
@@ -338,7 +338,7 @@ pub(super) fn from_cache(
 /// holds them.
 fn prerequisites<'a>(
     state: &'a Arc<State>,
-    side: &'a Side,
+    side: &'a dyn Side,
     request: &'a CachedRequest,
     exchange: &'a Exchange<'a>,
 ) -> Pin<Box<dyn Future<Output = Vec<Bytes>> + Send + 'a>> {
@@ -360,7 +360,7 @@ fn prerequisites<'a>(
 /// it is a `200`.
 async fn fetch_for_pkgproxy(
     state: &Arc<State>,
-    side: &Side,
+    side: &dyn Side,
     request: CachedRequest,
     mount: Mount,
     supply: Option<&dyn crate::context::Supply>,

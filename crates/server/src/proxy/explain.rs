@@ -19,7 +19,7 @@ use crate::state::State;
 /// owns it, how it reached it, and what the side decided.
 pub struct Decided<'s> {
     /// The side.
-    pub side: &'s Side,
+    pub side: &'s dyn Side,
     /// How the request reached it.
     pub mount: Mount,
     /// What it decided.

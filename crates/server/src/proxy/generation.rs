@@ -48,7 +48,7 @@ const GENERATION_LIMIT: usize = 512 * 1024 * 1024;
 pub async fn serve(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     generation: GenerationRequest,
     routed: &Request<'_>,
 ) -> Outcome {

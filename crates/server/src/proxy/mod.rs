@@ -68,7 +68,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
     let uri = request.uri().clone();
     let (response, note) = answer_request(&state, request).await;
-    crate::trouble::observe(&state.trouble, &state.stats, state.clock.now(), &uri, &response, note);
+    state.trouble.observe(&state.stats, &state.sides, state.clock.now(), &uri, &response, note);
     match state.access_log.is_on() {
         true => {
             let mut response = response;
@@ -144,7 +144,7 @@ fn cache_use(outcome: &Outcome) -> CacheUse {
 /// Serves a request routed to `side` through `mount`.
 async fn serve(
     state: &Arc<State>,
-    side: &Side,
+    side: &dyn Side,
     mount: Mount,
     target: Option<Target>,
     request: Request<Incoming>,
@@ -208,7 +208,7 @@ async fn serve(
 async fn or_with_own_credentials(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     routed: &pkgproxy_sides::Request<'_>,
     as_pkgproxy: bool,
     outcome: Outcome,
@@ -236,7 +236,7 @@ fn refused(outcome: &Outcome) -> bool {
 async fn with_own_credentials(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
-    side: &Side,
+    side: &dyn Side,
     routed: &pkgproxy_sides::Request<'_>,
 ) -> Option<Outcome> {
     match side.classify(routed) {

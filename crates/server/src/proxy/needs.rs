@@ -17,9 +17,12 @@ use pkgproxy_control::{
 use pkgproxy_sides::apt::closure::Catalogue;
 use pkgproxy_sides::apt::packages::Compression;
 use pkgproxy_sides::apt::release::{self, FileSum};
+use pkgproxy_sides::apt::Apt;
 use pkgproxy_sides::lxd::needs::Instance;
+use pkgproxy_sides::lxd::Lxd;
 use pkgproxy_sides::snap::needs::{classic_device, DOWNLOAD_FIELDS, NEWER_FIELDS};
-use pkgproxy_sides::{route, Decision, Mount, Side, SideId};
+use pkgproxy_sides::snap::Snap;
+use pkgproxy_sides::{route, Decision, Mount, SideId};
 use serde_json::json;
 
 use super::explain;
@@ -83,7 +86,7 @@ pub fn apt_needs(state: &State, asked: &AptNeedsRequest) -> AptNeeds {
 
 /// The asked suites whose Release expires within a day, or has.
 fn valid_until(state: &State, asked: &AptNeedsRequest) -> Vec<SuiteValidity> {
-    let Side::Apt(apt) = state.sides.get(pkgproxy_sides::SideId::Apt) else { return Vec::new() };
+    let Some(apt) = state.sides.typed::<Apt>() else { return Vec::new() };
     let now = state.clock.now();
     let asked_suite =
         |suite: &str| asked.sources.iter().any(|source| suite.ends_with(&format!("/dists/{}", source.suite)));
@@ -183,7 +186,7 @@ fn for_platform<'j>(list: &'j [serde_json::Value], platform: &str) -> Option<&'j
 /// the asked architecture: the recorded store answer for each, then its
 /// download and assertion chain, as far as the cache holds them. Blocking.
 pub fn snap_needs(state: &State, asked: &SnapNeedsRequest) -> SnapNeeds {
-    let Side::Snap(snap) = state.sides.get(SideId::Snap) else { return SnapNeeds::default() };
+    let Some(snap) = state.sides.typed::<Snap>() else { return SnapNeeds::default() };
     let mount = route::prefix_of(SideId::Snap).unwrap_or_default();
     let device = classic_device(&asked.architecture);
     let mut needs = SnapNeeds::default();
@@ -205,7 +208,7 @@ pub fn snap_needs(state: &State, asked: &SnapNeedsRequest) -> SnapNeeds {
 /// (`NAME: no such snap`), or why it could not be asked.
 pub async fn snap_refresh(state: &Arc<State>, asked: &SnapNeedsRequest) -> Vec<String> {
     let side = state.sides.get(SideId::Snap);
-    let Side::Snap(snap) = side else { return Vec::new() };
+    let Some(snap) = state.sides.typed::<Snap>() else { return Vec::new() };
     let device = classic_device(&asked.architecture);
     let missing: Vec<&SnapWanted> =
         asked.snaps.iter().filter(|wanted| !snap.holds_answer(&device, &wanted.name, &wanted.channel)).collect();
@@ -292,7 +295,7 @@ fn device_headers(device: &pkgproxy_sides::snap::Device) -> HeaderMap {
 /// products files, then each image's files of the newest version listed
 /// for the alias, as far as the held generations say. Blocking.
 pub fn lxd_needs(state: &State, asked: &LxdNeedsRequest) -> LxdNeeds {
-    let Side::Lxd(lxd) = state.sides.get(SideId::Lxd) else { return LxdNeeds::default() };
+    let Some(lxd) = state.sides.typed::<Lxd>() else { return LxdNeeds::default() };
     let mount = route::prefix_of(SideId::Lxd).unwrap_or_default();
     let mut needs = LxdNeeds::default();
     for image in &asked.images {

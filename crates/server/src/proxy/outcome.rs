@@ -34,7 +34,7 @@ impl From<Failed> for Outcome {
 
 /// The answer to a request of `side` (`None`: no side, as for a tunnel)
 /// that ended in `outcome`, with offline mode `mode` in effect.
-pub fn respond(side: Option<&Side>, mode: Mode, outcome: Outcome) -> Response<ResponseBody> {
+pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Response<ResponseBody> {
     match outcome {
         Outcome::Answered(response) => response,
         Outcome::Local(answer) => local(answer),

@@ -41,7 +41,7 @@ use crate::context::Exchange;
 use crate::state::State;
 
 /// Serves `named`, a name that points at content by digest.
-pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &Side, named: PointerRequest) -> Outcome {
+pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, named: PointerRequest) -> Outcome {
     let PointerRequest { name: request, pointer } = named;
     let as_it_is = request.clone();
     let cached = match lookup::look(&Held(state), &request, &Moment::of(state, exchange)) {

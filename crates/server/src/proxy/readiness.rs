@@ -131,7 +131,7 @@ fn look_offline(state: &State, request: &CachedRequest) -> Lookup {
 
 /// A held generation of `root`: the files its root names (each read by
 /// the root's refresh, so carried as its proofs), then the root.
-fn carried_generation(state: &State, side: &Side, root: &CachedRequest) -> Result<Vec<Carried>, String> {
+fn carried_generation(state: &State, side: &dyn Side, root: &CachedRequest) -> Result<Vec<Carried>, String> {
     const ROOT_LIMIT: u64 = 256 * 1024 * 1024;
     let not_held = || "the remote's index is not cached".to_owned();
     let entry = state.cache.lookup(&root.key).ok_or_else(not_held)?;

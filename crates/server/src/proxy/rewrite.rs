@@ -19,7 +19,7 @@ use crate::context::Exchange;
 const REWRITE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// `outcome`, its answer rewritten by `side` as `rewrite` says.
-pub async fn rewritten(side: &Side, rewrite: &Rewrite, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
+pub async fn rewritten(side: &dyn Side, rewrite: &Rewrite, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
     match outcome {
         Outcome::Answered(response) if response.status() == StatusCode::OK && *exchange.method != Method::HEAD => {
             rewrite_response(side, rewrite, response).await
@@ -31,7 +31,7 @@ pub async fn rewritten(side: &Side, rewrite: &Rewrite, exchange: &Exchange<'_>, 
     }
 }
 
-async fn rewrite_response(side: &Side, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {
+async fn rewrite_response(side: &dyn Side, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {
     let (mut parts, body) = response.into_parts();
     let body = match Limited::new(body, REWRITE_LIMIT).collect().await {
         Ok(body) => body.to_bytes(),
@@ -49,7 +49,7 @@ async fn rewrite_response(side: &Side, rewrite: &Rewrite, response: Response<Res
     Outcome::Answered(Response::from_parts(parts, ResponseBody::full(body)))
 }
 
-fn rewrite_local(side: &Side, rewrite: &Rewrite, mut answer: LocalAnswer) -> LocalAnswer {
+fn rewrite_local(side: &dyn Side, rewrite: &Rewrite, mut answer: LocalAnswer) -> LocalAnswer {
     if let Some(rewritten) = side.rewrite(rewrite, &answer.body) {
         answer.body = rewritten;
     }

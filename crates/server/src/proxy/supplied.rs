@@ -128,7 +128,7 @@ fn held(state: &State, item: &Handed<'_>, request: &CachedRequest) -> bool {
 /// Reads the answer `outcome` gives to its end, so the fetch behind it
 /// completes and is kept: the reason it gave, if any; `Err` with it when
 /// the answer is not a `200`.
-async fn drained(side: Option<&Side>, state: &State, outcome: Outcome) -> Result<Option<String>, String> {
+async fn drained(side: Option<&dyn Side>, state: &State, outcome: Outcome) -> Result<Option<String>, String> {
     // Its own words: answered, an upstream's failure says "offline" while
     // the switch is.
     if let Outcome::Failed(failed) = &outcome {

@@ -31,9 +31,9 @@ fn report(upstream: UpstreamState) -> UpstreamReport {
 }
 
 pub(crate) fn lxd_remotes(state: &State) -> Vec<String> {
-    match state.sides.get(pkgproxy_sides::SideId::Lxd) {
-        pkgproxy_sides::Side::Lxd(lxd) => lxd.config().remotes().iter().map(|remote| remote.name.clone()).collect(),
-        _ => Vec::new(),
+    match state.sides.typed::<pkgproxy_sides::lxd::Lxd>() {
+        Some(lxd) => lxd.config().remotes().iter().map(|remote| remote.name.clone()).collect(),
+        None => Vec::new(),
     }
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
 
 /// The apt suites whose Release expires within a day, or has.
 pub(crate) fn apt_valid_until(state: &State) -> Vec<SuiteValidity> {
-    let pkgproxy_sides::Side::Apt(apt) = state.sides.get(pkgproxy_sides::SideId::Apt) else { return Vec::new() };
+    let Some(apt) = state.sides.typed::<pkgproxy_sides::apt::Apt>() else { return Vec::new() };
     let now = state.clock.now();
     let expiring = apt.index().valid_until_before(now + VALIDITY_WARNED_WITHIN);
     expiring.into_iter().map(|(suite, until)| SuiteValidity::new(suite, until, now)).collect()

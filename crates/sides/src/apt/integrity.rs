@@ -45,7 +45,7 @@ impl Apt {
 
     /// The hooks into a fetch of `request`: asked for on a miss only, so a
     /// hit costs no lookup in the pool index.
-    pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+    pub(super) fn checks(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
         let (archive, relative) = archive_and_path(&request.key)?;
         let (index, archive) = (Arc::clone(&self.index), archive.to_string());
         if relative.starts_with("pool/") {

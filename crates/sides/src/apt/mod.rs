@@ -21,13 +21,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::Method;
+use pkgproxy_cache::Verifier;
 
 pub use archives::{builtin, Archive, HostPattern, Mirror};
 
-use crate::decision::{Decision, Refusal, Target};
+use crate::decision::{CachedRequest, Decision, Refusal, Target};
+use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
+use crate::side::Side;
 use index::{AptIndex, IndexError};
 
 /// The default freshness window of `dists/**` files fetched by name.
@@ -148,39 +152,52 @@ fn is_packages_index(path: &str) -> bool {
 }
 
 impl Apt {
-    /// Whether the entry `key` (`apt/ARCHIVE/dists/...`) holds an index file
-    /// other than the one the suite's Release lists now, or is a by-hash
-    /// file the Release does not list (of an older Release): apt will
-    /// never ask for those bytes again.
-    pub fn superseded(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
-        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
-            return false;
-        };
-        if !relative.starts_with("dists/") {
-            return false;
-        }
-        if let Some((dir, _)) = relative.split_once("/by-hash/") {
-            let Some(sha256) = hex::decode(&entry.sha256).ok().and_then(|sha| <[u8; 32]>::try_from(sha).ok()) else {
-                return false;
-            };
-            let folder = format!("{archive}/{dir}/");
-            let suite_held = self.index.suites().iter().any(|suite| folder.starts_with(&format!("{suite}/")));
-            return suite_held && self.index.name_by_hash(archive, dir, &sha256).is_none();
-        }
-        let Some(listed) = self.index.index_file(archive, relative) else { return false };
-        hex::encode(listed.sha256) != entry.sha256
-    }
-
-    /// The key prefixes under which superseded entries may lie: the
-    /// `dists/` folder of every suite whose Release is held.
-    pub fn superseded_prefixes(&self) -> Vec<String> {
-        self.index.suites().into_iter().map(|suite| format!("apt/{suite}/")).collect()
-    }
-
     /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
     pub fn open(config: Config, cache_dir: &Path, clock: Arc<dyn pkgproxy_cache::Clock>) -> Result<Self, IndexError> {
         let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
         Ok(Apt { config: ArcSwap::from_pointee(config), index: Arc::new(index), clock })
+    }
+
+    /// The side's validated configuration.
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Takes `config` for the requests from now on (a reload).
+    pub fn reconfigure(&self, config: Config) {
+        self.config.store(Arc::new(config));
+    }
+
+    /// What the archives' `Release` and `Packages` files said, as learnt.
+    pub fn index(&self) -> &AptIndex {
+        &self.index
+    }
+}
+
+impl Side for Apt {
+    fn id(&self) -> SideId {
+        SideId::Apt
+    }
+
+    /// Decides what to do with a forward-proxy request: `GET` and `HEAD`
+    /// of archive-shaped paths on known archives are cached, with what the
+    /// index knows of `dists/` files (in memory: hits need it, to tell
+    /// superseded entries); everything else is refused.
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
+        }
+        let Some(target) = request.target else {
+            return Decision::Refuse(Refusal::bad_request("apt asks for absolute URLs, as of a forward proxy"));
+        };
+        match self.config().classify(target) {
+            Decision::Cache(request) => Decision::cache(self.expecting_listed_sums(*request)),
+            other => other,
+        }
+    }
+
+    fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        self.checks(request)
     }
 
     /// The entries under `keys` were removed by hand: a suite whose
@@ -188,7 +205,7 @@ impl Apt {
     /// next one fetched is taken whatever its date (a Release held by
     /// mistake, dated ahead, would otherwise keep every genuine one out).
     /// Blocking.
-    pub fn removed(&self, keys: &[String]) {
+    fn removed(&self, keys: &[String]) {
         let suites = keys.iter().filter_map(|key| {
             let (archive, relative) = integrity::archive_and_path(key)?;
             Some(format!("{archive}/{}", integrity::release_suite(relative)?))
@@ -202,39 +219,11 @@ impl Apt {
         }
     }
 
-    /// The side's validated configuration.
-    pub fn config(&self) -> Guard<Arc<Config>> {
-        self.config.load()
-    }
-
-    /// The cache keys of what proves `key`, a pool file of an archive:
-    /// each suite of that archive the index holds a Release of, its
-    /// `InRelease` and the `Packages` indexes the Release lists (by name:
-    /// a request by hash is answered from the same bytes). Empty for other
-    /// keys.
-    pub fn proving_keys(&self, key: &str) -> Vec<String> {
-        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
-            return Vec::new();
-        };
-        if !relative.starts_with("pool/") {
-            return Vec::new();
-        }
-        let prefix = format!("{archive}/");
-        let mut keys = Vec::new();
-        for suite in self.index.suites().iter().filter_map(|suite| suite.strip_prefix(&prefix)) {
-            let Some(release) = self.index.release(&format!("{prefix}{suite}")) else { continue };
-            keys.push(format!("apt/{archive}/{suite}/InRelease"));
-            let indexes = release.files.keys().filter(|path| is_packages_index(path));
-            keys.extend(indexes.map(|path| format!("apt/{archive}/{suite}/{path}")));
-        }
-        keys
-    }
-
     /// The URL apt asks pkgproxy for to get what is cached under `key`
     /// (through the archive's first mirror with a host of its own), and
     /// its rank: a suite's `Release` files, then its indexes, then the
     /// pool.
-    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
         let (name, relative) = key.strip_prefix("apt/")?.split_once('/')?;
         let config = self.config();
         let archive = config.archives().iter().find(|archive| archive.name == name)?;
@@ -253,35 +242,69 @@ impl Apt {
         Some((rank, format!("http://{host}{port}{}/{relative}", mirror.prefix)))
     }
 
-    /// Takes `config` for the requests from now on (a reload).
-    pub fn reconfigure(&self, config: Config) {
-        self.config.store(Arc::new(config));
+    /// An archive's files name no one's secrets.
+    fn paths_are_public(&self) -> bool {
+        true
     }
 
-    /// What the archives' `Release` and `Packages` files said, as learnt.
-    pub fn index(&self) -> &AptIndex {
-        &self.index
-    }
-
-    /// Decides what to do with a forward-proxy request: `GET` and `HEAD`
-    /// of archive-shaped paths on known archives are cached, with what the
-    /// index knows of `dists/` files (in memory: hits need it, to tell
-    /// superseded entries); everything else is refused.
-    pub fn classify(&self, request: &Request<'_>) -> Decision {
-        if !matches!(*request.method, Method::GET | Method::HEAD) {
-            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
-        }
-        let Some(target) = request.target else {
-            return Decision::Refuse(Refusal::bad_request("apt asks for absolute URLs, as of a forward proxy"));
+    /// The cache keys of what proves `key`, a pool file of an archive:
+    /// each suite of that archive the index holds a Release of, its
+    /// `InRelease` and the `Packages` indexes the Release lists (by name:
+    /// a request by hash is answered from the same bytes). Empty for other
+    /// keys.
+    fn proving_keys(&self, key: &str) -> Vec<String> {
+        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
+            return Vec::new();
         };
-        match self.config().classify(target) {
-            Decision::Cache(request) => Decision::cache(self.expecting_listed_sums(*request)),
-            other => other,
+        if !relative.starts_with("pool/") {
+            return Vec::new();
         }
+        let prefix = format!("{archive}/");
+        let mut keys = Vec::new();
+        for suite in self.index.suites().iter().filter_map(|suite| suite.strip_prefix(&prefix)) {
+            let Some(release) = self.index.release(&format!("{prefix}{suite}")) else { continue };
+            keys.push(format!("apt/{archive}/{suite}/InRelease"));
+            let indexes = release.files.keys().filter(|path| is_packages_index(path));
+            keys.extend(indexes.map(|path| format!("apt/{archive}/{suite}/{path}")));
+        }
+        keys
+    }
+
+    fn tunnels_to(&self, host: &str) -> bool {
+        self.config().serves_host(host)
+    }
+
+    /// The key prefixes under which superseded entries may lie: the
+    /// `dists/` folder of every suite whose Release is held.
+    fn superseded_prefixes(&self) -> Vec<String> {
+        self.index.suites().into_iter().map(|suite| format!("apt/{suite}/")).collect()
+    }
+
+    /// Whether the entry `key` (`apt/ARCHIVE/dists/...`) holds an index file
+    /// other than the one the suite's Release lists now, or is a by-hash
+    /// file the Release does not list (of an older Release): apt will
+    /// never ask for those bytes again.
+    fn superseded(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
+        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
+            return false;
+        };
+        if !relative.starts_with("dists/") {
+            return false;
+        }
+        if let Some((dir, _)) = relative.split_once("/by-hash/") {
+            let Some(sha256) = hex::decode(&entry.sha256).ok().and_then(|sha| <[u8; 32]>::try_from(sha).ok()) else {
+                return false;
+            };
+            let folder = format!("{archive}/{dir}/");
+            let suite_held = self.index.suites().iter().any(|suite| folder.starts_with(&format!("{suite}/")));
+            return suite_held && self.index.name_by_hash(archive, dir, &sha256).is_none();
+        }
+        let Some(listed) = self.index.index_file(archive, relative) else { return false };
+        hex::encode(listed.sha256) != entry.sha256
     }
 
     /// What the index has learnt.
-    pub fn learned(&self) -> Vec<Learned> {
+    fn learned(&self) -> Vec<Learned> {
         let (suites, pool_files) = self.index.counts();
         let count = |name, help, value| Learned { group: "apt_index", name, help, value };
         vec![

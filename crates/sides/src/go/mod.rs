@@ -22,17 +22,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::Method;
+use http::{Method, StatusCode};
 use pkgproxy_cache::{Class, PassedAnswer, Verifier};
 
 pub use dirhash::{check_zip, hash_mod};
 pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
-use crate::decision::{Asking, Reply, Wanted};
-use crate::decision::{CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal};
+use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::route::Request;
+use crate::side::Side;
 use path::{escape, is_module_path, is_version, unescape};
 use sumdb::parse_lookup;
 
@@ -274,14 +274,6 @@ pub struct Go {
     not_found: crate::remembered::RememberedAnswers,
 }
 
-/// The request the go command makes for what is cached under `key`: the
-/// checksum database's files rank before the modules they prove.
-pub fn client_url(key: &str) -> Option<(u8, String)> {
-    let relative = key.strip_prefix("go/")?;
-    let rank = if relative.starts_with("sumdb/") { 0 } else { 1 };
-    Some((rank, format!("{}/{relative}", crate::route::prefix_of(SideId::Go)?)))
-}
-
 impl Go {
     /// The side with nothing remembered yet.
     pub fn new(config: Config) -> Self {
@@ -297,31 +289,40 @@ impl Go {
     pub fn reconfigure(&self, config: Config) {
         self.config.store(Arc::new(config));
     }
+}
+
+impl Side for Go {
+    fn id(&self) -> SideId {
+        SideId::Go
+    }
 
     /// Decides what to do with a request below `/go`: the module proxy
     /// protocol is `GET` (and `HEAD`) only.
-    pub fn classify(&self, request: &Request<'_>) -> Decision {
+    fn classify(&self, request: &Request<'_>) -> Decision {
         match *request.method {
             Method::GET | Method::HEAD => self.config().classify(request.path),
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
         }
     }
 
-    /// A remembered "not found" for `key`.
-    pub fn remembered(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        self.not_found.get(key, now, frozen)
+    /// A remembered "not found" for the request's key.
+    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(&request.key, now, frozen)
     }
 
-    /// Remembers the upstream's "not found" for `key` for `negative_ttl`.
-    pub fn remember(&self, key: &str, answer: &Arc<PassedAnswer>, now: Instant) {
-        self.not_found.remember(key, Arc::clone(answer), self.config().negative_ttl, now);
+    /// Remembers the upstream's "not found" (`404`, `410`) for the
+    /// request's key for `negative_ttl`.
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
+        if matches!(answer.status, StatusCode::NOT_FOUND | StatusCode::GONE) {
+            self.not_found.remember(&request.key, Arc::clone(answer), self.config().negative_ttl, now);
+        }
     }
 
     /// For a `.zip` or `.mod`: whether the upstream has the checksum
     /// database (an upstream without it says so once, and is remembered,
     /// so no lookup is asked of it for every version), then the lookup
     /// record that gives the file's hash.
-    pub fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
         match (self.config().sumdb_supported(), self.config().lookup_for(request)) {
             (Some(supported), Some(lookup)) => vec![supported, lookup],
             _ => Vec::new(),
@@ -331,7 +332,7 @@ impl Go {
     /// The checks of a `.zip` or `.mod` download, with the hashes of the
     /// lookup record among `prerequisites` (none when it could not be had:
     /// a zip is then only checked for its shape).
-    pub fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+    fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
         let (module, file) = Config::file_of(request)?;
         let sums = match (&file, prerequisites.get(1)) {
             (GoFile::Zip(version) | GoFile::Mod(version), Some(record)) => {
@@ -344,6 +345,14 @@ impl Go {
             _ => Sums::default(),
         };
         self.config().verifier(request, sums)
+    }
+
+    /// The request the go command makes for what is cached under `key`:
+    /// the checksum database's files rank before the modules they prove.
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        let relative = key.strip_prefix("go/")?;
+        let rank = if relative.starts_with("sumdb/") { 0 } else { 1 };
+        Some((rank, format!("{}/{relative}", crate::route::prefix_of(SideId::Go)?)))
     }
 }
 

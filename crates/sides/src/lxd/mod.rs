@@ -50,6 +50,7 @@ use crate::decision::{
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
+use crate::side::Side;
 use items::{Items, ItemsError};
 use stream::Sum;
 
@@ -207,29 +208,6 @@ impl Lxd {
         self.config.store(Arc::new(config));
     }
 
-    /// Decides what to do with `request`: its path below `/lxd`, or a
-    /// forward-proxy request for a remote's host.
-    pub fn classify(&self, request: &Request<'_>) -> Decision {
-        if !matches!(*request.method, Method::GET | Method::HEAD) {
-            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
-        }
-        let config = self.config();
-        let located = match request.target {
-            Some(target) => self.locate_target(&config, target),
-            None => locate(&config, request.path),
-        };
-        let (remote, path) = match located {
-            Ok(located) => located,
-            Err(refusal) => return Decision::Refuse(refusal),
-        };
-        self.decide(remote, &path, request.target.is_some()).unwrap_or_else(|| {
-            Decision::Refuse(Refusal::not_found(format!(
-                "{path} is not named by the {} remote's index: only the index, its products files and the images they list are served",
-                remote.name
-            )))
-        })
-    }
-
     /// The remote whose instance `target` is below (the longest such
     /// instance), and the path below its root. The scheme is not compared:
     /// LXD asks for the files of an `https://` remote over plain http.
@@ -248,18 +226,6 @@ impl Lxd {
         };
         let found = config.remotes.iter().flat_map(below).max_by_key(|(length, _, _)| *length);
         found.map(|(_, remote, rest)| (remote, rest)).ok_or_else(unknown)
-    }
-
-    /// Whether a forward-proxy request for `target` is for one of the
-    /// remotes' hosts.
-    pub fn serves(&self, target: &Target) -> bool {
-        self.locate_target(&self.config(), target).is_ok()
-    }
-
-    /// Whether LXD may open a tunnel to `host`: a remote's host, whose
-    /// index LXD fetches over https through its proxy.
-    pub fn tunnels_to(&self, host: &str) -> bool {
-        self.config().remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
     }
 
     /// What `path` of `remote` is: the index or a products file (served
@@ -285,19 +251,6 @@ impl Lxd {
         }
     }
 
-    /// The request LXD makes for what is cached under `key`: a remote's
-    /// index (ranked first: it and the products files it names are one
-    /// generation, carried with it), or an image file under a path a
-    /// products file named it by.
-    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
-        if let Some(sha256) = key.strip_prefix("lxd/file/sha256/") {
-            let (remote, path) = self.items.named(sha256)?;
-            return Some((1, format!("{}/{remote}/{path}", mount())));
-        }
-        let remote = key.strip_prefix("lxd/")?.strip_suffix(&format!("/{INDEX_PATH}"))?;
-        Some((0, format!("{}/{remote}/{INDEX_PATH}", mount())))
-    }
-
     /// The request for `remote`'s index: the root of its generations.
     fn index_request(&self, remote: &Remote) -> CachedRequest {
         CachedRequest {
@@ -312,9 +265,73 @@ impl Lxd {
         }
     }
 
+    fn remote_of(&self, root: &CachedRequest) -> Result<Remote, String> {
+        let name = root.origin.pool.strip_prefix("lxd ").unwrap_or("");
+        self.config().remote(name).cloned().ok_or_else(|| format!("no LXD remote {name:?}"))
+    }
+}
+
+impl Side for Lxd {
+    fn id(&self) -> SideId {
+        SideId::Lxd
+    }
+
+    /// Decides what to do with `request`: its path below `/lxd`, or a
+    /// forward-proxy request for a remote's host.
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
+        }
+        let config = self.config();
+        let located = match request.target {
+            Some(target) => self.locate_target(&config, target),
+            None => locate(&config, request.path),
+        };
+        let (remote, path) = match located {
+            Ok(located) => located,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        self.decide(remote, &path, request.target.is_some()).unwrap_or_else(|| {
+            Decision::Refuse(Refusal::not_found(format!(
+                "{path} is not named by the {} remote's index: only the index, its products files and the images they list are served",
+                remote.name
+            )))
+        })
+    }
+
+    /// Image indexes and files name no one's secrets.
+    fn paths_are_public(&self) -> bool {
+        true
+    }
+
+    /// Whether a forward-proxy request for `target` is for one of the
+    /// remotes' hosts.
+    fn claims(&self, target: &Target) -> bool {
+        self.locate_target(&self.config(), target).is_ok()
+    }
+
+    /// Whether LXD may open a tunnel to `host`: a remote's host, whose
+    /// index LXD fetches over https through its proxy.
+    fn tunnels_to(&self, host: &str) -> bool {
+        self.config().remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
+    }
+
+    /// The request LXD makes for what is cached under `key`: a remote's
+    /// index (ranked first: it and the products files it names are one
+    /// generation, carried with it), or an image file under a path a
+    /// products file named it by.
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        if let Some(sha256) = key.strip_prefix("lxd/file/sha256/") {
+            let (remote, path) = self.items.named(sha256)?;
+            return Some((1, format!("{}/{remote}/{path}", mount())));
+        }
+        let remote = key.strip_prefix("lxd/")?.strip_suffix(&format!("/{INDEX_PATH}"))?;
+        Some((0, format!("{}/{remote}/{INDEX_PATH}", mount())))
+    }
+
     /// The products files `index`, the body of `root`, names: the other
     /// members of its generation.
-    pub fn members(&self, root: &CachedRequest, index: &[u8]) -> Result<Vec<CachedRequest>, String> {
+    fn members(&self, root: &CachedRequest, index: &[u8]) -> Result<Vec<CachedRequest>, String> {
         let remote = self.remote_of(root)?;
         let paths = stream::products_paths(index).map_err(|error| error.to_string())?;
         let member = |path: &String| CachedRequest {
@@ -328,7 +345,7 @@ impl Lxd {
     /// their bodies) the current generation of `root`'s remote: every
     /// products file must parse, and what they name becomes servable.
     /// Blocking.
-    pub fn adopt(&self, root: &CachedRequest, index: &[u8], members: &[(CachedRequest, Bytes)]) -> Result<(), String> {
+    fn adopt(&self, root: &CachedRequest, index: &[u8], members: &[(CachedRequest, Bytes)]) -> Result<(), String> {
         let remote = self.remote_of(root)?;
         let products = stream::products_paths(index).map_err(|error| error.to_string())?;
         let mut files = BTreeMap::new();
@@ -341,13 +358,8 @@ impl Lxd {
         Ok(())
     }
 
-    fn remote_of(&self, root: &CachedRequest) -> Result<Remote, String> {
-        let name = root.origin.pool.strip_prefix("lxd ").unwrap_or("");
-        self.config().remote(name).cloned().ok_or_else(|| format!("no LXD remote {name:?}"))
-    }
-
     /// What the side has learnt.
-    pub fn learned(&self) -> Vec<Learned> {
+    fn learned(&self) -> Vec<Learned> {
         let files = Learned {
             group: "lxd_items",
             name: "files",

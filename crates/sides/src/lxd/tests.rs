@@ -131,7 +131,7 @@ fn a_daemon_s_proxied_request_for_a_remote_s_host_is_served_as_the_remote_s_file
             target: Some(&target),
             host: "p:3142",
         };
-        (lxd.serves(&target), lxd.classify(&request))
+        (lxd.claims(&target), lxd.classify(&request))
     };
     let (served, unknown) = forwarded("127.0.0.1", "/releases/server/noble/a.squashfs");
     assert!(served);

@@ -45,6 +45,7 @@ use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
+use crate::side::Side;
 use links::Visibility;
 use name::{Digest, Endpoint, Located, Reference};
 use sha2::{Digest as _, Sha256};
@@ -243,72 +244,6 @@ impl Registry {
         }
     }
 
-    /// The checks and follow-up of a fetch. A manifest is read whole
-    /// before any client gets it (manifests are small, and a tag may point
-    /// at one only once it is kept), and a schema 1 manifest is refused
-    /// (its digest does not cover its signatures). One fetched by tag is
-    /// also kept under its digest, so a pull by that digest (the next step
-    /// of every client that resolved the tag) asks nothing upstream.
-    pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
-        let by_tag = request.key.starts_with("registry/tag/");
-        if !by_tag && !request.key.starts_with("registry/manifest/") {
-            return None;
-        }
-        let manifest = Manifest {
-            cache: self.cache.clone(),
-            keep_by_digest: by_tag,
-            links: repository_links(request).map(|links| (links, visibility_of(request))),
-        };
-        Some(Arc::new(manifest))
-    }
-
-    /// The registry confirmed that `request`'s client may read its content
-    /// under its repository (or served it): the repository is linked to
-    /// the content, so the next request of the same visibility asks
-    /// nothing. Blocking.
-    pub fn granted(&self, request: &CachedRequest) {
-        let Some(links) = repository_links(request) else { return };
-        let Some(digest) = request.origin.path.rsplit_once('/').and_then(|(_, last)| Digest::parse(last).ok()) else {
-            return;
-        };
-        links.link(&self.cache, &[digest], visibility_of(request));
-    }
-
-    /// The upstream answered `request` with `answer` at `now`, passed on: a
-    /// `401` or `403` to pkgproxy's anonymous token means the repository is
-    /// private, and from now on a client's own credentials are used for it;
-    /// the refusal itself answers the anonymous requests of the next
-    /// [`REFUSAL_KEPT`].
-    pub fn remember(&self, request: &CachedRequest, answer: &PassedAnswer, now: std::time::Instant) {
-        if !matches!(answer.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-            return;
-        }
-        let Some(private) = repository_name(request) else { return };
-        if matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
-            self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
-        }
-        let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
-        if newly {
-            tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
-        }
-    }
-
-    /// The refusal remembered at `now` for `request`, asked with pkgproxy's
-    /// own token. None while offline (`frozen`): the client is told that
-    /// pkgproxy is offline, which it cannot mend by asking the registry
-    /// for a token.
-    pub fn remembered(
-        &self,
-        request: &CachedRequest,
-        now: std::time::Instant,
-        frozen: bool,
-    ) -> Option<Arc<PassedAnswer>> {
-        if frozen || !matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
-            return None;
-        }
-        self.refused.get(&repository_name(request)?, now, false)
-    }
-
     /// Its configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
         self.config.load()
@@ -317,54 +252,6 @@ impl Registry {
     /// Takes `config` for the requests from now on (a reload).
     pub fn reconfigure(&self, config: Config) {
         self.config.store(Arc::new(config));
-    }
-
-    /// Decides what to do with `request` (its path below `/v2`).
-    pub fn classify(&self, request: &Request<'_>) -> Decision {
-        if !matches!(*request.method, Method::GET | Method::HEAD) {
-            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD").with_code("UNSUPPORTED"));
-        }
-        if request.path == "/" {
-            return Decision::Answer(ping());
-        }
-        let ns = query_value(request.query, "ns");
-        let ns = ns.as_deref();
-        let located = match name::locate(request.path, ns) {
-            Ok(located) => located,
-            Err(refusal) => return Decision::Refuse(refusal),
-        };
-        let config = self.config();
-        let Some(upstream) = config.upstream(&located.registry) else {
-            let reason = format!("no registry {} is configured; add it as a [[registry.upstream]]", located.registry);
-            return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
-        };
-        let client = request.headers.get(http::header::AUTHORIZATION).filter(|_| self.is_private(&located));
-        let reply = reply_headers(ns);
-        match &located.endpoint {
-            Endpoint::Blob(digest) => {
-                Decision::cache(self.by_digest(upstream, &located, "blob", digest, reply, request.headers))
-            }
-            Endpoint::Manifest(Reference::Digest(digest)) => {
-                Decision::cache(self.by_digest(upstream, &located, "manifest", digest, reply, request.headers))
-            }
-            // A private repository's tags are the client's to ask, with its
-            // own credentials: what they point at is then cached by digest.
-            Endpoint::Manifest(Reference::Tag(_)) if client.is_some() => {
-                Decision::Forward(self.as_asked(upstream, &located, request))
-            }
-            Endpoint::Manifest(Reference::Tag(tag))
-                if takes_every_modern_type(request.headers) || self.holds_accepted(&located, tag, request.headers) =>
-            {
-                Decision::Pointer(Box::new(self.by_tag(upstream, &located, tag, reply)))
-            }
-            // A client that does not take every manifest type pkgproxy asks
-            // for (an old docker that reads only schema 2 manifests), and
-            // not the type of the manifest the tag holds, gets the tag as it
-            // asked, so it is never given a type it cannot read, and the tag
-            // pkgproxy holds is left as it is.
-            Endpoint::Manifest(Reference::Tag(_)) => Decision::Forward(self.as_asked(upstream, &located, request)),
-            Endpoint::Tags => Decision::Forward(self.as_asked(upstream, &located, request)),
-        }
     }
 
     /// A blob or manifest by digest: one entry per digest, checked against
@@ -463,60 +350,6 @@ impl Registry {
         PointerRequest { name, pointer }
     }
 
-    /// The request a client makes for what is cached under `key`: a tag
-    /// (ranked first: it names a manifest), or content by digest under a
-    /// repository it is linked to (manifests, then blobs). The content's
-    /// own keys name no repository: each link stands for it.
-    pub fn client_url(&self, key: &str) -> Option<(u8, String)> {
-        if let Some(tagged) = key.strip_prefix("registry/tag/") {
-            let (name, tag) = tagged.rsplit_once('/')?;
-            return Some((0, format!("/v2/{name}/manifests/{tag}")));
-        }
-        let linked = key.strip_prefix("registry/link/")?;
-        let (name, hex) = linked.rsplit_once('/')?;
-        let (name, algorithm) = name.rsplit_once('/')?;
-        let (rank, kind) = match self.cache.lookup(&format!("registry/manifest/{algorithm}/{hex}")) {
-            Some(_) => (1, "manifests"),
-            None => (2, "blobs"),
-        };
-        Some((rank, format!("/v2/{name}/{kind}/{algorithm}:{hex}")))
-    }
-
-    /// Whether what is cached under `key` may be read by anyone: content
-    /// by digest only when some repository links it publicly (what only
-    /// private repositories hold is for their readers alone), the links
-    /// themselves never. Blocking.
-    pub fn readable_by_anyone(&self, key: &str) -> bool {
-        if key.starts_with("registry/link/") || key.starts_with("registry/public/") {
-            return false;
-        }
-        let by_digest = key.strip_prefix("registry/blob/").or_else(|| key.strip_prefix("registry/manifest/"));
-        let Some((algorithm, hex)) = by_digest.and_then(|rest| rest.split_once('/')) else { return true };
-        match Digest::parse(&format!("{algorithm}:{hex}")) {
-            Ok(digest) => links::public_anywhere(&self.cache, &digest),
-            Err(_) => false,
-        }
-    }
-
-    /// The manifest `digest` that the tag request `request` now points at:
-    /// fetched by digest, never by tag, from the tag's repository.
-    pub fn pointed_at(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
-        let digest = Digest::parse(digest).ok()?;
-        let (repository_path, _) = request.origin.path.rsplit_once("/manifests/")?;
-        let mut by_digest = request.clone();
-        by_digest.origin.path = format!("{repository_path}/manifests/{digest}");
-        by_digest.key = format!("registry/manifest/{}/{}", digest.algorithm, digest.hex);
-        by_digest.class = Class::Immutable;
-        by_digest.wanted.expected = match digest.algorithm {
-            "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
-            _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
-        };
-        by_digest.access = None;
-        by_digest.reply.dated_resume = DatedResume::Honoured;
-        by_digest.reply.content_headers = digest_headers(&digest);
-        Some(by_digest)
-    }
-
     /// Whether the manifest cached for the tag is of a type the client's
     /// `Accept` names.
     fn holds_accepted(&self, located: &Located, tag: &str, headers: &HeaderMap) -> bool {
@@ -565,6 +398,179 @@ impl Registry {
             record: None,
             rewrite: None,
         }
+    }
+}
+
+impl Side for Registry {
+    fn id(&self) -> SideId {
+        SideId::Registry
+    }
+
+    /// Decides what to do with `request` (its path below `/v2`).
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD").with_code("UNSUPPORTED"));
+        }
+        if request.path == "/" {
+            return Decision::Answer(ping());
+        }
+        let ns = query_value(request.query, "ns");
+        let ns = ns.as_deref();
+        let located = match name::locate(request.path, ns) {
+            Ok(located) => located,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        let config = self.config();
+        let Some(upstream) = config.upstream(&located.registry) else {
+            let reason = format!("no registry {} is configured; add it as a [[registry.upstream]]", located.registry);
+            return Decision::Refuse(Refusal::not_found(reason).with_code("NAME_UNKNOWN"));
+        };
+        let client = request.headers.get(http::header::AUTHORIZATION).filter(|_| self.is_private(&located));
+        let reply = reply_headers(ns);
+        match &located.endpoint {
+            Endpoint::Blob(digest) => {
+                Decision::cache(self.by_digest(upstream, &located, "blob", digest, reply, request.headers))
+            }
+            Endpoint::Manifest(Reference::Digest(digest)) => {
+                Decision::cache(self.by_digest(upstream, &located, "manifest", digest, reply, request.headers))
+            }
+            // A private repository's tags are the client's to ask, with its
+            // own credentials: what they point at is then cached by digest.
+            Endpoint::Manifest(Reference::Tag(_)) if client.is_some() => {
+                Decision::Forward(self.as_asked(upstream, &located, request))
+            }
+            Endpoint::Manifest(Reference::Tag(tag))
+                if takes_every_modern_type(request.headers) || self.holds_accepted(&located, tag, request.headers) =>
+            {
+                Decision::Pointer(Box::new(self.by_tag(upstream, &located, tag, reply)))
+            }
+            // A client that does not take every manifest type pkgproxy asks
+            // for (an old docker that reads only schema 2 manifests), and
+            // not the type of the manifest the tag holds, gets the tag as it
+            // asked, so it is never given a type it cannot read, and the tag
+            // pkgproxy holds is left as it is.
+            Endpoint::Manifest(Reference::Tag(_)) => Decision::Forward(self.as_asked(upstream, &located, request)),
+            Endpoint::Tags => Decision::Forward(self.as_asked(upstream, &located, request)),
+        }
+    }
+
+    /// The refusal remembered at `now` for `request`, asked with pkgproxy's
+    /// own token. None while offline (`frozen`): the client is told that
+    /// pkgproxy is offline, which it cannot mend by asking the registry
+    /// for a token.
+    fn remembered(&self, request: &CachedRequest, now: std::time::Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        if frozen || !matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
+            return None;
+        }
+        self.refused.get(&repository_name(request)?, now, false)
+    }
+
+    /// The upstream answered `request` with `answer` at `now`, passed on: a
+    /// `401` or `403` to pkgproxy's anonymous token means the repository is
+    /// private, and from now on a client's own credentials are used for it;
+    /// the refusal itself answers the anonymous requests of the next
+    /// [`REFUSAL_KEPT`].
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: std::time::Instant) {
+        if !matches!(answer.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return;
+        }
+        let Some(private) = repository_name(request) else { return };
+        if matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
+            self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
+        }
+        let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
+        if newly {
+            tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
+        }
+    }
+
+    /// The registry confirmed that `request`'s client may read its content
+    /// under its repository (or served it): the repository is linked to
+    /// the content, so the next request of the same visibility asks
+    /// nothing. Blocking.
+    fn granted(&self, request: &CachedRequest) {
+        let Some(links) = repository_links(request) else { return };
+        let Some(digest) = request.origin.path.rsplit_once('/').and_then(|(_, last)| Digest::parse(last).ok()) else {
+            return;
+        };
+        links.link(&self.cache, &[digest], visibility_of(request));
+    }
+
+    /// The checks and follow-up of a fetch. A manifest is read whole
+    /// before any client gets it (manifests are small, and a tag may point
+    /// at one only once it is kept), and a schema 1 manifest is refused
+    /// (its digest does not cover its signatures). One fetched by tag is
+    /// also kept under its digest, so a pull by that digest (the next step
+    /// of every client that resolved the tag) asks nothing upstream.
+    fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let by_tag = request.key.starts_with("registry/tag/");
+        if !by_tag && !request.key.starts_with("registry/manifest/") {
+            return None;
+        }
+        let manifest = Manifest {
+            cache: self.cache.clone(),
+            keep_by_digest: by_tag,
+            links: repository_links(request).map(|links| (links, visibility_of(request))),
+        };
+        Some(Arc::new(manifest))
+    }
+
+    /// The request a client makes for what is cached under `key`: a tag
+    /// (ranked first: it names a manifest), or content by digest under a
+    /// repository it is linked to (manifests, then blobs). The content's
+    /// own keys name no repository: each link stands for it.
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        if let Some(tagged) = key.strip_prefix("registry/tag/") {
+            let (name, tag) = tagged.rsplit_once('/')?;
+            return Some((0, format!("/v2/{name}/manifests/{tag}")));
+        }
+        let linked = key.strip_prefix("registry/link/")?;
+        let (name, hex) = linked.rsplit_once('/')?;
+        let (name, algorithm) = name.rsplit_once('/')?;
+        let (rank, kind) = match self.cache.lookup(&format!("registry/manifest/{algorithm}/{hex}")) {
+            Some(_) => (1, "manifests"),
+            None => (2, "blobs"),
+        };
+        Some((rank, format!("/v2/{name}/{kind}/{algorithm}:{hex}")))
+    }
+
+    /// Whether what is cached under `key` may be read by anyone: content
+    /// by digest only when some repository links it publicly (what only
+    /// private repositories hold is for their readers alone), the links
+    /// themselves never. Blocking.
+    fn readable_by_anyone(&self, key: &str) -> bool {
+        if key.starts_with("registry/link/") || key.starts_with("registry/public/") {
+            return false;
+        }
+        let by_digest = key.strip_prefix("registry/blob/").or_else(|| key.strip_prefix("registry/manifest/"));
+        let Some((algorithm, hex)) = by_digest.and_then(|rest| rest.split_once('/')) else { return true };
+        match Digest::parse(&format!("{algorithm}:{hex}")) {
+            Ok(digest) => links::public_anywhere(&self.cache, &digest),
+            Err(_) => false,
+        }
+    }
+
+    /// The manifest `digest` that the tag request `request` now points at:
+    /// fetched by digest, never by tag, from the tag's repository.
+    fn by_digest(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
+        let digest = Digest::parse(digest).ok()?;
+        let (repository_path, _) = request.origin.path.rsplit_once("/manifests/")?;
+        let mut by_digest = request.clone();
+        by_digest.origin.path = format!("{repository_path}/manifests/{digest}");
+        by_digest.key = format!("registry/manifest/{}/{}", digest.algorithm, digest.hex);
+        by_digest.class = Class::Immutable;
+        by_digest.wanted.expected = match digest.algorithm {
+            "sha512" => Expected { sha512: Some(digest.hex.clone()), ..Expected::default() },
+            _ => Expected { sha256: Some(digest.hex.clone()), ..Expected::default() },
+        };
+        by_digest.access = None;
+        by_digest.reply.dated_resume = DatedResume::Honoured;
+        by_digest.reply.content_headers = digest_headers(&digest);
+        Some(by_digest)
+    }
+
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        failure_answer(failure)
     }
 }
 

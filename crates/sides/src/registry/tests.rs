@@ -215,8 +215,11 @@ fn content_is_served_under_a_repository_as_its_link_says() {
     assert!(matches!(ask(&with_token).asking.auth, UpstreamAuth::Bearer { .. }), "not known to be private");
 
     let challenge = ("www-authenticate".to_string(), "Bearer realm=\"http://hub/token\"".to_string());
-    let refused =
-        PassedAnswer { status: StatusCode::UNAUTHORIZED, headers: vec![challenge.clone()], body: Bytes::new() };
+    let refused = Arc::new(PassedAnswer {
+        status: StatusCode::UNAUTHORIZED,
+        headers: vec![challenge.clone()],
+        body: Bytes::new(),
+    });
     let now = std::time::Instant::now();
     registry.remember(&unlinked, &refused, now);
     // The refusal answers the next anonymous requests for a while, in the

@@ -64,6 +64,7 @@ use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::route::{Mount, Request};
+use crate::side::Side;
 use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
 use assertion::AssertionPath;
 use blob::{BlobPath, BlobVerifier, DOWNLOAD_PREFIX};
@@ -158,46 +159,6 @@ impl Snap {
     /// Takes `config` for the requests from now on (a reload).
     pub fn reconfigure(&self, config: Config) {
         self.config.store(Arc::new(config));
-    }
-
-    /// Decides what to do with `request`.
-    pub fn classify(&self, request: &Request<'_>) -> Decision {
-        if let Err(refusal) = crate::path::checked_path(request.path) {
-            return Decision::Refuse(refusal);
-        }
-        if device::is_personal(request.headers) {
-            return self.personal(request);
-        }
-        let path = request.path;
-        let readable = matches!(*request.method, Method::GET | Method::HEAD);
-        if path == "/v2/snaps/refresh" {
-            return match *request.method {
-                Method::POST => {
-                    self.forward(request, Some(Record::SnapActions(device::forwarded_headers(request.headers))))
-                }
-                _ => Decision::Refuse(Refusal::method_not_allowed("POST")),
-            };
-        }
-        if !readable {
-            return self.forward(request, None);
-        }
-        if let Some(rest) = path.strip_prefix(DOWNLOAD_PREFIX) {
-            return self.blob(request, rest);
-        }
-        if let Some(rest) = path.strip_prefix("/v2/assertions/").or(path.strip_prefix("/api/v1/snaps/assertions/")) {
-            return self.assertion(request, rest);
-        }
-        if let Some(rest) = path.strip_prefix(MEDIA_PREFIX) {
-            return self.media(request, rest);
-        }
-        match path {
-            "/v2/snaps/find" if query_has(request.query, "private", "true") => self.forward(request, None),
-            "/v2/snaps/find" | "/api/v1/snaps/search" => self.answer(request, Duration::ZERO, true),
-            _ if path.starts_with("/v2/snaps/info/") => self.answer(request, Duration::ZERO, true),
-            "/api/v1/snaps/sections" | "/v2/snaps/categories" => self.answer(request, SECTIONS_TTL, false),
-            "/api/v1/snaps/names" => self.answer(request, CATALOGUE_TTL, false),
-            _ => self.forward(request, None),
-        }
     }
 
     /// A request with a user's authorization: forwarded as it is, except
@@ -311,24 +272,15 @@ impl Snap {
         })
     }
 
-    /// Whether a cached body starting with `head` answers a request that
-    /// `accepts` it.
-    pub fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
-        match accepts {
-            Acceptance::Any => true,
-            Acceptance::AssertionFormatAtMost(max) => assertion::format_of(head) <= max,
-        }
-    }
-
     /// The checks of a blob download: its SHA3-384.
-    pub fn verifier(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
+    fn blob_checks(&self, request: &CachedRequest) -> Option<Arc<dyn Verifier>> {
         let digest = request.key.strip_prefix("snap/blob/")?.rsplit('/').next()?;
         Some(Arc::new(BlobVerifier { sha3_384: digest.to_string() }))
     }
 
     /// `body` with its URLs pointing at pkgproxy as served at `at`; `None`
     /// when it is not JSON.
-    pub fn rewrite(&self, at: &ServedAt, body: &[u8]) -> Option<Bytes> {
+    fn urls_rewritten(&self, at: &ServedAt, body: &[u8]) -> Option<Bytes> {
         let mut rewriter = Rewriter { stores: &self.config().stores, served_at: at, media: Vec::new() };
         let rewritten = rewriter.rewrite(body)?;
         self.media.learn(rewriter.media);
@@ -337,7 +289,7 @@ impl Snap {
 
     /// Records the results of a refresh `sent` by the device `headers` name
     /// that the store answered with `answer`. Blocking.
-    pub fn record(&self, headers: &http::HeaderMap, sent: &[u8], answer: &[u8]) {
+    fn record_results(&self, headers: &http::HeaderMap, sent: &[u8], answer: &[u8]) {
         let device = &Device::of(headers);
         let (Ok(request), Ok(answer)) =
             (serde_json::from_slice::<RefreshRequest>(sent), serde_json::from_slice::<Value>(answer))
@@ -362,12 +314,109 @@ impl Snap {
     /// The answer to a refresh `sent` by the device `headers` name, from
     /// what was recorded, the store being unavailable as `failure` says.
     /// Blocking.
-    pub fn replay(&self, headers: &http::HeaderMap, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
+    fn replayed_results(&self, headers: &http::HeaderMap, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
         let device = &Device::of(headers);
         let why = unavailable(failure)?;
         let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
         let answer = actions::replay(device, &request, &why, self, &self.config().stores);
         Some(json_answer(StatusCode::OK, &answer))
+    }
+}
+
+impl Side for Snap {
+    fn id(&self) -> SideId {
+        SideId::Snap
+    }
+
+    /// Decides what to do with `request`.
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        if let Err(refusal) = crate::path::checked_path(request.path) {
+            return Decision::Refuse(refusal);
+        }
+        if device::is_personal(request.headers) {
+            return self.personal(request);
+        }
+        let path = request.path;
+        let readable = matches!(*request.method, Method::GET | Method::HEAD);
+        if path == "/v2/snaps/refresh" {
+            return match *request.method {
+                Method::POST => {
+                    self.forward(request, Some(Record::SnapActions(device::forwarded_headers(request.headers))))
+                }
+                _ => Decision::Refuse(Refusal::method_not_allowed("POST")),
+            };
+        }
+        if !readable {
+            return self.forward(request, None);
+        }
+        if let Some(rest) = path.strip_prefix(DOWNLOAD_PREFIX) {
+            return self.blob(request, rest);
+        }
+        if let Some(rest) = path.strip_prefix("/v2/assertions/").or(path.strip_prefix("/api/v1/snaps/assertions/")) {
+            return self.assertion(request, rest);
+        }
+        if let Some(rest) = path.strip_prefix(MEDIA_PREFIX) {
+            return self.media(request, rest);
+        }
+        match path {
+            "/v2/snaps/find" if query_has(request.query, "private", "true") => self.forward(request, None),
+            "/v2/snaps/find" | "/api/v1/snaps/search" => self.answer(request, Duration::ZERO, true),
+            _ if path.starts_with("/v2/snaps/info/") => self.answer(request, Duration::ZERO, true),
+            "/api/v1/snaps/sections" | "/v2/snaps/categories" => self.answer(request, SECTIONS_TTL, false),
+            "/api/v1/snaps/names" => self.answer(request, CATALOGUE_TTL, false),
+            _ => self.forward(request, None),
+        }
+    }
+
+    /// The checks of a blob download: its SHA3-384.
+    fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        self.blob_checks(request)
+    }
+
+    /// Whether a cached body starting with `head` answers a request that
+    /// `accepts` it.
+    fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
+        match accepts {
+            Acceptance::Any => true,
+            Acceptance::AssertionFormatAtMost(max) => assertion::format_of(head) <= max,
+        }
+    }
+
+    /// Store answers name no one's secrets (a brand store's are asked
+    /// with the device's own credentials, and never shown).
+    fn paths_are_public(&self) -> bool {
+        true
+    }
+
+    fn record(&self, record: &Record, sent: &[u8], answer: &[u8]) {
+        let Record::SnapActions(headers) = record;
+        self.record_results(headers, sent, answer)
+    }
+
+    fn replay(&self, record: &Record, sent: &[u8], failure: &Failure<'_>) -> Option<LocalAnswer> {
+        let Record::SnapActions(headers) = record;
+        self.replayed_results(headers, sent, failure)
+    }
+
+    fn record_prefix(&self) -> Option<&'static str> {
+        Some(actions::RECORD_PREFIX)
+    }
+
+    fn named_by_records(&self, keys: &[String]) -> Vec<String> {
+        self.recorded_needs(keys).paths
+    }
+
+    fn take_record(&self, key: &str, body: &[u8]) -> Result<(), String> {
+        self.taken_record(key, body)
+    }
+
+    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
+        let Rewrite::SnapUrls(at) = rewrite;
+        self.urls_rewritten(at, body)
+    }
+
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        failure_answer(failure)
     }
 }
 

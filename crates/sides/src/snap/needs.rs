@@ -162,7 +162,7 @@ impl Snap {
     /// Keeps `body`, a store answer another pkgproxy recorded under `key`
     /// (from a bundle), once it reads as one recorded under that key.
     /// Blocking.
-    pub fn take_record(&self, key: &str, body: &[u8]) -> Result<(), String> {
+    pub(super) fn taken_record(&self, key: &str, body: &[u8]) -> Result<(), String> {
         let recorded: actions::Recorded =
             serde_json::from_slice(body).map_err(|error| format!("not a recorded store answer: {error}"))?;
         if actions::record_key(&recorded.key) != key {

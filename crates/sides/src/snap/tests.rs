@@ -93,7 +93,7 @@ fn blobs_are_keyed_by_digest_and_store_and_fetched_through_the_redirect() {
         (Class::Immutable, Some(4096), Redirects::Followed)
     );
     assert_eq!(blob.origin.path, "/api/v1/snaps/download/ID_3.snap");
-    assert!(fixture.snap.verifier(&blob).is_some());
+    assert!(fixture.snap.verifier(&blob, &[]).is_some());
     let mut brand = device_headers("amd64");
     brand.insert("x-ubuntu-store", HeaderValue::from_static("acme"));
     let branded = cached(classify(&fixture.snap, Method::GET, &brand, &path, None));
@@ -152,7 +152,7 @@ fn media_come_only_as_a_store_answer_named_them() {
     let answer = br#"{"snap": {"media": [{"type": "icon", "url": "https://dashboard.snapcraft.io/site_media/icon.png"},
         {"type": "video", "url": "https://dashboard.snapcraft.io/intro"}]}}"#;
     let at = ServedAt { base: "http://proxy.lan:3142/snap".into() };
-    let rewritten = fixture.snap.rewrite(&at, answer).unwrap();
+    let rewritten = fixture.snap.urls_rewritten(&at, answer).unwrap();
     assert!(std::str::from_utf8(&rewritten).unwrap().contains(&format!("http://proxy.lan:3142/snap{path}")));
     let media = cached(classify(&fixture.snap, Method::GET, &headers, path, None));
     assert_eq!(media.origin.instances, ["https://dashboard.snapcraft.io"]);
@@ -212,11 +212,11 @@ fn a_result_is_written_again_only_when_it_changed() {
     };
     let request: actions::RefreshRequest = serde_json::from_slice(sent).unwrap();
     let key = actions::record_key(&actions::action_key(&Device::of(&headers), &request.actions[0], &[]).unwrap());
-    fixture.snap.record(&headers, sent, answer(3).as_bytes());
+    fixture.snap.record_results(&headers, sent, answer(3).as_bytes());
     let first = fixture.snap.cache.lookup(&key).expect("recorded");
-    fixture.snap.record(&headers, sent, answer(3).as_bytes());
+    fixture.snap.record_results(&headers, sent, answer(3).as_bytes());
     assert!(Arc::ptr_eq(&first, &fixture.snap.cache.lookup(&key).unwrap()), "the same result is not written again");
-    fixture.snap.record(&headers, sent, answer(4).as_bytes());
+    fixture.snap.record_results(&headers, sent, answer(4).as_bytes());
     let recorded = Holdings::record(&fixture.snap, &key).unwrap();
     assert_eq!(recorded.result["snap"]["revision"], 4, "a new revision replaces the record");
 }
@@ -233,7 +233,7 @@ fn through_a_parent_pkgproxy_the_parent_s_blob_urls_become_the_child_s_and_lead_
         serde_json::json!({"results": [{"snap": {"download": {"url": parent_url, "sha3-384": DIGEST, "size": 7}}}]});
     let at = ServedAt { base: "http://site:3142/snap".into() };
     let rewritten: serde_json::Value =
-        serde_json::from_slice(&snap.rewrite(&at, answer.to_string().as_bytes()).unwrap()).unwrap();
+        serde_json::from_slice(&snap.urls_rewritten(&at, answer.to_string().as_bytes()).unwrap()).unwrap();
     let url = rewritten["results"][0]["snap"]["download"]["url"].as_str().unwrap().to_string();
     let path = url.strip_prefix("http://site:3142/snap").expect("the child's own URL");
 

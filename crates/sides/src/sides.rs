@@ -1,0 +1,305 @@
+//! Every side: the one list of them ([`Sides::open`]), their
+//! configurations ([`SidesConfig`]), and what is asked of all of them at
+//! once (the owner of a request, a tunnel, what eviction takes first).
+
+use pkgproxy_cache::Cache;
+
+use crate::apt::{self, Apt};
+use crate::decision::{Refusal, Target};
+use crate::go::{self, Go};
+use crate::id::SideId;
+use crate::lxd::{self, Lxd};
+use crate::registry::{self, Registry};
+use crate::side::Side;
+use crate::snap::{self, Snap};
+
+/// Every side's configuration, validated: what [`Sides::open`] starts from.
+#[derive(Debug, Clone)]
+pub struct SidesConfig {
+    /// apt's archives and freshness window.
+    pub apt: apt::Config,
+    /// The go side's upstream proxies, windows and checksum database.
+    pub go: go::Config,
+    /// The snap side's store instances.
+    pub snap: snap::Config,
+    /// The registry side's upstreams and tag window.
+    pub registry: registry::Config,
+    /// The LXD side's remotes and index window.
+    pub lxd: lxd::Config,
+}
+
+impl SidesConfig {
+    /// The configured upstreams' URLs: their hosts may be on local
+    /// addresses, each on its own port only.
+    pub fn trusted_urls(&self) -> Vec<String> {
+        let (apt, go, snap) = (self.apt.trusted_urls(), self.go.trusted_urls(), self.snap.trusted_urls());
+        let (registry, lxd) = (self.registry.trusted_urls(), self.lxd.trusted_urls());
+        apt.into_iter().chain(go).chain(snap).chain(registry).chain(lxd).collect()
+    }
+
+    /// Every side but apt fetched from its endpoint on the parent pkgproxy
+    /// at `parent` (`http://host:port`), its one instance: the parent
+    /// spreads over the upstream's own instances and caches for every
+    /// child. apt needs nothing: its requests go to the parent as forward-
+    /// proxy requests, and keep naming the origin's mirrors.
+    pub fn chain_to(&mut self, parent: &str) {
+        self.go.chain_to(parent);
+        self.snap.chain_to(parent);
+        self.registry.chain_to(parent);
+        self.lxd.chain_to(parent);
+    }
+}
+
+/// What a side has learnt could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The apt index beside the cache.
+    #[error("cannot open the apt index: {0}")]
+    AptIndex(#[from] apt::index::IndexError),
+    /// What the LXD side learnt of its remotes.
+    #[error("cannot open the LXD side's store: {0}")]
+    LxdItems(#[from] lxd::items::ItemsError),
+}
+
+/// Every side, in [`SideId::ALL`] order.
+#[derive(Debug)]
+pub struct Sides {
+    all: Vec<Box<dyn Side>>,
+}
+
+/// The only port `CONNECT` reaches: tunnels carry TLS to HTTPS upstreams.
+const TUNNEL_PORT: u16 = 443;
+
+impl Sides {
+    /// Opens every side with what it has learnt, kept in and beside the
+    /// cache. Blocking.
+    pub fn open(config: SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
+        let apt = Apt::open(config.apt, cache.dir(), cache.clock())?;
+        let snap = Snap::new(config.snap, cache.clone());
+        let registry = Registry::new(config.registry, cache.clone());
+        let lxd = Lxd::open(config.lxd, cache.clone(), cache.dir())?;
+        Ok(Sides::new(vec![
+            Box::new(apt),
+            Box::new(Go::new(config.go)),
+            Box::new(snap),
+            Box::new(registry),
+            Box::new(lxd),
+        ]))
+    }
+
+    /// Every side, each ready with what it has learnt, in [`SideId::ALL`]
+    /// order.
+    pub fn new(all: Vec<Box<dyn Side>>) -> Sides {
+        let ids: Vec<SideId> = all.iter().map(|side| side.id()).collect();
+        assert_eq!(ids, SideId::ALL, "every side, in SideId::ALL order");
+        Sides { all }
+    }
+
+    /// The side `id`.
+    pub fn get(&self, id: SideId) -> &dyn Side {
+        self.all[id.index()].as_ref()
+    }
+
+    /// The side that serves a request routed to `routed`: the side that
+    /// claims a forward-proxy request's target (an LXD remote's host, for
+    /// the image files an LXD daemon sends through its proxy), else
+    /// `routed`.
+    pub fn owner(&self, routed: SideId, target: Option<&Target>) -> &dyn Side {
+        let claimed = target.and_then(|target| self.iter().find(|side| side.claims(target)));
+        claimed.unwrap_or_else(|| self.get(routed))
+    }
+
+    /// The side of type `T`, for what only it does.
+    pub fn typed<T: Side>(&self) -> Option<&T> {
+        self.iter().find_map(|side| (side as &dyn std::any::Any).downcast_ref::<T>())
+    }
+
+    /// Every side.
+    pub fn iter(&self) -> impl Iterator<Item = &dyn Side> {
+        self.all.iter().map(|side| side.as_ref())
+    }
+
+    /// Takes `config` for the requests from now on (a reload): each side's
+    /// configuration is swapped whole, what the sides learnt is kept.
+    pub fn reconfigure(&self, config: &SidesConfig) {
+        let SidesConfig { apt, go, snap, registry, lxd } = config;
+        if let Some(side) = self.typed::<Apt>() {
+            side.reconfigure(apt.clone());
+        }
+        if let Some(side) = self.typed::<Go>() {
+            side.reconfigure(go.clone());
+        }
+        if let Some(side) = self.typed::<Snap>() {
+            side.reconfigure(snap.clone());
+        }
+        if let Some(side) = self.typed::<Registry>() {
+            side.reconfigure(registry.clone());
+        }
+        if let Some(side) = self.typed::<Lxd>() {
+            side.reconfigure(lxd.clone());
+        }
+    }
+
+    /// Whether what is cached under `key` may be handed to anyone who asks
+    /// for the key: no side says it is only for some clients. Blocking.
+    pub fn readable_by_anyone(&self, key: &str) -> bool {
+        self.iter().all(|side| side.readable_by_anyone(key))
+    }
+
+    /// Whether `CONNECT host:port` may be tunnelled: port 443 of a host a
+    /// side's clients use.
+    pub fn allows_tunnel(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        if port != TUNNEL_PORT {
+            return Err(Refusal::forbidden(format!("CONNECT is allowed to port {TUNNEL_PORT} only, not {port}")));
+        }
+        match self.all.iter().any(|side| side.tunnels_to(host)) {
+            true => Ok(()),
+            false => Err(Refusal::forbidden(format!("CONNECT to {host} refused: not a known archive host"))),
+        }
+    }
+}
+
+/// Which entries can never be served again (an apt index file a newer
+/// Release superseded): eviction takes them first.
+impl pkgproxy_cache::Obsolete for Sides {
+    fn prefixes(&self) -> Vec<String> {
+        self.iter().flat_map(|side| side.superseded_prefixes()).collect()
+    }
+
+    fn is_obsolete(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
+        let owner = key.split('/').next().and_then(SideId::from_name);
+        owner.is_some_and(|id| self.get(id).superseded(key, entry))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use http::{HeaderMap, Method, StatusCode};
+    use pkgproxy_cache::PassedAnswer;
+
+    use super::*;
+    use crate::apt::{ArchiveConfig, Config as AptConfig, DEFAULT_INDEX_TTL};
+    use crate::decision::{CachedRequest, Decision};
+    use crate::decision::{Origin, Target};
+    use crate::go::{Config as GoConfig, Options};
+    use crate::route::Mount;
+    use crate::route::Request;
+
+    fn sides(dir: &std::path::Path) -> Sides {
+        let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
+        let clock = Arc::new(pkgproxy_cache::SystemClock);
+        let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir, clock).unwrap();
+        let go = Go::new(GoConfig::new(&Options::default()).unwrap());
+        let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+        let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache.clone());
+        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap(), cache.clone());
+        let lxd = Lxd::open(lxd::Config::new(&lxd::Options::default()).unwrap(), cache, dir).unwrap();
+        Sides::new(vec![Box::new(apt), Box::new(go), Box::new(snap), Box::new(registry), Box::new(lxd)])
+    }
+
+    fn request<'a>(
+        method: &'a Method,
+        headers: &'a HeaderMap,
+        path: &'a str,
+        target: Option<&'a Target>,
+    ) -> Request<'a> {
+        let mount = if target.is_some() { Mount::ForwardProxy } else { Mount::Prefix("/go") };
+        Request { method, headers, mount, path, query: None, target, host: "127.0.0.1:3142" }
+    }
+
+    #[test]
+    fn every_side_is_found_by_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        for id in SideId::ALL {
+            assert_eq!(sides.get(id).id(), id);
+            assert_eq!(SideId::from_name(id.as_str()), Some(id));
+        }
+    }
+
+    #[test]
+    fn apt_and_go_take_get_and_head_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        let headers = HeaderMap::new();
+        let target = Target {
+            scheme: "http".into(),
+            host: "deb.debian.org".into(),
+            port: 80,
+            raw_path: "/debian/pool/main/a/a.deb".into(),
+        };
+        for (side, path, target) in
+            [(SideId::Apt, target.raw_path.as_str(), Some(&target)), (SideId::Go, "/example.com/m/@v/list", None)]
+        {
+            for method in [Method::GET, Method::HEAD] {
+                let decision = sides.get(side).classify(&request(&method, &headers, path, target));
+                assert!(matches!(decision, Decision::Cache(_)), "{side} {method}: {decision:?}");
+            }
+            let decision = sides.get(side).classify(&request(&Method::POST, &headers, path, target));
+            let Decision::Refuse(refusal) = decision else { panic!("{side} POST: {decision:?}") };
+            assert_eq!((refusal.status, refusal.allow), (StatusCode::METHOD_NOT_ALLOWED, Some("GET, HEAD")));
+        }
+    }
+
+    #[test]
+    fn tunnels_go_to_port_443_of_a_host_a_side_knows() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        assert!(sides.allows_tunnel("deb.debian.org", 443).is_ok());
+        assert!(sides.allows_tunnel("ftp.fr.debian.org", 443).is_ok());
+        assert_eq!(sides.allows_tunnel("deb.debian.org", 22).unwrap_err().status, StatusCode::FORBIDDEN);
+        assert_eq!(sides.allows_tunnel("example.com", 443).unwrap_err().status, StatusCode::FORBIDDEN);
+    }
+
+    #[test]
+    fn a_go_download_is_checked_against_the_lookup_record_fetched_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        let go = sides.get(SideId::Go);
+        let headers = HeaderMap::new();
+        let zip = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/v1.0.0.zip", None)) {
+            Decision::Cache(zip) => *zip,
+            other => panic!("{other:?}"),
+        };
+        let keys: Vec<String> = go.prerequisites(&zip).into_iter().map(|r| r.key).collect();
+        assert_eq!(keys, ["go/sumdb/sum.golang.org/supported", "go/sumdb/sum.golang.org/lookup/example.com/m@v1.0.0"]);
+        assert!(go.verifier(&zip, &[]).is_some(), "without the record the zip's shape is still checked");
+        let list = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/list", None)) {
+            Decision::Cache(list) => *list,
+            other => panic!("{other:?}"),
+        };
+        assert!(go.prerequisites(&list).is_empty());
+        assert!(go.verifier(&list, &[]).is_some(), "a list is checked to be versions, and bounded");
+        let apt = sides.get(SideId::Apt);
+        assert!(apt.prerequisites(&zip).is_empty(), "apt needs nothing first");
+    }
+
+    #[test]
+    fn go_remembers_a_not_found_for_its_time_and_apt_remembers_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let sides = sides(dir.path());
+        let answer = Arc::new(PassedAnswer { status: StatusCode::NOT_FOUND, headers: vec![], body: "gone".into() });
+        let now = Instant::now();
+        let origin = Origin { pool: "p".into(), instances: vec!["http://127.0.0.1:1".into()], path: "/k".into() };
+        for side in sides.iter() {
+            let request = CachedRequest::new(side.id(), "k".into(), origin.clone(), pkgproxy_cache::Class::Revalidated);
+            side.remember(&request, &answer, now);
+        }
+        let refused = Arc::new(PassedAnswer { status: StatusCode::FORBIDDEN, headers: vec![], body: "no".into() });
+        let other = CachedRequest::new(SideId::Go, "other".into(), origin.clone(), pkgproxy_cache::Class::Revalidated);
+        sides.get(SideId::Go).remember(&other, &refused, now);
+        let asked = |id: SideId, key: &str| {
+            CachedRequest::new(id, key.into(), origin.clone(), pkgproxy_cache::Class::Revalidated)
+        };
+        assert!(sides.get(SideId::Go).remembered(&other, now, false).is_none(), "only a not found");
+        assert!(sides.get(SideId::Go).remembered(&asked(SideId::Go, "k"), now, false).is_some());
+        let later = now + Duration::from_secs(61);
+        assert!(sides.get(SideId::Go).remembered(&asked(SideId::Go, "k"), later, false).is_none());
+        assert!(sides.get(SideId::Apt).remembered(&asked(SideId::Apt, "k"), now, false).is_none());
+    }
+}
