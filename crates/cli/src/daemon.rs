@@ -207,18 +207,19 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
     let state_dir = non_empty(flags.state_dir, &matches, "state_dir", "PKGPROXY_STATE_DIR")?
         .unwrap_or_else(paths::default_state_dir);
     let overrides = Overrides {
-        apt_index_ttl,
         offline_mode,
         persistence: persistence(),
         auto_offline,
         cache_max_size,
         state_dir: Some(state_dir.clone()),
     };
-    let mut settings = settings_from(cache_dir.clone(), &file, &overrides).with_context(|| match &config {
-        Some(path) => format!("configuration file {}", path.display()),
-        None => "configuration".to_string(),
-    })?;
-    settings.reload.reread = Some(std::sync::Arc::new(reread(config.clone(), cache_dir.clone(), overrides)));
+    let mut settings =
+        settings_from(cache_dir.clone(), &file, &overrides, apt_index_ttl).with_context(|| match &config {
+            Some(path) => format!("configuration file {}", path.display()),
+            None => "configuration".to_string(),
+        })?;
+    let reread = reread(config.clone(), cache_dir.clone(), overrides, apt_index_ttl);
+    settings.reload.reread = Some(std::sync::Arc::new(reread));
     if let Some(grace) = shutdown_grace {
         settings.shutdown_grace = grace;
     }
@@ -233,12 +234,19 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
 
 /// The settings of `file` and the flags, with the client connection cap
 /// drawn from this process's file limit where the file sets none.
+/// `--apt-index-ttl`, the original pkgproxy's flag, wins over the file's
+/// `[apt] index_ttl`.
 fn settings_from(
     cache_dir: PathBuf,
     file: &ConfigFile,
     overrides: &Overrides,
+    apt_index_ttl: Option<std::time::Duration>,
 ) -> Result<Settings, pkgproxy_server::config::SettingsError> {
-    let mut settings = Settings::new(cache_dir, file, overrides)?;
+    let mut file = file.clone();
+    if let Some(ttl) = apt_index_ttl {
+        file.sides.apt.index_ttl = Some(ttl);
+    }
+    let mut settings = Settings::new(cache_dir, &file, overrides)?;
     if file.server.max_connections.is_none() {
         settings.clients.max_connections =
             pkgproxy_server::config::clients::connections_for_file_limit(open_file_limit());
@@ -263,13 +271,14 @@ fn reread(
     config: Option<PathBuf>,
     cache_dir: PathBuf,
     overrides: Overrides,
+    apt_index_ttl: Option<std::time::Duration>,
 ) -> impl Fn() -> Result<Settings, String> + Send + Sync + 'static {
     move || {
         let file = match &config {
             Some(path) => ConfigFile::load(path).map_err(|error| crate::report::said(&error.into()))?,
             None => ConfigFile::default(),
         };
-        settings_from(cache_dir.clone(), &file, &overrides).map_err(|error| match &config {
+        settings_from(cache_dir.clone(), &file, &overrides, apt_index_ttl).map_err(|error| match &config {
             Some(path) => format!("configuration file {}: {error}", path.display()),
             None => error.to_string(),
         })
@@ -590,12 +599,12 @@ mod tests {
             .map(|line| line.strip_prefix("    ").unwrap_or(line))
             .collect();
         let file = ConfigFile::parse(&block.join("\n")).unwrap();
-        assert_eq!(file.apt.archive.len(), 1, "{help}");
+        assert_eq!(file.sides.apt.archives.len(), 1, "{help}");
         assert_eq!(file.upstream.resolve.len(), 1, "{help}");
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100), "{help}");
-        assert_eq!(file.go.sumdb.as_deref(), Some("sum.golang.org"), "{help}");
+        assert_eq!(file.sides.go.sumdb.as_deref(), Some("sum.golang.org"), "{help}");
         assert!(file.cluster.is_some_and(|cluster| cluster.peer_secret.is_some()), "every key: {help}");
-        assert_eq!(file.lxd.remote.len(), 1, "{help}");
+        assert_eq!(file.sides.lxd.remotes.len(), 1, "{help}");
     }
 
     #[test]

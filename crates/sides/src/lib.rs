@@ -40,4 +40,4 @@ pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
 pub use side::Side;
-pub use sides::{OpenError, Sides, SidesConfig};
+pub use sides::{ConfigError, OpenError, Sections, Sides, SidesConfig};

@@ -13,6 +13,49 @@ use crate::registry::{self, Registry};
 use crate::side::Side;
 use crate::snap::{self, Snap};
 
+/// Every side's section of the configuration file, as written (`[apt]`,
+/// `[go]`, ...): each side owns its section's keys. Keys that are not a
+/// side's are the server's, and left alone here.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct Sections {
+    /// `[apt]`.
+    #[serde(default)]
+    pub apt: apt::Options,
+    /// `[go]`.
+    #[serde(default)]
+    pub go: go::Options,
+    /// `[snap]`.
+    #[serde(default)]
+    pub snap: snap::Options,
+    /// `[registry]`.
+    #[serde(default)]
+    pub registry: registry::Options,
+    /// `[lxd]`.
+    #[serde(default)]
+    pub lxd: lxd::Options,
+}
+
+/// A side's section that cannot be used: the side's own error, which names
+/// the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `[apt]`.
+    #[error("{0}")]
+    Apt(#[from] apt::ConfigError),
+    /// `[go]`.
+    #[error("{0}")]
+    Go(#[from] go::ConfigError),
+    /// `[snap]`.
+    #[error("{0}")]
+    Snap(#[from] snap::ConfigError),
+    /// `[registry]`.
+    #[error("{0}")]
+    Registry(#[from] registry::ConfigError),
+    /// `[lxd]`.
+    #[error("{0}")]
+    Lxd(#[from] lxd::ConfigError),
+}
+
 /// Every side's configuration, validated: what [`Sides::open`] starts from.
 #[derive(Debug, Clone)]
 pub struct SidesConfig {
@@ -29,6 +72,22 @@ pub struct SidesConfig {
 }
 
 impl SidesConfig {
+    /// Validates every side's section.
+    pub fn new(sections: &Sections) -> Result<SidesConfig, ConfigError> {
+        Ok(SidesConfig {
+            apt: apt::Config::from_options(&sections.apt)?,
+            go: go::Config::new(&sections.go)?,
+            snap: snap::Config::new(&sections.snap)?,
+            registry: registry::Config::new(&sections.registry)?,
+            lxd: lxd::Config::new(&sections.lxd)?,
+        })
+    }
+
+    /// Whether `name` is the name of a side's section.
+    pub fn is_section(name: &str) -> bool {
+        SideId::from_name(name).is_some()
+    }
+
     /// The configured upstreams' URLs: their hosts may be on local
     /// addresses, each on its own port only.
     pub fn trusted_urls(&self) -> Vec<String> {

@@ -9,9 +9,8 @@ use std::time::SystemTime;
 
 use pkgproxy_cache::ManualClock;
 use pkgproxy_control::{ControlClient, Info};
-use pkgproxy_server::config::{ConfigFile, Overrides, Persistence};
+use pkgproxy_server::config::{ConfigFile, Overrides};
 use pkgproxy_server::{Listeners, Settings};
-use pkgproxy_upstream::offline::auto::Trigger;
 use tokio::sync::oneshot;
 
 /// A server running in this process.
@@ -42,14 +41,7 @@ impl Server {
     pub async fn start_on(proxy: std::net::TcpListener, config: Option<&str>) -> Server {
         let dir = tempfile::Builder::new().prefix("pkgproxy-inproc").tempdir().expect("a temporary folder");
         let file = ConfigFile::parse(config.unwrap_or_default()).expect("a valid configuration file");
-        let overrides = Overrides {
-            apt_index_ttl: None,
-            offline_mode: None,
-            persistence: Persistence::None,
-            auto_offline: Trigger::Off,
-            cache_max_size: None,
-            state_dir: None,
-        };
+        let overrides = Overrides::default();
         let mut settings = Settings::new(dir.path().join("cache"), &file, &overrides).expect("valid settings");
         let clock = Arc::new(ManualClock::new(SystemTime::now()));
         settings.clock = clock.clone();

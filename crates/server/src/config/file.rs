@@ -7,37 +7,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pkgproxy_sides::{Sections, SidesConfig};
 use serde::Deserialize;
 
 /// A configuration file using every key, commented: shown by `pkgproxy
 /// -help`, and parsed by a test so it never drifts from what is read.
 pub const EXAMPLE: &str = include_str!("example.toml");
 
-/// The whole file.
+/// The whole file: the server's sections here, each side's in the side's
+/// own type ([`Sections`]).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    /// `[apt]`.
-    #[serde(default)]
-    pub apt: AptSection,
+    /// Every side's section.
+    #[serde(skip)]
+    pub sides: Sections,
     /// `[upstream]`.
     #[serde(default)]
     pub upstream: UpstreamSection,
     /// `[mirror.NAME]` tables.
     #[serde(default)]
     pub mirror: BTreeMap<String, ShadowSection>,
-    /// `[go]`.
-    #[serde(default)]
-    pub go: GoSection,
-    /// `[snap]`.
-    #[serde(default)]
-    pub snap: SnapSection,
-    /// `[registry]`.
-    #[serde(default)]
-    pub registry: RegistrySection,
-    /// `[lxd]`.
-    #[serde(default)]
-    pub lxd: LxdSection,
     /// `[cache]`.
     #[serde(default)]
     pub cache: CacheSection,
@@ -156,89 +145,6 @@ pub struct CacheSection {
     pub max_object_size: Option<String>,
 }
 
-/// `[lxd]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LxdSection {
-    /// How long a generation of a remote's index is served before it is
-    /// asked again.
-    #[serde(default, with = "humantime_serde")]
-    pub index_ttl: Option<Duration>,
-    /// `[[lxd.remote]]`: simplestreams servers beside the built-in ones, or
-    /// the instances of a built-in one.
-    #[serde(default)]
-    pub remote: Vec<LxdRemoteSection>,
-}
-
-/// One `[[lxd.remote]]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LxdRemoteSection {
-    /// The remote's name: its mount `/lxd/<name>/`.
-    pub name: String,
-    /// Its instances' base URLs.
-    pub mirrors: Vec<String>,
-}
-
-/// `[registry]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegistrySection {
-    /// How long a tag is served without asking upstream.
-    #[serde(default, with = "humantime_serde")]
-    pub tag_ttl: Option<Duration>,
-    /// The pulls kept in reserve in a registry's quota.
-    pub pull_reserve: Option<u64>,
-    /// Whether private content is served offline to a credential the
-    /// registry accepted for it before.
-    #[serde(default)]
-    pub private_offline: bool,
-    /// `[[registry.upstream]]`: registries beside the built-in ones, or the
-    /// instances of a built-in one.
-    #[serde(default)]
-    pub upstream: Vec<RegistryUpstreamSection>,
-}
-
-/// One `[[registry.upstream]]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegistryUpstreamSection {
-    /// The registry's name, as clients write it.
-    pub name: String,
-    /// Its instances' base URLs.
-    pub mirrors: Vec<String>,
-    /// An account pkgproxy pulls as: its user name.
-    pub username: Option<String>,
-    /// Its password, or a token standing for it.
-    pub password: Option<String>,
-}
-
-/// `[snap]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SnapSection {
-    /// The Snap Store's instances, the instances of one pool.
-    #[serde(default)]
-    pub stores: Vec<String>,
-}
-
-/// `[go]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GoSection {
-    /// Upstream module proxies, the instances of one pool.
-    #[serde(default)]
-    pub proxies: Vec<String>,
-    /// Freshness window of `list` and `@latest`.
-    #[serde(default, with = "humantime_serde")]
-    pub list_ttl: Option<Duration>,
-    /// How long `404`/`410` answers are remembered.
-    #[serde(default, with = "humantime_serde")]
-    pub negative_ttl: Option<Duration>,
-    /// The checksum database proxied and consulted, or `off`.
-    pub sumdb: Option<String>,
-}
-
 /// One `[mirror.NAME]`, as written (see `mirror::config` for the rules).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -264,28 +170,6 @@ pub struct ShadowSection {
     pub compare: Option<bool>,
     /// `request` or `upstream`.
     pub step: Option<String>,
-}
-
-/// `[apt]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AptSection {
-    /// Freshness window of `dists/**` files fetched by name.
-    #[serde(default, with = "humantime_serde")]
-    pub index_ttl: Option<Duration>,
-    /// `[[apt.archive]]` tables.
-    #[serde(default)]
-    pub archive: Vec<ArchiveSection>,
-}
-
-/// One `[[apt.archive]]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArchiveSection {
-    /// The archive's name (a built-in name adds mirrors to it).
-    pub name: String,
-    /// Base URLs of its mirrors.
-    pub mirrors: Vec<String>,
 }
 
 /// `[upstream]`.
@@ -369,9 +253,19 @@ impl ConfigFile {
         Self::parse(&text).map_err(|message| FileError::Parse { path: path.to_path_buf(), message })
     }
 
-    /// Parses the text of a configuration file.
+    /// Parses the text of a configuration file: the server's sections,
+    /// then each side's. A key that is neither's is an error.
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
+        let said = |error: toml::de::Error| error.to_string().trim_end().to_string();
+        let mut unknown = Vec::new();
+        let server = toml::Deserializer::new(text);
+        let mut file: ConfigFile =
+            serde_ignored::deserialize(server, |path| unknown.push(path.to_string())).map_err(said)?;
+        if let Some(key) = unknown.iter().find(|key| !SidesConfig::is_section(key)) {
+            return Err(format!("unknown key `{key}`"));
+        }
+        file.sides = toml::from_str(text).map_err(said)?;
+        Ok(file)
     }
 }
 
@@ -382,7 +276,7 @@ mod tests {
     #[test]
     fn the_documented_example_parses() {
         let file = ConfigFile::parse(EXAMPLE).unwrap();
-        assert_eq!(file.apt.archive[0].mirrors.len(), 2);
+        assert_eq!(file.sides.apt.archives[0].mirrors.len(), 2);
         assert_eq!(file.upstream.resolve.len(), 1);
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100));
     }
@@ -394,7 +288,11 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_are_named() {
+    fn unknown_keys_and_sections_are_named() {
+        let err = ConfigFile::parse("[upstream]\nconect_timeout = \"5s\"\n").unwrap_err();
+        assert!(err.contains("conect_timeout"), "{err}");
+        let err = ConfigFile::parse("[pypy]\nmirrors = []\n").unwrap_err();
+        assert!(err.contains("pypy"), "{err}");
         let err = ConfigFile::parse("[apt]\nindex_tll = \"5m\"\n").unwrap_err();
         assert!(err.contains("index_tll"), "{err}");
         let err = ConfigFile::parse("[apt]\nindex_ttl = \"five minutes\"\n").unwrap_err();

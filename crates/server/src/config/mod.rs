@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pkgproxy_cache::{Clock, SystemClock};
-use pkgproxy_sides::{apt, go, lxd, registry, snap, SidesConfig};
+use pkgproxy_sides::SidesConfig;
 use pkgproxy_upstream::offline::auto::Trigger;
 use pkgproxy_upstream::offline::{Mode, Switch};
 use tokio::sync::Notify;
@@ -107,9 +107,9 @@ pub const DEFAULT_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::fro
 /// Settings that cannot be used, naming the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    /// An apt archive is wrong.
+    /// A side's section is wrong.
     #[error("{0}")]
-    Apt(#[from] apt::ConfigError),
+    Side(#[from] pkgproxy_sides::ConfigError),
     /// A `[upstream] resolve` entry is wrong.
     #[error("upstream.resolve entry {entry:?}: {reason}")]
     Resolve {
@@ -126,12 +126,6 @@ pub enum SettingsError {
         /// What is wrong with it.
         reason: String,
     },
-    /// `[go]` is wrong.
-    #[error("{0}")]
-    Go(#[from] go::ConfigError),
-    /// `[snap]` is wrong.
-    #[error("{0}")]
-    Snap(#[from] snap::ConfigError),
     /// A `[server] allow` entry is not a network.
     #[error("{0}")]
     Clients(#[from] clients::ClientsError),
@@ -139,9 +133,6 @@ pub enum SettingsError {
     /// without its certificate.
     #[error("server.tls_cert and server.tls_key go together")]
     TlsPair,
-    /// `[registry]` is wrong.
-    #[error("{0}")]
-    Registry(#[from] registry::ConfigError),
     /// `[cache] max_size` or `min_free` is not a size.
     #[error("cache.{key} {value:?}: {reason}")]
     CacheSize {
@@ -152,9 +143,6 @@ pub enum SettingsError {
         /// What is wrong with it.
         reason: String,
     },
-    /// An `[[lxd.remote]]` is wrong.
-    #[error("{0}")]
-    Lxd(#[from] lxd::ConfigError),
     /// A `[mirror.NAME]` is wrong.
     #[error("{0}")]
     Shadow(#[from] ShadowConfigError),
@@ -189,8 +177,6 @@ pub enum SettingsError {
 /// the file.
 #[derive(Debug, Clone)]
 pub struct Overrides {
-    /// `-apt-index-ttl`.
-    pub apt_index_ttl: Option<Duration>,
     /// `-offline-mode` / `-offline`: the mode at start.
     pub offline_mode: Option<Mode>,
     /// Where a run-time mode is saved (the snap's settings inside
@@ -205,19 +191,23 @@ pub struct Overrides {
     pub state_dir: Option<PathBuf>,
 }
 
+/// Nothing overridden: the file's values, the mode saved nowhere, no
+/// switch going offline by itself.
+impl Default for Overrides {
+    fn default() -> Self {
+        Overrides {
+            offline_mode: None,
+            persistence: Persistence::None,
+            auto_offline: Trigger::Off,
+            cache_max_size: None,
+            state_dir: None,
+        }
+    }
+}
+
 impl Settings {
     /// Validates the file's contents, with `overrides` applied.
     pub fn new(cache_dir: PathBuf, file: &ConfigFile, overrides: &Overrides) -> Result<Self, SettingsError> {
-        let archives: Vec<apt::ArchiveConfig> = file
-            .apt
-            .archive
-            .iter()
-            .map(|a| apt::ArchiveConfig { name: a.name.clone(), mirrors: a.mirrors.clone() })
-            .collect();
-        let index_ttl =
-            overrides.apt_index_ttl.or(file.apt.index_ttl).unwrap_or(pkgproxy_sides::apt::DEFAULT_INDEX_TTL);
-        let apt = apt::Config::new(&archives, index_ttl)?;
-
         let mut resolver = Resolver::default();
         let mut policy = AddressPolicy::default();
         for entry in &file.upstream.resolve {
@@ -225,42 +215,7 @@ impl Settings {
             resolver.pin(&host, port, vec![address]);
             policy.trust(&host, port);
         }
-        let go = go::Config::new(&go::Options {
-            proxies: file.go.proxies.clone(),
-            list_ttl: file.go.list_ttl,
-            negative_ttl: file.go.negative_ttl,
-            sumdb: file.go.sumdb.clone(),
-        })?;
-        let snap = snap::Config::new(&snap::Options { stores: file.snap.stores.clone() })?;
-        let registry = registry::Config::new(&registry::Options {
-            upstreams: file
-                .registry
-                .upstream
-                .iter()
-                .map(|upstream| registry::UpstreamOptions {
-                    name: upstream.name.clone(),
-                    mirrors: upstream.mirrors.clone(),
-                    credentials: upstream
-                        .username
-                        .as_ref()
-                        .map(|user| format!("{user}:{}", upstream.password.as_deref().unwrap_or("")))
-                        .map(pkgproxy_sides::Credentials),
-                })
-                .collect(),
-            tag_ttl: file.registry.tag_ttl,
-            pull_reserve: file.registry.pull_reserve,
-            private_offline: file.registry.private_offline,
-        })?;
-        let lxd = lxd::Config::new(&lxd::Options {
-            remotes: file
-                .lxd
-                .remote
-                .iter()
-                .map(|remote| lxd::RemoteOptions { name: remote.name.clone(), mirrors: remote.mirrors.clone() })
-                .collect(),
-            index_ttl: file.lxd.index_ttl,
-        })?;
-        let mut sides = SidesConfig { apt, go, snap, registry, lxd };
+        let mut sides = SidesConfig::new(&file.sides)?;
         for url in &file.upstream.trust {
             policy
                 .trust_url(url)
@@ -445,14 +400,7 @@ mod tests {
 
     #[test]
     fn the_example_configuration_is_valid() {
-        let overrides = Overrides {
-            apt_index_ttl: None,
-            offline_mode: None,
-            persistence: Persistence::None,
-            auto_offline: Trigger::Off,
-            cache_max_size: None,
-            state_dir: None,
-        };
+        let overrides = Overrides::default();
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();
         assert_eq!(settings.shadows.len(), 1);

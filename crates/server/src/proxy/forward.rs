@@ -161,23 +161,15 @@ mod tests {
     use http_body_util::Full;
     use pkgproxy_sides::{Mount, Origin, SideId};
     use pkgproxy_testkit::{ShadowMode, ShadowRecorder};
-    use pkgproxy_upstream::offline::auto::Trigger;
 
     use super::*;
-    use crate::config::{ConfigFile, Overrides, Persistence, Settings};
+    use crate::config::{ConfigFile, Overrides, Settings};
     use crate::context::UpstreamAnswer;
 
     /// The server's state, with `upstream` trusted (it is on 127.0.0.1).
     async fn state(dir: &Path, upstream: &str) -> Arc<State> {
         let file = ConfigFile::parse(&format!("[go]\nproxies = [{upstream:?}]\n")).unwrap();
-        let overrides = Overrides {
-            apt_index_ttl: None,
-            offline_mode: None,
-            persistence: Persistence::None,
-            auto_offline: Trigger::Off,
-            cache_max_size: None,
-            state_dir: None,
-        };
+        let overrides = Overrides::default();
         let settings = Settings::new(dir.to_path_buf(), &file, &overrides).unwrap();
         Arc::new(State::open(settings, "127.0.0.1:3142".parse().unwrap()).await.unwrap())
     }

@@ -37,8 +37,23 @@ use index::{AptIndex, IndexError};
 /// The default freshness window of `dists/**` files fetched by name.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
 
-/// An archive from the configuration file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The apt side's configuration, as written (`[apt]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// Freshness window of `dists/**` files fetched by name (default
+    /// [`DEFAULT_INDEX_TTL`]).
+    #[serde(default, with = "humantime_serde")]
+    pub index_ttl: Option<Duration>,
+    /// Archives beside the built-in ones, or mirrors for a built-in one
+    /// (`[[apt.archive]]`).
+    #[serde(default, rename = "archive")]
+    pub archives: Vec<ArchiveConfig>,
+}
+
+/// An archive from the configuration file (`[[apt.archive]]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ArchiveConfig {
     /// Its name (a built-in name adds mirrors to that archive).
     pub name: String,
@@ -75,6 +90,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// Validates `options`.
+    pub fn from_options(options: &Options) -> Result<Self, ConfigError> {
+        Config::new(&options.archives, options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL))
+    }
+
     /// Builds the side from the built-in archives plus `configured` ones.
     pub fn new(configured: &[ArchiveConfig], index_ttl: Duration) -> Result<Self, ConfigError> {
         let mut archives = builtin();

@@ -45,14 +45,18 @@ pub const DEFAULT_NEGATIVE_TTL: Duration = Duration::from_secs(60);
 /// The checksum database proxied (and consulted for `.zip` and `.mod`).
 pub const DEFAULT_SUMDB: &str = "sum.golang.org";
 
-/// The go side's configuration, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The go side's configuration, as written (`[go]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Options {
     /// Upstream module proxies (`http[s]://host[:port][/prefix]`); empty: the default.
+    #[serde(default)]
     pub proxies: Vec<String>,
     /// Freshness window of `list` and `@latest`.
+    #[serde(default, with = "humantime_serde")]
     pub list_ttl: Option<Duration>,
     /// How long `404`/`410` answers are remembered.
+    #[serde(default, with = "humantime_serde")]
     pub negative_ttl: Option<Duration>,
     /// The checksum database's name, or `off`.
     pub sumdb: Option<String>,

@@ -72,7 +72,8 @@ pub const BUILT_IN: [(&str, &str); 7] = [
 ];
 
 /// One `[[lxd.remote]]`, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RemoteOptions {
     /// Its name: the mount `/lxd/<name>/`.
     pub name: String,
@@ -80,12 +81,16 @@ pub struct RemoteOptions {
     pub mirrors: Vec<String>,
 }
 
-/// The LXD side's configuration, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The LXD side's configuration, as written (`[lxd]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Options {
-    /// Remotes beside the built-in ones, or mirrors for a built-in one.
+    /// Remotes beside the built-in ones, or mirrors for a built-in one
+    /// (`[[lxd.remote]]`).
+    #[serde(default, rename = "remote")]
     pub remotes: Vec<RemoteOptions>,
     /// How long a generation is served before the index is asked again.
+    #[serde(default, with = "humantime_serde")]
     pub index_ttl: Option<Duration>,
 }
 

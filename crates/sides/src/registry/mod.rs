@@ -82,29 +82,45 @@ pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, appli
 /// The header every answer of this side carries.
 const API_VERSION: (&str, &str) = ("docker-distribution-api-version", "registry/2.0");
 
-/// One upstream registry, as configured.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One upstream registry, as configured (`[[registry.upstream]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UpstreamOptions {
     /// Its name, as clients write it in image references.
     pub name: String,
     /// Its instances' base URLs (the registry, or mirrors of it).
     pub mirrors: Vec<String>,
-    /// An account pkgproxy pulls as (`user:password`): everything it may
-    /// read becomes readable to every client of pkgproxy.
-    pub credentials: Option<Credentials>,
+    /// An account pkgproxy pulls as: its user name. Everything it may read
+    /// becomes readable to every client of pkgproxy.
+    pub username: Option<String>,
+    /// Its password, or a token standing for it.
+    pub password: Option<String>,
 }
 
-/// The registry side's configuration, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+impl UpstreamOptions {
+    /// The account pkgproxy pulls as, if one is configured.
+    fn credentials(&self) -> Option<Credentials> {
+        let user = self.username.as_ref()?;
+        Some(Credentials(format!("{user}:{}", self.password.as_deref().unwrap_or(""))))
+    }
+}
+
+/// The registry side's configuration, as written (`[registry]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Options {
-    /// Upstreams beside the built-in ones, or mirrors for a built-in one.
+    /// Upstreams beside the built-in ones, or mirrors for a built-in one
+    /// (`[[registry.upstream]]`).
+    #[serde(default, rename = "upstream")]
     pub upstreams: Vec<UpstreamOptions>,
     /// How long a tag is served without asking upstream.
+    #[serde(default, with = "humantime_serde")]
     pub tag_ttl: Option<Duration>,
     /// The pulls kept in reserve in a registry's quota.
     pub pull_reserve: Option<u64>,
     /// Whether private content is served while offline to a credential
     /// the registry accepted for it before.
+    #[serde(default)]
     pub private_offline: bool,
 }
 
@@ -166,11 +182,8 @@ impl Config {
             if configured.mirrors.is_empty() {
                 return Err(bad("has no mirrors".into()));
             }
-            if configured
-                .credentials
-                .as_ref()
-                .is_some_and(|c| c.0.split_once(':').is_none_or(|(user, _)| user.is_empty()))
-            {
+            let credentials = configured.credentials();
+            if credentials.as_ref().is_some_and(|c| c.0.split_once(':').is_none_or(|(user, _)| user.is_empty())) {
                 return Err(bad("credentials are user:password".into()));
             }
             let mirrors = configured
@@ -179,12 +192,7 @@ impl Config {
                 .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
                 .collect::<Result<Vec<_>, _>>()?;
             upstreams.retain(|upstream| upstream.name != name);
-            upstreams.push(Upstream {
-                name,
-                mirrors,
-                credentials: configured.credentials.clone(),
-                below_parent: false,
-            });
+            upstreams.push(Upstream { name, mirrors, credentials, below_parent: false });
         }
         Ok(Config {
             upstreams,

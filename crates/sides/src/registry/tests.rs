@@ -23,12 +23,14 @@ fn registry() -> Fixture {
     let local = UpstreamOptions {
         name: "registry.lan:5000".into(),
         mirrors: vec!["http://127.0.0.1:5000/".into()],
-        credentials: None,
+        username: None,
+        password: None,
     };
     let hub = UpstreamOptions {
         name: "index.docker.io".into(),
         mirrors: vec!["http://127.0.0.1:5010".into()],
-        credentials: None,
+        username: None,
+        password: None,
     };
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
@@ -141,16 +143,18 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     let mut urls = registry.config().trusted_urls();
     urls.sort();
     assert_eq!(urls, ["http://127.0.0.1:5000", "http://127.0.0.1:5010"]);
-    let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![], credentials: None };
+    let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![], username: None, password: None };
     assert!(Config::new(&Options { upstreams: vec![none], tag_ttl: None, pull_reserve: None, private_offline: false })
         .is_err());
-    let bad = UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()], credentials: None };
+    let bad =
+        UpstreamOptions { name: "X Lan".into(), mirrors: vec!["http://x".into()], username: None, password: None };
     assert!(Config::new(&Options { upstreams: vec![bad], tag_ttl: None, pull_reserve: None, private_offline: false })
         .is_err());
     let nameless = UpstreamOptions {
         name: "x.lan".into(),
         mirrors: vec!["http://x".into()],
-        credentials: Some(Credentials(":pw".into())),
+        username: Some(String::new()),
+        password: Some("pw".into()),
     };
     assert!(Config::new(&Options {
         upstreams: vec![nameless],

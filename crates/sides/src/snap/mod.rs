@@ -83,10 +83,13 @@ pub const BODY_LIMIT: u64 = 4 * 1024 * 1024;
 /// The largest record or assertion read back from the cache.
 const SMALL_BODY_LIMIT: u64 = 4 * 1024 * 1024;
 
-/// The snap side's configuration, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The snap side's configuration, as written (`[snap]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Options {
-    /// The store instances' base URLs; empty: the default.
+    /// The store instances' base URLs, the instances of one pool; empty:
+    /// the default.
+    #[serde(default)]
     pub stores: Vec<String>,
 }
 
