@@ -8,7 +8,6 @@
 
 mod client;
 mod messages;
-pub mod names;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{

@@ -39,5 +39,5 @@ pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
-pub use side::Side;
+pub use side::{ClientSetup, Side};
 pub use sides::{ConfigError, OpenError, Sections, Sides, SidesConfig};

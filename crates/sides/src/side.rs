@@ -215,4 +215,21 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
     fn learned(&self) -> Vec<Learned> {
         Vec::new()
     }
+
+    /// How the side's clients are pointed at pkgproxy at `host`
+    /// (`HOST:PORT`, as the reader reached it): what the status page shows
+    /// a person to copy.
+    fn client_setup(&self, _host: &str) -> Option<ClientSetup> {
+        None
+    }
+}
+
+/// How a side's clients are pointed at pkgproxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSetup {
+    /// The clients, for people (`apt, apt-get`, `Docker, containerd`).
+    pub clients: String,
+    /// Lines to copy: a configuration line, an environment variable, a
+    /// command.
+    pub lines: Vec<String>,
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-use pkgproxy_control::names::lxd_remote_name;
+use pkgproxy_sides::lxd::names::remote_name as lxd_remote_name;
 
 use super::MARKER;
 use sha2::{Digest, Sha256};
@@ -111,7 +111,7 @@ pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow:
 fn local_name(name: &str, listed: Option<&BTreeMap<String, Listed>>) -> String {
     match listed {
         Some(listed) => lxd_remote_name(name, listed.get(name).is_some_and(|held| held.fixed)),
-        None => pkgproxy_control::names::lxd_remote_name_usually(name),
+        None => pkgproxy_sides::lxd::names::remote_name_usually(name),
     }
 }
 

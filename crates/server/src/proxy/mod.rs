@@ -51,8 +51,22 @@ use crate::shadow::{Original, Tapped};
 use crate::state::State;
 use outcome::{respond, Failed, Outcome};
 
-/// What a request for no side is told.
-const HINT: &str = "pkgproxy: point apt at it with Acquire::http::Proxy \"http://HOST:PORT/\";, go with GOPROXY=http://HOST:PORT/go snapd with SNAPPY_FORCE_API_URL=http://HOST:PORT/snap/, and a registry client with http://HOST:PORT as its mirror";
+/// What a request for no side is told: where each side's clients are
+/// pointed, as the status page says it.
+fn hint(state: &State, request: &Request<Incoming>) -> String {
+    let host = crate::context::host_of(request.uri(), request.headers(), state.listen);
+    let mut hint = format!("pkgproxy: no side of pkgproxy serves this path. Point each client at http://{host}/:");
+    for side in state.sides.iter() {
+        if let Some(setup) = side.client_setup(&host) {
+            let first = setup.lines.first().map(String::as_str).unwrap_or_default();
+            hint.push_str(&format!("\n  {} ({}): {first}", side.id(), setup.clients));
+        }
+    }
+    hint.push_str(&format!(
+        "\nor run pkgproxyctl setup CLIENT --addr {host}; the page at http://{host}/ shows it all."
+    ));
+    hint
+}
 
 /// The listener's TLS certificate, PEM.
 fn certificate(state: &State) -> Response<ResponseBody> {
@@ -115,7 +129,7 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
             let note = Note { side: Some(side.id()), cache: cache_use(&outcome) };
             (respond(Some(side), state.upstream.switch.mode(), outcome), note)
         }
-        Route::Nowhere => (answer::text(StatusCode::NOT_FOUND, HINT), local),
+        Route::Nowhere => (answer::text(StatusCode::NOT_FOUND, &hint(state, &request)), local),
         Route::WrongScheme => {
             let refused = "pkgproxy: a request for pkgproxy's own paths names http://, or no scheme at all";
             (answer::text(StatusCode::BAD_REQUEST, refused), Note { cache: CacheUse::Refused, ..local })

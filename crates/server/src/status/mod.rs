@@ -9,11 +9,10 @@
 //! `[status] page = false` turns both off.
 
 mod page;
-mod setup;
 
 use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use pkgproxy_control::{CacheStatus, ShadowInfo, SideStatus, Status, StatusOffline, STATUS_PATH};
+use pkgproxy_control::{CacheStatus, ClientSetup, ShadowInfo, SideStatus, Status, StatusOffline, STATUS_PATH};
 use pkgproxy_metrics::SideCounter;
 
 use crate::body::ResponseBody;
@@ -51,6 +50,15 @@ enum Wanted {
     Json,
 }
 
+/// Every side's lines pointing its clients at pkgproxy at `host`.
+fn clients(state: &State, host: &str) -> Vec<ClientSetup> {
+    let lines = |side: &dyn pkgproxy_sides::Side| {
+        let setup = side.client_setup(host)?;
+        Some(ClientSetup { side: side.id().to_string(), clients: setup.clients, lines: setup.lines })
+    };
+    state.sides.iter().filter_map(lines).collect()
+}
+
 /// What a page loaded now reads, with the setup lines for `host`.
 pub fn gather(state: &State, host: &str) -> Status {
     crate::upkeep::look_at_traffic(state);
@@ -85,7 +93,7 @@ pub fn gather(state: &State, host: &str) -> Status {
             .into_iter()
             .map(|mirror| ShadowInfo { target: without_user(&mirror.target), ..mirror })
             .collect(),
-        setup: setup::clients(host, &lxd_remotes),
+        setup: clients(state, host),
         lxd_remotes,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: crate::report::apt_valid_until(state),

@@ -31,7 +31,7 @@ use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
-use crate::side::Side;
+use crate::side::{ClientSetup, Side};
 use index::{AptIndex, IndexError};
 
 /// The default freshness window of `dists/**` files fetched by name.
@@ -331,6 +331,16 @@ impl Side for Apt {
             count("suites", "Suites whose Release the apt index knows.", suites as u64),
             count("pool_files", "Pool files the apt index knows.", pool_files),
         ]
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        Some(ClientSetup {
+            clients: "apt, apt-get (in /etc/apt/apt.conf.d/01pkgproxy)".to_owned(),
+            lines: vec![
+                format!("Acquire::http::Proxy \"http://{host}/\";"),
+                format!("pkgproxyctl setup apt -addr {host} | sudo sh"),
+            ],
+        })
     }
 }
 

@@ -32,7 +32,7 @@ pub use sumdb::Sums;
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::route::Request;
-use crate::side::Side;
+use crate::side::{ClientSetup, Side};
 use path::{escape, is_module_path, is_version, unescape};
 use sumdb::parse_lookup;
 
@@ -357,6 +357,12 @@ impl Side for Go {
         let relative = key.strip_prefix("go/")?;
         let rank = if relative.starts_with("sumdb/") { 0 } else { 1 };
         Some((rank, format!("{}/{relative}", crate::route::prefix_of(SideId::Go)?)))
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines =
+            vec![format!("export GOPROXY=http://{host}/go"), format!("pkgproxyctl setup go -addr {host} | sudo sh")];
+        Some(ClientSetup { clients: "the go command".to_owned(), lines })
     }
 }
 

@@ -29,6 +29,7 @@
 //! pkgproxy reading the remote's index itself to learn the sums.
 
 pub mod items;
+pub mod names;
 pub mod needs;
 pub mod stream;
 
@@ -50,7 +51,7 @@ use crate::decision::{
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::route::Request;
-use crate::side::Side;
+use crate::side::{ClientSetup, Side};
 use items::{Items, ItemsError};
 use stream::Sum;
 
@@ -372,6 +373,17 @@ impl Side for Lxd {
             value: self.items.count() as u64,
         };
         vec![files]
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let mut lines = vec![format!(
+            "pkgproxyctl setup lxd-remote -addr {host}   # adds the remotes below, pkgproxy's certificate pinned"
+        )];
+        lines.extend(self.config().remotes().iter().map(|remote| {
+            let local = names::remote_name_usually(&remote.name);
+            format!("lxc remote add {local} https://{host}/lxd/{} --protocol=simplestreams --public   # and pin its certificate", remote.name)
+        }));
+        Some(ClientSetup { clients: "LXD images (lxc), snapcraft and the craft tools".to_owned(), lines })
     }
 }
 

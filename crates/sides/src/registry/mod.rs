@@ -45,7 +45,7 @@ use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
-use crate::side::Side;
+use crate::side::{ClientSetup, Side};
 use links::Visibility;
 use name::{Digest, Endpoint, Located, Reference};
 use sha2::{Digest as _, Sha256};
@@ -579,6 +579,20 @@ impl Side for Registry {
 
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure_answer(failure)
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        Some(ClientSetup {
+            clients: "Docker, containerd, podman, skopeo, k3s, rke2".to_owned(),
+            lines: vec![
+                format!("{{\"registry-mirrors\": [\"http://{host}\"], \"insecure-registries\": [\"{host}\"]}}"),
+                format!("pkgproxyctl setup docker -addr {host} | sudo sh"),
+                format!("pkgproxyctl setup containerd -addr {host} | sudo sh"),
+                format!("pkgproxyctl setup podman -addr {host} | sudo sh"),
+                format!("pkgproxyctl setup k3s -addr {host} | sudo sh   # rke2: setup rke2"),
+                format!("skopeo inspect --tls-verify=false docker://{host}/library/alpine:latest   # other registries: {host}/ghcr.io/OWNER/IMAGE"),
+            ],
+        })
     }
 }
 

@@ -64,7 +64,7 @@ use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::route::{Mount, Request};
-use crate::side::Side;
+use crate::side::{ClientSetup, Side};
 use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
 use assertion::AssertionPath;
 use blob::{BlobPath, BlobVerifier, DOWNLOAD_PREFIX};
@@ -420,6 +420,14 @@ impl Side for Snap {
 
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure_answer(failure)
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines = vec![
+            format!("SNAPPY_FORCE_API_URL=http://{host}/snap/"),
+            format!("pkgproxyctl setup snap -addr {host} | sudo sh"),
+        ];
+        Some(ClientSetup { clients: "snapd and snap".to_owned(), lines })
     }
 }
 
