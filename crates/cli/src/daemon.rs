@@ -244,7 +244,8 @@ fn settings_from(
 ) -> Result<Settings, pkgproxy_server::config::SettingsError> {
     let mut file = file.clone();
     if let Some(ttl) = apt_index_ttl {
-        file.sides.apt.index_ttl = Some(ttl);
+        let ttl = humantime::format_duration(ttl).to_string();
+        file.sides.set(pkgproxy_sides::SideId::Apt, "index_ttl", &ttl);
     }
     let mut settings = Settings::new(cache_dir, &file, overrides)?;
     if file.server.max_connections.is_none() {
@@ -599,12 +600,15 @@ mod tests {
             .map(|line| line.strip_prefix("    ").unwrap_or(line))
             .collect();
         let file = ConfigFile::parse(&block.join("\n")).unwrap();
-        assert_eq!(file.sides.apt.archives.len(), 1, "{help}");
+        let apt: pkgproxy_sides::apt::Options = file.sides.section(pkgproxy_sides::SideId::Apt).unwrap();
+        assert_eq!(apt.archives.len(), 1, "{help}");
         assert_eq!(file.upstream.resolve.len(), 1, "{help}");
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100), "{help}");
-        assert_eq!(file.sides.go.sumdb.as_deref(), Some("sum.golang.org"), "{help}");
+        let go: pkgproxy_sides::go::Options = file.sides.section(pkgproxy_sides::SideId::Go).unwrap();
+        assert_eq!(go.sumdb.as_deref(), Some("sum.golang.org"), "{help}");
         assert!(file.cluster.is_some_and(|cluster| cluster.peer_secret.is_some()), "every key: {help}");
-        assert_eq!(file.sides.lxd.remotes.len(), 1, "{help}");
+        let lxd: pkgproxy_sides::lxd::Options = file.sides.section(pkgproxy_sides::SideId::Lxd).unwrap();
+        assert_eq!(lxd.remotes.len(), 1, "{help}");
     }
 
     #[test]

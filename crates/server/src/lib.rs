@@ -242,7 +242,7 @@ impl State {
         let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides, tls::ListenerTls), ServerError> {
             let cache = Cache::open(&cache_dir, clock)?;
             cache.set_quota(quota);
-            let sides = Sides::open(sides, &cache)?;
+            let sides = Sides::open(&sides, &cache)?;
             let tls = tls::ListenerTls::open(&tls_source).map_err(|error| ServerError::Start(error.to_string()))?;
             Ok((cache, sides, tls))
         });

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apt;
+mod config;
 mod decision;
 mod failure;
 pub mod go;
@@ -30,6 +31,7 @@ mod side;
 mod sides;
 pub mod snap;
 
+pub use config::{ConfigError, OpenError, SideConfig, SidesFile};
 pub use decision::{
     Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
     GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects, Refusal, Reply,
@@ -40,4 +42,4 @@ pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
 pub use side::{ClientSetup, Side};
-pub use sides::{ConfigError, OpenError, Sections, Sides, SidesConfig};
+pub use sides::{Sides, SidesConfig};

@@ -1,86 +1,40 @@
-//! Every side: the one list of them ([`Sides::open`]), their
-//! configurations ([`SidesConfig`]), and what is asked of all of them at
-//! once (the owner of a request, a tunnel, what eviction takes first).
+//! Every side: the one list of them ([`CONFIGURE`]: how each reads its
+//! section of the file, which then opens it), their configurations
+//! ([`SidesConfig`]), and what is asked of all of them at once (the owner
+//! of a request, a tunnel, what eviction takes first).
 
 use pkgproxy_cache::Cache;
 
-use crate::apt::{self, Apt};
+use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Refusal, Target};
-use crate::go::{self, Go};
 use crate::id::SideId;
-use crate::lxd::{self, Lxd};
-use crate::registry::{self, Registry};
 use crate::side::Side;
-use crate::snap::{self, Snap};
+use crate::{apt, go, lxd, registry, snap};
 
-/// Every side's section of the configuration file, as written (`[apt]`,
-/// `[go]`, ...): each side owns its section's keys. Keys that are not a
-/// side's are the server's, and left alone here.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-pub struct Sections {
-    /// `[apt]`.
-    #[serde(default)]
-    pub apt: apt::Options,
-    /// `[go]`.
-    #[serde(default)]
-    pub go: go::Options,
-    /// `[snap]`.
-    #[serde(default)]
-    pub snap: snap::Options,
-    /// `[registry]`.
-    #[serde(default)]
-    pub registry: registry::Options,
-    /// `[lxd]`.
-    #[serde(default)]
-    pub lxd: lxd::Options,
-}
+/// How a side reads and validates its section of the file.
+type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, ConfigError>;
 
-/// A side's section that cannot be used: the side's own error, which names
-/// the key at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// `[apt]`.
-    #[error("{0}")]
-    Apt(#[from] apt::ConfigError),
-    /// `[go]`.
-    #[error("{0}")]
-    Go(#[from] go::ConfigError),
-    /// `[snap]`.
-    #[error("{0}")]
-    Snap(#[from] snap::ConfigError),
-    /// `[registry]`.
-    #[error("{0}")]
-    Registry(#[from] registry::ConfigError),
-    /// `[lxd]`.
-    #[error("{0}")]
-    Lxd(#[from] lxd::ConfigError),
-}
+/// How each side reads its section of the file: the one list of sides, in
+/// [`SideId::ALL`] order.
+const CONFIGURE: [Configure; SideId::ALL.len()] =
+    [apt::configure, go::configure, snap::configure, registry::configure, lxd::configure];
 
 /// Every side's configuration, validated: what [`Sides::open`] starts from.
 #[derive(Debug, Clone)]
 pub struct SidesConfig {
-    /// apt's archives and freshness window.
-    pub apt: apt::Config,
-    /// The go side's upstream proxies, windows and checksum database.
-    pub go: go::Config,
-    /// The snap side's store instances.
-    pub snap: snap::Config,
-    /// The registry side's upstreams and tag window.
-    pub registry: registry::Config,
-    /// The LXD side's remotes and index window.
-    pub lxd: lxd::Config,
+    all: Vec<Box<dyn SideConfig>>,
 }
 
 impl SidesConfig {
-    /// Validates every side's section.
-    pub fn new(sections: &Sections) -> Result<SidesConfig, ConfigError> {
-        Ok(SidesConfig {
-            apt: apt::Config::from_options(&sections.apt)?,
-            go: go::Config::new(&sections.go)?,
-            snap: snap::Config::new(&sections.snap)?,
-            registry: registry::Config::new(&sections.registry)?,
-            lxd: lxd::Config::new(&sections.lxd)?,
-        })
+    /// Reads and validates every side's section of `file`.
+    pub fn new(file: &SidesFile) -> Result<SidesConfig, ConfigError> {
+        let all = CONFIGURE.iter().map(|configure| configure(file)).collect::<Result<Vec<_>, _>>()?;
+        Ok(SidesConfig { all })
+    }
+
+    /// The configuration of type `T`, for what only its side reads.
+    pub fn typed<T: SideConfig>(&self) -> Option<&T> {
+        self.all.iter().find_map(|config| (config.as_ref() as &dyn std::any::Any).downcast_ref::<T>())
     }
 
     /// Whether `name` is the name of a side's section.
@@ -91,33 +45,19 @@ impl SidesConfig {
     /// The configured upstreams' URLs: their hosts may be on local
     /// addresses, each on its own port only.
     pub fn trusted_urls(&self) -> Vec<String> {
-        let (apt, go, snap) = (self.apt.trusted_urls(), self.go.trusted_urls(), self.snap.trusted_urls());
-        let (registry, lxd) = (self.registry.trusted_urls(), self.lxd.trusted_urls());
-        apt.into_iter().chain(go).chain(snap).chain(registry).chain(lxd).collect()
+        self.all.iter().flat_map(|config| config.trusted_urls()).collect()
     }
 
-    /// Every side but apt fetched from its endpoint on the parent pkgproxy
-    /// at `parent` (`http://host:port`), its one instance: the parent
-    /// spreads over the upstream's own instances and caches for every
-    /// child. apt needs nothing: its requests go to the parent as forward-
-    /// proxy requests, and keep naming the origin's mirrors.
+    /// Every side fetched from its endpoint on the parent pkgproxy at
+    /// `parent` (`http://host:port`), its one instance: the parent spreads
+    /// over the upstream's own instances and caches for every child (apt's
+    /// requests go to the parent as forward-proxy requests instead, and
+    /// keep naming the origin's mirrors).
     pub fn chain_to(&mut self, parent: &str) {
-        self.go.chain_to(parent);
-        self.snap.chain_to(parent);
-        self.registry.chain_to(parent);
-        self.lxd.chain_to(parent);
+        for config in &mut self.all {
+            config.chain_to(parent);
+        }
     }
-}
-
-/// What a side has learnt could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// The apt index beside the cache.
-    #[error("cannot open the apt index: {0}")]
-    AptIndex(#[from] apt::index::IndexError),
-    /// What the LXD side learnt of its remotes.
-    #[error("cannot open the LXD side's store: {0}")]
-    LxdItems(#[from] lxd::items::ItemsError),
 }
 
 /// Every side, in [`SideId::ALL`] order.
@@ -132,18 +72,9 @@ const TUNNEL_PORT: u16 = 443;
 impl Sides {
     /// Opens every side with what it has learnt, kept in and beside the
     /// cache. Blocking.
-    pub fn open(config: SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
-        let apt = Apt::open(config.apt, cache.dir(), cache.clock())?;
-        let snap = Snap::new(config.snap, cache.clone());
-        let registry = Registry::new(config.registry, cache.clone());
-        let lxd = Lxd::open(config.lxd, cache.clone(), cache.dir())?;
-        Ok(Sides::new(vec![
-            Box::new(apt),
-            Box::new(Go::new(config.go)),
-            Box::new(snap),
-            Box::new(registry),
-            Box::new(lxd),
-        ]))
+    pub fn open(config: &SidesConfig, cache: &Cache) -> Result<Sides, OpenError> {
+        let all = config.all.iter().map(|config| config.open(cache)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Sides::new(all))
     }
 
     /// Every side, each ready with what it has learnt, in [`SideId::ALL`]
@@ -181,21 +112,8 @@ impl Sides {
     /// Takes `config` for the requests from now on (a reload): each side's
     /// configuration is swapped whole, what the sides learnt is kept.
     pub fn reconfigure(&self, config: &SidesConfig) {
-        let SidesConfig { apt, go, snap, registry, lxd } = config;
-        if let Some(side) = self.typed::<Apt>() {
-            side.reconfigure(apt.clone());
-        }
-        if let Some(side) = self.typed::<Go>() {
-            side.reconfigure(go.clone());
-        }
-        if let Some(side) = self.typed::<Snap>() {
-            side.reconfigure(snap.clone());
-        }
-        if let Some(side) = self.typed::<Registry>() {
-            side.reconfigure(registry.clone());
-        }
-        if let Some(side) = self.typed::<Lxd>() {
-            side.reconfigure(lxd.clone());
+        for (side, config) in self.all.iter().zip(&config.all) {
+            config.reconfigure(side.as_ref());
         }
     }
 
@@ -233,32 +151,20 @@ impl pkgproxy_cache::Obsolete for Sides {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use std::sync::Arc;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use http::{HeaderMap, Method, StatusCode};
     use pkgproxy_cache::PassedAnswer;
 
     use super::*;
-    use crate::apt::{ArchiveConfig, Config as AptConfig, DEFAULT_INDEX_TTL};
-    use crate::decision::{CachedRequest, Decision};
-    use crate::decision::{Origin, Target};
-    use crate::go::{Config as GoConfig, Options};
-    use crate::route::Mount;
-    use crate::route::Request;
+    use crate::decision::{CachedRequest, Decision, Origin, Target};
+    use crate::route::{Mount, Request};
 
     fn sides(dir: &std::path::Path) -> Sides {
-        let local = ArchiveConfig { name: "local".into(), mirrors: vec!["http://127.0.0.1:8001/debian".into()] };
-        let clock = Arc::new(pkgproxy_cache::SystemClock);
-        let apt = Apt::open(AptConfig::new(&[local], DEFAULT_INDEX_TTL).unwrap(), dir, clock).unwrap();
-        let go = Go::new(GoConfig::new(&Options::default()).unwrap());
+        let file = SidesFile::new("[[apt.archive]]\nname = \"local\"\nmirrors = [\"http://127.0.0.1:8001/debian\"]\n");
         let cache = Cache::open(&dir.join("cache"), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
-        let snap = Snap::new(snap::Config::new(&snap::Options::default()).unwrap(), cache.clone());
-        let registry = Registry::new(registry::Config::new(&registry::Options::default()).unwrap(), cache.clone());
-        let lxd = Lxd::open(lxd::Config::new(&lxd::Options::default()).unwrap(), cache, dir).unwrap();
-        Sides::new(vec![Box::new(apt), Box::new(go), Box::new(snap), Box::new(registry), Box::new(lxd)])
+        Sides::open(&SidesConfig::new(&file).unwrap(), &cache).unwrap()
     }
 
     fn request<'a>(

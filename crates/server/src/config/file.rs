@@ -7,20 +7,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pkgproxy_sides::{Sections, SidesConfig};
+use pkgproxy_sides::{SidesConfig, SidesFile};
 use serde::Deserialize;
 
 /// A configuration file using every key, commented: shown by `pkgproxy
 /// -help`, and parsed by a test so it never drifts from what is read.
 pub const EXAMPLE: &str = include_str!("example.toml");
 
-/// The whole file: the server's sections here, each side's in the side's
-/// own type ([`Sections`]).
+/// The whole file: the server's sections here; each side reads its own
+/// from [`SidesFile`].
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
-    /// Every side's section.
+    /// The file as the sides read it.
     #[serde(skip)]
-    pub sides: Sections,
+    pub sides: SidesFile,
     /// `[upstream]`.
     #[serde(default)]
     pub upstream: UpstreamSection,
@@ -264,7 +264,7 @@ impl ConfigFile {
         if let Some(key) = unknown.iter().find(|key| !SidesConfig::is_section(key)) {
             return Err(format!("unknown key `{key}`"));
         }
-        file.sides = toml::from_str(text).map_err(said)?;
+        file.sides = SidesFile::new(text);
         Ok(file)
     }
 }
@@ -276,7 +276,8 @@ mod tests {
     #[test]
     fn the_documented_example_parses() {
         let file = ConfigFile::parse(EXAMPLE).unwrap();
-        assert_eq!(file.sides.apt.archives[0].mirrors.len(), 2);
+        let apt: pkgproxy_sides::apt::Options = file.sides.section(pkgproxy_sides::SideId::Apt).unwrap();
+        assert_eq!(apt.archives[0].mirrors.len(), 2);
         assert_eq!(file.upstream.resolve.len(), 1);
         assert_eq!(file.mirror["shadow"].max_inflight, Some(100));
     }
@@ -293,9 +294,10 @@ mod tests {
         assert!(err.contains("conect_timeout"), "{err}");
         let err = ConfigFile::parse("[pypy]\nmirrors = []\n").unwrap_err();
         assert!(err.contains("pypy"), "{err}");
-        let err = ConfigFile::parse("[apt]\nindex_tll = \"5m\"\n").unwrap_err();
-        assert!(err.contains("index_tll"), "{err}");
-        let err = ConfigFile::parse("[apt]\nindex_ttl = \"five minutes\"\n").unwrap_err();
+        let side = |text: &str| SidesConfig::new(&ConfigFile::parse(text).unwrap().sides).unwrap_err().to_string();
+        let err = side("[apt]\nindex_tll = \"5m\"\n");
+        assert!(err.contains("index_tll") && err.contains("line 2"), "{err}");
+        let err = side("[apt]\nindex_ttl = \"five minutes\"\n");
         assert!(err.contains("index_ttl"), "{err}");
     }
 }

@@ -405,11 +405,14 @@ mod tests {
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(EXAMPLE).unwrap(), &overrides).unwrap();
         assert_eq!(settings.shadows.len(), 1);
         // The example names a parent: the go side draws from its /go.
-        assert_eq!(settings.sides.go.proxies(), ["http://region-cache:3142/go"]);
+        assert_eq!(
+            settings.sides.typed::<pkgproxy_sides::go::Config>().unwrap().proxies(),
+            ["http://region-cache:3142/go"]
+        );
         let without_parent = EXAMPLE.replace("proxy = \"http://region-cache:3142\"", "");
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(&without_parent).unwrap(), &overrides).unwrap();
-        assert_eq!(settings.sides.go.proxies(), ["http://127.0.0.1:8001"]);
+        assert_eq!(settings.sides.typed::<pkgproxy_sides::go::Config>().unwrap().proxies(), ["http://127.0.0.1:8001"]);
     }
 
     #[test]

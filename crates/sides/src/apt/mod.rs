@@ -23,10 +23,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
-use pkgproxy_cache::Verifier;
+use pkgproxy_cache::{Cache, Verifier};
 
 pub use archives::{builtin, Archive, HostPattern, Mirror};
 
+use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
@@ -191,6 +192,39 @@ impl Apt {
     /// What the archives' `Release` and `Packages` files said, as learnt.
     pub fn index(&self) -> &AptIndex {
         &self.index
+    }
+}
+
+/// Reads and validates the Apt side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let config =
+        Config::from_options(&file.section(SideId::Apt)?).map_err(|error| SectionError::invalid(SideId::Apt, error))?;
+    Ok(Box::new(config))
+}
+
+impl SideConfig for Config {
+    fn id(&self) -> SideId {
+        SideId::Apt
+    }
+
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        let opened = Apt::open(self.clone(), cache.dir(), cache.clock());
+        let side = opened.map_err(|error| OpenError { side: SideId::Apt, message: error.to_string() })?;
+        Ok(Box::new(side))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Apt>() {
+            side.reconfigure(self.clone());
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        Config::trusted_urls(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
     }
 }
 

@@ -23,12 +23,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use pkgproxy_cache::{Class, PassedAnswer, Verifier};
+use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
 
 pub use dirhash::{check_zip, hash_mod};
 pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
+use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::route::Request;
@@ -292,6 +293,40 @@ impl Go {
     /// Takes `config` for the requests from now on (a reload).
     pub fn reconfigure(&self, config: Config) {
         self.config.store(Arc::new(config));
+    }
+}
+
+/// Reads and validates the Go side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let config = Config::new(&file.section(SideId::Go)?).map_err(|error| SectionError::invalid(SideId::Go, error))?;
+    Ok(Box::new(config))
+}
+
+impl SideConfig for Config {
+    fn id(&self) -> SideId {
+        SideId::Go
+    }
+
+    fn open(&self, _cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        Ok(Box::new(Go::new(self.clone())))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Go>() {
+            side.reconfigure(self.clone());
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        Config::trusted_urls(self)
+    }
+
+    fn chain_to(&mut self, parent: &str) {
+        Config::chain_to(self, parent);
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
     }
 }
 

@@ -44,6 +44,7 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected};
 
+use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Asking, Reply, Wanted};
 use crate::decision::{
     CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
@@ -274,6 +275,42 @@ impl Lxd {
     fn remote_of(&self, root: &CachedRequest) -> Result<Remote, String> {
         let name = root.origin.pool.strip_prefix("lxd ").unwrap_or("");
         self.config().remote(name).cloned().ok_or_else(|| format!("no LXD remote {name:?}"))
+    }
+}
+
+/// Reads and validates the Lxd side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let config = Config::new(&file.section(SideId::Lxd)?).map_err(|error| SectionError::invalid(SideId::Lxd, error))?;
+    Ok(Box::new(config))
+}
+
+impl SideConfig for Config {
+    fn id(&self) -> SideId {
+        SideId::Lxd
+    }
+
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        let opened = Lxd::open(self.clone(), cache.clone(), cache.dir());
+        let side = opened.map_err(|error| OpenError { side: SideId::Lxd, message: error.to_string() })?;
+        Ok(Box::new(side))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Lxd>() {
+            side.reconfigure(self.clone());
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        Config::trusted_urls(self)
+    }
+
+    fn chain_to(&mut self, parent: &str) {
+        Config::chain_to(self, parent);
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
     }
 }
 

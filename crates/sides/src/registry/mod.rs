@@ -36,6 +36,7 @@ use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, PassedAnswer, Verifier};
 use serde_json::json;
 
+use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
 use crate::decision::{
     Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer,
     Origin, Pointer, PointerRequest, Redirects, Refusal, UpstreamAuth,
@@ -406,6 +407,41 @@ impl Registry {
             record: None,
             rewrite: None,
         }
+    }
+}
+
+/// Reads and validates the Registry side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let config = Config::new(&file.section(SideId::Registry)?)
+        .map_err(|error| SectionError::invalid(SideId::Registry, error))?;
+    Ok(Box::new(config))
+}
+
+impl SideConfig for Config {
+    fn id(&self) -> SideId {
+        SideId::Registry
+    }
+
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        Ok(Box::new(Registry::new(self.clone(), cache.clone())))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Registry>() {
+            side.reconfigure(self.clone());
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        Config::trusted_urls(self)
+    }
+
+    fn chain_to(&mut self, parent: &str) {
+        Config::chain_to(self, parent);
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
     }
 }
 

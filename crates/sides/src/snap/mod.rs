@@ -56,6 +56,7 @@ use serde_json::{json, Value};
 
 pub use device::Device;
 
+use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
 use crate::decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
     Rewrite, ServedAt,
@@ -323,6 +324,41 @@ impl Snap {
         let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
         let answer = actions::replay(device, &request, &why, self, &self.config().stores);
         Some(json_answer(StatusCode::OK, &answer))
+    }
+}
+
+/// Reads and validates the Snap side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let config =
+        Config::new(&file.section(SideId::Snap)?).map_err(|error| SectionError::invalid(SideId::Snap, error))?;
+    Ok(Box::new(config))
+}
+
+impl SideConfig for Config {
+    fn id(&self) -> SideId {
+        SideId::Snap
+    }
+
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        Ok(Box::new(Snap::new(self.clone(), cache.clone())))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Snap>() {
+            side.reconfigure(self.clone());
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        Config::trusted_urls(self)
+    }
+
+    fn chain_to(&mut self, parent: &str) {
+        Config::chain_to(self, parent);
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
     }
 }
 

@@ -1,0 +1,203 @@
+//! Each side's part of the configuration: the side reads its own section
+//! of the file (`[apt]`, `[go]`, ...) into its own type, validates it, and
+//! gets back what it validated on a reload. The server reads only its own
+//! sections; neither knows the other's keys.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use pkgproxy_cache::Cache;
+use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+use crate::id::SideId;
+use crate::side::Side;
+
+/// The configuration file as the sides read it: its text, and the values
+/// given on the command line that win over it.
+#[derive(Debug, Clone, Default)]
+pub struct SidesFile {
+    text: String,
+    overrides: Vec<(SideId, String, toml::Value)>,
+}
+
+impl SidesFile {
+    /// The file whose text is `text`.
+    pub fn new(text: &str) -> SidesFile {
+        SidesFile { text: text.to_owned(), overrides: Vec::new() }
+    }
+
+    /// `key` of `side`'s section is the string `value` (a duration, a
+    /// name), whatever the file says: a command-line flag.
+    pub fn set(&mut self, side: SideId, key: &str, value: &str) {
+        self.overrides.retain(|(id, known, _)| !(*id == side && known == key));
+        self.overrides.push((side, key.to_owned(), toml::Value::String(value.to_owned())));
+    }
+
+    /// `side`'s section, as its type `T` reads it (its defaults when the
+    /// file has none). Errors name the key, and the line when the file's
+    /// own text is at fault.
+    pub fn section<T: DeserializeOwned + Default>(&self, side: SideId) -> Result<T, ConfigError> {
+        let set: Vec<_> = self.overrides.iter().filter(|(id, _, _)| *id == side).collect();
+        if set.is_empty() {
+            let seed = SectionSeed::<T> { name: side.as_str(), section: PhantomData };
+            let read = seed.deserialize(toml::Deserializer::new(&self.text));
+            return read.map(Option::unwrap_or_default).map_err(|error| ConfigError::read(side, &error));
+        }
+        let mut file: toml::Table = toml::from_str(&self.text).map_err(|error| ConfigError::read(side, &error))?;
+        let section = file.entry(side.as_str()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let toml::Value::Table(section) = section {
+            for (_, key, value) in set {
+                section.insert(key.clone(), value.clone());
+            }
+        }
+        let section = file.remove(side.as_str()).unwrap_or(toml::Value::Table(toml::Table::new()));
+        section.try_into().map_err(|error| ConfigError::read(side, &error))
+    }
+}
+
+/// Reads one top-level table of a TOML document, leaving the rest: the
+/// side's section is read from the file's own text, so that an error
+/// points at its line.
+struct SectionSeed<T> {
+    name: &'static str,
+    section: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for SectionSeed<T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for SectionSeed<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        write!(formatter, "a configuration file with a [{}] section", self.name)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key == self.name {
+                true => found = Some(map.next_value::<T>()?),
+                false => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A side's section that cannot be used, in the side's words (which name
+/// the key at fault).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    /// The side.
+    pub side: SideId,
+    /// What is wrong, for people.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// `side`'s section could not be read as `error` says.
+    fn read(side: SideId, error: &dyn std::error::Error) -> ConfigError {
+        ConfigError { side, message: error.to_string().trim_end().to_owned() }
+    }
+
+    /// `side`'s section was read, but cannot be used: `error` says why.
+    pub fn invalid(side: SideId, error: impl std::error::Error) -> ConfigError {
+        ConfigError { side, message: error.to_string() }
+    }
+}
+
+/// What a side keeps of the state beside the cache could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the {side} side's store: {message}")]
+pub struct OpenError {
+    /// The side.
+    pub side: SideId,
+    /// Why, for people.
+    pub message: String,
+}
+
+/// A side's configuration, validated: what the side is opened with, and
+/// swapped in on a reload.
+pub trait SideConfig: std::any::Any + Send + Sync + fmt::Debug {
+    /// Which side it configures.
+    fn id(&self) -> SideId;
+
+    /// Opens the side with it, with what the side learnt, kept in and
+    /// beside `cache`. Blocking.
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError>;
+
+    /// Makes it `side`'s configuration for the requests from now on (a
+    /// reload); what the side learnt is kept.
+    fn reconfigure(&self, side: &dyn Side);
+
+    /// The configured upstreams' URLs: their hosts may be on local
+    /// addresses, each on its own port only.
+    fn trusted_urls(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Fetches from the side's endpoint on the parent pkgproxy at `parent`
+    /// (`http://host:port`), its one instance: the parent spreads over the
+    /// upstream's own instances and caches for every child.
+    fn chain_to(&mut self, _parent: &str) {}
+
+    /// A copy of it.
+    fn clone_box(&self) -> Box<dyn SideConfig>;
+}
+
+impl Clone for Box<dyn SideConfig> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[derive(Debug, Default, PartialEq, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Section {
+        #[serde(default, with = "humantime_serde")]
+        ttl: Option<Duration>,
+        #[serde(default)]
+        mirrors: Vec<String>,
+    }
+
+    #[test]
+    fn a_side_reads_its_own_section_and_leaves_the_rest() {
+        let file = SidesFile::new("[upstream]\nretries = 3\n[go]\nttl = \"5m\"\nmirrors = [\"http://a\"]\n");
+        let go: Section = file.section(SideId::Go).unwrap();
+        assert_eq!(go, Section { ttl: Some(Duration::from_secs(300)), mirrors: vec!["http://a".into()] });
+        assert_eq!(file.section::<Section>(SideId::Apt).unwrap(), Section::default(), "no section: its defaults");
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_its_line() {
+        let file = SidesFile::new("[upstream]\nretries = 3\n\n[go]\nttll = \"5m\"\n");
+        let error = file.section::<Section>(SideId::Go).unwrap_err();
+        assert!(error.message.contains("ttll") && error.message.contains("line 5"), "{error}");
+    }
+
+    #[test]
+    fn a_value_set_on_the_command_line_wins_over_the_file() {
+        let mut file = SidesFile::new("[go]\nttl = \"5m\"\nmirrors = [\"http://a\"]\n");
+        file.set(SideId::Go, "ttl", "1h");
+        let go: Section = file.section(SideId::Go).unwrap();
+        assert_eq!((go.ttl, go.mirrors.len()), (Some(Duration::from_secs(3600)), 1));
+        let mut bare = SidesFile::new("");
+        bare.set(SideId::Go, "ttl", "bad");
+        assert!(bare.section::<Section>(SideId::Go).unwrap_err().message.contains("ttl"));
+    }
+}
