@@ -45,6 +45,13 @@ fi
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --workspace
+# A side is a folder: the test tree's toy side, built in with the `toy`
+# feature, serves a file through a server and a command line that name no
+# side of their own.
+cargo test --locked -p pkgproxy-server --features toy --test toy_side
+cargo check --locked -p pkgproxy-cli --features pkgproxy-sides/toy
+# The docs' links resolve.
+RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" cargo doc --locked --no-deps --workspace --document-private-items
 # The tests that need network namespaces (auto_offline) are ignored by
 # default: they need root, and a kernel that lets this machine make them.
 # Where it can, run them too; where it cannot, say so.

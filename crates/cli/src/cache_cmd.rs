@@ -13,7 +13,7 @@ use pkgproxy_control::{
 
 /// The sides' names, as `--side` takes them (and completes them).
 fn side_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(pkgproxy_sides::SideId::ALL.map(|side| side.as_str()))
+    clap::builder::PossibleValuesParser::new(pkgproxy_sides::SideId::ALL.iter().map(|side| side.as_str()))
 }
 
 /// What `pkgproxyctl cache` does.

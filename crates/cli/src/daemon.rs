@@ -48,6 +48,9 @@ fn after_help() -> String {
 }
 
 /// The daemon's flags.
+// The doc comments are the help a user reads, in its words ("[HOST]:PORT"),
+// not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Parser)]
 #[command(name = "pkgproxy", version, about = ABOUT)]
 struct Flags {

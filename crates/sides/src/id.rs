@@ -15,11 +15,23 @@ pub enum SideId {
     Registry,
     /// LXD and the craft tools, as a simplestreams relay under `/lxd`.
     Lxd,
+    /// A side that exists only to show what adding one takes (the test
+    /// tree's, never shipped).
+    #[cfg(feature = "toy")]
+    Toy,
 }
 
 impl SideId {
     /// Every side, in the order info and metrics list them.
-    pub const ALL: [SideId; 5] = [SideId::Apt, SideId::Go, SideId::Snap, SideId::Registry, SideId::Lxd];
+    pub const ALL: &[SideId] = &[
+        SideId::Apt,
+        SideId::Go,
+        SideId::Snap,
+        SideId::Registry,
+        SideId::Lxd,
+        #[cfg(feature = "toy")]
+        SideId::Toy,
+    ];
 
     /// The name used in logs, metrics, configuration and cache keys.
     pub fn as_str(self) -> &'static str {
@@ -29,12 +41,14 @@ impl SideId {
             SideId::Snap => "snap",
             SideId::Registry => "registry",
             SideId::Lxd => "lxd",
+            #[cfg(feature = "toy")]
+            SideId::Toy => "toy",
         }
     }
 
     /// The side named `name`, as configuration spells it.
     pub fn from_name(name: &str) -> Option<SideId> {
-        SideId::ALL.into_iter().find(|side| side.as_str() == name)
+        SideId::ALL.iter().copied().find(|side| side.as_str() == name)
     }
 
     /// Its place in [`SideId::ALL`], for per-side tables.

@@ -30,6 +30,11 @@ pub mod route;
 mod side;
 mod sides;
 pub mod snap;
+/// A side that exists only to show what adding one takes: built with the
+/// `toy` feature, by its test alone.
+#[cfg(feature = "toy")]
+#[path = "../tests/toy/mod.rs"]
+pub mod toy;
 
 pub use config::{ConfigError, OpenError, SideConfig, SidesFile};
 pub use decision::{

@@ -21,12 +21,14 @@ pub enum Mount {
 }
 
 /// The route table: one line per side.
-pub const ROUTES: [(Mount, SideId); 5] = [
+pub const ROUTES: &[(Mount, SideId)] = &[
     (Mount::ForwardProxy, SideId::Apt),
     (Mount::Prefix("/go"), SideId::Go),
     (Mount::Prefix("/snap"), SideId::Snap),
     (Mount::Prefix("/v2"), SideId::Registry),
     (Mount::Prefix("/lxd"), SideId::Lxd),
+    #[cfg(feature = "toy")]
+    (Mount::Prefix("/toy"), SideId::Toy),
 ];
 
 /// A request as its side sees it.

@@ -16,8 +16,15 @@ type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, ConfigError>;
 
 /// How each side reads its section of the file: the one list of sides, in
 /// [`SideId::ALL`] order.
-const CONFIGURE: [Configure; SideId::ALL.len()] =
-    [apt::configure, go::configure, snap::configure, registry::configure, lxd::configure];
+const CONFIGURE: [Configure; SideId::ALL.len()] = [
+    apt::configure,
+    go::configure,
+    snap::configure,
+    registry::configure,
+    lxd::configure,
+    #[cfg(feature = "toy")]
+    crate::toy::configure,
+];
 
 /// Every side's configuration, validated: what [`Sides::open`] starts from.
 #[derive(Debug, Clone)]
@@ -181,7 +188,7 @@ mod tests {
     fn every_side_is_found_by_its_id() {
         let dir = tempfile::tempdir().unwrap();
         let sides = sides(dir.path());
-        for id in SideId::ALL {
+        for &id in SideId::ALL {
             assert_eq!(sides.get(id).id(), id);
             assert_eq!(SideId::from_name(id.as_str()), Some(id));
         }

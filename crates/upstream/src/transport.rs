@@ -1,5 +1,5 @@
 //! The upstream HTTP transport: the pools of every upstream, built over one
-//! [`Connector`](crate::connect::Connector). Every upstream request of every
+//! [`Connector`]. Every upstream request of every
 //! side goes through a [`Pool`] from [`Transport::pool`].
 
 use std::collections::HashMap;

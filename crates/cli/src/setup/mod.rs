@@ -158,7 +158,7 @@ pub fn print(client: Client, base: &str) -> String {
     }
 }
 
-/// The reverse of [`print`]: a root shell script taking `client`'s setup
+/// The reverse of [`print()`]: a root shell script taking `client`'s setup
 /// for pkgproxy at `base` back (`pkgproxyctl setup snap --undo --print |
 /// sudo sh`).
 pub fn print_undo(client: Client, base: &str) -> String {

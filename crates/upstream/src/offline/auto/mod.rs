@@ -10,7 +10,7 @@
 //! A change must hold for [`SETTLE`] before it counts, and only edges move
 //! the switch: an explicit switch wins until the host next goes offline.
 //! The override is never persisted. The controller is a state machine with
-//! time passed in; [`watch`] drives it from the real host.
+//! time passed in; [`watch()`] drives it from the real host.
 
 mod host;
 mod watch;

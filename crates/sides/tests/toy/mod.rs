@@ -1,0 +1,91 @@
+//! The toy side: files under `/toy/...`, fetched from the configured
+//! mirrors (`[toy] mirrors = [...]`) and cached as they are, forever. It
+//! exists to show what adding a side takes: this folder, its variant in
+//! [`SideId`], its entry in the list of sides, and its line in the route
+//! table. Nothing in the server, the command line or the control
+//! messages names it; the test that builds it serves a file through it.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use http::Method;
+use pkgproxy_cache::{Cache, Class};
+
+use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
+use crate::decision::{CachedRequest, Decision, Origin, Refusal};
+use crate::id::SideId;
+use crate::route::Request;
+use crate::side::Side;
+
+/// `[toy]`, as written.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// Where the files are, the instances of one pool.
+    #[serde(default)]
+    pub mirrors: Vec<String>,
+}
+
+/// `[toy]`, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    mirrors: Vec<String>,
+}
+
+/// Reads and validates `[toy]`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, ConfigError> {
+    let options: Options = file.section(SideId::Toy)?;
+    let mirrors = options.mirrors.iter().map(|url| crate::path::base_url(url)).collect::<Result<Vec<_>, _>>();
+    let mirrors =
+        mirrors.map_err(|reason| ConfigError { side: SideId::Toy, message: format!("toy.mirrors: {reason}") })?;
+    Ok(Box::new(Config { mirrors }))
+}
+
+impl SideConfig for Config {
+    fn id(&self) -> SideId {
+        SideId::Toy
+    }
+
+    fn open(&self, _cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        Ok(Box::new(Toy { config: ArcSwap::from_pointee(self.clone()) }))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(toy) = (side as &dyn std::any::Any).downcast_ref::<Toy>() {
+            toy.config.store(Arc::new(self.clone()));
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        self.mirrors.clone()
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
+    }
+}
+
+/// The toy side at run time.
+#[derive(Debug)]
+pub struct Toy {
+    config: ArcSwap<Config>,
+}
+
+impl Side for Toy {
+    fn id(&self) -> SideId {
+        SideId::Toy
+    }
+
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        if !matches!(*request.method, Method::GET | Method::HEAD) {
+            return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD"));
+        }
+        let path = match crate::path::checked_path(request.path) {
+            Ok(path) => path,
+            Err(refusal) => return Decision::Refuse(refusal),
+        };
+        let origin =
+            Origin { pool: "toy".to_owned(), instances: self.config.load().mirrors.clone(), path: path.clone() };
+        Decision::cache(CachedRequest::new(SideId::Toy, format!("toy{path}"), origin, Class::Immutable))
+    }
+}
