@@ -150,6 +150,7 @@ fn retries() -> RetryConfig {
 /// unfinished uploads): ring as TLS provider, never a proxy, a dead
 /// address found out in seconds. Peers are asked through the one way out
 /// (`pkgproxy_upstream::peer`).
+#[allow(clippy::disallowed_methods, reason = "the cluster store's client: the second, named way out")]
 pub(crate) fn cluster_http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().connect_timeout(Duration::from_secs(2)).no_proxy().build().unwrap_or_default()

@@ -342,6 +342,7 @@ async fn an_upload_a_killed_node_left_unfinished_is_swept_and_others_are_not() {
     };
     begin("pkgproxy/blobs/sha256/ab/abandoned").await;
     begin("someone-else/their-upload").await;
+    #[allow(clippy::disallowed_methods, reason = "the test talks to the store as the cluster's own client does")]
     let client = reqwest::Client::new();
     // moto dates every upload 2010-11-10: how old one must be is not
     // tested here, only which are swept.

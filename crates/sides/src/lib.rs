@@ -1,5 +1,6 @@
-//! The sides: one module per client ecosystem (apt, go, snap and the
-//! registry now; lxd later), each turning a request into a [`Decision`]:
+//! The sides: one folder per client ecosystem (apt, go, snap, the registry
+//! and LXD), each reading its section of the configuration
+//! ([`SidesFile`]) and turning a request into a [`Decision`]:
 //! refuse it, serve it through the cache under a key with a freshness class
 //! and what the body must match, forward it uncached, or answer it. Sides
 //! open no sockets: the server carries out their decisions. What a side
@@ -8,9 +9,10 @@
 //!
 //! [`Side`] is the seam the request path calls (its module doc lists the
 //! hooks and where each runs); [`route::ROUTES`] says where each side is
-//! mounted. A new side is its own module, a variant of [`Side`] and
-//! [`SideId`] (the compiler then lists every hook it must provide), and one
-//! line of the route table.
+//! mounted. A new side is its folder (implementing [`Side`] and
+//! [`SideConfig`], writing only the hooks it needs), its variant of
+//! [`SideId`], its entry in the list of sides (`sides.rs`), and one line of
+//! the route table.
 
 #![forbid(unsafe_code)]
 

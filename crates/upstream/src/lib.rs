@@ -6,10 +6,11 @@
 //! or link-local targets unless the host is trusted) and counts what it does.
 //! The sockets are the system's, unless a test hands in a [`Network`] of
 //! its own (an in-memory one), which swaps the byte pipe and nothing else.
-//! Nothing else in the program opens a network connection (clippy's
-//! `disallowed-methods` enforces it outside this crate), so the offline
-//! switch, the per-host breakers and the upstream pools live in exactly
-//! two places.
+//! Nothing else in the program opens a network connection to an upstream
+//! (clippy's `disallowed-methods` enforces it outside this crate): the one
+//! other, named way out is the cluster's bucket client, to the endpoint
+//! `[cluster]` names. So the offline switch, the per-host breakers and the
+//! upstream pools live in exactly two places.
 
 mod connect;
 mod counters;

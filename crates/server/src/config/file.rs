@@ -145,7 +145,7 @@ pub struct CacheSection {
     pub max_object_size: Option<String>,
 }
 
-/// One `[mirror.NAME]`, as written (see `mirror::config` for the rules).
+/// One `[mirror.NAME]`, as written (see [`super::shadow`] for the rules).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShadowSection {

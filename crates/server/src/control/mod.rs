@@ -31,12 +31,105 @@ pub enum Role {
     Admin,
 }
 
+/// Who may use an endpoint's method.
+#[derive(Debug, Clone, Copy)]
+enum Who {
+    /// Either socket.
+    Anyone,
+    /// The admin socket only; the stats socket is told why.
+    Admin(&'static str),
+}
+
+/// An endpoint of the control sockets: its path, its methods and who may
+/// use each. What the stats socket may do is read from here, not from a
+/// guard on each answer.
+struct Endpoint {
+    path: &'static str,
+    methods: &'static [(Method, Who)],
+}
+
+/// Every endpoint.
+const ENDPOINTS: &[Endpoint] = &[
+    Endpoint { path: INFO_PATH, methods: &[(Method::GET, Who::Anyone)] },
+    Endpoint { path: METRICS_PATH, methods: &[(Method::GET, Who::Anyone)] },
+    Endpoint { path: EXPLAIN_PATH, methods: &[(Method::GET, Who::Anyone)] },
+    Endpoint { path: CHECK_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    Endpoint { path: APT_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    Endpoint { path: REGISTRY_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    Endpoint { path: LXD_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    // A refresh asks the store: the handler refuses it on the stats socket.
+    Endpoint { path: SNAP_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    Endpoint {
+        path: WARM_PATH,
+        methods: &[(Method::POST, Who::Admin("the stats socket is read-only: warm the cache on the admin socket"))],
+    },
+    Endpoint {
+        path: EXPORT_PATH,
+        methods: &[(Method::POST, Who::Admin("a bundle carries the cache's content: export on the admin socket"))],
+    },
+    Endpoint {
+        path: IMPORT_PATH,
+        methods: &[(Method::POST, Who::Admin("the stats socket is read-only: import a bundle on the admin socket"))],
+    },
+    Endpoint {
+        path: OFFLINE_PATH,
+        methods: &[
+            (Method::GET, Who::Anyone),
+            (Method::PUT, Who::Admin("the stats socket is read-only: change the mode on the admin socket")),
+        ],
+    },
+    Endpoint {
+        path: CACHE_ENTRIES_PATH,
+        methods: &[
+            (Method::GET, Who::Admin("the keys name private repositories: list the cache on the admin socket")),
+            (Method::DELETE, Who::Admin(CACHE_READ_ONLY)),
+        ],
+    },
+    Endpoint { path: CACHE_GC_PATH, methods: &[(Method::POST, Who::Admin(CACHE_READ_ONLY))] },
+    Endpoint {
+        path: CACHE_VERIFY_PATH,
+        methods: &[(Method::POST, Who::Admin(CACHE_READ_ONLY)), (Method::GET, Who::Anyone)],
+    },
+    Endpoint {
+        path: RELOAD_PATH,
+        methods: &[(Method::POST, Who::Admin("the stats socket is read-only: reload on the admin socket"))],
+    },
+];
+
+/// The stats socket's refusal of what changes the cache.
+const CACHE_READ_ONLY: &str = "the stats socket is read-only: change the cache on the admin socket";
+
+/// Whether `role` may use `method` on `path`: `Err` is the status and the
+/// reason when not (no such endpoint, a method it does not take, the
+/// admin's only).
+fn admitted(role: Role, method: &Method, path: &str) -> Result<(), (StatusCode, String)> {
+    let Some(endpoint) = ENDPOINTS.iter().find(|endpoint| endpoint.path == path) else {
+        let socket = match role {
+            Role::Stats => "stats socket",
+            Role::Admin => "admin socket",
+        };
+        return Err((StatusCode::NOT_FOUND, format!("no such endpoint on the {socket}: {path}")));
+    };
+    let Some((_, who)) = endpoint.methods.iter().find(|(allowed, _)| allowed == method) else {
+        let names: Vec<&str> = endpoint.methods.iter().map(|(allowed, _)| allowed.as_str()).collect();
+        return Err((StatusCode::METHOD_NOT_ALLOWED, format!("use {}", names.join(" or "))));
+    };
+    match (who, role) {
+        (Who::Admin(why), Role::Stats) => Err((StatusCode::FORBIDDEN, why.to_string())),
+        _ => Ok(()),
+    }
+}
+
 /// Answers a control request.
 pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -> Response<ResponseBody> {
     let path = request.uri().path().to_string();
-    match (request.method(), path.as_str()) {
-        (&Method::GET, INFO_PATH) => json(StatusCode::OK, &crate::report::info::gather(&state)),
-        (&Method::GET, EXPLAIN_PATH) => {
+    if let Err((status, why)) = admitted(role, request.method(), &path) {
+        return error(status, &why);
+    }
+    match (request.method().clone(), path.as_str()) {
+        (_, INFO_PATH) => json(StatusCode::OK, &crate::report::info::gather(&state)),
+        (_, METRICS_PATH) => metrics(&state),
+        (_, EXPLAIN_PATH) => {
             let Some(url) = query_value(&request, "url") else {
                 return error(StatusCode::BAD_REQUEST, "which request? ?url=...");
             };
@@ -45,8 +138,7 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
                 Err(why) => error(StatusCode::BAD_REQUEST, &why),
             }
         }
-        (_, EXPLAIN_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
-        (&Method::POST, CHECK_PATH) => match readiness_request(request).await {
+        (_, CHECK_PATH) => match readiness_request(request).await {
             Ok(asked) => {
                 let told: Vec<ItemReadiness> =
                     asked.urls.iter().map(|url| crate::proxy::readiness::check(&state, url)).collect();
@@ -54,116 +146,74 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             }
             Err(answer) => answer,
         },
-        (&Method::POST, APT_NEEDS_PATH) => match json_body::<AptNeedsRequest>(request, NEEDS_LIMIT).await {
+        (_, APT_NEEDS_PATH) => match json_body::<AptNeedsRequest>(request, NEEDS_LIMIT).await {
             Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::apt_needs(state, &asked))).await,
             Err(answer) => answer,
         },
-        (&Method::POST, REGISTRY_NEEDS_PATH) => match json_body::<RegistryNeedsRequest>(request, NEEDS_LIMIT).await {
+        (_, REGISTRY_NEEDS_PATH) => match json_body::<RegistryNeedsRequest>(request, NEEDS_LIMIT).await {
             Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::registry_needs(state, &asked))).await,
             Err(answer) => answer,
         },
-        (&Method::POST, LXD_NEEDS_PATH) => match json_body::<LxdNeedsRequest>(request, NEEDS_LIMIT).await {
+        (_, LXD_NEEDS_PATH) => match json_body::<LxdNeedsRequest>(request, NEEDS_LIMIT).await {
             Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::lxd_needs(state, &asked))).await,
             Err(answer) => answer,
         },
-        (&Method::POST, SNAP_NEEDS_PATH) => match json_body::<SnapNeedsRequest>(request, NEEDS_LIMIT).await {
+        (_, SNAP_NEEDS_PATH) => match json_body::<SnapNeedsRequest>(request, NEEDS_LIMIT).await {
             Ok(asked) if asked.refresh && role != Role::Admin => {
                 error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm on the admin socket")
             }
             Ok(asked) => snap_needs(state, asked).await,
             Err(answer) => answer,
         },
-        (_, APT_NEEDS_PATH | LXD_NEEDS_PATH | REGISTRY_NEEDS_PATH | SNAP_NEEDS_PATH) => {
-            error(StatusCode::METHOD_NOT_ALLOWED, "use POST")
-        }
-        (&Method::POST, WARM_PATH) if role == Role::Admin => match readiness_request(request).await {
+        (_, WARM_PATH) => match readiness_request(request).await {
             Ok(asked) => json(StatusCode::OK, &warm(&state, asked).await),
             Err(answer) => answer,
         },
-        (&Method::POST, WARM_PATH) => {
-            error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm the cache on the admin socket")
-        }
-        (_, CHECK_PATH | WARM_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
-        (&Method::POST, EXPORT_PATH) if role == Role::Admin => {
-            match json_body::<ExportRequest>(request, EXPORT_LIMIT).await {
-                Ok(asked) => export(state, asked).await,
-                Err(answer) => answer,
-            }
-        }
-        (&Method::POST, EXPORT_PATH) => {
-            error(StatusCode::FORBIDDEN, "a bundle carries the cache's content: export on the admin socket")
-        }
-        (&Method::POST, IMPORT_PATH) if role == Role::Admin => {
+        (_, EXPORT_PATH) => match json_body::<ExportRequest>(request, EXPORT_LIMIT).await {
+            Ok(asked) => export(state, asked).await,
+            Err(answer) => answer,
+        },
+        (_, IMPORT_PATH) => {
             let trust_unsigned = query_value(&request, IMPORT_TRUST_UNSIGNED).is_some_and(|value| value == "true");
             match crate::bundle::import::import(&state, request.into_body(), trust_unsigned).await {
                 Ok(imported) => json(StatusCode::OK, &imported),
                 Err(refused) => error(StatusCode::UNPROCESSABLE_ENTITY, &refused.to_string()),
             }
         }
-        (&Method::POST, IMPORT_PATH) => {
-            error(StatusCode::FORBIDDEN, "the stats socket is read-only: import a bundle on the admin socket")
-        }
-        (_, EXPORT_PATH | IMPORT_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
-        (&Method::GET, METRICS_PATH) => {
-            let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
-            let mut response = Response::new(ResponseBody::full(crate::report::metrics::render(
-                &crate::report::info::gather(&state),
-                &learned,
-            )));
-            let text = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
-            response.headers_mut().insert(CONTENT_TYPE, text);
-            response
-        }
-        (_, INFO_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
-        (&Method::GET, OFFLINE_PATH) => json(StatusCode::OK, &offline::current(&state, None)),
-        (&Method::PUT, OFFLINE_PATH) if role == Role::Admin => put_offline(&state, request).await,
-        (&Method::PUT, OFFLINE_PATH) => {
-            error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the mode on the admin socket")
-        }
-        (_, OFFLINE_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
-        (&Method::GET, CACHE_ENTRIES_PATH) if role == Role::Admin => {
+        (Method::GET, OFFLINE_PATH) => json(StatusCode::OK, &offline::current(&state, None)),
+        (_, OFFLINE_PATH) => put_offline(&state, request).await,
+        (Method::GET, CACHE_ENTRIES_PATH) => {
             let (side, pattern) = (query_value(&request, "side"), query_value(&request, "pattern"));
             blocking(state, move |state| cache::list(state, side.as_deref(), pattern.as_deref())).await
         }
-        (&Method::DELETE, CACHE_ENTRIES_PATH) if role == Role::Admin => {
+        (_, CACHE_ENTRIES_PATH) => {
             let Some(pattern) = query_value(&request, "pattern") else {
                 return error(StatusCode::BAD_REQUEST, "name the entries to remove: ?pattern=...");
             };
             blocking(state, move |state| cache::remove(state, &pattern)).await
         }
-        (&Method::POST, CACHE_GC_PATH) if role == Role::Admin => blocking(state, cache::collect).await,
-        (&Method::POST, CACHE_VERIFY_PATH) if role == Role::Admin => match state.cache.scrub_reached() {
+        (_, CACHE_GC_PATH) => blocking(state, cache::collect).await,
+        (Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state)),
+        (_, CACHE_VERIFY_PATH) => match state.cache.scrub_reached() {
             Some(_) => error(StatusCode::CONFLICT, "a verify of the cache is already running"),
             None => blocking(state, cache::verify).await,
         },
-        (&Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state)),
-        (&Method::GET, CACHE_ENTRIES_PATH) => {
-            error(StatusCode::FORBIDDEN, "the keys name private repositories: list the cache on the admin socket")
-        }
-        (_, CACHE_ENTRIES_PATH | CACHE_GC_PATH | CACHE_VERIFY_PATH) if role == Role::Stats => {
-            error(StatusCode::FORBIDDEN, "the stats socket is read-only: change the cache on the admin socket")
-        }
-        (_, CACHE_ENTRIES_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or DELETE"),
-        (_, CACHE_GC_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
-        (&Method::POST, RELOAD_PATH) if role == Role::Admin => {
-            match crate::reload::reload(&state, "the admin socket").await {
-                Ok(()) => json(StatusCode::OK, &serde_json::json!({ "reloaded": true })),
-                Err(reason) => error(StatusCode::UNPROCESSABLE_ENTITY, &reason),
-            }
-        }
-        (_, RELOAD_PATH) if role == Role::Stats => {
-            error(StatusCode::FORBIDDEN, "the stats socket is read-only: reload on the admin socket")
-        }
-        (_, RELOAD_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
-        (_, CACHE_VERIFY_PATH) => error(StatusCode::METHOD_NOT_ALLOWED, "use POST, or GET for its progress"),
-        _ => {
-            let what = match role {
-                Role::Stats => "stats socket",
-                Role::Admin => "admin socket",
-            };
-            error(StatusCode::NOT_FOUND, &format!("no such endpoint on the {what}: {path}"))
-        }
+        (_, RELOAD_PATH) => match crate::reload::reload(&state, "the admin socket").await {
+            Ok(()) => json(StatusCode::OK, &serde_json::json!({ "reloaded": true })),
+            Err(reason) => error(StatusCode::UNPROCESSABLE_ENTITY, &reason),
+        },
+        _ => error(StatusCode::NOT_FOUND, &format!("no such endpoint: {path}")),
     }
+}
+
+/// The counters in Prometheus' format.
+fn metrics(state: &State) -> Response<ResponseBody> {
+    let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
+    let text = crate::report::metrics::render(&crate::report::info::gather(state), &learned);
+    let mut response = Response::new(ResponseBody::full(text));
+    let content_type = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+    response.headers_mut().insert(CONTENT_TYPE, content_type);
+    response
 }
 
 /// The value of `name` in the request's query, percent-decoded.
@@ -325,4 +375,40 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response<ResponseBody> {
 
 fn error(status: StatusCode, message: &str) -> Response<ResponseBody> {
     json(status, &ErrorAnswer { error: message.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_changes_pkgproxy_is_the_admin_socket_s_and_the_stats_socket_is_told_why() {
+        for (method, path) in [
+            (Method::POST, WARM_PATH),
+            (Method::POST, EXPORT_PATH),
+            (Method::POST, IMPORT_PATH),
+            (Method::PUT, OFFLINE_PATH),
+            (Method::GET, CACHE_ENTRIES_PATH),
+            (Method::DELETE, CACHE_ENTRIES_PATH),
+            (Method::POST, CACHE_GC_PATH),
+            (Method::POST, CACHE_VERIFY_PATH),
+            (Method::POST, RELOAD_PATH),
+        ] {
+            let (status, why) = admitted(Role::Stats, &method, path).unwrap_err();
+            assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}");
+            assert!(why.contains("admin socket"), "{method} {path}: {why}");
+            assert!(admitted(Role::Admin, &method, path).is_ok(), "{method} {path}");
+        }
+        for (method, path) in [(Method::GET, INFO_PATH), (Method::POST, CHECK_PATH), (Method::GET, OFFLINE_PATH)] {
+            assert!(admitted(Role::Stats, &method, path).is_ok(), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_method_is_told_the_right_ones_and_an_unknown_path_is_not_found() {
+        assert_eq!(admitted(Role::Admin, &Method::DELETE, OFFLINE_PATH).unwrap_err().1, "use GET or PUT");
+        assert_eq!(admitted(Role::Stats, &Method::GET, "/pkgproxy/v1/nothing").unwrap_err().0, StatusCode::NOT_FOUND);
+        let paths: std::collections::HashSet<&str> = ENDPOINTS.iter().map(|endpoint| endpoint.path).collect();
+        assert_eq!(paths.len(), ENDPOINTS.len(), "each path once");
+    }
 }
