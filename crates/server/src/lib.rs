@@ -17,15 +17,19 @@
 //! status/              the status page at `/` and its JSON
 //! proxy/mod.rs         loop check -> route table (pkgproxy_sides::route)
 //!                      -> the shadows' tap (shadow/) -> the side's decision
-//!   proxy/cached.rs      through the cache: remembered "not found", lookup,
-//!                        freshness, adoption, what the side needs fetched
-//!                        first, else the shared fetch
+//!   proxy/lookup.rs      what the cache holds for a request, decided once
+//!                        (remembered, fresh, adoptable, stale and why,
+//!                        missing and why): pure, read by every caller
+//!   proxy/cached.rs      through the cache: the lookup, then a hit, an
+//!                        adoption, or what the side needs fetched first
+//!                        and the shared fetch
 //!     proxy/fetching.rs       the fetch's upstream requests, through the
 //!                             side's pool (pkgproxy_upstream, the one way out),
 //!                             redirects followed and Bearer tokens (tokens.rs)
 //!                             when the side asks
 //!   proxy/forward.rs     uncached, with the request's body; recorded and
 //!                        replayed when the side asks
+//!   proxy/generation.rs  an index and the files it names, as one unit
 //!   proxy/pointer.rs     a name pointing at content by digest (a tag):
 //!                        one HEAD per name (single_flight.rs), then the
 //!                        content by digest through the cache
