@@ -11,38 +11,11 @@ use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 use pkgproxy_sides::{DatedResume, LocalAnswer};
 
+use super::outcome::Served;
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
 use crate::body::{FileBody, ResponseBody};
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
-
-/// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Served {
-    /// A fresh cached entry.
-    Hit,
-    /// A cached entry the upstream just confirmed.
-    Revalidated,
-    /// A stale cached entry, the upstream being unavailable.
-    Stale,
-    /// Bytes from the upstream.
-    Miss,
-}
-
-impl Served {
-    /// The header value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Served::Hit => "hit",
-            Served::Revalidated => "revalidated",
-            Served::Stale => "stale",
-            Served::Miss => "miss",
-        }
-    }
-}
-
-/// The marker header naming how an answer was served.
-pub const CACHE_STATUS: &str = "x-pkgproxy-cache";
 
 /// A plain-text answer of pkgproxy's own (a loop, a request for no side).
 pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {
@@ -67,7 +40,8 @@ pub fn from_entry(
     };
     let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
-    describe(response.headers_mut(), &entry.headers, &rep, served);
+    describe(response.headers_mut(), &entry.headers, &rep);
+    response.extensions_mut().insert(served);
     let sent = match decided {
         Plan::NotModified => not_modified(&mut response),
         Plan::Unsatisfiable => unsatisfiable(&mut response, entry.size),
@@ -100,7 +74,8 @@ pub fn from_fetch(
     };
     let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
-    describe(response.headers_mut(), &head.headers, &rep, Served::Miss);
+    describe(response.headers_mut(), &head.headers, &rep);
+    response.extensions_mut().insert(Served::Miss);
     match decided {
         Plan::NotModified => {
             not_modified(&mut response);
@@ -135,7 +110,7 @@ pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) ->
     }
     strip_hop_by_hop(headers);
     add_via(headers);
-    headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
+    response.extensions_mut().insert(served);
     let bodiless = answer.status == StatusCode::NOT_MODIFIED || answer.status == StatusCode::NO_CONTENT;
     if !bodiless {
         set_length(&mut response, answer.body.len() as u64);
@@ -151,7 +126,7 @@ fn date_validates_ranges(dated_resume: DatedResume, last_modified: Option<&str>,
     dated_resume == DatedResume::Honoured && last_modified.is_some_and(|lm| last_modified_is_strong(lm, received))
 }
 
-fn describe(headers: &mut HeaderMap, kept: &[(String, String)], rep: &Representation<'_>, served: Served) {
+fn describe(headers: &mut HeaderMap, kept: &[(String, String)], rep: &Representation<'_>) {
     for (name, value) in kept {
         if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
             headers.append(name, value);
@@ -170,7 +145,6 @@ fn describe(headers: &mut HeaderMap, kept: &[(String, String)], rep: &Representa
         headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     }
     headers.insert(http::header::VIA, VIA);
-    headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
 }
 
 fn set_length(response: &mut Response<ResponseBody>, length: u64) {

@@ -28,11 +28,12 @@ use pkgproxy_sides::{CachedRequest, Mount, Side};
 use pkgproxy_upstream::offline::Mode;
 
 use super::access;
-use super::answer::{self, Served};
+use super::answer;
 use super::fetching;
 use super::lookup::{self, Held, Lookup, Moment};
+use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
-use super::reason::{Reason, REASON};
+use super::reason::Reason;
 use super::rewrite::rewritten;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
@@ -172,8 +173,8 @@ async fn hit(
 fn with_reason(outcome: Outcome, reason: &Reason) -> Outcome {
     match outcome {
         Outcome::Answered(mut response) => {
-            if !response.headers().contains_key(REASON) {
-                response.headers_mut().insert(REASON, reason.header_value());
+            if response.extensions().get::<Reason>().is_none() {
+                response.extensions_mut().insert(reason.clone());
             }
             Outcome::Answered(response)
         }

@@ -20,8 +20,8 @@ use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{ForwardRequest, Record, Refusal, SideId};
 use pkgproxy_upstream::PoolRequest;
 
-use super::answer::{Served, CACHE_STATUS};
 use super::fetching::{copy_upstream_request, counted};
+use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
 use super::rewrite::rewritten;
 use crate::body::ResponseBody;
@@ -142,7 +142,7 @@ async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardReque
     let headers = response.headers_mut();
     strip_hop_by_hop(headers);
     add_via(headers);
-    headers.insert(CACHE_STATUS, HeaderValue::from_static(Served::Miss.as_str()));
+    response.extensions_mut().insert(Served::Miss);
     response.extensions_mut().insert(crate::access_log::CacheUse::Passed);
     if let Some(base) = origin.instances.get(answer.instance) {
         response.extensions_mut().insert(pkgproxy_cache::AnsweredBy(crate::redact::without_user(base).into()));
@@ -162,9 +162,13 @@ mod tests {
     use pkgproxy_sides::{Mount, Origin, SideId};
     use pkgproxy_testkit::{ShadowMode, ShadowRecorder};
 
+    use pkgproxy_upstream::offline::Mode;
+
     use super::*;
     use crate::config::{ConfigFile, Overrides, Settings};
     use crate::context::UpstreamAnswer;
+    use crate::proxy::outcome::respond;
+    use crate::proxy::outcome::CACHE_STATUS;
 
     /// The server's state, with `upstream` trusted (it is on 127.0.0.1).
     async fn state(dir: &Path, upstream: &str) -> Arc<State> {
@@ -212,10 +216,9 @@ mod tests {
         let upstream = ShadowRecorder::start(ShadowMode::Answer(201)).await;
         let dir = tempfile::tempdir().unwrap();
         let state = state(dir.path(), &upstream.url()).await;
-        let Outcome::Answered(response) = forwarded(&state, request(&upstream.url(), 1024), b"{\"actions\": []}").await
-        else {
-            panic!("not answered");
-        };
+        let outcome = forwarded(&state, request(&upstream.url(), 1024), b"{\"actions\": []}").await;
+        assert!(matches!(outcome, Outcome::Answered(_)), "not answered: {outcome:?}");
+        let response = respond(None, Mode::Never, outcome);
         assert_eq!(response.status(), 201);
         assert_eq!(response.headers()[CACHE_STATUS], "miss");
         assert!(response.headers()[http::header::VIA].to_str().unwrap().contains("pkgproxy"));

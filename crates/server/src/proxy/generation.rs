@@ -26,12 +26,12 @@ use pkgproxy_cache::{Entry, Record};
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Refusal, Request, Side};
 
-use super::answer::Served;
 use super::cached;
 use super::fetching;
 use super::lookup::{self, Held, Lookup, Moment};
+use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
-use super::reason::{Reason, REASON};
+use super::reason::Reason;
 use crate::context::{Exchange, Supply};
 use crate::state::{Refreshed, State};
 
@@ -73,7 +73,7 @@ pub async fn serve(
 fn with_reason(outcome: Outcome, why: Option<Reason>) -> Outcome {
     match (outcome, why) {
         (Outcome::Answered(mut response), Some(why)) => {
-            response.headers_mut().insert(REASON, why.header_value());
+            response.extensions_mut().insert(why);
             Outcome::Answered(response)
         }
         (outcome, _) => outcome,

@@ -49,6 +49,7 @@ use crate::config::Step;
 use crate::context::{ClientInfo, Exchange};
 use crate::shadow::{Original, Tapped};
 use crate::state::State;
+use outcome::Served;
 use outcome::{respond, Failed, Outcome};
 
 /// What a request for no side is told: where each side's clients are
@@ -142,11 +143,11 @@ fn cache_use(outcome: &Outcome) -> CacheUse {
     match outcome {
         Outcome::Answered(response) => match response.extensions().get::<CacheUse>() {
             Some(noted) => *noted,
-            None => match response.headers().get(answer::CACHE_STATUS).map(|value| value.as_bytes()) {
-                Some(b"hit") => CacheUse::Hit,
-                Some(b"revalidated") => CacheUse::Revalidated,
-                Some(b"stale") => CacheUse::Stale,
-                _ => CacheUse::Miss,
+            None => match response.extensions().get::<Served>() {
+                Some(Served::Hit) => CacheUse::Hit,
+                Some(Served::Revalidated) => CacheUse::Revalidated,
+                Some(Served::Stale) => CacheUse::Stale,
+                Some(Served::Miss) | None => CacheUse::Miss,
             },
         },
         Outcome::Local(_) => CacheUse::Local,

@@ -13,6 +13,34 @@ use crate::body::ResponseBody;
 pub use crate::failed::Failed;
 use crate::headers::VIA;
 
+/// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// A fresh cached entry.
+    Hit,
+    /// A cached entry the upstream just confirmed.
+    Revalidated,
+    /// A stale cached entry, the upstream being unavailable.
+    Stale,
+    /// Bytes from the upstream.
+    Miss,
+}
+
+impl Served {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Served::Hit => "hit",
+            Served::Revalidated => "revalidated",
+            Served::Stale => "stale",
+            Served::Miss => "miss",
+        }
+    }
+}
+
+/// The marker header naming how an answer was served.
+pub const CACHE_STATUS: &str = "x-pkgproxy-cache";
+
 /// How a request ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -36,7 +64,7 @@ impl From<Failed> for Outcome {
 /// that ended in `outcome`, with offline mode `mode` in effect.
 pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Response<ResponseBody> {
     match outcome {
-        Outcome::Answered(response) => response,
+        Outcome::Answered(response) => described(response),
         Outcome::Local(answer) => local(answer),
         Outcome::Failed(failed) => {
             let failure = failed.failure(mode);
@@ -55,6 +83,22 @@ pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Respons
             answer
         }
     }
+}
+
+/// `response` with the headers that say how it was served and why it is
+/// not a plain hit, written from what the request path noted of it
+/// ([`Served`], [`Reason`]), here and nowhere else.
+fn described(mut response: Response<ResponseBody>) -> Response<ResponseBody> {
+    let served = response.extensions().get::<Served>().copied();
+    let reason = response.extensions().get::<Reason>().map(Reason::header_value);
+    let headers = response.headers_mut();
+    if let Some(served) = served {
+        headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
+    }
+    if let Some(reason) = reason {
+        headers.insert(REASON, reason);
+    }
+    response
 }
 
 /// Says why pkgproxy did not ask the upstream, for a pkgproxy downstream

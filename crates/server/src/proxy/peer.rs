@@ -9,7 +9,8 @@ use pkgproxy_cache::Phase;
 use pkgproxy_cluster::peer;
 use pkgproxy_sides::{DatedResume, Mount};
 
-use super::answer::{self, Served};
+use super::answer;
+use super::outcome::Served;
 use crate::body::ResponseBody;
 use crate::cluster::ClientRequest;
 use crate::context::{Exchange, UpstreamAnswer};

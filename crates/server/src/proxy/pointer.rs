@@ -31,12 +31,12 @@ use pkgproxy_cache::{Entry, FetchError, PassedAnswer};
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Pointer, PointerRequest, Side};
 
-use super::answer::Served;
 use super::cached;
 use super::fetching;
 use super::lookup::{self, Held, Lookup, Moment};
+use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
-use super::reason::{Reason, REASON};
+use super::reason::Reason;
 use crate::context::Exchange;
 use crate::state::State;
 
@@ -207,7 +207,7 @@ fn unchecked(
     let Outcome::Answered(mut response) = with_headers(outcome, request, pointer, entry) else {
         return Failed::Internal("cached body cannot be read".into()).into();
     };
-    response.headers_mut().insert(REASON, Reason::from(&failed).header_value());
+    response.extensions_mut().insert(Reason::from(&failed));
     let checked = state.clock.now().duration_since(entry.fetched_at_time()).unwrap_or_default();
     let ago = humantime::format_duration(Duration::from_secs(checked.as_secs()));
     let why = match &failed {
