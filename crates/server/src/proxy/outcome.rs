@@ -88,7 +88,7 @@ pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Respons
 /// `response` with the headers that say how it was served and why it is
 /// not a plain hit, written from what the request path noted of it
 /// ([`Served`], [`Reason`]), here and nowhere else.
-fn described(mut response: Response<ResponseBody>) -> Response<ResponseBody> {
+pub(super) fn described(mut response: Response<ResponseBody>) -> Response<ResponseBody> {
     let served = response.extensions().get::<Served>().copied();
     let reason = response.extensions().get::<Reason>().map(Reason::header_value);
     let headers = response.headers_mut();

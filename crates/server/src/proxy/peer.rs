@@ -10,7 +10,7 @@ use pkgproxy_cluster::peer;
 use pkgproxy_sides::{DatedResume, Mount};
 
 use super::answer;
-use super::outcome::Served;
+use super::outcome::{described, Served};
 use crate::body::ResponseBody;
 use crate::cluster::ClientRequest;
 use crate::context::{Exchange, UpstreamAnswer};
@@ -49,7 +49,9 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
     };
     if let Some(fetch) = state.cache.fetch_in_progress(&key) {
         match fetch.answered().await {
-            Phase::Streaming(head) => return answer::from_fetch(&exchange, &fetch, &head, DatedResume::Honoured),
+            Phase::Streaming(head) => {
+                return described(answer::from_fetch(&exchange, &fetch, &head, DatedResume::Honoured))
+            }
             Phase::Done(_) | Phase::NotModified(_) => {}
             _ => return answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: this node's fetch of it failed"),
         }
@@ -58,7 +60,7 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
         return answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it");
     };
     match state.cache.open_body(&entry) {
-        Ok(file) => answer::from_entry(&exchange, &entry, file, Served::Hit, DatedResume::Honoured).0,
+        Ok(file) => described(answer::from_entry(&exchange, &entry, file, Served::Hit, DatedResume::Honoured).0),
         Err(_) => answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it"),
     }
 }
