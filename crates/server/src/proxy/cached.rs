@@ -30,11 +30,11 @@ use pkgproxy_upstream::offline::Mode;
 use super::access;
 use super::answer;
 use super::fetching;
+use super::finish::Finish;
 use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
 use super::reason::Reason;
-use super::rewrite::rewritten;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 
@@ -45,48 +45,32 @@ const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, request: CachedRequest) -> Outcome {
-    let (rewrite, reply_headers) = (request.reply.rewrite.clone(), request.reply.headers.clone());
-    let content_headers = request.reply.content_headers.clone();
-    let outcome = through_the_cache(state, exchange, side, request).await;
-    // After the cache, for this client: the stored bytes stay the
-    // upstream's.
-    let outcome = match rewrite {
-        None => outcome,
-        Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
-    };
-    with_headers(outcome, reply_headers, content_headers)
+    let finish = Finish::of(&request);
+    let (outcome, reason, answered_by) = through_the_cache(state, exchange, side, request).await;
+    finish.because(reason).answered_by(answered_by).apply(side, exchange, outcome).await
 }
 
-/// `outcome`, with the headers the side puts on its answers, and on those
-/// that carry the content, the headers describing it.
-fn with_headers(outcome: Outcome, reply: http::HeaderMap, content: http::HeaderMap) -> Outcome {
-    let Outcome::Answered(mut response) = outcome else { return outcome };
-    let carries_content = response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED;
-    response.headers_mut().extend(reply);
-    if carries_content {
-        response.headers_mut().extend(content);
-    }
-    Outcome::Answered(response)
-}
-
-/// Serves `request` from the cache, or from the fetch it joins.
+/// Serves `request` from the cache, or from the fetch it joins: the
+/// outcome, why it is not a plain hit, and the upstream that answered.
 async fn through_the_cache(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
     side: &dyn Side,
     request: CachedRequest,
-) -> Outcome {
+) -> (Outcome, Option<Reason>, Option<Arc<str>>) {
+    // An answer that is a plain hit, or refused before any fetch.
+    let plain = |outcome: Outcome| (outcome, None, None);
     let stats = state.stats.side(request.side);
     stats.increment(SideCounter::Requests);
     let (cached, reason) = match lookup::look(&Held(state), &request, &Moment::of(state, exchange)) {
         Lookup::Remembered(remembered) => {
             stats.increment(SideCounter::Hits);
             stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
-            return Outcome::Answered(answer::passed(exchange, &remembered, Served::Hit));
+            return plain(Outcome::Answered(answer::passed(exchange, &remembered, Served::Hit)));
         }
-        Lookup::Fresh(entry) => return hit(state, exchange, side, &request, &entry).await,
+        Lookup::Fresh(entry) => return plain(hit(state, exchange, side, &request, &entry).await),
         Lookup::Adoptable { sha256, size } => match adopt(state, &request, sha256, size).await {
-            Some(entry) => return hit(state, exchange, side, &request, &entry).await,
+            Some(entry) => return plain(hit(state, exchange, side, &request, &entry).await),
             None => (None, Reason::NotCached),
         },
         Lookup::Stale { entry, why } => (Some(entry), why),
@@ -109,7 +93,7 @@ async fn through_the_cache(
     // upstream would have done had the fetch gone to it.
     if shared.is_some() {
         if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
-            return refused;
+            return plain(refused);
         }
     }
     let expected = spec.expected.clone();
@@ -130,7 +114,7 @@ async fn through_the_cache(
     // Another client's fetch says nothing of whether this one may read it.
     if !joined.started {
         if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
-            return refused;
+            return plain(refused);
         }
     }
     let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
@@ -150,7 +134,7 @@ async fn through_the_cache(
         }
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
-    with_reason(with_upstream(outcome, joined.fetch.answered_by()), &reason)
+    (outcome, Some(reason), joined.fetch.answered_by())
 }
 
 /// Serves `entry`, which answers `request` without the upstream, once the
@@ -166,20 +150,6 @@ async fn hit(
         return refused;
     }
     from_cache(state, exchange, request, entry, Served::Hit)
-}
-
-/// `outcome` saying why it is not a plain hit, unless it says so already
-/// (a stale answer says why the upstream could not confirm it).
-fn with_reason(outcome: Outcome, reason: &Reason) -> Outcome {
-    match outcome {
-        Outcome::Answered(mut response) => {
-            if response.extensions().get::<Reason>().is_none() {
-                response.extensions_mut().insert(reason.clone());
-            }
-            Outcome::Answered(response)
-        }
-        outcome => outcome,
-    }
 }
 
 /// The cluster's shared tier, when this fetch may be answered from it: a
@@ -262,17 +232,6 @@ fn from_fetch(
     }
 }
 
-/// `outcome`, naming the upstream that answered the fetch, when one did.
-fn with_upstream(outcome: Outcome, answered_by: Option<Arc<str>>) -> Outcome {
-    match (outcome, answered_by) {
-        (Outcome::Answered(mut response), Some(by)) => {
-            response.extensions_mut().insert(pkgproxy_cache::AnsweredBy(by));
-            Outcome::Answered(response)
-        }
-        (outcome, _) => outcome,
-    }
-}
-
 /// Tells the shadows that compare what the upstream answered the request
 /// whose miss started the fetch. A `304` is the answer to pkgproxy's own
 /// revalidation, which the client did not ask for: not compared.
@@ -304,7 +263,13 @@ async fn adopt(state: &Arc<State>, request: &CachedRequest, sha256: String, size
 fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry, why: Reason) -> Outcome {
     tracing::info!(key = request.key, reason = %why, "revalidation failed; serving the cached entry");
     state.stats.side(request.side).increment(SideCounter::StaleServed);
-    with_reason(from_cache(state, exchange, request, entry, Served::Stale), &why)
+    match from_cache(state, exchange, request, entry, Served::Stale) {
+        Outcome::Answered(mut response) => {
+            response.extensions_mut().insert(why);
+            Outcome::Answered(response)
+        }
+        outcome => outcome,
+    }
 }
 
 pub(super) fn from_cache(

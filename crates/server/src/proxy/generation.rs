@@ -28,6 +28,7 @@ use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Refusal
 
 use super::cached;
 use super::fetching;
+use super::finish::Finish;
 use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
@@ -60,23 +61,12 @@ pub async fn serve(
         }
     };
     match generation.serve {
-        Member::Key(key) => with_reason(member(state, exchange, &generation.root, &key), why),
+        Member::Key(key) => Finish::default().because(why).noted(member(state, exchange, &generation.root, &key)),
         Member::DecidedAgain => match side.classify(routed) {
             Decision::Cache(request) => cached::serve(state, exchange, side, *request).await,
             Decision::Refuse(refusal) => Failed::Refused(refusal).into(),
             _ => Failed::Refused(Refusal::not_found("the remote's index does not name it")).into(),
         },
-    }
-}
-
-/// `outcome`, saying `why` it is not a plain hit when it is not.
-fn with_reason(outcome: Outcome, why: Option<Reason>) -> Outcome {
-    match (outcome, why) {
-        (Outcome::Answered(mut response), Some(why)) => {
-            response.extensions_mut().insert(why);
-            Outcome::Answered(response)
-        }
-        (outcome, _) => outcome,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod answer;
 mod cached;
 pub mod explain;
 mod fetching;
+mod finish;
 mod forward;
 mod generation;
 mod lookup;

@@ -33,6 +33,7 @@ use pkgproxy_sides::{CachedRequest, Pointer, PointerRequest, Side};
 
 use super::cached;
 use super::fetching;
+use super::finish::Finish;
 use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
@@ -229,14 +230,15 @@ fn unchecked(
 /// `outcome`, a cached answer for the name, with the side's headers and
 /// the digest the name points at.
 fn with_headers(outcome: Outcome, request: &CachedRequest, pointer: &Pointer, entry: &Entry) -> Outcome {
-    let Outcome::Answered(mut response) = outcome else { return outcome };
-    for (name, value) in request.reply.headers.iter().chain(&request.reply.content_headers) {
-        response.headers_mut().insert(name, value.clone());
+    match Finish::of(request).noted(outcome) {
+        Outcome::Answered(mut response) => {
+            if let Ok(value) = HeaderValue::from_str(&format!("sha256:{}", entry.sha256)) {
+                response.headers_mut().insert(&pointer.digest_header, value);
+            }
+            Outcome::Answered(response)
+        }
+        outcome => outcome,
     }
-    if let Ok(value) = HeaderValue::from_str(&format!("sha256:{}", entry.sha256)) {
-        response.headers_mut().insert(&pointer.digest_header, value);
-    }
-    Outcome::Answered(response)
 }
 
 /// The pulls the upstream's quota has left, when at or below the reserve.
