@@ -32,7 +32,7 @@
 //! and [`Side::learned`] (what the side shows in info and metrics).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use pkgproxy_cache::{PassedAnswer, Verifier};
@@ -213,6 +213,20 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
 
     /// What the side has learnt, for info and metrics.
     fn learned(&self) -> Vec<Learned> {
+        Vec::new()
+    }
+
+    /// The names clients add pkgproxy under, one per upstream the side
+    /// mounts by name (LXD's remotes): what `pkgproxyctl setup` and the
+    /// status page name.
+    fn remote_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What the side serves offline only until a time before `by` (a
+    /// suite whose `Release` expires), with that time: what info and the
+    /// status page warn of.
+    fn expiring(&self, _by: SystemTime) -> Vec<(String, SystemTime)> {
         Vec::new()
     }
 

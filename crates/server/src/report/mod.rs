@@ -30,11 +30,9 @@ fn report(upstream: UpstreamState) -> UpstreamReport {
     UpstreamReport { host: upstream.host, state: state.to_string(), retry_after_seconds: left.map(ceil) }
 }
 
+/// The names clients add pkgproxy under (LXD's remotes).
 pub(crate) fn lxd_remotes(state: &State) -> Vec<String> {
-    match state.sides.typed::<pkgproxy_sides::lxd::Lxd>() {
-        Some(lxd) => lxd.config().remotes().iter().map(|remote| remote.name.clone()).collect(),
-        None => Vec::new(),
-    }
+    state.sides.iter().flat_map(|side| side.remote_names()).collect()
 }
 
 pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
@@ -48,10 +46,10 @@ pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
     PoolInfo { name: report.name, instances: report.instances.into_iter().map(instance).collect() }
 }
 
-/// The apt suites whose Release expires within a day, or has.
+/// What is served offline only until a time within a day, or no longer
+/// (an apt suite whose Release expires).
 pub(crate) fn apt_valid_until(state: &State) -> Vec<SuiteValidity> {
-    let Some(apt) = state.sides.typed::<pkgproxy_sides::apt::Apt>() else { return Vec::new() };
     let now = state.clock.now();
-    let expiring = apt.index().valid_until_before(now + VALIDITY_WARNED_WITHIN);
-    expiring.into_iter().map(|(suite, until)| SuiteValidity::new(suite, until, now)).collect()
+    let expiring = state.sides.iter().flat_map(|side| side.expiring(now + VALIDITY_WARNED_WITHIN));
+    expiring.map(|(suite, until)| SuiteValidity::new(suite, until, now)).collect()
 }

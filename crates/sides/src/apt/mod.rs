@@ -376,6 +376,10 @@ impl Side for Apt {
             ],
         })
     }
+
+    fn expiring(&self, by: std::time::SystemTime) -> Vec<(String, std::time::SystemTime)> {
+        self.index.valid_until_before(by)
+    }
 }
 
 fn parse_mirrors(config: &ArchiveConfig) -> Result<Vec<Mirror>, ConfigError> {

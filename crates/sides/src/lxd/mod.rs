@@ -422,6 +422,10 @@ impl Side for Lxd {
         }));
         Some(ClientSetup { clients: "LXD images (lxc), snapcraft and the craft tools".to_owned(), lines })
     }
+
+    fn remote_names(&self) -> Vec<String> {
+        self.config().remotes().iter().map(|remote| remote.name.clone()).collect()
+    }
 }
 
 /// An image file: one entry per sha256, whatever named it, checked against
