@@ -22,6 +22,7 @@ mod decision;
 mod failure;
 pub mod go;
 mod id;
+pub mod instances;
 pub mod json;
 mod learned;
 pub mod lxd;

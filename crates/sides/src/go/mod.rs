@@ -32,6 +32,7 @@ pub use sumdb::Sums;
 use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
+use crate::instances::Instances;
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 use path::{escape, is_module_path, is_version, unescape};
@@ -91,7 +92,7 @@ pub enum GoFile {
 /// The go side's configuration, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
-    proxies: Vec<String>,
+    proxies: Instances,
     list_ttl: Duration,
     negative_ttl: Duration,
     sumdb: Option<String>,
@@ -101,14 +102,7 @@ impl Config {
     /// Validates `config`.
     pub fn new(config: &Options) -> Result<Self, ConfigError> {
         let bad = |key, reason: &str| ConfigError { key, reason: reason.to_string() };
-        let proxies = match config.proxies.is_empty() {
-            true => vec![DEFAULT_PROXY.to_string()],
-            false => config.proxies.clone(),
-        };
-        let proxies = proxies
-            .iter()
-            .map(|url| crate::path::base_url(url).map_err(|reason| bad("proxies", &format!("{url:?} {reason}"))))
-            .collect::<Result<Vec<_>, _>>()?;
+        let proxies = Instances::new(&config.proxies, Some(DEFAULT_PROXY)).map_err(|reason| bad("proxies", &reason))?;
         let sumdb = match config.sumdb.as_deref() {
             None => Some(DEFAULT_SUMDB.to_string()),
             Some("off") => None,
@@ -123,18 +117,18 @@ impl Config {
     /// Modules and the checksum database fetched through the parent
     /// pkgproxy at `parent` (`http://host:port`), a module proxy itself.
     pub fn chain_to(&mut self, parent: &str) {
-        self.proxies = vec![format!("{parent}/go")];
+        self.proxies.chain_to(parent, "/go");
     }
 
     /// The upstream proxies' base URLs.
     pub fn proxies(&self) -> &[String] {
-        &self.proxies
+        self.proxies.urls()
     }
 
     /// The configured proxies: these may be on local addresses (each on
     /// its own port only).
     pub fn trusted_urls(&self) -> Vec<String> {
-        self.proxies.iter().filter(|url| *url != DEFAULT_PROXY).cloned().collect()
+        self.proxies.trusted_urls()
     }
 
     /// How long `list` and `@latest` answers stay fresh.
@@ -188,7 +182,8 @@ impl Config {
     }
 
     fn cached(&self, relative: String, class: Class) -> CachedRequest {
-        let origin = Origin { pool: "go".to_string(), instances: self.proxies.clone(), path: format!("/{relative}") };
+        let origin =
+            Origin { pool: "go".to_string(), instances: self.proxies().to_vec(), path: format!("/{relative}") };
         CachedRequest {
             wanted: Wanted { fresh_for: self.list_ttl, ..Wanted::default() },
             asking: Asking {

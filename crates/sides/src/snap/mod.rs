@@ -64,6 +64,7 @@ use crate::decision::{
 use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
+use crate::instances::Instances;
 use crate::route::{Mount, Request};
 use crate::side::{ClientSetup, Side};
 use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
@@ -102,20 +103,13 @@ pub struct ConfigError(String);
 /// The snap side's configuration, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
-    stores: Vec<String>,
+    stores: Instances,
 }
 
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let stores = match options.stores.is_empty() {
-            true => vec![DEFAULT_STORE.to_string()],
-            false => options.stores.clone(),
-        };
-        let stores = stores
-            .iter()
-            .map(|url| crate::path::base_url(url).map_err(|reason| ConfigError(format!("{url:?} {reason}"))))
-            .collect::<Result<Vec<_>, _>>()?;
+        let stores = Instances::new(&options.stores, Some(DEFAULT_STORE)).map_err(ConfigError)?;
         Ok(Config { stores })
     }
 
@@ -123,18 +117,18 @@ impl Config {
     /// (`http://host:port`): its answers name the parent's blob URLs, which
     /// are below that store like any store path.
     pub fn chain_to(&mut self, parent: &str) {
-        self.stores = vec![format!("{parent}/snap")];
+        self.stores.chain_to(parent, "/snap");
     }
 
     /// The store instances' base URLs.
     pub fn stores(&self) -> &[String] {
-        &self.stores
+        self.stores.urls()
     }
 
     /// The configured stores: these may be on local addresses (each on its
     /// own port only).
     pub fn trusted_urls(&self) -> Vec<String> {
-        self.stores.iter().filter(|url| *url != DEFAULT_STORE).cloned().collect()
+        self.stores.trusted_urls()
     }
 }
 
@@ -196,7 +190,7 @@ impl Snap {
             Some(query) => format!("{path}?{query}"),
             None => path.to_string(),
         };
-        Origin { pool: "snap".to_string(), instances: self.config().stores.clone(), path }
+        Origin { pool: "snap".to_string(), instances: self.config().stores().to_vec(), path }
     }
 
     /// A store answer served through the cache under the device and the
@@ -285,7 +279,8 @@ impl Snap {
     /// `body` with its URLs pointing at pkgproxy as served at `at`; `None`
     /// when it is not JSON.
     fn urls_rewritten(&self, at: &ServedAt, body: &[u8]) -> Option<Bytes> {
-        let mut rewriter = Rewriter { stores: &self.config().stores, served_at: at, media: Vec::new() };
+        let config = self.config();
+        let mut rewriter = Rewriter { stores: config.stores(), served_at: at, media: Vec::new() };
         let rewritten = rewriter.rewrite(body)?;
         self.media.learn(rewriter.media);
         Some(Bytes::from(rewritten))
@@ -322,7 +317,7 @@ impl Snap {
         let device = &Device::of(headers);
         let why = unavailable(failure)?;
         let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
-        let answer = actions::replay(device, &request, &why, self, &self.config().stores);
+        let answer = actions::replay(device, &request, &why, self, self.config().stores());
         Some(json_answer(StatusCode::OK, &answer))
     }
 }

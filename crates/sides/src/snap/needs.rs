@@ -131,7 +131,8 @@ impl Snap {
         let snap_id = snap.get("snap-id").and_then(Value::as_str).map(str::to_owned);
         let named_publisher = snap.pointer("/publisher/id").and_then(Value::as_str).map(str::to_owned);
         let served_at = ServedAt { base: String::new() };
-        let mut rewriter = Rewriter { stores: &self.config().stores, served_at: &served_at, media: Vec::new() };
+        let config = self.config();
+        let mut rewriter = Rewriter { stores: config.stores(), served_at: &served_at, media: Vec::new() };
         let rewritten = serde_json::to_vec(&snap).ok().and_then(|snap| rewriter.rewrite(&snap));
         let snap: Value = rewritten.and_then(|snap| serde_json::from_slice(&snap).ok()).unwrap_or(Value::Null);
         let (Some(digest), Some(download), Some(snap_id)) =

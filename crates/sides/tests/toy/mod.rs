@@ -14,6 +14,7 @@ use pkgproxy_cache::{Cache, Class};
 use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Origin, Refusal};
 use crate::id::SideId;
+use crate::instances::Instances;
 use crate::route::Request;
 use crate::side::Side;
 
@@ -29,13 +30,13 @@ pub struct Options {
 /// `[toy]`, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
-    mirrors: Vec<String>,
+    mirrors: Instances,
 }
 
 /// Reads and validates `[toy]`.
 pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, ConfigError> {
     let options: Options = file.section(SideId::Toy)?;
-    let mirrors = options.mirrors.iter().map(|url| crate::path::base_url(url)).collect::<Result<Vec<_>, _>>();
+    let mirrors = Instances::new(&options.mirrors, None);
     let mirrors =
         mirrors.map_err(|reason| ConfigError { side: SideId::Toy, message: format!("toy.mirrors: {reason}") })?;
     Ok(Box::new(Config { mirrors }))
@@ -57,7 +58,7 @@ impl SideConfig for Config {
     }
 
     fn trusted_urls(&self) -> Vec<String> {
-        self.mirrors.clone()
+        self.mirrors.trusted_urls()
     }
 
     fn clone_box(&self) -> Box<dyn SideConfig> {
@@ -84,8 +85,11 @@ impl Side for Toy {
             Ok(path) => path,
             Err(refusal) => return Decision::Refuse(refusal),
         };
-        let origin =
-            Origin { pool: "toy".to_owned(), instances: self.config.load().mirrors.clone(), path: path.clone() };
+        let origin = Origin {
+            pool: "toy".to_owned(),
+            instances: self.config.load().mirrors.urls().to_vec(),
+            path: path.clone(),
+        };
         Decision::cache(CachedRequest::new(SideId::Toy, format!("toy{path}"), origin, Class::Immutable))
     }
 }
