@@ -125,33 +125,84 @@ pub struct OpenError {
     pub message: String,
 }
 
-/// A side's configuration, validated: what the side is opened with, and
-/// swapped in on a reload.
-pub trait SideConfig: std::any::Any + Send + Sync + fmt::Debug {
-    /// Which side it configures.
-    fn id(&self) -> SideId;
+/// A side's configuration, validated, as its folder writes it: what is
+/// particular to the side. [`SideConfig`] follows from it.
+pub trait Configures: Clone + fmt::Debug + Send + Sync + 'static {
+    /// The side it configures.
+    type Side: Side;
+
+    /// Which side that is.
+    const ID: SideId;
 
     /// Opens the side with it, with what the side learnt, kept in and
     /// beside `cache`. Blocking.
-    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError>;
+    fn open_side(&self, cache: &Cache) -> Result<Self::Side, String>;
 
     /// Makes it `side`'s configuration for the requests from now on (a
     /// reload); what the side learnt is kept.
-    fn reconfigure(&self, side: &dyn Side);
+    fn swap_into(&self, side: &Self::Side);
 
     /// The configured upstreams' URLs: their hosts may be on local
     /// addresses, each on its own port only.
-    fn trusted_urls(&self) -> Vec<String> {
+    fn trusted(&self) -> Vec<String> {
         Vec::new()
     }
 
     /// Fetches from the side's endpoint on the parent pkgproxy at `parent`
-    /// (`http://host:port`), its one instance: the parent spreads over the
-    /// upstream's own instances and caches for every child.
-    fn chain_to(&mut self, _parent: &str) {}
+    /// (`http://host:port`): the parent spreads over the upstream's own
+    /// instances and caches for every child.
+    fn chain(&mut self, _parent: &str) {}
+}
+
+/// A side's configuration, validated, as the list of sides holds it: what
+/// the side is opened with, and swapped in on a reload.
+pub trait SideConfig: std::any::Any + Send + Sync + fmt::Debug {
+    /// Which side it configures.
+    fn id(&self) -> SideId;
+
+    /// Opens the side with it. Blocking.
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError>;
+
+    /// Makes it `side`'s configuration for the requests from now on.
+    fn reconfigure(&self, side: &dyn Side);
+
+    /// The configured upstreams' URLs, trusted on local addresses.
+    fn trusted_urls(&self) -> Vec<String>;
+
+    /// Fetches from the side's endpoint on the parent pkgproxy at `parent`.
+    fn chain_to(&mut self, parent: &str);
 
     /// A copy of it.
     fn clone_box(&self) -> Box<dyn SideConfig>;
+}
+
+impl<C: Configures> SideConfig for C {
+    fn id(&self) -> SideId {
+        C::ID
+    }
+
+    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
+        let side = self.open_side(cache).map_err(|message| OpenError { side: C::ID, message })?;
+        Ok(Box::new(side))
+    }
+
+    fn reconfigure(&self, side: &dyn Side) {
+        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<C::Side>() {
+            self.swap_into(side);
+        }
+    }
+
+    fn trusted_urls(&self) -> Vec<String> {
+        self.trusted()
+    }
+
+    fn chain_to(&mut self, parent: &str) {
+        self.chain(parent);
+    }
+
+    fn clone_box(&self) -> Box<dyn SideConfig> {
+        Box::new(self.clone())
+    }
 }
 
 impl Clone for Box<dyn SideConfig> {

@@ -39,7 +39,7 @@ pub mod snap;
 #[path = "../tests/toy/mod.rs"]
 pub mod toy;
 
-pub use config::{ConfigError, OpenError, SideConfig, SidesFile};
+pub use config::{ConfigError, Configures, OpenError, SideConfig, SidesFile};
 pub use decision::{
     Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest,
     GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects, Refusal, Reply,

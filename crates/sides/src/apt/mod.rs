@@ -27,7 +27,7 @@ use pkgproxy_cache::{Cache, Verifier};
 
 pub use archives::{builtin, Archive, HostPattern, Mirror};
 
-use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
@@ -202,29 +202,20 @@ pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> 
     Ok(Box::new(config))
 }
 
-impl SideConfig for Config {
-    fn id(&self) -> SideId {
-        SideId::Apt
+impl Configures for Config {
+    type Side = Apt;
+    const ID: SideId = SideId::Apt;
+
+    fn open_side(&self, cache: &Cache) -> Result<Apt, String> {
+        Apt::open(self.clone(), cache.dir(), cache.clock()).map_err(|error| error.to_string())
     }
 
-    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
-        let opened = Apt::open(self.clone(), cache.dir(), cache.clock());
-        let side = opened.map_err(|error| OpenError { side: SideId::Apt, message: error.to_string() })?;
-        Ok(Box::new(side))
+    fn swap_into(&self, side: &Apt) {
+        side.reconfigure(self.clone());
     }
 
-    fn reconfigure(&self, side: &dyn Side) {
-        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Apt>() {
-            side.reconfigure(self.clone());
-        }
-    }
-
-    fn trusted_urls(&self) -> Vec<String> {
-        Config::trusted_urls(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn SideConfig> {
-        Box::new(self.clone())
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
     }
 }
 

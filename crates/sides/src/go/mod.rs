@@ -29,7 +29,7 @@ pub use dirhash::{check_zip, hash_mod};
 pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
-use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -297,31 +297,24 @@ pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> 
     Ok(Box::new(config))
 }
 
-impl SideConfig for Config {
-    fn id(&self) -> SideId {
-        SideId::Go
+impl Configures for Config {
+    type Side = Go;
+    const ID: SideId = SideId::Go;
+
+    fn open_side(&self, _cache: &Cache) -> Result<Go, String> {
+        Ok(Go::new(self.clone()))
     }
 
-    fn open(&self, _cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
-        Ok(Box::new(Go::new(self.clone())))
+    fn swap_into(&self, side: &Go) {
+        side.reconfigure(self.clone());
     }
 
-    fn reconfigure(&self, side: &dyn Side) {
-        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Go>() {
-            side.reconfigure(self.clone());
-        }
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
     }
 
-    fn trusted_urls(&self) -> Vec<String> {
-        Config::trusted_urls(self)
-    }
-
-    fn chain_to(&mut self, parent: &str) {
-        Config::chain_to(self, parent);
-    }
-
-    fn clone_box(&self) -> Box<dyn SideConfig> {
-        Box::new(self.clone())
+    fn chain(&mut self, parent: &str) {
+        self.chain_to(parent);
     }
 }
 

@@ -44,7 +44,7 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected};
 
-use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
 use crate::decision::{Asking, Reply, Wanted};
 use crate::decision::{
     CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
@@ -284,33 +284,24 @@ pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> 
     Ok(Box::new(config))
 }
 
-impl SideConfig for Config {
-    fn id(&self) -> SideId {
-        SideId::Lxd
+impl Configures for Config {
+    type Side = Lxd;
+    const ID: SideId = SideId::Lxd;
+
+    fn open_side(&self, cache: &Cache) -> Result<Lxd, String> {
+        Lxd::open(self.clone(), cache.clone(), cache.dir()).map_err(|error| error.to_string())
     }
 
-    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
-        let opened = Lxd::open(self.clone(), cache.clone(), cache.dir());
-        let side = opened.map_err(|error| OpenError { side: SideId::Lxd, message: error.to_string() })?;
-        Ok(Box::new(side))
+    fn swap_into(&self, side: &Lxd) {
+        side.reconfigure(self.clone());
     }
 
-    fn reconfigure(&self, side: &dyn Side) {
-        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Lxd>() {
-            side.reconfigure(self.clone());
-        }
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
     }
 
-    fn trusted_urls(&self) -> Vec<String> {
-        Config::trusted_urls(self)
-    }
-
-    fn chain_to(&mut self, parent: &str) {
-        Config::chain_to(self, parent);
-    }
-
-    fn clone_box(&self) -> Box<dyn SideConfig> {
-        Box::new(self.clone())
+    fn chain(&mut self, parent: &str) {
+        self.chain_to(parent);
     }
 }
 

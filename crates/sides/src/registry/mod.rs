@@ -36,7 +36,7 @@ use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, PassedAnswer, Verifier};
 use serde_json::json;
 
-use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
 use crate::decision::{
     Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer,
     Origin, Pointer, PointerRequest, Redirects, Refusal, UpstreamAuth,
@@ -417,31 +417,24 @@ pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> 
     Ok(Box::new(config))
 }
 
-impl SideConfig for Config {
-    fn id(&self) -> SideId {
-        SideId::Registry
+impl Configures for Config {
+    type Side = Registry;
+    const ID: SideId = SideId::Registry;
+
+    fn open_side(&self, cache: &Cache) -> Result<Registry, String> {
+        Ok(Registry::new(self.clone(), cache.clone()))
     }
 
-    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
-        Ok(Box::new(Registry::new(self.clone(), cache.clone())))
+    fn swap_into(&self, side: &Registry) {
+        side.reconfigure(self.clone());
     }
 
-    fn reconfigure(&self, side: &dyn Side) {
-        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Registry>() {
-            side.reconfigure(self.clone());
-        }
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
     }
 
-    fn trusted_urls(&self) -> Vec<String> {
-        Config::trusted_urls(self)
-    }
-
-    fn chain_to(&mut self, parent: &str) {
-        Config::chain_to(self, parent);
-    }
-
-    fn clone_box(&self) -> Box<dyn SideConfig> {
-        Box::new(self.clone())
+    fn chain(&mut self, parent: &str) {
+        self.chain_to(parent);
     }
 }
 

@@ -56,7 +56,7 @@ use serde_json::{json, Value};
 
 pub use device::Device;
 
-use crate::config::{ConfigError as SectionError, OpenError, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
 use crate::decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
     Rewrite, ServedAt,
@@ -329,31 +329,24 @@ pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> 
     Ok(Box::new(config))
 }
 
-impl SideConfig for Config {
-    fn id(&self) -> SideId {
-        SideId::Snap
+impl Configures for Config {
+    type Side = Snap;
+    const ID: SideId = SideId::Snap;
+
+    fn open_side(&self, cache: &Cache) -> Result<Snap, String> {
+        Ok(Snap::new(self.clone(), cache.clone()))
     }
 
-    fn open(&self, cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
-        Ok(Box::new(Snap::new(self.clone(), cache.clone())))
+    fn swap_into(&self, side: &Snap) {
+        side.reconfigure(self.clone());
     }
 
-    fn reconfigure(&self, side: &dyn Side) {
-        if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<Snap>() {
-            side.reconfigure(self.clone());
-        }
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
     }
 
-    fn trusted_urls(&self) -> Vec<String> {
-        Config::trusted_urls(self)
-    }
-
-    fn chain_to(&mut self, parent: &str) {
-        Config::chain_to(self, parent);
-    }
-
-    fn clone_box(&self) -> Box<dyn SideConfig> {
-        Box::new(self.clone())
+    fn chain(&mut self, parent: &str) {
+        self.chain_to(parent);
     }
 }
 

@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use http::Method;
 use pkgproxy_cache::{Cache, Class};
 
-use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Origin, Refusal};
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -42,27 +42,20 @@ pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, ConfigError> {
     Ok(Box::new(Config { mirrors }))
 }
 
-impl SideConfig for Config {
-    fn id(&self) -> SideId {
-        SideId::Toy
+impl Configures for Config {
+    type Side = Toy;
+    const ID: SideId = SideId::Toy;
+
+    fn open_side(&self, _cache: &Cache) -> Result<Toy, String> {
+        Ok(Toy { config: ArcSwap::from_pointee(self.clone()) })
     }
 
-    fn open(&self, _cache: &Cache) -> Result<Box<dyn Side>, OpenError> {
-        Ok(Box::new(Toy { config: ArcSwap::from_pointee(self.clone()) }))
+    fn swap_into(&self, side: &Toy) {
+        side.config.store(Arc::new(self.clone()));
     }
 
-    fn reconfigure(&self, side: &dyn Side) {
-        if let Some(toy) = (side as &dyn std::any::Any).downcast_ref::<Toy>() {
-            toy.config.store(Arc::new(self.clone()));
-        }
-    }
-
-    fn trusted_urls(&self) -> Vec<String> {
+    fn trusted(&self) -> Vec<String> {
         self.mirrors.trusted_urls()
-    }
-
-    fn clone_box(&self) -> Box<dyn SideConfig> {
-        Box::new(self.clone())
     }
 }
 
