@@ -60,7 +60,9 @@ fn hint(state: &State, request: &Request<Incoming>) -> String {
     let mut hint = format!("pkgproxy: no side of pkgproxy serves this path. Point each client at http://{host}/:");
     for side in state.sides.iter() {
         if let Some(setup) = side.client_setup(&host) {
+            // The line alone: its comment speaks of the page's next lines.
             let first = setup.lines.first().map(String::as_str).unwrap_or_default();
+            let first = first.split("   #").next().unwrap_or(first);
             hint.push_str(&format!("\n  {} ({}): {first}", side.id(), setup.clients));
         }
     }
