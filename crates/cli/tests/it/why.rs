@@ -195,3 +195,21 @@ async fn an_lxd_index_generation_says_why_it_was_not_a_plain_hit() {
     let why = stale.header("x-pkgproxy-reason").unwrap_or_default();
     assert!(why.starts_with("upstream failed"), "{why}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_no_side_serves_is_told_how_each_side_s_clients_are_pointed_at_pkgproxy() {
+    let server = crate::inproc::Server::start(None).await;
+    let answer = pkgproxy_testkit::client::get(server.proxy_addr(), "/nothing/here").await;
+    assert_eq!(answer.status, 404);
+    let text = String::from_utf8_lossy(&answer.body).into_owned();
+    let host = server.proxy_addr();
+    for line in [
+        format!("Acquire::http::Proxy \"http://{host}/\";"),
+        format!("export GOPROXY=http://{host}/go"),
+        format!("SNAPPY_FORCE_API_URL=http://{host}/snap/"),
+        format!("\"registry-mirrors\": [\"http://{host}\"]"),
+        format!("pkgproxyctl setup lxd-remote -addr {host}\n"),
+    ] {
+        assert!(text.contains(&line), "{line} missing from:\n{text}");
+    }
+}
