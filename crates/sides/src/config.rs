@@ -211,6 +211,28 @@ impl Clone for Box<dyn SideConfig> {
     }
 }
 
+/// A side's configuration at run time: swapped whole on a reload, while
+/// requests under way keep the one they read.
+#[derive(Debug)]
+pub struct Reloadable<C>(arc_swap::ArcSwap<C>);
+
+impl<C> Reloadable<C> {
+    /// Holding `config`.
+    pub fn new(config: C) -> Reloadable<C> {
+        Reloadable(arc_swap::ArcSwap::from_pointee(config))
+    }
+
+    /// The configuration now.
+    pub fn get(&self) -> arc_swap::Guard<std::sync::Arc<C>> {
+        self.0.load()
+    }
+
+    /// `config` from now on.
+    pub fn swap(&self, config: C) {
+        self.0.store(std::sync::Arc::new(config));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -16,7 +16,7 @@ mod integrity;
 pub mod packages;
 pub mod release;
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::Guard;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ use pkgproxy_cache::{Cache, Verifier};
 
 pub use archives::{builtin, Archive, HostPattern, Mirror};
 
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
@@ -158,8 +158,7 @@ impl Config {
 /// archives' `Release` and `Packages` files say.
 #[derive(Debug)]
 pub struct Apt {
-    /// Swapped whole on a reload; requests under way keep the one they read.
-    config: ArcSwap<Config>,
+    config: Reloadable<Config>,
     index: Arc<AptIndex>,
     /// The wall clock a Release's date is held against.
     clock: Arc<dyn pkgproxy_cache::Clock>,
@@ -176,17 +175,12 @@ impl Apt {
     /// Opens the index beside the cache (`apt-index.redb` in `cache_dir`).
     pub fn open(config: Config, cache_dir: &Path, clock: Arc<dyn pkgproxy_cache::Clock>) -> Result<Self, IndexError> {
         let index = AptIndex::open(&cache_dir.join("apt-index.redb"))?;
-        Ok(Apt { config: ArcSwap::from_pointee(config), index: Arc::new(index), clock })
+        Ok(Apt { config: Reloadable::new(config), index: Arc::new(index), clock })
     }
 
     /// The side's validated configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
-        self.config.load()
-    }
-
-    /// Takes `config` for the requests from now on (a reload).
-    pub fn reconfigure(&self, config: Config) {
-        self.config.store(Arc::new(config));
+        self.config.get()
     }
 
     /// What the archives' `Release` and `Packages` files said, as learnt.
@@ -211,7 +205,7 @@ impl Configures for Config {
     }
 
     fn swap_into(&self, side: &Apt) {
-        side.reconfigure(self.clone());
+        side.config.swap(self.clone());
     }
 
     fn trusted(&self) -> Vec<String> {

@@ -17,7 +17,7 @@ mod integrity;
 pub mod path;
 pub mod sumdb;
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::Guard;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,7 @@ pub use dirhash::{check_zip, hash_mod};
 pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -269,25 +269,19 @@ impl Config {
 /// it remembers.
 #[derive(Debug)]
 pub struct Go {
-    /// Swapped whole on a reload; requests under way keep the one they read.
-    config: ArcSwap<Config>,
+    config: Reloadable<Config>,
     not_found: crate::remembered::RememberedAnswers,
 }
 
 impl Go {
     /// The side with nothing remembered yet.
     pub fn new(config: Config) -> Self {
-        Go { config: ArcSwap::from_pointee(config), not_found: crate::remembered::RememberedAnswers::default() }
+        Go { config: Reloadable::new(config), not_found: crate::remembered::RememberedAnswers::default() }
     }
 
     /// The side's validated configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
-        self.config.load()
-    }
-
-    /// Takes `config` for the requests from now on (a reload).
-    pub fn reconfigure(&self, config: Config) {
-        self.config.store(Arc::new(config));
+        self.config.get()
     }
 }
 
@@ -306,7 +300,7 @@ impl Configures for Config {
     }
 
     fn swap_into(&self, side: &Go) {
-        side.reconfigure(self.clone());
+        side.config.swap(self.clone());
     }
 
     fn trusted(&self) -> Vec<String> {

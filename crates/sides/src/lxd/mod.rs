@@ -35,7 +35,7 @@ pub mod stream;
 
 use std::sync::Arc;
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::Guard;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -44,7 +44,7 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected};
 
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{Asking, Reply, Wanted};
 use crate::decision::{
     CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
@@ -191,8 +191,7 @@ impl Config {
 /// remote, and the cache its files are kept in.
 #[derive(Debug)]
 pub struct Lxd {
-    /// Swapped whole on a reload; requests under way keep the one they read.
-    config: ArcSwap<Config>,
+    config: Reloadable<Config>,
     items: Items,
     cache: Cache,
 }
@@ -202,17 +201,12 @@ impl Lxd {
     /// `cache_dir`. Blocking.
     pub fn open(config: Config, cache: Cache, cache_dir: &Path) -> Result<Lxd, ItemsError> {
         let items = Items::open(&cache_dir.join("lxd-items.redb"))?;
-        Ok(Lxd { config: ArcSwap::from_pointee(config), items, cache })
+        Ok(Lxd { config: Reloadable::new(config), items, cache })
     }
 
     /// Its configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
-        self.config.load()
-    }
-
-    /// Takes `config` for the requests from now on (a reload).
-    pub fn reconfigure(&self, config: Config) {
-        self.config.store(Arc::new(config));
+        self.config.get()
     }
 
     /// The remote whose instance `target` is below (the longest such
@@ -293,7 +287,7 @@ impl Configures for Config {
     }
 
     fn swap_into(&self, side: &Lxd) {
-        side.reconfigure(self.clone());
+        side.config.swap(self.clone());
     }
 
     fn trusted(&self) -> Vec<String> {

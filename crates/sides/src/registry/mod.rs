@@ -24,7 +24,7 @@
 pub mod links;
 pub mod name;
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::Guard;
 use std::collections::HashSet;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
@@ -36,7 +36,7 @@ use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, PassedAnswer, Verifier};
 use serde_json::json;
 
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{
     Access, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, ForwardRequest, LocalAnswer,
     Origin, Pointer, PointerRequest, Redirects, Refusal, UpstreamAuth,
@@ -229,8 +229,7 @@ impl Config {
 /// manifest fetched by tag is also kept in under its digest.
 #[derive(Debug)]
 pub struct Registry {
-    /// Swapped whole on a reload; requests under way keep the one they read.
-    config: ArcSwap<Config>,
+    config: Reloadable<Config>,
     cache: Cache,
     /// The repositories (`registry/repository`) an anonymous token cannot
     /// pull from: a client's own credentials go to them. Learnt again after
@@ -246,7 +245,7 @@ impl Registry {
     /// The side with `config`, keeping manifests in `cache`.
     pub fn new(config: Config, cache: Cache) -> Registry {
         Registry {
-            config: ArcSwap::from_pointee(config),
+            config: Reloadable::new(config),
             cache,
             private: Mutex::new(HashSet::new()),
             refused: RememberedAnswers::default(),
@@ -255,12 +254,7 @@ impl Registry {
 
     /// Its configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
-        self.config.load()
-    }
-
-    /// Takes `config` for the requests from now on (a reload).
-    pub fn reconfigure(&self, config: Config) {
-        self.config.store(Arc::new(config));
+        self.config.get()
     }
 
     /// A blob or manifest by digest: one entry per digest, checked against
@@ -426,7 +420,7 @@ impl Configures for Config {
     }
 
     fn swap_into(&self, side: &Registry) {
-        side.reconfigure(self.clone());
+        side.config.swap(self.clone());
     }
 
     fn trusted(&self) -> Vec<String> {

@@ -44,7 +44,7 @@ mod media;
 pub mod needs;
 pub mod rewrite;
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::Guard;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,7 +56,7 @@ use serde_json::{json, Value};
 
 pub use device::Device;
 
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
     Rewrite, ServedAt,
@@ -136,8 +136,7 @@ impl Config {
 /// and assertions are read back from, and the media hosts the store named.
 #[derive(Debug)]
 pub struct Snap {
-    /// Swapped whole on a reload; requests under way keep the one they read.
-    config: ArcSwap<Config>,
+    config: Reloadable<Config>,
     cache: Cache,
     /// The media URLs store answers named: what the media relay fetches.
     media: media::NamedMedia,
@@ -146,17 +145,12 @@ pub struct Snap {
 impl Snap {
     /// The side, reading back what it recorded from `cache`.
     pub fn new(config: Config, cache: Cache) -> Snap {
-        Snap { config: ArcSwap::from_pointee(config), cache, media: media::NamedMedia::default() }
+        Snap { config: Reloadable::new(config), cache, media: media::NamedMedia::default() }
     }
 
     /// Its configuration.
     pub fn config(&self) -> Guard<Arc<Config>> {
-        self.config.load()
-    }
-
-    /// Takes `config` for the requests from now on (a reload).
-    pub fn reconfigure(&self, config: Config) {
-        self.config.store(Arc::new(config));
+        self.config.get()
     }
 
     /// A request with a user's authorization: forwarded as it is, except
@@ -338,7 +332,7 @@ impl Configures for Config {
     }
 
     fn swap_into(&self, side: &Snap) {
-        side.reconfigure(self.clone());
+        side.config.swap(self.clone());
     }
 
     fn trusted(&self) -> Vec<String> {

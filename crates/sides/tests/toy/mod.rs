@@ -5,13 +5,10 @@
 //! table. Nothing in the server, the command line or the control
 //! messages names it; the test that builds it serves a file through it.
 
-use std::sync::Arc;
-
-use arc_swap::ArcSwap;
 use http::Method;
 use pkgproxy_cache::{Cache, Class};
 
-use crate::config::{ConfigError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Origin, Refusal};
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -47,11 +44,11 @@ impl Configures for Config {
     const ID: SideId = SideId::Toy;
 
     fn open_side(&self, _cache: &Cache) -> Result<Toy, String> {
-        Ok(Toy { config: ArcSwap::from_pointee(self.clone()) })
+        Ok(Toy { config: Reloadable::new(self.clone()) })
     }
 
     fn swap_into(&self, side: &Toy) {
-        side.config.store(Arc::new(self.clone()));
+        side.config.swap(self.clone());
     }
 
     fn trusted(&self) -> Vec<String> {
@@ -62,7 +59,7 @@ impl Configures for Config {
 /// The toy side at run time.
 #[derive(Debug)]
 pub struct Toy {
-    config: ArcSwap<Config>,
+    config: Reloadable<Config>,
 }
 
 impl Side for Toy {
@@ -78,11 +75,8 @@ impl Side for Toy {
             Ok(path) => path,
             Err(refusal) => return Decision::Refuse(refusal),
         };
-        let origin = Origin {
-            pool: "toy".to_owned(),
-            instances: self.config.load().mirrors.urls().to_vec(),
-            path: path.clone(),
-        };
+        let origin =
+            Origin { pool: "toy".to_owned(), instances: self.config.get().mirrors.urls().to_vec(), path: path.clone() };
         Decision::cache(CachedRequest::new(SideId::Toy, format!("toy{path}"), origin, Class::Immutable))
     }
 }
