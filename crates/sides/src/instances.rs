@@ -1,8 +1,9 @@
 //! The instances of one upstream pool as a side's section names them
-//! (`[go] proxies`, `[snap] stores`): each a base URL; the side's built-in
-//! one when none is configured; the configured ones trusted on local
-//! addresses; all of them replaced by the parent pkgproxy's endpoint for
-//! the side when there is a parent.
+//! (`[go] proxies`, `[snap] stores`, each `[[registry.upstream]]` and
+//! `[[lxd.remote]]`): each a base URL; the side's built-in one when none is
+//! configured; the configured ones trusted on local addresses; all of them
+//! replaced by the parent pkgproxy's endpoint for them when there is a
+//! parent.
 
 /// The instances of one pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,11 @@ impl Instances {
         };
         let checked = urls.iter().map(|url| crate::path::base_url(url).map_err(|reason| format!("{url:?} {reason}")));
         Ok(Instances { urls: checked.collect::<Result<_, _>>()?, built_in })
+    }
+
+    /// The built-in instance `url` alone (checked by the side's tests).
+    pub fn built_in(url: &'static str) -> Instances {
+        Instances { urls: vec![url.to_owned()], built_in: Some(url) }
     }
 
     /// Their base URLs, in the configured order.

@@ -50,6 +50,7 @@ use crate::decision::{
     CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
 };
 use crate::id::SideId;
+use crate::instances::Instances;
 use crate::learned::Learned;
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
@@ -111,8 +112,8 @@ pub struct ConfigError {
 pub struct Remote {
     /// Its mount name.
     pub name: String,
-    /// Its instances' base URLs, without a trailing slash.
-    pub mirrors: Vec<String>,
+    /// Its instances.
+    pub mirrors: Instances,
     /// Each instance's host (lower-case) and path prefix (no trailing
     /// slash), for matching forward-proxy requests without parsing URLs
     /// on every request.
@@ -120,8 +121,8 @@ pub struct Remote {
 }
 
 impl Remote {
-    fn new(name: &str, mirrors: Vec<String>) -> Remote {
-        let roots = mirrors.iter().filter_map(|mirror| host_and_prefix(mirror)).collect();
+    fn new(name: &str, mirrors: Instances) -> Remote {
+        let roots = mirrors.urls().iter().filter_map(|mirror| host_and_prefix(mirror)).collect();
         Remote { name: name.to_string(), mirrors, roots }
     }
 }
@@ -138,7 +139,7 @@ impl Config {
     /// a new name adds a remote.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
         let mut remotes: Vec<Remote> =
-            BUILT_IN.iter().map(|(name, url)| Remote::new(name, vec![url.to_string()])).collect();
+            BUILT_IN.iter().map(|(name, url)| Remote::new(name, Instances::built_in(url))).collect();
         for configured in &options.remotes {
             let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
             let name_ok = !configured.name.is_empty()
@@ -149,11 +150,7 @@ impl Config {
             if configured.mirrors.is_empty() {
                 return Err(bad("has no mirrors".into()));
             }
-            let mirrors = configured
-                .mirrors
-                .iter()
-                .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
-                .collect::<Result<Vec<_>, _>>()?;
+            let mirrors = Instances::new(&configured.mirrors, None).map_err(bad)?;
             remotes.retain(|remote| remote.name != configured.name);
             remotes.push(Remote::new(&configured.name, mirrors));
         }
@@ -165,7 +162,7 @@ impl Config {
     /// requests are still matched against the remote's own instances.
     pub fn chain_to(&mut self, parent: &str) {
         for remote in &mut self.remotes {
-            remote.mirrors = vec![format!("{parent}/lxd/{}", remote.name)];
+            remote.mirrors.chain_to(parent, &format!("/lxd/{}", remote.name));
         }
     }
 
@@ -182,8 +179,7 @@ impl Config {
     /// The configured instances: these may be on local addresses (each on
     /// its own port only).
     pub fn trusted_urls(&self) -> Vec<String> {
-        let built_in = |url: &String| BUILT_IN.iter().any(|(_, known)| known == url);
-        self.remotes.iter().flat_map(|remote| &remote.mirrors).filter(|url| !built_in(url)).cloned().collect()
+        self.remotes.iter().flat_map(|remote| remote.mirrors.trusted_urls()).collect()
     }
 }
 
@@ -450,7 +446,11 @@ fn member_key(remote: &str, path: &str) -> String {
 
 fn origin(remote: &Remote, path: &str) -> Origin {
     let encoded = percent_encoding::utf8_percent_encode(path, PATH_ENCODED).to_string();
-    Origin { pool: format!("lxd {}", remote.name), instances: remote.mirrors.clone(), path: format!("/{encoded}") }
+    Origin {
+        pool: format!("lxd {}", remote.name),
+        instances: remote.mirrors.urls().to_vec(),
+        path: format!("/{encoded}"),
+    }
 }
 
 /// What is percent-encoded in an upstream path: what cannot stand in a

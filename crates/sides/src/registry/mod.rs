@@ -44,6 +44,7 @@ use crate::decision::{
 use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
+use crate::instances::Instances;
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
@@ -140,8 +141,8 @@ pub struct ConfigError {
 pub struct Upstream {
     /// The name clients use.
     pub name: String,
-    /// The instances' base URLs, without a trailing slash.
-    pub mirrors: Vec<String>,
+    /// Its instances.
+    pub mirrors: Instances,
     /// The account pkgproxy pulls as, if any.
     pub credentials: Option<Credentials>,
     /// The one mirror is a parent pkgproxy's path for this registry
@@ -167,7 +168,7 @@ impl Config {
             .iter()
             .map(|(name, url)| Upstream {
                 name: name.to_string(),
-                mirrors: vec![url.to_string()],
+                mirrors: Instances::built_in(url),
                 credentials: None,
                 below_parent: false,
             })
@@ -187,11 +188,7 @@ impl Config {
             if credentials.as_ref().is_some_and(|c| c.0.split_once(':').is_none_or(|(user, _)| user.is_empty())) {
                 return Err(bad("credentials are user:password".into()));
             }
-            let mirrors = configured
-                .mirrors
-                .iter()
-                .map(|url| crate::path::base_url(url).map_err(|reason| bad(format!("{url:?} {reason}"))))
-                .collect::<Result<Vec<_>, _>>()?;
+            let mirrors = Instances::new(&configured.mirrors, None).map_err(bad)?;
             upstreams.retain(|upstream| upstream.name != name);
             upstreams.push(Upstream { name, mirrors, credentials, below_parent: false });
         }
@@ -207,7 +204,7 @@ impl Config {
     /// (`http://host:port`), which keeps its own mirrors of each.
     pub fn chain_to(&mut self, parent: &str) {
         for upstream in &mut self.upstreams {
-            upstream.mirrors = vec![format!("{parent}/v2/{}", upstream.name)];
+            upstream.mirrors.chain_to(parent, &format!("/v2/{}", upstream.name));
             upstream.below_parent = true;
         }
     }
@@ -220,8 +217,7 @@ impl Config {
     /// The configured instances: these may be on local addresses (each
     /// on its own port only).
     pub fn trusted_urls(&self) -> Vec<String> {
-        let built_in = |url: &String| BUILT_IN.iter().any(|(_, known)| known == url);
-        self.upstreams.iter().flat_map(|upstream| &upstream.mirrors).filter(|url| !built_in(url)).cloned().collect()
+        self.upstreams.iter().flat_map(|upstream| upstream.mirrors.trusted_urls()).collect()
     }
 }
 
@@ -673,7 +669,7 @@ fn origin(upstream: &Upstream, path: String) -> Origin {
         true => path.strip_prefix("/v2").map(str::to_string).unwrap_or(path),
         false => path,
     };
-    Origin { pool: format!("registry {}", upstream.name), instances: upstream.mirrors.clone(), path }
+    Origin { pool: format!("registry {}", upstream.name), instances: upstream.mirrors.urls().to_vec(), path }
 }
 
 /// What is asked upstream: manifests in the fixed modern set; blobs as

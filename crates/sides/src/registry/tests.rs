@@ -137,8 +137,8 @@ fn failures_are_told_in_the_spec_s_envelope_and_never_as_a_500() {
 #[test]
 fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     let registry = registry();
-    assert_eq!(registry.config().upstream("docker.io").unwrap().mirrors, ["http://127.0.0.1:5010"]);
-    assert_eq!(registry.config().upstream("ghcr.io").unwrap().mirrors, ["https://ghcr.io"]);
+    assert_eq!(registry.config().upstream("docker.io").unwrap().mirrors.urls(), ["http://127.0.0.1:5010"]);
+    assert_eq!(registry.config().upstream("ghcr.io").unwrap().mirrors.urls(), ["https://ghcr.io"]);
     assert!(registry.config().upstream("registry.lan:5000").is_some());
     let mut urls = registry.config().trusted_urls();
     urls.sort();
