@@ -109,7 +109,7 @@ pub const DEFAULT_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::fro
 pub enum SettingsError {
     /// A side's section is wrong.
     #[error("{0}")]
-    Side(#[from] pkgproxy_sides::ConfigError),
+    Side(String),
     /// A `[upstream] resolve` entry is wrong.
     #[error("upstream.resolve entry {entry:?}: {reason}")]
     Resolve {
@@ -189,6 +189,14 @@ pub struct Overrides {
     /// `-state-dir`: where what is not cache is kept (the listener's TLS
     /// certificate, which clients pin); `None`: beside the cache.
     pub state_dir: Option<PathBuf>,
+}
+
+/// A side's error, without the credentials a configured mirror's URL may
+/// carry: the error is logged, and told on the admin socket.
+impl From<pkgproxy_sides::ConfigError> for SettingsError {
+    fn from(error: pkgproxy_sides::ConfigError) -> Self {
+        SettingsError::Side(crate::redact::urls_in(&error.to_string()))
+    }
 }
 
 /// Nothing overridden: the file's values, the mode saved nowhere, no
@@ -397,6 +405,13 @@ fn parse_resolve(entry: &str) -> Result<(String, u16, SocketAddr), SettingsError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_side_s_error_never_shows_a_mirror_s_credentials() {
+        let file = ConfigFile::parse("[go]\nproxies = [\"https://puller:s3cret@/x\"]\n").unwrap();
+        let error = Settings::new(PathBuf::from("/cache"), &file, &Overrides::default()).unwrap_err().to_string();
+        assert!(error.starts_with("go.proxies: ") && !error.contains("s3cret") && !error.contains("puller"), "{error}");
+    }
 
     #[test]
     fn the_example_configuration_is_valid() {
