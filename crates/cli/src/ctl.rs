@@ -9,8 +9,9 @@ use clap::{Parser, Subcommand};
 use pkgproxy_control::{ControlClient, Explanation, Info, ModeRequest, OfflineReport, FROM_CONFIGURE_HOOK};
 use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 
+use pkgproxy_sides::setup::{Action, Details, Procedure, Setup, SetupClient, Target};
+
 use crate::paths;
-use crate::setup::{self, Client};
 
 /// What `pkgproxyctl --help` closes with.
 const EXAMPLES: &str = "\
@@ -87,16 +88,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print what to set for a client to use this pkgproxy; for the
-    /// clients set up by a file (apt, go, snap, docker, containerd, podman,
-    /// k3s, rke2), `--apply` writes it and makes the client read it,
-    /// `--undo` takes it back. A file that is not pkgproxy's is never
+    /// Print what to set for a client to use this pkgproxy; `--apply`
+    /// writes it and makes the client read it, `--undo` takes it back (a
+    /// setup made through the client's own tool, as `lxc`, is done unless
+    /// `--print` is given). A file that is not pkgproxy's is never
     /// written over; a service is restarted only when its file changed,
     /// and only if it runs. PKGPROXY_SETUP_ROOT=DIR: every path works
     /// under DIR instead of /, restarting nothing.
     Setup {
         /// The client.
-        client: Client,
+        #[arg(value_parser = setup_clients())]
+        client: String,
         /// The host clients reach pkgproxy at (default: from its listening
         /// address, or this machine's name when it listens on every address).
         #[arg(long, value_name = "HOST")]
@@ -120,7 +122,8 @@ enum Command {
         /// Write or remove the setup only, restarting nothing.
         #[arg(long, hide = true)]
         no_restart: bool,
-        /// lxd-remote: the machine's LXD configuration, not the user's.
+        /// The machine's configuration rather than the user's, for a client
+        /// that has both (lxd-remote).
         #[arg(long)]
         global: bool,
         /// lxd: the project whose default profile gets the settings
@@ -277,6 +280,7 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
         }
         Command::Setup { client, host, addr, apply, undo, root, no_restart, global, project, print } => {
             let wanted = Wanted { apply, undo, print, restart: !no_restart };
+            let client = setup_client(&client)?;
             return setup(&stats, client, host.as_deref(), addr.as_deref(), wanted, &root, global, project.as_deref())
                 .await;
         }
@@ -335,13 +339,37 @@ struct Wanted {
     restart: bool,
 }
 
-/// `setup CLIENT`: for pkgproxy at `-addr` (no daemon asked, but for
-/// `lxd-remote`, whose remotes and certificate the pkgproxy there tells),
+/// The clients `setup` knows, each side's, with what each is.
+fn setup_clients() -> clap::builder::PossibleValuesParser {
+    let clients = pkgproxy_sides::setup_clients();
+    clap::builder::PossibleValuesParser::new(
+        clients.map(|client| clap::builder::PossibleValue::new(client.name).help(client.about)),
+    )
+}
+
+/// The client `setup` was asked for, by its name.
+fn setup_client(name: &str) -> anyhow::Result<&'static SetupClient> {
+    pkgproxy_sides::setup_clients().find(|client| client.name == name).with_context(|| format!("no client {name:?}"))
+}
+
+/// What the flags ask `procedure` to do.
+fn setup_action(procedure: &dyn Procedure, wanted: Wanted) -> Action {
+    match (wanted.apply, wanted.undo, wanted.print) {
+        (true, _, _) => Action::Apply,
+        (_, true, true) => Action::PrintUndo,
+        (_, true, false) => Action::Undo,
+        (_, false, true) => Action::Print,
+        (_, false, false) => procedure.unasked(),
+    }
+}
+
+/// `setup CLIENT`: for pkgproxy at `-addr` (no daemon asked, but for a
+/// client that wants pkgproxy's details, which the pkgproxy there tells),
 /// or at the daemon's own address.
 #[allow(clippy::too_many_arguments)]
 async fn setup(
     stats: &ControlClient,
-    client: Client,
+    client: &SetupClient,
     host: Option<&str>,
     addr: Option<&str>,
     wanted: Wanted,
@@ -349,60 +377,31 @@ async fn setup(
     global: bool,
     project: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let lxd_action = match (wanted.print, wanted.undo) {
-        (true, true) if client.is_lxd() && !matches!(client, Client::LxdDaemon) => {
-            anyhow::bail!("--undo runs lxc to take the LXD setup back; --print shows the setup itself")
-        }
-        (true, _) => setup::lxd::Action::Print,
-        (_, true) => setup::lxd::Action::Undo,
-        _ => setup::lxd::Action::Apply,
-    };
+    let procedure = client.procedure;
     let info = match addr {
         Some(_) => None,
         None => Some(stats.info().await?),
     };
     let base = match (addr, &info) {
         (Some(addr), _) => given_base(addr)?,
-        (None, Some(info)) if matches!(client, Client::Lxd | Client::Snapcraft) && host.is_none() => {
-            // Containers reach the host at its address on LXD's bridge.
-            base_url(&info.listen_address, bridge_address().as_deref())?
+        (None, Some(info)) => {
+            let host = host.map(str::to_owned).or_else(|| procedure.default_host());
+            base_url(&info.listen_address, host.as_deref())?
         }
-        (None, Some(info)) => base_url(&info.listen_address, host)?,
         (None, None) => unreachable!("a daemon was asked when no address was given"),
     };
-    match client {
-        Client::LxdRemote => {
-            let (remotes, certificate_pem) = match (&info, addr) {
-                (Some(info), _) => (info.lxd_remotes.clone(), info.certificate_pem.clone()),
-                (None, Some(addr)) => setup::listener::lxd_details(addr).await?,
-                (None, None) => unreachable!("a daemon was asked when no address was given"),
-            };
-            let pkgproxy = setup::lxd::Pkgproxy { base: &base, certificate_pem: &certificate_pem, remotes: &remotes };
-            setup::lxd::remotes(&pkgproxy, lxd_action, global)?;
+    let details = match (procedure.wants_details(), &info, addr) {
+        (false, _, _) => None,
+        (true, Some(info), _) => {
+            Some(Details { certificate_pem: info.certificate_pem.clone(), remotes: info.lxd_remotes.clone() })
         }
-        Client::Lxd | Client::Snapcraft => {
-            let project = match client {
-                Client::Snapcraft => Some(project.unwrap_or("snapcraft")),
-                _ => project,
-            };
-            setup::lxd::profile(&base, lxd_action, project)?;
-        }
-        _ => match (wanted.apply, wanted.undo, wanted.print) {
-            (true, _, _) => setup::apply(client, &base, &setup::Target::new(root, !wanted.restart))?,
-            (_, true, false) => setup::undo(client, &base, &setup::Target::new(root, !wanted.restart))?,
-            (_, true, true) => print!("{}", setup::print_undo(client, &base)),
-            _ => print!("{}", setup::print(client, &base)),
-        },
-    }
+        (true, None, Some(addr)) => Some(crate::listener::details(addr).await?),
+        (true, None, None) => unreachable!("a daemon was asked when no address was given"),
+    };
+    let target = Target::new(root, !wanted.restart);
+    let setup = Setup { base: &base, target: &target, global, project, details: details.as_ref() };
+    procedure.run(client.name, setup_action(procedure, wanted), &setup)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The host's address on LXD's default bridge, when LXD can say.
-fn bridge_address() -> Option<String> {
-    let output = std::process::Command::new("lxc").args(["network", "get", "lxdbr0", "ipv4.address"]).output().ok()?;
-    let address = String::from_utf8_lossy(&output.stdout);
-    let address = address.trim().split('/').next()?.to_string();
-    (output.status.success() && !address.is_empty()).then_some(address)
 }
 
 /// `http://HOST:PORT` from `-addr HOST:PORT`.
@@ -522,7 +521,7 @@ fn render_info(info: &Info) -> String {
         );
     }
     for suite in &info.apt_valid_until {
-        out += &format!("warning: {}\n", suite.warning(&crate::when::utc(suite.valid_until)));
+        out += &format!("warning: {}\n", suite.warning_utc());
     }
     let upstream = |counter| info.upstream.get(counter);
     out += &format!(

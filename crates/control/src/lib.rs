@@ -11,11 +11,10 @@ mod messages;
 
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    AptNeeds, AptNeedsRequest, AptPackage, AptSource, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo,
-    ErrorAnswer, Explanation, ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, LxdImage, LxdNeeds,
-    LxdNeedsRequest, MinuteTraffic, ModeRequest, OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble,
-    RegistryNeeds, RegistryNeedsRequest, Removed, ShadowInfo, SideStatus, SnapNeeds, SnapNeedsRequest, SnapWanted,
-    Status, StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
+    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, ExportRequest,
+    Imported, Info, InstanceInfo, ItemReadiness, MinuteTraffic, ModeRequest, NeededItem, Needs, NeedsRequest,
+    OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status,
+    StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
@@ -27,20 +26,10 @@ pub const EXPLAIN_PATH: &str = "/pkgproxy/v1/explain";
 /// `POST` a [`ReadinessRequest`] (either socket): whether each request
 /// would be answered with the network gone, a list of [`ItemReadiness`].
 pub const CHECK_PATH: &str = "/pkgproxy/v1/check";
-/// `POST` an [`AptNeedsRequest`] (either socket): what an install needs,
-/// found in the indexes pkgproxy holds ([`AptNeeds`]).
-pub const APT_NEEDS_PATH: &str = "/pkgproxy/v1/needs/apt";
-/// `POST` a [`RegistryNeedsRequest`] (either socket): what pulling the
-/// images needs, found in the manifests pkgproxy holds ([`RegistryNeeds`]).
-pub const REGISTRY_NEEDS_PATH: &str = "/pkgproxy/v1/needs/registry";
-/// `POST` a [`SnapNeedsRequest`] (either socket; with `refresh`, the
-/// admin socket): what `snap download` of the snaps needs, found in what
-/// pkgproxy holds ([`SnapNeeds`]).
-pub const SNAP_NEEDS_PATH: &str = "/pkgproxy/v1/needs/snap";
-/// `POST` an [`LxdNeedsRequest`] (either socket): what fetching the images
-/// needs, found in the remotes' index generations pkgproxy holds
-/// ([`LxdNeeds`]).
-pub const LXD_NEEDS_PATH: &str = "/pkgproxy/v1/needs/lxd";
+/// `POST` a [`NeedsRequest`] to this followed by a side's name (either
+/// socket; a warm, the admin socket): what the build needs of that side,
+/// found in what pkgproxy holds ([`Needs`]).
+pub const NEEDS_PATH: &str = "/pkgproxy/v1/needs/";
 /// `POST` a [`ReadinessRequest`] (admin socket): each request fetched
 /// through the daemon unless it is ready, a list of [`ItemReadiness`].
 pub const WARM_PATH: &str = "/pkgproxy/v1/warm";

@@ -394,6 +394,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn times_for_people_are_to_the_minute_in_utc() {
+        assert_eq!(utc_minute(1_800_000_000), "2027-01-15 08:00 UTC");
+    }
+
+    #[test]
     fn info_keeps_learned_groups_at_the_top_level_and_reads_back() {
         let mut learned = BTreeMap::new();
         learned.insert("apt_index".to_string(), BTreeMap::from([("pool_files".to_string(), 7)]));
@@ -483,56 +488,6 @@ pub struct ReadinessRequest {
     pub headers: Vec<(String, String)>,
 }
 
-/// One line of apt's sources (`deb URI SUITE COMPONENT...`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AptSource {
-    /// The archive's URI (`http://deb.debian.org/debian`).
-    pub uri: String,
-    /// The suite (`bookworm`).
-    pub suite: String,
-    /// Its components (`main`, `contrib`).
-    pub components: Vec<String>,
-}
-
-/// What an `apt-get install` of `packages` from `sources` needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AptNeedsRequest {
-    /// apt's sources.
-    pub sources: Vec<AptSource>,
-    /// The package names.
-    pub packages: Vec<String>,
-    /// The machine's architecture (`amd64`).
-    pub architecture: String,
-}
-
-/// A package an install downloads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AptPackage {
-    /// Its name.
-    pub name: String,
-    /// Its URL, as apt asks pkgproxy for it.
-    pub url: String,
-}
-
-/// What an install needs, found in the indexes pkgproxy holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AptNeeds {
-    /// The indexes `apt-get update` reads (each suite's `InRelease` and the
-    /// `Packages` index it lists for each component).
-    pub indexes: Vec<String>,
-    /// The packages the install downloads: the named ones and what they
-    /// depend on.
-    pub packages: Vec<AptPackage>,
-    /// Names (or groups of alternatives) no index held offers.
-    pub missing: Vec<String>,
-    /// Indexes that could not be read, and why: the packages they list are
-    /// not known.
-    pub unresolved: Vec<String>,
-    /// The asked suites whose Release expires within a day, or has.
-    #[serde(default)]
-    pub valid_until: Vec<SuiteValidity>,
-}
-
 /// A suite whose `Release` apt accepts only until a time now past, or less
 /// than a day away: apt refuses an expired Release, so a long spell offline
 /// breaks `apt-get update` for it (the security archive's are valid a week).
@@ -553,6 +508,11 @@ impl SuiteValidity {
         SuiteValidity { suite, valid_until, expired: until <= now }
     }
 
+    /// [`SuiteValidity::warning`], the time to the minute in UTC.
+    pub fn warning_utc(&self) -> String {
+        self.warning(&utc_minute(self.valid_until))
+    }
+
     /// What people are told, with the time written `when`: the suite, the
     /// date, and the client setting that accepts the Release anyway.
     pub fn warning(&self, when: &str) -> String {
@@ -565,28 +525,15 @@ impl SuiteValidity {
     }
 }
 
+/// Unix seconds to the minute, as people read a time: `2026-12-01 12:03 UTC`.
+pub fn utc_minute(secs: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let stamp = humantime::format_rfc3339_seconds(time).to_string();
+    format!("{} {} UTC", &stamp[..10], &stamp[11..16])
+}
+
 /// How far ahead a Release's `Valid-Until` is warned of.
 pub const VALIDITY_WARNED_WITHIN: std::time::Duration = std::time::Duration::from_secs(86_400);
-
-/// What pulling some images needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegistryNeedsRequest {
-    /// Each image's manifest request (`/v2/REGISTRY/REPOSITORY/manifests/REFERENCE`).
-    pub manifests: Vec<String>,
-    /// The platform pulled (`linux/amd64`, `linux/arm/v7`).
-    pub platform: String,
-}
-
-/// What pulling the images needs, as far as the manifests pkgproxy holds
-/// say: each manifest (an index, then the platform's), its config and
-/// its layers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegistryNeeds {
-    /// The requests, as a client makes them through pkgproxy.
-    pub urls: Vec<String>,
-    /// Manifests not held (what they need is not known), and why.
-    pub unresolved: Vec<String>,
-}
 
 /// What to put in a bundle.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -628,70 +575,57 @@ pub struct Imported {
     pub signed_by: Option<String>,
 }
 
-/// A snap asked for.
+/// What a build needs of one side, asked of the daemon: the side's own
+/// reading of the build's files (its reader's output, which only that side
+/// parses), resolved in what the cache holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapWanted {
-    /// Its name.
-    pub name: String,
-    /// Its channel (`stable`, `latest/edge`, `2.0/beta`).
-    pub channel: String,
-}
-
-/// What `snap download` of some snaps needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapNeedsRequest {
-    /// The snaps.
-    pub snaps: Vec<SnapWanted>,
-    /// The device's architecture (`amd64`).
-    pub architecture: String,
-    /// Ask the store first for each snap whose answer is not recorded
-    /// (admin socket: this is a warm).
+pub struct NeedsRequest {
+    /// A warm (admin socket): the side may first ask its upstream what
+    /// only an answer from there names (a snap's download).
     #[serde(default)]
-    pub refresh: bool,
+    pub warm: bool,
+    /// What the side's reader made of the build's files.
+    pub asked: serde_json::Value,
 }
 
-/// What the snaps need, as far as what pkgproxy holds says.
+/// One request a build makes, and what people call it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeededItem {
+    /// As the client asks pkgproxy for it: `http://deb.debian.org/...`,
+    /// `/go/...`.
+    pub url: String,
+    /// For people: `example.com/hello v1.0.0 .zip`, `hello_2.10_amd64.deb`.
+    pub label: String,
+}
+
+/// What a build needs: the requests to ask about, in the order its clients
+/// make them (what proves an item before the item), and what cannot even
+/// be asked about yet.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapNeeds {
-    /// The requests, as `snap` makes them through pkgproxy.
-    pub urls: Vec<String>,
-    /// What is not known yet, and why.
-    pub unresolved: Vec<String>,
-    /// The keys of the store answers recorded for them, replayed offline
-    /// (what a bundle carries besides the requests).
+pub struct Needs {
+    /// The requests.
+    pub items: Vec<NeededItem>,
+    /// What is not known, and why (a package no index held offers, a
+    /// manifest not held): not ready.
+    #[serde(default)]
+    pub unknown: Vec<String>,
+    /// What works now but not after a while offline (a Release about to
+    /// expire).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Recorded answers replayed offline, by key (a snap's store answer):
+    /// a bundle carries them besides the requests.
     #[serde(default)]
     pub records: Vec<String>,
-    /// The headers the device sends with the requests.
+    /// The headers the client sends with its requests, where they change
+    /// what the upstream serves (a snap device's): a warm sends them too.
     #[serde(default)]
     pub headers: Vec<(String, String)>,
 }
 
-/// An LXD image asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LxdImage {
-    /// The remote, as pkgproxy mounts it (`ubuntu`, `images`).
-    pub remote: String,
-    /// The alias (`24.04`, `debian/12`).
-    pub alias: String,
-    /// A virtual machine's image rather than a container's.
-    #[serde(default)]
-    pub vm: bool,
-}
-
-/// What fetching some LXD images needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LxdNeedsRequest {
-    /// The images.
-    pub images: Vec<LxdImage>,
-    /// The machine's architecture, as Debian names it (`amd64`).
-    pub architecture: String,
-}
-
-/// What the images need, as far as what pkgproxy holds says.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LxdNeeds {
-    /// The requests, as LXD makes them through pkgproxy.
-    pub urls: Vec<String>,
-    /// What is not known yet, and why.
-    pub unresolved: Vec<String>,
+impl Needs {
+    /// Requests known without asking the daemon.
+    pub fn of(items: Vec<NeededItem>) -> Needs {
+        Needs { items, ..Needs::default() }
+    }
 }

@@ -7,11 +7,17 @@
 //! learns from what passes through (the apt index of `Release` and
 //! `Packages` sums, go's remembered "not found" answers) it keeps itself.
 //!
+//! A side also knows its clients from outside the request path: how each
+//! is pointed at pkgproxy ([`setup`], for `pkgproxyctl setup`), and how a
+//! build's files name what it will ask for ([`needs`], for `pkgproxyctl
+//! check` and `warm`).
+//!
 //! [`Side`] is the seam the request path calls (its module doc lists the
 //! hooks and where each runs); [`route::ROUTES`] says where each side is
 //! mounted. A new side is its folder (implementing [`Side`] and
 //! [`SideConfig`], writing only the hooks it needs), its variant of
-//! [`SideId`], its entry in the list of sides (`sides.rs`), and one line of
+//! [`SideId`], its entry in the list of sides (`sides.rs`: its configuration,
+//! its reader of a build's files and its clients' setups), and one line of
 //! the route table.
 
 #![forbid(unsafe_code)]
@@ -26,10 +32,12 @@ pub mod instances;
 pub mod json;
 mod learned;
 pub mod lxd;
+pub mod needs;
 pub mod path;
 pub mod registry;
 mod remembered;
 pub mod route;
+pub mod setup;
 mod side;
 mod sides;
 pub mod snap;
@@ -50,4 +58,4 @@ pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
 pub use side::{ClientSetup, Side};
-pub use sides::{Sides, SidesConfig};
+pub use sides::{needs_readers, setup_clients, Sides, SidesConfig};

@@ -28,8 +28,11 @@
 //!    pkgproxy cannot serve the request (refused, offline, overloaded,
 //!    upstream failed).
 //!
-//! Outside the request path: [`Side::tunnels_to`] (the `CONNECT` policy)
-//! and [`Side::learned`] (what the side shows in info and metrics).
+//! Outside the request path: [`Side::tunnels_to`] (the `CONNECT` policy),
+//! [`Side::learned`] (what the side shows in info and metrics), and
+//! [`Side::needs`] with [`Side::needs_first`] (what `pkgproxyctl check`
+//! and `warm` follow in the cache, from what the side's
+//! [`crate::needs::NeedsReader`] read of a build's files).
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -41,6 +44,7 @@ use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Record, 
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::learned::Learned;
+use crate::needs::{FirstAsk, HeldBodies, Needs, NeedsError};
 use crate::route::Request;
 
 /// A side at run time: its configuration and what it has learnt. A side
@@ -228,6 +232,21 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
     /// status page warn of.
     fn expiring(&self, _by: SystemTime) -> Vec<(String, SystemTime)> {
         Vec::new()
+    }
+
+    /// What a build needs of this side, from `asked` (what its reader
+    /// left the daemon to follow, [`Asked::Resolve`](crate::needs::Asked)),
+    /// followed in what `held` holds: an install's packages in the held
+    /// indexes, an image's blobs in its held manifest. Blocking.
+    fn needs(&self, _asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        Err(NeedsError::new(format!("the {} side has nothing to follow for a check", self.id())))
+    }
+
+    /// For a warm: the request to make through the side's own path before
+    /// [`Side::needs`] follows `asked` (a snap's store answer, which only
+    /// the store can give).
+    fn needs_first(&self, _asked: &serde_json::Value) -> Result<Option<FirstAsk>, NeedsError> {
+        Ok(None)
     }
 
     /// How the side's clients are pointed at pkgproxy at `host`

@@ -1,5 +1,6 @@
-//! Every side: the one list of them ([`CONFIGURE`]: how each reads its
-//! section of the file, which then opens it), their configurations
+//! Every side: the one list of them ([`LIST`]: how each reads its section
+//! of the file, which then opens it, reads a build's files for
+//! `pkgproxyctl check`, and sets its clients up), their configurations
 //! ([`SidesConfig`]), and what is asked of all of them at once (the owner
 //! of a request, a tunnel, what eviction takes first).
 
@@ -8,23 +9,44 @@ use pkgproxy_cache::Cache;
 use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Refusal, Target};
 use crate::id::SideId;
+use crate::needs::NeedsReader;
+use crate::setup::SetupClient;
 use crate::side::Side;
 use crate::{apt, go, lxd, registry, snap};
 
 /// How a side reads and validates its section of the file.
 type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, ConfigError>;
 
-/// How each side reads its section of the file: the one list of sides, in
-/// [`SideId::ALL`] order.
-const CONFIGURE: [Configure; SideId::ALL.len()] = [
-    apt::configure,
-    go::configure,
-    snap::configure,
-    registry::configure,
-    lxd::configure,
+/// What the list says of a side, before anything is configured.
+struct Listed {
+    /// How it reads its section of the file.
+    configure: Configure,
+    /// How `pkgproxyctl check SIDE` reads a build's files, when it can.
+    needs: Option<&'static dyn NeedsReader>,
+    /// The clients `pkgproxyctl setup` points at it.
+    clients: &'static [SetupClient],
+}
+
+/// The one list of sides, in [`SideId::ALL`] order.
+const LIST: [Listed; SideId::ALL.len()] = [
+    Listed { configure: apt::configure, needs: Some(&apt::needs::Reader), clients: apt::setup::CLIENTS },
+    Listed { configure: go::configure, needs: Some(&go::needs::Reader), clients: go::setup::CLIENTS },
+    Listed { configure: snap::configure, needs: Some(&snap::needs::Reader), clients: snap::setup::CLIENTS },
+    Listed { configure: registry::configure, needs: Some(&registry::needs::Reader), clients: registry::setup::CLIENTS },
+    Listed { configure: lxd::configure, needs: Some(&lxd::needs::Reader), clients: lxd::setup::CLIENTS },
     #[cfg(feature = "toy")]
-    crate::toy::configure,
+    Listed { configure: crate::toy::configure, needs: None, clients: &[] },
 ];
+
+/// Every client `pkgproxyctl setup` points at pkgproxy, side by side.
+pub fn setup_clients() -> impl Iterator<Item = &'static SetupClient> {
+    LIST.iter().flat_map(|listed| listed.clients)
+}
+
+/// The readers of a build's files, by side, for `pkgproxyctl check`.
+pub fn needs_readers() -> impl Iterator<Item = (SideId, &'static dyn NeedsReader)> {
+    SideId::ALL.iter().zip(&LIST).filter_map(|(id, listed)| Some((*id, listed.needs?)))
+}
 
 /// Every side's configuration, validated: what [`Sides::open`] starts from.
 #[derive(Debug, Clone)]
@@ -35,7 +57,7 @@ pub struct SidesConfig {
 impl SidesConfig {
     /// Reads and validates every side's section of `file`.
     pub fn new(file: &SidesFile) -> Result<SidesConfig, ConfigError> {
-        let all = CONFIGURE.iter().map(|configure| configure(file)).collect::<Result<Vec<_>, _>>()?;
+        let all = LIST.iter().map(|listed| (listed.configure)(file)).collect::<Result<Vec<_>, _>>()?;
         Ok(SidesConfig { all })
     }
 

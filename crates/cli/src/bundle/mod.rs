@@ -22,9 +22,6 @@ use tokio_util::io::ReaderStream;
 
 use crate::needs::{self, Needs};
 
-/// The words that start a group of `export`'s arguments.
-const SIDES: [&str; 5] = ["apt", "go", "registry", "snap", "lxd"];
-
 /// One group of `export`'s arguments, as `check` takes them.
 #[derive(Debug, Parser)]
 #[command(name = "export", no_binary_name = true)]
@@ -63,9 +60,10 @@ pub fn groups(words: &[String]) -> anyhow::Result<Groups> {
             *slot = Some(value);
             continue;
         }
-        match (SIDES.contains(&word.as_str()), groups.last_mut()) {
+        let starts_a_group = pkgproxy_sides::needs_readers().any(|(side, _)| side.as_str() == word);
+        match (starts_a_group, groups.last_mut()) {
             (false, Some(group)) => group.push(word),
-            (false, None) => anyhow::bail!("{word:?}: say first which side it is for ({})", SIDES.join(", ")),
+            (false, None) => anyhow::bail!("{word:?}: say first which side it is for ({})", side_names().join(", ")),
             (true, _) => groups.push(vec![word]),
         }
     }
@@ -73,6 +71,12 @@ pub fn groups(words: &[String]) -> anyhow::Result<Groups> {
         found.needs.push(Group::try_parse_from(group)?.needs);
     }
     Ok(found)
+}
+
+/// The words that start a group of `export`'s arguments: the sides that
+/// read a build's files.
+fn side_names() -> Vec<&'static str> {
+    pkgproxy_sides::needs_readers().map(|(side, _)| side.as_str()).collect()
 }
 
 /// A flag taking a path that `export` reads among its groups.
@@ -321,8 +325,8 @@ mod tests {
                     --stats-socket-path /run/s.sock --admin-socket-path=/run/a.sock";
         let split = groups(&words(line)).unwrap();
         assert_eq!(split.needs.len(), 2);
-        assert!(matches!(&split.needs[0], Needs::Go { go_mod: Some(_), .. }));
-        assert!(matches!(&split.needs[1], Needs::Registry { images, platform: Some(_) } if images.len() == 2));
+        let sides: Vec<&str> = split.needs.iter().map(|needs| needs.side().as_str()).collect();
+        assert_eq!(sides, ["go", "registry"]);
         assert_eq!(split.stats_socket, Some(PathBuf::from("/run/s.sock")));
         assert_eq!(split.admin_socket, Some(PathBuf::from("/run/a.sock")));
         assert_eq!(groups(&words("go go.sum --sign /k")).unwrap().sign, Some(PathBuf::from("/k")));

@@ -1,185 +1,92 @@
 //! `pkgproxyctl check` and `warm`: what a build needs, as the requests its
-//! clients will make (from a `go.sum`, apt's sources and package names or
-//! `--print-uris`, image references), asked of the
-//! daemon one by one: would it serve each with the network gone
-//! ([`CHECK_PATH`]), and if not, fetch it now ([`WARM_PATH`]). The daemon
-//! answers from its cache and fetches through its own request path; this
-//! side only reads the build's files.
-
-mod apt;
-mod go;
-mod lxd;
-mod registry;
-mod snap;
+//! clients will make, asked of the daemon one by one: would it serve each
+//! with the network gone ([`CHECK_PATH`]), and if not, fetch it now
+//! ([`WARM_PATH`]). Each side reads the build's own files (a `go.sum`,
+//! apt's sources, image references: its [`NeedsReader`]); what only the
+//! cache can follow further (an install's dependencies, an image's layers)
+//! the daemon follows ([`NEEDS_PATH`]). This side only reads the files.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use bytes::Bytes;
-use clap::Subcommand;
 use http::Method;
 use pkgproxy_control::{
-    AptNeeds, AptNeedsRequest, ControlClient, ItemReadiness, LxdNeeds, LxdNeedsRequest, ReadinessRequest,
-    RegistryNeeds, RegistryNeedsRequest, SnapNeeds, SnapNeedsRequest, APT_NEEDS_PATH, CHECK_PATH, LXD_NEEDS_PATH,
-    REGISTRY_NEEDS_PATH, SNAP_NEEDS_PATH, WARM_PATH,
+    ControlClient, ItemReadiness, NeededItem, Needs as Wanted, NeedsRequest, ReadinessRequest, CHECK_PATH, NEEDS_PATH,
+    WARM_PATH,
 };
+use pkgproxy_sides::needs::{Asked, NeedsReader};
+use pkgproxy_sides::SideId;
 
-/// What a build needs, by the side that serves it.
-#[derive(Debug, Subcommand)]
-pub enum Needs {
-    /// Go modules: every module version a go.sum lists (`.info`, `.mod`,
-    /// `.zip`; `.mod` alone for a `/go.mod` line).
-    Go {
-        /// The module's go.sum.
-        go_sum: PathBuf,
-        /// Its go.mod: each module it requires also needs its `@v/list`.
-        #[arg(long, value_name = "GO.MOD")]
-        go_mod: Option<PathBuf>,
-    },
-    /// apt: the packages an install of PACKAGE... from the --sources
-    /// downloads (they and their dependencies, as the indexes pkgproxy
-    /// holds say), with the indexes `apt-get update` reads; or the packages
-    /// of an `apt-get install --print-uris` run.
-    Apt {
-        /// apt's sources: a sources.list (one-line) or a deb822 .sources.
-        #[arg(long, value_name = "FILE", requires = "packages", required_unless_present = "uris")]
-        sources: Option<PathBuf>,
-        /// The packages to install (with --sources).
-        packages: Vec<String>,
-        /// The machine's architecture (default: dpkg's).
-        #[arg(long, value_name = "ARCH")]
-        arch: Option<String>,
-        /// Instead: a file of `apt-get --print-uris` lines (`'URL' FILE SIZE
-        /// SHA256:...`).
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["sources", "packages"])]
-        uris: Option<PathBuf>,
-    },
-    /// Container images: each reference's manifest, the platform's
-    /// manifest an index names, its config and layers.
-    Registry {
-        /// Image references: `alpine:3.20`, `ghcr.io/o/i@sha256:...`.
-        #[arg(required = true)]
-        images: Vec<String>,
-        /// The platform pulled (default: this machine's, `linux/amd64`).
-        #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
-        platform: Option<String>,
-    },
-    /// LXD images: what `lxc launch REMOTE:ALIAS` (or `lxc image export`)
-    /// needs: the remote's index and products files, and the image's
-    /// files of the newest version listed for the alias.
-    Lxd {
-        /// REMOTE:ALIAS, the remote as pkgproxy mounts it (`ubuntu:24.04`).
-        #[arg(required = true, value_name = "REMOTE:ALIAS")]
-        images: Vec<String>,
-        /// Virtual-machine images rather than containers'.
-        #[arg(long)]
-        vm: bool,
-        /// The machine's architecture (default: dpkg's).
-        #[arg(long, value_name = "ARCH")]
-        arch: Option<String>,
-    },
-    /// Snaps: what `snap download NAME --channel CHANNEL` (or a classic
-    /// machine's install) needs: the store's answer, the .snap and its
-    /// assertions (snap-revision, snap-declaration, account, account-key).
-    Snap {
-        /// NAME or NAME=CHANNEL, the channel as `snap --channel` takes it
-        /// (default: stable).
-        #[arg(required = true, value_name = "NAME[=CHANNEL]")]
-        snaps: Vec<String>,
-        /// The machine's architecture (default: dpkg's).
-        #[arg(long, value_name = "ARCH")]
-        arch: Option<String>,
-    },
-}
-
-/// One request a build makes, and what people call it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
-    /// As the client asks pkgproxy for it.
-    pub url: String,
-    /// For people: `example.com/hello v1.0.0 .zip`, `hello_2.10_amd64.deb`.
-    pub label: String,
-}
-
-/// What a build needs: the requests to ask about, and what cannot even
-/// be asked about (a package no index held offers, an index not held).
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Wanted {
-    items: Vec<Item>,
-    unknown: Vec<String>,
-    /// What will work now but not after a while offline (a Release about
-    /// to expire).
-    warnings: Vec<String>,
-    /// Recorded answers replayed offline, by key (a snap's store answer):
-    /// a bundle carries them besides the requests.
-    records: Vec<String>,
-    /// The headers the client sends with its requests, where they change
-    /// what the upstream serves (a snap device's): a warm sends them too.
-    headers: Vec<(String, String)>,
+/// What a build needs of one side: `check SIDE ARGS...`, the arguments as
+/// that side's reader takes them.
+#[derive(Debug, Clone)]
+pub struct Needs {
+    side: SideId,
+    matches: clap::ArgMatches,
 }
 
 impl Needs {
-    /// The requests the build makes (the daemon finds apt's dependencies).
-    /// With `warming`, the admin socket: the daemon first asks upstream
-    /// what only an upstream answer names (a snap's download).
+    /// The side's reader.
+    fn reader(&self) -> &'static dyn NeedsReader {
+        let mut readers = pkgproxy_sides::needs_readers();
+        readers.find(|(id, _)| *id == self.side).map(|(_, reader)| reader).expect("parsed by a side's reader")
+    }
+
+    /// The side the arguments are for.
+    #[cfg(test)]
+    pub fn side(&self) -> SideId {
+        self.side
+    }
+
+    /// The requests the build makes (the daemon finds what only the cache
+    /// names). With `warming`, the admin socket: the daemon may first ask
+    /// an upstream what only its answer names (a snap's download).
     async fn wanted(&self, stats: &ControlClient, warming: Option<&ControlClient>) -> anyhow::Result<Wanted> {
-        let read = |path: &PathBuf| std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()));
-        let mut wanted = match self {
-            Needs::Go { go_sum, go_mod } => {
-                let go_mod = go_mod.as_ref().map(read).transpose()?;
-                Wanted { items: go::items(&read(go_sum)?, go_mod.as_deref()), ..Wanted::default() }
-            }
-            Needs::Apt { uris: Some(uris), .. } => Wanted { items: apt::items(&read(uris)?)?, ..Wanted::default() },
-            Needs::Apt { sources, packages, arch, .. } => {
-                let sources = sources.as_ref().context("--sources or --uris")?;
-                let asked = AptNeedsRequest {
-                    sources: apt::sources(&read(sources)?)?,
-                    packages: packages.clone(),
-                    architecture: arch.clone().unwrap_or_else(apt::architecture),
-                };
-                let body = Bytes::from(serde_json::to_vec(&asked)?);
-                let needs: AptNeeds = stats.json(Method::POST, APT_NEEDS_PATH, Some(body)).await?;
-                apt::wanted(needs)
-            }
-            Needs::Registry { images, platform } => {
-                let asked = RegistryNeedsRequest {
-                    manifests: images.iter().map(|image| registry::manifest_url(image)).collect::<Result<_, _>>()?,
-                    platform: platform.clone().unwrap_or_else(registry::platform),
-                };
-                let body = Bytes::from(serde_json::to_vec(&asked)?);
-                let needs: RegistryNeeds = stats.json(Method::POST, REGISTRY_NEEDS_PATH, Some(body)).await?;
-                let label = |url: &String| url.strip_prefix("/v2/").unwrap_or(url).to_owned();
-                let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: label(url) }).collect();
-                Wanted { items, unknown: needs.unresolved, ..Wanted::default() }
-            }
-            Needs::Lxd { images, vm, arch } => {
-                let asked = LxdNeedsRequest {
-                    images: images.iter().map(|image| lxd::image(image, *vm)).collect::<Result<_, _>>()?,
-                    architecture: arch.clone().unwrap_or_else(apt::architecture),
-                };
-                let body = Bytes::from(serde_json::to_vec(&asked)?);
-                let needs: LxdNeeds = stats.json(Method::POST, LXD_NEEDS_PATH, Some(body)).await?;
-                let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: lxd::label(url) }).collect();
-                Wanted { items, unknown: needs.unresolved, ..Wanted::default() }
-            }
-            Needs::Snap { snaps, arch } => {
-                let asked = SnapNeedsRequest {
-                    snaps: snaps.iter().map(|argument| snap::wanted(argument)).collect::<Result<_, _>>()?,
-                    architecture: arch.clone().unwrap_or_else(apt::architecture),
-                    refresh: warming.is_some(),
-                };
-                let body = Bytes::from(serde_json::to_vec(&asked)?);
-                let needs: SnapNeeds = warming.unwrap_or(stats).json(Method::POST, SNAP_NEEDS_PATH, Some(body)).await?;
-                let items = needs.urls.iter().map(|url| Item { url: url.clone(), label: snap::label(url) }).collect();
-                let (unknown, records, headers) = (needs.unresolved, needs.records, needs.headers);
-                Wanted { items, unknown, records, headers, ..Wanted::default() }
+        let mut wanted = match self.reader().read(&self.matches)? {
+            Asked::Known(needs) => needs,
+            Asked::Resolve(asked) => {
+                let request = NeedsRequest { warm: warming.is_some(), asked };
+                let body = Bytes::from(serde_json::to_vec(&request)?);
+                let path = format!("{NEEDS_PATH}{}", self.side);
+                let client = warming.unwrap_or(stats);
+                client.json(Method::POST, &path, Some(body)).await.with_context(|| format!("{} needs", self.side))?
             }
         };
         let mut seen = std::collections::HashSet::new();
         wanted.items.retain(|item| seen.insert(item.url.clone()));
         Ok(wanted)
+    }
+}
+
+impl clap::FromArgMatches for Needs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, below)) = matches.subcommand() else {
+            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
+        };
+        let side =
+            SideId::from_name(name).ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(Needs { side, matches: below.clone() })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Needs::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for Needs {
+    fn augment_subcommands(command: clap::Command) -> clap::Command {
+        command.subcommands(pkgproxy_sides::needs_readers().map(|(_, reader)| reader.command()))
+    }
+
+    fn augment_subcommands_for_update(command: clap::Command) -> clap::Command {
+        Needs::augment_subcommands(command)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        pkgproxy_sides::needs_readers().any(|(id, _)| id.as_str() == name)
     }
 }
 
@@ -286,7 +193,7 @@ fn progress_bar(items: u64) -> indicatif::ProgressBar {
 async fn ask(
     client: &ControlClient,
     path: &str,
-    batch: &[Item],
+    batch: &[NeededItem],
     headers: &[(String, String)],
 ) -> anyhow::Result<Vec<ItemReadiness>> {
     let urls = batch.iter().map(|item| item.url.clone()).collect();
@@ -322,7 +229,7 @@ fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result
     Ok(if all { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn table(items: &[Item], told: &[ItemReadiness]) -> String {
+fn table(items: &[NeededItem], told: &[ItemReadiness]) -> String {
     let width = items.iter().map(|item| item.label.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (item, told) in items.iter().zip(told) {
@@ -341,8 +248,8 @@ mod tests {
     #[test]
     fn the_table_names_each_item_and_why_it_is_missing() {
         let items = [
-            Item { url: "/go/a/@v/v1.zip".into(), label: "a v1 .zip".into() },
-            Item { url: "/go/bb/@v/v2.zip".into(), label: "bb v2 .zip".into() },
+            NeededItem { url: "/go/a/@v/v1.zip".into(), label: "a v1 .zip".into() },
+            NeededItem { url: "/go/bb/@v/v2.zip".into(), label: "bb v2 .zip".into() },
         ];
         let told = [
             ItemReadiness { url: items[0].url.clone(), ready: true, reason: None, size: Some(3) },

@@ -11,11 +11,11 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::{
-    AptNeedsRequest, ErrorAnswer, ExportRequest, ItemReadiness, LxdNeedsRequest, ModeRequest, ReadinessRequest,
-    RegistryNeedsRequest, SnapNeedsRequest, APT_NEEDS_PATH, CACHE_ENTRIES_PATH, CACHE_GC_PATH, CACHE_VERIFY_PATH,
-    CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH, IMPORT_TRUST_UNSIGNED, INFO_PATH,
-    LXD_NEEDS_PATH, METRICS_PATH, OFFLINE_PATH, REGISTRY_NEEDS_PATH, RELOAD_PATH, SNAP_NEEDS_PATH, WARM_PATH,
+    ErrorAnswer, ExportRequest, ItemReadiness, ModeRequest, NeedsRequest, ReadinessRequest, CACHE_ENTRIES_PATH,
+    CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH,
+    IMPORT_TRUST_UNSIGNED, INFO_PATH, METRICS_PATH, NEEDS_PATH, OFFLINE_PATH, RELOAD_PATH, WARM_PATH,
 };
+use pkgproxy_sides::SideId;
 use pkgproxy_upstream::offline::Mode;
 use serde::Serialize;
 
@@ -40,9 +40,9 @@ enum Who {
     Admin(&'static str),
 }
 
-/// An endpoint of the control sockets: its path, its methods and who may
-/// use each. What the stats socket may do is read from here, not from a
-/// guard on each answer.
+/// An endpoint of the control sockets: its path (one ending in `/` stands
+/// for every path below it), its methods and who may use each. What the
+/// stats socket may do is read from here, not from a guard on each answer.
 struct Endpoint {
     path: &'static str,
     methods: &'static [(Method, Who)],
@@ -54,11 +54,9 @@ const ENDPOINTS: &[Endpoint] = &[
     Endpoint { path: METRICS_PATH, methods: &[(Method::GET, Who::Anyone)] },
     Endpoint { path: EXPLAIN_PATH, methods: &[(Method::GET, Who::Anyone)] },
     Endpoint { path: CHECK_PATH, methods: &[(Method::POST, Who::Anyone)] },
-    Endpoint { path: APT_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
-    Endpoint { path: REGISTRY_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
-    Endpoint { path: LXD_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
-    // A refresh asks the store: the handler refuses it on the stats socket.
-    Endpoint { path: SNAP_NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    // A warm's may ask upstreams first: the handler refuses it on the
+    // stats socket.
+    Endpoint { path: NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
     Endpoint {
         path: WARM_PATH,
         methods: &[(Method::POST, Who::Admin("the stats socket is read-only: warm the cache on the admin socket"))],
@@ -103,7 +101,11 @@ const CACHE_READ_ONLY: &str = "the stats socket is read-only: change the cache o
 /// reason when not (no such endpoint, a method it does not take, the
 /// admin's only).
 fn admitted(role: Role, method: &Method, path: &str) -> Result<(), (StatusCode, String)> {
-    let Some(endpoint) = ENDPOINTS.iter().find(|endpoint| endpoint.path == path) else {
+    let matches = |endpoint: &&Endpoint| match endpoint.path.ends_with('/') {
+        true => path.strip_prefix(endpoint.path).is_some_and(|below| !below.is_empty() && !below.contains('/')),
+        false => endpoint.path == path,
+    };
+    let Some(endpoint) = ENDPOINTS.iter().find(matches) else {
         let socket = match role {
             Role::Stats => "stats socket",
             Role::Admin => "admin socket",
@@ -146,25 +148,16 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             }
             Err(answer) => answer,
         },
-        (_, APT_NEEDS_PATH) => match json_body::<AptNeedsRequest>(request, NEEDS_LIMIT).await {
-            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::apt_needs(state, &asked))).await,
-            Err(answer) => answer,
-        },
-        (_, REGISTRY_NEEDS_PATH) => match json_body::<RegistryNeedsRequest>(request, NEEDS_LIMIT).await {
-            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::registry_needs(state, &asked))).await,
-            Err(answer) => answer,
-        },
-        (_, LXD_NEEDS_PATH) => match json_body::<LxdNeedsRequest>(request, NEEDS_LIMIT).await {
-            Ok(asked) => blocking(state, move |state| Ok(crate::proxy::needs::lxd_needs(state, &asked))).await,
-            Err(answer) => answer,
-        },
-        (_, SNAP_NEEDS_PATH) => match json_body::<SnapNeedsRequest>(request, NEEDS_LIMIT).await {
-            Ok(asked) if asked.refresh && role != Role::Admin => {
-                error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm on the admin socket")
+        (_, path) if path.starts_with(NEEDS_PATH) => {
+            let side = path[NEEDS_PATH.len()..].to_owned();
+            match json_body::<NeedsRequest>(request, NEEDS_LIMIT).await {
+                Ok(asked) if asked.warm && role == Role::Stats => {
+                    error(StatusCode::FORBIDDEN, "the stats socket is read-only: warm on the admin socket")
+                }
+                Ok(asked) => needs(state, &side, asked).await,
+                Err(answer) => answer,
             }
-            Ok(asked) => snap_needs(state, asked).await,
-            Err(answer) => answer,
-        },
+        }
         (_, WARM_PATH) => match readiness_request(request).await {
             Ok(asked) => json(StatusCode::OK, &warm(&state, asked).await),
             Err(answer) => answer,
@@ -288,19 +281,31 @@ async fn export(state: Arc<State>, asked: ExportRequest) -> Response<ResponseBod
     }
 }
 
-/// What the asked snaps need; for a warm (`refresh`), after asking the
-/// store for those whose answer is not recorded.
-async fn snap_needs(state: Arc<State>, asked: SnapNeedsRequest) -> Response<ResponseBody> {
-    let refused = match asked.refresh {
-        true => crate::proxy::needs::snap_refresh(&state, &asked).await,
-        false => Vec::new(),
+/// What the build needs of the side named `side`; for a warm, after the
+/// request the side asks to be made first.
+async fn needs(state: Arc<State>, side: &str, asked: NeedsRequest) -> Response<ResponseBody> {
+    let Some(id) = SideId::from_name(side) else {
+        return error(StatusCode::NOT_FOUND, &format!("no side is called {side:?}"));
     };
-    blocking(state, move |state| {
-        let mut needs = crate::proxy::needs::snap_needs(state, &asked);
-        needs.unresolved.splice(0..0, refused);
-        Ok(needs)
-    })
-    .await
+    let first = match asked.warm {
+        true => state.sides.get(id).needs_first(&asked.asked),
+        false => Ok(None),
+    };
+    let refused = match first {
+        Ok(Some(first)) => crate::proxy::needs::ask_first(&state, state.sides.get(id), first).await,
+        Ok(None) => Vec::new(),
+        Err(why) => return error(StatusCode::BAD_REQUEST, &why.to_string()),
+    };
+    let resolved =
+        tokio::task::spawn_blocking(move || crate::proxy::needs::resolve(&state, state.sides.get(id), asked.asked));
+    match resolved.await {
+        Ok(Ok(mut needs)) => {
+            needs.unknown.splice(0..0, refused);
+            json(StatusCode::OK, &needs)
+        }
+        Ok(Err(why)) => error(StatusCode::BAD_REQUEST, &why.to_string()),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the search for what the build needs stopped"),
+    }
 }
 
 /// The body of a check or a warm, read.
@@ -399,7 +404,9 @@ mod tests {
             assert!(why.contains("admin socket"), "{method} {path}: {why}");
             assert!(admitted(Role::Admin, &method, path).is_ok(), "{method} {path}");
         }
-        for (method, path) in [(Method::GET, INFO_PATH), (Method::POST, CHECK_PATH), (Method::GET, OFFLINE_PATH)] {
+        let needs_apt = format!("{NEEDS_PATH}apt");
+        let read = [(Method::GET, INFO_PATH), (Method::POST, CHECK_PATH), (Method::GET, OFFLINE_PATH)];
+        for (method, path) in read.into_iter().chain([(Method::POST, needs_apt.as_str())]) {
             assert!(admitted(Role::Stats, &method, path).is_ok(), "{method} {path}");
         }
     }
@@ -407,7 +414,9 @@ mod tests {
     #[test]
     fn a_wrong_method_is_told_the_right_ones_and_an_unknown_path_is_not_found() {
         assert_eq!(admitted(Role::Admin, &Method::DELETE, OFFLINE_PATH).unwrap_err().1, "use GET or PUT");
-        assert_eq!(admitted(Role::Stats, &Method::GET, "/pkgproxy/v1/nothing").unwrap_err().0, StatusCode::NOT_FOUND);
+        for path in ["/pkgproxy/v1/nothing", NEEDS_PATH, "/pkgproxy/v1/needs/apt/more"] {
+            assert_eq!(admitted(Role::Stats, &Method::POST, path).unwrap_err().0, StatusCode::NOT_FOUND, "{path}");
+        }
         let paths: std::collections::HashSet<&str> = ENDPOINTS.iter().map(|endpoint| endpoint.path).collect();
         assert_eq!(paths.len(), ENDPOINTS.len(), "each path once");
     }

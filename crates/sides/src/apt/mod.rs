@@ -13,8 +13,10 @@ pub mod closure;
 pub mod deb822;
 pub mod index;
 mod integrity;
+pub mod needs;
 pub mod packages;
 pub mod release;
+pub mod setup;
 
 use arc_swap::Guard;
 use std::path::Path;
@@ -31,6 +33,7 @@ use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideCon
 use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
+use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 use index::{AptIndex, IndexError};
@@ -350,6 +353,10 @@ impl Side for Apt {
             count("suites", "Suites whose Release the apt index knows.", suites as u64),
             count("pool_files", "Pool files the apt index knows.", pool_files),
         ]
+    }
+
+    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.install_needs(asked, held)
     }
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {

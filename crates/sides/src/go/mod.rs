@@ -14,7 +14,9 @@
 
 mod dirhash;
 mod integrity;
+pub mod needs;
 pub mod path;
+pub mod setup;
 pub mod sumdb;
 
 use arc_swap::Guard;

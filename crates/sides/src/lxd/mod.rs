@@ -31,6 +31,7 @@
 pub mod items;
 pub mod names;
 pub mod needs;
+pub mod setup;
 pub mod stream;
 
 use std::sync::Arc;
@@ -52,6 +53,7 @@ use crate::decision::{
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::learned::Learned;
+use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 use items::{Items, ItemsError};
@@ -391,6 +393,10 @@ impl Side for Lxd {
             value: self.items.count() as u64,
         };
         vec![files]
+    }
+
+    fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.launch_needs(asked)
     }
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {

@@ -5,8 +5,77 @@
 //! (a squashfs or root tarball for a container, a disk image for a VM), or
 //! one unified tarball.
 
+use serde::{Deserialize, Serialize};
+
 use super::stream::{self, Item, Product};
 use super::{member_key, Lxd, INDEX_PATH};
+use crate::id::SideId;
+use crate::needs::{self, Asked, NeededItem, Needs, NeedsError, NeedsReader};
+use crate::route;
+
+/// What `check lxd` takes.
+#[derive(Debug, clap::Args)]
+struct Arguments {
+    /// REMOTE:ALIAS, the remote as pkgproxy mounts it (`ubuntu:24.04`).
+    #[arg(required = true, value_name = "REMOTE:ALIAS")]
+    images: Vec<String>,
+    /// Virtual-machine images rather than containers'.
+    #[arg(long)]
+    vm: bool,
+    /// The machine's architecture (default: dpkg's).
+    #[arg(long, value_name = "ARCH")]
+    arch: Option<String>,
+}
+
+/// An LXD image asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Image {
+    /// The remote, as pkgproxy mounts it (`ubuntu`, `images`).
+    remote: String,
+    /// The alias (`24.04`, `debian/12`).
+    alias: String,
+    /// A virtual machine's image rather than a container's.
+    #[serde(default)]
+    vm: bool,
+}
+
+/// What fetching some images needs: what the daemon follows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Launches {
+    images: Vec<Image>,
+    /// The machine's architecture, as Debian names it (`amd64`).
+    architecture: String,
+}
+
+/// LXD's reader of the images a build launches.
+pub struct Reader;
+
+impl NeedsReader for Reader {
+    fn command(&self) -> clap::Command {
+        let about = "LXD images: what `lxc launch REMOTE:ALIAS` (or `lxc image export`) needs: the remote's \
+                     index and products files, and the image's files of the newest version listed for the alias";
+        <Arguments as clap::Args>::augment_args(clap::Command::new("lxd")).about(about)
+    }
+
+    fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError> {
+        let arguments: Arguments = needs::arguments(matches)?;
+        needs::resolve(&Launches {
+            images: arguments.images.iter().map(|image| image_of(image, arguments.vm)).collect::<Result<_, _>>()?,
+            architecture: arguments.arch.unwrap_or_else(needs::machine_architecture),
+        })
+    }
+}
+
+/// `REMOTE:ALIAS`, for a container or (`vm`) a virtual machine.
+fn image_of(argument: &str, vm: bool) -> Result<Image, NeedsError> {
+    let (remote, alias) = argument.split_once(':').unwrap_or_default();
+    let remote_ok = !remote.is_empty() && remote.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    let alias_ok = !alias.is_empty() && !alias.contains(char::is_whitespace);
+    match remote_ok && alias_ok {
+        true => Ok(Image { remote: remote.to_owned(), alias: alias.to_owned(), vm }),
+        false => Err(NeedsError::new(format!("{argument:?} is not REMOTE:ALIAS (ubuntu:24.04, images:debian/12)"))),
+    }
+}
 
 /// The largest index or products file read.
 const FILE_LIMIT: u64 = 256 * 1024 * 1024;
@@ -39,6 +108,31 @@ const CONTAINER_ROOTS: [&str; 2] = ["squashfs", "root.tar.xz"];
 const VM_ROOTS: [&str; 3] = ["disk-kvm.img", "disk1.img", "uefi1.img"];
 
 impl Lxd {
+    /// What fetching the asked images needs: each remote's index and
+    /// products files, then each image's files of the newest version
+    /// listed for the alias, as far as the held generations say. Blocking.
+    pub(super) fn launch_needs(&self, asked: serde_json::Value) -> Result<Needs, NeedsError> {
+        let asked: Launches = needs::parse(asked)?;
+        let mount = route::prefix_of(SideId::Lxd).unwrap_or_default();
+        let mut found = Needs::default();
+        for image in &asked.images {
+            let instance = match image.vm {
+                true => Instance::VirtualMachine,
+                false => Instance::Container,
+            };
+            let image_needs = self.offline_needs(&image.remote, &image.alias, instance, &asked.architecture);
+            for path in &image_needs.paths {
+                let below = format!("{}/{path}", image.remote);
+                let url = format!("{mount}/{below}");
+                if !found.items.iter().any(|item| item.url == url) {
+                    found.items.push(NeededItem { url, label: below });
+                }
+            }
+            found.unknown.extend(image_needs.unresolved);
+        }
+        Ok(found)
+    }
+
     /// What fetching the image `alias` of `remote` for `architecture` (a
     /// Debian name: `amd64`) as `instance` needs.
     pub fn offline_needs(&self, remote: &str, alias: &str, instance: Instance, architecture: &str) -> ImageNeeds {
@@ -113,6 +207,15 @@ fn pair(items: &[Item], instance: Instance) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_image_is_a_remote_and_an_alias() {
+        let image = super::image_of("images:debian/12", true).unwrap();
+        assert_eq!((image.remote.as_str(), image.alias.as_str(), image.vm), ("images", "debian/12", true));
+        for bad in ["24.04", ":24.04", "ubuntu:", "a b:c"] {
+            assert!(super::image_of(bad, false).is_err(), "{bad}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -23,6 +23,8 @@
 
 pub mod links;
 pub mod name;
+pub mod needs;
+pub mod setup;
 
 use arc_swap::Guard;
 use std::collections::HashSet;
@@ -45,6 +47,7 @@ use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
@@ -598,6 +601,10 @@ impl Side for Registry {
 
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure_answer(failure)
+    }
+
+    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.pull_needs(asked, held)
     }
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {

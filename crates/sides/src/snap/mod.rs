@@ -43,6 +43,7 @@ mod device;
 mod media;
 pub mod needs;
 pub mod rewrite;
+pub mod setup;
 
 use arc_swap::Guard;
 use std::sync::Arc;
@@ -65,6 +66,7 @@ use crate::decision::{Asking, Reply, Wanted};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::needs::{FirstAsk, HeldBodies, Needs, NeedsError};
 use crate::route::{Mount, Request};
 use crate::side::{ClientSetup, Side};
 use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
@@ -438,6 +440,14 @@ impl Side for Snap {
 
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure_answer(failure)
+    }
+
+    fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.download_needs(asked)
+    }
+
+    fn needs_first(&self, asked: &serde_json::Value) -> Result<Option<FirstAsk>, NeedsError> {
+        self.download_first(asked)
     }
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {

@@ -1,15 +1,44 @@
-//! A go module's needs: the module versions its `go.sum` lists, as the go
-//! command asks a module proxy for them (`/go/<module>/@v/<version>.zip`,
-//! case-encoded), and with its `go.mod`, the `@v/list` of each module it
-//! requires.
+//! What a go module needs, for `pkgproxyctl check go`: the module versions
+//! its `go.sum` lists, as the go command asks a module proxy for them
+//! (`/go/<module>/@v/<version>.zip`, case-encoded), and with its `go.mod`,
+//! the `@v/list` of each module it requires. The files say it all: nothing
+//! is left for the daemon to follow.
 
-use pkgproxy_sides::go::path::escape;
+use std::path::PathBuf;
 
-use super::Item;
+use super::path::escape;
+use crate::needs::{self, Asked, NeededItem, Needs, NeedsError, NeedsReader};
+
+/// What `check go` takes.
+#[derive(Debug, clap::Args)]
+struct Arguments {
+    /// The module's go.sum.
+    go_sum: PathBuf,
+    /// Its go.mod: each module it requires also needs its `@v/list`.
+    #[arg(long, value_name = "GO.MOD")]
+    go_mod: Option<PathBuf>,
+}
+
+/// go's reader of a build's files.
+pub struct Reader;
+
+impl NeedsReader for Reader {
+    fn command(&self) -> clap::Command {
+        let about = "Go modules: every module version a go.sum lists (`.info`, `.mod`, `.zip`; `.mod` alone for a \
+                     `/go.mod` line)";
+        <Arguments as clap::Args>::augment_args(clap::Command::new("go")).about(about)
+    }
+
+    fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError> {
+        let arguments: Arguments = needs::arguments(matches)?;
+        let go_mod = arguments.go_mod.as_deref().map(needs::read_file).transpose()?;
+        Ok(Asked::Known(Needs::of(items(&needs::read_file(&arguments.go_sum)?, go_mod.as_deref()))))
+    }
+}
 
 /// The requests `go mod download` makes for `go_sum`, and the lists of the
 /// modules `go_mod` requires.
-pub fn items(go_sum: &str, go_mod: Option<&str>) -> Vec<Item> {
+fn items(go_sum: &str, go_mod: Option<&str>) -> Vec<NeededItem> {
     let mut items = Vec::new();
     for line in go_sum.lines() {
         let mut words = line.split_whitespace();
@@ -19,14 +48,14 @@ pub fn items(go_sum: &str, go_mod: Option<&str>) -> Vec<Item> {
             None => (version, &["info", "mod", "zip"]),
         };
         for file in files {
-            items.push(Item {
+            items.push(NeededItem {
                 url: format!("/go/{}/@v/{}.{file}", escape(module), escape(version)),
                 label: format!("{module} {version} .{file}"),
             });
         }
     }
     for module in go_mod.map(required).unwrap_or_default() {
-        items.push(Item { url: format!("/go/{}/@v/list", escape(&module)), label: format!("{module} versions") });
+        items.push(NeededItem { url: format!("/go/{}/@v/list", escape(&module)), label: format!("{module} versions") });
     }
     items
 }

@@ -16,27 +16,123 @@
 //! - `lxd-daemon`: the daemon's own `core.proxy_http`, printed only.
 //!
 //! These change the user's own LXD configuration through `lxc`, so they
-//! are done unless `--print` is given.
+//! are done unless `--print` is given (`lxd-daemon` is only printed).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-use pkgproxy_sides::lxd::names::remote_name as lxd_remote_name;
-
-use super::MARKER;
 use sha2::{Digest, Sha256};
+
+use super::names::{remote_name as lxd_remote_name, remote_name_usually};
+use crate::setup::{Action as Asked, Procedure, Setup, SetupClient, MARKER};
+
+/// The clients `pkgproxyctl setup` points at the LXD side, or through it.
+pub const CLIENTS: &[SetupClient] = &[
+    SetupClient {
+        name: "lxd-remote",
+        about: "pkgproxy's LXD image remotes (and the craft tools' remote names) in the LXD client's \
+                configuration, its certificate pinned",
+        procedure: &Remotes,
+    },
+    SetupClient {
+        name: "lxd",
+        about: "A profile (or a project's default profile) sending containers' apt, snap and go traffic through \
+                pkgproxy",
+        procedure: &Profile { project: None },
+    },
+    SetupClient {
+        name: "snapcraft",
+        about: "`lxd` for the project the craft tools build in (`snapcraft`)",
+        procedure: &Profile { project: Some("snapcraft") },
+    },
+    SetupClient { name: "lxd-daemon", about: "The LXD daemon's own proxy settings", procedure: &Daemon },
+];
+
+/// What the LXD setups done through `lxc` do for an action asked.
+fn action(asked: Asked) -> anyhow::Result<Action> {
+    match asked {
+        Asked::Print => Ok(Action::Print),
+        Asked::Apply => Ok(Action::Apply),
+        Asked::Undo => Ok(Action::Undo),
+        Asked::PrintUndo => anyhow::bail!("--undo runs lxc to take the LXD setup back; --print shows the setup itself"),
+    }
+}
+
+/// `lxd-remote`.
+struct Remotes;
+
+impl Procedure for Remotes {
+    fn run(&self, _client: &str, asked: Asked, setup: &Setup<'_>) -> anyhow::Result<()> {
+        let details = setup.details.context("pkgproxy's remotes and certificate are not known")?;
+        let pkgproxy =
+            Pkgproxy { base: setup.base, certificate_pem: &details.certificate_pem, remotes: &details.remotes };
+        remotes(&pkgproxy, action(asked)?, setup.global)
+    }
+
+    fn unasked(&self) -> Asked {
+        Asked::Apply
+    }
+
+    fn wants_details(&self) -> bool {
+        true
+    }
+}
+
+/// `lxd` and `snapcraft`: a profile, standalone or a project's default
+/// (`snapcraft` has the craft tools' project unless another is named).
+struct Profile {
+    project: Option<&'static str>,
+}
+
+impl Procedure for Profile {
+    fn run(&self, _client: &str, asked: Asked, setup: &Setup<'_>) -> anyhow::Result<()> {
+        profile(setup.base, action(asked)?, setup.project.or(self.project))
+    }
+
+    fn unasked(&self) -> Asked {
+        Asked::Apply
+    }
+
+    /// Containers reach the host at its address on LXD's bridge.
+    fn default_host(&self) -> Option<String> {
+        bridge_address()
+    }
+}
+
+/// `lxd-daemon`: printed only.
+struct Daemon;
+
+impl Procedure for Daemon {
+    fn run(&self, _client: &str, asked: Asked, setup: &Setup<'_>) -> anyhow::Result<()> {
+        match asked {
+            Asked::Print => print!("{}", daemon(setup.base)),
+            Asked::PrintUndo => print!("lxc config unset core.proxy_http\nlxc config unset core.proxy_https\n"),
+            Asked::Apply => anyhow::bail!("this client is set up by hand: print its setup and add it"),
+            Asked::Undo => anyhow::bail!("this client is set up by hand: take its setup back by hand"),
+        }
+        Ok(())
+    }
+}
+
+/// The host's address on LXD's default bridge, when LXD can say.
+fn bridge_address() -> Option<String> {
+    let output = Command::new("lxc").args(["network", "get", "lxdbr0", "ipv4.address"]).output().ok()?;
+    let address = String::from_utf8_lossy(&output.stdout);
+    let address = address.trim().split('/').next()?.to_string();
+    (output.status.success() && !address.is_empty()).then_some(address)
+}
 
 /// The pkgproxy being set up for.
 #[derive(Debug, Clone)]
-pub struct Pkgproxy<'a> {
+struct Pkgproxy<'a> {
     /// `http://HOST:PORT`.
-    pub base: &'a str,
+    base: &'a str,
     /// Its listener's certificate, PEM.
-    pub certificate_pem: &'a str,
+    certificate_pem: &'a str,
     /// The names of its LXD remotes (`/lxd/NAME/`).
-    pub remotes: &'a [String],
+    remotes: &'a [String],
 }
 
 impl Pkgproxy<'_> {
@@ -49,9 +145,9 @@ impl Pkgproxy<'_> {
     }
 }
 
-/// What to do.
+/// What to do through `lxc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+enum Action {
     /// Show the commands and files.
     Print,
     /// Do it.
@@ -71,7 +167,7 @@ struct Listed {
 
 /// `setup lxd-remote`: pkgproxy's remotes in the LXD client configuration
 /// (the machine's with `global`).
-pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow::Result<()> {
+fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow::Result<()> {
     let conf = conf_dir(global)?;
     if action == Action::Apply {
         std::fs::create_dir_all(&conf).with_context(|| format!("cannot create {}", conf.display()))?;
@@ -111,7 +207,7 @@ pub fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow:
 fn local_name(name: &str, listed: Option<&BTreeMap<String, Listed>>) -> String {
     match listed {
         Some(listed) => lxd_remote_name(name, listed.get(name).is_some_and(|held| held.fixed)),
-        None => pkgproxy_sides::lxd::names::remote_name_usually(name),
+        None => remote_name_usually(name),
     }
 }
 
@@ -257,7 +353,7 @@ fn fingerprint(pem: &str) -> anyhow::Result<String> {
 
 /// The settings that send a container's apt, snap and go traffic through
 /// pkgproxy at `base` (as the container reaches it).
-pub fn profile_settings(base: &str) -> Vec<(String, String)> {
+fn profile_settings(base: &str) -> Vec<(String, String)> {
     let user_data = format!(
         "#cloud-config\n# {MARKER} lxd\nwrite_files:\n  - path: /etc/apt/apt.conf.d/01pkgproxy\n    content: |\n      Acquire::http::Proxy \"{base}/\";\n  - path: /etc/systemd/system/snapd.service.d/pkgproxy.conf\n    content: |\n      [Service]\n      Environment=SNAPPY_FORCE_API_URL={base}/snap/\n  - path: /etc/environment.d/50-pkgproxy.conf\n    content: |\n      GOPROXY={base}/go\n      SNAPPY_FORCE_API_URL={base}/snap/\nruncmd:\n  - [sh, -c, \"systemctl daemon-reload && systemctl try-restart snapd.service || true\"]\n"
     );
@@ -270,7 +366,7 @@ pub fn profile_settings(base: &str) -> Vec<(String, String)> {
 
 /// `setup lxd` and `setup snapcraft`: the settings of `project`'s default
 /// profile, or of a standalone `pkgproxy` profile.
-pub fn profile(base: &str, action: Action, project: Option<&str>) -> anyhow::Result<()> {
+fn profile(base: &str, action: Action, project: Option<&str>) -> anyhow::Result<()> {
     let settings = profile_settings(base);
     let (profile, scope) = match project {
         Some(project) => ("default", vec!["--project".to_string(), project.to_string()]),
@@ -386,7 +482,7 @@ fn ensure_project(project: &str) -> anyhow::Result<()> {
 
 /// `setup lxd-daemon`: the LXD daemon's own proxy settings, so the image
 /// files it downloads for any remote go through pkgproxy.
-pub fn daemon(base: &str) -> String {
+fn daemon(base: &str) -> String {
     format!(
         "# The LXD daemon sends image files as plain-http requests through its proxy: pkgproxy caches and checks them.\n# Index files go over https through a tunnel (not cached). Run on the LXD host:\nlxc config set core.proxy_http {base}\nlxc config set core.proxy_https {base}\n# To take it back: lxc config unset core.proxy_http; lxc config unset core.proxy_https\n"
     )

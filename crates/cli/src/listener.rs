@@ -1,26 +1,27 @@
 //! What a pkgproxy says of itself on its proxy listener, for the setups
 //! that need more than its address when `-addr` names it and no daemon is
-//! at hand here: its LXD remotes (from its status JSON) and its listener's
-//! certificate, which LXD pins.
+//! at hand here: the remotes it mounts by name (from its status JSON) and
+//! its listener's certificate, which clients pin.
 
 use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use pkgproxy_control::{Status, CERTIFICATE_PATH, STATUS_PATH};
+use pkgproxy_sides::setup::Details;
 
 /// The most of an answer read: a status or a certificate is a few KB.
 const ANSWER_LIMIT: usize = 1024 * 1024;
 
-/// The LXD remotes and the certificate of the pkgproxy at `addr`.
-pub async fn lxd_details(addr: &str) -> anyhow::Result<(Vec<String>, String)> {
+/// The remotes and the certificate of the pkgproxy at `addr`.
+pub async fn details(addr: &str) -> anyhow::Result<Details> {
     let status = get(addr, STATUS_PATH).await.context("its status (is its [status] page on?)")?;
     let status: Status =
         serde_json::from_slice(&status).with_context(|| format!("{addr}{STATUS_PATH} is not pkgproxy's status"))?;
     let pem = get(addr, CERTIFICATE_PATH).await.context("its certificate")?;
     let pem = String::from_utf8(pem).context("the certificate is not text")?;
     anyhow::ensure!(pem.contains("-----BEGIN CERTIFICATE-----"), "{addr} answered no certificate");
-    Ok((status.lxd_remotes, pem))
+    Ok(Details { certificate_pem: pem, remotes: status.lxd_remotes })
 }
 
 /// The body of `GET path` from the pkgproxy listening at `addr`.
