@@ -85,12 +85,14 @@ impl ListenerTls {
         let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
             .map_err(|error| TlsError::Certificate(format!("cannot read the key: {error}")))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|error| TlsError::Certificate(error.to_string()))?
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|error| TlsError::Certificate(error.to_string()))?;
+        // HTTP/2 where the client offers it, else HTTP/1.1.
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(ListenerTls { acceptor: TlsAcceptor::from(Arc::new(config)), certificate_pem: cert_pem })
     }
 }

@@ -22,6 +22,7 @@ mod go_client;
 mod health;
 mod hostile_clients;
 mod hostile_upstreams;
+mod http2;
 mod inproc;
 mod lookup_agreement;
 mod lxd_client;

@@ -1,7 +1,8 @@
 //! The gateway: accepts connections on the proxy listener and the control
 //! sockets and serves HTTP/1.1 on them (keep-alive, pipelined requests
 //! answered in order, CONNECT upgrades), on the proxy listener in clear or
-//! over TLS, told apart by a connection's first byte (see `tls.rs`). Requests go to `proxy` or `control`;
+//! over TLS, told apart by a connection's first byte (see `tls.rs`), and
+//! HTTP/2 there too (see [`http2`]). Requests go to `proxy` or `control`;
 //! nothing here decides anything about caching.
 //!
 //! Before hyper sees a connection, [`crate::admission`] decides whether its
@@ -15,6 +16,7 @@
 
 pub mod deadline;
 mod framing;
+mod http2;
 mod parking;
 
 use std::convert::Infallible;
@@ -138,6 +140,10 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
             let clock = Arc::clone(&clock);
             let serving = async move {
                 match acceptor.accept(stream).await {
+                    Ok(stream) if stream.get_ref().1.alpn_protocol() == Some(http2::ALPN) => {
+                        let span = tracing::debug_span!("tls", protocol = "h2");
+                        http2::serve(stream, Arc::new(handler), shutdown).instrument(span).await;
+                    }
                     Ok(stream) => {
                         let span = tracing::debug_span!("tls");
                         let runs = parking::serve(stream, handler, clock, crowded, shutdown).instrument(span).await;

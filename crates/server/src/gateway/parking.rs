@@ -38,7 +38,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::deadline::ConnectionClock;
-use super::framing;
+use super::{framing, http2};
 
 /// What one read takes of a request's start: a whole head, most often, so
 /// hyper parses it without reading again. It lives on the stack only while
@@ -95,6 +95,14 @@ where
             })
         };
         runs += 1;
+        if http2::is_preface(&start) {
+            http2::serve(Rewind { unread: start, inner: stream }, handler, shutdown).await;
+            return runs;
+        }
+        if let Some(upgrade) = asks_for_h2c(&start).then(|| http2::upgrade_asked(&start)).flatten() {
+            http2::upgrade(stream, start, upgrade, handler, shutdown).await;
+            return runs;
+        }
         let io = TokioIo::new(Rewind { unread: start.clone(), inner: stream });
         if start.starts_with(b"CONNECT ") {
             // Boxed, as below: a parked connection's task stays small.
@@ -197,10 +205,18 @@ async fn next_request_start<S: AsyncRead + Unpin>(stream: &mut S, unread: Bytes)
     Ok(Some(start))
 }
 
+/// Whether a request's first bytes may ask to switch to HTTP/2 (`h2c`
+/// somewhere in them): only those are parsed for it.
+fn asks_for_h2c(start: &[u8]) -> bool {
+    start.windows(3).any(|window| window.eq_ignore_ascii_case(b"h2c"))
+}
+
 /// A stream whose first bytes were read already: they are read again first.
-struct Rewind<S> {
-    unread: Bytes,
-    inner: S,
+pub struct Rewind<S> {
+    /// What was read and is to be read again.
+    pub unread: Bytes,
+    /// The stream.
+    pub inner: S,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
