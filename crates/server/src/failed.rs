@@ -52,6 +52,12 @@ pub enum Failed {
 }
 
 impl Failed {
+    /// Whether the side's policy refused the request: nothing was to be
+    /// had, so no fallback stands for it.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Failed::Refused(_))
+    }
+
     /// The failure of a fetch: a refusal by the offline switch is found
     /// among the error's causes, whatever wraps it.
     pub fn of_fetch(error: &FetchError) -> Failed {

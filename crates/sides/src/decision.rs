@@ -101,14 +101,28 @@ pub enum DatedResume {
     WholeFile,
 }
 
-/// How a side rewrites an answer at serve time, after the cache, from
-/// what the client sent (the host it reached pkgproxy by): the stored bytes
-/// stay the upstream's, so no client ever gets another client's rewrite.
+/// An answer the side rewrites at serve time, after the cache, for the
+/// host the client reached pkgproxy by: the URLs it names (the snap store's
+/// downloads, a registry's `dl`) must point at pkgproxy as this client
+/// reaches it. The stored bytes stay the upstream's, so no client ever gets
+/// another client's rewrite.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rewrite {
-    /// The snap store's JSON answers name download, media and assertion
-    /// URLs, which must point at pkgproxy as this client reaches it.
-    SnapUrls(ServedAt),
+pub struct Rewrite {
+    /// Where the client reached pkgproxy.
+    pub served_at: ServedAt,
+}
+
+/// The entity tag an answer from the cache carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Etag {
+    /// The upstream's, when it gave one.
+    #[default]
+    Upstream,
+    /// pkgproxy's own, strong, from the body's SHA-256: a client that
+    /// revalidates (cargo, each index file) is answered `304` from the
+    /// cache whatever the upstream sends, or strips on the way (corporate
+    /// caches drop validators).
+    Content,
 }
 
 /// Where a client reached pkgproxy: `http://HOST[:PORT]` and the side's
@@ -304,6 +318,12 @@ pub struct Reply {
     /// Headers that describe the content itself (a registry's digest), put
     /// only on an answer that carries it (`2xx`, `304`), never on a `404`.
     pub content_headers: HeaderMap,
+    /// The entity tag the cached answer carries.
+    pub etag: Etag,
+    /// What the client gets when nothing cached can answer and the
+    /// upstream cannot (a registry's `config.json`, which pkgproxy can
+    /// write itself); `None`: the side's failure answer.
+    pub fallback: Option<Box<LocalAnswer>>,
 }
 
 impl CachedRequest {

@@ -11,9 +11,10 @@
 //!    no socket, but may read the cache (what a registry side linked).
 //! 2. [`Side::remembered`]: before the cache lookup, a "not found" the side
 //!    remembers for the key (the go command probes parent paths).
-//! 3. [`Side::prerequisites`], then [`Side::verifier`]: on a miss, before
-//!    the fetch starts, what must be fetched first (through the cache) to
-//!    check the download, and the checks themselves. Never on a hit.
+//! 3. [`Side::prerequisites`], then [`Side::located`] and
+//!    [`Side::verifier`]: on a miss, before the fetch starts, what must be
+//!    fetched first (through the cache) to find or check the download,
+//!    where it is, and the checks themselves. Never on a hit.
 //! 4. [`Side::remember`]: after an upstream's answer was passed on, not
 //!    cached (go remembers a `404` or `410`; the registry, that a
 //!    repository needs credentials). [`Side::granted`]: for a request with
@@ -40,7 +41,7 @@ use std::time::{Instant, SystemTime};
 use bytes::Bytes;
 use pkgproxy_cache::{PassedAnswer, Verifier};
 
-use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Record, Rewrite, Target};
+use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Origin, Record, Rewrite, Target};
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::learned::Learned;
@@ -81,6 +82,13 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
     /// the list.
     fn prerequisites(&self, _request: &CachedRequest) -> Vec<CachedRequest> {
         Vec::new()
+    }
+
+    /// Where the upstream holds `request`'s content when only its
+    /// prerequisites' bodies say (a crate's download URL, from its
+    /// registry's `config.json`); `None` keeps the origin decided.
+    fn located(&self, _request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Origin> {
+        None
     }
 
     /// The checks of a fetch of `request`, given the bodies of its

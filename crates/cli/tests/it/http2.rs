@@ -19,13 +19,8 @@ struct Curled {
 /// curl with `args`, then each URL; the heads and bodies it printed.
 fn curl(args: &[&str], urls: &[String]) -> Curled {
     let heads = tempfile::NamedTempFile::new().unwrap();
-    let output = Command::new("curl")
-        .args(["-sS", "-D"])
-        .arg(heads.path())
-        .args(args)
-        .args(urls)
-        .output()
-        .expect("curl runs");
+    let output =
+        Command::new("curl").args(["-sS", "-D"]).arg(heads.path()).args(args).args(urls).output().expect("curl runs");
     assert!(output.status.success(), "curl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     Curled { heads: std::fs::read_to_string(heads.path()).unwrap(), bodies: output.stdout }
 }
@@ -44,8 +39,10 @@ async fn warmed() -> (Origin, Server, Vec<String>, Vec<u8>) {
     let files = ["@v/list", "@v/v1.0.0.info", "@v/v1.0.0.mod"];
     let urls: Vec<String> =
         files.iter().map(|file| format!("http://{}/go/example.com/hello/{file}", server.proxy_addr())).collect();
-    let bodies: Vec<u8> =
-        files.iter().flat_map(|file| std::fs::read(modules.root().join("example.com/hello").join(file)).unwrap()).collect();
+    let bodies: Vec<u8> = files
+        .iter()
+        .flat_map(|file| std::fs::read(modules.root().join("example.com/hello").join(file)).unwrap())
+        .collect();
     let first = curl(&["--http1.1"], &urls);
     assert!(first.bodies == bodies);
     (origin, server, urls, bodies)
@@ -55,10 +52,15 @@ async fn warmed() -> (Origin, Server, Vec<String>, Vec<u8>) {
 async fn curl_speaks_http2_with_prior_knowledge_and_gets_hits() {
     let (origin, _server, urls, bodies) = warmed().await;
     let asked = origin.requests().len();
-    let curled = curl(&["--http2-prior-knowledge"], &urls);
-    assert!(curled.bodies == bodies, "the same bytes over HTTP/2");
-    assert_eq!(status_lines(&curled.heads), ["HTTP/2 200"; 3], "{}", curled.heads);
-    assert_eq!(curled.heads.matches("x-pkgproxy-cache: hit").count(), 3, "{}", curled.heads);
+    // One URL a run: Debian's curl 7.88 fails to reuse a connection it
+    // opened with prior knowledge (against nginx too).
+    let curled: Vec<Curled> =
+        urls.iter().map(|url| curl(&["--http2-prior-knowledge"], std::slice::from_ref(url))).collect();
+    assert!(curled.iter().flat_map(|c| c.bodies.clone()).collect::<Vec<u8>>() == bodies, "the same bytes over HTTP/2");
+    for curled in &curled {
+        assert_eq!(status_lines(&curled.heads), ["HTTP/2 200"], "{}", curled.heads);
+        assert!(curled.heads.contains("x-pkgproxy-cache: hit"), "{}", curled.heads);
+    }
     assert_eq!(origin.requests().len(), asked, "nothing asked upstream");
 }
 

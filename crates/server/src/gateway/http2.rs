@@ -31,7 +31,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::parking::Rewind;
+use super::rewind::Rewind;
 
 /// The ALPN name of HTTP/2 over TLS.
 pub const ALPN: &[u8] = b"h2";
@@ -185,8 +185,13 @@ fn preface_and_settings(got: &[u8]) -> Result<Option<usize>, &'static str> {
 
 /// Switches `stream`, whose first bytes `start` asked for `upgrade`, to
 /// HTTP/2 and serves it until it ends or `shutdown`.
-pub async fn upgrade<S, H, F, B>(mut stream: S, start: Bytes, upgrade: Upgrade, handler: Arc<H>, shutdown: CancellationToken)
-where
+pub async fn upgrade<S, H, F, B>(
+    mut stream: S,
+    start: Bytes,
+    upgrade: Upgrade,
+    handler: Arc<H>,
+    shutdown: CancellationToken,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,

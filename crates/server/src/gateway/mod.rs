@@ -18,6 +18,7 @@ pub mod deadline;
 mod framing;
 mod http2;
 mod parking;
+mod rewind;
 
 use std::convert::Infallible;
 use std::future::Future;

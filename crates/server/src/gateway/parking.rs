@@ -26,9 +26,9 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -38,6 +38,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::deadline::ConnectionClock;
+use super::rewind::Rewind;
 use super::{framing, http2};
 
 /// What one read takes of a request's start: a whole head, most often, so
@@ -209,53 +210,6 @@ async fn next_request_start<S: AsyncRead + Unpin>(stream: &mut S, unread: Bytes)
 /// somewhere in them): only those are parsed for it.
 fn asks_for_h2c(start: &[u8]) -> bool {
     start.windows(3).any(|window| window.eq_ignore_ascii_case(b"h2c"))
-}
-
-/// A stream whose first bytes were read already: they are read again first.
-pub struct Rewind<S> {
-    /// What was read and is to be read again.
-    pub unread: Bytes,
-    /// The stream.
-    pub inner: S,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        if this.unread.has_remaining() {
-            let n = this.unread.len().min(buf.remaining());
-            buf.put_slice(&this.unread[..n]);
-            this.unread.advance(n);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED};
 use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
-use pkgproxy_sides::{DatedResume, LocalAnswer};
+use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply};
 
 use super::outcome::Served;
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
@@ -29,13 +29,21 @@ pub fn from_entry(
     entry: &Entry,
     file: Arc<std::fs::File>,
     served: Served,
-    dated_resume: DatedResume,
+    reply: &Reply,
 ) -> (Response<ResponseBody>, u64) {
     let last_modified = entry.validators.last_modified.as_deref();
+    let own_etag;
+    let etag = match reply.etag {
+        Etag::Upstream => entry.validators.etag.as_deref(),
+        Etag::Content => {
+            own_etag = content_etag(&entry.sha256);
+            Some(own_etag.as_str())
+        }
+    };
     let rep = Representation {
-        etag: entry.validators.etag.as_deref(),
+        etag,
         last_modified,
-        date_validates_ranges: date_validates_ranges(dated_resume, last_modified, entry.fetched_at_time()),
+        date_validates_ranges: date_validates_ranges(reply.dated_resume, last_modified, entry.fetched_at_time()),
         length: Some(entry.size),
     };
     let decided = plan(exchange.method, exchange.headers, &rep);
@@ -56,6 +64,11 @@ pub fn from_entry(
         }
     };
     (response, sent)
+}
+
+/// pkgproxy's own strong entity tag for a body of SHA-256 `sha256`.
+fn content_etag(sha256: &str) -> String {
+    format!("\"{}\"", &sha256[..sha256.len().min(32)])
 }
 
 /// Answers from a download in progress.

@@ -78,6 +78,10 @@ async fn through_the_cache(
     };
 
     let checks = prerequisites(state, side, &request, exchange).await;
+    let mut request = request;
+    if let Some(origin) = side.located(&request, &checks) {
+        request.origin = origin;
+    }
     let verifier = side.verifier(&request, &checks);
     let spec = FetchSpec {
         key: request.key.clone(),
@@ -290,7 +294,7 @@ pub(super) fn from_cache(
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
     }
-    let (response, sent) = answer::from_entry(exchange, entry, file, served, request.reply.dated_resume);
+    let (response, sent) = answer::from_entry(exchange, entry, file, served, &request.reply);
     if served != Served::Miss {
         let stats = state.stats.side(request.side);
         stats.increment(SideCounter::Hits);

@@ -1,6 +1,8 @@
 //! What is done to an answer of the cache path for its client, in one place
 //! and in this order:
 //!
+//! 0. when neither the cache nor the upstream could answer, the side's
+//!    fallback, if it has one (an answer it can write itself);
 //! 1. the side's rewrite (the stored bytes stay the upstream's);
 //! 2. the headers the side puts on every answer, then, on an answer that
 //!    carries the content (`2xx`, `304`), those describing it;
@@ -14,7 +16,7 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, StatusCode};
-use pkgproxy_sides::{CachedRequest, Rewrite, Side};
+use pkgproxy_sides::{CachedRequest, LocalAnswer, Rewrite, Side};
 
 use super::outcome::Outcome;
 use super::reason::Reason;
@@ -24,6 +26,7 @@ use crate::context::Exchange;
 /// What is done to an answer after the cache.
 #[derive(Debug, Default)]
 pub struct Finish {
+    fallback: Option<LocalAnswer>,
     rewrite: Option<Rewrite>,
     reply: HeaderMap,
     content: HeaderMap,
@@ -35,6 +38,7 @@ impl Finish {
     /// What `request` asks to be done to its answers.
     pub fn of(request: &CachedRequest) -> Finish {
         Finish {
+            fallback: request.reply.fallback.as_deref().cloned(),
             rewrite: request.reply.rewrite.clone(),
             reply: request.reply.headers.clone(),
             content: request.reply.content_headers.clone(),
@@ -54,6 +58,10 @@ impl Finish {
 
     /// `outcome`, finished for the client of `exchange`.
     pub async fn apply(mut self, side: &dyn Side, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
+        let outcome = match (outcome, self.fallback.take()) {
+            (Outcome::Failed(failed), Some(fallback)) if !failed.is_refusal() => Outcome::Local(fallback),
+            (outcome, _) => outcome,
+        };
         let outcome = match self.rewrite.take() {
             Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
             None => outcome,

@@ -7,7 +7,7 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use pkgproxy_cache::Phase;
 use pkgproxy_cluster::peer;
-use pkgproxy_sides::{DatedResume, Mount};
+use pkgproxy_sides::{DatedResume, Mount, Reply};
 
 use super::answer;
 use super::outcome::{described, Served};
@@ -60,7 +60,13 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
         return answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it");
     };
     match state.cache.open_body(&entry) {
-        Ok(file) => described(answer::from_entry(&exchange, &entry, file, Served::Hit, DatedResume::Honoured).0),
+        Ok(file) => described(answer::from_entry(&exchange, &entry, file, Served::Hit, &by_hash_reply()).0),
         Err(_) => answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it"),
     }
+}
+
+/// How a peer's by-hash answer is made: its name always stands for the
+/// same bytes.
+fn by_hash_reply() -> Reply {
+    Reply { dated_resume: DatedResume::Honoured, ..Reply::default() }
 }

@@ -169,7 +169,7 @@ impl Snap {
 
     /// Forwarded to `store_path` on the store.
     fn forward_to(&self, request: &Request<'_>, store_path: &str, record: Option<Record>) -> Decision {
-        let rewrite = record.as_ref().map(|_| Rewrite::SnapUrls(served_at(request)));
+        let rewrite = record.as_ref().map(|_| Rewrite { served_at: served_at(request) });
         Decision::Forward(ForwardRequest {
             side: SideId::Snap,
             origin: self.store_origin(store_path, request.query),
@@ -198,7 +198,7 @@ impl Snap {
         Decision::cache(CachedRequest {
             wanted: Wanted { fresh_for, ..Wanted::default() },
             asking: Asking { headers: device::upstream_headers(request.headers), ..Asking::default() },
-            reply: Reply { rewrite: rewritten.then(|| Rewrite::SnapUrls(served_at(request))), ..Reply::default() },
+            reply: Reply { rewrite: rewritten.then(|| Rewrite { served_at: served_at(request) }), ..Reply::default() },
             ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }
@@ -434,7 +434,7 @@ impl Side for Snap {
     }
 
     fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
-        let Rewrite::SnapUrls(at) = rewrite;
+        let at = &rewrite.served_at;
         self.urls_rewritten(at, body)
     }
 
