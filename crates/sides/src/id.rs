@@ -15,6 +15,8 @@ pub enum SideId {
     Registry,
     /// LXD and the craft tools, as a simplestreams relay under `/lxd`.
     Lxd,
+    /// cargo, as a sparse registry under `/cargo`.
+    Cargo,
     /// A side that exists only to show what adding one takes (the test
     /// tree's, never shipped).
     #[cfg(feature = "toy")]
@@ -29,6 +31,7 @@ impl SideId {
         SideId::Snap,
         SideId::Registry,
         SideId::Lxd,
+        SideId::Cargo,
         #[cfg(feature = "toy")]
         SideId::Toy,
     ];
@@ -41,6 +44,7 @@ impl SideId {
             SideId::Snap => "snap",
             SideId::Registry => "registry",
             SideId::Lxd => "lxd",
+            SideId::Cargo => "cargo",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }

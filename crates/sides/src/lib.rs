@@ -1,5 +1,5 @@
-//! The sides: one folder per client ecosystem (apt, go, snap, the registry
-//! and LXD), each reading its section of the configuration
+//! The sides: one folder per client ecosystem (apt, go, snap, the registry,
+//! LXD and cargo), each reading its section of the configuration
 //! ([`SidesFile`]) and turning a request into a [`Decision`]:
 //! refuse it, serve it through the cache under a key with a freshness class
 //! and what the body must match, forward it uncached, or answer it. Sides
@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apt;
+pub mod cargo;
 mod config;
 mod decision;
 mod failure;

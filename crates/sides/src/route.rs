@@ -27,6 +27,7 @@ pub const ROUTES: &[(Mount, SideId)] = &[
     (Mount::Prefix("/snap"), SideId::Snap),
     (Mount::Prefix("/v2"), SideId::Registry),
     (Mount::Prefix("/lxd"), SideId::Lxd),
+    (Mount::Prefix("/cargo"), SideId::Cargo),
     #[cfg(feature = "toy")]
     (Mount::Prefix("/toy"), SideId::Toy),
 ];

@@ -12,6 +12,7 @@ mod architecture;
 mod auto_offline;
 mod bundle;
 mod bundle_trust;
+mod cargo_client;
 mod cluster;
 mod cluster_trust;
 mod common;

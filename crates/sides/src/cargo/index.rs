@@ -1,0 +1,150 @@
+//! A sparse index's files: their paths (`1/a`, `2/ab`, `3/a/abc`,
+//! `ab/cd/abcd…`, lower case), the versions each lists (one JSON line per
+//! version, never changed but for `yanked`), and the check that keeps an
+//! older file (a lagging mirror's) from replacing a newer one.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+
+use pkgproxy_cache::{BodyHashes, BodyReader, Verifier};
+
+use super::upstream_config::index_prefix;
+
+/// The longest crate name a registry takes.
+const NAME_LIMIT: usize = 64;
+
+/// The largest index file taken (crates.io's largest are a few MB).
+pub const INDEX_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Whether `name` may be a crate's name: ASCII letters, digits, `-` and
+/// `_`, at most 64 of them.
+pub fn is_crate_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= NAME_LIMIT
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Whether `version` may be a version: SemVer's characters.
+pub fn is_version(version: &str) -> bool {
+    !version.is_empty()
+        && version.len() <= 128
+        && version.bytes().all(|b| b.is_ascii_alphanumeric() || b".+-".contains(&b))
+        && version.as_bytes()[0].is_ascii_digit()
+}
+
+/// The path of crate `name`'s index file, lower-cased as cargo asks for
+/// it.
+pub fn file_path(name: &str) -> String {
+    let name = name.to_ascii_lowercase();
+    format!("{}/{name}", index_prefix(&name))
+}
+
+/// The crate whose file `path` (below the index, lower-cased) is, when it
+/// is an index file's path.
+pub fn crate_of(path: &str) -> Option<&str> {
+    let name = path.rsplit('/').next()?;
+    (is_crate_name(name) && file_path(name) == path).then_some(name)
+}
+
+/// The versions an index file lists.
+pub fn versions(body: &[u8]) -> BTreeSet<String> {
+    body.split(|b| *b == b'\n').filter_map(version_of_line).collect()
+}
+
+/// Whether an index file lists `version`.
+pub fn lists(body: &[u8], version: &str) -> bool {
+    body.split(|b| *b == b'\n').filter_map(version_of_line).any(|listed| listed == version)
+}
+
+fn version_of_line(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Line {
+        vers: String,
+    }
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return None;
+    }
+    serde_json::from_slice::<Line>(line).ok().map(|line| line.vers)
+}
+
+/// The checks of an index file fetched for crate `name`: every line a
+/// version of that crate, and, when a copy is held, not an older file
+/// than it (every version it lists held, none of the held ones' missing:
+/// a lagging mirror of the pool).
+#[derive(Debug)]
+pub struct IndexVerifier {
+    /// The crate.
+    pub name: String,
+    /// The versions the held copy lists, if one is held.
+    pub held: Option<BTreeSet<String>>,
+}
+
+impl Verifier for IndexVerifier {
+    /// Small files, and a lagging mirror's must not reach anyone.
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
+        let mut content = Vec::new();
+        body.take(INDEX_LIMIT + 1).read_to_end(&mut content).map_err(|error| error.to_string())?;
+        if content.len() as u64 > INDEX_LIMIT {
+            return Err(format!("an index file over {INDEX_LIMIT} bytes"));
+        }
+        let mut fetched = BTreeSet::new();
+        for line in content.split(|b| *b == b'\n').map(<[u8]>::trim_ascii).filter(|line| !line.is_empty()) {
+            let entry: serde_json::Value =
+                serde_json::from_slice(line).map_err(|_| "an index file with a line that is not JSON".to_owned())?;
+            let named = entry.get("name").and_then(serde_json::Value::as_str).unwrap_or_default();
+            if !named.eq_ignore_ascii_case(&self.name) {
+                return Err(format!("the index file of {} lists {named:?}", self.name));
+            }
+            match entry.get("vers").and_then(serde_json::Value::as_str) {
+                Some(version) => fetched.insert(version.to_owned()),
+                None => return Err("an index file with a line without a version".to_owned()),
+            };
+        }
+        match &self.held {
+            Some(held) if fetched.is_subset(held) && fetched.len() < held.len() => Err(format!(
+                "an older index file of {} than the one held ({} of its {} versions): a lagging mirror",
+                self.name,
+                fetched.len(),
+                held.len()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_paths_have_their_four_shapes_in_lower_case() {
+        assert_eq!(file_path("a"), "1/a");
+        assert_eq!(file_path("ab"), "2/ab");
+        assert_eq!(file_path("Syn"), "3/s/syn");
+        assert_eq!(file_path("Serde_json"), "se/rd/serde_json");
+        assert_eq!(crate_of("se/rd/serde_json"), Some("serde_json"));
+        assert_eq!(crate_of("3/s/syn"), Some("syn"));
+        for bad in ["se/rd/other", "3/x/syn", "1/ab", "se/rd", "../etc/passwd", "se/rd/Serde", "se/rd/se rd"] {
+            assert_eq!(crate_of(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_and_versions_are_checked() {
+        assert!(is_crate_name("serde_json-2") && !is_crate_name("") && !is_crate_name("a/b"));
+        assert!(!is_crate_name(&"a".repeat(65)));
+        assert!(is_version("1.0.0") && is_version("0.1.0-alpha.1+build") && !is_version("v1") && !is_version("1/2"));
+    }
+
+    #[test]
+    fn the_versions_of_a_file_are_read_line_by_line() {
+        let body = b"{\"name\":\"a\",\"vers\":\"0.1.0\",\"yanked\":false}\n{\"name\":\"a\",\"vers\":\"0.2.0\",\"yanked\":true}\n";
+        assert_eq!(versions(body), ["0.1.0".to_owned(), "0.2.0".to_owned()].into());
+        assert!(lists(body, "0.2.0") && !lists(body, "0.3.0"));
+    }
+}

@@ -1,0 +1,638 @@
+//! The cargo side: a sparse registry for cargo
+//! (`sparse+http://HOST:3142/cargo/index/`) in front of crates.io's index,
+//! and of each registry configured beside it (`/cargo/NAME/index/`), each
+//! the instances of one pool.
+//!
+//! - `config.json` is pkgproxy's own: its `dl` points at pkgproxy and
+//!   names each crate's SHA-256 (`/cargo/crates/NAME/VERSION/SHA256`), so
+//!   every download says what it must be. It is written from the
+//!   upstream's (kept as an index file is: its `api` and `auth-required`
+//!   passed on, its `dl` telling where crates are fetched), or, when that
+//!   was never had and cannot be, without it: cargo can start offline.
+//! - Index files (`1/a`, `2/ab`, `3/a/abc`, `ab/cd/abcd…`) are revalidated
+//!   after `index_ttl`, carry pkgproxy's own `ETag` (cargo revalidates each
+//!   with `If-None-Match`), and one listing only some of the versions the
+//!   held one lists is a lagging mirror's: refused, the held one kept.
+//! - Crates never change: fetched from where the upstream's `dl` says,
+//!   checked against the SHA-256 their URL names while they stream. A crate
+//!   of a version the held index file does not list refreshes that file
+//!   first (once in a while), so a lockfile naming a version published a
+//!   minute ago works offline afterwards.
+//! - A request with credentials (a registry that says `auth-required`)
+//!   goes upstream with them, and what it brings is served only to clients
+//!   the registry accepts.
+
+mod index;
+pub mod needs;
+pub mod setup;
+mod upstream_config;
+
+use arc_swap::Guard;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::{Method, StatusCode};
+use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
+use sha2::{Digest, Sha256};
+
+use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::decision::{
+    Access, CachedRequest, ClientAuthorization, DatedResume, Decision, Etag, LocalAnswer, Origin, Refusal, Reply,
+    Rewrite, ServedAt, UpstreamAuth, Wanted,
+};
+use crate::failure::{retry_after_secs, Failure};
+use crate::id::SideId;
+use crate::instances::Instances;
+use crate::needs::{HeldBodies, Needs, NeedsError};
+use crate::remembered::RememberedAnswers;
+use crate::route::{Mount, Request};
+use crate::side::{ClientSetup, Side};
+use upstream_config::UpstreamConfig;
+
+/// crates.io's sparse index, when none is configured.
+pub const DEFAULT_INDEX: &str = "https://index.crates.io";
+/// How long an index file (and `config.json`) is served without asking.
+pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
+/// How long the upstream's "no such crate" is remembered.
+const NEGATIVE_TTL: Duration = Duration::from_secs(60);
+/// How often a crate of a version its held index file does not list may
+/// have that file fetched again.
+const REFRESH_EVERY: Duration = Duration::from_secs(10);
+/// How long a client's access to an `auth-required` registry, once the
+/// registry confirmed it, is taken as given.
+const ACCESS_RECHECK: Duration = Duration::from_secs(300);
+/// The largest `config.json` read.
+const CONFIG_LIMIT: u64 = 64 * 1024;
+/// crates.io's name in keys and pools.
+const CRATES_IO: &str = "crates-io";
+
+/// The cargo side's configuration, as written (`[cargo]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// crates.io's sparse index, its mirrors (`https://host[/prefix]`);
+    /// empty: crates.io's own.
+    #[serde(default)]
+    pub index: Vec<String>,
+    /// How long an index file is served without asking the upstream.
+    #[serde(default, with = "humantime_serde")]
+    pub index_ttl: Option<Duration>,
+    /// Where crates.io's crates may be downloaded from when that is a
+    /// local address (its `config.json` names the place).
+    #[serde(default)]
+    pub downloads: Vec<String>,
+    /// Other registries, each at `/cargo/NAME/index/`.
+    #[serde(default)]
+    pub registry: Vec<RegistryOptions>,
+}
+
+/// A registry beside crates.io, as written (`[[cargo.registry]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryOptions {
+    /// Its name: `/cargo/NAME/index/`.
+    pub name: String,
+    /// Its sparse index's URLs, the mirrors of one pool.
+    pub index: Vec<String>,
+    /// Where its crates may be downloaded from when that is a local
+    /// address.
+    #[serde(default)]
+    pub downloads: Vec<String>,
+}
+
+/// A cargo configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("cargo.{key}: {reason}")]
+pub struct ConfigError {
+    /// The key at fault.
+    pub key: String,
+    /// What is wrong with its value, for people.
+    pub reason: String,
+}
+
+/// A registry pkgproxy serves.
+#[derive(Debug, Clone)]
+struct Registry {
+    /// Its name in keys and pools (`crates-io`, or the configured one).
+    name: String,
+    /// Where it is mounted below `/cargo`: `""` for crates.io, `/NAME`.
+    mount: String,
+    /// Its index's instances.
+    index: Instances,
+    /// Where its crates may be downloaded from on local addresses.
+    downloads: Vec<String>,
+}
+
+impl Registry {
+    fn new(
+        name: &str,
+        mount: String,
+        index: &[String],
+        built_in: Option<&'static str>,
+        downloads: &[String],
+    ) -> Result<Registry, ConfigError> {
+        let key = |what: &str| match mount.is_empty() {
+            true => what.to_owned(),
+            false => format!("registry.{name}.{what}"),
+        };
+        let index = Instances::new(index, built_in).map_err(|reason| ConfigError { key: key("index"), reason })?;
+        for url in downloads {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                let reason = format!("{url:?} is not an http(s) URL");
+                return Err(ConfigError { key: key("downloads"), reason });
+            }
+        }
+        Ok(Registry { name: name.to_owned(), mount, index, downloads: downloads.to_vec() })
+    }
+
+    fn key(&self, below: &str) -> String {
+        format!("cargo/{}/{below}", self.name)
+    }
+
+    fn index_origin(&self, path: String) -> Origin {
+        Origin { pool: format!("cargo {}", self.name), instances: self.index.urls().to_vec(), path }
+    }
+
+    fn crates_pool(&self) -> String {
+        format!("cargo {} crates", self.name)
+    }
+}
+
+/// The cargo side's configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    registries: Vec<Registry>,
+    index_ttl: Duration,
+}
+
+impl Config {
+    /// Validates `options`.
+    pub fn new(options: &Options) -> Result<Config, ConfigError> {
+        let mut registries =
+            vec![Registry::new(CRATES_IO, String::new(), &options.index, Some(DEFAULT_INDEX), &options.downloads)?];
+        for registry in &options.registry {
+            let name = &registry.name;
+            let fine = !name.is_empty()
+                && name.len() <= 64
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+                && !["index", "crates", CRATES_IO].contains(&name.as_str());
+            if !fine {
+                let reason = format!("{name:?}: a registry's name is lower-case letters, digits, - and _ (not index, crates or crates-io)");
+                return Err(ConfigError { key: "registry.name".into(), reason });
+            }
+            if registries.iter().any(|known| &known.name == name) {
+                return Err(ConfigError { key: "registry.name".into(), reason: format!("{name:?} is named twice") });
+            }
+            if registry.index.is_empty() {
+                let reason = "give the URLs of its sparse index".to_owned();
+                return Err(ConfigError { key: format!("registry.{name}.index"), reason });
+            }
+            registries.push(Registry::new(name, format!("/{name}"), &registry.index, None, &registry.downloads)?);
+        }
+        Ok(Config { registries, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
+    }
+
+    /// The indexes and download places configured: these may be on local
+    /// addresses (each on its own port only).
+    pub fn trusted_urls(&self) -> Vec<String> {
+        let each = self.registries.iter();
+        each.flat_map(|registry| registry.index.trusted_urls().into_iter().chain(registry.downloads.clone())).collect()
+    }
+
+    /// Every registry's index fetched from the parent pkgproxy at `parent`
+    /// (`http://host:port`); its `config.json` then names the parent's
+    /// crates.
+    pub fn chain_to(&mut self, parent: &str) {
+        for registry in &mut self.registries {
+            let mount = format!("/cargo{}/index", registry.mount);
+            registry.index.chain_to(parent, &mount);
+        }
+    }
+
+    /// How long index files are served without asking.
+    pub fn index_ttl(&self) -> Duration {
+        self.index_ttl
+    }
+
+    /// The registry mounted at `mount` (`""`, `/NAME`).
+    fn registry(&self, mount: &str) -> Option<&Registry> {
+        self.registries.iter().find(|registry| registry.mount == mount)
+    }
+
+    /// The registry whose keys start `cargo/NAME/`.
+    fn registry_of_key(&self, key: &str) -> Option<&Registry> {
+        let name = key.strip_prefix("cargo/")?.split('/').next()?;
+        self.registries.iter().find(|registry| registry.name == name)
+    }
+}
+
+/// What a request below `/cargo` asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Asked<'p> {
+    /// A registry's `config.json`.
+    Config,
+    /// An index file, its path lower-cased, and the crate.
+    IndexFile(String, String),
+    /// A crate: name, version and SHA-256.
+    Crate(&'p str, &'p str, String),
+}
+
+/// The registry mount and what `path` (below `/cargo`, decoded) asks of
+/// it.
+fn parse(path: &str) -> Result<(String, Asked<'_>), Refusal> {
+    let below = path.strip_prefix('/').ok_or_else(|| Refusal::not_found("not a registry path"))?;
+    let (mount, rest) = match below.split_once('/') {
+        Some(("index" | "crates", _)) => ("", below),
+        Some((name, rest)) => (name, rest),
+        None => return Err(Refusal::not_found("not a registry path: /cargo/index/... or /cargo/NAME/index/...")),
+    };
+    let mount = if mount.is_empty() { String::new() } else { format!("/{mount}") };
+    if let Some(file) = rest.strip_prefix("index/") {
+        if file == "config.json" {
+            return Ok((mount, Asked::Config));
+        }
+        let lower = file.to_ascii_lowercase();
+        let name =
+            index::crate_of(&lower).ok_or_else(|| Refusal::not_found(format!("{file:?} is not an index file")))?;
+        let name = name.to_owned();
+        return Ok((mount, Asked::IndexFile(lower, name)));
+    }
+    if let Some(download) = rest.strip_prefix("crates/") {
+        let mut parts = download.split('/');
+        let (Some(name), Some(version), Some(sha256), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(Refusal::not_found("a crate is /crates/NAME/VERSION/SHA256"));
+        };
+        let sha256 = sha256.to_ascii_lowercase();
+        if !index::is_crate_name(name) || !index::is_version(version) {
+            return Err(Refusal::bad_request(format!("{name:?} {version:?} is not a crate's name and version")));
+        }
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Refusal::bad_request("a crate's URL names its SHA-256, 64 hex digits"));
+        }
+        return Ok((mount, Asked::Crate(name, version, sha256)));
+    }
+    Err(Refusal::not_found("not a registry path: index/... or crates/..."))
+}
+
+/// The cargo side at run time: its configuration, what it learnt of each
+/// registry's `config.json`, the "no such crate" answers it remembers, and
+/// when it last refreshed an index file for a version it did not list.
+#[derive(Debug)]
+pub struct Cargo {
+    config: Reloadable<Config>,
+    cache: Cache,
+    learned: Mutex<HashMap<String, UpstreamConfig>>,
+    not_found: RememberedAnswers,
+    refreshed: Mutex<HashMap<String, Instant>>,
+}
+
+impl Cargo {
+    /// The side, knowing nothing yet of its registries' `config.json`.
+    pub fn new(config: Config, cache: Cache) -> Cargo {
+        Cargo {
+            config: Reloadable::new(config),
+            cache,
+            learned: Mutex::default(),
+            not_found: RememberedAnswers::default(),
+            refreshed: Mutex::default(),
+        }
+    }
+
+    /// The side's validated configuration.
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.get()
+    }
+
+    /// What `registry`'s own `config.json` says, as last seen, or as the
+    /// cache holds it.
+    fn upstream_config(&self, registry: &Registry) -> Option<UpstreamConfig> {
+        if let Some(known) = self.learned.lock().unwrap_or_else(|p| p.into_inner()).get(&registry.name) {
+            return Some(known.clone());
+        }
+        let held = self.cache.read_small(&registry.key("config.json"), CONFIG_LIMIT)?;
+        let parsed = UpstreamConfig::parse(&held)?;
+        self.learn(registry, parsed.clone());
+        Some(parsed)
+    }
+
+    fn learn(&self, registry: &Registry, config: UpstreamConfig) {
+        self.learned.lock().unwrap_or_else(|p| p.into_inner()).insert(registry.name.clone(), config);
+    }
+
+    /// Whether `registry` wants credentials, as far as is known.
+    fn auth_required(&self, registry: &Registry) -> bool {
+        self.upstream_config(registry).is_some_and(|config| config.auth_required)
+    }
+
+    fn classify_path(&self, request: &Request<'_>) -> Result<Decision, Refusal> {
+        let path = crate::path::checked_path(request.path)?;
+        let (mount, asked) = parse(&path)?;
+        let config = self.config();
+        let registry = config.registry(&mount).ok_or_else(|| {
+            Refusal::not_found(format!("no registry {:?} is configured", mount.trim_start_matches('/')))
+        })?;
+        let cached = match asked {
+            Asked::Config => self.config_json(registry, request),
+            Asked::IndexFile(file, _) => self.index_file(registry, &file, config.index_ttl),
+            Asked::Crate(name, version, sha256) => self.crate_file(registry, name, version, sha256),
+        };
+        Ok(Decision::cache(self.with_access(registry, cached, request)))
+    }
+
+    /// The upstream's `config.json`, served rewritten as pkgproxy's; when
+    /// it cannot be had, pkgproxy's without it.
+    fn config_json(&self, registry: &Registry, request: &Request<'_>) -> CachedRequest {
+        let served_at = served_at(request, registry);
+        let fallback = json_answer(upstream_config::served(&served_at.base, self.upstream_config(registry).as_ref()));
+        CachedRequest {
+            wanted: Wanted { fresh_for: self.config().index_ttl, ..Wanted::default() },
+            reply: Reply {
+                rewrite: Some(Rewrite { served_at }),
+                fallback: Some(Box::new(fallback)),
+                ..Reply::default()
+            },
+            ..CachedRequest::new(
+                SideId::Cargo,
+                registry.key("config.json"),
+                registry.index_origin("/config.json".into()),
+                Class::Revalidated,
+            )
+        }
+    }
+
+    /// An index file: revalidated after the window, with pkgproxy's own
+    /// `ETag`.
+    fn index_file(&self, registry: &Registry, file: &str, fresh_for: Duration) -> CachedRequest {
+        CachedRequest {
+            wanted: Wanted { fresh_for, ..Wanted::default() },
+            reply: Reply { etag: Etag::Content, ..Reply::default() },
+            ..CachedRequest::new(
+                SideId::Cargo,
+                registry.key(&format!("index/{file}")),
+                registry.index_origin(format!("/{file}")),
+                Class::Revalidated,
+            )
+        }
+    }
+
+    /// A crate, from where the registry's `config.json` says, checked
+    /// against the SHA-256 its URL names.
+    fn crate_file(&self, registry: &Registry, name: &str, version: &str, sha256: String) -> CachedRequest {
+        let pool = registry.crates_pool();
+        let origin = self
+            .upstream_config(registry)
+            .and_then(|config| config.download(&pool, name, version, &sha256))
+            .unwrap_or(Origin { pool, instances: Vec::new(), path: String::new() });
+        let key = registry.key(&format!("crates/{name}/{version}/{sha256}"));
+        let mut request = CachedRequest {
+            reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
+            ..CachedRequest::new(SideId::Cargo, key, origin, Class::Immutable)
+        };
+        request.wanted.expected.sha256 = Some(sha256);
+        request
+    }
+
+    /// `request` of `registry`, with the client's credentials when it gave
+    /// any, or when the registry wants them: the registry then confirms
+    /// each client may read what is cached.
+    fn with_access(&self, registry: &Registry, mut cached: CachedRequest, request: &Request<'_>) -> CachedRequest {
+        let authorization = request.headers.get(http::header::AUTHORIZATION);
+        if authorization.is_none() && !self.auth_required(registry) {
+            return cached;
+        }
+        let grant = match authorization {
+            Some(authorization) => {
+                let credential = hex::encode(&Sha256::digest(authorization.as_bytes())[..16]);
+                cached.asking.auth = UpstreamAuth::Client(ClientAuthorization(authorization.clone()));
+                format!("cargo {} {credential}", registry.name)
+            }
+            None => format!("cargo {} as pkgproxy", registry.name),
+        };
+        cached.access = Some(Box::new(Access { grant, lasting: ACCESS_RECHECK, offline: false, unknown_code: "" }));
+        cached
+    }
+
+    /// For a crate: its registry's `config.json` (where it is downloaded),
+    /// then, when the held index file does not list its version and was
+    /// not refreshed for that a moment ago, the index file asked again.
+    fn crate_prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        let config = self.config();
+        let Some(registry) = config.registry_of_key(&request.key) else { return Vec::new() };
+        let Some(download) = request.key.strip_prefix(&registry.key("crates/")) else { return Vec::new() };
+        let mut parts = download.split('/');
+        let (Some(name), Some(version)) = (parts.next(), parts.next()) else { return Vec::new() };
+        let mut config_json = CachedRequest::new(
+            SideId::Cargo,
+            registry.key("config.json"),
+            registry.index_origin("/config.json".into()),
+            Class::Revalidated,
+        );
+        config_json.wanted.fresh_for = config.index_ttl;
+        config_json.asking = request.asking.clone();
+        let mut needed = vec![config_json];
+        let file = index::file_path(name);
+        let index_key = registry.key(&format!("index/{file}"));
+        let listed =
+            self.cache.read_small(&index_key, index::INDEX_LIMIT).is_some_and(|held| index::lists(&held, version));
+        if !listed && self.may_refresh(&index_key) {
+            let mut refreshed = self.index_file(registry, &file, Duration::ZERO);
+            refreshed.asking = request.asking.clone();
+            needed.push(refreshed);
+        }
+        needed
+    }
+
+    /// Whether `key` may be fetched again for a version it does not list:
+    /// not within [`REFRESH_EVERY`] of the last time.
+    fn may_refresh(&self, key: &str) -> bool {
+        let now = Instant::now();
+        let mut refreshed = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        refreshed.retain(|_, at| now.duration_since(*at) < REFRESH_EVERY);
+        match refreshed.contains_key(key) {
+            true => false,
+            false => {
+                refreshed.insert(key.to_owned(), now);
+                true
+            }
+        }
+    }
+}
+
+/// Where the client reached `registry` on pkgproxy:
+/// `http://HOST/cargo[/NAME]`.
+fn served_at(request: &Request<'_>, registry: &Registry) -> ServedAt {
+    let prefix = match request.mount {
+        Mount::Prefix(prefix) => prefix,
+        Mount::ForwardProxy => "",
+    };
+    ServedAt { base: format!("http://{}{prefix}{}", request.host, registry.mount) }
+}
+
+fn json_answer(body: Vec<u8>) -> LocalAnswer {
+    let mut answer = LocalAnswer::text(StatusCode::OK, "");
+    answer.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    answer.body = Bytes::from(body);
+    answer
+}
+
+/// Reads and validates the cargo side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let options: Options = file.section(SideId::Cargo)?;
+    let config = Config::new(&options).map_err(|error| SectionError::invalid(SideId::Cargo, error))?;
+    Ok(Box::new(config))
+}
+
+impl Configures for Config {
+    type Side = Cargo;
+    const ID: SideId = SideId::Cargo;
+
+    fn open_side(&self, cache: &Cache) -> Result<Cargo, String> {
+        Ok(Cargo::new(self.clone(), cache.clone()))
+    }
+
+    fn swap_into(&self, side: &Cargo) {
+        side.config.swap(self.clone());
+    }
+
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
+    }
+
+    fn chain(&mut self, parent: &str) {
+        self.chain_to(parent);
+    }
+}
+
+impl Side for Cargo {
+    fn id(&self) -> SideId {
+        SideId::Cargo
+    }
+
+    /// A sparse registry is `GET` (and `HEAD`) only.
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        match *request.method {
+            Method::GET | Method::HEAD => self.classify_path(request).unwrap_or_else(Decision::Refuse),
+            _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
+        }
+    }
+
+    /// A "no such crate" remembered for the index file's key.
+    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(&request.key, now, frozen)
+    }
+
+    /// Remembers the upstream's "no such crate" (`404`, `410`, `451`) for
+    /// an index file, a minute: a crate published then is found.
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
+        let no_such_crate = matches!(answer.status.as_u16(), 404 | 410 | 451);
+        if no_such_crate && request.key.contains("/index/") && request.access.is_none() {
+            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
+        }
+    }
+
+    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        match request.key.contains("/crates/") {
+            true => self.crate_prerequisites(request),
+            false => Vec::new(),
+        }
+    }
+
+    /// A crate is fetched from where its registry's `config.json` says.
+    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Origin> {
+        let config = self.config();
+        let registry = config.registry_of_key(&request.key)?;
+        let upstream = UpstreamConfig::parse(prerequisites.first()?)?;
+        self.learn(registry, upstream.clone());
+        let download = request.key.strip_prefix(&registry.key("crates/"))?;
+        let mut parts = download.split('/');
+        let (name, version, sha256) = (parts.next()?, parts.next()?, parts.next()?);
+        upstream.download(&registry.crates_pool(), name, version, sha256)
+    }
+
+    /// An index file must be the crate's, and not older than the one held.
+    fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let file = request.key.split_once("/index/")?.1;
+        let name = index::crate_of(file)?.to_owned();
+        let held = self.cache.read_small(&request.key, index::INDEX_LIMIT).map(|held| index::versions(&held));
+        Some(Arc::new(index::IndexVerifier { name, held }))
+    }
+
+    /// The upstream's `config.json` as pkgproxy's, for the host the client
+    /// reached it by; what it says is learnt.
+    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
+        let upstream = UpstreamConfig::parse(body)?;
+        let config = self.config();
+        let mount = rewrite.served_at.base.rsplit_once("/cargo").map_or("", |(_, mount)| mount);
+        if let Some(registry) = config.registry(mount) {
+            self.learn(registry, upstream.clone());
+        }
+        Some(Bytes::from(upstream_config::served(&rewrite.served_at.base, Some(&upstream))))
+    }
+
+    /// cargo prints the body of an error and does not retry a `4xx`: what
+    /// cannot be had now is a `424` saying why, at once, not minutes of
+    /// retried `5xx`.
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        match failure {
+            Failure::Offline => LocalAnswer::text(
+                StatusCode::FAILED_DEPENDENCY,
+                "pkgproxy is offline and does not hold this (pkgproxyctl warm cargo Cargo.lock fetches what a build needs)",
+            ),
+            Failure::UpstreamFailed { reason } => LocalAnswer::text(
+                StatusCode::FAILED_DEPENDENCY,
+                &format!("pkgproxy does not hold this and cannot get it: {reason}"),
+            ),
+            Failure::Overloaded { retry_after } => {
+                let secs = retry_after_secs(*retry_after);
+                let mut answer = LocalAnswer::text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("pkgproxy: the registry is overloaded and left alone for {secs} s more"),
+                );
+                answer.headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+                answer
+            }
+            _ => failure.plain_text(),
+        }
+    }
+
+    /// What an `auth-required` registry holds is for its clients only.
+    fn readable_by_anyone(&self, key: &str) -> bool {
+        let config = self.config();
+        config.registry_of_key(key).is_none_or(|registry| !self.auth_required(registry))
+    }
+
+    /// The request cargo makes for what is cached under `key`: a
+    /// registry's `config.json` ranks before its index files and crates.
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        let config = self.config();
+        let registry = config.registry_of_key(key)?;
+        let below = key.strip_prefix(&registry.key(""))?;
+        let prefix = crate::route::prefix_of(SideId::Cargo)?;
+        match below {
+            "config.json" => Some((0, format!("{prefix}{}/index/config.json", registry.mount))),
+            _ => Some((1, format!("{prefix}{}/{below}", registry.mount))),
+        }
+    }
+
+    fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.lock_needs(asked)
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines = vec![
+            "[source.crates-io]".to_owned(),
+            "replace-with = \"pkgproxy\"".to_owned(),
+            "[source.pkgproxy]".to_owned(),
+            format!("registry = \"sparse+http://{host}/cargo/index/\""),
+            format!("pkgproxyctl setup cargo -addr {host} | sh"),
+        ];
+        Some(ClientSetup { clients: "cargo".to_owned(), lines })
+    }
+}
+
+#[cfg(test)]
+mod tests;
