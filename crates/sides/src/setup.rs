@@ -416,7 +416,7 @@ impl MarkedBlock {
     fn script(&self, client: &str, base: &str) -> String {
         let mut text = preamble(client, &format!("Puts pkgproxy's block in {}", self.file_sh));
         text.push_str(&format!(
-            "file=\"$root{file}\"\nwithout_block() {{ sed '/^{BLOCK_BEGIN}/,/^{BLOCK_END}/d' \"$file\"; }}\nif [ -f \"$file\" ] && without_block | grep -qE '{ere}'; then\n  echo \"$file sets this itself: left as it is. Add this to it by hand, in place of its own:\" >&2\n  cat >&2 <<'EOF'\n{settings}EOF\n  exit 1\nfi\nmkdir -p \"$(dirname \"$file\")\"\n{{ if [ -f \"$file\" ]; then without_block; fi; cat <<'EOF'\n{block}EOF\n}} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
+            "file=\"$root{file}\"\nwithout_block() {{ awk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\"; }}\nif [ -f \"$file\" ] && without_block | grep -qE '{ere}'; then\n  echo \"$file sets this itself: left as it is. Add this to it by hand, in place of its own:\" >&2\n  cat >&2 <<'EOF'\n{settings}EOF\n  exit 1\nfi\nmkdir -p \"$(dirname \"$file\")\"\n{{ if [ -f \"$file\" ]; then without_block; fi; cat <<'EOF'\n{block}EOF\n}} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
             file = self.file_sh,
             ere = self.clashes_ere(),
             settings = (self.block)(base),
@@ -428,7 +428,7 @@ impl MarkedBlock {
     fn undo_script(&self, client: &str) -> String {
         let mut text = preamble(client, &format!("Takes pkgproxy's block out of {}", self.file_sh));
         text.push_str(&format!(
-            "file=\"$root{file}\"\nif [ ! -f \"$file\" ] || ! grep -q '^{BLOCK_BEGIN}' \"$file\"; then\n  echo \"$file holds no block of pkgproxy's\"\n  exit 0\nfi\nsed '/^{BLOCK_BEGIN}/,/^{BLOCK_END}/d' \"$file\" > \"$file.pkgproxy-new\"\nif [ -s \"$file.pkgproxy-new\" ] && grep -q '[^[:space:]]' \"$file.pkgproxy-new\"; then\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"took pkgproxy's block out of $file\"\nelse\n  rm -f \"$file.pkgproxy-new\" \"$file\"\n  echo \"removed $file: it held pkgproxy's block only\"\nfi\n",
+            "file=\"$root{file}\"\nif [ ! -f \"$file\" ] || ! grep -q '^{BLOCK_BEGIN}' \"$file\"; then\n  echo \"$file holds no block of pkgproxy's\"\n  exit 0\nfi\nawk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\" > \"$file.pkgproxy-new\"\nif [ -s \"$file.pkgproxy-new\" ] && grep -q '[^[:space:]]' \"$file.pkgproxy-new\"; then\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"took pkgproxy's block out of $file\"\nelse\n  rm -f \"$file.pkgproxy-new\" \"$file\"\n  echo \"removed $file: it held pkgproxy's block only\"\nfi\n",
             file = self.file_sh,
         ));
         text

@@ -445,6 +445,12 @@ impl CargoSandbox {
         path
     }
 
+    /// Runs `cargo args...` in the project with `cargo_home` as it is
+    /// (its `config.toml` written by someone else).
+    pub fn run_in(&self, cargo_home: &Path, args: &[&str]) -> CargoOutput {
+        run_cargo(&self.app(), cargo_home, args)
+    }
+
     /// Runs `cargo args...` in the project with the `CARGO_HOME` named
     /// `home`.
     pub fn run(&self, home: &str, args: &[&str]) -> CargoOutput {

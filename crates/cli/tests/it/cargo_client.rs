@@ -68,6 +68,36 @@ async fn a_second_fresh_cargo_home_fetches_nothing_upstream() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_setup_script_points_cargo_at_pkgproxy() {
+    use std::io::Write;
+    let (fake, server, project) = registry_and_pkgproxy().await;
+    let home = tempfile::tempdir().unwrap();
+    let script = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["setup", "cargo", "-addr", server.proxy_addr()])
+        .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+        .output()
+        .unwrap();
+    assert!(script.status.success(), "{}", String::from_utf8_lossy(&script.stderr));
+    let mut sh = std::process::Command::new("sh")
+        .env("CARGO_HOME", home.path())
+        .env_remove("PKGPROXY_SETUP_ROOT")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    sh.stdin.take().unwrap().write_all(&script.stdout).unwrap();
+    assert!(sh.wait().unwrap().success());
+    let resolved = project.run_in(home.path(), &["generate-lockfile"]);
+    assert!(resolved.success, "{}", resolved.output);
+    assert!(fake.count("/config.json") >= 1, "cargo asked pkgproxy, which asked the registry");
+    assert!(
+        std::fs::read_to_string(project.lockfile())
+            .unwrap()
+            .contains("registry+https://github.com/rust-lang/crates.io-index"),
+        "the lockfile still names crates.io"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn cargo_update_is_answered_not_modified_by_pkgproxy_alone() {
     let (fake, server, project) = registry_and_pkgproxy().await;
     assert!(project.run("warm", &["generate-lockfile"]).success);

@@ -298,3 +298,77 @@ fn apply_and_undo_work_under_the_setup_root_and_restart_only_when_something_chan
     let (applied, second) = ctl_under(root.path(), &apply);
     assert!(applied && second.contains("already") && !second.contains("restarting"), "{second}");
 }
+
+/// Pipes `script` to `sh` with `root` standing for `/` and `CARGO_HOME`
+/// set to `cargo_home`; how it went.
+fn sh_cargo(script: &str, root: &Path, cargo_home: &str) -> std::process::Output {
+    let script = format!("export CARGO_HOME={cargo_home}\n{script}");
+    sh(&script, root)
+}
+
+#[test]
+fn cargo_s_block_joins_the_user_s_config_and_leaves_the_rest_byte_for_byte() {
+    let root = tempfile::tempdir().unwrap();
+    let cargo_home = "/home/dev/.cargo";
+    let file = root.path().join("home/dev/.cargo/config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let own = "# the user's own\n[build]\njobs = 4\n\n[net]\ngit-fetch-with-cli = true";
+    std::fs::write(&file, own).unwrap();
+
+    let text = script("cargo", "10.0.0.5:3142");
+    assert!(text.starts_with("#!/bin/sh\n#"), "{text}");
+    let written = sh_cargo(&text, root.path(), cargo_home);
+    assert!(written.status.success(), "{}", said(&written));
+    let config = std::fs::read_to_string(&file).unwrap();
+    assert!(config.starts_with(own), "the user's lines first, as they were: {config}");
+    assert!(config.contains("[source.crates-io]\nreplace-with = \"pkgproxy\"\n"), "{config}");
+    assert!(config.contains("registry = \"sparse+http://10.0.0.5:3142/cargo/index/\""), "{config}");
+    let once = tree(root.path());
+    assert!(sh_cargo(&text, root.path(), cargo_home).status.success());
+    assert_eq!(tree(root.path()), once, "a second run changes nothing");
+    let moved = sh_cargo(&script("cargo", "10.0.0.6:3142"), root.path(), cargo_home);
+    assert!(moved.status.success(), "{}", said(&moved));
+    let config = std::fs::read_to_string(&file).unwrap();
+    assert!(config.contains("10.0.0.6:3142") && !config.contains("10.0.0.5:3142"), "one block, replaced: {config}");
+
+    let undone = sh_cargo(&undo_script("cargo", "10.0.0.6:3142"), root.path(), cargo_home);
+    assert!(undone.status.success(), "{}", said(&undone));
+    let left = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(left.trim_end(), own, "the user's own lines, untouched");
+
+    // The same by --apply and --undo.
+    let apply = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(args)
+            .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+            .env("PKGPROXY_SETUP_ROOT", root.path())
+            .env("CARGO_HOME", cargo_home)
+            .output()
+            .unwrap();
+        (output.status.success(), said(&output))
+    };
+    let (applied, told) = apply(&["setup", "cargo", "-addr", "10.0.0.5:3142", "--apply"]);
+    assert!(applied, "{told}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("sparse+http://10.0.0.5:3142/cargo/index/"));
+    let (again, told) = apply(&["setup", "cargo", "-addr", "10.0.0.5:3142", "--apply"]);
+    assert!(again && told.contains("is as it should be"), "{told}");
+    let (undone, told) = apply(&["setup", "cargo", "-addr", "10.0.0.5:3142", "--undo"]);
+    assert!(undone, "{told}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim_end(), own);
+
+    // A file that replaces crates.io itself is left as it is.
+    let replacing = format!("{own}\n[source.crates-io]\nreplace-with = \"vendored\"\n");
+    std::fs::write(&file, &replacing).unwrap();
+    let refused = sh_cargo(&text, root.path(), cargo_home);
+    assert!(!refused.status.success());
+    assert!(said(&refused).contains("left as it is"), "{}", said(&refused));
+    let (applied, told) = apply(&["setup", "cargo", "-addr", "10.0.0.5:3142", "--apply"]);
+    assert!(!applied && told.contains("left as it is") && told.contains("sparse+http://10.0.0.5:3142"), "{told}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), replacing, "byte for byte");
+
+    // A file that held pkgproxy's block only goes with it.
+    std::fs::remove_file(&file).unwrap();
+    assert!(sh_cargo(&text, root.path(), cargo_home).status.success());
+    assert!(sh_cargo(&undo_script("cargo", "10.0.0.5:3142"), root.path(), cargo_home).status.success());
+    assert!(!file.exists(), "removed: it held pkgproxy's block only");
+}
