@@ -180,9 +180,10 @@ impl FakeCrates {
         self.cdn.clone()
     }
 
-    /// pkgproxy's `[cargo]` section for this registry as crates.io's.
+    /// pkgproxy's `[cargo]` section for this registry as crates.io's, its
+    /// CDN trusted.
     pub fn config(&self) -> String {
-        format!("[cargo]\nindex = [\"{}\"]\ndownloads = [\"{}\"]\n", self.url, self.cdn)
+        format!("[cargo]\nindex = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", self.url, self.cdn)
     }
 
     /// Adds `version` to the registry (a crate published now).

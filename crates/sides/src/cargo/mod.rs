@@ -80,10 +80,6 @@ pub struct Options {
     /// How long an index file is served without asking the upstream.
     #[serde(default, with = "humantime_serde")]
     pub index_ttl: Option<Duration>,
-    /// Where crates.io's crates may be downloaded from when that is a
-    /// local address (its `config.json` names the place).
-    #[serde(default)]
-    pub downloads: Vec<String>,
     /// Other registries, each at `/cargo/NAME/index/`.
     #[serde(default)]
     pub registry: Vec<RegistryOptions>,
@@ -97,10 +93,6 @@ pub struct RegistryOptions {
     pub name: String,
     /// Its sparse index's URLs, the mirrors of one pool.
     pub index: Vec<String>,
-    /// Where its crates may be downloaded from when that is a local
-    /// address.
-    #[serde(default)]
-    pub downloads: Vec<String>,
 }
 
 /// A cargo configuration that cannot be used.
@@ -122,8 +114,6 @@ struct Registry {
     mount: String,
     /// Its index's instances.
     index: Instances,
-    /// Where its crates may be downloaded from on local addresses.
-    downloads: Vec<String>,
 }
 
 impl Registry {
@@ -132,20 +122,13 @@ impl Registry {
         mount: String,
         index: &[String],
         built_in: Option<&'static str>,
-        downloads: &[String],
     ) -> Result<Registry, ConfigError> {
-        let key = |what: &str| match mount.is_empty() {
-            true => what.to_owned(),
-            false => format!("registry.{name}.{what}"),
+        let key = match mount.is_empty() {
+            true => "index".to_owned(),
+            false => format!("registry.{name}.index"),
         };
-        let index = Instances::new(index, built_in).map_err(|reason| ConfigError { key: key("index"), reason })?;
-        for url in downloads {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                let reason = format!("{url:?} is not an http(s) URL");
-                return Err(ConfigError { key: key("downloads"), reason });
-            }
-        }
-        Ok(Registry { name: name.to_owned(), mount, index, downloads: downloads.to_vec() })
+        let index = Instances::new(index, built_in).map_err(|reason| ConfigError { key, reason })?;
+        Ok(Registry { name: name.to_owned(), mount, index })
     }
 
     fn key(&self, below: &str) -> String {
@@ -171,8 +154,7 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let mut registries =
-            vec![Registry::new(CRATES_IO, String::new(), &options.index, Some(DEFAULT_INDEX), &options.downloads)?];
+        let mut registries = vec![Registry::new(CRATES_IO, String::new(), &options.index, Some(DEFAULT_INDEX))?];
         for registry in &options.registry {
             let name = &registry.name;
             let fine = !name.is_empty()
@@ -190,16 +172,16 @@ impl Config {
                 let reason = "give the URLs of its sparse index".to_owned();
                 return Err(ConfigError { key: format!("registry.{name}.index"), reason });
             }
-            registries.push(Registry::new(name, format!("/{name}"), &registry.index, None, &registry.downloads)?);
+            registries.push(Registry::new(name, format!("/{name}"), &registry.index, None)?);
         }
         Ok(Config { registries, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
-    /// The indexes and download places configured: these may be on local
-    /// addresses (each on its own port only).
+    /// The indexes configured: these may be on local addresses (each on
+    /// its own port only; where their crates are, if local too, is trusted
+    /// in `[upstream] trust`).
     pub fn trusted_urls(&self) -> Vec<String> {
-        let each = self.registries.iter();
-        each.flat_map(|registry| registry.index.trusted_urls().into_iter().chain(registry.downloads.clone())).collect()
+        self.registries.iter().flat_map(|registry| registry.index.trusted_urls()).collect()
     }
 
     /// Every registry's index fetched from the parent pkgproxy at `parent`
