@@ -142,6 +142,7 @@ async fn config_json_is_pkgproxy_s_and_names_each_crate_s_checksum_even_offline(
     set_mode(&server, "offline").await;
     let config = send(server.proxy_addr(), "GET", "/cargo/index/config.json", &[], b"").await;
     assert_eq!(config.status, 200, "{}", String::from_utf8_lossy(&config.body));
+    assert_eq!(config.header("x-pkgproxy-reason"), Some("offline"), "pkgproxy's own, and why");
     let config: serde_json::Value = serde_json::from_slice(&config.body).unwrap();
     let dl = format!("http://{}/cargo/crates/{{crate}}/{{version}}/{{sha256-checksum}}", server.proxy_addr());
     assert_eq!(config["dl"], dl.as_str());

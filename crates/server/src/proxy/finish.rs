@@ -1,9 +1,9 @@
 //! What is done to an answer of the cache path for its client, in one place
 //! and in this order:
 //!
-//! 0. when neither the cache nor the upstream could answer, the side's
-//!    fallback, if it has one (an answer it can write itself);
-//! 1. the side's rewrite (the stored bytes stay the upstream's);
+//! 1. the side's rewrite (the stored bytes stay the upstream's), then,
+//!    when neither the cache nor the upstream could answer, the side's
+//!    fallback, if it has one (an answer it writes itself, saying why);
 //! 2. the headers the side puts on every answer, then, on an answer that
 //!    carries the content (`2xx`, `304`), those describing it;
 //! 3. why it is not a plain hit, unless it says so already (a stale answer
@@ -58,13 +58,19 @@ impl Finish {
 
     /// `outcome`, finished for the client of `exchange`.
     pub async fn apply(mut self, side: &dyn Side, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
-        let outcome = match (outcome, self.fallback.take()) {
-            (Outcome::Failed(failed), Some(fallback)) if !failed.is_refusal() => Outcome::Local(fallback),
-            (outcome, _) => outcome,
-        };
         let outcome = match self.rewrite.take() {
             Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
             None => outcome,
+        };
+        // After the rewrite: the fallback is the side's own, not an
+        // upstream's to rewrite.
+        let outcome = match (outcome, self.fallback.take()) {
+            (Outcome::Failed(failed), Some(fallback)) if !failed.is_refusal() => {
+                let mut response = super::outcome::local(fallback);
+                response.extensions_mut().insert(Reason::from(&failed));
+                Outcome::Answered(response)
+            }
+            (outcome, _) => outcome,
         };
         self.noted(outcome)
     }
