@@ -51,9 +51,12 @@ pub fn versions(body: &[u8]) -> BTreeSet<String> {
     body.split(|b| *b == b'\n').filter_map(version_of_line).collect()
 }
 
-/// Whether an index file lists `version`.
+/// Whether an index file lists `version`. Only the lines holding the
+/// version in quotes are parsed: a crate's file can hold a thousand lines.
 pub fn lists(body: &[u8], version: &str) -> bool {
-    body.split(|b| *b == b'\n').filter_map(version_of_line).any(|listed| listed == version)
+    let quoted = format!("\"{version}\"");
+    let holds = |line: &&[u8]| line.windows(quoted.len()).any(|window| window == quoted.as_bytes());
+    body.split(|b| *b == b'\n').filter(holds).filter_map(version_of_line).any(|listed| listed == version)
 }
 
 fn version_of_line(line: &[u8]) -> Option<String> {

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# `cargo fetch --locked` of this repository's own Cargo.lock (its crates for
+# this machine's target) with an empty CARGO_HOME, from a fake sparse
+# registry on 127.0.0.1: nginx serving the index lines and .crate files
+# this machine's cargo keeps of crates.io (~/.cargo/registry, copied). Straight from
+# it, then through pkgproxy cold (its cache empty) and warm (a second empty
+# CARGO_HOME), over HTTP/2 (cargo's h2c upgrade) and over HTTP/1.1
+# (http.multiplexing = false), each REPEAT times:
+#   REPEAT=3 bench/cargo.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+repeat=${REPEAT:-3}
+cargo_cache=${CARGO_HOME:-$HOME/.cargo}/registry
+target=$(rustc -vV | sed -n 's/^host: //p')
+command -v nginx >/dev/null || { echo "bench/cargo.sh: needs nginx" >&2; exit 1; }
+
+cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
+work=$(mktemp -d)
+chmod 755 "$work"   # nginx's workers read the registry
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+registry_port=$(port)
+
+# The registry: an index file per crate cargo keeps an index cache of (its
+# lines: a binary head, then VERSION NUL LINE NUL pairs), and the .crate
+# files it keeps.
+python3 - "$cargo_cache" "$work/registry" "$registry_port" <<'PY'
+import glob, json, os, re, shutil, sys
+cache, out, port = sys.argv[1], sys.argv[2], sys.argv[3]
+def index_path(name):
+    n = name.lower()
+    return {1: f"1/{n}", 2: f"2/{n}", 3: f"3/{n[0]}/{n}"}.get(len(n), f"{n[:2]}/{n[2:4]}/{n}")
+files = 0
+for path in glob.glob(os.path.join(cache, "index", "index.crates.io-*", ".cache", "**", "*"), recursive=True):
+    if os.path.isdir(path):
+        continue
+    data = open(path, "rb").read()
+    parts = data[5:].split(b"\0")[1:]          # after the head and the validator
+    lines = [parts[i + 1] for i in range(0, len(parts) - 1, 2) if parts[i + 1].startswith(b"{")]
+    if not lines:
+        continue
+    name = json.loads(lines[0])["name"]
+    target = os.path.join(out, "index", index_path(name))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    open(target, "wb").write(b"\n".join(lines) + b"\n")
+    files += 1
+crates = 0
+for path in glob.glob(os.path.join(cache, "cache", "index.crates.io-*", "*.crate")):
+    stem = os.path.basename(path)[: -len(".crate")]
+    found = re.match(r"^([A-Za-z0-9_-]+?)-(\d+\.\d+\.\d+.*)$", stem)   # NAME-VERSION: md-5-0.11.0
+    if not found:
+        continue
+    name, version = found.groups()
+    target = os.path.join(out, "crates", name, f"{name}-{version}.crate")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copyfile(path, target)
+    crates += 1
+dl = f"http://127.0.0.1:{port}/crates/{{crate}}/{{crate}}-{{version}}.crate"
+open(os.path.join(out, "index", "config.json"), "w").write(json.dumps({"dl": dl}))
+print(f"fake registry: {files} index files, {crates} crates")
+PY
+
+cat > "$work/nginx.conf" <<NGINX
+daemon on; pid $work/nginx.pid; error_log $work/nginx-error.log; worker_processes 2;
+events { worker_connections 1024; }
+http {
+  access_log off; client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work;
+  uwsgi_temp_path $work; scgi_temp_path $work; default_type application/octet-stream;
+  server { listen 127.0.0.1:$registry_port; root $work/registry; etag on; }
+}
+NGINX
+nginx -c "$work/nginx.conf"
+
+mkdir -p "$work/project"
+git -C "$root" archive HEAD | tar -x -C "$work/project"
+
+pkgproxy_port=$(port)
+start_pkgproxy() {
+  rm -rf "$work/pkgproxy-cache"
+  printf '[cargo]\nindex = ["http://127.0.0.1:%s/index"]\n' "$registry_port" > "$work/pkgproxy.toml"
+  "$root/target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$work/pkgproxy-cache" \
+    -config "$work/pkgproxy.toml" -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" \
+    -log-level warn > "$work/pkgproxy.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$pkgproxy_port/cargo/index/config.json" >/dev/null && return; sleep 0.1; done
+  echo "pkgproxy did not start" >&2; exit 1
+}
+stop_pkgproxy() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
+
+# One fetch with a new CARGO_HOME whose registry is $1; HTTP/1.1 when $2 is
+# "http1". Prints the seconds it took. The CARGO_HOME is in memory: on a
+# disk, cargo's own file writes take most of the time (15 s of system time
+# here against 0.6 s in /dev/shm), whatever serves it.
+fetch() {
+  local home="${CARGO_HOMES:-/dev/shm}/pkgproxy-bench-home-$RANDOM$RANDOM"
+  mkdir -p "$home"
+  printf '[source.crates-io]\nreplace-with = "bench"\n[source.bench]\nregistry = "sparse+%s"\n[net]\nretry = 0\n' "$1" > "$home/config.toml"
+  [ "$2" = http1 ] && printf '[http]\nmultiplexing = false\n' >> "$home/config.toml"
+  local start end
+  start=$(date +%s.%N)
+  CARGO_HOME="$home" cargo fetch --locked --target "$target" --manifest-path "$work/project/Cargo.toml" -q \
+    || { echo "cargo fetch failed" >&2; exit 1; }
+  end=$(date +%s.%N)
+  rm -rf "$home"
+  python3 -c "print(f'{$end - $start:.2f}')"
+}
+
+direct="http://127.0.0.1:$registry_port/index/"
+through="http://127.0.0.1:$pkgproxy_port/cargo/index/"
+packages=$(grep -c '^source = "registry+' "$root/Cargo.lock")
+echo "Cargo.lock: $packages packages from crates.io; target $target"
+for protocol in http2 http1; do
+  for run in $(seq "$repeat"); do
+    straight=$(fetch "$direct" "$protocol")
+    start_pkgproxy
+    cold=$(fetch "$through" "$protocol")
+    warm=$(fetch "$through" "$protocol")
+    stop_pkgproxy
+    echo "$protocol run $run: straight ${straight} s, through pkgproxy cold ${cold} s, warm ${warm} s"
+  done
+done
