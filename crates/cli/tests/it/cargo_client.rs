@@ -296,3 +296,12 @@ async fn an_auth_required_registry_s_content_reaches_only_clients_it_accepts() {
     let wrong = send(server.proxy_addr(), "GET", path, &[("authorization", "Bearer bad")], b"").await;
     assert_ne!(wrong.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crate_the_registry_does_not_have_is_a_404_asked_once_a_minute() {
+    let (fake, server, _project) = registry_and_pkgproxy().await;
+    let path = "/cargo/index/no/ne/nonesuch";
+    assert_eq!(send(server.proxy_addr(), "GET", path, &[], b"").await.status, 404);
+    assert_eq!(send(server.proxy_addr(), "GET", path, &[], b"").await.status, 404);
+    assert_eq!(fake.count("/nonesuch"), 1, "the 404 is remembered (a minute: the side's unit test)");
+}

@@ -1,1 +1,125 @@
+use super::*;
+use crate::route::Mount;
 
+fn side(config: &str) -> (Cargo, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+    let options: Options = toml::from_str(config).unwrap();
+    (Cargo::new(Config::new(&options).unwrap(), cache), dir)
+}
+
+fn classify(side: &Cargo, method: &Method, path: &str, headers: &http::HeaderMap) -> Decision {
+    let request = Request {
+        method,
+        headers,
+        mount: Mount::Prefix("/cargo"),
+        path,
+        query: None,
+        target: None,
+        host: "cache.lan:3142",
+    };
+    side.classify(&request)
+}
+
+fn cached(decision: Decision) -> CachedRequest {
+    match decision {
+        Decision::Cache(request) => *request,
+        other => panic!("not cached: {other:?}"),
+    }
+}
+
+fn refused(decision: Decision) -> StatusCode {
+    match decision {
+        Decision::Refuse(refusal) => refusal.status,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+const SHA: &str = "4a5f13b858c8d314ee3e8f639011f7ccefe71f97f96e50151fb991f267928e2c";
+
+#[test]
+fn each_path_is_one_key_of_its_registry_and_its_index_in_lower_case() {
+    let (cargo, _dir) = side("[[registry]]\nname = \"corp\"\nindex = [\"https://corp.example/index/\"]\n");
+    let none = http::HeaderMap::new();
+    let get = |path: &str| cached(classify(&cargo, &Method::GET, path, &none));
+    let config = get("/index/config.json");
+    assert_eq!(config.key, "cargo/crates-io/config.json");
+    assert_eq!(config.origin.instances, ["https://index.crates.io"]);
+    assert!(config.reply.fallback.is_some(), "pkgproxy can write it itself");
+    let file = get("/index/SE/RD/Serde_Json");
+    assert_eq!(file.key, "cargo/crates-io/index/se/rd/serde_json");
+    assert_eq!(file.origin.path, "/se/rd/serde_json");
+    assert_eq!(file.reply.etag, Etag::Content);
+    assert_eq!(file.wanted.fresh_for, DEFAULT_INDEX_TTL);
+    let corp = get("/corp/index/3/s/syn");
+    assert_eq!(corp.key, "cargo/corp/index/3/s/syn");
+    assert_eq!(corp.origin.instances, ["https://corp.example/index"]);
+    let krate = get(&format!("/crates/Serde/1.0.0/{}", SHA.to_uppercase()));
+    assert_eq!(krate.key, format!("cargo/crates-io/crates/Serde/1.0.0/{SHA}"));
+    assert_eq!(krate.wanted.expected.sha256.as_deref(), Some(SHA));
+    assert_eq!(krate.class, Class::Immutable);
+}
+
+#[test]
+fn what_is_not_a_registry_path_is_refused() {
+    let (cargo, _dir) = side("");
+    let none = http::HeaderMap::new();
+    let status = |path: &str| refused(classify(&cargo, &Method::GET, path, &none));
+    assert_eq!(status("/index/se/rd/other"), StatusCode::NOT_FOUND);
+    assert_eq!(status("/index/"), StatusCode::NOT_FOUND);
+    assert_eq!(status("/nope/index/config.json"), StatusCode::NOT_FOUND);
+    assert_eq!(status("/crates/serde/1.0.0"), StatusCode::NOT_FOUND);
+    assert_eq!(status("/crates/serde/1.0.0/abc"), StatusCode::BAD_REQUEST);
+    assert_eq!(status(&format!("/crates/se%20rde/1.0.0/{SHA}")), StatusCode::BAD_REQUEST);
+    assert_eq!(status("/index/../config.json"), StatusCode::BAD_REQUEST);
+    let post = refused(classify(&cargo, &Method::POST, "/index/config.json", &none));
+    assert_eq!(post, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[test]
+fn a_client_s_credentials_go_upstream_and_its_access_is_confirmed() {
+    let (cargo, _dir) = side("");
+    let mut headers = http::HeaderMap::new();
+    headers.insert(http::header::AUTHORIZATION, http::HeaderValue::from_static("Bearer one"));
+    let file = cached(classify(&cargo, &Method::GET, "/index/it/oa/itoa", &headers));
+    assert!(matches!(file.asking.auth, UpstreamAuth::Client(_)));
+    let access = file.access.expect("confirmed per client");
+    assert!(access.grant.starts_with("cargo crates-io ") && !access.grant.contains("Bearer"));
+    let anonymous = cached(classify(&cargo, &Method::GET, "/index/it/oa/itoa", &http::HeaderMap::new()));
+    assert!(anonymous.access.is_none(), "crates.io asks for none");
+}
+
+#[test]
+fn registries_are_named_once_and_not_as_paths_pkgproxy_serves() {
+    let bad = |config: &str| Config::new(&toml::from_str::<Options>(config).unwrap()).unwrap_err().key;
+    assert_eq!(bad("[[registry]]\nname = \"index\"\nindex = [\"https://x/\"]\n"), "registry.name");
+    assert_eq!(bad("[[registry]]\nname = \"Corp\"\nindex = [\"https://x/\"]\n"), "registry.name");
+    let twice =
+        "[[registry]]\nname = \"a\"\nindex = [\"https://x/\"]\n[[registry]]\nname = \"a\"\nindex = [\"https://y/\"]\n";
+    assert_eq!(bad(twice), "registry.name");
+    assert_eq!(bad("[[registry]]\nname = \"a\"\nindex = []\n"), "registry.a.index");
+}
+
+#[test]
+fn a_registry_s_no_such_crate_is_remembered_a_minute_for_index_files_only() {
+    use std::time::{Duration, Instant};
+    let (cargo, _dir) = side("");
+    let none = http::HeaderMap::new();
+    let file = cached(classify(&cargo, &Method::GET, "/index/no/ne/nonesuch", &none));
+    let answer = Arc::new(PassedAnswer { status: StatusCode::NOT_FOUND, headers: Vec::new(), body: Bytes::new() });
+    let now = Instant::now();
+    cargo.remember(&file, &answer, now);
+    assert!(cargo.remembered(&file, now + Duration::from_secs(59), false).is_some());
+    assert!(
+        cargo.remembered(&file, now + Duration::from_secs(61), false).is_none(),
+        "a crate published since is found"
+    );
+    let krate = cached(classify(&cargo, &Method::GET, &format!("/crates/nonesuch/1.0.0/{SHA}"), &none));
+    cargo.remember(&krate, &answer, now);
+    assert!(cargo.remembered(&krate, now, false).is_none(), "a crate's URL is the registry's to say each time");
+    let unavailable =
+        Arc::new(PassedAnswer { status: StatusCode::SERVICE_UNAVAILABLE, headers: Vec::new(), body: Bytes::new() });
+    let other = cached(classify(&cargo, &Method::GET, "/index/ot/he/other", &none));
+    cargo.remember(&other, &unavailable, now);
+    assert!(cargo.remembered(&other, now, false).is_none(), "only a no such crate");
+}
