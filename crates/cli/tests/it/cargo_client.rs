@@ -245,7 +245,7 @@ async fn a_registry_that_is_overloaded_leaves_cached_index_files_served_stale() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn check_says_what_a_lockfile_needs_and_warm_fetches_it_for_an_offline_build() {
+async fn check_says_what_a_lockfile_needs_warm_fetches_it_and_a_bundle_carries_it_for_offline_builds() {
     let fake = FakeCrates::start(&crates()).await;
     let direct = CargoSandbox::new(&format!("sparse+{}/", fake.url()), &[("serde_json", "1"), ("ab", "0.2")]);
     // The lockfile, as cargo writes it against the registry itself.
@@ -274,6 +274,22 @@ async fn check_says_what_a_lockfile_needs_and_warm_fetches_it_for_an_offline_bui
     fake.clear_requests();
     let offline = project.run("offline", &["fetch", "--locked"]);
     assert!(offline.success, "{}", offline.output);
+    assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
+
+    // A signed bundle of it, taken in by a pkgproxy that was never online.
+    let dir = tempfile::tempdir().unwrap();
+    let (key, trusted) = crate::bundle::signing_key(dir.path());
+    let bundle = dir.path().join("build.tar");
+    let export = ["export", "-o", bundle.to_str().unwrap(), "--sign", key.to_str().unwrap(), "cargo", lockfile];
+    let (exported, printed) = ctl(&daemon, &export);
+    assert!(exported, "{printed}");
+    let gapped = Daemon::start_with(PKGPROXY, Some(&format!("{}{trusted}", fake.config())), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    let far = sandbox(gapped.proxy_addr());
+    std::fs::write(far.lockfile(), &lock).unwrap();
+    let fetched = far.run("gapped", &["fetch", "--locked"]);
+    assert!(fetched.success, "{}", fetched.output);
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
 }
 
