@@ -449,22 +449,30 @@ impl CargoSandbox {
     /// Runs `cargo args...` in the project with `cargo_home` as it is
     /// (its `config.toml` written by someone else).
     pub fn run_in(&self, cargo_home: &Path, args: &[&str]) -> CargoOutput {
-        run_cargo(&self.app(), cargo_home, args)
+        run_cargo(&self.app(), cargo_home, args, &[])
+    }
+
+    /// Runs `cargo args...` as [`CargoSandbox::run`] does, printing its
+    /// HTTP exchanges (`CARGO_HTTP_DEBUG`): what it negotiated.
+    pub fn run_debugging_http(&self, home: &str, args: &[&str]) -> CargoOutput {
+        let cargo_home = self.cargo_home(home);
+        run_cargo(&self.app(), &cargo_home, args, &[("CARGO_HTTP_DEBUG", "true"), ("CARGO_LOG", "network=debug")])
     }
 
     /// Runs `cargo args...` in the project with the `CARGO_HOME` named
     /// `home`.
     pub fn run(&self, home: &str, args: &[&str]) -> CargoOutput {
         let cargo_home = self.cargo_home(home);
-        run_cargo(&self.app(), &cargo_home, args)
+        run_cargo(&self.app(), &cargo_home, args, &[])
     }
 }
 
 /// cargo, from the toolchain on the `PATH` (Debian's is too old for the
 /// sparse protocol).
-fn run_cargo(dir: &Path, cargo_home: &Path, args: &[&str]) -> CargoOutput {
+fn run_cargo(dir: &Path, cargo_home: &Path, args: &[&str], env: &[(&str, &str)]) -> CargoOutput {
     let output = Command::new("cargo")
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .env("CARGO_HOME", cargo_home)
         .env("CARGO_TERM_COLOR", "never")

@@ -98,6 +98,16 @@ async fn the_setup_script_points_cargo_at_pkgproxy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn cargo_upgrades_to_http2_and_multiplexes_its_requests() {
+    let (_fake, _server, project) = registry_and_pkgproxy().await;
+    let resolved = project.run_debugging_http("h2", &["generate-lockfile"]);
+    assert!(resolved.success, "{}", resolved.output);
+    assert!(resolved.output.contains("< HTTP/1.1 101 Switching Protocols"), "{}", resolved.output);
+    let on_streams = resolved.output.matches("< HTTP/2 200").count();
+    assert!(on_streams >= 6, "config.json and the five index files over HTTP/2: {on_streams}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn cargo_update_is_answered_not_modified_by_pkgproxy_alone() {
     let (fake, server, project) = registry_and_pkgproxy().await;
     assert!(project.run("warm", &["generate-lockfile"]).success);
