@@ -35,6 +35,7 @@ mod learned;
 pub mod lxd;
 pub mod needs;
 pub mod path;
+pub mod pypi;
 pub mod registry;
 mod remembered;
 pub mod route;

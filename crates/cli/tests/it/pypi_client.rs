@@ -1,0 +1,96 @@
+//! The real pip and uv (current ones, from the test tools' virtual
+//! environment) through pkgproxy's PyPI side, against a fake index whose
+//! files are on a second port: every page and file fetched once, checked,
+//! and served again from the cache.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use pkgproxy_testkit::{Distribution, FakePypi};
+
+use crate::inproc::Server;
+
+/// A tool of the test tools' Python environment (`test.sh` installs it).
+fn tool(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python/bin");
+    let path = root.join(name);
+    assert!(path.exists(), "{} is missing: test.sh installs it", path.display());
+    path
+}
+
+fn files() -> Vec<Distribution> {
+    vec![
+        Distribution::wheel("Top-Level", "1.0", &["leaf-pkg>=1"], 200),
+        Distribution::sdist("Top-Level", "1.0"),
+        Distribution::wheel("leaf.pkg", "1.0", &[], 200),
+        Distribution::wheel("leaf.pkg", "1.1", &[], 200),
+    ]
+}
+
+async fn index_and_pkgproxy() -> (FakePypi, Server) {
+    let fake = FakePypi::start(&files()).await;
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let server = Server::start(Some(&config)).await;
+    (fake, server)
+}
+
+/// `pip install PROJECT` into a new folder with a new cache, through the
+/// index at `index`; what it said.
+fn pip_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) {
+    let target = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let output = Command::new(tool("pip"))
+        .args(["install", "--no-input", "--disable-pip-version-check", "--index-url", index, "--target"])
+        .arg(target.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .arg(project)
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said, target)
+}
+
+fn uv_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) {
+    let target = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let output = Command::new(tool("uv"))
+        .args(["pip", "install", "--index-url", index, "--target"])
+        .arg(target.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--python", tool("python").to_str().unwrap(), project])
+        .env("UV_NO_CONFIG", "1")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said, target)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_installs_through_pkgproxy_and_a_second_fresh_pip_asks_nothing_upstream() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, target) = pip_install(&index, "top-level");
+    assert!(installed, "{said}");
+    assert!(target.path().join("leaf_pkg/__init__.py").exists());
+    assert!(fake.count("/packages/") >= 2, "the files came from the index's file host: {:#?}", fake.requests());
+    fake.clear_requests();
+    let (again, said, _) = pip_install(&index, "top-level");
+    assert!(again, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uv_installs_through_pkgproxy_and_a_second_fresh_uv_asks_nothing_upstream() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, target) = uv_install(&index, "top-level");
+    assert!(installed, "{said}");
+    assert!(target.path().join("leaf_pkg/__init__.py").exists());
+    fake.clear_requests();
+    let (again, said, _) = uv_install(&index, "top-level");
+    assert!(again, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
+}
