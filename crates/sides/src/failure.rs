@@ -77,11 +77,13 @@ impl Failure<'_> {
             Failure::Offline => LocalAnswer::text(
                 StatusCode::FAILED_DEPENDENCY,
                 &format!("pkgproxy is offline and does not hold this ({hint})"),
-            ),
+            )
+            .because("Offline (pkgproxy): not held"),
             Failure::UpstreamFailed { reason } => LocalAnswer::text(
                 StatusCode::FAILED_DEPENDENCY,
                 &format!("pkgproxy does not hold this and cannot get it: {reason}"),
-            ),
+            )
+            .because("Not held (pkgproxy): the upstream cannot be had"),
             _ => self.plain_text(),
         }
     }

@@ -94,3 +94,30 @@ async fn uv_installs_through_pkgproxy_and_a_second_fresh_uv_asks_nothing_upstrea
     assert!(again, "{said}");
     assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
 }
+
+async fn set_mode(server: &Server, mode: &str) {
+    let asked = pkgproxy_control::ModeRequest { mode: mode.to_owned(), from: None, cluster: false };
+    server.admin().set_offline(&asked).await.expect("the mode is set");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_pip_and_uv_install_what_was_fetched_and_a_project_never_seen_fails_saying_why() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, _) = pip_install(&index, "top-level");
+    assert!(installed, "{said}");
+    set_mode(&server, "offline").await;
+    fake.clear_requests();
+    let (offline, said, target) = pip_install(&index, "top-level");
+    assert!(offline, "{said}");
+    assert!(target.path().join("top_level/__init__.py").exists());
+    let (offline, said, _) = uv_install(&index, "top-level");
+    assert!(offline, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+
+    let started = std::time::Instant::now();
+    let (never, said, _) = uv_install(&index, "never-seen");
+    assert!(!never);
+    assert!(said.contains("Offline (pkgproxy)"), "pkgproxy's reason in uv's words: {said}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "no retries of a 424");
+}
