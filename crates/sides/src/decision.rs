@@ -389,14 +389,27 @@ pub struct LocalAnswer {
     pub headers: HeaderMap,
     /// The whole body: a local answer is small.
     pub body: Bytes,
+    /// The reason phrase, when not the status's own (HTTP/1.1 carries it;
+    /// pip and uv print it: `424 Offline (pkgproxy): not held`).
+    pub reason: Option<&'static str>,
 }
 
 impl LocalAnswer {
+    /// An answer of `status` with `headers` and `body`.
+    pub fn new(status: StatusCode, headers: HeaderMap, body: Bytes) -> Self {
+        LocalAnswer { status, headers, body, reason: None }
+    }
+
     /// A plain-text answer: `text` and a newline.
     pub fn text(status: StatusCode, text: &str) -> Self {
         let mut headers = HeaderMap::new();
         headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
-        LocalAnswer { status, headers, body: Bytes::from(format!("{text}\n")) }
+        LocalAnswer::new(status, headers, Bytes::from(format!("{text}\n")))
+    }
+
+    /// The same answer saying `reason` in its status line.
+    pub fn because(self, reason: &'static str) -> Self {
+        LocalAnswer { reason: Some(reason), ..self }
     }
 }
 

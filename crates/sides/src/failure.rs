@@ -67,6 +67,28 @@ impl Failure<'_> {
     }
 }
 
+impl Failure<'_> {
+    /// How an installer that reads a `4xx` as final and retries a `5xx`
+    /// for long (cargo, pip, uv, npm) is best told: what cannot be had now
+    /// is a `424` with one line saying why (`hint`: how to have it next
+    /// time), at once; an overloaded upstream a `503` with `Retry-After`.
+    pub fn not_held(&self, hint: &str) -> LocalAnswer {
+        match self {
+            Failure::Offline => LocalAnswer::text(
+                StatusCode::FAILED_DEPENDENCY,
+                &format!("pkgproxy is offline and does not hold this ({hint})"),
+            )
+            .because("Offline (pkgproxy): not held"),
+            Failure::UpstreamFailed { reason } => LocalAnswer::text(
+                StatusCode::FAILED_DEPENDENCY,
+                &format!("pkgproxy does not hold this and cannot get it: {reason}"),
+            )
+            .because("Not held (pkgproxy): the upstream cannot be had"),
+            _ => self.plain_text(),
+        }
+    }
+}
+
 /// Whole seconds, rounded up and never zero: `Retry-After: 0` would invite
 /// the client straight back.
 pub fn retry_after_secs(left: Duration) -> u64 {

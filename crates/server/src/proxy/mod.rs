@@ -77,7 +77,7 @@ fn certificate(state: &State) -> Response<ResponseBody> {
     let mut headers = http::HeaderMap::new();
     headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-pem-file"));
     let pem = state.tls.certificate_pem.clone();
-    outcome::local(pkgproxy_sides::LocalAnswer { status: StatusCode::OK, headers, body: pem.into() })
+    outcome::local(pkgproxy_sides::LocalAnswer::new(StatusCode::OK, headers, pem.into()))
 }
 
 /// Answers one request from a client of the proxy listener; with the

@@ -121,6 +121,10 @@ pub fn local(answer: LocalAnswer) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::full(answer.body));
     *response.status_mut() = answer.status;
     *response.headers_mut() = answer.headers;
+    let reason = answer.reason.and_then(|reason| hyper::ext::ReasonPhrase::try_from(reason.as_bytes()).ok());
+    if let Some(reason) = reason {
+        response.extensions_mut().insert(reason);
+    }
     let headers = response.headers_mut();
     headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
     headers.insert(http::header::VIA, VIA);
@@ -137,6 +141,14 @@ mod tests {
     use pkgproxy_sides::Refusal;
 
     use super::*;
+
+    #[test]
+    fn a_local_answer_s_reason_phrase_goes_with_it() {
+        let answer = LocalAnswer::text(StatusCode::FAILED_DEPENDENCY, "x").because("Offline (pkgproxy): not held");
+        let response = local(answer);
+        let reason = response.extensions().get::<hyper::ext::ReasonPhrase>().expect("the reason phrase");
+        assert_eq!(reason.as_bytes(), b"Offline (pkgproxy): not held");
+    }
 
     async fn answered(mode: Mode, outcome: impl Into<Outcome>) -> (StatusCode, HeaderMap, String) {
         let response = respond(None, mode, outcome.into());

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, StatusCode};
 use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
 use sha2::{Digest, Sha256};
@@ -43,7 +43,7 @@ use crate::decision::{
     Access, CachedRequest, ClientAuthorization, DatedResume, Decision, Etag, LocalAnswer, Origin, Refusal, Reply,
     Rewrite, ServedAt, UpstreamAuth, Wanted,
 };
-use crate::failure::{retry_after_secs, Failure};
+use crate::failure::Failure;
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
@@ -559,26 +559,7 @@ impl Side for Cargo {
     /// cannot be had now is a `424` saying why, at once, not minutes of
     /// retried `5xx`.
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
-        match failure {
-            Failure::Offline => LocalAnswer::text(
-                StatusCode::FAILED_DEPENDENCY,
-                "pkgproxy is offline and does not hold this (pkgproxyctl warm cargo Cargo.lock fetches what a build needs)",
-            ),
-            Failure::UpstreamFailed { reason } => LocalAnswer::text(
-                StatusCode::FAILED_DEPENDENCY,
-                &format!("pkgproxy does not hold this and cannot get it: {reason}"),
-            ),
-            Failure::Overloaded { retry_after } => {
-                let secs = retry_after_secs(*retry_after);
-                let mut answer = LocalAnswer::text(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("pkgproxy: the registry is overloaded and left alone for {secs} s more"),
-                );
-                answer.headers.insert(RETRY_AFTER, HeaderValue::from(secs));
-                answer
-            }
-            _ => failure.plain_text(),
-        }
+        failure.not_held("pkgproxyctl warm cargo Cargo.lock fetches what a build needs")
     }
 
     /// What an `auth-required` registry holds is for its clients only.

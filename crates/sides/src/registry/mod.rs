@@ -841,7 +841,7 @@ fn json_answer(status: StatusCode, body: Bytes) -> LocalAnswer {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(HeaderName::from_static(API_VERSION.0), HeaderValue::from_static(API_VERSION.1));
-    LocalAnswer { status, headers, body }
+    LocalAnswer::new(status, headers, body)
 }
 
 #[cfg(test)]

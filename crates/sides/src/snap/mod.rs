@@ -569,7 +569,7 @@ fn error_list(status: StatusCode, code: &str, message: &str) -> LocalAnswer {
 fn json_answer(status: StatusCode, body: &Value) -> LocalAnswer {
     let mut headers = http::HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    LocalAnswer { status, headers, body: Bytes::from(body.to_string()) }
+    LocalAnswer::new(status, headers, Bytes::from(body.to_string()))
 }
 
 #[cfg(test)]
