@@ -143,6 +143,14 @@ async fn a_locked_build_is_fetched_offline_and_a_crate_never_seen_fails_at_once_
     assert!(!failed.success);
     assert!(started.elapsed() < Duration::from_secs(10), "cargo does not retry a 424");
     assert!(failed.output.contains("424"), "{}", failed.output);
+    let url = format!("http://{}/cargo/index/ne/we/newer", server.proxy_addr());
+    let head = std::process::Command::new("curl").args(["-s", "-o", "/dev/null", "-D", "-", &url]).output().unwrap();
+    let status_line = String::from_utf8_lossy(&head.stdout).lines().next().unwrap_or_default().to_owned();
+    assert_eq!(
+        status_line.trim_end(),
+        "HTTP/1.1 424 Offline (pkgproxy): not held",
+        "the reason, for clients that print it"
+    );
     assert!(failed.output.contains("pkgproxy is offline"), "{}", failed.output);
 }
 
