@@ -51,7 +51,7 @@ pub mod toy;
 
 pub use config::{ConfigError, Configures, OpenError, SideConfig, SidesFile};
 pub use decision::{
-    Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, Etag,
+    Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, Etag, Fallback,
     ForwardRequest, GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects,
     Refusal, Reply, Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
 };

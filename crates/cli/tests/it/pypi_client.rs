@@ -121,3 +121,28 @@ async fn offline_pip_and_uv_install_what_was_fetched_and_a_project_never_seen_fa
     assert!(said.contains("Offline (pkgproxy)"), "pkgproxy's reason in uv's words: {said}");
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "no retries of a 424");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_never_fetched_is_read_from_the_held_wheel_and_pip_resolves_offline_with_it() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    // The pages and wheels are held, their core metadata never asked for.
+    for project in ["top-level", "leaf-pkg"] {
+        let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+        let page = send(server.proxy_addr(), "GET", &format!("/pypi/simple/{project}/"), &json, b"").await;
+        assert_eq!(page.status, 200);
+        let page: serde_json::Value = serde_json::from_slice(&page.body).unwrap();
+        for file in page["files"].as_array().unwrap() {
+            let url = file["url"].as_str().unwrap();
+            let path = url.split_once(server.proxy_addr()).unwrap().1;
+            assert!(path.starts_with("/pypi/packages/"), "a link at pkgproxy: {url}");
+            assert_eq!(send(server.proxy_addr(), "GET", path, &[], b"").await.status, 200, "{path}");
+        }
+    }
+    assert_eq!(fake.count(".metadata"), 0);
+    set_mode(&server, "offline").await;
+    fake.clear_requests();
+    let (installed, said, _) = pip_install(&format!("http://{}/pypi/simple/", server.proxy_addr()), "top-level");
+    assert!(installed, "{said}");
+    assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
+}

@@ -19,7 +19,9 @@
 //!   (`FILE.metadata`, PEP 658) against the hash the page advertises.
 
 mod files;
+mod metadata;
 mod page;
+pub mod setup;
 
 use arc_swap::Guard;
 use std::collections::HashMap;
@@ -317,8 +319,14 @@ impl Pypi {
             false => file.file_path(),
         };
         let origin = Origin { pool: format!("pypi {} files", index.name), instances: Vec::new(), path: String::new() };
+        // Metadata the index cannot give is read from the held wheel.
+        let fallback = file.metadata.then(|| {
+            let prefix = crate::route::prefix_of(SideId::Pypi).unwrap_or_default();
+            let wheel_url = format!("{prefix}{}/packages/{}", index.mount, file.file_path());
+            Arc::new(metadata::FromWheel { wheel_url }) as Arc<dyn crate::decision::Fallback>
+        });
         CachedRequest {
-            reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
+            reply: Reply { dated_resume: DatedResume::Honoured, fallback, ..Reply::default() },
             ..CachedRequest::new(SideId::Pypi, index.key(&format!("packages/{below}")), origin, Class::Immutable)
         }
     }
