@@ -146,3 +146,95 @@ async fn metadata_never_fetched_is_read_from_the_held_wheel_and_pip_resolves_off
     assert!(installed, "{said}");
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_bytes_fail_pip_and_are_not_cached_and_the_honest_file_then_installs() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    fake.set_corrupt(true);
+    let (installed, said, _) = pip_install(&index, "leaf-pkg");
+    assert!(!installed, "{said}");
+    fake.set_corrupt(false);
+    let (installed, said, _) = pip_install(&index, "leaf-pkg");
+    assert!(installed, "the honest bytes, fetched again: {said}");
+    fake.clear_requests();
+    assert!(pip_install(&index, "leaf-pkg").0);
+    assert_eq!(fake.count("/packages/"), 0, "the honest file was kept: {:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_clients_of_one_large_wheel_make_one_fetch_and_a_cut_one_is_not_kept() {
+    use pkgproxy_testkit::client::send;
+    let large = Distribution::wheel("large", "1.0", &[], 8 * 1024 * 1024);
+    let fake = FakePypi::start(std::slice::from_ref(&large)).await;
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let server = Server::start(Some(&config)).await;
+    let path = format!("/pypi/{}", large.path());
+    fake.set_cut(true);
+    let cut = send(server.proxy_addr(), "GET", &path, &[], b"").await;
+    assert!(cut.status != 200 || cut.body != large.bytes, "a cut body never reaches a client whole");
+    fake.set_cut(false);
+    fake.clear_requests();
+    let clients = (0..20).map(|_| {
+        let (addr, path) = (server.proxy_addr().to_owned(), path.clone());
+        tokio::spawn(async move { send(&addr, "GET", &path, &[], b"").await })
+    });
+    for answer in futures_util::future::join_all(clients).await {
+        let answer = answer.unwrap();
+        assert_eq!(answer.status, 200);
+        assert!(answer.body == large.bytes);
+    }
+    assert_eq!(fake.count(&large.filename), 1, "{:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn both_forms_of_a_page_agree_and_every_link_points_at_pkgproxy() {
+    use pkgproxy_testkit::client::send;
+    let (_fake, server) = index_and_pkgproxy().await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    let as_json = send(server.proxy_addr(), "GET", "/pypi/simple/Top_Level", &json, b"").await;
+    assert_eq!(as_json.header("vary"), Some("Accept"));
+    let as_json: serde_json::Value = serde_json::from_slice(&as_json.body).unwrap();
+    let as_html = send(server.proxy_addr(), "GET", "/pypi/simple/top-level/", &[("accept", "text/html")], b"").await;
+    let as_html = String::from_utf8(as_html.body.to_vec()).unwrap();
+    let pkgproxy = format!("http://{}/pypi/packages/", server.proxy_addr());
+    for file in as_json["files"].as_array().unwrap() {
+        let url = file["url"].as_str().unwrap();
+        assert!(url.starts_with(&pkgproxy), "{url}");
+        let sha256 = file["hashes"]["sha256"].as_str().unwrap();
+        assert!(as_html.contains(&format!("href=\"{url}#sha256={sha256}\"")), "the same link in HTML: {as_html}");
+    }
+    assert_eq!(as_html.matches("href=").count(), as_json["files"].as_array().unwrap().len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_going_back_in_time_is_refused_and_an_overloaded_index_leaves_pages_stale() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    let first = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+    fake.set_lagging(Some(1));
+    server.clock().advance(std::time::Duration::from_secs(600));
+    let again = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+    assert!(again.body == first.body, "the newer page kept");
+    assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"), "{:?}", again.header("x-pkgproxy-reason"));
+    fake.set_lagging(None);
+    fake.force_status(429);
+    server.clock().advance(std::time::Duration::from_secs(600));
+    let stale = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.header("x-pkgproxy-cache"), Some("stale"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_published_after_its_page_was_held_is_fetched_at_once() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    assert_eq!(send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await.status, 200);
+    let newer = Distribution::wheel("leaf.pkg", "2.0", &[], 200);
+    fake.publish(newer.clone());
+    let fetched = send(server.proxy_addr(), "GET", &format!("/pypi/{}", newer.path()), &[], b"").await;
+    assert_eq!(fetched.status, 200, "{}", String::from_utf8_lossy(&fetched.body));
+    assert!(fetched.body == newer.bytes);
+}
