@@ -238,3 +238,42 @@ async fn a_file_published_after_its_page_was_held_is_fetched_at_once() {
     assert_eq!(fetched.status, 200, "{}", String::from_utf8_lossy(&fetched.body));
     assert!(fetched.body == newer.bytes);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_and_uv_read_what_setup_writes() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let root = tempfile::tempdir().unwrap();
+    for client in ["pip", "uv"] {
+        let applied = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(["setup", client, "-addr", server.proxy_addr(), "--apply"])
+            .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+            .env("PKGPROXY_SETUP_ROOT", root.path())
+            .output()
+            .unwrap();
+        assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    }
+    let target = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let pip = Command::new(tool("pip"))
+        .args(["install", "--no-input", "--disable-pip-version-check", "--target"])
+        .arg(target.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .arg("top-level")
+        .env("PIP_CONFIG_FILE", root.path().join("etc/pip.conf"))
+        .output()
+        .unwrap();
+    assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
+    let uv_target = tempfile::tempdir().unwrap();
+    let uv = Command::new(tool("uv"))
+        .args(["pip", "install", "--target"])
+        .arg(uv_target.path())
+        .arg("--cache-dir")
+        .arg(cache.path().join("uv"))
+        .args(["--python", tool("python").to_str().unwrap(), "top-level"])
+        .env("UV_CONFIG_FILE", root.path().join("etc/uv/uv.toml"))
+        .output()
+        .unwrap();
+    assert!(uv.status.success(), "{}", String::from_utf8_lossy(&uv.stderr));
+    assert!(fake.count("/simple/top-level/") >= 1, "through pkgproxy, which asked the index");
+}
