@@ -8,7 +8,7 @@
 
 use http::{HeaderMap, Method, Uri};
 
-use crate::decision::Target;
+use crate::decision::{ServedAt, Target};
 use crate::id::SideId;
 
 /// Where a side is reached.
@@ -53,6 +53,19 @@ pub struct Request<'a> {
     /// The host (and port) the client reached pkgproxy by, as it named it:
     /// answers that point back at pkgproxy use it.
     pub host: &'a str,
+}
+
+impl Request<'_> {
+    /// Where the client reached pkgproxy's `below` of this request's side
+    /// (`""`, or `/NAME` for an upstream mounted by name): answers that
+    /// point back at pkgproxy are rewritten to it.
+    pub fn served_at(&self, below: &str) -> ServedAt {
+        let prefix = match self.mount {
+            Mount::Prefix(prefix) => prefix,
+            Mount::ForwardProxy => "",
+        };
+        ServedAt { base: format!("http://{}{prefix}{below}", self.host) }
+    }
 }
 
 /// Where a request goes.

@@ -298,7 +298,9 @@ fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>)
 }
 
 async fn answer(shared: &Shared, request: Request<Incoming>, cdn: bool) -> Answer {
-    shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&request.into_parts().0));
+    // The request in hand, not the log's last: requests arrive at once.
+    let recorded = RecordedRequest::of_parts(&request.into_parts().0);
+    shared.requests.lock().unwrap().push(recorded.clone());
     if shared.stalled.load(Ordering::SeqCst) {
         std::future::pending::<()>().await;
     }
@@ -309,11 +311,8 @@ async fn answer(shared: &Shared, request: Request<Incoming>, cdn: bool) -> Answe
             return reply(status, &[("retry-after", "30".into())], "forced\n");
         }
     }
-    let request_path = shared.requests.lock().unwrap().last().map(|r| r.path.clone()).unwrap_or_default();
-    let authorization =
-        shared.requests.lock().unwrap().last().and_then(|r| r.header("authorization").map(str::to_owned));
     if let Some(wanted) = shared.auth.lock().unwrap().clone() {
-        if authorization.as_deref() != Some(wanted.as_str()) {
+        if recorded.header("authorization") != Some(wanted.as_str()) {
             return reply(
                 StatusCode::UNAUTHORIZED,
                 &[("www-authenticate", "Cargo login_url=\"https://x/me\"".into())],
@@ -322,13 +321,13 @@ async fn answer(shared: &Shared, request: Request<Incoming>, cdn: bool) -> Answe
         }
     }
     match cdn {
-        true => crate_file(shared, &request_path),
-        false => index_file(shared, &request_path),
+        true => crate_file(shared, &recorded.path),
+        false => index_file(shared, &recorded),
     }
 }
 
-fn index_file(shared: &Shared, path: &str) -> Answer {
-    let (path, _query) = path.split_once('?').unwrap_or((path, ""));
+fn index_file(shared: &Shared, request: &RecordedRequest) -> Answer {
+    let path = request.path.split_once('?').map_or(request.path.as_str(), |(path, _)| path);
     if path == "/config.json" {
         let cdn = shared.cdn.lock().unwrap().clone();
         let dl = match *shared.dl.lock().unwrap() {
@@ -352,8 +351,7 @@ fn index_file(shared: &Shared, path: &str) -> Answer {
     let listed = shared.lagging.lock().unwrap().unwrap_or(versions.len()).min(versions.len());
     let body: String = versions[..listed].iter().map(|version| version.index_line() + "\n").collect();
     let etag = format!("\"{}\"", &hex::encode(Sha256::digest(body.as_bytes()))[..16]);
-    let revalidated = shared.requests.lock().unwrap().last().and_then(|r| r.header("if-none-match").map(str::to_owned));
-    if revalidated.as_deref() == Some(etag.as_str()) {
+    if request.header("if-none-match") == Some(etag.as_str()) {
         return reply(StatusCode::NOT_MODIFIED, &[("etag", etag)], "");
     }
     reply(StatusCode::OK, &[("etag", etag), ("content-type", "text/plain".into())], body)

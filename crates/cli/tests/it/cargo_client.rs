@@ -39,6 +39,11 @@ async fn registry_and_pkgproxy() -> (FakeCrates, Server, CargoSandbox) {
     (fake, server, project)
 }
 
+/// `ran`, which must have succeeded: what cargo said otherwise.
+fn succeeded(ran: pkgproxy_testkit::CargoOutput) {
+    assert!(ran.success, "{}", ran.output);
+}
+
 fn sandbox(addr: &str) -> CargoSandbox {
     CargoSandbox::new(&format!("sparse+http://{addr}/cargo/index/"), &[("serde_json", "1"), ("ab", "0.2")])
 }
@@ -110,7 +115,7 @@ async fn cargo_upgrades_to_http2_and_multiplexes_its_requests() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cargo_update_is_answered_not_modified_by_pkgproxy_alone() {
     let (fake, server, project) = registry_and_pkgproxy().await;
-    assert!(project.run("warm", &["generate-lockfile"]).success);
+    succeeded(project.run("warm", &["generate-lockfile"]));
     fake.clear_requests();
     let updated = project.run("warm", &["update"]);
     assert!(updated.success, "{}", updated.output);
@@ -128,8 +133,8 @@ async fn cargo_update_is_answered_not_modified_by_pkgproxy_alone() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_locked_build_is_fetched_offline_and_a_crate_never_seen_fails_at_once_saying_why() {
     let (fake, server, project) = registry_and_pkgproxy().await;
-    assert!(project.run("online", &["generate-lockfile"]).success);
-    assert!(project.run("online", &["fetch", "--locked"]).success);
+    succeeded(project.run("online", &["generate-lockfile"]));
+    succeeded(project.run("online", &["fetch", "--locked"]));
     set_mode(&server, "offline").await;
     fake.clear_requests();
     let offline = project.run("offline", &["fetch", "--locked"]);
@@ -176,7 +181,7 @@ async fn config_json_is_pkgproxy_s_and_names_each_crate_s_checksum_even_offline(
 #[tokio::test(flavor = "multi_thread")]
 async fn wrong_bytes_fail_cargo_and_are_not_cached_and_an_honest_fetch_then_works() {
     let (fake, _server, project) = registry_and_pkgproxy().await;
-    assert!(project.run("one", &["generate-lockfile"]).success);
+    succeeded(project.run("one", &["generate-lockfile"]));
     fake.set_corrupt(true);
     let failed = project.run("one", &["fetch", "--locked"]);
     assert!(!failed.success, "{}", failed.output);
@@ -184,7 +189,7 @@ async fn wrong_bytes_fail_cargo_and_are_not_cached_and_an_honest_fetch_then_work
     let fetched = project.run("two", &["fetch", "--locked"]);
     assert!(fetched.success, "{}", fetched.output);
     fake.clear_requests();
-    assert!(project.run("three", &["fetch", "--locked"]).success);
+    succeeded(project.run("three", &["fetch", "--locked"]));
     assert_eq!(fake.crate_requests(), 0, "the honest bytes were kept");
 }
 
@@ -220,7 +225,7 @@ async fn a_cut_body_is_not_cached_and_twenty_clients_of_one_large_crate_make_one
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crate_published_after_its_index_was_cached_is_fetched_at_once_and_its_index_refreshed() {
     let (fake, server, project) = registry_and_pkgproxy().await;
-    assert!(project.run("one", &["generate-lockfile"]).success);
+    succeeded(project.run("one", &["generate-lockfile"]));
     let newer = CrateVersion::build("itoa", "1.1.0", &[], 100);
     fake.publish(newer.clone());
     fake.clear_requests();
@@ -251,7 +256,7 @@ async fn a_lagging_mirror_s_older_index_file_never_replaces_the_newer_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_registry_that_is_overloaded_leaves_cached_index_files_served_stale() {
     let (fake, server, project) = registry_and_pkgproxy().await;
-    assert!(project.run("one", &["generate-lockfile"]).success);
+    succeeded(project.run("one", &["generate-lockfile"]));
     fake.force_status(429);
     server.clock().advance(Duration::from_secs(600));
     let stale = send(server.proxy_addr(), "GET", "/cargo/index/se/rd/serde_json", &[], b"").await;

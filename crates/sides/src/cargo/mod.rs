@@ -41,14 +41,14 @@ use sha2::{Digest, Sha256};
 use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{
     Access, CachedRequest, ClientAuthorization, DatedResume, Decision, Etag, LocalAnswer, Origin, Refusal, Reply,
-    Rewrite, ServedAt, UpstreamAuth, Wanted,
+    Rewrite, UpstreamAuth, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
-use crate::route::{Mount, Request};
+use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 use upstream_config::UpstreamConfig;
 
@@ -328,7 +328,7 @@ impl Cargo {
     /// The upstream's `config.json`, served rewritten as pkgproxy's; when
     /// it cannot be had, pkgproxy's without it.
     fn config_json(&self, registry: &Registry, request: &Request<'_>) -> CachedRequest {
-        let served_at = served_at(request, registry);
+        let served_at = request.served_at(&registry.mount);
         let fallback = json_answer(upstream_config::served(&served_at.base, self.upstream_config(registry).as_ref()));
         CachedRequest {
             wanted: Wanted { fresh_for: self.config().index_ttl, ..Wanted::default() },
@@ -442,16 +442,6 @@ impl Cargo {
             }
         }
     }
-}
-
-/// Where the client reached `registry` on pkgproxy:
-/// `http://HOST/cargo[/NAME]`.
-fn served_at(request: &Request<'_>, registry: &Registry) -> ServedAt {
-    let prefix = match request.mount {
-        Mount::Prefix(prefix) => prefix,
-        Mount::ForwardProxy => "",
-    };
-    ServedAt { base: format!("http://{}{prefix}{}", request.host, registry.mount) }
 }
 
 fn json_answer(body: Vec<u8>) -> LocalAnswer {

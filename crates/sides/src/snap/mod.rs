@@ -67,7 +67,7 @@ use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{FirstAsk, HeldBodies, Needs, NeedsError};
-use crate::route::{Mount, Request};
+use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
 use assertion::AssertionPath;
@@ -169,7 +169,7 @@ impl Snap {
 
     /// Forwarded to `store_path` on the store.
     fn forward_to(&self, request: &Request<'_>, store_path: &str, record: Option<Record>) -> Decision {
-        let rewrite = record.as_ref().map(|_| Rewrite { served_at: served_at(request) });
+        let rewrite = record.as_ref().map(|_| Rewrite { served_at: request.served_at("") });
         Decision::Forward(ForwardRequest {
             side: SideId::Snap,
             origin: self.store_origin(store_path, request.query),
@@ -198,7 +198,10 @@ impl Snap {
         Decision::cache(CachedRequest {
             wanted: Wanted { fresh_for, ..Wanted::default() },
             asking: Asking { headers: device::upstream_headers(request.headers), ..Asking::default() },
-            reply: Reply { rewrite: rewritten.then(|| Rewrite { served_at: served_at(request) }), ..Reply::default() },
+            reply: Reply {
+                rewrite: rewritten.then(|| Rewrite { served_at: request.served_at("") }),
+                ..Reply::default()
+            },
             ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }
@@ -471,15 +474,6 @@ impl Holdings for Snap {
     fn assertion(&self, key: &str) -> Option<Vec<u8>> {
         self.cache.read_small(key, SMALL_BODY_LIMIT)
     }
-}
-
-/// Where the client reached the snap side.
-fn served_at(request: &Request<'_>) -> ServedAt {
-    let prefix = match request.mount {
-        Mount::Prefix(prefix) => prefix,
-        Mount::ForwardProxy => "",
-    };
-    ServedAt { base: format!("http://{}{prefix}", request.host) }
 }
 
 /// True when the query has `name=value`.

@@ -4,6 +4,7 @@ use http::{HeaderMap, HeaderValue};
 
 use super::*;
 use crate::decision::expect::{cached, forwarded};
+use crate::route::Mount;
 
 const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
