@@ -35,13 +35,13 @@ use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, PassedAnswer, Verifie
 
 use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{
-    Asking, CachedRequest, DatedResume, Decision, LocalAnswer, Origin, Refusal, Reply, Rewrite, ServedAt, Wanted,
+    Asking, CachedRequest, DatedResume, Decision, LocalAnswer, Origin, Refusal, Reply, Rewrite, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::remembered::RememberedAnswers;
-use crate::route::{Mount, Request};
+use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 use files::{FilePath, FileVerifier};
 use page::{Form, Listed};
@@ -305,7 +305,7 @@ impl Pypi {
             Asked::Page(project) => {
                 let form = Form::chosen(request.headers.get(ACCEPT).and_then(|accept| accept.to_str().ok()));
                 let mut page = index.page(&project, form, config.index_ttl);
-                page.reply.rewrite = Some(Rewrite { served_at: served_at(request, index) });
+                page.reply.rewrite = Some(Rewrite { served_at: request.served_at(&index.mount) });
                 Decision::cache(page)
             }
             Asked::File(file) => Decision::cache(self.file(index, &file)),
@@ -374,15 +374,6 @@ fn root_page() -> LocalAnswer {
         b"<!DOCTYPE html>\n<html><body><p>pkgproxy serves each project's page: /pypi/simple/NAME/</p></body></html>\n",
     );
     answer
-}
-
-/// Where the client reached `index` on pkgproxy: `http://HOST/pypi[/NAME]`.
-fn served_at(request: &Request<'_>, index: &Index) -> ServedAt {
-    let prefix = match request.mount {
-        Mount::Prefix(prefix) => prefix,
-        Mount::ForwardProxy => "",
-    };
-    ServedAt { base: format!("http://{}{prefix}{}", request.host, index.mount) }
 }
 
 /// `url`, a link of the page at `page_url`, made absolute.
