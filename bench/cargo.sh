@@ -7,6 +7,12 @@
 # CARGO_HOME), over HTTP/2 (cargo's h2c upgrade) and over HTTP/1.1
 # (http.multiplexing = false), each REPEAT times:
 #   REPEAT=3 bench/cargo.sh
+# LATENCY=10 puts the registry across a network, as crates.io is: served
+# over TLS with HTTP/2, behind a relay (delay.py) that delays every byte
+# that many milliseconds each way.
+# CACHE_ROOT=DIR keeps pkgproxy's caches on another file system: a cold
+# fetch creates a file per crate and index file, and ext4 creates them
+# slowly in a folder group where thousands of files were just deleted.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 repeat=${REPEAT:-3}
@@ -21,19 +27,37 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
-  rm -rf "$work"
+  rm -rf "$work" ${caches[@]+"${caches[@]}"}
 }
 trap cleanup EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 registry_port=$(port)
+latency=${LATENCY:-}
+registry_host=127.0.0.1
+scheme=http
+nginx_port=$registry_port
+if [ -n "$latency" ]; then
+  scheme=https
+  nginx_port=$(port)
+  # A CA of the bench's own, and the registry's certificate signed by it.
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/ca.key" -out "$work/ca.pem" -days 1 -subj /CN=bench-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.csr" -subj /CN=bench 2>/dev/null
+  printf 'subjectAltName=IP:%s\nextendedKeyUsage=serverAuth\n' "$registry_host" > "$work/cert.ext"
+  openssl x509 -req -in "$work/cert.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial -days 1 \
+    -extfile "$work/cert.ext" -out "$work/cert.pem" 2>/dev/null
+  export SSL_CERT_FILE="$work/ca.pem" CARGO_HTTP_CAINFO="$work/ca.pem"   # pkgproxy's trust, and cargo's
+  python3 "$root/bench/delay.py" "$registry_port" "$nginx_port" "$latency" &
+  pids+=($!)
+fi
 
 # The registry: an index file per crate cargo keeps an index cache of (its
 # lines: a binary head, then VERSION NUL LINE NUL pairs), and the .crate
 # files it keeps.
-python3 - "$cargo_cache" "$work/registry" "$registry_port" <<'PY'
+python3 - "$cargo_cache" "$work/registry" "$scheme://$registry_host:$registry_port" <<'PY'
 import glob, json, os, re, shutil, sys
-cache, out, port = sys.argv[1], sys.argv[2], sys.argv[3]
+cache, out, registry = sys.argv[1], sys.argv[2], sys.argv[3]
 def index_path(name):
     n = name.lower()
     return {1: f"1/{n}", 2: f"2/{n}", 3: f"3/{n[0]}/{n}"}.get(len(n), f"{n[:2]}/{n[2:4]}/{n}")
@@ -62,18 +86,22 @@ for path in glob.glob(os.path.join(cache, "cache", "index.crates.io-*", "*.crate
     os.makedirs(os.path.dirname(target), exist_ok=True)
     shutil.copyfile(path, target)
     crates += 1
-dl = f"http://127.0.0.1:{port}/crates/{{crate}}/{{crate}}-{{version}}.crate"
+dl = f"{registry}/crates/{{crate}}/{{crate}}-{{version}}.crate"
 open(os.path.join(out, "index", "config.json"), "w").write(json.dumps({"dl": dl}))
 print(f"fake registry: {files} index files, {crates} crates")
 PY
 
+listen="listen $registry_host:$nginx_port;"
+if [ "$scheme" = https ]; then
+  listen="listen $registry_host:$nginx_port ssl http2; ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;"
+fi
 cat > "$work/nginx.conf" <<NGINX
 daemon on; pid $work/nginx.pid; error_log $work/nginx-error.log; worker_processes 2;
 events { worker_connections 1024; }
 http {
   access_log off; client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work;
   uwsgi_temp_path $work; scgi_temp_path $work; default_type application/octet-stream;
-  server { listen 127.0.0.1:$registry_port; root $work/registry; etag on; }
+  server { $listen root $work/registry; etag on; }
 }
 NGINX
 nginx -c "$work/nginx.conf"
@@ -82,10 +110,15 @@ mkdir -p "$work/project"
 git -C "$root" archive HEAD | tar -x -C "$work/project"
 
 pkgproxy_port=$(port)
+caches=()
 start_pkgproxy() {
-  rm -rf "$work/pkgproxy-cache"
-  printf '[cargo]\nindex = ["http://127.0.0.1:%s/index"]\n' "$registry_port" > "$work/pkgproxy.toml"
-  "$root/target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$work/pkgproxy-cache" \
+  # A new folder for each cold run: deleting the last one just before would
+  # make ext4 slow to create the files of the next.
+  local cache
+  cache=$(mktemp -d -p "${CACHE_ROOT:-$work}" pkgproxy-cache.XXXXXX)
+  caches+=("$cache")
+  printf '[cargo]\nindex = ["%s/index"]\n' "$scheme://$registry_host:$registry_port" > "$work/pkgproxy.toml"
+  "$root/target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
     -config "$work/pkgproxy.toml" -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" \
     -log-level warn > "$work/pkgproxy.log" 2>&1 &
   pids+=($!)
@@ -112,7 +145,7 @@ fetch() {
   python3 -c "print(f'{$end - $start:.2f}')"
 }
 
-direct="http://127.0.0.1:$registry_port/index/"
+direct="$scheme://$registry_host:$registry_port/index/"
 through="http://127.0.0.1:$pkgproxy_port/cargo/index/"
 packages=$(grep -c '^source = "registry+' "$root/Cargo.lock")
 echo "Cargo.lock: $packages packages from crates.io; target $target"

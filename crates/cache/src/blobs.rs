@@ -82,7 +82,7 @@ impl BlobStore {
             path,
             file: Arc::new(file),
             sha256: Sha256::new(),
-            sha512: Sha512::new(),
+            sha512: None,
             written: 0,
             spilled: 0,
             promoted: false,
@@ -180,7 +180,9 @@ pub struct TempBlob {
     path: PathBuf,
     file: Arc<File>,
     sha256: Sha256,
-    sha512: Sha512,
+    /// Kept only for a body that must match a SHA-512: it costs more than
+    /// the rest of a small miss's work.
+    sha512: Option<Sha512>,
     written: u64,
     /// Bytes hashed but not written: the part of a body passed through
     /// when the disk had no room for it.
@@ -193,13 +195,21 @@ pub struct TempBlob {
 pub struct BodyHashes {
     /// Lower-case hex SHA-256.
     pub sha256: String,
-    /// Lower-case hex SHA-512.
-    pub sha512: String,
+    /// Lower-case hex SHA-512, when it was asked for
+    /// ([`TempBlob::also_sha512`]).
+    pub sha512: Option<String>,
     /// Length in bytes.
     pub size: u64,
 }
 
 impl TempBlob {
+    /// Also hashes the body with SHA-512 (before anything is appended).
+    pub fn also_sha512(mut self) -> Self {
+        debug_assert_eq!(self.written + self.spilled, 0);
+        self.sha512 = Some(Sha512::new());
+        self
+    }
+
     /// Appends bytes, updating the hashes. Written at their place in the
     /// body, not at the file's cursor: a write the disk had room for only
     /// part of leaves those bytes past the end, where a retry overwrites
@@ -207,8 +217,7 @@ impl TempBlob {
     pub fn append(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
         use std::os::unix::fs::FileExt;
         self.file.write_all_at(chunk, self.written).map_err(|e| StoreError::io("write", &self.path, e))?;
-        self.sha256.update(chunk);
-        self.sha512.update(chunk);
+        self.hash(chunk);
         self.written += chunk.len() as u64;
         Ok(())
     }
@@ -216,9 +225,15 @@ impl TempBlob {
     /// Hashes bytes that cannot be written (the disk is full): the body
     /// is still checked whole, and passed through uncached.
     pub fn spill(&mut self, chunk: &[u8]) {
-        self.sha256.update(chunk);
-        self.sha512.update(chunk);
+        self.hash(chunk);
         self.spilled += chunk.len() as u64;
+    }
+
+    fn hash(&mut self, chunk: &[u8]) {
+        self.sha256.update(chunk);
+        if let Some(sha512) = &mut self.sha512 {
+            sha512.update(chunk);
+        }
     }
 
     /// Bytes written so far.
@@ -236,7 +251,7 @@ impl TempBlob {
     pub fn hashes(&self) -> BodyHashes {
         BodyHashes {
             sha256: hex::encode(self.sha256.clone().finalize()),
-            sha512: hex::encode(self.sha512.clone().finalize()),
+            sha512: self.sha512.as_ref().map(|sha512| hex::encode(sha512.clone().finalize())),
             size: self.written + self.spilled,
         }
     }

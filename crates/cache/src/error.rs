@@ -46,6 +46,23 @@ impl StoreError {
         StoreError::Io { action, path: path.into(), source }
     }
 
+    /// The same error again, for each of the writes that shared the
+    /// commit it ended (the operating system's error keeps its code).
+    pub(crate) fn copy(&self) -> Self {
+        match self {
+            StoreError::Io { action, path, source } => {
+                let source = match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                };
+                StoreError::Io { action, path: path.clone(), source }
+            }
+            StoreError::Index { path, message } => StoreError::Index { path: path.clone(), message: message.clone() },
+            StoreError::Busy(what) => StoreError::Busy(what),
+            StoreError::Record { key, message } => StoreError::Record { key: key.clone(), message: message.clone() },
+        }
+    }
+
     /// Whether the file system had no room (or the user's quota was used
     /// up): what eviction, or passing the body through, answers.
     pub fn is_full(&self) -> bool {

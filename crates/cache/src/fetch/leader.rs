@@ -133,7 +133,10 @@ async fn download(
         }
     }
     let limit = spec.expected.size.or(content_length);
-    let mut temp = store.temp()?;
+    let mut temp = match spec.expected.sha512 {
+        Some(_) => store.temp()?.also_sha512(),
+        None => store.temp()?,
+    };
     let head = Head {
         headers: kept_headers(headers),
         validators: validators(headers),
@@ -341,11 +344,15 @@ fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &crate::blobs::BodyHashe
             return Err(FetchError::Length { expected, actual: hashes.size });
         }
     }
-    let checks = [("SHA256", &spec.expected.sha256, &hashes.sha256), ("SHA512", &spec.expected.sha512, &hashes.sha512)];
+    let checks = [
+        ("SHA256", &spec.expected.sha256, Some(&hashes.sha256)),
+        ("SHA512", &spec.expected.sha512, hashes.sha512.as_ref()),
+    ];
     for (algorithm, expected, actual) in checks {
         if let Some(expected) = expected {
+            let actual = actual.map_or("", String::as_str);
             if !expected.eq_ignore_ascii_case(actual) {
-                return Err(FetchError::Checksum { algorithm, expected: expected.clone(), actual: actual.clone() });
+                return Err(FetchError::Checksum { algorithm, expected: expected.clone(), actual: actual.to_string() });
             }
         }
     }

@@ -8,6 +8,7 @@
 //! always on disk. Writes block on fsync: callers run them off the async
 //! threads.
 
+mod group;
 mod hot;
 mod tables;
 
@@ -23,6 +24,7 @@ use redb::{Database, ReadableTable};
 use crate::entry::Entry;
 use crate::error::StoreError;
 use crate::evict::{Obsolete, Picker};
+use group::Group;
 pub use hot::Generation;
 use hot::Hot;
 use tables::{Tables, Totals, BLOBS, ENTRIES, USES};
@@ -46,7 +48,15 @@ pub struct Index {
     totals: Mutex<Totals>,
     /// How many evicted keys are remembered.
     evicted_kept: u64,
+    /// The puts waiting for a commit.
+    puts: Group<Vec<Record>, Result<Put, StoreError>>,
 }
+
+/// A put's key, entry and its encoding.
+type Record = (String, Arc<Entry>, Vec<u8>);
+
+/// What a put wrote, and the hashes of blobs no entry refers to any more.
+type Put = (Vec<Arc<Entry>>, Vec<String>);
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -77,6 +87,7 @@ impl Index {
             hot: Hot::default(),
             totals: Mutex::new(totals),
             evicted_kept: tables::EVICTED_KEPT,
+            puts: Group::default(),
         })
     }
 
@@ -193,28 +204,43 @@ impl Index {
     }
 
     /// Writes every `(key, entry)` in one durable commit (one fsync however
-    /// many). Returns the entries and the hashes of blobs no entry refers
-    /// to any more. Blocking.
-    pub fn put_all(&self, records: Vec<(String, Entry)>) -> Result<(Vec<Arc<Entry>>, Vec<String>), StoreError> {
-        let encoded = records
-            .iter()
-            .map(|(key, entry)| {
-                serde_json::to_vec(entry).map_err(|e| StoreError::Record { key: key.clone(), message: e.to_string() })
+    /// many), shared with the puts that come meanwhile. Returns the entries
+    /// and the hashes of blobs no entry refers to any more. Blocking.
+    pub fn put_all(&self, records: Vec<(String, Entry)>) -> Result<Put, StoreError> {
+        let records = records
+            .into_iter()
+            .map(|(key, entry)| match serde_json::to_vec(&entry) {
+                Ok(record) => Ok((key, Arc::new(entry), record)),
+                Err(e) => Err(StoreError::Record { key, message: e.to_string() }),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let written: Vec<(String, Arc<Entry>)> =
-            records.into_iter().map(|(key, entry)| (key, Arc::new(entry))).collect();
-        let freed = self.write(
+        self.puts.submit(records, |puts| self.commit_puts(puts))
+    }
+
+    /// Commits `puts` together: each one's result, in order.
+    fn commit_puts(&self, puts: Vec<Vec<Record>>) -> Vec<Result<Put, StoreError>> {
+        let written = self.write(
             |tables| {
-                let mut freed = Vec::new();
-                for ((key, entry), record) in written.iter().zip(&encoded) {
-                    freed.extend(tables.put(key, entry, record)?);
+                let mut freed = Vec::with_capacity(puts.len());
+                for records in &puts {
+                    let mut freed_by_put = Vec::new();
+                    for (key, entry, record) in records {
+                        freed_by_put.extend(tables.put(key, entry, record)?);
+                    }
+                    freed.push(freed_by_put);
                 }
                 Ok(freed)
             },
-            |hot| hot.written(written.iter().map(|(key, entry)| (key.as_str(), entry)), []),
-        )?;
-        Ok((written.into_iter().map(|(_, entry)| entry).collect(), freed))
+            |hot| hot.written(puts.iter().flatten().map(|(key, entry, _)| (key.as_str(), entry)), []),
+        );
+        match written {
+            Ok(freed) => puts
+                .into_iter()
+                .zip(freed)
+                .map(|(records, freed)| Ok((records.into_iter().map(|(_, entry, _)| entry).collect(), freed)))
+                .collect(),
+            Err(error) => puts.iter().map(|_| Err(error.copy())).collect(),
+        }
     }
 
     /// Removes `key`. Returns the hash of a blob no entry refers to any more.

@@ -3,6 +3,7 @@
 //! version, never changed but for `yanked`), and the check that keeps an
 //! older file (a lagging mirror's) from replacing a newer one.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::Read;
 
@@ -48,27 +49,41 @@ pub fn crate_of(path: &str) -> Option<&str> {
 
 /// The versions an index file lists.
 pub fn versions(body: &[u8]) -> BTreeSet<String> {
-    body.split(|b| *b == b'\n').filter_map(version_of_line).collect()
+    lines(body).filter_map(|line| line.ok()).map(|line| line.vers.into_owned()).collect()
 }
 
 /// Whether an index file lists `version`. Only the lines holding the
 /// version in quotes are parsed: a crate's file can hold a thousand lines.
 pub fn lists(body: &[u8], version: &str) -> bool {
     let quoted = format!("\"{version}\"");
-    let holds = |line: &&[u8]| line.windows(quoted.len()).any(|window| window == quoted.as_bytes());
-    body.split(|b| *b == b'\n').filter(holds).filter_map(version_of_line).any(|listed| listed == version)
+    let finder = memchr::memmem::Finder::new(quoted.as_bytes());
+    body.split(|b| *b == b'\n')
+        .filter(|line| finder.find(line).is_some())
+        .filter_map(|line| Line::parse(line)?.ok())
+        .any(|line| line.vers == version)
 }
 
-fn version_of_line(line: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Line {
-        vers: String,
+/// What the checks read of an index file's line; the rest (dependencies,
+/// features) is skipped, not kept.
+#[derive(serde::Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    vers: Cow<'a, str>,
+}
+
+impl<'a> Line<'a> {
+    /// The line's fields; `None` for a blank line.
+    fn parse(line: &'a [u8]) -> Option<Result<Self, serde_json::Error>> {
+        let line = line.trim_ascii();
+        (!line.is_empty()).then(|| serde_json::from_slice(line))
     }
-    let line = line.trim_ascii();
-    if line.is_empty() {
-        return None;
-    }
-    serde_json::from_slice::<Line>(line).ok().map(|line| line.vers)
+}
+
+/// The lines of an index file, blank ones left out.
+fn lines(body: &[u8]) -> impl Iterator<Item = Result<Line<'_>, serde_json::Error>> {
+    body.split(|b| *b == b'\n').filter_map(Line::parse)
 }
 
 /// The checks of an index file fetched for crate `name`: every line a
@@ -96,17 +111,13 @@ impl Verifier for IndexVerifier {
             return Err(format!("an index file over {INDEX_LIMIT} bytes"));
         }
         let mut fetched = BTreeSet::new();
-        for line in content.split(|b| *b == b'\n').map(<[u8]>::trim_ascii).filter(|line| !line.is_empty()) {
-            let entry: serde_json::Value =
-                serde_json::from_slice(line).map_err(|_| "an index file with a line that is not JSON".to_owned())?;
-            let named = entry.get("name").and_then(serde_json::Value::as_str).unwrap_or_default();
-            if !named.eq_ignore_ascii_case(&self.name) {
-                return Err(format!("the index file of {} lists {named:?}", self.name));
+        for line in lines(&content) {
+            let line =
+                line.map_err(|_| "an index file with a line that is not JSON with a name and a version".to_owned())?;
+            if !line.name.eq_ignore_ascii_case(&self.name) {
+                return Err(format!("the index file of {} lists {:?}", self.name, line.name));
             }
-            match entry.get("vers").and_then(serde_json::Value::as_str) {
-                Some(version) => fetched.insert(version.to_owned()),
-                None => return Err("an index file with a line without a version".to_owned()),
-            };
+            fetched.insert(line.vers.into_owned());
         }
         match &self.held {
             Some(held) if fetched.is_subset(held) && fetched.len() < held.len() => Err(format!(
