@@ -42,6 +42,16 @@ if [ ! -x "$moto/bin/moto_server" ]; then
   "$moto/bin/pip" install -q 'moto[server]==5.*'
 fi
 
+# The PyPI side's tests drive a current pip and uv, from PyPI, in a
+# virtual environment of the tests' own (Debian's pip 23.0 never asks for
+# core metadata; the system's is tested too).
+python=target/test-tools/python
+if [ ! -x "$python/bin/uv" ]; then
+  echo "test.sh: installing pip and uv into $python" >&2
+  python3 -m venv "$python"
+  "$python/bin/pip" install -q --upgrade pip uv
+fi
+
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --workspace

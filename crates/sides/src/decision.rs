@@ -1,5 +1,6 @@
 //! What a side decides about a request, and the answers it makes itself.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -7,6 +8,7 @@ use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{Class, Expected};
 
 use crate::id::SideId;
+use crate::needs::HeldBodies;
 
 /// The target of a forward-proxy request, as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -321,9 +323,25 @@ pub struct Reply {
     /// The entity tag the cached answer carries.
     pub etag: Etag,
     /// What the client gets when nothing cached can answer and the
-    /// upstream cannot (a registry's `config.json`, which pkgproxy can
-    /// write itself); `None`: the side's failure answer.
-    pub fallback: Option<Box<LocalAnswer>>,
+    /// upstream cannot: an answer the side makes itself (a registry's
+    /// `config.json`, a wheel's core metadata read from the held wheel);
+    /// `None`: the side's failure answer.
+    pub fallback: Option<Arc<dyn Fallback>>,
+}
+
+/// An answer a side makes itself when neither the cache nor the upstream
+/// can give one, from what it knows or what the cache holds.
+pub trait Fallback: Send + Sync + std::fmt::Debug {
+    /// The answer, from what `held` holds; `None`: there is none to give.
+    /// Blocking.
+    fn answer(&self, held: &dyn HeldBodies) -> Option<LocalAnswer>;
+}
+
+/// An answer known whole when the request is decided.
+impl Fallback for LocalAnswer {
+    fn answer(&self, _held: &dyn HeldBodies) -> Option<LocalAnswer> {
+        Some(self.clone())
+    }
 }
 
 impl CachedRequest {

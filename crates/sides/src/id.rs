@@ -17,6 +17,8 @@ pub enum SideId {
     Lxd,
     /// cargo, as a sparse registry under `/cargo`.
     Cargo,
+    /// pip, uv, poetry and pdm, as a simple index under `/pypi`.
+    Pypi,
     /// A side that exists only to show what adding one takes (the test
     /// tree's, never shipped).
     #[cfg(feature = "toy")]
@@ -32,6 +34,7 @@ impl SideId {
         SideId::Registry,
         SideId::Lxd,
         SideId::Cargo,
+        SideId::Pypi,
         #[cfg(feature = "toy")]
         SideId::Toy,
     ];
@@ -45,6 +48,7 @@ impl SideId {
             SideId::Registry => "registry",
             SideId::Lxd => "lxd",
             SideId::Cargo => "cargo",
+            SideId::Pypi => "pypi",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }

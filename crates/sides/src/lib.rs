@@ -35,6 +35,7 @@ mod learned;
 pub mod lxd;
 pub mod needs;
 pub mod path;
+pub mod pypi;
 pub mod registry;
 mod remembered;
 pub mod route;
@@ -50,7 +51,7 @@ pub mod toy;
 
 pub use config::{ConfigError, Configures, OpenError, SideConfig, SidesFile};
 pub use decision::{
-    Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, Etag,
+    Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, Etag, Fallback,
     ForwardRequest, GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects,
     Refusal, Reply, Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
 };

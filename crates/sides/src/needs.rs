@@ -53,6 +53,10 @@ pub trait HeldBodies {
     /// be answered with offline, read whole up to `limit` bytes.
     fn body(&self, url: &str, limit: u64) -> Option<Vec<u8>>;
 
+    /// The body a `GET` of `url` would be answered with offline, opened
+    /// (read it with positioned reads: the file may be shared).
+    fn open(&self, url: &str) -> Option<Arc<std::fs::File>>;
+
     /// The stored bytes of sha256 `sha256` (hex) and `size`, whatever name
     /// they were fetched under.
     fn open_sha256(&self, sha256: &str, size: u64) -> Option<Arc<std::fs::File>>;

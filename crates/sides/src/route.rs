@@ -28,6 +28,7 @@ pub const ROUTES: &[(Mount, SideId)] = &[
     (Mount::Prefix("/v2"), SideId::Registry),
     (Mount::Prefix("/lxd"), SideId::Lxd),
     (Mount::Prefix("/cargo"), SideId::Cargo),
+    (Mount::Prefix("/pypi"), SideId::Pypi),
     #[cfg(feature = "toy")]
     (Mount::Prefix("/toy"), SideId::Toy),
 ];

@@ -359,8 +359,8 @@ pub struct MarkedBlock {
     pub file: fn() -> anyhow::Result<PathBuf>,
     /// The block's lines for pkgproxy at `http://HOST:PORT`.
     pub block: fn(&str) -> String,
-    /// The lines (trimmed) the file may not hold outside the block: the
-    /// client would read them twice, or refuse the file.
+    /// How lines the file may not hold outside the block start (after
+    /// blanks): the client would read them twice, or refuse the file.
     pub clashes: &'static [&'static str],
 }
 
@@ -396,10 +396,12 @@ impl MarkedBlock {
     /// The line of `text`, outside the block, that clashes with it.
     fn clash(&self, text: &str) -> Option<String> {
         let outside = Self::without_block(text);
-        outside.lines().map(str::trim).find(|line| self.clashes.contains(line)).map(str::to_owned)
+        let clashes = |line: &&str| self.clashes.iter().any(|clash| line.starts_with(clash));
+        outside.lines().map(str::trim).find(clashes).map(str::to_owned)
     }
 
-    /// An extended regular expression matching a clashing line.
+    /// An extended regular expression matching the start of a clashing
+    /// line.
     fn clashes_ere(&self) -> String {
         let escaped: Vec<String> = self
             .clashes
@@ -410,7 +412,7 @@ impl MarkedBlock {
                     .collect()
             })
             .collect();
-        format!("^[[:space:]]*({})[[:space:]]*$", escaped.join("|"))
+        format!("^[[:space:]]*({})", escaped.join("|"))
     }
 
     fn script(&self, client: &str, base: &str) -> String {

@@ -12,7 +12,7 @@ use crate::id::SideId;
 use crate::needs::NeedsReader;
 use crate::setup::SetupClient;
 use crate::side::Side;
-use crate::{apt, cargo, go, lxd, registry, snap};
+use crate::{apt, cargo, go, lxd, pypi, registry, snap};
 
 /// How a side reads and validates its section of the file.
 type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, ConfigError>;
@@ -35,6 +35,7 @@ const LIST: [Listed; SideId::ALL.len()] = [
     Listed { configure: registry::configure, needs: Some(&registry::needs::Reader), clients: registry::setup::CLIENTS },
     Listed { configure: lxd::configure, needs: Some(&lxd::needs::Reader), clients: lxd::setup::CLIENTS },
     Listed { configure: cargo::configure, needs: Some(&cargo::needs::Reader), clients: cargo::setup::CLIENTS },
+    Listed { configure: pypi::configure, needs: None, clients: pypi::setup::CLIENTS },
     #[cfg(feature = "toy")]
     Listed { configure: crate::toy::configure, needs: None, clients: &[] },
 ];

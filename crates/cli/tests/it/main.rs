@@ -31,6 +31,7 @@ mod offline;
 mod parent;
 mod private_doors;
 mod proxy_http;
+mod pypi_client;
 mod quota;
 mod quota_apt;
 mod readiness;

@@ -372,3 +372,33 @@ fn cargo_s_block_joins_the_user_s_config_and_leaves_the_rest_byte_for_byte() {
     assert!(sh_cargo(&undo_script("cargo", "10.0.0.5:3142"), root.path(), cargo_home).status.success());
     assert!(!file.exists(), "removed: it held pkgproxy's block only");
 }
+
+#[test]
+fn pip_and_uv_get_pkgproxy_s_index_and_a_file_with_an_index_of_its_own_is_left_as_it_is() {
+    for (client, path, expected) in [
+        ("pip", "etc/pip.conf", "index-url = http://10.0.0.5:3142/pypi/simple/\ntrusted-host = 10.0.0.5\n"),
+        ("uv", "etc/uv/uv.toml", "url = \"http://10.0.0.5:3142/pypi/simple/\"\ndefault = true\n"),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let text = script(client, "10.0.0.5:3142");
+        run(&text, root.path());
+        let written = std::fs::read_to_string(root.path().join(path)).unwrap();
+        assert!(written.contains(expected), "{client}: {written}");
+        let once = tree(root.path());
+        run(&text, root.path());
+        assert_eq!(tree(root.path()), once, "{client}: a second run changes nothing");
+        run(&undo_script(client, "10.0.0.5:3142"), root.path());
+        assert!(tree(root.path()).is_empty(), "{client}: the file held pkgproxy's block only");
+
+        let own = match client {
+            "pip" => "[global]\nindex-url = https://corp.example/simple/\n",
+            _ => "[[index]]\nurl = \"https://corp.example/simple/\"\ndefault = true\n",
+        };
+        let file = root.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, own).unwrap();
+        let refused = sh(&text, root.path());
+        assert!(!refused.status.success() && said(&refused).contains("left as it is"), "{client}: {}", said(&refused));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), own, "{client}: byte for byte");
+    }
+}

@@ -47,7 +47,7 @@ const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, request: CachedRequest) -> Outcome {
     let finish = Finish::of(&request);
     let (outcome, reason, answered_by) = through_the_cache(state, exchange, side, request).await;
-    finish.because(reason).answered_by(answered_by).apply(side, exchange, outcome).await
+    finish.because(reason).answered_by(answered_by).apply(state, side, exchange, outcome).await
 }
 
 /// Serves `request` from the cache, or from the fetch it joins: the

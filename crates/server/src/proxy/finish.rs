@@ -16,17 +16,19 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, StatusCode};
-use pkgproxy_sides::{CachedRequest, LocalAnswer, Rewrite, Side};
+use pkgproxy_sides::{CachedRequest, Fallback, Rewrite, Side};
 
+use super::held::Offline;
 use super::outcome::Outcome;
 use super::reason::Reason;
 use super::rewrite::rewritten;
 use crate::context::Exchange;
+use crate::state::State;
 
 /// What is done to an answer after the cache.
 #[derive(Debug, Default)]
 pub struct Finish {
-    fallback: Option<LocalAnswer>,
+    fallback: Option<Arc<dyn Fallback>>,
     rewrite: Option<Rewrite>,
     reply: HeaderMap,
     content: HeaderMap,
@@ -38,7 +40,7 @@ impl Finish {
     /// What `request` asks to be done to its answers.
     pub fn of(request: &CachedRequest) -> Finish {
         Finish {
-            fallback: request.reply.fallback.as_deref().cloned(),
+            fallback: request.reply.fallback.clone(),
             rewrite: request.reply.rewrite.clone(),
             reply: request.reply.headers.clone(),
             content: request.reply.content_headers.clone(),
@@ -57,7 +59,13 @@ impl Finish {
     }
 
     /// `outcome`, finished for the client of `exchange`.
-    pub async fn apply(mut self, side: &dyn Side, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
+    pub async fn apply(
+        mut self,
+        state: &Arc<State>,
+        side: &dyn Side,
+        exchange: &Exchange<'_>,
+        outcome: Outcome,
+    ) -> Outcome {
         let outcome = match self.rewrite.take() {
             Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
             None => outcome,
@@ -66,9 +74,16 @@ impl Finish {
         // upstream's to rewrite.
         let outcome = match (outcome, self.fallback.take()) {
             (Outcome::Failed(failed), Some(fallback)) if !failed.is_refusal() => {
-                let mut response = super::outcome::local(fallback);
-                response.extensions_mut().insert(Reason::from(&failed));
-                Outcome::Answered(response)
+                let state = Arc::clone(state);
+                let made = tokio::task::spawn_blocking(move || fallback.answer(&Offline(&state))).await;
+                match made {
+                    Ok(Some(answer)) => {
+                        let mut response = super::outcome::local(answer);
+                        response.extensions_mut().insert(Reason::from(&failed));
+                        Outcome::Answered(response)
+                    }
+                    _ => Outcome::Failed(failed),
+                }
             }
             (outcome, _) => outcome,
         };

@@ -19,6 +19,7 @@ mod fetching;
 mod finish;
 mod forward;
 mod generation;
+mod held;
 mod lookup;
 pub mod needs;
 pub mod outcome;

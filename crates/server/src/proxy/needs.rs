@@ -6,48 +6,17 @@
 //! about the requests one by one (see [`super::readiness`]).
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use http::Method;
 use http_body_util::{BodyExt, Full};
-use pkgproxy_cache::BodyReader;
 use pkgproxy_control::Needs;
-use pkgproxy_sides::needs::{FirstAsk, HeldBodies, NeedsError};
+use pkgproxy_sides::needs::{FirstAsk, NeedsError};
 use pkgproxy_sides::{route, Decision, Mount, Side};
 
-use super::explain;
-use super::lookup::{self, Held, Moment};
+use super::held::Offline;
 use super::{forward, outcome};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
-
-/// The cache as a side's resolver reads it: what would be served offline.
-struct Offline<'s>(&'s State);
-
-impl HeldBodies for Offline<'_> {
-    fn body(&self, url: &str, limit: u64) -> Option<Vec<u8>> {
-        use std::io::Read;
-        let state = self.0;
-        let request = explain::decide(state, url).ok()?.decision.into_cached()?;
-        let entry = lookup::look(&Held(state), &request, &Moment::offline(state)).entry().cloned()?;
-        let file = state.cache.open_body(&entry).ok()?;
-        let mut bytes = Vec::new();
-        BodyReader::new(&file).take(limit).read_to_end(&mut bytes).ok()?;
-        Some(bytes)
-    }
-
-    fn open_sha256(&self, sha256: &str, size: u64) -> Option<Arc<std::fs::File>> {
-        let state = self.0;
-        if !state.cache.holds(sha256, size) {
-            return None;
-        }
-        state.cache.open_body(&lookup::by_hash(sha256.to_owned(), size, pkgproxy_cache::Class::Immutable)).ok()
-    }
-
-    fn now(&self) -> SystemTime {
-        self.0.clock.now()
-    }
-}
 
 /// What `side` finds `asked` needs in what the cache holds. Blocking: a
 /// side reads and decompresses what it holds.

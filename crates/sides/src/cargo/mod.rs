@@ -334,7 +334,7 @@ impl Cargo {
             wanted: Wanted { fresh_for: self.config().index_ttl, ..Wanted::default() },
             reply: Reply {
                 rewrite: Some(Rewrite { served_at }),
-                fallback: Some(Box::new(fallback)),
+                fallback: Some(Arc::new(fallback)),
                 ..Reply::default()
             },
             ..CachedRequest::new(

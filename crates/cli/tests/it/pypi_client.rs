@@ -1,0 +1,279 @@
+//! The real pip and uv (current ones, from the test tools' virtual
+//! environment) through pkgproxy's PyPI side, against a fake index whose
+//! files are on a second port: every page and file fetched once, checked,
+//! and served again from the cache.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use pkgproxy_testkit::{Distribution, FakePypi};
+
+use crate::inproc::Server;
+
+/// A tool of the test tools' Python environment (`test.sh` installs it).
+fn tool(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python/bin");
+    let path = root.join(name);
+    assert!(path.exists(), "{} is missing: test.sh installs it", path.display());
+    path
+}
+
+fn files() -> Vec<Distribution> {
+    vec![
+        Distribution::wheel("Top-Level", "1.0", &["leaf-pkg>=1"], 200),
+        Distribution::sdist("Top-Level", "1.0"),
+        Distribution::wheel("leaf.pkg", "1.0", &[], 200),
+        Distribution::wheel("leaf.pkg", "1.1", &[], 200),
+    ]
+}
+
+async fn index_and_pkgproxy() -> (FakePypi, Server) {
+    let fake = FakePypi::start(&files()).await;
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let server = Server::start(Some(&config)).await;
+    (fake, server)
+}
+
+/// `pip install PROJECT` into a new folder with a new cache, through the
+/// index at `index`; what it said.
+fn pip_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) {
+    let target = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let output = Command::new(tool("pip"))
+        .args(["install", "--no-input", "--disable-pip-version-check", "--index-url", index, "--target"])
+        .arg(target.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .arg(project)
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said, target)
+}
+
+fn uv_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) {
+    let target = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let output = Command::new(tool("uv"))
+        .args(["pip", "install", "--index-url", index, "--target"])
+        .arg(target.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--python", tool("python").to_str().unwrap(), project])
+        .env("UV_NO_CONFIG", "1")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said, target)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_installs_through_pkgproxy_and_a_second_fresh_pip_asks_nothing_upstream() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, target) = pip_install(&index, "top-level");
+    assert!(installed, "{said}");
+    assert!(target.path().join("leaf_pkg/__init__.py").exists());
+    assert!(fake.count("/packages/") >= 2, "the files came from the index's file host: {:#?}", fake.requests());
+    fake.clear_requests();
+    let (again, said, _) = pip_install(&index, "top-level");
+    assert!(again, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uv_installs_through_pkgproxy_and_a_second_fresh_uv_asks_nothing_upstream() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, target) = uv_install(&index, "top-level");
+    assert!(installed, "{said}");
+    assert!(target.path().join("leaf_pkg/__init__.py").exists());
+    fake.clear_requests();
+    let (again, said, _) = uv_install(&index, "top-level");
+    assert!(again, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
+}
+
+async fn set_mode(server: &Server, mode: &str) {
+    let asked = pkgproxy_control::ModeRequest { mode: mode.to_owned(), from: None, cluster: false };
+    server.admin().set_offline(&asked).await.expect("the mode is set");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_pip_and_uv_install_what_was_fetched_and_a_project_never_seen_fails_saying_why() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, _) = pip_install(&index, "top-level");
+    assert!(installed, "{said}");
+    set_mode(&server, "offline").await;
+    fake.clear_requests();
+    let (offline, said, target) = pip_install(&index, "top-level");
+    assert!(offline, "{said}");
+    assert!(target.path().join("top_level/__init__.py").exists());
+    let (offline, said, _) = uv_install(&index, "top-level");
+    assert!(offline, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+
+    let started = std::time::Instant::now();
+    let (never, said, _) = uv_install(&index, "never-seen");
+    assert!(!never);
+    assert!(said.contains("Offline (pkgproxy)"), "pkgproxy's reason in uv's words: {said}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "no retries of a 424");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_never_fetched_is_read_from_the_held_wheel_and_pip_resolves_offline_with_it() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    // The pages and wheels are held, their core metadata never asked for.
+    for project in ["top-level", "leaf-pkg"] {
+        let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+        let page = send(server.proxy_addr(), "GET", &format!("/pypi/simple/{project}/"), &json, b"").await;
+        assert_eq!(page.status, 200);
+        let page: serde_json::Value = serde_json::from_slice(&page.body).unwrap();
+        for file in page["files"].as_array().unwrap() {
+            let url = file["url"].as_str().unwrap();
+            let path = url.split_once(server.proxy_addr()).unwrap().1;
+            assert!(path.starts_with("/pypi/packages/"), "a link at pkgproxy: {url}");
+            assert_eq!(send(server.proxy_addr(), "GET", path, &[], b"").await.status, 200, "{path}");
+        }
+    }
+    assert_eq!(fake.count(".metadata"), 0);
+    set_mode(&server, "offline").await;
+    fake.clear_requests();
+    let (installed, said, _) = pip_install(&format!("http://{}/pypi/simple/", server.proxy_addr()), "top-level");
+    assert!(installed, "{said}");
+    assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_bytes_fail_pip_and_are_not_cached_and_the_honest_file_then_installs() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    fake.set_corrupt(true);
+    let (installed, said, _) = pip_install(&index, "leaf-pkg");
+    assert!(!installed, "{said}");
+    fake.set_corrupt(false);
+    let (installed, said, _) = pip_install(&index, "leaf-pkg");
+    assert!(installed, "the honest bytes, fetched again: {said}");
+    fake.clear_requests();
+    assert!(pip_install(&index, "leaf-pkg").0);
+    assert_eq!(fake.count("/packages/"), 0, "the honest file was kept: {:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_clients_of_one_large_wheel_make_one_fetch_and_a_cut_one_is_not_kept() {
+    use pkgproxy_testkit::client::send;
+    let large = Distribution::wheel("large", "1.0", &[], 8 * 1024 * 1024);
+    let fake = FakePypi::start(std::slice::from_ref(&large)).await;
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let server = Server::start(Some(&config)).await;
+    let path = format!("/pypi/{}", large.path());
+    fake.set_cut(true);
+    let cut = send(server.proxy_addr(), "GET", &path, &[], b"").await;
+    assert!(cut.status != 200 || cut.body != large.bytes, "a cut body never reaches a client whole");
+    fake.set_cut(false);
+    fake.clear_requests();
+    let clients = (0..20).map(|_| {
+        let (addr, path) = (server.proxy_addr().to_owned(), path.clone());
+        tokio::spawn(async move { send(&addr, "GET", &path, &[], b"").await })
+    });
+    for answer in futures_util::future::join_all(clients).await {
+        let answer = answer.unwrap();
+        assert_eq!(answer.status, 200);
+        assert!(answer.body == large.bytes);
+    }
+    assert_eq!(fake.count(&large.filename), 1, "{:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn both_forms_of_a_page_agree_and_every_link_points_at_pkgproxy() {
+    use pkgproxy_testkit::client::send;
+    let (_fake, server) = index_and_pkgproxy().await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    let as_json = send(server.proxy_addr(), "GET", "/pypi/simple/Top_Level", &json, b"").await;
+    assert_eq!(as_json.header("vary"), Some("Accept"));
+    let as_json: serde_json::Value = serde_json::from_slice(&as_json.body).unwrap();
+    let as_html = send(server.proxy_addr(), "GET", "/pypi/simple/top-level/", &[("accept", "text/html")], b"").await;
+    let as_html = String::from_utf8(as_html.body.to_vec()).unwrap();
+    let pkgproxy = format!("http://{}/pypi/packages/", server.proxy_addr());
+    for file in as_json["files"].as_array().unwrap() {
+        let url = file["url"].as_str().unwrap();
+        assert!(url.starts_with(&pkgproxy), "{url}");
+        let sha256 = file["hashes"]["sha256"].as_str().unwrap();
+        assert!(as_html.contains(&format!("href=\"{url}#sha256={sha256}\"")), "the same link in HTML: {as_html}");
+    }
+    assert_eq!(as_html.matches("href=").count(), as_json["files"].as_array().unwrap().len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_going_back_in_time_is_refused_and_an_overloaded_index_leaves_pages_stale() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    let first = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+    fake.set_lagging(Some(1));
+    server.clock().advance(std::time::Duration::from_secs(600));
+    let again = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+    assert!(again.body == first.body, "the newer page kept");
+    assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"), "{:?}", again.header("x-pkgproxy-reason"));
+    fake.set_lagging(None);
+    fake.force_status(429);
+    server.clock().advance(std::time::Duration::from_secs(600));
+    let stale = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.header("x-pkgproxy-cache"), Some("stale"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_published_after_its_page_was_held_is_fetched_at_once() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    assert_eq!(send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await.status, 200);
+    let newer = Distribution::wheel("leaf.pkg", "2.0", &[], 200);
+    fake.publish(newer.clone());
+    let fetched = send(server.proxy_addr(), "GET", &format!("/pypi/{}", newer.path()), &[], b"").await;
+    assert_eq!(fetched.status, 200, "{}", String::from_utf8_lossy(&fetched.body));
+    assert!(fetched.body == newer.bytes);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_and_uv_read_what_setup_writes() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let root = tempfile::tempdir().unwrap();
+    for client in ["pip", "uv"] {
+        let applied = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(["setup", client, "-addr", server.proxy_addr(), "--apply"])
+            .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+            .env("PKGPROXY_SETUP_ROOT", root.path())
+            .output()
+            .unwrap();
+        assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    }
+    let target = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let pip = Command::new(tool("pip"))
+        .args(["install", "--no-input", "--disable-pip-version-check", "--target"])
+        .arg(target.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .arg("top-level")
+        .env("PIP_CONFIG_FILE", root.path().join("etc/pip.conf"))
+        .output()
+        .unwrap();
+    assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
+    let uv_target = tempfile::tempdir().unwrap();
+    let uv = Command::new(tool("uv"))
+        .args(["pip", "install", "--target"])
+        .arg(uv_target.path())
+        .arg("--cache-dir")
+        .arg(cache.path().join("uv"))
+        .args(["--python", tool("python").to_str().unwrap(), "top-level"])
+        .env("UV_CONFIG_FILE", root.path().join("etc/uv/uv.toml"))
+        .output()
+        .unwrap();
+    assert!(uv.status.success(), "{}", String::from_utf8_lossy(&uv.stderr));
+    assert!(fake.count("/simple/top-level/") >= 1, "through pkgproxy, which asked the index");
+}

@@ -1,0 +1,353 @@
+//! A project's page of the simple API, in its two forms: HTML (PEP 503:
+//! an `<a href="URL#sha256=HEX" data-...>FILE</a>` per file) and JSON (PEP
+//! 691: `files[]` with `url`, `hashes`, `core-metadata`, ...). What pkgproxy
+//! reads of one (each file's URL and hashes, the page's serial), and the
+//! page as a client gets it, every file's URL pointing at pkgproxy and
+//! everything else as the index wrote it.
+
+/// PEP 691's JSON form.
+pub const JSON: &str = "application/vnd.pypi.simple.v1+json";
+/// PEP 691's HTML form.
+pub const HTML: &str = "application/vnd.pypi.simple.v1+html";
+
+/// Which form of a page a client gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// PEP 691's JSON.
+    Json,
+    /// HTML (PEP 503, or PEP 691's HTML type).
+    Html,
+}
+
+impl Form {
+    /// The form `accept` (a client's `Accept`) prefers: JSON when it takes
+    /// JSON at least as gladly as any HTML; HTML otherwise, and when it
+    /// says nothing (every installer takes `text/html`).
+    pub fn chosen(accept: Option<&str>) -> Form {
+        let Some(accept) = accept else { return Form::Html };
+        let (mut json, mut html) = (0.0f32, 0.0f32);
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let kind = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let quality = parts
+                .find_map(|parameter| parameter.strip_prefix("q="))
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            match kind.as_str() {
+                JSON | "application/vnd.pypi.simple.latest+json" => json = json.max(quality),
+                HTML | "application/vnd.pypi.simple.latest+html" | "text/html" | "*/*" => html = html.max(quality),
+                _ => {}
+            }
+        }
+        if json > 0.0 && json >= html {
+            Form::Json
+        } else {
+            Form::Html
+        }
+    }
+
+    /// Its name in cache keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Form::Json => "json",
+            Form::Html => "html",
+        }
+    }
+
+    /// What the upstream is asked for.
+    pub fn accept(self) -> &'static str {
+        match self {
+            Form::Json => {
+                "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+            }
+            Form::Html => "application/vnd.pypi.simple.v1+html, text/html;q=0.5",
+        }
+    }
+}
+
+/// A file a page lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its name.
+    pub filename: String,
+    /// Its URL, as the page gives it (absolute, or relative to the page).
+    pub url: String,
+    /// Its SHA-256, when the page gives it.
+    pub sha256: Option<String>,
+    /// Its core metadata's SHA-256, when the page advertises core
+    /// metadata with a hash.
+    pub metadata_sha256: Option<String>,
+}
+
+/// What pkgproxy reads of a page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// Its files.
+    pub files: Vec<Listed>,
+    /// Its serial (`_last-serial`, or the `<!--SERIAL N-->` comment), a
+    /// change counter: a page of an older serial is an older page.
+    pub serial: Option<u64>,
+}
+
+/// `body`, a page in either form.
+pub fn parse(body: &[u8]) -> Option<Page> {
+    match body.trim_ascii_start().first() {
+        Some(b'{') => parse_json(body),
+        Some(_) => Some(parse_html(&String::from_utf8_lossy(body))),
+        None => None,
+    }
+}
+
+fn parse_json(body: &[u8]) -> Option<Page> {
+    let page: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let text = |value: &serde_json::Value| value.as_str().map(str::to_owned);
+    let files = page.get("files")?.as_array()?;
+    let files = files
+        .iter()
+        .filter_map(|file| {
+            let metadata = file.get("core-metadata").or_else(|| file.get("dist-info-metadata"));
+            Some(Listed {
+                filename: text(file.get("filename")?)?,
+                url: text(file.get("url")?)?,
+                sha256: file.pointer("/hashes/sha256").and_then(text),
+                metadata_sha256: metadata.and_then(|metadata| metadata.get("sha256")).and_then(text),
+            })
+        })
+        .collect();
+    let serial = page.pointer("/meta/_last-serial").and_then(serde_json::Value::as_u64);
+    Some(Page { files, serial })
+}
+
+fn parse_html(html: &str) -> Page {
+    let files = anchors(html).iter().filter_map(listed).collect();
+    let serial = html.rfind("<!--SERIAL ").and_then(|at| {
+        let rest = &html[at + "<!--SERIAL ".len()..];
+        rest.split("-->").next()?.trim().parse().ok()
+    });
+    Page { files, serial }
+}
+
+/// The file an `<a>` links to.
+fn listed(anchor: &Anchor<'_>) -> Option<Listed> {
+    let href = anchor.attribute("href")?;
+    let (url, fragment) = href.split_once('#').unwrap_or((&href, ""));
+    let sha256 = fragment.strip_prefix("sha256=").map(str::to_owned);
+    let metadata = anchor.attribute("data-core-metadata").or_else(|| anchor.attribute("data-dist-info-metadata"));
+    let metadata_sha256 = metadata.and_then(|value| value.strip_prefix("sha256=").map(str::to_owned));
+    Some(Listed { filename: html_unescape(anchor.text.trim()), url: url.to_owned(), sha256, metadata_sha256 })
+}
+
+/// An `<a>` element of a page: where its start tag is, its attributes'
+/// text, and its link text.
+struct Anchor<'h> {
+    /// The start tag's attributes, as written (`href="..." data-...`).
+    attributes: &'h str,
+    /// Where the attributes start in the page.
+    attributes_at: usize,
+    /// The link text.
+    text: &'h str,
+}
+
+impl Anchor<'_> {
+    /// The value of attribute `name`, unescaped (an attribute without a
+    /// value is the empty string).
+    fn attribute(&self, name: &str) -> Option<String> {
+        attributes(self.attributes)
+            .into_iter()
+            .find(|(key, _, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value, _)| html_unescape(value.unwrap_or_default()))
+    }
+}
+
+/// The `<a ...>text</a>` elements of `html`.
+fn anchors(html: &str) -> Vec<Anchor<'_>> {
+    let lower = html.to_ascii_lowercase();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("<a").map(|at| from + at) {
+        from = at + 2;
+        if !lower[from..].starts_with(|c: char| c.is_ascii_whitespace()) {
+            continue;
+        }
+        let Some(end) = tag_end(html, from) else { break };
+        let Some(close) = lower[end..].find("</a").map(|close| end + close) else { break };
+        found.push(Anchor { attributes: &html[from..end - 1], attributes_at: from, text: &html[end..close] });
+        from = close;
+    }
+    found
+}
+
+/// Where the tag whose attributes start at `from` ends (after its `>`),
+/// quoted `>` skipped.
+fn tag_end(html: &str, from: usize) -> Option<usize> {
+    let mut quote = None;
+    for (offset, c) in html[from..].char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(open), c) if c == open => quote = None,
+            (None, '>') => return Some(from + offset + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// An attribute of a start tag: its name, its value (`None`: none given),
+/// and where the value's text is within the tag's attributes.
+type Attribute<'t> = (&'t str, Option<&'t str>, Option<std::ops::Range<usize>>);
+
+/// The attributes of a start tag.
+fn attributes(text: &str) -> Vec<Attribute<'_>> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        while at < bytes.len() && (bytes[at].is_ascii_whitespace() || bytes[at] == b'/') {
+            at += 1;
+        }
+        let start = at;
+        while at < bytes.len() && !bytes[at].is_ascii_whitespace() && bytes[at] != b'=' && bytes[at] != b'/' {
+            at += 1;
+        }
+        if start == at {
+            break;
+        }
+        let name = &text[start..at];
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if at >= bytes.len() || bytes[at] != b'=' {
+            found.push((name, None, None));
+            continue;
+        }
+        at += 1;
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let (value_start, value_end) = match bytes.get(at) {
+            Some(&quote @ (b'"' | b'\'')) => {
+                let end = text[at + 1..].find(quote as char).map_or(bytes.len(), |end| at + 1 + end);
+                let range = (at + 1, end);
+                at = (end + 1).min(bytes.len());
+                range
+            }
+            _ => {
+                let start = at;
+                while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
+                    at += 1;
+                }
+                (start, at)
+            }
+        };
+        found.push((name, Some(&text[value_start..value_end]), Some(value_start..value_end)));
+    }
+    found
+}
+
+fn html_unescape(text: &str) -> String {
+    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// `body`, a page, with each file's URL as `served` says (it is given the
+/// file as the page lists it; `None` leaves its URL as it is), everything
+/// else as it was. `None` when `body` is no page.
+pub fn rewritten(body: &[u8], served: &dyn Fn(&Listed) -> Option<String>) -> Option<Vec<u8>> {
+    match body.trim_ascii_start().first() {
+        Some(b'{') => rewrite_json(body, served),
+        Some(_) => Some(rewrite_html(&String::from_utf8_lossy(body), served).into_bytes()),
+        None => None,
+    }
+}
+
+fn rewrite_json(body: &[u8], served: &dyn Fn(&Listed) -> Option<String>) -> Option<Vec<u8>> {
+    let mut page: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let listed = parse_json(body)?;
+    let files = page.get_mut("files")?.as_array_mut()?;
+    for file in files.iter_mut() {
+        let Some(name) = file.get("filename").and_then(serde_json::Value::as_str) else { continue };
+        let Some(entry) = listed.files.iter().find(|listed| listed.filename == name) else { continue };
+        if let Some(url) = served(entry) {
+            file["url"] = serde_json::Value::String(url);
+        }
+    }
+    serde_json::to_vec(&page).ok()
+}
+
+fn rewrite_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) -> String {
+    let mut out = String::with_capacity(html.len() + html.len() / 4);
+    let mut copied = 0;
+    for anchor in anchors(html) {
+        let Some(url) = listed(&anchor).as_ref().and_then(served) else { continue };
+        let href = attributes(anchor.attributes).into_iter().find(|(name, _, _)| name.eq_ignore_ascii_case("href"));
+        let Some((_, Some(value), Some(range))) = href else { continue };
+        let fragment = value.split_once('#').map(|(_, fragment)| format!("#{fragment}")).unwrap_or_default();
+        let start = anchor.attributes_at + range.start;
+        let end = anchor.attributes_at + range.end;
+        out.push_str(&html[copied..start]);
+        out.push_str(&html_escape(&url));
+        out.push_str(&fragment);
+        copied = end;
+    }
+    out.push_str(&html[copied..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HTML_PAGE: &str = "<!DOCTYPE html>\n<html><body><h1>Links for demo</h1>\n\
+        <a href=\"https://files.example/packages/ab/cd/ef01/demo-1.0-py3-none-any.whl#sha256=aaa\" data-requires-python=\"&gt;=3.8\" data-dist-info-metadata=\"sha256=mmm\" data-core-metadata=\"sha256=mmm\">demo-1.0-py3-none-any.whl</a><br />\n\
+        <A HREF='../../packages/12/34/5678/demo-1.0.tar.gz#sha256=bbb' data-yanked=\"bad &amp; broken\">demo-1.0.tar.gz</A>\n\
+        </body></html>\n<!--SERIAL 42-->\n";
+
+    #[test]
+    fn the_form_follows_the_client_s_accept() {
+        assert_eq!(
+            Form::chosen(Some(
+                "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
+            )),
+            Form::Json
+        );
+        assert_eq!(Form::chosen(Some("text/html")), Form::Html);
+        assert_eq!(Form::chosen(None), Form::Html);
+        assert_eq!(Form::chosen(Some("application/vnd.pypi.simple.v1+json;q=0.1, text/html")), Form::Html);
+    }
+
+    #[test]
+    fn an_html_page_gives_each_file_its_url_hash_metadata_and_serial() {
+        let page = parse(HTML_PAGE.as_bytes()).unwrap();
+        assert_eq!(page.serial, Some(42));
+        assert_eq!(page.files.len(), 2);
+        assert_eq!(page.files[0].filename, "demo-1.0-py3-none-any.whl");
+        assert_eq!(page.files[0].sha256.as_deref(), Some("aaa"));
+        assert_eq!(page.files[0].metadata_sha256.as_deref(), Some("mmm"));
+        assert_eq!(page.files[1].url, "../../packages/12/34/5678/demo-1.0.tar.gz");
+        assert_eq!(page.files[1].metadata_sha256, None);
+    }
+
+    #[test]
+    fn rewriting_changes_the_urls_only() {
+        let served = |file: &Listed| Some(format!("http://cache.lan:3142/pypi/files/{}", file.filename));
+        let html = String::from_utf8(rewritten(HTML_PAGE.as_bytes(), &served).unwrap()).unwrap();
+        assert!(html.contains("href=\"http://cache.lan:3142/pypi/files/demo-1.0-py3-none-any.whl#sha256=aaa\" data-requires-python=\"&gt;=3.8\""), "{html}");
+        assert!(
+            html.contains(
+                "HREF='http://cache.lan:3142/pypi/files/demo-1.0.tar.gz#sha256=bbb' data-yanked=\"bad &amp; broken\""
+            ),
+            "{html}"
+        );
+        assert!(html.ends_with("<!--SERIAL 42-->\n"));
+        let json = br#"{"meta":{"api-version":"1.1","_last-serial":7},"name":"demo","files":[{"filename":"demo-1.0.tar.gz","url":"https://files.example/x/demo-1.0.tar.gz","hashes":{"sha256":"bbb"},"yanked":"why","core-metadata":false,"size":3}]}"#;
+        let out: serde_json::Value = serde_json::from_slice(&rewritten(json, &served).unwrap()).unwrap();
+        assert_eq!(out["files"][0]["url"], "http://cache.lan:3142/pypi/files/demo-1.0.tar.gz");
+        assert_eq!(out["files"][0]["yanked"], "why");
+        assert_eq!(out["files"][0]["size"], 3);
+        assert_eq!(out["meta"]["_last-serial"], 7);
+        assert_eq!(parse(json).unwrap().serial, Some(7));
+    }
+}
