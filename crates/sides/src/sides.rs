@@ -35,7 +35,7 @@ const LIST: [Listed; SideId::ALL.len()] = [
     Listed { configure: registry::configure, needs: Some(&registry::needs::Reader), clients: registry::setup::CLIENTS },
     Listed { configure: lxd::configure, needs: Some(&lxd::needs::Reader), clients: lxd::setup::CLIENTS },
     Listed { configure: cargo::configure, needs: Some(&cargo::needs::Reader), clients: cargo::setup::CLIENTS },
-    Listed { configure: pypi::configure, needs: None, clients: pypi::setup::CLIENTS },
+    Listed { configure: pypi::configure, needs: Some(&pypi::needs::Reader), clients: pypi::setup::CLIENTS },
     #[cfg(feature = "toy")]
     Listed { configure: crate::toy::configure, needs: None, clients: &[] },
 ];

@@ -6,9 +6,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use pkgproxy_testkit::{Distribution, FakePypi};
+use pkgproxy_testkit::{Daemon, Distribution, FakePypi};
 
+use crate::common::PKGPROXY;
 use crate::inproc::Server;
+use crate::readiness::ctl;
 
 /// A tool of the test tools' Python environment (`test.sh` installs it).
 fn tool(name: &str) -> PathBuf {
@@ -276,4 +278,135 @@ async fn pip_and_uv_read_what_setup_writes() {
         .unwrap();
     assert!(uv.status.success(), "{}", String::from_utf8_lossy(&uv.stderr));
     assert!(fake.count("/simple/top-level/") >= 1, "through pkgproxy, which asked the index");
+}
+
+/// `TOOL ARGS` with the index at `index`, no configuration of the user's,
+/// and a new cache; whether it succeeded and what it said.
+fn run_tool(tool_name: &str, args: &[&str], index: &str) -> (bool, String) {
+    let cache = tempfile::tempdir().unwrap();
+    let mut command = Command::new(tool(tool_name));
+    command.args(args).env("PIP_CONFIG_FILE", "/dev/null").env("UV_NO_CONFIG", "1");
+    match tool_name {
+        "pip" => command.args(["--index-url", index, "--cache-dir"]).arg(cache.path()),
+        _ => command
+            .args(["--index-url", index, "--python", tool("python").to_str().unwrap(), "--cache-dir"])
+            .arg(cache.path()),
+    };
+    let output = command.output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_says_what_a_requirements_file_needs_warm_fetches_it_and_pip_and_uv_install_it_offline() {
+    let fake = FakePypi::start(&files()).await;
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let index = format!("http://{}/pypi/simple/", daemon.proxy_addr());
+    let dir = tempfile::tempdir().unwrap();
+    let requirements = dir.path().join("requirements.txt");
+    let wheel = |project: &str, version: &str| {
+        files()
+            .into_iter()
+            .find(|file| file.project == project && file.version == version && file.filename.ends_with(".whl"))
+            .unwrap()
+    };
+    let (top, leaf) = (wheel("Top-Level", "1.0"), wheel("leaf.pkg", "1.1"));
+    let pinned =
+        format!("top-level==1.0 \\\n    --hash=sha256:{}\nleaf.pkg==1.1 --hash=sha256:{}\n", top.sha256, leaf.sha256);
+    std::fs::write(&requirements, pinned).unwrap();
+    let requirements = requirements.to_str().unwrap();
+
+    let (ready, printed) = ctl(&daemon, &["check", "pypi", requirements]);
+    assert!(!ready, "{printed}");
+    assert!(printed.contains("top-level page (json)"), "{printed}");
+    assert!(fake.requests().is_empty(), "a check asks nothing upstream: {:#?}", fake.requests());
+    let (warmed, printed) = ctl(&daemon, &["warm", "pypi", requirements]);
+    assert!(warmed, "{printed}");
+    let (ready, printed) = ctl(&daemon, &["check", "pypi", requirements]);
+    assert!(ready, "{printed}");
+    for listed in [&top.filename, &leaf.filename] {
+        assert!(printed.contains(listed.as_str()), "the locked files are named: {printed}");
+    }
+    assert!(!printed.contains("leaf_pkg-1.0"), "an unlocked version is not warmed: {printed}");
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    fake.clear_requests();
+    let target = tempfile::tempdir().unwrap();
+    let target_dir = target.path().to_str().unwrap();
+    let pip = [
+        "install",
+        "--no-input",
+        "--disable-pip-version-check",
+        "--require-hashes",
+        "-r",
+        requirements,
+        "--target",
+        target_dir,
+    ];
+    let (installed, said) = run_tool("pip", &pip, &index);
+    assert!(installed, "{said}");
+    assert!(target.path().join("leaf_pkg/__init__.py").exists());
+    let synced = tempfile::tempdir().unwrap();
+    let uv = ["pip", "sync", "--require-hashes", requirements, "--target", synced.path().to_str().unwrap()];
+    let (installed, said) = run_tool("uv", &uv, &index);
+    assert!(installed, "{said}");
+    assert!(synced.path().join("top_level/__init__.py").exists(), "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+
+    // A signed bundle of it, taken in by a pkgproxy that was never online.
+    let (key, trusted) = crate::bundle::signing_key(dir.path());
+    let bundle = dir.path().join("build.tar");
+    let export = ["export", "-o", bundle.to_str().unwrap(), "--sign", key.to_str().unwrap(), "pypi", requirements];
+    let (exported, printed) = ctl(&daemon, &export);
+    assert!(exported, "{printed}");
+    let gapped = Daemon::start_with(PKGPROXY, Some(&format!("{config}{trusted}")), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    let far = tempfile::tempdir().unwrap();
+    let pip =
+        ["install", "--no-input", "--disable-pip-version-check", "--require-hashes", "-r", requirements, "--target"];
+    let mut pip = pip.to_vec();
+    pip.push(far.path().to_str().unwrap());
+    let (installed, said) = run_tool("pip", &pip, &format!("http://{}/pypi/simple/", gapped.proxy_addr()));
+    assert!(installed, "{said}");
+    assert!(far.path().join("top_level/__init__.py").exists());
+    assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_uv_lock_made_through_pkgproxy_is_checked_warmed_and_synced_offline() {
+    let fake = FakePypi::start(&files()).await;
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let index = format!("http://{}/pypi/simple/", daemon.proxy_addr());
+    let project = tempfile::tempdir().unwrap();
+    let pyproject = "[project]\nname = \"app\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\n\
+                     dependencies = [\"top-level==1.0\"]\n";
+    std::fs::write(project.path().join("pyproject.toml"), pyproject).unwrap();
+    let uv = |args: &[&str]| {
+        let mut all = vec!["--directory", project.path().to_str().unwrap()];
+        all.extend_from_slice(args);
+        run_tool("uv", &all, &index)
+    };
+    let (locked, said) = uv(&["lock"]);
+    assert!(locked, "{said}");
+    let lock = project.path().join("uv.lock");
+    assert!(std::fs::read_to_string(&lock).unwrap().contains(&index), "the lock names pkgproxy's index");
+    let lock = lock.to_str().unwrap();
+
+    let (ready, printed) = ctl(&daemon, &["check", "pypi", lock]);
+    assert!(!ready, "the wheels were never fetched: {printed}");
+    let (warmed, printed) = ctl(&daemon, &["warm", "pypi", lock]);
+    assert!(warmed, "{printed}");
+    let (ready, printed) = ctl(&daemon, &["check", "pypi", lock]);
+    assert!(ready, "{printed}");
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    fake.clear_requests();
+    let (synced, said) = uv(&["sync", "--frozen"]);
+    assert!(synced, "{said}");
+    let site = std::fs::read_dir(project.path().join(".venv/lib")).unwrap().next().unwrap().unwrap().path();
+    assert!(site.join("site-packages/leaf_pkg/__init__.py").exists(), "installed: {said}");
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
 }

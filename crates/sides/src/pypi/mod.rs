@@ -20,6 +20,7 @@
 
 mod files;
 mod metadata;
+pub mod needs;
 mod page;
 pub mod setup;
 
@@ -40,6 +41,7 @@ use crate::decision::{
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
@@ -303,7 +305,8 @@ impl Pypi {
         Ok(match asked {
             Asked::Root => Decision::Answer(root_page()),
             Asked::Page(project) => {
-                let form = Form::chosen(request.headers.get(ACCEPT).and_then(|accept| accept.to_str().ok()));
+                let form =
+                    Form::asked(request.query, request.headers.get(ACCEPT).and_then(|accept| accept.to_str().ok()));
                 let mut page = index.page(&project, form, config.index_ttl);
                 page.reply.rewrite = Some(Rewrite { served_at: request.served_at(&index.mount) });
                 Decision::cache(page)
@@ -559,11 +562,16 @@ impl Side for Pypi {
         let prefix = crate::route::prefix_of(SideId::Pypi)?;
         match below.strip_prefix("simple/") {
             Some(page) => {
-                let project = page.rsplit_once('/')?.0;
-                Some((0, format!("{prefix}{}/simple/{project}/", index.mount)))
+                let (project, form) = page.rsplit_once('/')?;
+                let form = [Form::Json, Form::Html].into_iter().find(|known| known.as_str() == form)?;
+                Some((0, format!("{prefix}{}/simple/{project}/?{}", index.mount, form.query())))
             }
             None => Some((1, format!("{prefix}{}/{below}", index.mount))),
         }
+    }
+
+    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.lock_needs(asked, held)
     }
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {

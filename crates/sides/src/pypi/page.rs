@@ -46,6 +46,28 @@ impl Form {
         }
     }
 
+    /// The form a request asks for: PEP 691's `format` query parameter
+    /// when it names one (what `check` and `warm` ask by, having no
+    /// `Accept`), else by `accept`.
+    pub fn asked(query: Option<&str>, accept: Option<&str>) -> Form {
+        let format = query.into_iter().flat_map(|query| query.split('&')).find_map(|pair| {
+            let value = pair.strip_prefix("format=")?;
+            Some(percent_encoding::percent_decode_str(value).decode_utf8_lossy().into_owned())
+        });
+        match format {
+            Some(format) => Form::chosen(Some(&format)),
+            None => Form::chosen(accept),
+        }
+    }
+
+    /// The query that asks for this form (`format`, PEP 691).
+    pub fn query(self) -> &'static str {
+        match self {
+            Form::Json => "format=application/vnd.pypi.simple.v1%2Bjson",
+            Form::Html => "format=application/vnd.pypi.simple.v1%2Bhtml",
+        }
+    }
+
     /// Its name in cache keys.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -304,6 +326,18 @@ mod tests {
         <a href=\"https://files.example/packages/ab/cd/ef01/demo-1.0-py3-none-any.whl#sha256=aaa\" data-requires-python=\"&gt;=3.8\" data-dist-info-metadata=\"sha256=mmm\" data-core-metadata=\"sha256=mmm\">demo-1.0-py3-none-any.whl</a><br />\n\
         <A HREF='../../packages/12/34/5678/demo-1.0.tar.gz#sha256=bbb' data-yanked=\"bad &amp; broken\">demo-1.0.tar.gz</A>\n\
         </body></html>\n<!--SERIAL 42-->\n";
+
+    #[test]
+    fn pep_691_s_format_query_overrides_accept() {
+        let json = Some("format=application/vnd.pypi.simple.v1%2Bjson");
+        assert_eq!(Form::asked(json, Some("text/html")), Form::Json);
+        assert_eq!(Form::asked(Some("format=application/vnd.pypi.simple.v1+json"), None), Form::Json);
+        assert_eq!(Form::asked(Some("x=1&format=text/html"), Some(JSON)), Form::Html);
+        assert_eq!(Form::asked(Some("x=1"), Some(JSON)), Form::Json);
+        for form in [Form::Json, Form::Html] {
+            assert_eq!(Form::asked(Some(form.query()), None), form);
+        }
+    }
 
     #[test]
     fn the_form_follows_the_client_s_accept() {

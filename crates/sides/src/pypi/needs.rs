@@ -1,0 +1,554 @@
+//! What a Python install needs, for `pkgproxyctl check pypi FILE`: for each
+//! package a lock pins, its project's page in both forms (installers ask
+//! for JSON, older ones and poetry for HTML), and the files the lock names
+//! (by hash or file name; every file of the version when it names none),
+//! with the core metadata a page promises for a wheel. The files are known
+//! only from the held page: a warm fetches the pages first, then, asked
+//! again, the files.
+//!
+//! Read: `requirements.txt` (pinned with `==`, with or without
+//! `--hash=sha256:...`), `uv.lock`, `pylock.toml` (PEP 751) and
+//! `poetry.lock`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::files::{project_of, served_path};
+use super::page::{self, Form};
+use super::{normalize, Index, Pypi, PAGE_LIMIT};
+use crate::needs::{self, Asked, HeldBodies, NeededItem, Needs, NeedsError, NeedsReader};
+
+/// The URLs a lock names PyPI by.
+const PYPI_URLS: [&str; 3] = ["https://pypi.org/simple", "https://pypi.python.org/simple", "https://pypi.org/pypi"];
+
+/// What `check pypi` takes.
+#[derive(Debug, clap::Args)]
+struct Arguments {
+    /// The lock: a requirements.txt, uv.lock, pylock.toml or poetry.lock.
+    #[arg(default_value = "requirements.txt")]
+    lock: PathBuf,
+}
+
+/// A file a lock names: by its name, its SHA-256, or both.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct LockedFile {
+    filename: Option<String>,
+    sha256: Option<String>,
+}
+
+/// A package a lock pins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Locked {
+    name: String,
+    version: String,
+    /// The simple index it is from, as the lock names it (`None`: PyPI).
+    index: Option<String>,
+    /// Its files the lock names; none: every file of the version.
+    files: Vec<LockedFile>,
+}
+
+/// A lock's packages: what the daemon follows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Lock {
+    packages: Vec<Locked>,
+    /// What the lock has that pkgproxy cannot follow, for people.
+    unknown: Vec<String>,
+}
+
+/// The reader of Python locks.
+pub struct Reader;
+
+impl NeedsReader for Reader {
+    fn command(&self) -> clap::Command {
+        let about = "pip, uv, poetry, pdm: what installing a requirements.txt (pinned), uv.lock, pylock.toml or \
+                     poetry.lock asks for with empty client caches: each project's page, each locked file and its \
+                     core metadata";
+        <Arguments as clap::Args>::augment_args(clap::Command::new("pypi")).about(about)
+    }
+
+    fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError> {
+        let arguments: Arguments = needs::arguments(matches)?;
+        let text = needs::read_file(&arguments.lock)?;
+        let lock = lock_of(&arguments.lock, &text)
+            .map_err(|why| NeedsError::new(format!("{}: {why}", arguments.lock.display())))?;
+        needs::resolve(&lock)
+    }
+}
+
+/// The packages `text`, the lock at `path`, pins; its kind told by its
+/// name, else by its content.
+fn lock_of(path: &Path, text: &str) -> Result<Lock, String> {
+    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+    if name == "uv.lock" {
+        return uv_lock(text);
+    }
+    if name == "poetry.lock" {
+        return poetry_lock(text);
+    }
+    if name.starts_with("pylock.") && name.ends_with(".toml") {
+        return pylock(text);
+    }
+    if name.ends_with(".toml") || name.ends_with(".lock") {
+        return Err("not a lock pkgproxy reads (uv.lock, poetry.lock, pylock.toml, or a requirements file)".into());
+    }
+    Ok(requirements(text))
+}
+
+/// A requirements file: each `NAME==VERSION` line (with extras, markers
+/// and `--hash` options), the index `--index-url` names.
+fn requirements(text: &str) -> Lock {
+    let mut lock = Lock::default();
+    let mut index = None;
+    for line in logical_lines(text) {
+        let mut words = line.split_whitespace().peekable();
+        let Some(first) = words.peek().copied() else { continue };
+        if first.starts_with('-') {
+            if let Some(url) = option_value(&line, &["--index-url", "-i"]) {
+                index = Some(url);
+            } else if !first.starts_with("--hash") {
+                lock.unknown.push(format!("{first}: options other than --index-url are not followed"));
+            }
+            continue;
+        }
+        let requirement = line.split(';').next().unwrap_or_default();
+        let requirement = requirement.split(" --").next().unwrap_or_default().trim();
+        let Some((name, version)) = requirement.split_once("==") else {
+            lock.unknown.push(format!("{requirement}: not pinned with =="));
+            continue;
+        };
+        let name = name.split('[').next().unwrap_or_default().trim();
+        let version = version.trim();
+        if name.is_empty() || version.is_empty() || version.contains([',', '*', ' ']) {
+            lock.unknown.push(format!("{requirement}: not one pinned version"));
+            continue;
+        }
+        let files = hashes(&line).map(|sha256| LockedFile { filename: None, sha256: Some(sha256) }).collect();
+        lock.packages.push(Locked { name: name.to_owned(), version: version.to_owned(), index: index.clone(), files });
+    }
+    lock
+}
+
+/// The lines of a requirements file, continuations joined and comments
+/// gone.
+fn logical_lines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let line = match line.find(" #").or_else(|| line.starts_with('#').then_some(0)) {
+            Some(at) => &line[..at],
+            None => line,
+        };
+        match line.trim_end().strip_suffix('\\') {
+            Some(continued) => current.push_str(continued),
+            None => {
+                current.push_str(line);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines.push(current);
+    lines.into_iter().map(|line| line.trim().to_owned()).filter(|line| !line.is_empty()).collect()
+}
+
+/// The value of the first of `names` on `line` (`--name=value` or
+/// `--name value`).
+fn option_value(line: &str, names: &[&str]) -> Option<String> {
+    let mut words = line.split_whitespace();
+    while let Some(word) = words.next() {
+        for name in names {
+            if let Some(value) = word.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+                return Some(value.to_owned());
+            }
+            if word == *name {
+                return words.next().map(str::to_owned);
+            }
+        }
+    }
+    None
+}
+
+/// The SHA-256 hashes a requirement's `--hash` options give.
+fn hashes(line: &str) -> impl Iterator<Item = String> + '_ {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut found = Vec::new();
+    for (at, word) in words.iter().enumerate() {
+        let value = match word.strip_prefix("--hash=") {
+            Some(value) => Some(value),
+            None if *word == "--hash" => words.get(at + 1).copied(),
+            None => None,
+        };
+        if let Some(sha256) = value.and_then(|value| value.strip_prefix("sha256:")) {
+            found.push(sha256.to_ascii_lowercase());
+        }
+    }
+    found.into_iter()
+}
+
+/// The file name at the end of `url`.
+fn filename_of(url: &str) -> Option<String> {
+    let path = url.split(['#', '?']).next()?;
+    let name = path.rsplit('/').next()?;
+    (!name.is_empty()).then(|| percent_encoding::percent_decode_str(name).decode_utf8_lossy().into_owned())
+}
+
+/// `sha256:HEX` as `HEX`.
+fn sha256_of(hash: &str) -> Option<String> {
+    hash.strip_prefix("sha256:").map(str::to_ascii_lowercase)
+}
+
+/// uv's lock: each package from a registry, its sdist and wheels.
+fn uv_lock(text: &str) -> Result<Lock, String> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        package: Vec<Package>,
+    }
+    #[derive(Deserialize)]
+    struct Package {
+        name: String,
+        version: Option<String>,
+        source: Option<Source>,
+        sdist: Option<Artifact>,
+        #[serde(default)]
+        wheels: Vec<Artifact>,
+    }
+    #[derive(Deserialize)]
+    struct Source {
+        registry: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Artifact {
+        url: Option<String>,
+        hash: Option<String>,
+    }
+    let file: File = toml::from_str(text).map_err(|error| format!("not a uv.lock: {}", error.message()))?;
+    let mut lock = Lock::default();
+    for package in file.package {
+        let Some(registry) = package.source.and_then(|source| source.registry) else { continue };
+        let Some(version) = package.version else { continue };
+        let files = package
+            .sdist
+            .into_iter()
+            .chain(package.wheels)
+            .map(|artifact| LockedFile {
+                filename: artifact.url.as_deref().and_then(filename_of),
+                sha256: artifact.hash.as_deref().and_then(sha256_of),
+            })
+            .collect();
+        lock.packages.push(Locked { name: package.name, version, index: Some(registry), files });
+    }
+    Ok(lock)
+}
+
+/// A PEP 751 lock: each package from an index, its sdist and wheels.
+fn pylock(text: &str) -> Result<Lock, String> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        packages: Vec<Package>,
+    }
+    #[derive(Deserialize)]
+    struct Package {
+        name: String,
+        version: Option<String>,
+        index: Option<String>,
+        sdist: Option<Artifact>,
+        #[serde(default)]
+        wheels: Vec<Artifact>,
+    }
+    #[derive(Deserialize)]
+    struct Artifact {
+        name: Option<String>,
+        url: Option<String>,
+        #[serde(default)]
+        hashes: std::collections::BTreeMap<String, String>,
+    }
+    let file: File = toml::from_str(text).map_err(|error| format!("not a pylock.toml: {}", error.message()))?;
+    let mut lock = Lock::default();
+    for package in file.packages {
+        let (Some(version), false) = (package.version, package.sdist.is_none() && package.wheels.is_empty()) else {
+            continue;
+        };
+        let files = package
+            .sdist
+            .into_iter()
+            .chain(package.wheels)
+            .map(|artifact| LockedFile {
+                filename: artifact.name.or_else(|| artifact.url.as_deref().and_then(filename_of)),
+                sha256: artifact.hashes.get("sha256").map(|sha| sha.to_ascii_lowercase()),
+            })
+            .collect();
+        lock.packages.push(Locked { name: package.name, version, index: package.index, files });
+    }
+    Ok(lock)
+}
+
+/// poetry's lock: each package's files, from PyPI or a `legacy` source.
+fn poetry_lock(text: &str) -> Result<Lock, String> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        package: Vec<Package>,
+    }
+    #[derive(Deserialize)]
+    struct Package {
+        name: String,
+        version: String,
+        #[serde(default)]
+        files: Vec<Artifact>,
+        source: Option<Source>,
+    }
+    #[derive(Deserialize)]
+    struct Artifact {
+        file: String,
+        hash: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Source {
+        #[serde(rename = "type")]
+        kind: String,
+        url: Option<String>,
+    }
+    let file: File = toml::from_str(text).map_err(|error| format!("not a poetry.lock: {}", error.message()))?;
+    let mut lock = Lock::default();
+    for package in file.package {
+        let index = match package.source {
+            None => None,
+            Some(source) if source.kind == "legacy" => source.url,
+            Some(_) => continue,
+        };
+        let files = package
+            .files
+            .into_iter()
+            .map(|artifact| LockedFile {
+                filename: Some(artifact.file),
+                sha256: artifact.hash.as_deref().and_then(sha256_of),
+            })
+            .collect();
+        lock.packages.push(Locked { name: package.name, version: package.version, index, files });
+    }
+    Ok(lock)
+}
+
+/// The version in a distribution's file name.
+fn version_of(filename: &str) -> Option<&str> {
+    if let Some(wheel) = filename.strip_suffix(".whl") {
+        return wheel.split('-').nth(1);
+    }
+    let stem = [".tar.gz", ".zip", ".tar.bz2", ".tgz", ".tar.xz"].iter().find_map(|ext| filename.strip_suffix(ext))?;
+    let bytes = stem.as_bytes();
+    let at = (1..bytes.len()).find(|&i| bytes[i - 1] == b'-' && bytes[i].is_ascii_digit())?;
+    Some(&stem[at..])
+}
+
+impl Pypi {
+    /// What installing the locked packages needs, from what is held.
+    pub(super) fn lock_needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        let lock: Lock = needs::parse(asked)?;
+        let config = self.config();
+        let prefix = crate::route::prefix_of(crate::id::SideId::Pypi).unwrap_or_default();
+        let mut found = Needs { unknown: lock.unknown.clone(), ..Needs::default() };
+        let mut files = Vec::new();
+        for package in &lock.packages {
+            let Some(index) = index_named(&config.indexes, package.index.as_deref()) else {
+                found.unknown.push(format!(
+                    "{} {}: its index ({}) is not one pkgproxy serves",
+                    package.name,
+                    package.version,
+                    package.index.as_deref().unwrap_or_default()
+                ));
+                continue;
+            };
+            let project = normalize(&package.name);
+            let base = format!("{prefix}{}", index.mount);
+            let page_url = |form: Form| format!("{base}/simple/{project}/?{}", form.query());
+            for form in [Form::Json, Form::Html] {
+                found
+                    .items
+                    .push(NeededItem { url: page_url(form), label: format!("{project} page ({})", form.as_str()) });
+            }
+            let Some(page) = held.body(&page_url(Form::Json), PAGE_LIMIT).and_then(|body| page::parse(&body)) else {
+                found.unknown.push(format!(
+                    "{} {}: its files are known once its page is held (warm fetches it first)",
+                    package.name, package.version
+                ));
+                continue;
+            };
+            let listed: Vec<_> = page.files.iter().filter(|listed| locks(package, &listed.filename, listed)).collect();
+            if listed.is_empty() {
+                found
+                    .unknown
+                    .push(format!("{} {}: its page lists no file the lock names", package.name, package.version));
+            }
+            for listed in listed {
+                let Some(path) = served_path(listed) else {
+                    found.unknown.push(format!("{}: its page gives no hash to check it by", listed.filename));
+                    continue;
+                };
+                files.push(NeededItem { url: format!("{base}/packages/{path}"), label: listed.filename.clone() });
+                if listed.metadata_sha256.is_some() {
+                    files.push(NeededItem {
+                        url: format!("{base}/packages/{path}.metadata"),
+                        label: format!("{} core metadata", listed.filename),
+                    });
+                }
+            }
+        }
+        found.items.extend(files);
+        Ok(found)
+    }
+}
+
+/// The index a lock names by `url` (`None`: PyPI): PyPI's, one of an
+/// index's mirrors, or a pkgproxy's own (`.../pypi/simple`,
+/// `.../pypi/NAME/simple`: a lock made through pkgproxy names it).
+fn index_named<'i>(indexes: &'i [Index], url: Option<&str>) -> Option<&'i Index> {
+    let Some(url) = url.map(|url| url.trim_end_matches('/')) else {
+        return indexes.iter().find(|index| index.mount.is_empty());
+    };
+    if PYPI_URLS.contains(&url) {
+        return indexes.iter().find(|index| index.mount.is_empty());
+    }
+    if let Some(mount) = pkgproxy_mount(url) {
+        return indexes.iter().find(|index| index.mount == mount);
+    }
+    indexes.iter().find(|index| index.mirrors.urls().iter().any(|mirror| mirror.trim_end_matches('/') == url))
+}
+
+/// The mount (`""`, `/NAME`) of a pkgproxy's index URL.
+fn pkgproxy_mount(url: &str) -> Option<String> {
+    let path = url.split_once("://").map_or(url, |(_, rest)| rest.find('/').map_or("", |at| &rest[at..]));
+    let below = path.strip_suffix("/simple")?;
+    let (before, last) = below.rsplit_once('/')?;
+    match (last, before.rsplit_once('/')) {
+        ("pypi", _) => Some(String::new()),
+        (name, Some((_, "pypi"))) => Some(format!("/{name}")),
+        _ => None,
+    }
+}
+
+/// Whether the file `filename` a page lists (as `listed`) is one the lock
+/// pins for `package`.
+fn locks(package: &Locked, filename: &str, listed: &page::Listed) -> bool {
+    if project_of(filename).as_deref() != Some(normalize(&package.name).as_str()) {
+        return false;
+    }
+    if package.files.is_empty() {
+        return version_of(filename).is_some_and(|version| version.eq_ignore_ascii_case(&package.version));
+    }
+    package.files.iter().any(|locked| {
+        let by_hash = locked.sha256.as_deref().zip(listed.sha256.as_deref()).map(|(a, b)| a.eq_ignore_ascii_case(b));
+        let by_name = locked.filename.as_deref().map(|name| name == filename);
+        match (by_hash, by_name) {
+            (Some(hash), Some(name)) => hash && name,
+            (Some(hash), None) => hash,
+            (None, Some(name)) => name,
+            (None, None) => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+    #[test]
+    fn a_requirements_file_gives_its_pins_their_hashes_and_its_index() {
+        let text = format!(
+            "# built by pip-compile\n--index-url https://corp.example/simple/\n\
+             requests[socks]==2.32.3 ; python_version >= \"3.8\" \\\n    --hash=sha256:{} \\\n    --hash sha256:{}\n\
+             six==1.16.0  # via requests\nflask>=2\n-e ./local\n",
+            HASH_A.to_uppercase(),
+            "b".repeat(64)
+        );
+        let lock = lock_of(Path::new("requirements.txt"), &text).unwrap();
+        assert_eq!(lock.packages.len(), 2, "{lock:?}");
+        let requests = &lock.packages[0];
+        assert_eq!((requests.name.as_str(), requests.version.as_str()), ("requests", "2.32.3"));
+        assert_eq!(requests.index.as_deref(), Some("https://corp.example/simple/"));
+        let hashes: Vec<_> = requests.files.iter().filter_map(|file| file.sha256.clone()).collect();
+        assert_eq!(hashes, [HASH_A.to_owned(), "b".repeat(64)]);
+        assert!(lock.packages[1].files.is_empty());
+        assert_eq!(lock.unknown.len(), 2, "{:?}", lock.unknown);
+        assert!(lock.unknown[0].contains("flask>=2"));
+    }
+
+    #[test]
+    fn a_uv_lock_gives_its_registry_packages_files() {
+        let text = format!(
+            r#"version = 1
+[[package]]
+name = "app"
+version = "0.1.0"
+source = {{ virtual = "." }}
+
+[[package]]
+name = "six"
+version = "1.16.0"
+source = {{ registry = "https://pypi.org/simple" }}
+sdist = {{ url = "https://files.example/six-1.16.0.tar.gz", hash = "sha256:{HASH_A}", size = 3 }}
+wheels = [
+    {{ url = "https://files.example/six-1.16.0-py2.py3-none-any.whl", hash = "sha256:{HASH_A}", size = 3 }},
+]
+"#
+        );
+        let lock = lock_of(Path::new("uv.lock"), &text).unwrap();
+        assert_eq!(lock.packages.len(), 1);
+        let six = &lock.packages[0];
+        assert_eq!(six.files.len(), 2);
+        assert_eq!(six.files[1].filename.as_deref(), Some("six-1.16.0-py2.py3-none-any.whl"));
+        assert!(lock_of(Path::new("uv.lock"), "[[package]\n").is_err());
+    }
+
+    #[test]
+    fn a_pylock_and_a_poetry_lock_give_their_files() {
+        let pylock = format!(
+            r#"lock-version = "1.0"
+[[packages]]
+name = "six"
+version = "1.16.0"
+index = "https://pypi.org/simple"
+wheels = [{{ name = "six-1.16.0-py2.py3-none-any.whl", url = "https://f/six.whl", hashes = {{ sha256 = "{HASH_A}" }} }}]
+"#
+        );
+        let lock = lock_of(Path::new("pylock.toml"), &pylock).unwrap();
+        assert_eq!(lock.packages[0].files[0].filename.as_deref(), Some("six-1.16.0-py2.py3-none-any.whl"));
+        let poetry = format!(
+            r#"[[package]]
+name = "six"
+version = "1.16.0"
+files = [{{ file = "six-1.16.0.tar.gz", hash = "sha256:{HASH_A}" }}]
+
+[[package]]
+name = "mine"
+version = "1.0"
+files = []
+[package.source]
+type = "git"
+url = "https://git.example/mine"
+"#
+        );
+        let lock = lock_of(Path::new("poetry.lock"), &poetry).unwrap();
+        assert_eq!(lock.packages.len(), 1, "a git source is not an index's");
+        assert_eq!(lock.packages[0].files[0].sha256.as_deref(), Some(HASH_A));
+    }
+
+    #[test]
+    fn a_pkgproxy_s_own_index_urls_name_its_indexes() {
+        assert_eq!(pkgproxy_mount("http://h:3142/pypi/simple").as_deref(), Some(""));
+        assert_eq!(pkgproxy_mount("http://h:3142/pypi/corp/simple").as_deref(), Some("/corp"));
+        assert_eq!(pkgproxy_mount("https://pypi.org/simple"), None);
+        assert_eq!(pkgproxy_mount("https://corp.example/a/b/simple"), None);
+    }
+
+    #[test]
+    fn a_file_s_version_is_read_from_its_name() {
+        assert_eq!(version_of("six-1.16.0-py2.py3-none-any.whl"), Some("1.16.0"));
+        assert_eq!(version_of("zope.interface-6.0.tar.gz"), Some("6.0"));
+        assert_eq!(version_of("my-pkg-2.0rc1.zip"), Some("2.0rc1"));
+        assert_eq!(version_of("notes.txt"), None);
+    }
+}
