@@ -25,6 +25,7 @@ command -v lintian >/dev/null || need+=(lintian)
 command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
 command -v jq >/dev/null || need+=(jq)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)   # Debian's own pip, beside a current one
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}" >&2
   sudo=""

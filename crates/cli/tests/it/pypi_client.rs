@@ -97,6 +97,39 @@ async fn uv_installs_through_pkgproxy_and_a_second_fresh_uv_asks_nothing_upstrea
     assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn debian_s_own_pip_installs_through_pkgproxy_and_again_offline_with_a_fresh_cache() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    // Debian's pip (23.0) reads the HTML form and never asks for `.metadata`.
+    let debian_pip = |target: &std::path::Path| {
+        let cache = tempfile::tempdir().unwrap();
+        let output = Command::new("/usr/bin/python3")
+            .args(["-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--index-url", &index])
+            .arg("--target")
+            .arg(target)
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .arg("top-level")
+            .env("PIP_CONFIG_FILE", "/dev/null")
+            .output()
+            .unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.success(), said)
+    };
+    let target = tempfile::tempdir().unwrap();
+    let (installed, said) = debian_pip(target.path());
+    assert!(installed, "{said}");
+    assert!(target.path().join("leaf_pkg/__init__.py").exists(), "{said}");
+    set_mode(&server, "offline").await;
+    fake.clear_requests();
+    let again = tempfile::tempdir().unwrap();
+    let (installed, said) = debian_pip(again.path());
+    assert!(installed, "{said}");
+    assert!(again.path().join("leaf_pkg/__init__.py").exists(), "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+}
+
 async fn set_mode(server: &Server, mode: &str) {
     let asked = pkgproxy_control::ModeRequest { mode: mode.to_owned(), from: None, cluster: false };
     server.admin().set_offline(&asked).await.expect("the mode is set");
