@@ -443,3 +443,47 @@ async fn a_uv_lock_made_through_pkgproxy_is_checked_warmed_and_synced_offline() 
     assert!(site.join("site-packages/leaf_pkg/__init__.py").exists(), "installed: {said}");
     assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
+    use pkgproxy_testkit::client::send;
+    let fake = FakePypi::start(&files()).await;
+    // A hanging index costs a request at most the deadline: a short one.
+    let config = format!(
+        "[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\nretry_timeout = \"2s\"\ndeadline = \"4s\"\n",
+        fake.url(),
+        fake.files_url()
+    );
+    let server = Server::start(Some(&config)).await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    let (installed, said, _) = uv_install(&index, "top-level");
+    assert!(installed, "{said}");
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+
+    fake.force_status(503);
+    server.clock().advance(std::time::Duration::from_secs(600));
+    let (installed, said, _) = uv_install(&index, "top-level");
+    assert!(installed, "the held pages and files serve while the index fails: {said}");
+    let page = send(server.proxy_addr(), "GET", "/pypi/simple/top-level/", &json, b"").await;
+    assert_eq!((page.status, page.header("x-pkgproxy-cache")), (200, Some("stale")));
+    assert!(
+        page.header("x-pkgproxy-reason").is_some_and(|why| why.contains("503")),
+        "{:?}",
+        page.header("x-pkgproxy-reason")
+    );
+
+    fake.force_status(0);
+    fake.set_stalled(true);
+    server.clock().advance(std::time::Duration::from_secs(600));
+    let started = std::time::Instant::now();
+    let (installed, said, _) = uv_install(&index, "top-level");
+    assert!(installed, "the held pages serve while the index hangs: {said}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "bounded by the upstream's deadline: {:?}",
+        started.elapsed()
+    );
+    let never = send(server.proxy_addr(), "GET", "/pypi/simple/never-seen/", &json, b"").await;
+    let said = String::from_utf8_lossy(&never.body);
+    assert_eq!(never.status, 424, "not a 404 nor a 5xx for what may exist: {said}");
+}
