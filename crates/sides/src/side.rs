@@ -194,6 +194,15 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Whether an upstream's `5xx` for what is not held is a failure, told
+    /// by [`Side::failure_answer`], rather than passed on as it came: an
+    /// installer that retries a `5xx` for minutes and reads a `4xx` as
+    /// final (cargo, pip, uv, npm) is better told at once that it cannot
+    /// be had now.
+    fn upstream_errors_fail(&self) -> bool {
+        false
+    }
+
     /// How the side's clients are told of `failure`.
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure.plain_text()

@@ -244,7 +244,7 @@ impl FakePypi {
     }
 
     /// From now on every request is answered `status` (`0`: normally), with
-    /// `Retry-After: 30`.
+    /// `Retry-After: 30` for a `429` or a `503`.
     pub fn force_status(&self, status: u16) {
         self.shared.forced.store(status, Ordering::SeqCst);
     }
@@ -320,7 +320,9 @@ async fn answer(shared: &Shared, request: Request<Incoming>, file_host: bool) ->
         0 => {}
         status => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return reply(status, &[("retry-after", "30".into())], "forced\n");
+            let asks_to_wait = matches!(status.as_u16(), 429 | 503);
+            let headers: &[(&str, String)] = if asks_to_wait { &[("retry-after", "30".into())] } else { &[] };
+            return reply(status, headers, "forced\n");
         }
     }
     match file_host {

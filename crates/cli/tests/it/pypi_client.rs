@@ -460,17 +460,24 @@ async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
     assert!(installed, "{said}");
     let json = [("accept", "application/vnd.pypi.simple.v1+json")];
 
-    fake.force_status(503);
+    fake.force_status(500);
     server.clock().advance(std::time::Duration::from_secs(600));
     let (installed, said, _) = uv_install(&index, "top-level");
     assert!(installed, "the held pages and files serve while the index fails: {said}");
     let page = send(server.proxy_addr(), "GET", "/pypi/simple/top-level/", &json, b"").await;
     assert_eq!((page.status, page.header("x-pkgproxy-cache")), (200, Some("stale")));
     assert!(
-        page.header("x-pkgproxy-reason").is_some_and(|why| why.contains("503")),
+        page.header("x-pkgproxy-reason").is_some_and(|why| why.contains("500")),
         "{:?}",
         page.header("x-pkgproxy-reason")
     );
+    let never = send(server.proxy_addr(), "GET", "/pypi/simple/never-seen/", &json, b"").await;
+    let said = String::from_utf8_lossy(&never.body);
+    assert_eq!(never.status, 424, "an index's 500 is not passed on to installers that retry it: {said}");
+    assert!(said.contains("500"), "{said}");
+    fake.force_status(503);
+    let busy = send(server.proxy_addr(), "GET", "/pypi/simple/never-seen-either/", &json, b"").await;
+    assert_eq!((busy.status, busy.header("retry-after")), (503, Some("30")), "asked to wait: told when");
 
     fake.force_status(0);
     fake.set_stalled(true);

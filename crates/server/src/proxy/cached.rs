@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, Phase, Window};
+use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, PassedAnswer, Phase, Window};
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Mount, Side};
@@ -214,6 +214,12 @@ fn from_fetch(
                 let why = Reason::UpstreamFailed(format!("it answered {}", passed.status));
                 stale(state, exchange, request, entry, why)
             }
+            // One that asks to be left alone a while (`Retry-After`) is
+            // passed on: the client is told when to ask again.
+            None if passed.status.is_server_error() && !asks_to_wait(&passed) && side.upstream_errors_fail() => {
+                stats.increment(SideCounter::Misses);
+                Failed::Upstream(format!("the upstream answered {}", passed.status)).into()
+            }
             _ => {
                 stats.increment(SideCounter::Misses);
                 side.remember(request, &passed, tokio::time::Instant::now().into_std());
@@ -234,6 +240,11 @@ fn from_fetch(
         }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
     }
+}
+
+/// Whether an upstream's answer says when to ask again.
+fn asks_to_wait(passed: &PassedAnswer) -> bool {
+    passed.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("retry-after"))
 }
 
 /// Tells the shadows that compare what the upstream answered the request

@@ -545,6 +545,12 @@ impl Side for Cargo {
         Some(Bytes::from(upstream_config::served(&rewrite.served_at.base, Some(&upstream))))
     }
 
+    /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
+    /// index is.
+    fn upstream_errors_fail(&self) -> bool {
+        true
+    }
+
     /// cargo prints the body of an error and does not retry a `4xx`: what
     /// cannot be had now is a `424` saying why, at once, not minutes of
     /// retried `5xx`.

@@ -550,6 +550,12 @@ impl Side for Pypi {
         page::rewritten(body, &served).map(Bytes::from)
     }
 
+    /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
+    /// index is.
+    fn upstream_errors_fail(&self) -> bool {
+        true
+    }
+
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure.not_held("pkgproxyctl warm fetches what a build needs")
     }
