@@ -18,6 +18,8 @@ pub struct ClientInfo {
     pub addr: SocketAddr,
     /// The request's number in this process (logs name it).
     pub id: u64,
+    /// Whether it came over TLS.
+    pub secure: bool,
 }
 
 /// What the client asked, as far as serving it is concerned.

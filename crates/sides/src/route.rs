@@ -53,6 +53,9 @@ pub struct Request<'a> {
     /// The host (and port) the client reached pkgproxy by, as it named it:
     /// answers that point back at pkgproxy use it.
     pub host: &'a str,
+    /// Whether the client came over TLS: answers that point back at
+    /// pkgproxy then say `https://`.
+    pub secure: bool,
 }
 
 impl Request<'_> {
@@ -64,7 +67,8 @@ impl Request<'_> {
             Mount::Prefix(prefix) => prefix,
             Mount::ForwardProxy => "",
         };
-        ServedAt { base: format!("http://{}{prefix}{below}", self.host) }
+        let scheme = if self.secure { "https" } else { "http" };
+        ServedAt { base: format!("{scheme}://{}{prefix}{below}", self.host) }
     }
 }
 

@@ -205,7 +205,7 @@ mod tests {
         target: Option<&'a Target>,
     ) -> Request<'a> {
         let mount = if target.is_some() { Mount::ForwardProxy } else { Mount::Prefix("/go") };
-        Request { method, headers, mount, path, query: None, target, host: "127.0.0.1:3142" }
+        Request { method, headers, mount, path, query: None, target, host: "127.0.0.1:3142", secure: false }
     }
 
     #[test]

@@ -494,3 +494,39 @@ async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
     let said = String::from_utf8_lossy(&never.body);
     assert_eq!(never.status, 424, "not a 404 nor a 5xx for what may exist: {said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uv_installs_over_the_tls_side_of_the_port_trusting_pkgproxy_s_certificate() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    let pem = send(server.proxy_addr(), "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
+    assert_eq!(pem.status, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let certificate = dir.path().join("pkgproxy.pem");
+    std::fs::write(&certificate, &pem.body).unwrap();
+    let certificate = certificate.to_str().unwrap();
+    let index = format!("https://{}/pypi/simple/", server.proxy_addr());
+
+    let page = send(server.proxy_addr(), "GET", "/pypi/simple/top-level/", &[], b"").await;
+    assert!(String::from_utf8_lossy(&page.body).contains("href=\"http://"), "over plain HTTP, plain links");
+    let over_tls =
+        Command::new("curl").args(["-sS", "--cacert", certificate, &format!("{index}top-level/")]).output().unwrap();
+    let over_tls = String::from_utf8_lossy(&over_tls.stdout);
+    assert!(over_tls.contains(&format!("href=\"https://{}/pypi/packages/", server.proxy_addr())), "{over_tls}");
+    let synced = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let output = Command::new(tool("uv"))
+        .args(["pip", "install", "--index-url", &index, "--target"])
+        .arg(synced.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--python", tool("python").to_str().unwrap(), "top-level"])
+        .env("UV_NO_CONFIG", "1")
+        .env("SSL_CERT_FILE", certificate)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{said}");
+    assert!(synced.path().join("top_level/__init__.py").exists());
+    assert!(fake.count("/packages/") >= 2, "the files came through pkgproxy: {:#?}", fake.requests());
+}

@@ -98,11 +98,12 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
     let limits = state.admission.limits();
     let clock = ConnectionClock::new(limits.header_read_timeout, limits.idle_timeout);
     let first = tokio::time::timeout(limits.header_read_timeout, first_byte(&stream)).await;
+    let secure = matches!(first, Ok(Some(crate::tls::HANDSHAKE)));
     let handler = {
         let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
         move |mut request: Request<Incoming>| {
             let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            request.extensions_mut().insert(ClientInfo { addr: peer, id });
+            request.extensions_mut().insert(ClientInfo { addr: peer, id, secure });
             clock.request_read();
             if framing::wants_close(&request) {
                 clock.close_after_answer();

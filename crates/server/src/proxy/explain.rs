@@ -50,6 +50,7 @@ pub fn decide_with<'s>(state: &'s State, url: &str, headers: &HeaderMap) -> Resu
         query: uri.query(),
         target: target.as_ref(),
         host: &host,
+        secure: false,
     };
     Ok(Decided { side, mount, decision: side.classify(&routed) })
 }

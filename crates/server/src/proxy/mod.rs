@@ -181,6 +181,7 @@ async fn serve(
         query: parts.uri.query(),
         target: target.as_ref(),
         host: &host,
+        secure: client.is_some_and(|client| client.secure),
     };
     let exchange = Exchange {
         method: &parts.method,

@@ -38,6 +38,7 @@ pub async fn ask_first(state: &Arc<State>, side: &dyn Side, first: FirstAsk) -> 
         query: None,
         target: None,
         host: &host,
+        secure: false,
     };
     let Decision::Forward(request) = side.classify(&routed) else {
         return vec![format!("the {} side does not forward {}", side.id(), first.path)];

@@ -17,6 +17,7 @@ fn classify(side: &Cargo, method: &Method, path: &str, headers: &http::HeaderMap
         query: None,
         target: None,
         host: "cache.lan:3142",
+        secure: false,
     };
     side.classify(&request)
 }

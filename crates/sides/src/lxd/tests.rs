@@ -36,6 +36,7 @@ fn classify(lxd: &Lxd, path: &str) -> Decision {
         query: None,
         target: None,
         host: "p:3142",
+        secure: false,
     };
     lxd.classify(&request)
 }
@@ -130,6 +131,7 @@ fn a_daemon_s_proxied_request_for_a_remote_s_host_is_served_as_the_remote_s_file
             query: None,
             target: Some(&target),
             host: "p:3142",
+            secure: false,
         };
         (lxd.claims(&target), lxd.classify(&request))
     };

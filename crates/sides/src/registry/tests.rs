@@ -49,8 +49,16 @@ fn classify(method: Method, path: &str, query: Option<&str>) -> Decision {
 }
 
 fn classify_with(method: Method, path: &str, query: Option<&str>, headers: &HeaderMap) -> Decision {
-    let request =
-        Request { method: &method, headers, mount: Mount::Prefix("/v2"), path, query, target: None, host: "p:3142" };
+    let request = Request {
+        method: &method,
+        headers,
+        mount: Mount::Prefix("/v2"),
+        path,
+        query,
+        target: None,
+        host: "p:3142",
+        secure: false,
+    };
     registry().classify(&request)
 }
 
@@ -208,6 +216,7 @@ fn content_is_served_under_a_repository_as_its_link_says() {
             query: None,
             target: None,
             host: "p:3142",
+            secure: false,
         };
         cached(registry.classify(&request))
     };
@@ -251,6 +260,7 @@ fn content_is_served_under_a_repository_as_its_link_says() {
         query: None,
         target: None,
         host: "p:3142",
+        secure: false,
     };
     let under_public = cached(registry.classify(&request));
     assert!(under_public.access.is_some(), "another name is not linked by this one");

@@ -37,6 +37,7 @@ fn classify(snap: &Snap, method: Method, headers: &HeaderMap, path: &str, query:
         query,
         target: None,
         host: "proxy.lan:3142",
+        secure: false,
     };
     snap.classify(&request)
 }
