@@ -496,7 +496,7 @@ async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn uv_installs_over_the_tls_side_of_the_port_trusting_pkgproxy_s_certificate() {
+async fn uv_and_pip_install_over_the_tls_side_of_the_port_trusting_pkgproxy_s_certificate() {
     use pkgproxy_testkit::client::send;
     let (fake, server) = index_and_pkgproxy().await;
     let pem = send(server.proxy_addr(), "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
@@ -529,4 +529,29 @@ async fn uv_installs_over_the_tls_side_of_the_port_trusting_pkgproxy_s_certifica
     assert!(output.status.success(), "{said}");
     assert!(synced.path().join("top_level/__init__.py").exists());
     assert!(fake.count("/packages/") >= 2, "the files came through pkgproxy: {:#?}", fake.requests());
+
+    // pip, Debian's and a current one, with the certificate as its `cert`
+    // (requests prefers a CA bundle named in the environment: none here).
+    let current_pip = tool("pip");
+    for pip in [vec!["/usr/bin/python3", "-m", "pip"], vec![current_pip.to_str().unwrap()]] {
+        let target = tempfile::tempdir().unwrap();
+        let pip_cache = tempfile::tempdir().unwrap();
+        let output = Command::new(pip[0])
+            .args(&pip[1..])
+            .args(["install", "--no-input", "--disable-pip-version-check", "--index-url", &index])
+            .args(["--cert", certificate, "--target"])
+            .arg(target.path())
+            .arg("--cache-dir")
+            .arg(pip_cache.path())
+            .arg("top-level")
+            .env("PIP_CONFIG_FILE", "/dev/null")
+            .env_remove("PIP_CERT")
+            .env_remove("REQUESTS_CA_BUNDLE")
+            .env_remove("CURL_CA_BUNDLE")
+            .output()
+            .unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{pip:?}: {said}");
+        assert!(target.path().join("leaf_pkg/__init__.py").exists());
+    }
 }
