@@ -10,7 +10,6 @@
 //! behind the truth (a lagging mirror).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,9 +21,6 @@ use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
@@ -159,8 +155,12 @@ impl FakeCrates {
             url,
             cdn: cdn_url,
             accept: vec![
-                tokio::spawn(serve(index, Arc::clone(&shared), false)),
-                tokio::spawn(serve(cdn, Arc::clone(&shared), true)),
+                tokio::spawn(crate::fake::serve(index, Arc::clone(&shared), |shared, request| {
+                    answer(shared, request, false)
+                })),
+                tokio::spawn(crate::fake::serve(cdn, Arc::clone(&shared), |shared, request| {
+                    answer(shared, request, true)
+                })),
             ],
             shared,
         };
@@ -273,19 +273,6 @@ impl Drop for FakeCrates {
     }
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>, cdn: bool) {
-    while let Ok((stream, _)) = listener.accept().await {
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(answer(&shared, request, cdn).await) }
-            });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
-}
-
 type Answer = Response<BoxBody<Bytes, std::io::Error>>;
 
 fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
@@ -297,7 +284,8 @@ fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>)
     answer
 }
 
-async fn answer(shared: &Shared, request: Request<Incoming>, cdn: bool) -> Answer {
+async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: bool) -> Answer {
+    let shared: &Shared = &owned;
     // The request in hand, not the log's last: requests arrive at once.
     let recorded = RecordedRequest::of_parts(&request.into_parts().0);
     shared.requests.lock().unwrap().push(recorded.clone());

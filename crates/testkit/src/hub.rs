@@ -20,7 +20,6 @@
 //! manifest, and an index naming it for linux/amd64.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,9 +28,6 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 use tokio::net::TcpListener;
@@ -186,7 +182,7 @@ impl FakeHub {
             blob_location: Mutex::default(),
             realm: Mutex::default(),
         });
-        let accept = [hub, cdn].map(|listener| tokio::spawn(serve(listener, Arc::clone(&shared))));
+        let accept = [hub, cdn].map(|listener| tokio::spawn(crate::fake::serve(listener, Arc::clone(&shared), answer)));
         FakeHub { shared, accept: accept.into() }
     }
 
@@ -301,19 +297,6 @@ impl Drop for FakeHub {
     }
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(answer(&shared, request).await) }
-            });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
-}
-
 type Answer = Response<Full<Bytes>>;
 
 fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
@@ -330,7 +313,8 @@ fn error(status: StatusCode, code: &str) -> Answer {
     reply(status, &[("content-type", "application/json".into())], body)
 }
 
-async fn answer(shared: &Shared, request: Request<Incoming>) -> Answer {
+async fn answer(owned: Arc<Shared>, request: Request<Incoming>) -> Answer {
+    let shared: &Shared = &owned;
     let (parts, body) = request.into_parts();
     let _ = body.collect().await;
     shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));

@@ -22,6 +22,7 @@ pub mod client;
 pub mod containerd;
 pub mod crates;
 pub mod daemon;
+mod fake;
 pub mod golang;
 pub mod hub;
 pub mod lxc;

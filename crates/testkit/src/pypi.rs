@@ -13,7 +13,6 @@
 //! fewer files, an older serial).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,9 +25,6 @@ use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 use sha2::Sha256;
 use tokio::net::TcpListener;
@@ -198,8 +194,12 @@ impl FakePypi {
             url,
             files_url,
             accept: vec![
-                tokio::spawn(serve(index, Arc::clone(&shared), false)),
-                tokio::spawn(serve(host, Arc::clone(&shared), true)),
+                tokio::spawn(crate::fake::serve(index, Arc::clone(&shared), |shared, request| {
+                    answer(shared, request, false)
+                })),
+                tokio::spawn(crate::fake::serve(host, Arc::clone(&shared), |shared, request| {
+                    answer(shared, request, true)
+                })),
             ],
             shared,
         };
@@ -286,19 +286,6 @@ impl Drop for FakePypi {
     }
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>, file_host: bool) {
-    while let Ok((stream, _)) = listener.accept().await {
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(answer(&shared, request, file_host).await) }
-            });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
-}
-
 type Answer = Response<BoxBody<Bytes, std::io::Error>>;
 
 fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
@@ -310,7 +297,8 @@ fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>)
     answer
 }
 
-async fn answer(shared: &Shared, request: Request<Incoming>, file_host: bool) -> Answer {
+async fn answer(owned: Arc<Shared>, request: Request<Incoming>, file_host: bool) -> Answer {
+    let shared: &Shared = &owned;
     let recorded = RecordedRequest::of_parts(&request.into_parts().0);
     shared.requests.lock().unwrap().push(recorded.clone());
     if shared.stalled.load(Ordering::SeqCst) {

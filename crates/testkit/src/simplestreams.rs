@@ -24,9 +24,6 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
@@ -124,7 +121,7 @@ impl FakeSimplestreams {
             status: AtomicU16::new(0),
             trickle_ms: AtomicU64::new(0),
         });
-        let accept = tokio::spawn(serve(listener, Arc::clone(&shared)));
+        let accept = tokio::spawn(crate::fake::serve(listener, Arc::clone(&shared), answer));
         FakeSimplestreams { shared, addr, accept }
     }
 
@@ -274,19 +271,6 @@ fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(answer(&shared, request).await) }
-            });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
-}
-
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Response<Body> {
@@ -298,7 +282,8 @@ fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>)
     answer
 }
 
-async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
+async fn answer(owned: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+    let shared: &Shared = &owned;
     let (parts, body) = request.into_parts();
     let _ = body.collect().await;
     shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
