@@ -52,7 +52,7 @@ pub use hub::{FakeHub, Image};
 pub use lxc::{LxcOutput, LxcSandbox};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
-pub use pypi::{Distribution, FakePypi};
+pub use pypi::{project_with_a_dependency, python_tool, Distribution, FakePypi};
 pub use relay::Relay;
 pub use s3::S3Server;
 pub use shadow::{ShadowHit, ShadowMode, ShadowRecorder};

@@ -54,6 +54,26 @@ pub fn normalize(name: &str) -> String {
     normal
 }
 
+/// A tool of the test tools' Python environment (`test.sh` installs a
+/// current pip and uv there, and its Python).
+pub fn python_tool(name: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python/bin");
+    let path = root.join(name);
+    assert!(path.exists(), "{} is missing: test.sh installs it", path.display());
+    path
+}
+
+/// A project with a dependency: `Top-Level` 1.0 (a wheel and an sdist)
+/// requiring `leaf.pkg`, of which 1.0 and 1.1 are published.
+pub fn project_with_a_dependency() -> Vec<Distribution> {
+    vec![
+        Distribution::wheel("Top-Level", "1.0", &["leaf-pkg>=1"], 200),
+        Distribution::sdist("Top-Level", "1.0"),
+        Distribution::wheel("leaf.pkg", "1.0", &[], 200),
+        Distribution::wheel("leaf.pkg", "1.1", &[], 200),
+    ]
+}
+
 /// A file of a release.
 #[derive(Debug, Clone)]
 pub struct Distribution {

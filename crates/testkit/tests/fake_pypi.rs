@@ -3,34 +3,16 @@
 //! project with a dependency from it, read its core metadata, and install
 //! the wheels they checked against its hashes.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use pkgproxy_testkit::{Distribution, FakePypi};
-
-/// A tool of the test tools' Python environment.
-fn tool(name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python/bin");
-    let path = root.join(name);
-    assert!(path.exists(), "{} is missing: test.sh installs it", path.display());
-    path
-}
-
-fn files() -> Vec<Distribution> {
-    vec![
-        Distribution::wheel("Top-Level", "1.0", &["leaf-pkg>=1"], 200),
-        Distribution::sdist("Top-Level", "1.0"),
-        Distribution::wheel("leaf.pkg", "1.0", &[], 200),
-        Distribution::wheel("leaf.pkg", "1.1", &[], 200),
-    ]
-}
+use pkgproxy_testkit::{project_with_a_dependency, python_tool, FakePypi};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pip_installs_a_project_and_its_dependency_from_the_fake_reading_their_metadata() {
-    let fake = FakePypi::start(&files()).await;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
     let target = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let output = Command::new(tool("pip"))
+    let output = Command::new(python_tool("pip"))
         .args(["install", "--no-input", "--disable-pip-version-check", "--index-url", &fake.url(), "--target"])
         .arg(target.path())
         .arg("--cache-dir")
@@ -51,16 +33,16 @@ async fn pip_installs_a_project_and_its_dependency_from_the_fake_reading_their_m
 
 #[tokio::test(flavor = "multi_thread")]
 async fn uv_installs_the_same_and_reads_the_html_form_too() {
-    let fake = FakePypi::start(&files()).await;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
     fake.set_html_only(true);
     let target = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let output = Command::new(tool("uv"))
+    let output = Command::new(python_tool("uv"))
         .args(["pip", "install", "--index-url", &fake.url(), "--target"])
         .arg(target.path())
         .arg("--cache-dir")
         .arg(cache.path())
-        .args(["--python", tool("python").to_str().unwrap(), "top-level"])
+        .args(["--python", python_tool("python").to_str().unwrap(), "top-level"])
         .env("UV_NO_CONFIG", "1")
         .output()
         .unwrap();

@@ -3,34 +3,16 @@
 //! files are on a second port: every page and file fetched once, checked,
 //! and served again from the cache.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use pkgproxy_testkit::{Daemon, Distribution, FakePypi};
+use pkgproxy_testkit::{project_with_a_dependency, python_tool, Daemon, Distribution, FakePypi};
 
 use crate::common::PKGPROXY;
 use crate::inproc::Server;
 use crate::readiness::ctl;
 
-/// A tool of the test tools' Python environment (`test.sh` installs it).
-fn tool(name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python/bin");
-    let path = root.join(name);
-    assert!(path.exists(), "{} is missing: test.sh installs it", path.display());
-    path
-}
-
-fn files() -> Vec<Distribution> {
-    vec![
-        Distribution::wheel("Top-Level", "1.0", &["leaf-pkg>=1"], 200),
-        Distribution::sdist("Top-Level", "1.0"),
-        Distribution::wheel("leaf.pkg", "1.0", &[], 200),
-        Distribution::wheel("leaf.pkg", "1.1", &[], 200),
-    ]
-}
-
 async fn index_and_pkgproxy() -> (FakePypi, Server) {
-    let fake = FakePypi::start(&files()).await;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
     let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
     let server = Server::start(Some(&config)).await;
     (fake, server)
@@ -41,7 +23,7 @@ async fn index_and_pkgproxy() -> (FakePypi, Server) {
 fn pip_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) {
     let target = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let output = Command::new(tool("pip"))
+    let output = Command::new(python_tool("pip"))
         .args(["install", "--no-input", "--disable-pip-version-check", "--index-url", index, "--target"])
         .arg(target.path())
         .arg("--cache-dir")
@@ -57,12 +39,12 @@ fn pip_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) 
 fn uv_install(index: &str, project: &str) -> (bool, String, tempfile::TempDir) {
     let target = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let output = Command::new(tool("uv"))
+    let output = Command::new(python_tool("uv"))
         .args(["pip", "install", "--index-url", index, "--target"])
         .arg(target.path())
         .arg("--cache-dir")
         .arg(cache.path())
-        .args(["--python", tool("python").to_str().unwrap(), project])
+        .args(["--python", python_tool("python").to_str().unwrap(), project])
         .env("UV_NO_CONFIG", "1")
         .output()
         .unwrap();
@@ -289,7 +271,7 @@ async fn pip_and_uv_read_what_setup_writes() {
     }
     let target = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let pip = Command::new(tool("pip"))
+    let pip = Command::new(python_tool("pip"))
         .args(["install", "--no-input", "--disable-pip-version-check", "--target"])
         .arg(target.path())
         .arg("--cache-dir")
@@ -300,12 +282,12 @@ async fn pip_and_uv_read_what_setup_writes() {
         .unwrap();
     assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
     let uv_target = tempfile::tempdir().unwrap();
-    let uv = Command::new(tool("uv"))
+    let uv = Command::new(python_tool("uv"))
         .args(["pip", "install", "--target"])
         .arg(uv_target.path())
         .arg("--cache-dir")
         .arg(cache.path().join("uv"))
-        .args(["--python", tool("python").to_str().unwrap(), "top-level"])
+        .args(["--python", python_tool("python").to_str().unwrap(), "top-level"])
         .env("UV_CONFIG_FILE", root.path().join("etc/uv/uv.toml"))
         .output()
         .unwrap();
@@ -315,14 +297,14 @@ async fn pip_and_uv_read_what_setup_writes() {
 
 /// `TOOL ARGS` with the index at `index`, no configuration of the user's,
 /// and a new cache; whether it succeeded and what it said.
-fn run_tool(tool_name: &str, args: &[&str], index: &str) -> (bool, String) {
+fn run_python_tool(tool_name: &str, args: &[&str], index: &str) -> (bool, String) {
     let cache = tempfile::tempdir().unwrap();
-    let mut command = Command::new(tool(tool_name));
+    let mut command = Command::new(python_tool(tool_name));
     command.args(args).env("PIP_CONFIG_FILE", "/dev/null").env("UV_NO_CONFIG", "1");
     match tool_name {
         "pip" => command.args(["--index-url", index, "--cache-dir"]).arg(cache.path()),
         _ => command
-            .args(["--index-url", index, "--python", tool("python").to_str().unwrap(), "--cache-dir"])
+            .args(["--index-url", index, "--python", python_tool("python").to_str().unwrap(), "--cache-dir"])
             .arg(cache.path()),
     };
     let output = command.output().unwrap();
@@ -332,14 +314,14 @@ fn run_tool(tool_name: &str, args: &[&str], index: &str) -> (bool, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn check_says_what_a_requirements_file_needs_warm_fetches_it_and_pip_and_uv_install_it_offline() {
-    let fake = FakePypi::start(&files()).await;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
     let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let index = format!("http://{}/pypi/simple/", daemon.proxy_addr());
     let dir = tempfile::tempdir().unwrap();
     let requirements = dir.path().join("requirements.txt");
     let wheel = |project: &str, version: &str| {
-        files()
+        project_with_a_dependency()
             .into_iter()
             .find(|file| file.project == project && file.version == version && file.filename.ends_with(".whl"))
             .unwrap()
@@ -377,12 +359,12 @@ async fn check_says_what_a_requirements_file_needs_warm_fetches_it_and_pip_and_u
         "--target",
         target_dir,
     ];
-    let (installed, said) = run_tool("pip", &pip, &index);
+    let (installed, said) = run_python_tool("pip", &pip, &index);
     assert!(installed, "{said}");
     assert!(target.path().join("leaf_pkg/__init__.py").exists());
     let synced = tempfile::tempdir().unwrap();
     let uv = ["pip", "sync", "--require-hashes", requirements, "--target", synced.path().to_str().unwrap()];
-    let (installed, said) = run_tool("uv", &uv, &index);
+    let (installed, said) = run_python_tool("uv", &uv, &index);
     assert!(installed, "{said}");
     assert!(synced.path().join("top_level/__init__.py").exists(), "{said}");
     assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
@@ -401,7 +383,7 @@ async fn check_says_what_a_requirements_file_needs_warm_fetches_it_and_pip_and_u
         ["install", "--no-input", "--disable-pip-version-check", "--require-hashes", "-r", requirements, "--target"];
     let mut pip = pip.to_vec();
     pip.push(far.path().to_str().unwrap());
-    let (installed, said) = run_tool("pip", &pip, &format!("http://{}/pypi/simple/", gapped.proxy_addr()));
+    let (installed, said) = run_python_tool("pip", &pip, &format!("http://{}/pypi/simple/", gapped.proxy_addr()));
     assert!(installed, "{said}");
     assert!(far.path().join("top_level/__init__.py").exists());
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
@@ -409,7 +391,7 @@ async fn check_says_what_a_requirements_file_needs_warm_fetches_it_and_pip_and_u
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_uv_lock_made_through_pkgproxy_is_checked_warmed_and_synced_offline() {
-    let fake = FakePypi::start(&files()).await;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
     let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let index = format!("http://{}/pypi/simple/", daemon.proxy_addr());
@@ -420,7 +402,7 @@ async fn a_uv_lock_made_through_pkgproxy_is_checked_warmed_and_synced_offline() 
     let uv = |args: &[&str]| {
         let mut all = vec!["--directory", project.path().to_str().unwrap()];
         all.extend_from_slice(args);
-        run_tool("uv", &all, &index)
+        run_python_tool("uv", &all, &index)
     };
     let (locked, said) = uv(&["lock"]);
     assert!(locked, "{said}");
@@ -447,7 +429,7 @@ async fn a_uv_lock_made_through_pkgproxy_is_checked_warmed_and_synced_offline() 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
     use pkgproxy_testkit::client::send;
-    let fake = FakePypi::start(&files()).await;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
     // A hanging index costs a request at most the deadline: a short one.
     let config = format!(
         "[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\nretry_timeout = \"2s\"\ndeadline = \"4s\"\n",
@@ -515,12 +497,12 @@ async fn uv_and_pip_install_over_the_tls_side_of_the_port_trusting_pkgproxy_s_ce
     assert!(over_tls.contains(&format!("href=\"https://{}/pypi/packages/", server.proxy_addr())), "{over_tls}");
     let synced = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let output = Command::new(tool("uv"))
+    let output = Command::new(python_tool("uv"))
         .args(["pip", "install", "--index-url", &index, "--target"])
         .arg(synced.path())
         .arg("--cache-dir")
         .arg(cache.path())
-        .args(["--python", tool("python").to_str().unwrap(), "top-level"])
+        .args(["--python", python_tool("python").to_str().unwrap(), "top-level"])
         .env("UV_NO_CONFIG", "1")
         .env("SSL_CERT_FILE", certificate)
         .output()
@@ -532,7 +514,7 @@ async fn uv_and_pip_install_over_the_tls_side_of_the_port_trusting_pkgproxy_s_ce
 
     // pip, Debian's and a current one, with the certificate as its `cert`
     // (requests prefers a CA bundle named in the environment: none here).
-    let current_pip = tool("pip");
+    let current_pip = python_tool("pip");
     for pip in [vec!["/usr/bin/python3", "-m", "pip"], vec![current_pip.to_str().unwrap()]] {
         let target = tempfile::tempdir().unwrap();
         let pip_cache = tempfile::tempdir().unwrap();
