@@ -97,6 +97,17 @@ pub fn read_file(path: &std::path::Path) -> Result<String, NeedsError> {
     std::fs::read_to_string(path).map_err(|error| NeedsError::new(format!("read {}: {error}", path.display())))
 }
 
+/// What the lock at `path` asks, as `read` makes of its text, for the
+/// daemon to follow; an error names the file.
+pub fn read_lock<T: serde::Serialize>(
+    path: &std::path::Path,
+    read: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Asked, NeedsError> {
+    let text = read_file(path)?;
+    let lock = read(&text).map_err(|why| NeedsError::new(format!("{}: {why}", path.display())))?;
+    resolve(&lock)
+}
+
 /// `asked`, the reader's output, as the resolver's type.
 pub fn parse<T: serde::de::DeserializeOwned>(asked: serde_json::Value) -> Result<T, NeedsError> {
     serde_json::from_value(asked).map_err(|error| NeedsError::new(format!("not what this side reads: {error}")))

@@ -55,10 +55,7 @@ impl NeedsReader for Reader {
 
     fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError> {
         let arguments: Arguments = needs::arguments(matches)?;
-        let text = needs::read_file(&arguments.lockfile)?;
-        needs::resolve(
-            &lock_of(&text).map_err(|why| NeedsError::new(format!("{}: {why}", arguments.lockfile.display())))?,
-        )
+        needs::read_lock(&arguments.lockfile, lock_of)
     }
 }
 

@@ -69,10 +69,7 @@ impl NeedsReader for Reader {
 
     fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError> {
         let arguments: Arguments = needs::arguments(matches)?;
-        let text = needs::read_file(&arguments.lock)?;
-        let lock = lock_of(&arguments.lock, &text)
-            .map_err(|why| NeedsError::new(format!("{}: {why}", arguments.lock.display())))?;
-        needs::resolve(&lock)
+        needs::read_lock(&arguments.lock, |text| lock_of(&arguments.lock, text))
     }
 }
 
