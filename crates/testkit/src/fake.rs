@@ -5,7 +5,10 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 
-use http::{Request, Response};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -33,4 +36,17 @@ where
             let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
         });
     }
+}
+
+/// An answer of a fake whose bodies may also stream (and fail midway).
+pub(crate) type Answer = Response<BoxBody<Bytes, std::io::Error>>;
+
+/// An answer of `status`, `headers` and `body`.
+pub(crate) fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
+    let mut answer = Response::new(Full::new(body.into()).map_err(|never| match never {}).boxed());
+    *answer.status_mut() = status;
+    for (name, value) in headers {
+        answer.headers_mut().insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+    }
+    answer
 }

@@ -22,14 +22,14 @@ use blake2::digest::consts::U32;
 use blake2::{Blake2b, Digest as _};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Incoming;
 use serde_json::json;
 use sha2::Sha256;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::fake::{reply, Answer};
 use crate::origin::RecordedRequest;
 
 /// PEP 691's JSON form.
@@ -304,17 +304,6 @@ impl Drop for FakePypi {
     fn drop(&mut self) {
         self.accept.iter().for_each(JoinHandle::abort);
     }
-}
-
-type Answer = Response<BoxBody<Bytes, std::io::Error>>;
-
-fn reply(status: StatusCode, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
-    let mut answer = Response::new(Full::new(body.into()).map_err(|never| match never {}).boxed());
-    *answer.status_mut() = status;
-    for (name, value) in headers {
-        answer.headers_mut().insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
-    }
-    answer
 }
 
 async fn answer(owned: Arc<Shared>, request: Request<Incoming>, file_host: bool) -> Answer {
