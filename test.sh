@@ -2,7 +2,7 @@
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
 # apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs,
-# skopeo, containerd, lxc and headless chromium, and moto's S3 server from
+# skopeo, containerd, lxc, npm and headless chromium, and moto's S3 server from
 # PyPI) when they are missing, then checks formatting and
 # lints, and runs every test.
 set -euo pipefail
@@ -24,6 +24,7 @@ command -v lxc >/dev/null || need+=(lxd-client)
 command -v lintian >/dev/null || need+=(lintian)
 command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
 command -v jq >/dev/null || need+=(jq)
+command -v npm >/dev/null || need+=(npm)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)   # Debian's own pip, beside a current one
 if [ ${#need[@]} -gt 0 ]; then
@@ -51,6 +52,19 @@ if [ ! -x "$python/bin/uv" ]; then
   echo "test.sh: installing pip and uv into $python" >&2
   python3 -m venv "$python"
   "$python/bin/pip" install -q --upgrade pip uv
+fi
+
+# The npm side's tests drive pnpm, yarn 1 and yarn 4 (Debian has none of
+# them current), installed from the npm registry with the machine's npm into
+# a folder of the tests' own; their install scripts are not run, the tests
+# start each client's script with node.
+node=target/test-tools/node
+if [ ! -f "$node/node_modules/pnpm/package.json" ] || [ ! -f "$node/node_modules/yarn/bin/yarn.js" ] \
+  || [ ! -f "$node/node_modules/@yarnpkg/cli-dist/bin/yarn.js" ]; then
+  echo "test.sh: installing pnpm, yarn 1 and yarn 4 into $node" >&2
+  mkdir -p "$node"
+  npm install --prefix "$node" --no-audit --no-fund --ignore-scripts --no-save --update-notifier=false \
+    --userconfig /dev/null pnpm yarn@1 @yarnpkg/cli-dist@4 >/dev/null
 fi
 
 cargo fmt --all -- --check

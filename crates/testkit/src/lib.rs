@@ -8,7 +8,8 @@
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
 //! demand (for connection management; over TCP or over in-memory streams
 //! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
-//! Docker Hub, [`simplestreams`] a fake LXD image server and [`lxc`] the
+//! Docker Hub, [`pypi`] a fake Python index, [`npm`] a fake npm registry
+//! and the npm-family clients, [`simplestreams`] a fake LXD image server and [`lxc`] the
 //! real `lxc` in a sandbox, [`browser`] the real Chromium, headless,
 //! [`tree`] lists a folder's files, [`tarball`] makes and reads tars, [`ports`] gives ports that refuse
 //! connections, [`relay`] shows what goes over a connection, and [`wait`] polls for what happens off a client's path.
@@ -26,6 +27,7 @@ mod fake;
 pub mod golang;
 pub mod hub;
 pub mod lxc;
+pub mod npm;
 pub mod origin;
 pub mod ports;
 pub mod pypi;
@@ -50,6 +52,10 @@ pub use daemon::Daemon;
 pub use golang::{GoModules, GoOutput, GoSandbox};
 pub use hub::{FakeHub, Image};
 pub use lxc::{LxcOutput, LxcSandbox};
+pub use npm::{
+    node_tool, npm_project, project_with_dependencies, FakeNpm, NodeClient, NodeOutput, NodeSandbox, NpmPackage,
+    PathClass, TarballHost,
+};
 pub use origin::{Origin, RecordedRequest};
 pub use ports::RefusingPort;
 pub use pypi::{project_with_a_dependency, python_tool, Distribution, FakePypi};
