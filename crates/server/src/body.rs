@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pkgproxy_cache::{FetchBody, UpstreamBody};
+use pkgproxy_sides::{Piece, Pieced, StreamRewriter};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -35,6 +36,10 @@ pub enum ResponseBody {
     /// An upstream answer's body passed on as it arrives (a forwarded
     /// request's answer).
     Upstream(UpstreamBody),
+    /// Another body, rewritten by its side as it streams.
+    Rewritten(Box<RewrittenBody>),
+    /// Ranges of a file and bytes in between, as a side pieced them.
+    Pieced(Box<PiecedBody>),
 }
 
 impl ResponseBody {
@@ -59,7 +64,12 @@ impl FileBody {
     }
 
     fn next_chunk(&mut self) -> Result<Bytes, BoxError> {
-        let len = self.remaining.min(FILE_CHUNK) as usize;
+        self.next_chunk_of(FILE_CHUNK)
+    }
+
+    /// The next bytes, at most `chunk` of them.
+    fn next_chunk_of(&mut self, chunk: u64) -> Result<Bytes, BoxError> {
+        let len = self.remaining.min(chunk) as usize;
         let mut buf = vec![0; len];
         let n = self.file.read_at(&mut buf, self.offset)?;
         if n == 0 {
@@ -69,6 +79,84 @@ impl FileBody {
         self.offset += n as u64;
         self.remaining -= n as u64;
         Ok(Bytes::from(buf))
+    }
+}
+
+/// A body rewritten by its side as it streams: what the side holds back
+/// is all that is held.
+#[derive(Debug)]
+pub struct RewrittenBody {
+    inner: ResponseBody,
+    rewriter: Box<dyn StreamRewriter>,
+    finished: bool,
+}
+
+impl RewrittenBody {
+    /// `inner`, rewritten by `rewriter`.
+    pub fn new(inner: ResponseBody, rewriter: Box<dyn StreamRewriter>) -> Self {
+        RewrittenBody { inner, rewriter, finished: false }
+    }
+
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        loop {
+            if self.finished {
+                return Poll::Ready(None);
+            }
+            let mut output = Vec::new();
+            match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => self.rewriter.feed(&data, &mut output),
+                    Err(other) => return Poll::Ready(Some(Ok(other))),
+                },
+                Poll::Ready(None) => {
+                    self.finished = true;
+                    self.rewriter.finish(&mut output);
+                }
+            }
+            if !output.is_empty() {
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(output)))));
+            }
+        }
+    }
+}
+
+/// Bytes read from a file per frame of a pieced body: a side's compressed
+/// documents are sent to a hundred clients at once, each holding a frame.
+const PIECE_CHUNK: u64 = 64 * 1024;
+
+/// A body of ranges of a file and bytes in between, made as it is sent.
+pub struct PiecedBody {
+    file: Arc<File>,
+    pieces: Box<dyn Iterator<Item = Piece> + Send>,
+    /// The range of the file being sent.
+    current: Option<FileBody>,
+}
+
+impl std::fmt::Debug for PiecedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PiecedBody").finish_non_exhaustive()
+    }
+}
+
+impl PiecedBody {
+    /// The body `pieced` stands for.
+    pub fn new(pieced: Pieced) -> Self {
+        PiecedBody { file: pieced.file, pieces: pieced.pieces, current: None }
+    }
+
+    fn next_frame(&mut self) -> Option<Result<Bytes, BoxError>> {
+        loop {
+            if let Some(range) = self.current.as_mut().filter(|range| range.remaining > 0) {
+                return Some(range.next_chunk_of(PIECE_CHUNK));
+            }
+            match self.pieces.next()? {
+                Piece::Bytes(bytes) if bytes.is_empty() => {}
+                Piece::Bytes(bytes) => return Some(Ok(bytes)),
+                Piece::File { offset, len } => self.current = Some(FileBody::new(Arc::clone(&self.file), offset, len)),
+            }
+        }
     }
 }
 
@@ -84,6 +172,8 @@ impl Body for ResponseBody {
             ResponseBody::File(file) => Poll::Ready(Some(file.next_chunk().map(Frame::data))),
             ResponseBody::Fetch(fetch) => Pin::new(fetch).poll_frame(cx),
             ResponseBody::Upstream(body) => Pin::new(body).poll_frame(cx),
+            ResponseBody::Rewritten(body) => body.poll_frame(cx),
+            ResponseBody::Pieced(body) => Poll::Ready(body.next_frame().map(|frame| frame.map(Frame::data))),
         }
     }
 
@@ -94,6 +184,8 @@ impl Body for ResponseBody {
             ResponseBody::File(file) => file.remaining == 0,
             ResponseBody::Fetch(fetch) => fetch.is_end_stream(),
             ResponseBody::Upstream(body) => body.is_end_stream(),
+            ResponseBody::Rewritten(body) => body.finished,
+            ResponseBody::Pieced(_) => false,
         }
     }
 
@@ -104,6 +196,7 @@ impl Body for ResponseBody {
             ResponseBody::File(file) => SizeHint::with_exact(file.remaining),
             ResponseBody::Fetch(fetch) => fetch.size_hint(),
             ResponseBody::Upstream(body) => body.size_hint(),
+            ResponseBody::Rewritten(_) | ResponseBody::Pieced(_) => SizeHint::default(),
         }
     }
 }

@@ -112,6 +112,18 @@ pub enum DatedResume {
 pub struct Rewrite {
     /// Where the client reached pkgproxy.
     pub served_at: ServedAt,
+    /// Whether the client moves the upstream's own links onto pkgproxy by
+    /// itself (npm re-homes the npm registry's tarballs onto the registry
+    /// it is pointed at, and keeps the registry's URLs in its lockfile):
+    /// those links are then left as they are.
+    pub client_rehomes: bool,
+}
+
+impl Rewrite {
+    /// For a client reached at `served_at` that re-homes nothing itself.
+    pub fn at(served_at: ServedAt) -> Rewrite {
+        Rewrite { served_at, client_rehomes: false }
+    }
 }
 
 /// The entity tag an answer from the cache carries.
@@ -376,6 +388,30 @@ pub struct PointerRequest {
     pub pointer: Pointer,
 }
 
+/// The client's headers a forwarded request sends upstream: all of them
+/// but the connection's own and the encoding it accepts.
+pub fn forwarded_headers(client: &HeaderMap) -> HeaderMap {
+    const NOT_FORWARDED: [&str; 11] = [
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+    ];
+    let mut headers = client.clone();
+    for name in NOT_FORWARDED {
+        headers.remove(name);
+    }
+    headers.insert(http::header::ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
+    headers
+}
+
 /// A request passed to the upstream uncached, its body included: never
 /// shared with another client, and never sent twice when its method is not
 /// idempotent (see the pool's rules).
@@ -527,5 +563,22 @@ pub(crate) mod expect {
             Decision::Forward(request) => request,
             other => panic!("not forwarded: {other:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod forwarded_tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn a_forwarded_request_loses_the_connection_s_headers_and_asks_for_identity() {
+        let mut client = HeaderMap::new();
+        for (name, value) in [("host", "p:3142"), ("connection", "close"), ("accept-encoding", "gzip"), ("x-a", "1")] {
+            client.append(name, HeaderValue::from_static(value));
+        }
+        let sent = forwarded_headers(&client);
+        assert!(!sent.contains_key("host") && !sent.contains_key("connection"));
+        assert_eq!((sent["accept-encoding"].to_str().unwrap(), sent["x-a"].to_str().unwrap()), ("identity", "1"));
     }
 }

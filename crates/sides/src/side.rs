@@ -23,8 +23,9 @@
 //! 5. For a forwarded request that asks for a [`crate::Record`]:
 //!    [`Side::record`] with a successful answer, or [`Side::replay`] when
 //!    the upstream cannot be asked (offline, its breaker open) or fails.
-//! 6. [`Side::rewrite`]: after the cache (or the forward, or the replay),
-//!    at serve time, for every answer of a request that asks for one.
+//! 6. [`Side::rewrite`] (or [`Side::streaming_rewrite`], for bodies too
+//!    large to hold): after the cache (or the forward, or the replay), at
+//!    serve time, for every answer of a request that asks for one.
 //! 7. [`Side::failure_answer`]: how the side's clients are told that
 //!    pkgproxy cannot serve the request (refused, offline, overloaded,
 //!    upstream failed).
@@ -194,6 +195,23 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// For answers too large to hold whole (npm's documents run to tens
+    /// of megabytes, asked by a hundred clients at once): a rewrite made
+    /// as the body streams to the client, in place of [`Side::rewrite`].
+    fn streaming_rewrite(&self, _rewrite: &Rewrite) -> Option<Box<dyn StreamRewriter>> {
+        None
+    }
+
+    /// For a client that takes gzip: the held body `stored`, served
+    /// compressed and rewritten as `rewrite` says, from a compressed form
+    /// the side keeps of it (npm's documents: a hundred clients of one are
+    /// then sent the stored form, not each a compression of its own).
+    /// `None`: served as [`Side::streaming_rewrite`] says (the side may be
+    /// making that form meanwhile).
+    fn compressed(&self, _rewrite: &Rewrite, _stored: &StoredBody) -> Option<Pieced> {
+        None
+    }
+
     /// Whether an upstream's `5xx` for what is not held is a failure, told
     /// by [`Side::failure_answer`], rather than passed on as it came: an
     /// installer that retries a `5xx` for minutes and reads a `4xx` as
@@ -272,6 +290,61 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
     fn client_setup(&self, _host: &str) -> Option<ClientSetup> {
         None
     }
+}
+
+/// A rewrite of a body as it streams to one client: bytes in, bytes out,
+/// holding no more than it must.
+pub trait StreamRewriter: Send + std::fmt::Debug {
+    /// Takes the next bytes of the body, `input`, appending what the client
+    /// gets of them to `output`.
+    fn feed(&mut self, input: &[u8], output: &mut Vec<u8>);
+
+    /// The body ended: appends what is still held to `output`.
+    fn finish(&mut self, output: &mut Vec<u8>);
+}
+
+/// A held body, whole, as the cache serves it.
+#[derive(Debug, Clone)]
+pub struct StoredBody {
+    /// Its SHA-256, lower-case hex.
+    pub sha256: String,
+    /// Its length.
+    pub size: u64,
+    /// Its file (read it with positioned reads: the file is shared).
+    pub file: Arc<std::fs::File>,
+}
+
+/// A body sent as ranges of a file with bytes in between, each made as it
+/// is sent.
+pub struct Pieced {
+    /// The file the ranges are of.
+    pub file: Arc<std::fs::File>,
+    /// The body's whole length.
+    pub len: u64,
+    /// Its content coding (`gzip`).
+    pub encoding: &'static str,
+    /// Its pieces, in order.
+    pub pieces: Box<dyn Iterator<Item = Piece> + Send>,
+}
+
+impl std::fmt::Debug for Pieced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pieced").field("len", &self.len).field("encoding", &self.encoding).finish_non_exhaustive()
+    }
+}
+
+/// A piece of a [`Pieced`] body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// `len` bytes of the file from `offset`.
+    File {
+        /// Where they start.
+        offset: u64,
+        /// How many.
+        len: u64,
+    },
+    /// Bytes of their own.
+    Bytes(Bytes),
 }
 
 /// How a side's clients are pointed at pkgproxy.

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED};
 use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
-use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply};
+use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply, StoredBody};
 
 use super::outcome::Served;
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
@@ -55,6 +55,11 @@ pub fn from_entry(
         Plan::Unsatisfiable => unsatisfiable(&mut response, entry.size),
         Plan::Full => {
             set_length(&mut response, entry.size);
+            if reply.rewrite.is_some() {
+                // What a side that keeps a compressed form reads it by.
+                let stored = StoredBody { sha256: entry.sha256.clone(), size: entry.size, file: Arc::clone(&file) };
+                response.extensions_mut().insert(stored);
+            }
             body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, 0, entry.size)), entry.size)
         }
         Plan::Partial { start, end } => {

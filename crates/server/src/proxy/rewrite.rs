@@ -1,15 +1,16 @@
 //! Rewriting an answer at serve time, for the client that asked: after the
 //! cache, the forward or the replay, so what is stored is always the
-//! upstream's own answer. Only a whole `200` body is rewritten; an answer
-//! the side cannot read is served as it is.
+//! upstream's own answer. Only a `200` body is rewritten: whole, or as it
+//! streams when the side rewrites that way; an answer the side cannot read
+//! is served as it is.
 
-use http::header::{HeaderValue, CONTENT_LENGTH, ETAG};
+use http::header::{HeaderValue, ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING, CONTENT_LENGTH, ETAG};
 use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use pkgproxy_sides::{LocalAnswer, Rewrite, Side};
+use pkgproxy_sides::{LocalAnswer, Pieced, Rewrite, Side, StoredBody};
 
 use super::outcome::{Failed, Outcome};
-use crate::body::ResponseBody;
+use crate::body::{PiecedBody, ResponseBody, RewrittenBody};
 use crate::context::Exchange;
 
 /// The largest answer rewritten, in bytes: store answers are JSON of a few
@@ -22,7 +23,10 @@ const REWRITE_LIMIT: usize = 16 * 1024 * 1024;
 pub async fn rewritten(side: &dyn Side, rewrite: &Rewrite, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
     match outcome {
         Outcome::Answered(response) if response.status() == StatusCode::OK && *exchange.method != Method::HEAD => {
-            rewrite_response(side, rewrite, response).await
+            match compressed_form(side, rewrite, exchange, &response) {
+                Some(pieced) => Outcome::Answered(compressed(response, pieced)),
+                None => rewrite_response(side, rewrite, response).await,
+            }
         }
         Outcome::Local(answer) if answer.status == StatusCode::OK => {
             Outcome::Local(rewrite_local(side, rewrite, answer))
@@ -31,8 +35,52 @@ pub async fn rewritten(side: &dyn Side, rewrite: &Rewrite, exchange: &Exchange<'
     }
 }
 
+/// The compressed form a side keeps of a held body, for a client that
+/// takes gzip.
+fn compressed_form(
+    side: &dyn Side,
+    rewrite: &Rewrite,
+    exchange: &Exchange<'_>,
+    response: &Response<ResponseBody>,
+) -> Option<Pieced> {
+    let stored = response.extensions().get::<StoredBody>()?;
+    accepts_gzip(exchange.headers).then(|| side.compressed(rewrite, stored)).flatten()
+}
+
+/// `response`, its body `pieced`.
+fn compressed(response: Response<ResponseBody>, pieced: Pieced) -> Response<ResponseBody> {
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(ETAG);
+    parts.headers.remove(ACCEPT_RANGES);
+    parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(pieced.len));
+    parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static(pieced.encoding));
+    Response::from_parts(parts, ResponseBody::Pieced(Box::new(PiecedBody::new(pieced))))
+}
+
+/// Whether a client takes gzip (`Accept-Encoding`, a `q` above zero).
+fn accepts_gzip(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let named = parts.next().is_some_and(|name| name.eq_ignore_ascii_case("gzip") || name == "*");
+            let q = parts.find_map(|p| p.strip_prefix("q=")).and_then(|q| q.trim().parse::<f32>().ok());
+            named && q.unwrap_or(1.0) > 0.0
+        })
+}
+
 async fn rewrite_response(side: &dyn Side, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {
     let (mut parts, body) = response.into_parts();
+    if let Some(rewriter) = side.streaming_rewrite(rewrite) {
+        // The upstream's tag and length name the upstream's bytes.
+        parts.headers.remove(ETAG);
+        parts.headers.remove(CONTENT_LENGTH);
+        let body = ResponseBody::Rewritten(Box::new(RewrittenBody::new(body, rewriter)));
+        return Outcome::Answered(Response::from_parts(parts, body));
+    }
     let body = match Limited::new(body, REWRITE_LIMIT).collect().await {
         Ok(body) => body.to_bytes(),
         Err(error) => return Failed::Upstream(format!("the answer could not be read whole: {error}")).into(),
@@ -54,4 +102,21 @@ fn rewrite_local(side: &dyn Side, rewrite: &Rewrite, mut answer: LocalAnswer) ->
         answer.body = rewritten;
     }
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_is_taken_unless_refused() {
+        let accepts = |value: &'static str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(ACCEPT_ENCODING, HeaderValue::from_static(value));
+            accepts_gzip(&headers)
+        };
+        assert!(accepts("gzip, deflate") && accepts("br;q=1, GZIP;q=0.5") && accepts("*"));
+        assert!(!accepts("identity") && !accepts("gzip;q=0") && !accepts("deflate, br"));
+        assert!(!accepts_gzip(&http::HeaderMap::new()));
+    }
 }

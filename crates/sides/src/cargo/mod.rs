@@ -333,7 +333,7 @@ impl Cargo {
         CachedRequest {
             wanted: Wanted { fresh_for: self.config().index_ttl, ..Wanted::default() },
             reply: Reply {
-                rewrite: Some(Rewrite { served_at }),
+                rewrite: Some(Rewrite::at(served_at)),
                 fallback: Some(Arc::new(fallback)),
                 ..Reply::default()
             },

@@ -308,7 +308,7 @@ impl Pypi {
                 let form =
                     Form::asked(request.query, request.headers.get(ACCEPT).and_then(|accept| accept.to_str().ok()));
                 let mut page = index.page(&project, form, config.index_ttl);
-                page.reply.rewrite = Some(Rewrite { served_at: request.served_at(&index.mount) });
+                page.reply.rewrite = Some(Rewrite::at(request.served_at(&index.mount)));
                 Decision::cache(page)
             }
             Asked::File(file) => Decision::cache(self.file(index, &file)),

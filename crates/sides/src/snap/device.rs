@@ -128,30 +128,6 @@ pub fn upstream_headers(client: &HeaderMap) -> HeaderMap {
     headers
 }
 
-/// The client's headers a forwarded request sends upstream: all of them
-/// but the connection's own and the encoding it accepts.
-pub fn forwarded_headers(client: &HeaderMap) -> HeaderMap {
-    const NOT_FORWARDED: [&str; 11] = [
-        "host",
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-    ];
-    let mut headers = client.clone();
-    for name in NOT_FORWARDED {
-        headers.remove(name);
-    }
-    headers.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-    headers
-}
-
 /// True when the request carries a user's authorization: what it asks for
 /// may be the user's own (a private snap, a purchase), so it is passed
 /// through, never stored and never shared. The device's authorization
@@ -214,13 +190,5 @@ mod tests {
     fn a_user_s_authorization_is_personal_and_the_device_s_is_not() {
         assert!(is_personal(&headers(&[("authorization", "Macaroon root=x")])));
         assert!(!is_personal(&headers(&[("snap-device-authorization", "Macaroon root=y")])));
-    }
-
-    #[test]
-    fn a_forwarded_request_loses_the_connection_s_headers_and_asks_for_identity() {
-        let client = headers(&[("host", "p:3142"), ("connection", "close"), ("accept-encoding", "gzip"), ("x-a", "1")]);
-        let sent = forwarded_headers(&client);
-        assert!(!sent.contains_key("host") && !sent.contains_key("connection"));
-        assert_eq!((sent["accept-encoding"].to_str().unwrap(), sent["x-a"].to_str().unwrap()), ("identity", "1"));
     }
 }

@@ -169,12 +169,12 @@ impl Snap {
 
     /// Forwarded to `store_path` on the store.
     fn forward_to(&self, request: &Request<'_>, store_path: &str, record: Option<Record>) -> Decision {
-        let rewrite = record.as_ref().map(|_| Rewrite { served_at: request.served_at("") });
+        let rewrite = record.as_ref().map(|_| Rewrite::at(request.served_at("")));
         Decision::Forward(ForwardRequest {
             side: SideId::Snap,
             origin: self.store_origin(store_path, request.query),
             method: request.method.clone(),
-            headers: device::forwarded_headers(request.headers),
+            headers: crate::decision::forwarded_headers(request.headers),
             body_limit: BODY_LIMIT,
             record,
             rewrite,
@@ -198,10 +198,7 @@ impl Snap {
         Decision::cache(CachedRequest {
             wanted: Wanted { fresh_for, ..Wanted::default() },
             asking: Asking { headers: device::upstream_headers(request.headers), ..Asking::default() },
-            reply: Reply {
-                rewrite: rewritten.then(|| Rewrite { served_at: request.served_at("") }),
-                ..Reply::default()
-            },
+            reply: Reply { rewrite: rewritten.then(|| Rewrite::at(request.served_at(""))), ..Reply::default() },
             ..CachedRequest::new(SideId::Snap, key, origin, Class::Revalidated)
         })
     }
@@ -366,9 +363,8 @@ impl Side for Snap {
         let readable = matches!(*request.method, Method::GET | Method::HEAD);
         if path == "/v2/snaps/refresh" {
             return match *request.method {
-                Method::POST => {
-                    self.forward(request, Some(Record::SnapActions(device::forwarded_headers(request.headers))))
-                }
+                Method::POST => self
+                    .forward(request, Some(Record::SnapActions(crate::decision::forwarded_headers(request.headers)))),
                 _ => Decision::Refuse(Refusal::method_not_allowed("POST")),
             };
         }

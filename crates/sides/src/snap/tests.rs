@@ -51,7 +51,7 @@ fn a_refresh_is_forwarded_recorded_for_its_device_and_rewritten_for_its_client()
     assert_eq!(refresh.origin.instances, ["http://127.0.0.1:8721"]);
     let Some(Record::SnapActions(recorded_for)) = &refresh.record else { panic!("not recorded") };
     assert_eq!(Device::of(recorded_for), Device::of(&headers));
-    assert_eq!(refresh.rewrite, Some(Rewrite { served_at: ServedAt { base: "http://proxy.lan:3142/snap".into() } }));
+    assert_eq!(refresh.rewrite, Some(Rewrite::at(ServedAt { base: "http://proxy.lan:3142/snap".into() })));
     assert_eq!(refresh.headers["accept-encoding"], "identity");
     let get = classify(&fixture.snap, Method::GET, &headers, "/v2/snaps/refresh", None);
     assert!(matches!(get, Decision::Refuse(refusal) if refusal.allow == Some("POST")));
