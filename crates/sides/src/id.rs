@@ -19,6 +19,8 @@ pub enum SideId {
     Cargo,
     /// pip, uv, poetry and pdm, as a simple index under `/pypi`.
     Pypi,
+    /// npm, pnpm and both yarns, as a registry under `/npm`.
+    Npm,
     /// A side that exists only to show what adding one takes (the test
     /// tree's, never shipped).
     #[cfg(feature = "toy")]
@@ -35,6 +37,7 @@ impl SideId {
         SideId::Lxd,
         SideId::Cargo,
         SideId::Pypi,
+        SideId::Npm,
         #[cfg(feature = "toy")]
         SideId::Toy,
     ];
@@ -49,6 +52,7 @@ impl SideId {
             SideId::Lxd => "lxd",
             SideId::Cargo => "cargo",
             SideId::Pypi => "pypi",
+            SideId::Npm => "npm",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }

@@ -1,5 +1,5 @@
 //! The sides: one folder per client ecosystem (apt, go, snap, the registry,
-//! LXD and cargo), each reading its section of the configuration
+//! LXD, cargo, PyPI and npm), each reading its section of the configuration
 //! ([`SidesFile`]) and turning a request into a [`Decision`]:
 //! refuse it, serve it through the cache under a key with a freshness class
 //! and what the body must match, forward it uncached, or answer it. Sides
@@ -34,6 +34,7 @@ pub mod json;
 mod learned;
 pub mod lxd;
 pub mod needs;
+pub mod npm;
 pub mod path;
 pub mod pypi;
 pub mod registry;
@@ -59,5 +60,5 @@ pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
-pub use side::{ClientSetup, Side};
+pub use side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter};
 pub use sides::{needs_readers, setup_clients, Sides, SidesConfig};

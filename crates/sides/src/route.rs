@@ -29,6 +29,7 @@ pub const ROUTES: &[(Mount, SideId)] = &[
     (Mount::Prefix("/lxd"), SideId::Lxd),
     (Mount::Prefix("/cargo"), SideId::Cargo),
     (Mount::Prefix("/pypi"), SideId::Pypi),
+    (Mount::Prefix("/npm"), SideId::Npm),
     #[cfg(feature = "toy")]
     (Mount::Prefix("/toy"), SideId::Toy),
 ];

@@ -12,7 +12,7 @@ use crate::id::SideId;
 use crate::needs::NeedsReader;
 use crate::setup::SetupClient;
 use crate::side::Side;
-use crate::{apt, cargo, go, lxd, pypi, registry, snap};
+use crate::{apt, cargo, go, lxd, npm, pypi, registry, snap};
 
 /// How a side reads and validates its section of the file.
 type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, ConfigError>;
@@ -36,6 +36,7 @@ const LIST: [Listed; SideId::ALL.len()] = [
     Listed { configure: lxd::configure, needs: Some(&lxd::needs::Reader), clients: lxd::setup::CLIENTS },
     Listed { configure: cargo::configure, needs: Some(&cargo::needs::Reader), clients: cargo::setup::CLIENTS },
     Listed { configure: pypi::configure, needs: Some(&pypi::needs::Reader), clients: pypi::setup::CLIENTS },
+    Listed { configure: npm::configure, needs: Some(&npm::needs::Reader), clients: npm::setup::CLIENTS },
     #[cfg(feature = "toy")]
     Listed { configure: crate::toy::configure, needs: None, clients: &[] },
 ];

@@ -27,6 +27,7 @@ mod http2;
 mod inproc;
 mod lookup_agreement;
 mod lxd_client;
+mod npm_client;
 mod offline;
 mod parent;
 mod private_doors;

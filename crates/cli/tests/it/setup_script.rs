@@ -402,3 +402,50 @@ fn pip_and_uv_get_pkgproxy_s_index_and_a_file_with_an_index_of_its_own_is_left_a
         assert_eq!(std::fs::read_to_string(&file).unwrap(), own, "{client}: byte for byte");
     }
 }
+
+#[test]
+fn npm_and_yarn_get_pkgproxy_s_registry_in_the_user_s_files_and_npm_reads_it() {
+    for (client, path, expected) in [
+        ("npm", "home/dev/.npmrc", "registry=http://10.0.0.5:3142/npm/\n"),
+        (
+            "yarn",
+            "home/dev/.yarnrc.yml",
+            "npmRegistryServer: \"http://10.0.0.5:3142/npm/\"\nunsafeHttpWhitelist:\n  - \"10.0.0.5\"\n",
+        ),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let text = format!("export HOME=/home/dev\nunset NPM_CONFIG_USERCONFIG\n{}", script(client, "10.0.0.5:3142"));
+        let file = root.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let own = "# the user's own\nsave-exact=true\n";
+        std::fs::write(&file, own).unwrap();
+        run(&text, root.path());
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.starts_with(own) && written.contains(expected), "{client}: {written}");
+        let once = tree(root.path());
+        run(&text, root.path());
+        assert_eq!(tree(root.path()), once, "{client}: a second run changes nothing");
+        if client == "npm" {
+            let read = Command::new("npm")
+                .args(["config", "get", "registry", "--userconfig"])
+                .arg(&file)
+                .env("npm_config_globalconfig", "/dev/null/npmrc")
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "http://10.0.0.5:3142/npm/", "npm reads it");
+        }
+        let undo =
+            format!("export HOME=/home/dev\nunset NPM_CONFIG_USERCONFIG\n{}", undo_script(client, "10.0.0.5:3142"));
+        run(&undo, root.path());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), own, "{client}: taken back byte for byte");
+
+        let registry = match client {
+            "npm" => "registry=https://npm.corp.example/\n",
+            _ => "npmRegistryServer: \"https://npm.corp.example/\"\n",
+        };
+        std::fs::write(&file, registry).unwrap();
+        let refused = sh(&text, root.path());
+        assert!(!refused.status.success() && said(&refused).contains("left as it is"), "{client}: {}", said(&refused));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), registry, "{client}: byte for byte");
+    }
+}

@@ -1,0 +1,171 @@
+use super::*;
+use crate::route::Mount;
+use http::StatusCode;
+
+fn side(config: &str) -> (Npm, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+    let options: Options = toml::from_str(config).unwrap();
+    (Npm::new(Config::new(&options).unwrap(), cache), dir)
+}
+
+fn classify(side: &Npm, method: &Method, path: &str, headers: &[(&'static str, &'static str)]) -> Decision {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        map.append(*name, HeaderValue::from_static(value));
+    }
+    let (path, query) = match path.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (path, None),
+    };
+    let request = Request {
+        method,
+        headers: &map,
+        mount: Mount::Prefix("/npm"),
+        path,
+        query,
+        target: None,
+        host: "cache.lan:3142",
+        secure: false,
+    };
+    side.classify(&request)
+}
+
+fn cached(decision: Decision) -> CachedRequest {
+    match decision {
+        Decision::Cache(request) => *request,
+        other => panic!("not cached: {other:?}"),
+    }
+}
+
+const CORP: &str = "[[registry]]\nname = \"corp\"\nmirrors = [\"https://corp.example/npm/\"]\n";
+
+#[test]
+fn every_spelling_of_a_name_is_one_key_per_form_and_registry() {
+    let (npm, _dir) = side(CORP);
+    let get = |path: &str, headers| cached(classify(&npm, &Method::GET, path, headers));
+    for path in ["/@types%2fnode", "/@types%2Fnode", "/@types/node"] {
+        let full = get(path, &[]);
+        assert_eq!(full.key, "npm/npm/doc/@types/node/full", "{path}");
+        assert_eq!(full.origin.path, "/@types%2fnode");
+        assert_eq!(full.origin.instances, [DEFAULT_REGISTRY]);
+        assert_eq!(full.class, Class::Revalidated);
+        assert_eq!(full.wanted.fresh_for, DEFAULT_INDEX_TTL);
+        assert_eq!(full.asking.headers[ACCEPT], "application/json");
+    }
+    let corgi = get(
+        "/@types%2Fnode",
+        &[("accept", "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*")],
+    );
+    assert_eq!(corgi.key, "npm/npm/doc/@types/node/abbreviated");
+    assert!(corgi.asking.headers[ACCEPT].to_str().unwrap().starts_with(Form::ABBREVIATED));
+    assert_eq!(corgi.reply.headers[VARY], "Accept, Accept-Encoding");
+    let corp = get("/corp/left-pad", &[]);
+    assert_eq!(
+        (corp.key.as_str(), corp.origin.instances[0].as_str()),
+        ("npm/corp/doc/left-pad/full", "https://corp.example/npm")
+    );
+    assert_eq!(corp.reply.rewrite.unwrap().served_at.base, "http://cache.lan:3142/npm/corp");
+    let version = get("/left-pad/1.3.0", &[]);
+    assert_eq!((version.key.as_str(), version.wanted.fresh_for), ("npm/npm/version/left-pad/1.3.0", VERSION_TTL));
+    assert_eq!(get("/left-pad/latest", &[]).wanted.fresh_for, DEFAULT_INDEX_TTL, "a tag moves");
+    let tarball = get("/@s%2fn/-/n-1.0.0.tgz", &[]);
+    assert_eq!((tarball.key.as_str(), tarball.class), ("npm/npm/tarball/@s/n/n-1.0.0.tgz", Class::Immutable));
+    assert_eq!(tarball.origin.path, "/@s/n/-/n-1.0.0.tgz");
+}
+
+#[test]
+fn a_held_full_document_answers_for_the_abbreviated_one() {
+    let (npm, _dir) = side("");
+    let corgi = [("accept", "application/vnd.npm.install-v1+json")];
+    npm.cache.put("npm/npm/doc/a/full", b"{\"versions\":{}}", vec![], Class::Revalidated).unwrap();
+    assert_eq!(cached(classify(&npm, &Method::GET, "/a", &corgi)).key, "npm/npm/doc/a/full");
+    npm.cache.put("npm/npm/doc/a/abbreviated", b"{\"versions\":{}}", vec![], Class::Revalidated).unwrap();
+    assert_eq!(cached(classify(&npm, &Method::GET, "/a", &corgi)).key, "npm/npm/doc/a/abbreviated");
+}
+
+#[test]
+fn npm_s_own_requests_keep_the_registry_s_links_unless_told_always() {
+    let (npm, _dir) = side("");
+    let rewrite = |npm: &Npm, headers| cached(classify(npm, &Method::GET, "/a", headers)).reply.rewrite.unwrap();
+    assert!(rewrite(&npm, &[("npm-command", "install")]).client_rehomes);
+    assert!(!rewrite(&npm, &[("user-agent", "pnpm/10")]).client_rehomes);
+    let (always, _dir) = side("tarball_urls = \"always\"\n");
+    assert!(!rewrite(&always, &[("npm-command", "install")]).client_rehomes);
+}
+
+#[test]
+fn the_api_publishing_and_reads_for_writing_are_passed_on_with_the_client_s_token() {
+    let (npm, _dir) = side(CORP);
+    let token = [("authorization", "Bearer s3cret")];
+    for (method, path) in [
+        (Method::POST, "/-/npm/v1/security/advisories/bulk"),
+        (Method::GET, "/-/v1/search?text=x"),
+        (Method::PUT, "/@s%2fn"),
+        (Method::GET, "/@s%2fn?write=true"),
+        (Method::DELETE, "/corp/x/-rev/1-a"),
+    ] {
+        let Decision::Forward(forward) = classify(&npm, &method, path, &token) else { panic!("{path}") };
+        assert_eq!(forward.method, method);
+        assert_eq!(forward.headers["authorization"], "Bearer s3cret", "{path}");
+        assert!(!forward.origin.path.starts_with("/corp"), "{path}: below its registry");
+    }
+}
+
+#[test]
+fn what_a_token_brings_is_kept_apart_and_read_only_by_clients_the_registry_accepts() {
+    let (npm, _dir) = side("");
+    let private = cached(classify(&npm, &Method::GET, "/@corp%2fsecret", &[("authorization", "Bearer t")]));
+    assert_eq!(private.key, "npm/npm/private/doc/@corp/secret/full");
+    assert!(matches!(private.asking.auth, UpstreamAuth::Client(_)));
+    assert!(private.access.is_some());
+    assert!(!npm.readable_by_anyone(&private.key));
+    assert_eq!(npm.client_url(&private.key), None, "never in a bundle");
+    let shared = cached(classify(&npm, &Method::GET, "/@corp%2fsecret", &[]));
+    assert!(shared.access.is_none() && npm.readable_by_anyone(&shared.key));
+}
+
+const DOCUMENT: &str = r#"{"name":"a","time":{"modified":"2024-01-01T00:00:00.000Z"},"versions":{"1.0.0":{"dist":{"tarball":"https://registry.npmjs.org/a/-/a-1.0.0.tgz","shasum":"0000000000000000000000000000000000000001"}},"1.1.0":{"dist":{"tarball":"https://cdn.example/a/-/a-1.1.0.tgz","shasum":"0000000000000000000000000000000000000002"}}}}"#;
+
+#[test]
+fn a_tarball_is_checked_against_the_held_document_or_else_its_version_s_own() {
+    let (npm, _dir) = side("mirrors = [\"http://127.0.0.1:9/\"]\n");
+    npm.cache.put("npm/npm/doc/a/full", DOCUMENT.as_bytes(), vec![], Class::Revalidated).unwrap();
+    let listed = cached(classify(&npm, &Method::GET, "/a/-/a-1.0.0.tgz", &[]));
+    assert!(npm.prerequisites(&listed).is_empty(), "the held document says");
+    let origin = npm.located(&listed, &[]).unwrap();
+    assert_eq!((origin.instances[0].as_str(), origin.path.as_str()), ("http://127.0.0.1:9", "/a/-/a-1.0.0.tgz"));
+    let on_cdn = cached(classify(&npm, &Method::GET, "/a/-/a-1.1.0.tgz", &[]));
+    assert!(npm.prerequisites(&on_cdn).is_empty());
+    assert_eq!(npm.located(&on_cdn, &[]).unwrap().instances, ["https://cdn.example"]);
+
+    let new = cached(classify(&npm, &Method::GET, "/a/-/a-2.0.0.tgz", &[]));
+    let prerequisites = npm.prerequisites(&new);
+    assert_eq!(prerequisites.len(), 1);
+    assert_eq!(prerequisites[0].key, "npm/npm/version/a/2.0.0");
+    assert_eq!(prerequisites[0].origin.path, "/a/2.0.0");
+    let version = Bytes::from_static(br#"{"name":"a","version":"2.0.0","dist":{"tarball":"http://127.0.0.1:9/a/-/a-2.0.0.tgz","shasum":"0000000000000000000000000000000000000003"}}"#);
+    assert_eq!(npm.located(&new, std::slice::from_ref(&version)).unwrap().path, "/a/-/a-2.0.0.tgz");
+    assert!(npm.verifier(&new, &[version]).is_some());
+    let document = cached(classify(&npm, &Method::GET, "/a", &[]));
+    assert_eq!(document.wanted.fresh_for, Duration::ZERO, "the held document is asked again: the version is new");
+    assert_eq!(cached(classify(&npm, &Method::GET, "/a", &[])).wanted.fresh_for, DEFAULT_INDEX_TTL, "once");
+}
+
+#[test]
+fn a_failure_is_told_in_npm_s_shape() {
+    let (npm, _dir) = side("");
+    let answer = npm.failure_answer(&Failure::Offline);
+    assert_eq!(answer.status, StatusCode::FAILED_DEPENDENCY);
+    assert!(answer.reason.unwrap().contains("pkgproxy"));
+    let body: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    assert!(body["error"].as_str().unwrap().contains("offline"), "{body}");
+}
+
+#[test]
+fn a_registry_name_must_be_plain_and_once() {
+    for bad in ["name = \"npm\"", "name = \"packed\"", "name = \"-\"", "name = \"A\"", "name = \"x/y\""] {
+        let options: Options = toml::from_str(&format!("[[registry]]\n{bad}\nmirrors = [\"https://x/\"]\n")).unwrap();
+        assert!(Config::new(&options).is_err(), "{bad}");
+    }
+}
