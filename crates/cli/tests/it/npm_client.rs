@@ -309,3 +309,87 @@ async fn a_large_document_is_kept_compressed_for_clients_that_take_gzip_with_the
     assert!(installed.success, "{}", installed.output);
     assert_eq!(sandbox.installed("big").as_deref(), Some("1.0.59"));
 }
+
+/// Each client's lockfile of the project, made where pkgproxy was not (npm's
+/// through another pkgproxy, so that it names the npm registry as it would
+/// anywhere), yarn 1's naming pkgproxy at `at` as one made through it does
+/// (yarn 1 fetches its lockfile's URLs as written): what a build brings.
+async fn lockfiles(fake: &FakeNpm, at: &str) -> Vec<(NodeClient, NodeSandbox)> {
+    let elsewhere = Server::start(Some(&format!("[npm]\nmirrors = [\"{}\"]\n", fake.url()))).await;
+    let mut made = Vec::new();
+    for client in NodeClient::ALL {
+        let sandbox = NodeSandbox::new(client, DEPENDENCIES);
+        let (host, registry) = match client {
+            NodeClient::Npm => (TarballHost::Npmjs, registry(&elsewhere)),
+            _ => (TarballHost::Registry, fake.url()),
+        };
+        fake.set_tarball_host(host);
+        let locked = sandbox.install(&registry);
+        assert!(locked.success, "{}: {}", client.as_str(), locked.output);
+        sandbox.forget();
+        if client == NodeClient::Yarn1 {
+            let lock = std::fs::read_to_string(sandbox.lockfile()).unwrap();
+            std::fs::write(sandbox.lockfile(), lock.replace(&format!("{}/", fake.url()), &format!("{at}/"))).unwrap();
+        }
+        made.push((client, sandbox));
+    }
+    fake.set_tarball_host(TarballHost::Registry);
+    made
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_says_what_each_lockfile_needs_warm_fetches_it_and_every_client_installs_it_offline() {
+    use crate::common::PKGPROXY;
+    use crate::readiness::ctl;
+    use pkgproxy_testkit::Daemon;
+    let fake = FakeNpm::start(&project_with_dependencies()).await;
+    let config = format!("[npm]\nmirrors = [\"{}\"]\n", fake.url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let at = format!("http://{}/npm", daemon.proxy_addr());
+    let locks = lockfiles(&fake, &at).await;
+    fake.clear_requests();
+    for (client, sandbox) in &locks {
+        let lock = sandbox.lockfile();
+        let lock = lock.to_str().unwrap();
+        let (ready, printed) = ctl(&daemon, &["check", "npm", lock]);
+        if *client == NodeClient::Npm {
+            assert!(!ready, "{printed}");
+            assert!(printed.contains("@corp/c@2.0.0 tarball"), "{printed}");
+            assert!(fake.requests().is_empty(), "a check asks nothing upstream: {:#?}", fake.requests());
+        }
+        let (warmed, printed) = ctl(&daemon, &["warm", "npm", lock]);
+        assert!(warmed, "{}: {printed}", client.as_str());
+        let (ready, printed) = ctl(&daemon, &["check", "npm", lock]);
+        assert!(ready, "{}: {printed}", client.as_str());
+    }
+    assert_eq!(fake.count("/-/"), 4, "each tarball fetched once: {:#?}", fake.requests());
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    fake.clear_requests();
+    for (client, sandbox) in &locks {
+        let offline = sandbox.install_locked(&at);
+        assert!(offline.success, "{}: {}", client.as_str(), offline.output);
+        assert_installed(sandbox, &offline.output);
+    }
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+
+    // A signed bundle of npm's lock, taken in by a pkgproxy never online.
+    let dir = tempfile::tempdir().unwrap();
+    let (key, trusted) = crate::bundle::signing_key(dir.path());
+    let bundle = dir.path().join("build.tar");
+    let (npm, sandbox) = &locks[0];
+    assert_eq!(*npm, NodeClient::Npm);
+    let lock = sandbox.lockfile();
+    let export =
+        ["export", "-o", bundle.to_str().unwrap(), "--sign", key.to_str().unwrap(), "npm", lock.to_str().unwrap()];
+    let (exported, printed) = ctl(&daemon, &export);
+    assert!(exported, "{printed}");
+    let gapped = Daemon::start_with(PKGPROXY, Some(&format!("{config}{trusted}")), &["-offline"]).await;
+    let (imported, printed) = ctl(&gapped, &["import", bundle.to_str().unwrap()]);
+    assert!(imported, "{printed}");
+    sandbox.forget();
+    let far = sandbox.install_locked(&format!("http://{}/npm", gapped.proxy_addr()));
+    assert!(far.success, "{}", far.output);
+    assert_installed(sandbox, &far.output);
+    assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
+}

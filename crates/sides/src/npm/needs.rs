@@ -59,6 +59,14 @@ struct Locked {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Lock {
     packages: Vec<Locked>,
+    /// Whether its client asks for each package's document even when
+    /// installing what it locks (pnpm checks its supply-chain policy).
+    #[serde(default)]
+    documents: bool,
+    /// Whether its client fetches the tarball URLs it names as written,
+    /// whatever registry it is pointed at (yarn 1).
+    #[serde(default)]
+    urls_as_written: bool,
 }
 
 /// The lockfile formats read.
@@ -149,7 +157,7 @@ fn lock_of(path: &Path, text: &str) -> Result<Lock, String> {
     let mut packages = read.map_err(|why| format!("not a {}: {why}", format.as_str()))?;
     packages.sort();
     packages.dedup();
-    Ok(Lock { packages })
+    Ok(Lock { packages, documents: format == Format::Pnpm, urls_as_written: format == Format::Yarn1 })
 }
 
 /// A package from a registry, if it is one: an exact version, and a
@@ -441,10 +449,25 @@ impl Npm {
                 ));
                 continue;
             };
+            if let Some(url) = package.resolved.as_deref().filter(|url| lock.urls_as_written && !at_pkgproxy(url)) {
+                found.unknown.push(format!(
+                    "{}@{}: yarn 1 fetches {url} as its lockfile names it, past pkgproxy (a lockfile made through \
+                     pkgproxy names pkgproxy)",
+                    package.name, package.version
+                ));
+                continue;
+            }
             let Some(tarball) = tarball_of(package) else {
                 found.unknown.push(format!("{}@{}: not a package's name and version", package.name, package.version));
                 continue;
             };
+            if lock.documents {
+                // A held full document answers for the abbreviated one too.
+                let url = format!("{prefix}{}/{}", registry.mount, tarball.name.in_path());
+                if asked_for.insert(url.clone()) {
+                    found.items.push(NeededItem { url, label: format!("{} document", package.name) });
+                }
+            }
             let url = format!("{prefix}{}{}", registry.mount, tarball.path());
             if asked_for.insert(url.clone()) {
                 found.items.push(NeededItem { url, label: format!("{}@{} tarball", package.name, package.version) });
@@ -475,6 +498,12 @@ fn registry_of<'c>(config: &'c Config, resolved: Option<&str>) -> Option<&'c Reg
     }
     let below = path.strip_prefix("/npm").filter(|below| below.starts_with('/'))?;
     Some(config.registry_of_path(below).0)
+}
+
+/// Whether `url` is one of pkgproxy's own (`http://HOST/npm/...`), as
+/// documents served to yarn 1 name tarballs.
+fn at_pkgproxy(url: &str) -> bool {
+    host_and_path(url).is_some_and(|(host, path)| !NPM_REGISTRY_HOSTS.contains(&host) && path.starts_with("/npm/"))
 }
 
 /// The host (without its port) and the path of `url`.
@@ -904,7 +933,7 @@ __metadata:
             locked("old", "1.0.0", Some("https://registry.npmjs.org/old/-/old-1.0.0-final.tgz"), None),
             locked("gitdep", "0.1.0", Some("https://codeload.github.com/user/gitdep/tar.gz/0123456"), None),
         ];
-        let asked = serde_json::to_value(Lock { packages }).unwrap();
+        let asked = serde_json::to_value(Lock { packages, ..Lock::default() }).unwrap();
         let needs = npm.lock_needs(asked).unwrap();
         let urls: Vec<&str> = needs.items.iter().map(|item| item.url.as_str()).collect();
         assert_eq!(
@@ -923,6 +952,26 @@ __metadata:
         assert_eq!(needs.items[0].label, "@scope/util@1.2.0 tarball");
         assert_eq!(needs.unknown.len(), 1, "{:?}", needs.unknown);
         assert!(needs.unknown[0].starts_with("gitdep@0.1.0: its tarball (https://codeload.github.com/"));
+    }
+
+    #[test]
+    fn pnpm_s_locks_warm_documents_and_yarn_1_s_naming_the_registry_are_said_to_pass_pkgproxy_by() {
+        let (npm, _dir) = side(Vec::new());
+        let pnpm = Lock { packages: vec![locked("@s/n", "1.0.0", None, None)], documents: true, ..Lock::default() };
+        let needs = npm.lock_needs(serde_json::to_value(pnpm).unwrap()).unwrap();
+        let urls: Vec<&str> = needs.items.iter().map(|item| item.url.as_str()).collect();
+        assert_eq!(urls, ["/npm/@s%2fn", "/npm/@s/n/-/n-1.0.0.tgz"]);
+        let yarn1 = Lock {
+            packages: vec![
+                locked("a", "1.0.0", Some("https://registry.yarnpkg.com/a/-/a-1.0.0.tgz"), None),
+                locked("b", "1.0.0", Some("http://cache.lan:3142/npm/b/-/b-1.0.0.tgz"), None),
+            ],
+            urls_as_written: true,
+            ..Lock::default()
+        };
+        let needs = npm.lock_needs(serde_json::to_value(yarn1).unwrap()).unwrap();
+        assert_eq!(needs.items.len(), 1, "{:?}", needs.items);
+        assert!(needs.unknown[0].contains("yarn 1 fetches https://registry.yarnpkg.com/"), "{:?}", needs.unknown);
     }
 
     #[test]
