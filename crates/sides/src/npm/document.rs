@@ -6,8 +6,12 @@
 
 use std::fmt;
 
+use pkgproxy_cache::{BodyHashes, BodyReader, Verifier};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+
+/// The largest document read (the largest packages' run to tens of MB).
+pub const LIMIT: u64 = 256 * 1024 * 1024;
 
 /// A version's `dist`, as far as pkgproxy reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -152,6 +156,35 @@ impl<'de> Visitor<'de> for Versions<'_> {
             }
         }
         Ok(found)
+    }
+}
+
+/// The checks of a document: one it is, and not older than the one held.
+#[derive(Debug)]
+pub struct DocumentVerifier {
+    /// When the document held was last changed, if one is.
+    pub held_modified: Option<String>,
+}
+
+impl Verifier for DocumentVerifier {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
+        use std::io::Read;
+        let mut content = Vec::new();
+        body.take(LIMIT + 1).read_to_end(&mut content).map_err(|error| error.to_string())?;
+        if content.len() as u64 > LIMIT {
+            return Err(format!("a document over {LIMIT} bytes"));
+        }
+        let read = read(&content, None).filter(|read| read.is_document).ok_or("not a package's document")?;
+        match (&self.held_modified, &read.modified) {
+            (Some(held), Some(fetched)) if is_older(fetched, held) => {
+                Err(format!("a document last changed {fetched}, older than the one held ({held}): a lagging mirror"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 

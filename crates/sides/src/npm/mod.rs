@@ -21,7 +21,9 @@
 //! - What a client's own token brings is kept apart, for clients the
 //!   registry accepts.
 
+mod config;
 mod document;
+mod keys;
 mod links;
 mod name;
 pub mod needs;
@@ -37,29 +39,30 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, VARY};
 use http::{HeaderMap, Method};
-use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, PassedAnswer, Verifier};
+use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
 use sha2::{Digest, Sha256};
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::Reloadable;
 use crate::decision::{
     forwarded_headers, Access, Asking, CachedRequest, ClientAuthorization, DatedResume, Decision, ForwardRequest,
     LocalAnswer, Origin, Refusal, Reply, Rewrite, UpstreamAuth, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
-use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
 use crate::side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter};
+use config::Registry;
+pub use config::{
+    configure, Config, ConfigError, Options, RegistryOptions, TarballUrls, DEFAULT_INDEX_TTL, DEFAULT_REGISTRY,
+};
+use document::DocumentVerifier;
+use keys::{Form, KeyKind, Keyed, Space};
 use links::Links;
 use name::{Asked, PackageName, Tarball};
 use tarball::{Integrity, TarballVerifier};
 
-/// The npm registry, when no mirror is configured.
-pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
-/// How long a package's document is served without asking.
-pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
 /// How long a version's document is served without asking: a version is
 /// never published twice, only withdrawn.
 const VERSION_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -69,287 +72,8 @@ const NEGATIVE_TTL: Duration = Duration::from_secs(60);
 const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// How long a token the registry accepted for a package stands.
 const ACCESS_RECHECK: Duration = Duration::from_secs(300);
-/// The largest document read (the largest packages' run to tens of MB).
-const DOCUMENT_LIMIT: u64 = 256 * 1024 * 1024;
 /// The largest request body passed on (a publish carries its tarball).
 const BODY_LIMIT: u64 = 256 * 1024 * 1024;
-/// The npm registry's name in keys and pools.
-const NPM: &str = "npm";
-/// Where compressed forms of documents are kept, beside the registries.
-const PACKED: &str = "packed";
-
-/// Where the documents pkgproxy serves point tarballs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TarballUrls {
-    /// At pkgproxy, except the npm registry's own for npm, which re-homes
-    /// them itself and keeps them in its lockfile.
-    #[default]
-    Auto,
-    /// At pkgproxy, for every client: lockfiles then name pkgproxy.
-    Always,
-}
-
-/// The npm side's configuration, as written (`[npm]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Options {
-    /// The npm registry, or its mirrors (`https://host/`); empty: the npm
-    /// registry itself.
-    #[serde(default)]
-    pub mirrors: Vec<String>,
-    /// How long a package's document is served without asking.
-    #[serde(default, with = "humantime_serde")]
-    pub index_ttl: Option<Duration>,
-    /// Where served documents point tarballs.
-    #[serde(default)]
-    pub tarball_urls: TarballUrls,
-    /// Other registries, each at `/npm/NAME/`.
-    #[serde(default)]
-    pub registry: Vec<RegistryOptions>,
-}
-
-/// A registry beside the npm registry, as written (`[[npm.registry]]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegistryOptions {
-    /// Its name: `/npm/NAME/`.
-    pub name: String,
-    /// Its URLs, the mirrors of one pool.
-    pub mirrors: Vec<String>,
-}
-
-/// An npm configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("npm.{key}: {reason}")]
-pub struct ConfigError {
-    /// The key at fault.
-    pub key: String,
-    /// What is wrong with its value, for people.
-    pub reason: String,
-}
-
-/// A registry pkgproxy serves.
-#[derive(Debug, Clone)]
-struct Registry {
-    /// Its name in keys and pools (`npm`, or the configured one).
-    name: String,
-    /// Where it is mounted below `/npm`: `""` for the npm registry, `/NAME`.
-    mount: String,
-    /// Its instances.
-    mirrors: Instances,
-}
-
-impl Registry {
-    fn is_npm(&self) -> bool {
-        self.name == NPM
-    }
-
-    /// The key of `below` in `space`.
-    fn key(&self, space: Space, below: &str) -> String {
-        match space {
-            Space::Shared => format!("npm/{}/{below}", self.name),
-            Space::Private => format!("npm/{}/private/{below}", self.name),
-        }
-    }
-
-    fn origin(&self, path: String) -> Origin {
-        Origin { pool: format!("npm {}", self.name), instances: self.mirrors.urls().to_vec(), path }
-    }
-
-    /// The path below the registry of `url`, one of its own links: on one
-    /// of its instances, or, for the npm registry, on its canonical host
-    /// (what mirrors of it still name).
-    fn own_path<'u>(&self, url: &'u str) -> Option<&'u str> {
-        let on = |base: &str| url.strip_prefix(base).filter(|path| path.starts_with('/'));
-        let canonical = self.is_npm().then_some(DEFAULT_REGISTRY);
-        self.mirrors.urls().iter().map(String::as_str).chain(canonical).find_map(on)
-    }
-}
-
-/// Whose keys a request is served under: what anyone may read, or what a
-/// client's own token brought, which is served only to clients the
-/// registry accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Space {
-    Shared,
-    Private,
-}
-
-/// The two forms of a package's document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
-    /// Everything (`application/json`): what npm itself asks for.
-    Full,
-    /// What an install needs (`application/vnd.npm.install-v1+json`):
-    /// what pnpm and yarn 1 ask for.
-    Abbreviated,
-}
-
-impl Form {
-    const ABBREVIATED: &'static str = "application/vnd.npm.install-v1+json";
-
-    /// The form a client's `Accept` asks for: the full one unless it names
-    /// the abbreviated one.
-    fn asked(accept: Option<&HeaderValue>) -> Form {
-        let accept = accept.and_then(|accept| accept.to_str().ok()).unwrap_or_default();
-        let abbreviated = accept.split(',').any(|item| {
-            let mut parts = item.split(';').map(str::trim);
-            let q = parts.clone().skip(1).find_map(|p| p.strip_prefix("q=")).and_then(|q| q.parse::<f32>().ok());
-            parts.next().is_some_and(|media| media.eq_ignore_ascii_case(Self::ABBREVIATED)) && q.unwrap_or(1.0) > 0.0
-        });
-        if abbreviated {
-            Form::Abbreviated
-        } else {
-            Form::Full
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Form::Full => "full",
-            Form::Abbreviated => "abbreviated",
-        }
-    }
-
-    fn accept(self) -> &'static str {
-        match self {
-            Form::Full => "application/json",
-            Form::Abbreviated => "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*",
-        }
-    }
-}
-
-/// The npm side's configuration, validated.
-#[derive(Debug, Clone)]
-pub struct Config {
-    registries: Vec<Registry>,
-    index_ttl: Duration,
-    tarball_urls: TarballUrls,
-}
-
-impl Config {
-    /// Validates `options`.
-    pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let instances = |mirrors: &[String], built_in, key: String| {
-            Instances::new(mirrors, built_in).map_err(|reason| ConfigError { key, reason })
-        };
-        let mut registries = vec![Registry {
-            name: NPM.to_owned(),
-            mount: String::new(),
-            mirrors: instances(&options.mirrors, Some(DEFAULT_REGISTRY), "mirrors".into())?,
-        }];
-        for registry in &options.registry {
-            let name = &registry.name;
-            let fine = !name.is_empty()
-                && name.len() <= 64
-                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-                && !name.starts_with('-')
-                && ![NPM, PACKED].contains(&name.as_str());
-            if !fine {
-                let reason = format!(
-                    "{name:?}: a registry's name is lower-case letters, digits, - and _ (not npm, packed, -...)"
-                );
-                return Err(ConfigError { key: "registry.name".into(), reason });
-            }
-            if registries.iter().any(|known| &known.name == name) {
-                return Err(ConfigError { key: "registry.name".into(), reason: format!("{name:?} is named twice") });
-            }
-            if registry.mirrors.is_empty() {
-                let reason = "give the registry's URLs".to_owned();
-                return Err(ConfigError { key: format!("registry.{name}.mirrors"), reason });
-            }
-            let mirrors = instances(&registry.mirrors, None, format!("registry.{name}.mirrors"))?;
-            registries.push(Registry { name: name.clone(), mount: format!("/{name}"), mirrors });
-        }
-        Ok(Config {
-            registries,
-            index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL),
-            tarball_urls: options.tarball_urls,
-        })
-    }
-
-    /// The registries configured: these may be on local addresses.
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.registries.iter().flat_map(|registry| registry.mirrors.trusted_urls()).collect()
-    }
-
-    /// Every registry fetched from the parent pkgproxy at `parent`.
-    pub fn chain_to(&mut self, parent: &str) {
-        for registry in &mut self.registries {
-            let mount = format!("/npm{}", registry.mount);
-            registry.mirrors.chain_to(parent, &mount);
-        }
-    }
-
-    /// The registry of `path` (below `/npm`, decoded) and the path below it.
-    fn registry_of_path<'p>(&self, path: &'p str) -> (&Registry, &'p str) {
-        let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
-        let named = self.registries.iter().skip(1).find(|registry| registry.name == first);
-        match named {
-            Some(registry) => {
-                let below = &path[1 + first.len()..];
-                (registry, if below.is_empty() { "/" } else { below })
-            }
-            None => (&self.registries[0], path),
-        }
-    }
-
-    fn registry_of_key(&self, key: &str) -> Option<&Registry> {
-        let name = key.strip_prefix("npm/")?.split('/').next()?;
-        self.registries.iter().find(|registry| registry.name == name)
-    }
-
-    /// The registry mounted at `mount` (`""` or `/NAME`).
-    fn registry(&self, mount: &str) -> Option<&Registry> {
-        self.registries.iter().find(|registry| registry.mount == mount)
-    }
-}
-
-/// What a cache key of this side names.
-#[derive(Debug)]
-struct Keyed<'c> {
-    registry: &'c Registry,
-    space: Space,
-    kind: KeyKind,
-}
-
-#[derive(Debug)]
-enum KeyKind {
-    Document(PackageName, Form),
-    Version(PackageName, String),
-    Tarball(Tarball),
-}
-
-impl<'c> Keyed<'c> {
-    fn parse(config: &'c Config, key: &str) -> Option<Keyed<'c>> {
-        let registry = config.registry_of_key(key)?;
-        let below = key.strip_prefix(&registry.key(Space::Shared, ""))?;
-        let (space, below) = match below.strip_prefix("private/") {
-            Some(below) => (Space::Private, below),
-            None => (Space::Shared, below),
-        };
-        let (kind, rest) = below.split_once('/')?;
-        let kind = match kind {
-            "doc" => {
-                let (name, form) = rest.rsplit_once('/')?;
-                let form = [Form::Full, Form::Abbreviated].into_iter().find(|f| f.as_str() == form)?;
-                KeyKind::Document(PackageName::parse(name)?, form)
-            }
-            "version" => {
-                let (name, version) = rest.rsplit_once('/')?;
-                KeyKind::Version(PackageName::parse(name)?, version.to_owned())
-            }
-            "tarball" => {
-                let (name, file) = rest.rsplit_once('/')?;
-                KeyKind::Tarball(Tarball::new(PackageName::parse(name)?, file)?)
-            }
-            _ => return None,
-        };
-        Some(Keyed { registry, space, kind })
-    }
-}
-
 /// The npm side at run time: its configuration, the "no such package"
 /// answers it remembers, the documents to ask again for a version they did
 /// not list, and the `dist` of tarballs being fetched, read from held
@@ -539,7 +263,7 @@ impl Npm {
         let mut unlisting = Vec::new();
         for form in [Form::Full, Form::Abbreviated] {
             let key = registry.key(space, &format!("doc/{}/{}", tarball.name, form.as_str()));
-            let Some(body) = self.cache.read_small(&key, DOCUMENT_LIMIT) else { continue };
+            let Some(body) = self.cache.read_small(&key, document::LIMIT) else { continue };
             match document::read(&body, Some(&tarball.version)).and_then(|read| read.dist) {
                 Some(dist) => return Some(dist),
                 None => unlisting.push(key),
@@ -578,7 +302,7 @@ impl Npm {
         let (cache, stored, all_packing) = (self.cache.clone(), stored.clone(), Arc::clone(&self.packing));
         let packed_key = key.clone();
         let made = std::thread::Builder::new().name("npm-pack".into()).spawn(move || {
-            if let Err(error) = pack(&cache, &packed_key, &stored, links) {
+            if let Err(error) = packed::make(&cache, &packed_key, &stored, links) {
                 tracing::warn!(key = packed_key, %error, "a document's compressed form was not made");
             }
             all_packing.lock().unwrap_or_else(|p| p.into_inner()).remove(&packed_key);
@@ -597,76 +321,9 @@ impl Npm {
     }
 }
 
-/// Makes and keeps the compressed form `key` of the document `stored`.
-fn pack(cache: &Cache, key: &str, stored: &StoredBody, links: Links) -> Result<(), String> {
-    use std::os::unix::fs::FileExt;
-    let size = usize::try_from(stored.size).map_err(|_| "too large a document")?;
-    let mut document = vec![0; size];
-    stored.file.read_exact_at(&mut document, 0).map_err(|error| error.to_string())?;
-    let packed = packed::pack(&document, links).map_err(|error| error.to_string())?;
-    cache.put(key, &packed, Vec::new(), Class::Immutable).map_err(|error| error.to_string())?;
-    Ok(())
-}
-
-/// Reads and validates the npm side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let options: Options = file.section(SideId::Npm)?;
-    let config = Config::new(&options).map_err(|error| SectionError::invalid(SideId::Npm, error))?;
-    Ok(Box::new(config))
-}
-
-impl Configures for Config {
-    type Side = Npm;
-    const ID: SideId = SideId::Npm;
-
-    fn open_side(&self, cache: &Cache) -> Result<Npm, String> {
-        Ok(Npm::new(self.clone(), cache.clone()))
-    }
-
-    fn swap_into(&self, side: &Npm) {
-        side.config.swap(self.clone());
-    }
-
-    fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
-    }
-
-    fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
-    }
-}
-
 /// Where the documents served for `rewrite` point tarballs.
 fn links_for(rewrite: &Rewrite) -> Links {
     Links { base: rewrite.served_at.base.clone(), keep_npm_registry: rewrite.client_rehomes }
-}
-
-/// The checks of a document: one it is, and not older than the one held.
-#[derive(Debug)]
-struct DocumentVerifier {
-    held_modified: Option<String>,
-}
-
-impl Verifier for DocumentVerifier {
-    fn judges_body(&self) -> bool {
-        true
-    }
-
-    fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
-        use std::io::Read;
-        let mut content = Vec::new();
-        body.take(DOCUMENT_LIMIT + 1).read_to_end(&mut content).map_err(|error| error.to_string())?;
-        if content.len() as u64 > DOCUMENT_LIMIT {
-            return Err(format!("a document over {DOCUMENT_LIMIT} bytes"));
-        }
-        let read = document::read(&content, None).filter(|read| read.is_document).ok_or("not a package's document")?;
-        match (&self.held_modified, &read.modified) {
-            (Some(held), Some(fetched)) if document::is_older(fetched, held) => {
-                Err(format!("a document last changed {fetched}, older than the one held ({held}): a lagging mirror"))
-            }
-            _ => Ok(()),
-        }
-    }
 }
 
 impl Side for Npm {
@@ -735,7 +392,7 @@ impl Side for Npm {
         let config = self.config();
         match Keyed::parse(&config, &request.key)?.kind {
             KeyKind::Document(..) => {
-                let held = self.cache.read_small(&request.key, DOCUMENT_LIMIT);
+                let held = self.cache.read_small(&request.key, document::LIMIT);
                 Some(Arc::new(DocumentVerifier { held_modified: held.and_then(|held| document::modified(&held)) }))
             }
             KeyKind::Version(..) => Some(Arc::new(DocumentVerifier { held_modified: None })),

@@ -16,8 +16,10 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use sha2::{Digest, Sha256};
 
+use pkgproxy_cache::{Cache, Class};
+
 use super::links::Links;
-use crate::side::StreamRewriter;
+use crate::side::{StoredBody, StreamRewriter};
 
 /// How many compressed forms one document may have.
 pub const FORMS_KEPT: usize = 4;
@@ -47,6 +49,17 @@ pub fn pack(document: &[u8], links: Links) -> std::io::Result<Vec<u8>> {
     rewriter.finish(&mut rewritten);
     encoder.write_all(&rewritten)?;
     encoder.finish()
+}
+
+/// Makes and keeps the compressed form `key` of the document `stored`.
+pub fn make(cache: &Cache, key: &str, stored: &StoredBody, links: Links) -> Result<(), String> {
+    use std::os::unix::fs::FileExt;
+    let size = usize::try_from(stored.size).map_err(|_| "too large a document")?;
+    let mut document = vec![0; size];
+    stored.file.read_exact_at(&mut document, 0).map_err(|error| error.to_string())?;
+    let packed = pack(&document, links).map_err(|error| error.to_string())?;
+    cache.put(key, &packed, Vec::new(), Class::Immutable).map_err(|error| error.to_string())?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,226 @@
+//! The npm side's configuration: the npm registry (or its mirrors) and the
+//! registries beside it, each mounted by name, how long a document is
+//! served without asking, and where served documents point tarballs.
+
+use std::time::Duration;
+
+use pkgproxy_cache::Cache;
+
+use super::keys::Space;
+use super::Npm;
+use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::decision::Origin;
+use crate::id::SideId;
+use crate::instances::Instances;
+
+/// The npm registry, when no mirror is configured.
+pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
+/// How long a package's document is served without asking.
+pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
+/// The npm registry's name in keys and pools.
+pub(super) const NPM: &str = "npm";
+/// Where compressed forms of documents are kept, beside the registries.
+pub(super) const PACKED: &str = "packed";
+
+/// Where the documents pkgproxy serves point tarballs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TarballUrls {
+    /// At pkgproxy, except the npm registry's own for npm, which re-homes
+    /// them itself and keeps them in its lockfile.
+    #[default]
+    Auto,
+    /// At pkgproxy, for every client: lockfiles then name pkgproxy.
+    Always,
+}
+
+/// The npm side's configuration, as written (`[npm]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// The npm registry, or its mirrors (`https://host/`); empty: the npm
+    /// registry itself.
+    #[serde(default)]
+    pub mirrors: Vec<String>,
+    /// How long a package's document is served without asking.
+    #[serde(default, with = "humantime_serde")]
+    pub index_ttl: Option<Duration>,
+    /// Where served documents point tarballs.
+    #[serde(default)]
+    pub tarball_urls: TarballUrls,
+    /// Other registries, each at `/npm/NAME/`.
+    #[serde(default)]
+    pub registry: Vec<RegistryOptions>,
+}
+
+/// A registry beside the npm registry, as written (`[[npm.registry]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryOptions {
+    /// Its name: `/npm/NAME/`.
+    pub name: String,
+    /// Its URLs, the mirrors of one pool.
+    pub mirrors: Vec<String>,
+}
+
+/// An npm configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("npm.{key}: {reason}")]
+pub struct ConfigError {
+    /// The key at fault.
+    pub key: String,
+    /// What is wrong with its value, for people.
+    pub reason: String,
+}
+
+/// A registry pkgproxy serves.
+#[derive(Debug, Clone)]
+pub(super) struct Registry {
+    /// Its name in keys and pools (`npm`, or the configured one).
+    pub(super) name: String,
+    /// Where it is mounted below `/npm`: `""` for the npm registry, `/NAME`.
+    pub(super) mount: String,
+    /// Its instances.
+    pub(super) mirrors: Instances,
+}
+
+impl Registry {
+    pub(super) fn is_npm(&self) -> bool {
+        self.name == NPM
+    }
+
+    /// The key of `below` in `space`.
+    pub(super) fn key(&self, space: Space, below: &str) -> String {
+        match space {
+            Space::Shared => format!("npm/{}/{below}", self.name),
+            Space::Private => format!("npm/{}/private/{below}", self.name),
+        }
+    }
+
+    pub(super) fn origin(&self, path: String) -> Origin {
+        Origin { pool: format!("npm {}", self.name), instances: self.mirrors.urls().to_vec(), path }
+    }
+
+    /// The path below the registry of `url`, one of its own links: on one
+    /// of its instances, or, for the npm registry, on its canonical host
+    /// (what mirrors of it still name).
+    pub(super) fn own_path<'u>(&self, url: &'u str) -> Option<&'u str> {
+        let on = |base: &str| url.strip_prefix(base).filter(|path| path.starts_with('/'));
+        let canonical = self.is_npm().then_some(DEFAULT_REGISTRY);
+        self.mirrors.urls().iter().map(String::as_str).chain(canonical).find_map(on)
+    }
+}
+
+/// The npm side's configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(super) registries: Vec<Registry>,
+    pub(super) index_ttl: Duration,
+    pub(super) tarball_urls: TarballUrls,
+}
+
+impl Config {
+    /// Validates `options`.
+    pub fn new(options: &Options) -> Result<Config, ConfigError> {
+        let instances = |mirrors: &[String], built_in, key: String| {
+            Instances::new(mirrors, built_in).map_err(|reason| ConfigError { key, reason })
+        };
+        let mut registries = vec![Registry {
+            name: NPM.to_owned(),
+            mount: String::new(),
+            mirrors: instances(&options.mirrors, Some(DEFAULT_REGISTRY), "mirrors".into())?,
+        }];
+        for registry in &options.registry {
+            let name = &registry.name;
+            let fine = !name.is_empty()
+                && name.len() <= 64
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+                && !name.starts_with('-')
+                && ![NPM, PACKED].contains(&name.as_str());
+            if !fine {
+                let reason = format!(
+                    "{name:?}: a registry's name is lower-case letters, digits, - and _ (not npm, packed, -...)"
+                );
+                return Err(ConfigError { key: "registry.name".into(), reason });
+            }
+            if registries.iter().any(|known| &known.name == name) {
+                return Err(ConfigError { key: "registry.name".into(), reason: format!("{name:?} is named twice") });
+            }
+            if registry.mirrors.is_empty() {
+                let reason = "give the registry's URLs".to_owned();
+                return Err(ConfigError { key: format!("registry.{name}.mirrors"), reason });
+            }
+            let mirrors = instances(&registry.mirrors, None, format!("registry.{name}.mirrors"))?;
+            registries.push(Registry { name: name.clone(), mount: format!("/{name}"), mirrors });
+        }
+        Ok(Config {
+            registries,
+            index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL),
+            tarball_urls: options.tarball_urls,
+        })
+    }
+
+    /// The registries configured: these may be on local addresses.
+    pub fn trusted_urls(&self) -> Vec<String> {
+        self.registries.iter().flat_map(|registry| registry.mirrors.trusted_urls()).collect()
+    }
+
+    /// Every registry fetched from the parent pkgproxy at `parent`.
+    pub fn chain_to(&mut self, parent: &str) {
+        for registry in &mut self.registries {
+            let mount = format!("/npm{}", registry.mount);
+            registry.mirrors.chain_to(parent, &mount);
+        }
+    }
+
+    /// The registry of `path` (below `/npm`, decoded) and the path below it.
+    pub(super) fn registry_of_path<'p>(&self, path: &'p str) -> (&Registry, &'p str) {
+        let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
+        let named = self.registries.iter().skip(1).find(|registry| registry.name == first);
+        match named {
+            Some(registry) => {
+                let below = &path[1 + first.len()..];
+                (registry, if below.is_empty() { "/" } else { below })
+            }
+            None => (&self.registries[0], path),
+        }
+    }
+
+    pub(super) fn registry_of_key(&self, key: &str) -> Option<&Registry> {
+        let name = key.strip_prefix("npm/")?.split('/').next()?;
+        self.registries.iter().find(|registry| registry.name == name)
+    }
+
+    /// The registry mounted at `mount` (`""` or `/NAME`).
+    pub(super) fn registry(&self, mount: &str) -> Option<&Registry> {
+        self.registries.iter().find(|registry| registry.mount == mount)
+    }
+}
+
+/// Reads and validates the npm side's section of `file`.
+pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let options: Options = file.section(SideId::Npm)?;
+    let config = Config::new(&options).map_err(|error| SectionError::invalid(SideId::Npm, error))?;
+    Ok(Box::new(config))
+}
+
+impl Configures for Config {
+    type Side = Npm;
+    const ID: SideId = SideId::Npm;
+
+    fn open_side(&self, cache: &Cache) -> Result<Npm, String> {
+        Ok(Npm::new(self.clone(), cache.clone()))
+    }
+
+    fn swap_into(&self, side: &Npm) {
+        side.config.swap(self.clone());
+    }
+
+    fn trusted(&self) -> Vec<String> {
+        self.trusted_urls()
+    }
+
+    fn chain(&mut self, parent: &str) {
+        self.chain_to(parent);
+    }
+}
