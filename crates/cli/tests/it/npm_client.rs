@@ -200,6 +200,9 @@ async fn documents_come_in_both_forms_under_one_key_per_spelling_and_never_go_ba
         assert_eq!(tarball, format!("{}/@corp/c/-/c-2.0.0.tgz", registry(&server)), "at pkgproxy");
     }
     assert_eq!(fake.requests().iter().filter(|r| r.path.starts_with("/@corp")).count(), 1, "{:#?}", fake.requests());
+    let version = send(server.proxy_addr(), "GET", "/npm/@corp%2fc/2.0.0", &[], b"").await;
+    let version: serde_json::Value = serde_json::from_slice(&version.body).unwrap();
+    assert_eq!(version["dist"]["tarball"], format!("{}/@corp/c/-/c-2.0.0.tgz", registry(&server)), "{version}");
     let abbreviated = send(server.proxy_addr(), "GET", "/npm/a", &corgi, b"").await;
     assert_eq!(abbreviated.header("vary"), Some("Accept, Accept-Encoding"));
     let abbreviated: serde_json::Value = serde_json::from_slice(&abbreviated.body).unwrap();
@@ -363,6 +366,9 @@ async fn check_says_what_each_lockfile_needs_warm_fetches_it_and_every_client_in
         assert!(ready, "{}: {printed}", client.as_str());
     }
     assert_eq!(fake.count("/-/"), 4, "each tarball fetched once: {:#?}", fake.requests());
+    let explained = crate::common::pkgproxyctl(&daemon, &["explain", "/npm/a/-/a-1.0.0.tgz", "--json"]);
+    let told: pkgproxy_control::Explanation = serde_json::from_slice(&explained.stdout).unwrap();
+    assert_eq!((told.action.as_str(), told.side.as_deref()), ("hit", Some("npm")), "{told:?}");
 
     assert!(ctl(&daemon, &["offline", "offline"]).0);
     fake.clear_requests();
@@ -372,6 +378,9 @@ async fn check_says_what_each_lockfile_needs_warm_fetches_it_and_every_client_in
         assert_installed(sandbox, &offline.output);
     }
     assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+    let metrics = daemon.metrics().await;
+    let hits = metrics.lines().find(|line| line.starts_with("pkgproxy_hits_total{side=\"npm\"}")).unwrap_or_default();
+    assert!(hits.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n >= 16), "{hits}");
 
     // A signed bundle of npm's lock, taken in by a pkgproxy never online.
     let dir = tempfile::tempdir().unwrap();
