@@ -17,15 +17,14 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::fake::{reply, Answer};
+use crate::fake::{file_reply, reply, Answer};
 use crate::origin::RecordedRequest;
 
 /// A crate version the registry holds.
@@ -345,22 +344,8 @@ fn crate_file(shared: &Shared, path: &str) -> Answer {
         all.into_iter().find(wanted).cloned()
     };
     let Some(version) = found else { return reply(StatusCode::NOT_FOUND, &[], "no such crate\n") };
-    let mut bytes = version.bytes.to_vec();
-    if shared.corrupt.load(Ordering::SeqCst) {
-        if let Some(last) = bytes.last_mut() {
-            *last ^= 0xff;
-        }
-    }
-    if shared.cut.load(Ordering::SeqCst) {
-        // Announced whole, half sent, then the connection is dropped.
-        let length = bytes.len();
-        let half = Bytes::from(bytes[..length / 2].to_vec());
-        let frames = [Ok(hyper::body::Frame::data(half)), Err(std::io::Error::other("cut"))];
-        let mut answer = Response::new(StreamBody::new(futures_util::stream::iter(frames)).boxed());
-        answer.headers_mut().insert(http::header::CONTENT_LENGTH, length.into());
-        return answer;
-    }
-    reply(StatusCode::OK, &[("content-type", "application/x-tar".into())], bytes)
+    let (corrupt, cut) = (shared.corrupt.load(Ordering::SeqCst), shared.cut.load(Ordering::SeqCst));
+    file_reply(&version.bytes, &[("content-type", "application/x-tar".into())], corrupt, cut)
 }
 
 /// What a cargo run printed, and how it ended.

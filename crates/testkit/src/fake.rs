@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
@@ -48,5 +49,33 @@ pub(crate) fn reply(status: StatusCode, headers: &[(&str, String)], body: impl I
     for (name, value) in headers {
         answer.headers_mut().insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
     }
+    answer
+}
+
+/// `bytes` as a `200` with `headers`, spoilt as a test asks: its last byte
+/// flipped (`corrupt`: the same length, wrong bytes), or announced whole
+/// and cut after half (`cut`: the head and the half go out first, a moment
+/// before the connection is dropped).
+pub(crate) fn file_reply(bytes: &[u8], headers: &[(&str, String)], corrupt: bool, cut: bool) -> Answer {
+    let mut bytes = bytes.to_vec();
+    if corrupt {
+        if let Some(last) = bytes.last_mut() {
+            *last ^= 0xff;
+        }
+    }
+    if !cut {
+        return reply(StatusCode::OK, headers, bytes);
+    }
+    let length = bytes.len();
+    let half = Bytes::from(bytes[..length / 2].to_vec());
+    let cut = async {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        Err(std::io::Error::other("cut"))
+    };
+    let frames =
+        futures_util::stream::iter([Ok(hyper::body::Frame::data(half))]).chain(futures_util::stream::once(cut));
+    let mut answer = reply(StatusCode::OK, headers, Bytes::new());
+    *answer.body_mut() = BodyExt::boxed(http_body_util::StreamBody::new(frames));
+    answer.headers_mut().insert(http::header::CONTENT_LENGTH, length.into());
     answer
 }

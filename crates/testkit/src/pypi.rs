@@ -21,15 +21,14 @@ use base64::Engine;
 use blake2::digest::consts::U32;
 use blake2::{Blake2b, Digest as _};
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 use sha2::Sha256;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::fake::{reply, Answer};
+use crate::fake::{file_reply, reply, Answer};
 use crate::origin::RecordedRequest;
 
 /// PEP 691's JSON form.
@@ -439,22 +438,8 @@ fn file(shared: &Shared, path: &str) -> Answer {
         })
     };
     let Some(bytes) = found else { return reply(StatusCode::NOT_FOUND, &[], "no such file\n") };
-    let mut bytes = bytes.to_vec();
-    if shared.corrupt.load(Ordering::SeqCst) {
-        if let Some(last) = bytes.last_mut() {
-            *last ^= 0xff;
-        }
-    }
-    if shared.cut.load(Ordering::SeqCst) {
-        // Announced whole, half sent, then the connection is dropped.
-        let length = bytes.len();
-        let half = Bytes::from(bytes[..length / 2].to_vec());
-        let frames = [Ok(hyper::body::Frame::data(half)), Err(std::io::Error::other("cut"))];
-        let mut answer = Response::new(StreamBody::new(futures_util::stream::iter(frames)).boxed());
-        answer.headers_mut().insert(http::header::CONTENT_LENGTH, length.into());
-        return answer;
-    }
-    reply(StatusCode::OK, &[("content-type", "application/octet-stream".into())], bytes)
+    let (corrupt, cut) = (shared.corrupt.load(Ordering::SeqCst), shared.cut.load(Ordering::SeqCst));
+    file_reply(&bytes, &[("content-type", "application/octet-stream".into())], corrupt, cut)
 }
 
 #[cfg(test)]

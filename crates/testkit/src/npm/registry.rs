@@ -7,16 +7,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
-use futures_util::StreamExt;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{NpmPackage, PathClass, TarballHost, ABBREVIATED};
-use crate::fake::{reply, Answer};
+use crate::fake::{file_reply, reply, Answer};
 use crate::origin::RecordedRequest;
 
 /// The npm registry's own address, as `dist.tarball` names it.
@@ -295,33 +292,13 @@ fn tarball(shared: &Shared, name: &str, file: &str) -> Answer {
         versions.into_iter().find(|held| held.package.filename() == file).map(|held| held.package.bytes.clone())
     };
     let Some(bytes) = found else { return not_found() };
-    let mut bytes = bytes.to_vec();
-    if shared.corrupt.load(Ordering::SeqCst) {
-        if let Some(last) = bytes.last_mut() {
-            *last ^= 0xff;
-        }
-    }
-    if shared.cut.load(Ordering::SeqCst) {
-        // Announced whole, half sent, then the connection is dropped: a
-        // moment after the half, so the head and the half go out first.
-        let length = bytes.len();
-        let half = Bytes::from(bytes[..length / 2].to_vec());
-        let cut = async {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            Err(std::io::Error::other("cut"))
-        };
-        let frames =
-            futures_util::stream::iter([Ok(hyper::body::Frame::data(half))]).chain(futures_util::stream::once(cut));
-        let mut answer = Response::new(BodyExt::boxed(StreamBody::new(frames)));
-        answer.headers_mut().insert(http::header::CONTENT_LENGTH, length.into());
-        return answer;
-    }
+    let (corrupt, cut) = (shared.corrupt.load(Ordering::SeqCst), shared.cut.load(Ordering::SeqCst));
     let headers = [
         ("content-type", "application/octet-stream".to_owned()),
         ("cache-control", "public, immutable, max-age=31557600".to_owned()),
         ("etag", format!("\"{}\"", &hex::encode(Sha256::digest(&bytes))[..32])),
     ];
-    reply(StatusCode::OK, &headers, bytes)
+    file_reply(&bytes, &headers, corrupt, cut)
 }
 
 #[cfg(test)]
