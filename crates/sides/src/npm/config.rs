@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use pkgproxy_cache::Cache;
 
-use super::keys::Space;
 use super::Npm;
 use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
 use crate::decision::Origin;
@@ -87,14 +86,6 @@ pub(super) struct Registry {
 impl Registry {
     pub(super) fn is_npm(&self) -> bool {
         self.name == NPM
-    }
-
-    /// The key of `below` in `space`.
-    pub(super) fn key(&self, space: Space, below: &str) -> String {
-        match space {
-            Space::Shared => format!("npm/{}/{below}", self.name),
-            Space::Private => format!("npm/{}/private/{below}", self.name),
-        }
     }
 
     pub(super) fn origin(&self, path: String) -> Origin {

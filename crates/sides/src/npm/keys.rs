@@ -60,6 +60,16 @@ impl Form {
     }
 }
 
+impl Registry {
+    /// The key of `below` in `space`.
+    pub(super) fn key(&self, space: Space, below: &str) -> String {
+        match space {
+            Space::Shared => format!("npm/{}/{below}", self.name),
+            Space::Private => format!("npm/{}/private/{below}", self.name),
+        }
+    }
+}
+
 /// What a cache key of this side names.
 #[derive(Debug)]
 pub(super) struct Keyed<'c> {
