@@ -10,6 +10,7 @@
 
 mod group;
 mod hot;
+mod record;
 mod tables;
 
 use std::collections::HashSet;
@@ -209,9 +210,9 @@ impl Index {
     pub fn put_all(&self, records: Vec<(String, Entry)>) -> Result<Put, StoreError> {
         let records = records
             .into_iter()
-            .map(|(key, entry)| match serde_json::to_vec(&entry) {
+            .map(|(key, entry)| match record::encode(&entry) {
                 Ok(record) => Ok((key, Arc::new(entry), record)),
-                Err(e) => Err(StoreError::Record { key, message: e.to_string() }),
+                Err(message) => Err(StoreError::Record { key, message }),
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.puts.submit(records, |puts| self.commit_puts(puts))

@@ -3,7 +3,7 @@
 //! in the order of use change together or not at all, so a crash never
 //! leaves a count that lies.
 //!
-//! - `entries`: key → the entry (JSON).
+//! - `entries`: key → the entry ([`super::record`]).
 //! - `blobs`: a blob's SHA-256 → how many entries name it, and its size: a
 //!   blob is deleted when its last entry goes.
 //! - `uses`: (use stamp, key): the entries, least recently used first, so
@@ -18,6 +18,7 @@ use std::ops::Bound;
 
 use redb::{ReadableTable, StorageError, Table, TableDefinition, WriteTransaction};
 
+use super::record;
 use crate::entry::Entry;
 
 pub const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
@@ -182,7 +183,7 @@ impl<'txn> Tables<'txn> {
         }
         let before = entry.use_order();
         entry.last_used_ns = at;
-        let Ok(record) = serde_json::to_vec(&entry) else { return Ok(None) };
+        let Ok(record) = record::encode(&entry) else { return Ok(None) };
         self.entries.insert(key, record.as_slice())?;
         self.uses.remove((before, key))?;
         self.uses.insert((entry.use_order(), key), ())?;
@@ -265,7 +266,7 @@ pub fn read_totals(table: &impl ReadableTable<&'static str, u64>) -> Result<Tota
 
 /// An entry record, or `None` (said in the log) when it cannot be read.
 pub fn decode(key: &str, record: &[u8]) -> Option<Entry> {
-    match serde_json::from_slice(record) {
+    match record::decode(record) {
         Ok(entry) => Some(entry),
         Err(error) => {
             tracing::warn!(key, %error, "skipping an unreadable cache index record");

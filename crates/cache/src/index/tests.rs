@@ -187,3 +187,32 @@ fn the_last_evicted_keys_are_remembered_until_put_again() {
     index.remove_all(&["e".to_string()], Some(104)).unwrap();
     assert_eq!((index.evicted_at("d"), index.evicted_at("e")), (Some(103), Some(104)), "c's place was freed");
 }
+
+#[test]
+fn an_older_index_s_json_records_are_read_and_each_is_written_compact_when_its_entry_is_next_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    let (used, kept) = (entry(&"ab".repeat(32), 7, 5), entry(&"cd".repeat(32), 3, 6));
+    {
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(ENTRIES).unwrap();
+            for (key, entry) in [("used", &used), ("kept", &kept)] {
+                table.insert(key, serde_json::to_vec(entry).unwrap().as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    {
+        let index = Index::open(&path).unwrap();
+        assert_eq!(*index.read("kept").unwrap().unwrap().0, kept);
+        index.touch_all(&[("used".into(), 9)]).unwrap();
+        assert_eq!(index.read("used").unwrap().unwrap().0.last_used_ns, 9);
+    }
+    let db = Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let table = txn.open_table(ENTRIES).unwrap();
+    let first = |key: &str| table.get(key).unwrap().unwrap().value()[0];
+    assert_eq!((first("kept"), first("used")), (b'{', 1), "read as it was; written anew when used");
+}
