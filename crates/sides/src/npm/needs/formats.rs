@@ -110,7 +110,7 @@ pub(super) fn pnpm_lock(text: &str) -> Result<Vec<Locked>, String> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct File {
-        lockfile_version: Option<yaml_serde::Value>,
+        lockfile_version: Option<LockfileVersion>,
         packages: Option<BTreeMap<String, Package>>,
     }
     #[derive(Deserialize)]
@@ -129,8 +129,8 @@ pub(super) fn pnpm_lock(text: &str) -> Result<Vec<Locked>, String> {
     }
     let mut found = Vec::new();
     let mut versioned = false;
-    for document in yaml_serde::Deserializer::from_str(text) {
-        let file = File::deserialize(document).map_err(|error| error.to_string())?;
+    let documents: Vec<File> = serde_saphyr::from_multiple(text).map_err(|error| error.to_string())?;
+    for file in documents {
         let Some(lockfile_version) = file.lockfile_version else { continue };
         let major = pnpm_major(&lockfile_version)?;
         versioned = true;
@@ -146,13 +146,21 @@ pub(super) fn pnpm_lock(text: &str) -> Result<Vec<Locked>, String> {
     }
 }
 
+/// A pnpm `lockfileVersion`: quoted since version 6 (`'9.0'`), a number
+/// before (`5.4`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum LockfileVersion {
+    Text(String),
+    Number(f64),
+}
+
 /// The major version of a pnpm `lockfileVersion` (`'9.0'`, or `5.4` as a
 /// number), if it is one whose keys [`pnpm_key`] reads.
-fn pnpm_major(lockfile_version: &yaml_serde::Value) -> Result<u32, String> {
+fn pnpm_major(lockfile_version: &LockfileVersion) -> Result<u32, String> {
     let text = match lockfile_version {
-        yaml_serde::Value::String(text) => text.clone(),
-        yaml_serde::Value::Number(number) => number.to_string(),
-        other => return Err(format!("its lockfileVersion is not a version: {other:?}")),
+        LockfileVersion::Text(text) => text.clone(),
+        LockfileVersion::Number(number) => number.to_string(),
     };
     let major = text.split('.').next().and_then(|major| major.parse::<u32>().ok());
     major
@@ -255,7 +263,7 @@ pub(super) fn yarn_berry_lock(text: &str) -> Result<Vec<Locked>, String> {
     struct Entry {
         resolution: Option<String>,
     }
-    let entries: BTreeMap<String, Entry> = yaml_serde::from_str(text).map_err(|error| error.to_string())?;
+    let entries: BTreeMap<String, Entry> = serde_saphyr::from_str(text).map_err(|error| error.to_string())?;
     let locked = entries.into_values().filter_map(|entry| {
         let (name, version, resolved) = berry_resolution(&entry.resolution?)?;
         from_registry(&name, &version, resolved, None)
