@@ -34,9 +34,14 @@ impl OpenFiles {
         if self.capacity > 0 {
             let mut files = self.files.write().unwrap_or_else(|p| p.into_inner());
             if files.len() >= self.capacity {
-                // Rare (more hot blobs than handles): start over rather than
-                // keep recency bookkeeping on every hit.
-                files.clear();
+                // More blobs served than handles kept: one held handle, any,
+                // makes room. No recency is kept on every hit, and closing
+                // all of them at once would hold the lock for thousands of
+                // closes while hits wait.
+                let any = files.keys().next().cloned();
+                if let Some(any) = any {
+                    files.remove(&any);
+                }
             }
             files.insert(sha256.to_string(), Arc::clone(&file));
         }

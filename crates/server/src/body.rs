@@ -5,6 +5,8 @@
 //! A cached file is read with positioned reads on the async thread: from the
 //! page cache that takes microseconds, where a round trip through the
 //! blocking pool (as `tokio::fs` does) costs context switches on every hit.
+//! On a connection that can, a long one is not read at all: the kernel
+//! sends it ([`crate::sendfile`]).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -16,6 +18,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pkgproxy_cache::{FetchBody, UpstreamBody};
 use pkgproxy_sides::{Piece, Pieced, StreamRewriter};
+
+use crate::sendfile::{self, Ranges};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -47,6 +51,18 @@ impl ResponseBody {
     pub fn full(bytes: impl Into<Bytes>) -> Self {
         ResponseBody::Full(Some(bytes.into()))
     }
+
+    /// This body, with its cached file's bytes sent by the kernel through
+    /// `ranges` when it is one, and long enough to gain from it.
+    pub fn sent_by_kernel(self, ranges: &Arc<Ranges>) -> Self {
+        match self {
+            ResponseBody::File(mut file) if file.remaining >= sendfile::MIN_LEN => {
+                file.kernel = Some(Arc::clone(ranges));
+                ResponseBody::File(file)
+            }
+            other => other,
+        }
+    }
 }
 
 /// `len` bytes of a file from `offset`.
@@ -55,16 +71,23 @@ pub struct FileBody {
     file: Arc<File>,
     offset: u64,
     remaining: u64,
+    /// Where the kernel is told what to send, on a connection where it
+    /// sends this body.
+    kernel: Option<Arc<Ranges>>,
 }
 
 impl FileBody {
     /// The bytes `offset..offset + len` of `file`.
     pub fn new(file: Arc<File>, offset: u64, len: u64) -> Self {
-        FileBody { file, offset, remaining: len }
+        FileBody { file, offset, remaining: len, kernel: None }
     }
 
     fn next_chunk(&mut self) -> Result<Bytes, BoxError> {
-        self.next_chunk_of(FILE_CHUNK)
+        let Some(ranges) = &self.kernel else { return self.next_chunk_of(FILE_CHUNK) };
+        let stand_in = ranges.stand_in(Arc::clone(&self.file), self.offset, self.remaining);
+        self.offset += stand_in.len() as u64;
+        self.remaining -= stand_in.len() as u64;
+        Ok(stand_in)
     }
 
     /// The next bytes, at most `chunk` of them.

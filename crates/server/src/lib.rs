@@ -77,6 +77,7 @@ mod proxy;
 mod redact;
 pub mod reload;
 mod report;
+mod sendfile;
 pub mod shadow;
 pub mod signing;
 mod single_flight;

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 /// A server running in this process.
 pub struct Server {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     proxy_addr: String,
     stats: ControlClient,
     admin: ControlClient,
@@ -64,12 +64,17 @@ impl Server {
         });
         let (stats, admin) = (ControlClient::new(stats_path), ControlClient::new(admin_path));
         pkgproxy_testkit::eventually("the server to serve", || async { stats.info().await.ok() }).await;
-        Server { _dir: dir, proxy_addr, stats, admin, clock, _stop: stop }
+        Server { dir, proxy_addr, stats, admin, clock, _stop: stop }
     }
 
     /// `host:port` of the proxy listener.
     pub fn proxy_addr(&self) -> &str {
         &self.proxy_addr
+    }
+
+    /// The cache's folder.
+    pub fn cache_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("cache")
     }
 
     /// `/pkgproxy/v1/info`.

@@ -333,3 +333,96 @@ async fn an_index_file_is_revalidated_once_its_window_has_passed_on_the_clock() 
     assert_eq!(asked.len(), 2);
     assert!(asked[1].header("if-none-match").is_some() || asked[1].header("if-modified-since").is_some());
 }
+
+/// Answers read off one connection: each head's status and its body, by
+/// its `Content-Length`.
+fn answers_in(mut stream: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let mut answers = Vec::new();
+    while let Some(end) = stream.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&stream[..end]).to_ascii_lowercase();
+        let status = head[9..12].parse().unwrap();
+        let len: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .map_or(0, |len| len.trim().parse().unwrap());
+        let body = stream[end + 4..end + 4 + len].to_vec();
+        answers.push((status, body));
+        stream = &stream[end + 4 + len..];
+    }
+    assert!(stream.is_empty(), "{} bytes after the last answer", stream.len());
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn large_hits_and_their_ranges_pipelined_on_one_connection_are_the_files_bytes_in_order() {
+    let (repo, origin, server) = origin_and_server().await;
+    let big_url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
+    let small_url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));
+    let big = std::fs::read(repo.deb_path("pkgproxy-big")).unwrap();
+    let small = std::fs::read(repo.deb_path("pkgproxy-small1")).unwrap();
+    assert_eq!(proxy_get(server.proxy_addr(), &big_url, &[]).await.body, big, "the miss");
+    assert_eq!(proxy_get(server.proxy_addr(), &small_url, &[]).await.body, small);
+    origin.clear_requests();
+
+    // Whole bodies and ranges of every length, large (sent by the kernel)
+    // and small (copied), back to back, one of them across many frames.
+    let last = big.len() - 1;
+    let asked: Vec<(&str, Option<String>)> = vec![
+        (&big_url, None),
+        (&big_url, Some("bytes=1000-5000999".into())),
+        (&small_url, None),
+        (&big_url, Some(format!("bytes={}-", last - 40_000))),
+        (&big_url, Some("bytes=7-70".into())),
+        (&big_url, None),
+    ];
+    let mut raw = String::new();
+    for (url, range) in &asked {
+        raw += &format!("GET {url} HTTP/1.1\r\nHost: x\r\n");
+        if let Some(range) = range {
+            raw += &format!("Range: {range}\r\n");
+        }
+        raw += "\r\n";
+    }
+    raw += &format!("GET {small_url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let stream = raw_exchange(server.proxy_addr(), raw.as_bytes(), Duration::from_secs(60)).await;
+    let answers = answers_in(&stream);
+    let expected: Vec<(u16, &[u8])> = vec![
+        (200, &big),
+        (206, &big[1000..5_001_000]),
+        (200, &small),
+        (206, &big[last - 40_000..]),
+        (206, &big[7..71]),
+        (200, &big),
+        (200, &small),
+    ];
+    assert_eq!(answers.len(), expected.len());
+    for (n, ((status, body), (want_status, want))) in answers.iter().zip(&expected).enumerate() {
+        assert_eq!(*status, *want_status, "answer {n}");
+        assert!(body.as_slice() == *want, "answer {n}: {} bytes, not the file's", body.len());
+    }
+    assert_eq!(origin.requests().len(), 0, "all hits");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cached_body_cut_short_on_disk_while_open_ends_the_answer_early_and_the_connection_with_it() {
+    let (repo, origin, server) = origin_and_server().await;
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
+    let big = std::fs::read(repo.deb_path("pkgproxy-big")).unwrap();
+    assert_eq!(proxy_get(server.proxy_addr(), &url, &[]).await.status, 200, "the miss");
+    assert_eq!(proxy_get(server.proxy_addr(), &url, &[]).await.status, 200, "a hit: its file is open now");
+    let blob = server.cache_dir().join("blobs/sha256").join(&sha256(&big)[..2]).join(sha256(&big));
+    std::fs::OpenOptions::new().write(true).open(&blob).unwrap().set_len(big.len() as u64 / 2).unwrap();
+
+    let raw = format!("GET {url} HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (stream, closed) = pkgproxy_testkit::client::raw_until_closed(
+        pkgproxy_testkit::client::connect(server.proxy_addr()).await,
+        raw.as_bytes(),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(closed, "the connection ends: the client knows the body is short");
+    let head_end = stream.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let sent = &stream[head_end..];
+    assert!(sent.len() < big.len(), "never more than the file holds");
+    assert!(sent == &big[..sent.len()], "what was sent is the file's start");
+}

@@ -39,6 +39,7 @@ use tracing::Instrument;
 
 use crate::access_log::{CacheUse, Note};
 use crate::context::ClientInfo;
+use crate::sendfile::{KernelSent, Ranges};
 use crate::state::State;
 use crate::{control, proxy};
 use deadline::{Answering, ConnectionClock, Expired, Watched};
@@ -99,9 +100,14 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
     let clock = ConnectionClock::new(limits.header_read_timeout, limits.idle_timeout);
     let first = tokio::time::timeout(limits.header_read_timeout, first_byte(&stream)).await;
     let secure = matches!(first, Ok(Some(crate::tls::HANDSHAKE)));
+    let ranges = Arc::new(Ranges::default());
+    // Only plain HTTP/1.1 answers are sent by the kernel: TLS encrypts in
+    // user space, and HTTP/2 frames what it sends.
+    let kernel = (!secure).then(|| Arc::clone(&ranges));
     let handler = {
         let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
         move |mut request: Request<Incoming>| {
+            let kernel = kernel.clone().filter(|_| request.version() <= http::Version::HTTP_11);
             let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             request.extensions_mut().insert(ClientInfo { addr: peer, id, secure });
             clock.request_read();
@@ -122,6 +128,10 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                     }
                     None => proxy::handle(Arc::clone(&state), request).await,
                 };
+                let response = match &kernel {
+                    Some(ranges) => response.map(|body| body.sent_by_kernel(ranges)),
+                    None => response,
+                };
                 if framing::closes(&response) {
                     clock.close_after_answer();
                 }
@@ -129,7 +139,7 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
             }
         }
     };
-    let stream = Watched::new(stream, Arc::clone(&clock));
+    let stream = Watched::new(KernelSent::new(stream, ranges), Arc::clone(&clock));
     let crowded = {
         let admission = Arc::clone(&state.admission);
         move || admission.open() > parking::CROWDED

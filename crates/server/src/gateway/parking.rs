@@ -173,6 +173,9 @@ static BUILDER: std::sync::LazyLock<http1::Builder> = std::sync::LazyLock::new(|
         // What waits for a slow reader: one chunk of a cached file, not two
         // (hyper's default takes about 400 KB before it stops asking).
         .max_buf_size(framing::MAX_HEAD_SIZE + 8 * 1024)
+        // Vectored writes, never a flattened copy: a body's frames reach
+        // the stream as they are, as `crate::sendfile` needs them to.
+        .writev(true)
         .keep_alive(true);
     builder
 });
