@@ -40,9 +40,16 @@ pub const FRAME: usize = 2 << 20;
 /// would take two (the head, then the file) and two packets.
 pub const MIN_LEN: u64 = 32 * 1024;
 
-/// The block the stand-ins are slices of: zeroed memory from the
-/// allocator, which maps pages only when touched, and nothing touches it.
-static BLOCK: LazyLock<&'static [u8]> = LazyLock::new(|| Vec::leak(vec![0u8; FRAME]));
+/// The block the stand-ins are slices of: an anonymous mapping of its own,
+/// read-only, whose pages the kernel provides only when touched, and
+/// nothing touches them (zeroed memory from the allocator may be cleared
+/// by hand, and then held). Should the mapping fail, a block from the
+/// allocator does the same work at the cost of its memory.
+static BLOCK: LazyLock<&'static [u8]> =
+    LazyLock::new(|| match memmap2::MmapMut::map_anon(FRAME).and_then(memmap2::MmapMut::make_read_only) {
+        Ok(mapped) => &Box::leak(Box::new(mapped))[..],
+        Err(_) => Vec::leak(vec![0u8; FRAME]),
+    });
 
 /// The ranges of files a connection's stand-ins stand for, in the order
 /// they were handed to hyper.
