@@ -42,7 +42,7 @@ mirrors = ["http://127.0.0.1:$origin_port/debian"]
 max_connections_per_client = 100000
 max_connections = 100000
 TOML
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"
 "$bin" -addr "127.0.0.1:$port" -cache-dir "$work/cache" -config "$work/pkgproxy.toml" \
     -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" -log-level warn 2>"$work/log" &
 pid=$!
