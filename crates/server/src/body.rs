@@ -96,7 +96,7 @@ impl FileBody {
         let mut buf = vec![0; len];
         let n = self.file.read_at(&mut buf, self.offset)?;
         if n == 0 {
-            return Err("cached file is shorter than its index entry".into());
+            return Err(sendfile::SHORT_FILE.into());
         }
         buf.truncate(n);
         self.offset += n as u64;

@@ -40,6 +40,10 @@ pub const FRAME: usize = 2 << 20;
 /// would take two (the head, then the file) and two packets.
 pub const MIN_LEN: u64 = 32 * 1024;
 
+/// What a cached file shorter than its entry says, sent by the kernel or
+/// copied: the answer ends there, and its connection with it.
+pub const SHORT_FILE: &str = "cached file is shorter than its index entry";
+
 /// The block the stand-ins are slices of: an anonymous mapping of its own,
 /// read-only, whose pages the kernel provides only when touched, and
 /// nothing touches them (zeroed memory from the allocator may be cleared
@@ -121,12 +125,7 @@ impl KernelSent {
                 rustix::fs::sendfile(socket, file.as_ref(), Some(&mut offset), count).map_err(std::io::Error::from)
             });
             match sent {
-                Ok(0) => {
-                    return Poll::Ready(Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "cached file is shorter than its index entry",
-                    )))
-                }
+                Ok(0) => return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, SHORT_FILE))),
                 Ok(sent) => {
                     range.sent += sent as u64;
                     if range.sent == range.len {
