@@ -307,7 +307,9 @@ impl Index {
         let txn = self.open_file_or_fail()?.begin_read().map_err(|e| self.fail(e))?;
         let entries = txn.open_table(ENTRIES).map_err(|e| self.fail(e))?;
         let blobs = txn.open_table(BLOBS).map_err(|e| self.fail(e))?;
-        let holders = |sha256: &str| blobs.get(sha256).ok().flatten().map_or(1, |held| held.value().0);
+        let holders = |sha256: &str| {
+            blobs.get(tables::blob_key(sha256).as_slice()).ok().flatten().map_or(1, |held| held.value().0)
+        };
         for prefix in obsolete.prefixes() {
             let rows = entries.range::<&str>(prefix.as_str()..).map_err(|e| self.fail(e))?;
             for row in rows {
@@ -367,22 +369,22 @@ impl Index {
     /// Every blob the entries name, with its size, a page at a time, in
     /// hash order. Blocking.
     pub fn visit_blobs(&self, mut visit: impl FnMut(&str, u64)) -> Result<(), StoreError> {
-        let mut after: Option<String> = None;
+        let mut after: Option<Vec<u8>> = None;
         loop {
             let txn = self.open_file_or_fail()?.begin_read().map_err(|e| self.fail(e))?;
             let table = txn.open_table(BLOBS).map_err(|e| self.fail(e))?;
             let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page: Vec<(String, u64)> = table
-                .range::<&str>((start, Bound::Unbounded))
+            let page: Vec<(Vec<u8>, u64)> = table
+                .range::<&[u8]>((start, Bound::Unbounded))
                 .map_err(|e| self.fail(e))?
                 .take(PAGE)
-                .map(|row| row.map(|(sha256, held)| (sha256.value().to_string(), held.value().1)))
+                .map(|row| row.map(|(key, held)| (key.value().to_vec(), held.value().1)))
                 .collect::<Result<_, _>>()
                 .map_err(|e| self.fail(e))?;
             drop(table);
             drop(txn);
-            for (sha256, size) in &page {
-                visit(sha256, *size);
+            for (key, size) in &page {
+                visit(&tables::blob_name(key), *size);
             }
             match page.last() {
                 Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
@@ -395,7 +397,7 @@ impl Index {
     pub fn names_blob(&self, sha256: &str) -> Result<bool, StoreError> {
         let txn = self.open_file_or_fail()?.begin_read().map_err(|e| self.fail(e))?;
         let table = txn.open_table(BLOBS).map_err(|e| self.fail(e))?;
-        Ok(table.get(sha256).map_err(|e| self.fail(e))?.is_some())
+        Ok(table.get(tables::blob_key(sha256).as_slice()).map_err(|e| self.fail(e))?.is_some())
     }
 
     /// The keys of the entries naming any of `blobs`. Blocking: it reads

@@ -4,8 +4,9 @@
 //! leaves a count that lies.
 //!
 //! - `entries`: key → the entry ([`super::record`]).
-//! - `blobs`: a blob's SHA-256 → how many entries name it, and its size: a
-//!   blob is deleted when its last entry goes.
+//! - `blob_holders`: a blob's SHA-256 (its 32 bytes, see [`blob_key`]) →
+//!   how many entries name it, and its size: a blob is deleted when its
+//!   last entry goes.
 //! - `uses`: (use stamp, key): the entries, least recently used first, so
 //!   eviction reads the oldest without reading them all.
 //! - `totals`: the entry count, their bytes and the blobs' bytes, so none
@@ -22,7 +23,9 @@ use super::record;
 use crate::entry::Entry;
 
 pub const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
-pub const BLOBS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("blobs");
+pub const BLOBS: TableDefinition<&[u8], (u64, u64)> = TableDefinition::new("blob_holders");
+/// The blobs' table of layouts before 4, keyed by the SHA-256 in hex.
+const HEX_BLOBS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("blobs");
 pub const USES: TableDefinition<(u64, &str), ()> = TableDefinition::new("uses");
 pub const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
 pub const EVICTED: TableDefinition<&str, u64> = TableDefinition::new("evicted");
@@ -35,8 +38,9 @@ pub(super) const EVICTED_KEPT: u64 = 100_000;
 /// they existed (or by a later layout) has them built again from the
 /// entries when opened. 3: `uses` is ordered by use stamps in nanoseconds
 /// (2: whole seconds; its entries are read as such, see
-/// [`crate::entry`]).
-const LAYOUT: u64 = 3;
+/// [`crate::entry`]). 4: the blobs keyed by their SHA-256's 32 bytes, in
+/// `blob_holders` (3 had them by its 64 hex digits, in `blobs`).
+const LAYOUT: u64 = 4;
 
 /// How many entries, their bytes, and the bytes of the blobs they name
 /// (each once).
@@ -50,7 +54,7 @@ pub struct Totals {
 /// The tables, open in one write transaction.
 pub struct Tables<'txn> {
     entries: Table<'txn, &'static str, &'static [u8]>,
-    blobs: Table<'txn, &'static str, (u64, u64)>,
+    blobs: Table<'txn, &'static [u8], (u64, u64)>,
     uses: Table<'txn, (u64, &'static str), ()>,
     totals: Table<'txn, &'static str, u64>,
     evicted: Table<'txn, &'static str, u64>,
@@ -69,6 +73,14 @@ impl<'txn> Tables<'txn> {
         let totals = txn.open_table(TOTALS).map_err(boxed)?;
         let held = read_totals(&totals).map_err(|e| Box::new(e.into()))?;
         let layout = totals.get("layout").map_err(|e| Box::new(e.into()))?.map(|layout| layout.value());
+        if layout != Some(LAYOUT) {
+            // Built again from the entries by `build_if_older`. Deleted, not
+            // emptied: emptying a large table and filling it again in one
+            // transaction grew an index of 100,000 entries from 0.1 to 1.6 GB.
+            txn.delete_table(HEX_BLOBS).map_err(boxed)?;
+            txn.delete_table(BLOBS).map_err(boxed)?;
+            txn.delete_table(USES).map_err(boxed)?;
+        }
         Ok(Tables {
             found: (layout == Some(LAYOUT)).then_some(held),
             entries: txn.open_table(ENTRIES).map_err(boxed)?,
@@ -191,21 +203,23 @@ impl<'txn> Tables<'txn> {
     }
 
     fn hold(&mut self, sha256: &str, size: u64) -> Result<(), StorageError> {
-        let (count, size) = self.blobs.get(sha256)?.map_or((0, size), |held| held.value());
+        let key = blob_key(sha256);
+        let (count, size) = self.blobs.get(key.as_slice())?.map_or((0, size), |held| held.value());
         if count == 0 {
             self.held.blob_bytes += size;
         }
-        self.blobs.insert(sha256, (count + 1, size))?;
+        self.blobs.insert(key.as_slice(), (count + 1, size))?;
         Ok(())
     }
 
     fn release(&mut self, sha256: &str) -> Result<Option<String>, StorageError> {
-        let Some((count, size)) = self.blobs.get(sha256)?.map(|held| held.value()) else { return Ok(None) };
+        let key = blob_key(sha256);
+        let Some((count, size)) = self.blobs.get(key.as_slice())?.map(|held| held.value()) else { return Ok(None) };
         if count > 1 {
-            self.blobs.insert(sha256, (count - 1, size))?;
+            self.blobs.insert(key.as_slice(), (count - 1, size))?;
             return Ok(None);
         }
-        self.blobs.remove(sha256)?;
+        self.blobs.remove(key.as_slice())?;
         self.held.blob_bytes -= size;
         Ok(Some(sha256.to_string()))
     }
@@ -216,8 +230,6 @@ impl<'txn> Tables<'txn> {
         if self.found.is_some() {
             return Ok(false);
         }
-        self.blobs.retain(|_, _| false)?;
-        self.uses.retain(|_, _| false)?;
         self.held = Totals::default();
         let mut after: Option<String> = None;
         loop {
@@ -263,6 +275,35 @@ pub fn read_totals(table: &impl ReadableTable<&'static str, u64>) -> Result<Tota
     let get = |name: &str| -> Result<u64, StorageError> { Ok(table.get(name)?.map_or(0, |value| value.value())) };
     Ok(Totals { entries: get("entries")?, entry_bytes: get("entry_bytes")?, blob_bytes: get("blob_bytes")? })
 }
+
+/// A blob's name as the key of `blob_holders`: the 32 bytes of a SHA-256
+/// (as the store names every blob), or any other name as its text behind
+/// a 0xFF byte (which UTF-8 never holds), and one more after it should
+/// that make 32 bytes, so the two never meet.
+pub fn blob_key(sha256: &str) -> Vec<u8> {
+    if let Some(bytes) = record::digest_bytes(sha256) {
+        return bytes.to_vec();
+    }
+    let mut key = Vec::with_capacity(sha256.len() + 2);
+    key.push(TEXT_MARK);
+    key.extend_from_slice(sha256.as_bytes());
+    if key.len() == 32 {
+        key.push(TEXT_MARK);
+    }
+    key
+}
+
+/// The blob's name a key of `blob_holders` stands for.
+pub fn blob_name(key: &[u8]) -> String {
+    if key.len() == 32 {
+        return hex::encode(key);
+    }
+    let text = key.strip_prefix(&[TEXT_MARK]).unwrap_or(key);
+    String::from_utf8_lossy(text.strip_suffix(&[TEXT_MARK]).unwrap_or(text)).into_owned()
+}
+
+/// What marks a blob's name kept as text in `blob_holders`.
+const TEXT_MARK: u8 = 0xFF;
 
 /// An entry record, or `None` (said in the log) when it cannot be read.
 pub fn decode(key: &str, record: &[u8]) -> Option<Entry> {

@@ -1,3 +1,5 @@
+use redb::{TableDefinition, TableHandle};
+
 use super::*;
 use crate::entry::{Class, Validators};
 use crate::evict::NothingObsolete;
@@ -214,5 +216,60 @@ fn an_older_index_s_json_records_are_read_and_each_is_written_compact_when_its_e
     let txn = db.begin_read().unwrap();
     let table = txn.open_table(ENTRIES).unwrap();
     let first = |key: &str| table.get(key).unwrap().unwrap().value()[0];
-    assert_eq!((first("kept"), first("used")), (b'{', 1), "read as it was; written anew when used");
+    assert_eq!((first("kept"), first("used")), (b'{', 2), "read as it was; written anew when used");
+}
+
+#[test]
+fn an_index_with_its_blobs_by_hex_gets_them_by_their_bytes_at_open_and_keeps_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    let (shared, own) = ("ff".repeat(32), "0a".repeat(32));
+    {
+        // Layout 3: the blobs keyed by their SHA-256 in hex, under `blobs`.
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut entries = txn.open_table(ENTRIES).unwrap();
+            let mut uses = txn.open_table(USES).unwrap();
+            for (key, entry) in [("a", entry(&shared, 5, 30)), ("b", entry(&shared, 5, 10)), ("c", entry(&own, 2, 20))]
+            {
+                entries.insert(key, serde_json::to_vec(&entry).unwrap().as_slice()).unwrap();
+                uses.insert((entry.last_used_ns, key), ()).unwrap();
+            }
+            let mut blobs = txn.open_table(TableDefinition::<&str, (u64, u64)>::new("blobs")).unwrap();
+            blobs.insert(shared.as_str(), (2, 5)).unwrap();
+            blobs.insert(own.as_str(), (1, 2)).unwrap();
+            let mut totals = txn.open_table(tables::TOTALS).unwrap();
+            for (name, value) in [("entries", 3), ("entry_bytes", 12), ("blob_bytes", 7), ("layout", 3)] {
+                totals.insert(name, value).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    {
+        let index = Index::open(&path).unwrap();
+        assert_eq!((index.totals(), index.blob_bytes()), ((3, 12), 7));
+        let mut blobs = Vec::new();
+        index.visit_blobs(|sha256, size| blobs.push((sha256.to_string(), size))).unwrap();
+        assert_eq!(blobs, [(own.clone(), 2), (shared.clone(), 5)]);
+        assert!(index.names_blob(&shared).unwrap() && index.names_blob(&own).unwrap());
+        assert_eq!(pick(&index, 2, &NothingObsolete), ["b", "c"], "b alone frees nothing: a names its blob too");
+        assert_eq!(index.remove("b").unwrap(), None);
+        assert_eq!(index.remove("a").unwrap(), Some(shared.clone()), "its last entry gone");
+    }
+    let db = Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let names: Vec<String> = txn.list_tables().unwrap().map(|table| table.name().to_string()).collect();
+    assert!(!names.contains(&"blobs".to_string()) && names.contains(&"blob_holders".to_string()), "{names:?}");
+}
+
+#[test]
+fn a_blob_s_key_is_its_digest_s_bytes_and_any_other_name_comes_back_as_it_was() {
+    for name in
+        ["ff".repeat(32), "00".repeat(32), "7".into(), "x".repeat(31), "x".repeat(32), "AB".repeat(32), String::new()]
+    {
+        let key = tables::blob_key(&name);
+        assert_eq!(tables::blob_name(&key), name);
+        assert_eq!(key.len() == 32, name.len() == 64 && name == name.to_lowercase(), "{name}");
+    }
 }
