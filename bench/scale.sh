@@ -146,7 +146,8 @@ print(json.load(sys.stdin)["cache"]["entries"])'
 # The start after a crash: the generator adds entries to the cache of $1
 # entries (a fsynced blob, then an index commit, 500 keys at a time) and
 # is killed with SIGKILL in the middle; pkgproxy then starts on what it
-# left. The index file's size is said too.
+# left. The index file's size is said too: its length, and the blocks it
+# holds on disk (the file grows ahead of its pages, the tail unwritten).
 crash() {
     local dir before after
     dir=$(cache_of "$1")
@@ -160,8 +161,11 @@ crash() {
     wait "$writer" 2>/dev/null || true
     start "$dir"
     after=$(held)
-    printf '%9s entries: start after kill -9 during writes %5s ms (%s entries before the writes, %s after); index file %s bytes\n' \
-        "$1" "$started_ms" "$before" "$after" "$(stat -c %s "$dir/cache/index.redb")"
+    local length on_disk
+    length=$(stat -c %s "$dir/cache/index.redb")
+    on_disk=$(du -B1 "$dir/cache/index.redb" | cut -f1)
+    printf '%9s entries: start after kill -9 during writes %5s ms (%s entries before the writes, %s after); index file %s bytes long, %s on disk (%s an entry)\n' \
+        "$1" "$started_ms" "$before" "$after" "$length" "$on_disk" "$((on_disk / after))"
     stop
 }
 
