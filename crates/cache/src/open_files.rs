@@ -4,21 +4,33 @@
 //! (its name is its SHA-256); a handle is dropped when its blob is deleted,
 //! so deleted bodies do not hold disk space.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::sync::{Arc, RwLock};
 
 /// A bounded map of blob hash → open handle.
 #[derive(Debug)]
 pub struct OpenFiles {
-    files: RwLock<HashMap<String, Arc<File>>>,
+    held: RwLock<Held>,
     capacity: usize,
+}
+
+/// The handles, and the order they were opened in: when full, the oldest
+/// makes room. No recency is kept on every hit (a hit takes the read
+/// lock only), and finding the one to close costs the same however many
+/// are held: when hits spread over many more blobs than handles, every
+/// hit opens one and closes another.
+#[derive(Debug, Default)]
+struct Held {
+    files: HashMap<String, Arc<File>>,
+    /// The held hashes, oldest first.
+    opened: VecDeque<String>,
 }
 
 impl OpenFiles {
     /// A cache holding at most `capacity` handles (0: none).
     pub fn new(capacity: usize) -> Self {
-        OpenFiles { files: RwLock::new(HashMap::new()), capacity }
+        OpenFiles { held: RwLock::new(Held::default()), capacity }
     }
 
     /// The handle of `sha256`, opening it with `open` when not held.
@@ -27,30 +39,51 @@ impl OpenFiles {
         sha256: &str,
         open: impl FnOnce() -> std::io::Result<File>,
     ) -> std::io::Result<Arc<File>> {
-        if let Some(file) = self.files.read().unwrap_or_else(|p| p.into_inner()).get(sha256) {
+        if let Some(file) = self.held.read().unwrap_or_else(|p| p.into_inner()).files.get(sha256) {
             return Ok(Arc::clone(file));
         }
         let file = Arc::new(open()?);
         if self.capacity > 0 {
-            let mut files = self.files.write().unwrap_or_else(|p| p.into_inner());
-            if files.len() >= self.capacity {
-                // More blobs served than handles kept: one held handle, any,
-                // makes room. No recency is kept on every hit, and closing
-                // all of them at once would hold the lock for thousands of
-                // closes while hits wait.
-                let any = files.keys().next().cloned();
-                if let Some(any) = any {
-                    files.remove(&any);
-                }
-            }
-            files.insert(sha256.to_string(), Arc::clone(&file));
+            let closed = {
+                let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
+                held.insert(sha256, &file, self.capacity)
+            };
+            // Closed, if this held the last reference, outside the lock.
+            drop(closed);
         }
         Ok(file)
     }
 
     /// Forgets the handle of a deleted blob.
     pub fn forget(&self, sha256: &str) {
-        self.files.write().unwrap_or_else(|p| p.into_inner()).remove(sha256);
+        let forgotten = self.held.write().unwrap_or_else(|p| p.into_inner()).remove(sha256);
+        drop(forgotten);
+    }
+}
+
+impl Held {
+    /// Holds `file` as `sha256`'s handle; returns the handles that made
+    /// room for it, for the caller to close.
+    fn insert(&mut self, sha256: &str, file: &Arc<File>, capacity: usize) -> Vec<Arc<File>> {
+        if self.files.contains_key(sha256) {
+            return Vec::new();
+        }
+        let mut closed = Vec::new();
+        while self.opened.len() >= capacity {
+            let Some(oldest) = self.opened.pop_front() else { break };
+            closed.extend(self.files.remove(&oldest));
+        }
+        self.files.insert(sha256.to_string(), Arc::clone(file));
+        self.opened.push_back(sha256.to_string());
+        closed
+    }
+
+    /// Stops holding `sha256`'s handle; returns it, for the caller to close.
+    /// Rare (a blob deleted), so the order is searched.
+    fn remove(&mut self, sha256: &str) -> Option<Arc<File>> {
+        let removed = self.files.remove(sha256)?;
+        self.opened.retain(|held| held != sha256);
+        Some(removed)
     }
 }
 
@@ -84,9 +117,14 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &again));
         cache.get_or_open("b", &mut open).unwrap();
         cache.get_or_open("c", &mut open).unwrap();
-        assert!(cache.files.read().unwrap().len() <= 2);
+        let held = |name: &str| cache.held.read().unwrap().files.contains_key(name);
+        assert!(!held("a") && held("b") && held("c"), "the oldest made room");
         cache.forget("c");
-        assert!(!cache.files.read().unwrap().contains_key("c"));
-        assert_eq!(opened, 3);
+        assert!(!held("c"));
+        cache.get_or_open("c", &mut open).unwrap();
+        cache.get_or_open("d", &mut open).unwrap();
+        assert!(held("c") && held("d") && !held("b"));
+        assert!(cache.held.read().unwrap().opened.len() <= 2);
+        assert_eq!(opened, 5);
     }
 }
