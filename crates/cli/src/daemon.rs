@@ -523,6 +523,24 @@ async fn serve(daemon: Daemon) -> anyhow::Result<()> {
     Ok(result?)
 }
 
+/// One allocator arena per core, unless `MALLOC_ARENA_MAX` says otherwise.
+/// glibc gives threads up to eight arenas per core, and each keeps what was
+/// freed in it: the blocking threads that commit the index and open files
+/// came to hold 10 to 12 MiB more than the async threads' own (41 MiB
+/// against 30 at the small-hit benchmark, throughput unchanged).
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        let cores = std::thread::available_parallelism().map_or(2, |cores| cores.get()).max(2);
+        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt only sets an allocator parameter; called before
+        // any thread is started.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
+}
+
 /// Raises the soft limit of open files to the hard one: every client, every
 /// upstream and every held blob handle is a descriptor, and the soft default
 /// (often 1024) is a limit for interactive shells, not for daemons.
@@ -552,6 +570,7 @@ fn init_logging(daemon: &Daemon) {
 /// Runs the daemon; the exit code is non-zero when it could not start.
 pub fn main() -> ExitCode {
     raise_file_limit();
+    limit_malloc_arenas();
     let args = crate::args::normalise(std::env::args_os());
     let daemon = match parse(args) {
         Ok(daemon) => daemon,
