@@ -273,3 +273,17 @@ fn a_blob_s_key_is_its_digest_s_bytes_and_any_other_name_comes_back_as_it_was() 
         assert_eq!(key.len() == 32, name.len() == 64 && name == name.to_lowercase(), "{name}");
     }
 }
+
+#[test]
+fn only_a_long_file_saves_its_free_pages_at_each_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    assert!(quick_repair_pays(&path), "a file that cannot be measured is taken as long");
+    let index = Index::open(&path).unwrap();
+    index.put("a", entry("x", 1, 0)).unwrap();
+    assert!(!quick_repair_pays(&path), "a new index is walked in a moment after a crash");
+    drop(index);
+    let long = dir.path().join("long.redb");
+    std::fs::File::create(&long).unwrap().set_len(QUICK_REPAIR_FROM).unwrap();
+    assert!(quick_repair_pays(&long));
+}
