@@ -33,6 +33,12 @@ impl BlobStore {
         for dir in [&blobs, &tmp] {
             fs::create_dir_all(dir).map_err(|e| StoreError::io("create folder", dir, e))?;
         }
+        // Every folder a blob named by its SHA-256 goes in, made now rather
+        // than checked at each download's end.
+        for fan in 0..=u8::MAX {
+            let dir = blobs.join(format!("{fan:02x}"));
+            fs::create_dir_all(&dir).map_err(|e| StoreError::io("create folder", &dir, e))?;
+        }
         let store = BlobStore { blobs, tmp, next_temp: AtomicU64::new(0) };
         let removed = store.clear_temp()?;
         if removed > 0 {
@@ -97,8 +103,16 @@ impl BlobStore {
         temp.file.sync_all().map_err(|e| StoreError::io("fsync", &temp.path, e))?;
         let target = self.path(sha256);
         let dir = target.parent().unwrap_or(&self.blobs).to_path_buf();
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create folder", &dir, e))?;
-        fs::rename(&temp.path, &target).map_err(|e| StoreError::io("rename into", &target, e))?;
+        let renamed = match fs::rename(&temp.path, &target) {
+            // Its folder went away behind pkgproxy's back, or is for a
+            // name that is not a SHA-256.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                fs::create_dir_all(&dir).map_err(|e| StoreError::io("create folder", &dir, e))?;
+                fs::rename(&temp.path, &target)
+            }
+            renamed => renamed,
+        };
+        renamed.map_err(|e| StoreError::io("rename into", &target, e))?;
         temp.promoted = true;
         File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("fsync folder", &dir, e))?;
         Ok(target)
@@ -303,6 +317,18 @@ mod tests {
         temp.file.write_all_at(b"left over", temp.written).unwrap();
         let sha = temp.hashes().sha256;
         assert_eq!(fs::read(store.promote(temp, &sha).unwrap()).unwrap(), b"whole", "nothing past the body");
+    }
+
+    #[test]
+    fn a_blob_s_folder_removed_behind_pkgproxy_s_back_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path()).unwrap();
+        assert_eq!(fs::read_dir(dir.path().join("blobs").join("sha256")).unwrap().count(), 256, "made at open");
+        let mut temp = store.temp().unwrap();
+        temp.append(b"hello world").unwrap();
+        let sha = temp.hashes().sha256;
+        fs::remove_dir(store.path(&sha).parent().unwrap()).unwrap();
+        assert_eq!(fs::read(store.promote(temp, &sha).unwrap()).unwrap(), b"hello world");
     }
 
     #[test]

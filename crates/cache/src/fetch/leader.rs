@@ -219,13 +219,6 @@ async fn download(
         return Ok(Downloaded::Uncached(head, hashes.size));
     }
     let body = temp.reader();
-    if let Some(verifier) = &spec.verifier {
-        let (verifier, body, hashes) = (Arc::clone(verifier), Arc::clone(&body), hashes.clone());
-        tokio::task::spawn_blocking(move || verifier.check(&mut BodyReader::new(&body), &hashes))
-            .await
-            .map_err(|_| FetchError::Abandoned)?
-            .map_err(FetchError::Rejected)?;
-    }
     let now = unix_secs(store.clock().now());
     let entry = Entry {
         sha256: hashes.sha256.clone(),
@@ -239,10 +232,18 @@ async fn download(
         // elsewhere is new to this node's eviction.
         last_used_ns: 0,
     };
+    // Checked and committed on one blocking thread: a small file's miss
+    // is mostly these two steps, and each trip to another thread costs.
     let (committing, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
-    let committed = tokio::task::spawn_blocking(move || committing.commit(&key, temp, &hashes, entry))
-        .await
-        .map_err(|_| FetchError::Abandoned)?;
+    let (verifier, checked_body) = (spec.verifier.clone(), Arc::clone(&body));
+    let committed = tokio::task::spawn_blocking(move || -> Result<_, FetchError> {
+        if let Some(verifier) = verifier {
+            verifier.check(&mut BodyReader::new(&checked_body), &hashes).map_err(FetchError::Rejected)?;
+        }
+        Ok(committing.commit(&key, temp, &hashes, entry))
+    })
+    .await
+    .map_err(|_| FetchError::Abandoned)??;
     let entry = match committed {
         Ok(entry) => entry,
         // The body is whole and checked: the waiters read it through their
