@@ -274,6 +274,7 @@ impl State {
             trusted_keys: arc_swap::ArcSwap::from_pointee(settings.trusted_keys.clone()),
             trouble: Default::default(),
             history: Default::default(),
+            ahead: Default::default(),
             settings,
             cache,
             sides,

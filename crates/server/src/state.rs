@@ -74,6 +74,8 @@ pub struct State {
     pub trouble: crate::trouble::Trouble,
     /// Each side's traffic over the last hour.
     pub history: crate::history::History,
+    /// What is being fetched ahead of clients.
+    pub ahead: crate::proxy::ahead::Ahead,
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }

@@ -85,6 +85,24 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
+    /// The largest body of `request` that names what its client asks for
+    /// next ([`Side::follow_ups`]); `None` for a request whose body names
+    /// nothing, which is then not read again.
+    fn follow_up_limit(&self, _request: &CachedRequest) -> Option<u64> {
+        None
+    }
+
+    /// What a client that asked for `request` and got `body` asks for
+    /// next, fetched ahead of it once `body` is in: cargo asks for the
+    /// index files of a crate's dependencies only once it has read the
+    /// crate's, one wave of files after another, each wave waiting for its
+    /// slowest file. Fetched ahead, a file's dependencies are on their way
+    /// while the rest of its wave still is. Never for a client's own
+    /// credentials: what is fetched ahead is fetched as pkgproxy.
+    fn follow_ups(&self, _request: &CachedRequest, _body: &[u8]) -> Vec<CachedRequest> {
+        Vec::new()
+    }
+
     /// Where the upstream holds `request`'s content when only its
     /// prerequisites' bodies say (a crate's download URL, from its
     /// registry's `config.json`); `None` keeps the origin decided.

@@ -239,6 +239,26 @@ async fn a_crate_published_after_its_index_was_cached_is_fetched_at_once_and_its
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_index_files_of_a_crate_s_dependencies_are_fetched_ahead_of_cargo() {
+    let (fake, server, _project) = registry_and_pkgproxy().await;
+    let proxy = server.proxy_addr();
+    assert_eq!(fake.index_requests(), 0);
+    assert_eq!(send(proxy, "GET", "/cargo/index/se/rd/serde_json", &[], b"").await.status, 200);
+    let ahead = || async { (fake.count("/it/oa/itoa") == 1 && fake.count("/3/s/syn") == 1).then_some(()) };
+    pkgproxy_testkit::eventually("serde_json's dependencies fetched with nobody asking", ahead).await;
+    for path in ["/cargo/index/it/oa/itoa", "/cargo/index/3/s/syn"] {
+        let answer = send(proxy, "GET", path, &[], b"").await;
+        assert_eq!((answer.status, answer.header("x-pkgproxy-cache")), (200, Some("hit")), "{path}");
+    }
+    assert_eq!((fake.count("/it/oa/itoa"), fake.count("/3/s/syn")), (1, 1), "{:#?}", fake.requests());
+
+    assert_eq!(send(proxy, "GET", "/cargo/index/2/ab", &[], b"").await.status, 200);
+    pkgproxy_testkit::eventually("ab's dependency fetched ahead", || async { (fake.count("/1/a") == 1).then_some(()) })
+        .await;
+    assert_eq!(fake.count("/2/ab"), 1, "{:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_lagging_mirror_s_older_index_file_never_replaces_the_newer_one() {
     let (fake, server, _project) = registry_and_pkgproxy().await;
     let path = "/cargo/index/it/oa/itoa";

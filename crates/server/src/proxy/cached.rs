@@ -28,6 +28,7 @@ use pkgproxy_sides::{CachedRequest, Mount, Side};
 use pkgproxy_upstream::offline::Mode;
 
 use super::access;
+use super::ahead;
 use super::answer;
 use super::fetching;
 use super::finish::Finish;
@@ -135,6 +136,9 @@ async fn through_the_cache(
         report_upstream_status(exchange, &phase);
         if matches!(phase, Phase::Streaming(_) | Phase::Done(_) | Phase::Uncached { .. }) {
             access::granted(state, side, &request).await;
+        }
+        if let Phase::Done(entry) = &phase {
+            ahead::follow(state, side, exchange.mount, &request, entry);
         }
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
@@ -339,7 +343,7 @@ fn prerequisites<'a>(
 
 /// The body of `request` served through the cache for pkgproxy itself, if
 /// it is a `200`.
-async fn fetch_for_pkgproxy(
+pub(super) async fn fetch_for_pkgproxy(
     state: &Arc<State>,
     side: &dyn Side,
     request: CachedRequest,

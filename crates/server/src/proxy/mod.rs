@@ -12,6 +12,7 @@
 //!    side's own words when pkgproxy cannot serve the request.
 
 mod access;
+pub mod ahead;
 pub mod answer;
 mod cached;
 pub mod explain;

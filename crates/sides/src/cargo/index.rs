@@ -86,6 +86,66 @@ fn lines(body: &[u8]) -> impl Iterator<Item = Result<Line<'_>, serde_json::Error
     body.split(|b| *b == b'\n').filter_map(Line::parse)
 }
 
+/// How many of an index file's newest releases name the dependencies
+/// fetched ahead: a lockfile may hold one a little older than the newest.
+const NEWEST_FOLLOWED: usize = 3;
+
+/// The most dependencies of one index file fetched ahead.
+const FOLLOWED_LIMIT: usize = 64;
+
+/// What [`dependencies`] reads of an index file's line.
+#[derive(serde::Deserialize)]
+struct Release<'a> {
+    #[serde(borrow)]
+    vers: Cow<'a, str>,
+    #[serde(default)]
+    yanked: bool,
+    #[serde(default, borrow)]
+    deps: Vec<Dependency<'a>>,
+}
+
+/// A dependency as an index file's line lists it.
+#[derive(serde::Deserialize)]
+struct Dependency<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    optional: bool,
+    #[serde(default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    registry: Option<Cow<'a, str>>,
+    /// The crate's own name, when the dependency renames it.
+    #[serde(default, borrow)]
+    package: Option<Cow<'a, str>>,
+}
+
+/// The crates (lower-cased) the newest releases an index file lists need
+/// to build: not for their tests, not optionally, not from another
+/// registry. cargo asks for their index files next when it picks one of
+/// those releases; yanked releases and pre-releases it picks only when
+/// told to.
+pub fn dependencies(body: &[u8]) -> BTreeSet<String> {
+    let releases = body
+        .rsplit(|b| *b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| serde_json::from_slice::<Release<'_>>(line).ok())
+        .filter(|release| !release.yanked && !release.vers.contains('-'))
+        .take(NEWEST_FOLLOWED);
+    let mut names = BTreeSet::new();
+    for release in releases {
+        for dependency in release.deps {
+            let needed = dependency.kind.as_deref() != Some("dev") && !dependency.optional;
+            let name = dependency.package.unwrap_or(dependency.name);
+            if needed && dependency.registry.is_none() && is_crate_name(&name) && names.len() < FOLLOWED_LIMIT {
+                names.insert(name.to_ascii_lowercase());
+            }
+        }
+    }
+    names
+}
+
 /// The checks of an index file fetched for crate `name`: every line a
 /// version of that crate, and, when a copy is held, not an older file
 /// than it (every version it lists held, none of the held ones' missing:
@@ -153,6 +213,38 @@ mod tests {
         assert!(is_crate_name("serde_json-2") && !is_crate_name("") && !is_crate_name("a/b"));
         assert!(!is_crate_name(&"a".repeat(65)));
         assert!(is_version("1.0.0") && is_version("0.1.0-alpha.1+build") && !is_version("v1") && !is_version("1/2"));
+    }
+
+    #[test]
+    fn the_dependencies_followed_are_those_the_newest_releases_build_with() {
+        let line = |vers: &str, yanked: bool, deps: &str| {
+            format!("{{\"name\":\"x\",\"vers\":\"{vers}\",\"yanked\":{yanked},\"deps\":[{deps}]}}\n")
+        };
+        let dep = |name: &str, more: &str| format!("{{\"name\":\"{name}\",\"req\":\"^1\"{more}}}");
+        let body = [
+            line("0.1.0", false, &dep("oldest", "")),
+            line("1.0.0", false, &[dep("Serde", ""), dep("tests_only", ",\"kind\":\"dev\"")].join(",")),
+            line("1.1.0", false, &[dep("cc", ",\"kind\":\"build\""), dep("maybe", ",\"optional\":true")].join(",")),
+            line(
+                "1.2.0",
+                false,
+                &[
+                    dep("renamed", ",\"package\":\"real-name\""),
+                    dep("elsewhere", ",\"registry\":\"https://other.example/index\""),
+                ]
+                .join(","),
+            ),
+            line("1.3.0", true, &dep("yanked_only", "")),
+            line("2.0.0-rc.1", false, &dep("pre_only", "")),
+        ]
+        .concat();
+        let followed: Vec<String> = dependencies(body.as_bytes()).into_iter().collect();
+        assert_eq!(
+            followed,
+            ["cc", "real-name", "serde"],
+            "the three newest releases that are neither yanked nor pre-releases"
+        );
+        assert!(dependencies(b"not json\n").is_empty());
     }
 
     #[test]

@@ -66,6 +66,8 @@ const REFRESH_EVERY: Duration = Duration::from_secs(10);
 const ACCESS_RECHECK: Duration = Duration::from_secs(300);
 /// The largest `config.json` read.
 const CONFIG_LIMIT: u64 = 64 * 1024;
+/// The largest index file whose dependencies are fetched ahead.
+const FOLLOWED_FILE_LIMIT: u64 = 8 * 1024 * 1024;
 /// crates.io's name in keys and pools.
 const CRATES_IO: &str = "crates-io";
 
@@ -523,6 +525,21 @@ impl Side for Cargo {
         let mut parts = download.split('/');
         let (name, version, sha256) = (parts.next()?, parts.next()?, parts.next()?);
         upstream.download(&registry.crates_pool(), name, version, sha256)
+    }
+
+    /// An index file names the crates its releases depend on, fetched
+    /// ahead of cargo: not for a client's credentials.
+    fn follow_up_limit(&self, request: &CachedRequest) -> Option<u64> {
+        (request.key.contains("/index/") && request.access.is_none()).then_some(FOLLOWED_FILE_LIMIT)
+    }
+
+    /// The index files of the crates an index file's newest releases
+    /// depend on: what cargo asks for once it has read it.
+    fn follow_ups(&self, request: &CachedRequest, body: &[u8]) -> Vec<CachedRequest> {
+        let config = self.config();
+        let Some(registry) = config.registry_of_key(&request.key) else { return Vec::new() };
+        let follow = |name: &String| self.index_file(registry, &index::file_path(name), config.index_ttl);
+        index::dependencies(body).iter().map(follow).collect()
     }
 
     /// An index file must be the crate's, and not older than the one held.
