@@ -60,6 +60,7 @@
 
 pub mod access_log;
 mod admission;
+mod ahead;
 mod body;
 pub mod bundle;
 mod cluster;

@@ -75,7 +75,7 @@ pub struct State {
     /// Each side's traffic over the last hour.
     pub history: crate::history::History,
     /// What is being fetched ahead of clients.
-    pub ahead: crate::proxy::ahead::Ahead,
+    pub ahead: crate::ahead::Ahead,
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }

@@ -246,9 +246,9 @@ async fn the_index_files_of_a_crate_s_dependencies_are_fetched_ahead_of_cargo() 
     assert_eq!(send(proxy, "GET", "/cargo/index/se/rd/serde_json", &[], b"").await.status, 200);
     let ahead = || async { (fake.count("/it/oa/itoa") == 1 && fake.count("/3/s/syn") == 1).then_some(()) };
     pkgproxy_testkit::eventually("serde_json's dependencies fetched with nobody asking", ahead).await;
+    // Held, or joined on its way: either way not asked for again.
     for path in ["/cargo/index/it/oa/itoa", "/cargo/index/3/s/syn"] {
-        let answer = send(proxy, "GET", path, &[], b"").await;
-        assert_eq!((answer.status, answer.header("x-pkgproxy-cache")), (200, Some("hit")), "{path}");
+        assert_eq!(send(proxy, "GET", path, &[], b"").await.status, 200, "{path}");
     }
     assert_eq!((fake.count("/it/oa/itoa"), fake.count("/3/s/syn")), (1, 1), "{:#?}", fake.requests());
 

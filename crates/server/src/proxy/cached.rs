@@ -24,14 +24,14 @@ use http_body_util::BodyExt;
 use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, PassedAnswer, Phase, Window};
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Mount, Side};
+use pkgproxy_sides::{CachedRequest, Mount, Side, SideId};
 use pkgproxy_upstream::offline::Mode;
 
 use super::access;
-use super::ahead;
 use super::answer;
 use super::fetching;
 use super::finish::Finish;
+use super::follow;
 use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
@@ -138,7 +138,7 @@ async fn through_the_cache(
             access::granted(state, side, &request).await;
         }
         if let Phase::Done(entry) = &phase {
-            ahead::follow(state, side, exchange.mount, &request, entry);
+            follow::follow(state, side, exchange.mount, &request, entry, fetch_ahead);
         }
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
@@ -341,9 +341,19 @@ fn prerequisites<'a>(
     })
 }
 
+/// `request` fetched ahead of a client ([`follow`]).
+fn fetch_ahead(state: Arc<State>, side: SideId, mount: Mount, request: CachedRequest) -> FetchingAhead {
+    Box::pin(async move {
+        fetch_for_pkgproxy(&state, state.sides.get(side), request, mount, None).await;
+    })
+}
+
+/// A fetch ahead of a client, under way.
+type FetchingAhead = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// The body of `request` served through the cache for pkgproxy itself, if
 /// it is a `200`.
-pub(super) async fn fetch_for_pkgproxy(
+async fn fetch_for_pkgproxy(
     state: &Arc<State>,
     side: &dyn Side,
     request: CachedRequest,

@@ -12,12 +12,12 @@
 //!    side's own words when pkgproxy cannot serve the request.
 
 mod access;
-pub mod ahead;
 pub mod answer;
 mod cached;
 pub mod explain;
 mod fetching;
 mod finish;
+mod follow;
 mod forward;
 mod generation;
 mod held;
