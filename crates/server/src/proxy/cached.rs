@@ -342,14 +342,11 @@ fn prerequisites<'a>(
 }
 
 /// `request` fetched ahead of a client ([`follow`]).
-fn fetch_ahead(state: Arc<State>, side: SideId, mount: Mount, request: CachedRequest) -> FetchingAhead {
+fn fetch_ahead(state: Arc<State>, side: SideId, mount: Mount, request: CachedRequest) -> follow::FetchingAhead {
     Box::pin(async move {
         fetch_for_pkgproxy(&state, state.sides.get(side), request, mount, None).await;
     })
 }
-
-/// A fetch ahead of a client, under way.
-type FetchingAhead = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The body of `request` served through the cache for pkgproxy itself, if
 /// it is a `200`.

@@ -20,7 +20,10 @@ use crate::state::State;
 
 /// How a request is fetched ahead: served through the cache for pkgproxy
 /// itself (given by the request path, which also calls [`follow`]).
-pub(super) type FetchAhead = fn(Arc<State>, SideId, Mount, CachedRequest) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+pub(super) type FetchAhead = fn(Arc<State>, SideId, Mount, CachedRequest) -> FetchingAhead;
+
+/// A fetch ahead of a client, under way.
+pub(super) type FetchingAhead = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Fetches ahead, with `fetch`, what follows `request`, whose body
 /// `entry` the cache just took from the upstream.
@@ -62,6 +65,7 @@ fn start(state: &Arc<State>, side: SideId, mount: Mount, request: CachedRequest,
         if state.cache.lookup(&request.key).is_none() && state.upstream.switch.mode() != Mode::Offline {
             fetch(Arc::clone(&state), side, mount, request).await;
         }
+        // The key is no longer on its way once the claim goes.
         drop(claim);
     });
 }
