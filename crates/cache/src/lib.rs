@@ -85,6 +85,19 @@ impl Cache {
         self.fetches.join(spec, make)
     }
 
+    /// Waits until the bodies clients were served whole are committed: a
+    /// client is answered once its body is checked, and the commit (the
+    /// disk's flushes) follows within milliseconds. Free while none is
+    /// pending.
+    pub async fn settled(&self) {
+        self.fetches.settled().await;
+    }
+
+    /// Whether a body served whole is not yet committed.
+    pub fn commits_pending(&self) -> bool {
+        self.store.commits_pending()
+    }
+
     /// Makes `key` an entry for bytes the store already holds under their
     /// SHA-256 (fetched under another name), if it holds them with this
     /// size. Blocking.

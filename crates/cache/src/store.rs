@@ -59,6 +59,27 @@ pub struct Store {
     /// Keys whose entry was found without its body, dropped at the next
     /// upkeep.
     damaged: std::sync::Mutex<Vec<String>>,
+    /// Bodies served whole whose commit is under way (see
+    /// [`PendingCommit`]).
+    pending_commits: std::sync::atomic::AtomicUsize,
+}
+
+/// A body served whole before its commit ends, counted while it lasts: a
+/// reader who must find it in the index waits for it only while any is
+/// pending (see [`crate::Cache::settled`]).
+pub(crate) struct PendingCommit(Arc<Store>);
+
+impl PendingCommit {
+    pub(crate) fn new(store: &Arc<Store>) -> Self {
+        store.pending_commits.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        PendingCommit(Arc::clone(store))
+    }
+}
+
+impl Drop for PendingCommit {
+    fn drop(&mut self) {
+        self.0.pending_commits.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// What an eviction did.
@@ -90,6 +111,7 @@ impl Store {
             full: Default::default(),
             quota: Default::default(),
             damaged: Default::default(),
+            pending_commits: Default::default(),
         };
         Ok(store)
     }
@@ -201,6 +223,11 @@ impl Store {
             tracing::info!("bodies are stored again: downloads are cached");
         }
         Ok(entry)
+    }
+
+    /// Whether a body served whole is not yet in the index.
+    pub fn commits_pending(&self) -> bool {
+        self.pending_commits.load(std::sync::atomic::Ordering::Acquire) > 0
     }
 
     /// Replaces the metadata of `key`'s entry (after a `304`) without touching

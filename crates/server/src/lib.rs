@@ -218,6 +218,13 @@ pub async fn run(
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
         tracing::warn!("requests still in flight after {}; stopping anyway", humantime::format_duration(grace));
     }
+    // What clients were served whole is kept: their commits end first.
+    if tokio::time::timeout(grace, state.cache.settled()).await.is_err() {
+        tracing::warn!(
+            "bodies served still not committed after {}; stopping anyway",
+            humantime::format_duration(grace)
+        );
+    }
     let access_log = state.access_log.clone();
     let _ = tokio::task::spawn_blocking(move || access_log.flush()).await;
     Ok(())

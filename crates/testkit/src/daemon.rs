@@ -284,8 +284,13 @@ impl Daemon {
         self.spawn().await;
     }
 
-    /// Starts the daemon again on the same cache (after [`Daemon::kill9`]).
+    /// Kills the daemon with `SIGKILL` once what it served is committed (the
+    /// stats socket answers after those commits), and starts it again on
+    /// the same cache.
     pub async fn restart(&mut self) {
+        if self.child.is_some() {
+            let _ = self.stats().info().await;
+        }
         self.kill9();
         self.spawn().await;
     }

@@ -1,6 +1,6 @@
 //! A waiter's view of a download: the bytes of the temporary file, streamed
 //! as the leader writes them, holding back the last byte until the body is
-//! verified and committed.
+//! verified.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -57,7 +57,7 @@ impl Reader {
         };
         let (readable, total) = match &progress.phase {
             Phase::Streaming(_) => (received.saturating_sub(1), None),
-            Phase::Done(entry) => (entry.size, Some(entry.size)),
+            Phase::Checked { entry, .. } | Phase::Done(entry) => (entry.size, Some(entry.size)),
             Phase::Uncached { size, .. } => (*size, Some(*size)),
             Phase::Failed(error) => return Step::Fail(failure(error)),
             _ => return Step::Fail(failure(&FetchError::Abandoned)),

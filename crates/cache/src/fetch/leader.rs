@@ -18,7 +18,7 @@ use super::{
 use crate::blobs::TempBlob;
 use crate::entry::{unix_secs, Entry, Validators};
 use crate::error::FetchError;
-use crate::store::Store;
+use crate::store::{PendingCommit, Store};
 
 /// How many new bytes make waiters worth waking.
 const PUBLISH_STEP: u64 = 128 * 1024;
@@ -37,7 +37,7 @@ pub(super) async fn lead(
     if let Some(verifier) = &spec.verifier {
         spec.expected = spec.expected.clone().or(verifier.expected());
     }
-    let phase = run(&store, &spec, source.as_ref(), &progress).await;
+    let (phase, pending) = run(&store, &spec, source.as_ref(), &progress).await;
     match &phase {
         Phase::Failed(error) => {
             let upstream = progress.borrow().answered_by.clone();
@@ -55,14 +55,40 @@ pub(super) async fn lead(
     progress.send_modify(|p| p.phase = phase);
     // Unregister only after the outcome is published: a request arriving in
     // between joins this fetch and sees the outcome, and one arriving after
-    // finds the committed entry in the index.
+    // finds the committed entry in the index. The commit stays pending
+    // until then: one waiting for it finds the fetch gone too.
     drop(registration);
+    drop(pending);
 }
 
-async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress: &watch::Sender<Progress>) -> Phase {
+/// Runs the fetch: where it ended, and for a body committed, its commit
+/// still counted as pending until the fetch is unregistered.
+async fn run(
+    store: &Arc<Store>,
+    spec: &FetchSpec,
+    source: &dyn Source,
+    progress: &watch::Sender<Progress>,
+) -> (Phase, Option<PendingCommit>) {
+    match ask(store, spec, source, progress).await {
+        Asked::Body(Downloaded::Cached(entry, pending)) => (Phase::Done(entry), Some(pending)),
+        Asked::Body(Downloaded::Uncached(head, size)) => (Phase::Uncached { head, size }, None),
+        Asked::Ended(phase) => (phase, None),
+    }
+}
+
+/// How asking the upstream ended.
+enum Asked {
+    /// With a `200` body, downloaded.
+    Body(Downloaded),
+    /// Otherwise: refreshed, passed on or failed.
+    Ended(Phase),
+}
+
+/// Asks the upstream and takes its answer.
+async fn ask(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress: &watch::Sender<Progress>) -> Asked {
     let answer = match source.start().await {
         Ok(answer) => answer,
-        Err(error) => return Phase::Failed(Arc::new(error)),
+        Err(error) => return Asked::Ended(Phase::Failed(Arc::new(error))),
     };
     let (parts, body) = answer.into_parts();
     // A source may promise more than the request knew (a body read from a
@@ -83,18 +109,17 @@ async fn run(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress
     if let (StatusCode::OK, Some(coding)) = (parts.status, content_coding(&parts.headers)) {
         let refused =
             format!("the body is encoded as {coding:?}; only its identity bytes (which checksums cover) are taken");
-        return Phase::Failed(Arc::new(FetchError::Rejected(refused)));
+        return Asked::Ended(Phase::Failed(Arc::new(FetchError::Rejected(refused))));
     }
     match (parts.status, &spec.revalidating) {
         (StatusCode::OK, _) => match download(store, spec, &parts.headers, body, source, progress, fetched_at).await {
-            Ok(Downloaded::Cached(entry)) => Phase::Done(entry),
-            Ok(Downloaded::Uncached(head, size)) => Phase::Uncached { head, size },
-            Err(error) => Phase::Failed(Arc::new(error)),
+            Ok(downloaded) => Asked::Body(downloaded),
+            Err(error) => Asked::Ended(Phase::Failed(Arc::new(error))),
         },
         (StatusCode::NOT_MODIFIED, Some(cached)) => {
-            Phase::NotModified(refresh(store, spec, cached, &parts.headers).await)
+            Asked::Ended(Phase::NotModified(refresh(store, spec, cached, &parts.headers).await))
         }
-        (status, _) => Phase::Passed(Arc::new(pass(status, &parts.headers, body).await)),
+        (status, _) => Asked::Ended(Phase::Passed(Arc::new(pass(status, &parts.headers, body).await))),
     }
 }
 
@@ -109,8 +134,8 @@ fn content_coding(headers: &http::HeaderMap) -> Option<String> {
 
 /// What a `200` body became.
 enum Downloaded {
-    /// Verified and cached.
-    Cached(Arc<Entry>),
+    /// Verified and cached; its commit counted as pending while held.
+    Cached(Arc<Entry>, PendingCommit),
     /// Verified and passed through: the disk had no room for it.
     Uncached(Arc<Head>, u64),
 }
@@ -232,18 +257,18 @@ async fn download(
         // elsewhere is new to this node's eviction.
         last_used_ns: 0,
     };
-    // Checked and committed on one blocking thread: a small file's miss
-    // is mostly these two steps, and each trip to another thread costs.
+    if let Some(verifier) = spec.verifier.clone() {
+        let (checked, checked_body) = (hashes.clone(), Arc::clone(&body));
+        let check = move || verifier.check(&mut BodyReader::new(&checked_body), &checked);
+        tokio::task::spawn_blocking(check).await.map_err(|_| FetchError::Abandoned)?.map_err(FetchError::Rejected)?;
+    }
+    // The waiters are answered now; the commit's flushes are the disk's
+    // business, not theirs.
+    let (entry, pending) = (Arc::new(entry), PendingCommit::new(store));
+    progress.send_modify(|p| p.phase = Phase::Checked { entry: Arc::clone(&entry), body: Arc::clone(&body) });
     let (committing, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
-    let (verifier, checked_body) = (spec.verifier.clone(), Arc::clone(&body));
-    let committed = tokio::task::spawn_blocking(move || -> Result<_, FetchError> {
-        if let Some(verifier) = verifier {
-            verifier.check(&mut BodyReader::new(&checked_body), &hashes).map_err(FetchError::Rejected)?;
-        }
-        Ok(committing.commit(&key, temp, &hashes, entry))
-    })
-    .await
-    .map_err(|_| FetchError::Abandoned)??;
+    let commit = move || committing.commit(&key, temp, &hashes, Entry::clone(&entry));
+    let committed = tokio::task::spawn_blocking(commit).await.map_err(|_| FetchError::Abandoned)?;
     let entry = match committed {
         Ok(entry) => entry,
         // The body is whole and checked: the waiters read it through their
@@ -257,7 +282,7 @@ async fn download(
         let verifier = Arc::clone(verifier);
         tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &committed_hashes));
     }
-    Ok(Downloaded::Cached(entry))
+    Ok(Downloaded::Cached(entry, pending))
 }
 
 /// Asks the source for the bytes from `from` on and checks the answer is

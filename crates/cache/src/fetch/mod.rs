@@ -159,6 +159,16 @@ pub enum Phase {
     Asking,
     /// A `200` body is being downloaded.
     Streaming(Arc<Head>),
+    /// The body is complete and verified, and being committed. The waiters
+    /// serve it whole now, through the download's handle: a client waits
+    /// for the check, never for the disk's flushes.
+    Checked {
+        /// The entry the commit writes.
+        entry: Arc<Entry>,
+        /// The download's handle, which reads the body before and after the
+        /// commit moves it.
+        body: Arc<File>,
+    },
     /// The body is complete, verified and cached.
     Done(Arc<Entry>),
     /// The upstream confirmed the cached entry (`304`); it was refreshed.
@@ -179,11 +189,18 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Whether the upstream answered with a body for the cache (`200`),
+    /// whatever became of it since but failing.
+    pub fn is_body(&self) -> bool {
+        matches!(self, Phase::Streaming(_) | Phase::Checked { .. } | Phase::Done(_) | Phase::Uncached { .. })
+    }
+
     /// The name used in logs.
     pub fn as_str(&self) -> &'static str {
         match self {
             Phase::Asking => "asking",
             Phase::Streaming(_) => "streaming",
+            Phase::Checked { .. } => "checked",
             Phase::Done(_) => "done",
             Phase::NotModified(_) => "not-modified",
             Phase::Passed(_) => "passed",
@@ -222,45 +239,60 @@ pub struct Joined {
     pub fetch: Arc<Fetch>,
     /// True for the client whose miss started it.
     pub started: bool,
+    /// True for a client that joined once the body was whole and checked
+    /// (not yet committed): it is served what pkgproxy holds, a hit.
+    pub held: bool,
 }
 
 impl Fetch {
     /// Waits until the upstream has answered (or the fetch failed) and
     /// returns where the fetch then stands; never [`Phase::Asking`].
     pub async fn answered(&self) -> Phase {
-        let mut progress = self.progress.clone();
-        loop {
-            let phase = progress.borrow_and_update().phase.clone();
-            if !matches!(phase, Phase::Asking) {
-                return phase;
-            }
-            if progress.changed().await.is_err() {
-                let phase = progress.borrow().phase.clone();
-                return match phase {
-                    Phase::Asking => Phase::Failed(Arc::new(FetchError::Abandoned)),
-                    other => other,
-                };
-            }
-        }
+        self.past(|phase| matches!(phase, Phase::Asking)).await
+    }
+
+    /// Waits until the body is checked whole (or the fetch ended
+    /// otherwise) and returns where the fetch then stands; never
+    /// [`Phase::Asking`] or [`Phase::Streaming`].
+    pub async fn checked(&self) -> Phase {
+        self.past(|phase| matches!(phase, Phase::Asking | Phase::Streaming(_))).await
     }
 
     /// Waits until the fetch has ended (done, refreshed, passed on or
     /// failed) and returns how.
     pub async fn finished(&self) -> Phase {
+        self.past(|phase| matches!(phase, Phase::Asking | Phase::Streaming(_) | Phase::Checked { .. })).await
+    }
+
+    /// The first phase that is not `before`; a fetch whose leader went
+    /// while `before` failed.
+    async fn past(&self, before: impl Fn(&Phase) -> bool) -> Phase {
         let mut progress = self.progress.clone();
         loop {
             let phase = progress.borrow_and_update().phase.clone();
-            if !matches!(phase, Phase::Asking | Phase::Streaming(_)) {
+            if !before(&phase) {
                 return phase;
             }
             if progress.changed().await.is_err() {
                 let phase = progress.borrow().phase.clone();
-                return match phase {
-                    Phase::Asking | Phase::Streaming(_) => Phase::Failed(Arc::new(FetchError::Abandoned)),
-                    other => other,
+                return match before(&phase) {
+                    true => Phase::Failed(Arc::new(FetchError::Abandoned)),
+                    false => phase,
                 };
             }
         }
+    }
+
+    /// Waits until the leader is gone: the outcome published, the fetch no
+    /// longer registered (a request then finds the committed entry).
+    async fn gone(&self) {
+        let mut progress = self.progress.clone();
+        while progress.changed().await.is_ok() {}
+    }
+
+    /// Whether the body is whole and checked now (committed or not).
+    fn is_whole(&self) -> bool {
+        matches!(self.progress.borrow().phase, Phase::Checked { .. } | Phase::Done(_))
     }
 
     /// The upstream that answered, once one did.
@@ -315,7 +347,7 @@ impl Fetches {
         // was full and the body larger than the spill's window) cannot be
         // joined: this client gets a fetch of its own.
         if let Some(fetch) = inflight.get(&spec.key).filter(|fetch| !fetch.lost_its_start()) {
-            return Joined { fetch: Arc::clone(fetch), started: false };
+            return Joined { fetch: Arc::clone(fetch), started: false, held: fetch.is_whole() };
         }
         let readers = Arc::default();
         let (tx, rx) =
@@ -325,13 +357,28 @@ impl Fetches {
         drop(inflight);
         let registration = Registration { fetches: Arc::clone(self), fetch: Arc::clone(&fetch) };
         tokio::spawn(leader::lead(Arc::clone(&self.store), spec, make(), tx, registration));
-        Joined { fetch, started: true }
+        Joined { fetch, started: true, held: false }
     }
 
     /// The fetch of `key` in progress, if there is one (nothing is
     /// started).
     pub fn get(&self, key: &str) -> Option<Arc<Fetch>> {
         self.inflight.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
+    /// Waits until every body that is whole now is committed (or failed
+    /// to be): what clients were served is then in the index.
+    pub async fn settled(&self) {
+        if !self.store.commits_pending() {
+            return;
+        }
+        let whole: Vec<Arc<Fetch>> = {
+            let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            inflight.values().filter(|fetch| fetch.is_whole()).cloned().collect()
+        };
+        for fetch in whole {
+            fetch.gone().await;
+        }
     }
 
     /// How many fetches are in progress.

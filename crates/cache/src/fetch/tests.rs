@@ -47,6 +47,11 @@ fn spec(key: &str, expected: Expected) -> FetchSpec {
 async fn read_all(cache: &Cache, fetch: &Fetch) -> Result<Vec<u8>, BoxError> {
     let head = match fetch.answered().await {
         Phase::Streaming(head) => head,
+        Phase::Checked { entry, body } => {
+            let mut bytes = vec![0; entry.size as usize];
+            std::os::unix::fs::FileExt::read_exact_at(body.as_ref(), &mut bytes, 0).unwrap();
+            return Ok(bytes);
+        }
         Phase::Done(entry) => return Ok(read_entry(cache, &entry)),
         Phase::Failed(error) => return Err(error.to_string().into()),
         other => panic!("expected a streaming fetch, got {}", other.as_str()),
@@ -92,7 +97,8 @@ async fn concurrent_misses_make_one_upstream_request_and_all_get_the_bytes() {
         assert_eq!(reader.await.unwrap(), b"abcdef");
     }
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let entry = cache.lookup("k").unwrap();
+    let committed = || async { cache.lookup("k") };
+    let entry = eventually("the body to be committed", committed).await;
     assert_eq!(entry.size, 6);
 }
 
@@ -114,6 +120,41 @@ async fn waiters_get_bytes_before_the_download_completes() {
     drop(upstream);
     let rest = body.collect().await.unwrap().to_bytes();
     assert_eq!(rest, Bytes::from_static(b"tend"));
+}
+
+/// A client waits for its body to be checked, not for the disk: the
+/// commit (its flushes) runs on a blocking thread, held busy here, while
+/// the waiters read the whole body and new clients join as hits.
+#[test]
+fn waiters_have_the_whole_body_before_it_is_committed() {
+    let runtime = tokio::runtime::Builder::new_current_thread().max_blocking_threads(1).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::task::spawn_blocking(move || held.recv());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (upstream, start) = start_with(&calls, Some(6));
+        let joined = cache.fetch(spec("k", Expected::default()), start);
+        upstream.chunks.send(Ok(Bytes::from_static(b"abcdef"))).await.unwrap();
+        drop(upstream);
+
+        let body = tokio::time::timeout(Duration::from_secs(5), read_all(&cache, &joined.fetch)).await;
+        assert_eq!(body.unwrap().unwrap(), b"abcdef");
+        assert!(matches!(joined.fetch.checked().await, Phase::Checked { .. }));
+        assert!(cache.lookup("k").is_none(), "the commit waits for the blocking thread");
+        let (_, never) = start_with(&calls, None);
+        let late = cache.fetch(spec("k", Expected::default()), never);
+        assert!(!late.started && late.held, "a client arriving now joins the whole body");
+        assert_eq!(read_all(&cache, &late.fetch).await.unwrap(), b"abcdef");
+
+        release.send(()).unwrap();
+        cache.settled().await;
+        assert_eq!(cache.lookup("k").unwrap().size, 6, "committed once the disk is free");
+        busy.await.unwrap().unwrap();
+        assert!(matches!(joined.fetch.finished().await, Phase::Done(_)));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    });
 }
 
 #[tokio::test]
@@ -190,6 +231,7 @@ async fn a_body_failing_its_checksum_never_completes_for_a_waiter() {
     upstream.chunks.send(Ok(Bytes::from_static(b"right"))).await.unwrap();
     drop(upstream);
     assert_eq!(read_all(&cache, &fetch).await.unwrap(), b"right");
+    assert!(matches!(fetch.finished().await, Phase::Done(_)));
     assert!(cache.lookup("k").is_some());
 }
 
@@ -201,8 +243,8 @@ async fn a_range_of_a_download_in_progress_is_streamed() {
     let (upstream, start) = start_with(&calls, Some(10));
     let fetch = cache.fetch(spec("k", Expected::default()), start).fetch;
     upstream.chunks.send(Ok(Bytes::from_static(b"0123456789"))).await.unwrap();
-    drop(upstream);
     let Phase::Streaming(head) = fetch.answered().await else { panic!("not streaming") };
+    drop(upstream);
     let part = fetch.body(&head, 3, Some(7)).collect().await.unwrap().to_bytes();
     assert_eq!(part, Bytes::from_static(b"3456"));
 }
@@ -252,6 +294,7 @@ async fn a_side_s_verifier_expects_checks_and_learns() {
         drop(upstream);
         let result = read_all(&cache, &fetch).await;
         assert_eq!(result.is_ok(), cached, "{key}: {body}");
+        fetch.finished().await;
         assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
     }
     let learnt = || async { Some(judge.learnt.lock().unwrap().clone()).filter(|learnt| !learnt.is_empty()) };
@@ -308,6 +351,7 @@ async fn a_streaming_check_sees_every_byte_in_order_and_its_verdict_decides() {
             let error = result.unwrap_err().to_string();
             assert!(error.contains("streamed \"abcxyz\""), "{error}");
         }
+        fetch.finished().await;
         assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
     }
 }

@@ -132,6 +132,8 @@ async fn a_complete_entry_survives_kill_9_and_is_served_intact() {
     let url = format!("{}{path}", origin.url());
     let first = proxy_get(daemon.proxy_addr(), &url, &[]).await;
     assert_eq!(first.status, 200);
+    // Served once checked, committed a moment later: listed then.
+    assert_eq!(daemon.info().await.cache.get(CacheGauge::Entries), 1);
     daemon.kill9();
     daemon.restart().await;
     let hit = proxy_get(daemon.proxy_addr(), &url, &[]).await;

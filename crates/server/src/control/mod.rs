@@ -94,6 +94,10 @@ const ENDPOINTS: &[Endpoint] = &[
     },
 ];
 
+/// How long a control request waits for the bodies already served to be
+/// committed.
+const SETTLING: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The stats socket's refusal of what changes the cache.
 const CACHE_READ_ONLY: &str = "the stats socket is read-only: change the cache on the admin socket";
 
@@ -128,6 +132,10 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
     if let Err((status, why)) = admitted(role, request.method(), &path) {
         return error(status, &why);
     }
+    // What a client was served is in every answer: a body already served
+    // whole is committed first (a matter of milliseconds; a disk that
+    // hangs does not hang the answer).
+    let _ = tokio::time::timeout(SETTLING, state.cache.settled()).await;
     match (request.method().clone(), path.as_str()) {
         (_, INFO_PATH) => json(StatusCode::OK, &crate::report::info::gather(&state)),
         (_, METRICS_PATH) => metrics(&state),

@@ -21,7 +21,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use pkgproxy_cache::{freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, PassedAnswer, Phase, Window};
+use pkgproxy_cache::{
+    freshness, Class, ClientDirectives, Entry, FetchSpec, Freshness, Joined, PassedAnswer, Phase, Window,
+};
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{CachedRequest, Mount, Side, SideId};
@@ -63,7 +65,17 @@ async fn through_the_cache(
     let plain = |outcome: Outcome| (outcome, None, None);
     let stats = state.stats.side(request.side);
     stats.increment(SideCounter::Requests);
-    let (cached, reason) = match lookup::look(&Held(state), &request, &Moment::of(state, exchange)) {
+    let moment = Moment::of(state, exchange);
+    let mut looked = lookup::look(&Held(state), &request, &moment);
+    // Bodies served whole a moment ago may still be on their way into the
+    // index (this one, or those its side reads to judge it): looked up
+    // again once they are there, as a client asking right after another
+    // expects.
+    if matches!(looked, Lookup::Stale { .. } | Lookup::Missing(_)) && state.cache.commits_pending() {
+        state.cache.settled().await;
+        looked = lookup::look(&Held(state), &request, &moment);
+    }
+    let (cached, reason) = match looked {
         Lookup::Remembered(remembered) => {
             stats.increment(SideCounter::Hits);
             stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
@@ -123,25 +135,23 @@ async fn through_the_cache(
         }
     }
     let judged = verifier.as_ref().is_some_and(|v| v.judges_body());
-    let phase = if judged { joined.fetch.finished().await } else { joined.fetch.answered().await };
+    let phase = if judged { joined.fetch.checked().await } else { joined.fetch.answered().await };
     // A small body is answered once it is checked: one that fails its
     // check is then refused in so many words, not cut off after its head.
     let phase = match phase {
         Phase::Streaming(head) if head.content_length.is_some_and(|length| length <= CHECKED_BEFORE_ANSWER) => {
-            joined.fetch.finished().await
+            joined.fetch.checked().await
         }
         phase => phase,
     };
     if joined.started {
         report_upstream_status(exchange, &phase);
-        if matches!(phase, Phase::Streaming(_) | Phase::Done(_) | Phase::Uncached { .. }) {
+        if phase.is_body() {
             access::granted(state, side, &request).await;
         }
-        if let Phase::Done(entry) = &phase {
-            follow::follow(state, side, exchange.mount, &request, entry, fetch_ahead);
-        }
+        follow::follow(state, side, exchange.mount, &request, Arc::clone(&joined.fetch), fetch_ahead);
     }
-    let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined.fetch, phase);
+    let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined, phase);
     (outcome, Some(reason), joined.fetch.answered_by())
 }
 
@@ -196,14 +206,20 @@ fn from_fetch(
     side: &dyn Side,
     request: &CachedRequest,
     cached: Option<&Arc<Entry>>,
-    fetch: &Arc<pkgproxy_cache::Fetch>,
+    joined: &Joined,
     phase: Phase,
 ) -> Outcome {
-    let stats = state.stats.side(side.id());
+    let (stats, fetch, held) = (state.stats.side(side.id()), &joined.fetch, joined.held);
     match phase {
         Phase::Streaming(head) => {
             stats.increment(SideCounter::Misses);
             Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.reply.dated_resume))
+        }
+        Phase::Checked { entry, body } if held => from_body(state, exchange, request, &entry, body, Served::Hit),
+        Phase::Done(entry) if held => from_cache(state, exchange, request, &entry, Served::Hit),
+        Phase::Checked { entry, body } => {
+            stats.increment(SideCounter::Misses);
+            from_body(state, exchange, request, &entry, body, Served::Miss)
         }
         Phase::Done(entry) => {
             stats.increment(SideCounter::Misses);
@@ -256,9 +272,9 @@ fn asks_to_wait(passed: &PassedAnswer) -> bool {
 /// revalidation, which the client did not ask for: not compared.
 fn report_upstream_status(exchange: &Exchange<'_>, phase: &Phase) {
     let status = match phase {
-        Phase::Streaming(_) | Phase::Done(_) | Phase::Uncached { .. } => StatusCode::OK,
+        phase if phase.is_body() => StatusCode::OK,
         Phase::Passed(passed) => passed.status,
-        Phase::NotModified(_) | Phase::Failed(_) | Phase::Asking => return,
+        _ => return,
     };
     exchange.upstream_answer.report(status.as_u16());
 }
@@ -298,13 +314,24 @@ pub(super) fn from_cache(
     entry: &Entry,
     served: Served,
 ) -> Outcome {
-    let file = match state.cache.open_body(entry) {
-        Ok(file) => file,
+    match state.cache.open_body(entry) {
+        Ok(file) => from_body(state, exchange, request, entry, file, served),
         Err(error) => {
             tracing::error!(key = request.key, %error, "cached body cannot be opened");
-            return Failed::Internal("cached body cannot be read".to_string()).into();
+            Failed::Internal("cached body cannot be read".to_string()).into()
         }
-    };
+    }
+}
+
+/// Serves `entry` with its body read through `file`.
+fn from_body(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    request: &CachedRequest,
+    entry: &Entry,
+    file: Arc<std::fs::File>,
+    served: Served,
+) -> Outcome {
     state.cache.touch(&request.key);
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
@@ -363,5 +390,9 @@ async fn fetch_for_pkgproxy(
     if response.status() != StatusCode::OK {
         return None;
     }
-    response.into_body().collect().await.ok().map(|body| body.to_bytes())
+    let body = response.into_body().collect().await.ok().map(|body| body.to_bytes());
+    // What pkgproxy fetches for itself, its side reads back from the index
+    // next: its commit is waited for.
+    state.cache.settled().await;
+    body
 }

@@ -9,10 +9,11 @@
 //! only a miss later.
 
 use std::future::Future;
+use std::os::unix::fs::FileExt;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use pkgproxy_cache::Entry;
+use pkgproxy_cache::{Fetch, Phase};
 use pkgproxy_sides::{CachedRequest, Mount, Side, SideId};
 use pkgproxy_upstream::offline::Mode;
 
@@ -25,26 +26,36 @@ pub(super) type FetchAhead = fn(Arc<State>, SideId, Mount, CachedRequest) -> Fet
 /// A fetch ahead of a client, under way.
 pub(super) type FetchingAhead = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Fetches ahead, with `fetch`, what follows `request`, whose body
-/// `entry` the cache just took from the upstream.
+/// Fetches ahead, with `fetch`, what follows `request` once `download`,
+/// the cache's fetch of it from the upstream, has its body checked.
 pub(super) fn follow(
     state: &Arc<State>,
     side: &dyn Side,
     mount: Mount,
     request: &CachedRequest,
-    entry: &Entry,
+    download: Arc<Fetch>,
     fetch: FetchAhead,
 ) {
     let Some(limit) = side.follow_up_limit(request) else { return };
-    if entry.size > limit || state.upstream.switch.mode() == Mode::Offline {
-        return;
-    }
     let (state, id, request) = (Arc::clone(state), side.id(), request.clone());
     tokio::spawn(async move {
+        let (entry, body) = match download.checked().await {
+            Phase::Checked { entry, body } => (entry, Some(body)),
+            Phase::Done(entry) => (entry, None),
+            _ => return,
+        };
+        if entry.size > limit || state.upstream.switch.mode() == Mode::Offline {
+            return;
+        }
         let reading = Arc::clone(&state);
         let read = tokio::task::spawn_blocking(move || {
-            let body = reading.cache.read_small(&request.key, limit)?;
-            Some(reading.sides.get(id).follow_ups(&request, &body))
+            let body = match body {
+                Some(file) => file,
+                None => reading.cache.open_body(&entry).ok()?,
+            };
+            let mut bytes = vec![0; usize::try_from(entry.size).ok()?];
+            body.read_exact_at(&mut bytes, 0).ok()?;
+            Some(reading.sides.get(id).follow_ups(&request, &bytes))
         });
         for next in read.await.ok().flatten().unwrap_or_default() {
             start(&state, id, mount, next, fetch);

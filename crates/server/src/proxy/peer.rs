@@ -52,6 +52,9 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
             Phase::Streaming(head) => {
                 return described(answer::from_fetch(&exchange, &fetch, &head, DatedResume::Honoured))
             }
+            Phase::Checked { entry, body } => {
+                return described(answer::from_entry(&exchange, &entry, body, Served::Hit, &by_hash_reply()).0)
+            }
             Phase::Done(_) | Phase::NotModified(_) => {}
             _ => return answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: this node's fetch of it failed"),
         }

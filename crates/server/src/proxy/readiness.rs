@@ -203,6 +203,8 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
             Err(_) => break,
         }
     }
+    // Read whole; its commit may be a moment behind.
+    state.cache.settled().await;
     let after = check(state, url);
     match (after.ready, status) {
         (true, _) => ItemReadiness { size: after.size.or(Some(read)), ..after },
