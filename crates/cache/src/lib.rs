@@ -93,9 +93,10 @@ impl Cache {
         self.fetches.settled().await;
     }
 
-    /// Whether a body served whole is not yet committed.
-    pub fn commits_pending(&self) -> bool {
-        self.store.commits_pending()
+    /// Waits until `key`'s body, if one was served whole, is committed;
+    /// `true` if it waited.
+    pub async fn settled_on(&self, key: &str) -> bool {
+        self.fetches.settled_on(key).await
     }
 
     /// Makes `key` an entry for bytes the store already holds under their
@@ -147,11 +148,20 @@ impl Cache {
     }
 
     /// The whole body cached under `key`, when there is one of at most
-    /// `limit` bytes (a side reading back a small record). Blocking.
+    /// `limit` bytes (a side reading back a small record); also one served
+    /// whole whose commit is still under way. Blocking.
     pub fn read_small(&self, key: &str, limit: u64) -> Option<Vec<u8>> {
         use std::os::unix::fs::FileExt;
-        let entry = self.lookup(key).filter(|entry| entry.size <= limit)?;
-        let file = self.open_body(&entry).ok()?;
+        let (entry, file) = match self.lookup(key) {
+            Some(entry) => {
+                let file = self.open_body(&entry).ok()?;
+                (entry, file)
+            }
+            None => self.fetches.whole(key)?,
+        };
+        if entry.size > limit {
+            return None;
+        }
         let mut body = vec![0; usize::try_from(entry.size).ok()?];
         file.read_exact_at(&mut body, 0).ok()?;
         Some(body)

@@ -381,6 +381,29 @@ impl Fetches {
         }
     }
 
+    /// Waits until `key`'s body, if a fetch has it whole, is committed and
+    /// the fetch gone; `true` if it waited.
+    pub async fn settled_on(&self, key: &str) -> bool {
+        match self.get(key).filter(|fetch| fetch.is_whole()) {
+            Some(fetch) => {
+                fetch.gone().await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The entry and the handle of `key`'s body, whole and checked but not
+    /// yet committed.
+    pub fn whole(&self, key: &str) -> Option<(Arc<Entry>, Arc<File>)> {
+        let fetch = self.get(key)?;
+        let progress = fetch.progress.borrow();
+        match &progress.phase {
+            Phase::Checked { entry, body } => Some((Arc::clone(entry), Arc::clone(body))),
+            _ => None,
+        }
+    }
+
     /// How many fetches are in progress.
     pub fn in_progress(&self) -> usize {
         self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len()

@@ -143,13 +143,15 @@ fn waiters_have_the_whole_body_before_it_is_committed() {
         assert_eq!(body.unwrap().unwrap(), b"abcdef");
         assert!(matches!(joined.fetch.checked().await, Phase::Checked { .. }));
         assert!(cache.lookup("k").is_none(), "the commit waits for the blocking thread");
+        assert_eq!(cache.read_small("k", 6).as_deref(), Some(&b"abcdef"[..]), "a side reads it whole already");
+        assert_eq!(cache.read_small("k", 5), None, "within its limit only");
         let (_, never) = start_with(&calls, None);
         let late = cache.fetch(spec("k", Expected::default()), never);
         assert!(!late.started && late.held, "a client arriving now joins the whole body");
         assert_eq!(read_all(&cache, &late.fetch).await.unwrap(), b"abcdef");
 
         release.send(()).unwrap();
-        cache.settled().await;
+        assert!(cache.settled_on("k").await, "a request for it waits for its commit");
         assert_eq!(cache.lookup("k").unwrap().size, 6, "committed once the disk is free");
         busy.await.unwrap().unwrap();
         assert!(matches!(joined.fetch.finished().await, Phase::Done(_)));

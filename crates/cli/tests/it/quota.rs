@@ -153,6 +153,8 @@ async fn pkgproxyctl_cache_verify_drops_damaged_bodies_and_a_clean_cache_reports
     for (path, _, _) in &files {
         assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
     }
+    // Served once checked; the stats socket answers once all is committed.
+    assert!(daemon.info().await.cache.get(CacheGauge::Entries) >= files.len() as u64);
     let blob = |sha256: &str| daemon.cache_dir().join("blobs/sha256").join(&sha256[..2]).join(sha256);
     let (squashfs, squashfs_sha, _) = files.iter().find(|(path, _, _)| path.ends_with(".squashfs")).unwrap();
     let (_, disk_sha, _) = files.iter().find(|(path, _, _)| path.ends_with(".img")).unwrap();

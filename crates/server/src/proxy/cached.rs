@@ -67,12 +67,11 @@ async fn through_the_cache(
     stats.increment(SideCounter::Requests);
     let moment = Moment::of(state, exchange);
     let mut looked = lookup::look(&Held(state), &request, &moment);
-    // Bodies served whole a moment ago may still be on their way into the
-    // index (this one, or those its side reads to judge it): looked up
-    // again once they are there, as a client asking right after another
-    // expects.
-    if matches!(looked, Lookup::Stale { .. } | Lookup::Missing(_)) && state.cache.commits_pending() {
-        state.cache.settled().await;
+    // A body served whole a moment ago may still be on its way into the
+    // index: looked up again once it is there, as a client asking right
+    // after another expects. (What its side reads of other keys, it reads
+    // whole already: see `Cache::read_small`.)
+    if matches!(looked, Lookup::Stale { .. } | Lookup::Missing(_)) && state.cache.settled_on(&request.key).await {
         looked = lookup::look(&Held(state), &request, &moment);
     }
     let (cached, reason) = match looked {
@@ -386,13 +385,14 @@ async fn fetch_for_pkgproxy(
 ) -> Option<Bytes> {
     let (headers, upstream_answer) = (http::HeaderMap::new(), UpstreamAnswer::default());
     let exchange = Exchange { supply, ..Exchange::own_get(&headers, mount, &upstream_answer) };
+    let key = request.key.clone();
     let Outcome::Answered(response) = serve(state, &exchange, side, request).await else { return None };
     if response.status() != StatusCode::OK {
         return None;
     }
     let body = response.into_body().collect().await.ok().map(|body| body.to_bytes());
-    // What pkgproxy fetches for itself, its side reads back from the index
-    // next: its commit is waited for.
-    state.cache.settled().await;
+    // What pkgproxy fetches for itself, its side may read back from the
+    // index next: its commit is waited for.
+    state.cache.settled_on(&key).await;
     body
 }

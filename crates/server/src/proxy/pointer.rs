@@ -179,7 +179,7 @@ async fn check(
 /// confirmed now.
 pub(super) async fn link(state: &State, request: &CachedRequest, target: &str) {
     // The target, served whole, may be a moment from its commit.
-    state.cache.settled().await;
+    state.cache.settled_on(target).await;
     let (cache, key, target, class) = (state.cache.clone(), request.key.clone(), target.to_string(), request.class);
     match tokio::task::spawn_blocking(move || cache.link(&key, &target, class)).await {
         Ok(Ok(_)) => {}
