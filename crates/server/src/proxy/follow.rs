@@ -9,11 +9,10 @@
 //! only a miss later.
 
 use std::future::Future;
-use std::os::unix::fs::FileExt;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use pkgproxy_cache::{Fetch, Phase};
+use pkgproxy_cache::Fetch;
 use pkgproxy_sides::{CachedRequest, Mount, Side, SideId};
 use pkgproxy_upstream::offline::Mode;
 
@@ -39,23 +38,14 @@ pub(super) fn follow(
     let Some(limit) = side.follow_up_limit(request) else { return };
     let (state, id, request) = (Arc::clone(state), side.id(), request.clone());
     tokio::spawn(async move {
-        let (entry, body) = match download.checked().await {
-            Phase::Checked { entry, body } => (entry, Some(body)),
-            Phase::Done(entry) => (entry, None),
-            _ => return,
-        };
-        if entry.size > limit || state.upstream.switch.mode() == Mode::Offline {
+        // Read back whole once checked, committed or not (`read_small`).
+        if !download.checked().await.is_body() || state.upstream.switch.mode() == Mode::Offline {
             return;
         }
         let reading = Arc::clone(&state);
         let read = tokio::task::spawn_blocking(move || {
-            let body = match body {
-                Some(file) => file,
-                None => reading.cache.open_body(&entry).ok()?,
-            };
-            let mut bytes = vec![0; usize::try_from(entry.size).ok()?];
-            body.read_exact_at(&mut bytes, 0).ok()?;
-            Some(reading.sides.get(id).follow_ups(&request, &bytes))
+            let body = reading.cache.read_small(&request.key, limit)?;
+            Some(reading.sides.get(id).follow_ups(&request, &body))
         });
         for next in read.await.ok().flatten().unwrap_or_default() {
             start(&state, id, mount, next, fetch);

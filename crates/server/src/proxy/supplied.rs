@@ -87,7 +87,7 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
     let outcome = cached::serve(state, &exchange, side, fetched).await;
     let said = drained(Some(side), state, outcome).await?;
     // Read whole; its commit may be a moment behind.
-    state.cache.settled().await;
+    state.cache.settled_on(&key).await;
     if state.cache.lookup(&key).is_none_or(|entry| entry.sha256 != item.sha256) {
         return Err(said.unwrap_or_else(|| "its fetch ended without storing it".to_owned()));
     }
