@@ -2,6 +2,7 @@
 //! temporary file (resuming it where it broke, when the source can), verifies
 //! it and commits it, publishing each step to the waiters.
 
+use std::fs::File;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -15,7 +16,7 @@ use super::{
     kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, Source, UpstreamBody,
     PASSED_BODY_LIMIT,
 };
-use crate::blobs::TempBlob;
+use crate::blobs::{BodyHashes, TempBlob};
 use crate::entry::{unix_secs, Entry, Validators};
 use crate::error::FetchError;
 use crate::store::{PendingCommit, Store};
@@ -33,6 +34,8 @@ pub(super) async fn lead(
     progress: watch::Sender<Progress>,
     registration: Registration,
 ) {
+    // Shared with the blocking thread that ends a download.
+    let progress = Arc::new(progress);
     let mut spec = spec;
     if let Some(verifier) = &spec.verifier {
         spec.expected = spec.expected.clone().or(verifier.expected());
@@ -67,7 +70,7 @@ async fn run(
     store: &Arc<Store>,
     spec: &FetchSpec,
     source: &dyn Source,
-    progress: &watch::Sender<Progress>,
+    progress: &Arc<watch::Sender<Progress>>,
 ) -> (Phase, Option<PendingCommit>) {
     match ask(store, spec, source, progress).await {
         Asked::Body(Downloaded::Cached(entry, pending)) => (Phase::Done(entry), Some(pending)),
@@ -85,7 +88,12 @@ enum Asked {
 }
 
 /// Asks the upstream and takes its answer.
-async fn ask(store: &Arc<Store>, spec: &FetchSpec, source: &dyn Source, progress: &watch::Sender<Progress>) -> Asked {
+async fn ask(
+    store: &Arc<Store>,
+    spec: &FetchSpec,
+    source: &dyn Source,
+    progress: &Arc<watch::Sender<Progress>>,
+) -> Asked {
     let answer = match source.start().await {
         Ok(answer) => answer,
         Err(error) => return Asked::Ended(Phase::Failed(Arc::new(error))),
@@ -147,7 +155,7 @@ async fn download(
     headers: &http::HeaderMap,
     mut body: UpstreamBody,
     source: &dyn Source,
-    progress: &watch::Sender<Progress>,
+    progress: &Arc<watch::Sender<Progress>>,
     fetched_at: Option<u64>,
 ) -> Result<Downloaded, FetchError> {
     let content_length =
@@ -243,7 +251,6 @@ async fn download(
         }
         return Ok(Downloaded::Uncached(head, hashes.size));
     }
-    let body = temp.reader();
     let now = unix_secs(store.clock().now());
     let entry = Entry {
         sha256: hashes.sha256.clone(),
@@ -257,32 +264,93 @@ async fn download(
         // elsewhere is new to this node's eviction.
         last_used_ns: 0,
     };
-    if let Some(verifier) = spec.verifier.clone() {
-        let (checked, checked_body) = (hashes.clone(), Arc::clone(&body));
-        let check = move || verifier.check(&mut BodyReader::new(&checked_body), &checked);
-        tokio::task::spawn_blocking(check).await.map_err(|_| FetchError::Abandoned)?.map_err(FetchError::Rejected)?;
-    }
-    // The waiters are answered now; the commit's flushes are the disk's
-    // business, not theirs.
-    let (entry, pending) = (Arc::new(entry), PendingCommit::new(store));
-    progress.send_modify(|p| p.phase = Phase::Checked { entry: Arc::clone(&entry), body: Arc::clone(&body) });
-    let (committing, key, committed_hashes) = (Arc::clone(store), spec.key.clone(), hashes.clone());
-    let commit = move || committing.commit(&key, temp, &hashes, Entry::clone(&entry));
-    let committed = tokio::task::spawn_blocking(commit).await.map_err(|_| FetchError::Abandoned)?;
-    let entry = match committed {
-        Ok(entry) => entry,
+    let (size, entry, body) = (hashes.size, Arc::new(entry), temp.reader());
+    // With no check to wait for, the waiters are answered at once.
+    let checked = spec.verifier.is_none().then(|| publish_checked(store, progress, &entry, &body));
+    let ending = Ending {
+        store: Arc::clone(store),
+        key: spec.key.clone(),
+        verifier: spec.verifier.clone(),
+        progress: Arc::clone(progress),
+        entry,
+        body,
+    };
+    let ended = tokio::task::spawn_blocking(move || ending.run(temp, &hashes, checked));
+    match ended.await.map_err(|_| FetchError::Abandoned)? {
+        Ended::Rejected(reason) => Err(FetchError::Rejected(reason)),
+        Ended::Cached(entry, pending) => Ok(Downloaded::Cached(entry, pending)),
         // The body is whole and checked: the waiters read it through their
         // handles; only the cache goes without it.
-        Err(error) => {
+        Ended::NotStored(error) => {
             store.report_not_stored(&spec.key, &error);
-            return Ok(Downloaded::Uncached(head, committed_hashes.size));
+            Ok(Downloaded::Uncached(head, size))
         }
-    };
-    if let Some(verifier) = &spec.verifier {
-        let verifier = Arc::clone(verifier);
-        tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &committed_hashes));
     }
-    Ok(Downloaded::Cached(entry, pending))
+}
+
+/// What is left of a download once its bytes are in, done on one trip to a
+/// blocking thread (each trip costs two thread switches a miss): the
+/// verifier's check, the waiters told the body is whole, its commit, and
+/// what the verifier learns from it.
+struct Ending {
+    store: Arc<Store>,
+    key: String,
+    verifier: Option<Arc<dyn super::Verifier>>,
+    progress: Arc<watch::Sender<Progress>>,
+    entry: Arc<Entry>,
+    body: Arc<File>,
+}
+
+/// Tells the waiters the body is whole and checked: they are answered now;
+/// the commit's flushes are the disk's business, not theirs. The commit
+/// counts as pending from here.
+fn publish_checked(
+    store: &Arc<Store>,
+    progress: &watch::Sender<Progress>,
+    entry: &Arc<Entry>,
+    body: &Arc<File>,
+) -> PendingCommit {
+    let pending = PendingCommit::new(store);
+    progress.send_modify(|p| p.phase = Phase::Checked { entry: Arc::clone(entry), body: Arc::clone(body) });
+    pending
+}
+
+/// How a download's ending went.
+enum Ended {
+    /// The verifier refused the body.
+    Rejected(String),
+    /// Committed; its commit counted as pending while held.
+    Cached(Arc<Entry>, PendingCommit),
+    /// Checked and served, but the store could not keep it.
+    NotStored(crate::error::StoreError),
+}
+
+impl Ending {
+    /// Blocking. `checked` when the waiters were told already.
+    fn run(self, temp: TempBlob, hashes: &BodyHashes, checked: Option<PendingCommit>) -> Ended {
+        let body = &self.body;
+        let pending = match checked {
+            Some(pending) => pending,
+            None => {
+                if let Some(verifier) = &self.verifier {
+                    if let Err(reason) = verifier.check(&mut BodyReader::new(body), hashes) {
+                        return Ended::Rejected(reason);
+                    }
+                }
+                publish_checked(&self.store, &self.progress, &self.entry, body)
+            }
+        };
+        let entry = match self.store.commit(&self.key, temp, hashes, Entry::clone(&self.entry)) {
+            Ok(entry) => entry,
+            Err(error) => return Ended::NotStored(error),
+        };
+        if let Some(verifier) = self.verifier.filter(|verifier| verifier.learns()) {
+            let hashes = hashes.clone();
+            let body = self.body;
+            tokio::task::spawn_blocking(move || verifier.committed(&mut BodyReader::new(&body), &hashes));
+        }
+        Ended::Cached(entry, pending)
+    }
 }
 
 /// Asks the source for the bytes from `from` on and checks the answer is
@@ -364,7 +432,7 @@ async fn spilled(temp: &mut TempBlob, spill: &Arc<Spill>, data: &Bytes, progress
     spill::keep_within(spill, &readers, spill::WINDOW).await;
 }
 
-fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &crate::blobs::BodyHashes) -> Result<(), FetchError> {
+fn verify(spec: &FetchSpec, limit: Option<u64>, hashes: &BodyHashes) -> Result<(), FetchError> {
     if let Some(expected) = limit {
         if hashes.size != expected {
             return Err(FetchError::Length { expected, actual: hashes.size });

@@ -45,6 +45,13 @@ pub trait Verifier: Send + Sync + std::fmt::Debug {
 
     /// Learns from the committed body, off every client's path.
     fn committed(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) {}
+
+    /// Whether [`Verifier::committed`] learns anything: when it does, it
+    /// runs on a blocking thread of its own, so a long read of the body
+    /// (a `Packages` index) holds back no one waiting for the commit.
+    fn learns(&self) -> bool {
+        false
+    }
 }
 
 /// A check of a body made as its bytes arrive (see

@@ -153,6 +153,10 @@ struct PackagesIndex {
 }
 
 impl Verifier for PackagesIndex {
+    fn learns(&self) -> bool {
+        true
+    }
+
     fn committed(&self, body: &mut BodyReader<'_>, _: &BodyHashes) {
         learn(&self.index, &self.archive, self.compression, body);
     }
@@ -167,6 +171,10 @@ struct ByHash {
 }
 
 impl Verifier for ByHash {
+    fn learns(&self) -> bool {
+        true
+    }
+
     fn committed(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) {
         let Some(sha256) = hex32(&hashes.sha256) else { return };
         let Some(name) = self.index.name_by_hash(&self.archive, &self.folder, &sha256) else { return };

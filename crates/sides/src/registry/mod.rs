@@ -720,6 +720,10 @@ impl Verifier for Manifest {
         }
     }
 
+    fn learns(&self) -> bool {
+        true
+    }
+
     fn committed(&self, body: &mut BodyReader<'_>, hashes: &BodyHashes) {
         let mut bytes = Vec::new();
         if body.take(MANIFEST_LIMIT).read_to_end(&mut bytes).is_err() || bytes.len() as u64 != hashes.size {
