@@ -43,7 +43,8 @@ pub trait Verifier: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
-    /// Learns from the committed body, off every client's path.
+    /// Learns from the committed body, off every client's path; called
+    /// only for a verifier that says it [`learns`](Verifier::learns).
     fn committed(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) {}
 
     /// Whether [`Verifier::committed`] learns anything: when it does, it
