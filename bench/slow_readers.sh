@@ -14,7 +14,9 @@ rate=${RATE:-102400}
 duration=${DURATION:-10s}
 
 cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
+cargo build --release --locked --manifest-path "$root/Cargo.toml" -p pkgproxy-server --example slow_readers
 bin=$root/target/release/pkgproxy
+readers_bin=$root/target/release/examples/slow_readers
 
 work=$(mktemp -d)
 pids=()
@@ -74,40 +76,10 @@ rss_before=$(kib VmRSS)
 # Peak RSS from here on (clear_refs 5 resets VmHWM).
 echo 5 >"/proc/$pid/clear_refs"
 
-# The slow readers: one process, each client a connection read at the
-# rate, with a small receive buffer, as a client on a slow link is.
-python3 - "$port" "$big" "$clients" "$rate" "$work/readers.out" <<'PY' &
-import asyncio, socket, sys, time
-port, url, clients, rate, out = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-read = [0] * clients
-
-async def reader(n):
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-    sock.setblocking(False)
-    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
-    r, w = await asyncio.open_connection(sock=sock)
-    w.write(f"GET {url} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    await w.drain()
-    started = time.monotonic()
-    while True:
-        chunk = await r.read(16 * 1024)
-        if not chunk:
-            break
-        read[n] += len(chunk)
-        ahead = read[n] / rate - (time.monotonic() - started)
-        if ahead > 0:
-            await asyncio.sleep(ahead)
-
-async def main():
-    tasks = [asyncio.create_task(reader(n)) for n in range(clients)]
-    await asyncio.sleep(60)
-    for task in tasks:
-        task.cancel()
-    open(out, "w").write(f"{sum(1 for r in read if r > 0)} readers, {sum(read) / 60 / 1e6:.1f} MB/s in all\n")
-
-asyncio.run(main())
-PY
+# The slow readers: one process on one thread, each client a connection
+# read at the rate, with a small receive buffer, as a client on a slow
+# link is.
+"$readers_bin" "$port" "$big" "$clients" "$rate" 60 >"$work/readers.out" &
 readers=$!
 pids+=($readers)
 sleep 20
