@@ -45,6 +45,20 @@ pub fn add_via(headers: &mut HeaderMap) {
     headers.append(http::header::VIA, VIA);
 }
 
+/// What an answer of a side mounted on pkgproxy's own origin may do in a
+/// browser: nothing. Its content is an upstream's (an index's HTML page,
+/// a registry's API answer, a passed-on error page), served beside
+/// pkgproxy's status page; package clients ignore both headers.
+const CONFINED: HeaderValue = HeaderValue::from_static("default-src 'none'; sandbox");
+const NOSNIFF: HeaderValue = HeaderValue::from_static("nosniff");
+
+/// Marks `headers`, an answer of upstream content on pkgproxy's own
+/// origin, as content no browser runs or sniffs.
+pub fn confine(headers: &mut HeaderMap) {
+    headers.insert(http::header::CONTENT_SECURITY_POLICY, CONFINED);
+    headers.insert(http::header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
+}
+
 /// This process's own name in the `Via` of its upstream requests: a request
 /// arriving with it has gone round in a loop (a mirror configured to be
 /// pkgproxy itself), while another pkgproxy in a chain has a name of its own.

@@ -210,3 +210,35 @@ async fn a_small_blob_failing_its_digest_on_a_cold_miss_is_a_503_for_every_clien
     let honest = get(daemon.proxy_addr(), &blob).await;
     assert_eq!((honest.status, honest.body), (200, layer));
 }
+
+/// An index's HTML page, a registry's API answer and a passed-on error,
+/// each served on pkgproxy's own origin beside its status page, run
+/// nothing in a browser: no script, no sniffing.
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_pages_on_pkgproxy_s_own_origin_are_confined_to_run_nothing() {
+    use pkgproxy_testkit::client::send;
+    use pkgproxy_testkit::{project_with_a_dependency, project_with_dependencies, FakeNpm, FakePypi};
+    let pypi = FakePypi::start(&project_with_a_dependency()).await;
+    let npm = FakeNpm::start(&project_with_dependencies()).await;
+    let config = format!(
+        "[pypi]\nmirrors = [\"{}\"]\n[npm]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\", \"{}\"]\n",
+        pypi.url(),
+        npm.url(),
+        pypi.files_url(),
+        npm.cdn_url()
+    );
+    let server = crate::inproc::Server::start(Some(&config)).await;
+    let html = [("accept", "text/html")];
+    let project = project_with_a_dependency()[0].project.clone();
+    for (path, headers) in [
+        (format!("/pypi/simple/{project}/"), &html[..]),
+        ("/npm/-/ping".to_string(), &[][..]),
+        ("/npm/no-such-package".to_string(), &[][..]),
+    ] {
+        let answer = send(server.proxy_addr(), "GET", &path, headers, b"").await;
+        assert!(answer.status == 200 || answer.status == 404, "{path}: {}", answer.status);
+        let policy = answer.header("content-security-policy");
+        assert_eq!(policy, Some("default-src 'none'; sandbox"), "{path}");
+        assert_eq!(answer.header("x-content-type-options"), Some("nosniff"), "{path}");
+    }
+}

@@ -133,7 +133,13 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
             let side = state.sides.owner(side, target.as_ref());
             let outcome = serve(state, side, mount, target, request).await;
             let note = Note { side: Some(side.id()), cache: cache_use(&outcome) };
-            (respond(Some(side), state.upstream.switch.mode(), outcome), note)
+            let mut response = respond(Some(side), state.upstream.switch.mode(), outcome);
+            // Through the forward proxy, the content is the archive's
+            // origin's in a browser, not pkgproxy's.
+            if matches!(mount, Mount::Prefix(_)) {
+                crate::headers::confine(response.headers_mut());
+            }
+            (response, note)
         }
         Route::Nowhere => (answer::text(StatusCode::NOT_FOUND, &hint(state, &request)), local),
         Route::WrongScheme => {
