@@ -234,6 +234,52 @@ pub struct Access {
     /// The side's error code for content the upstream says it does not
     /// hold under this name (`BLOB_UNKNOWN`).
     pub unknown_code: &'static str,
+    /// Where the confirmation is asked, when not at the request's own
+    /// origin: a tarball's grant is its package's, confirmed with the
+    /// registry's document of that package wherever the tarball is.
+    pub confirmed_at: Option<Origin>,
+}
+
+impl Access {
+    /// Confirmed per `grant` at the request's own origin, not offline.
+    pub fn new(grant: String, lasting: Duration) -> Access {
+        Access { grant, lasting, offline: false, unknown_code: "", confirmed_at: None }
+    }
+}
+
+/// Where the upstream holds a download, once its prerequisites said
+/// ([`crate::Side::located`]), and whether a client's own credentials go
+/// there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// Where it is fetched from.
+    pub origin: Origin,
+    /// Whose host that is.
+    pub host: LocatedHost,
+}
+
+/// Whose host a located download is on: a client's credentials go only
+/// to the origins of the registry they were given for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocatedHost {
+    /// One of the registry's own origins (a configured mirror, the
+    /// registry's canonical host, or where the registry's client itself
+    /// sends its token: cargo's `dl`): a client's credentials go along.
+    Registry,
+    /// Another host a document names: fetched without any credentials.
+    Foreign,
+}
+
+impl Located {
+    /// On one of the registry's own origins.
+    pub fn at_registry(origin: Origin) -> Located {
+        Located { origin, host: LocatedHost::Registry }
+    }
+
+    /// On a host that is not the registry's.
+    pub fn foreign(origin: Origin) -> Located {
+        Located { origin, host: LocatedHost::Foreign }
+    }
 }
 
 /// An account's `user:password`, never shown in logs or debug output.

@@ -40,11 +40,94 @@ impl Instances {
         self.urls.iter().filter(|url| Some(url.as_str()) != self.built_in).cloned().collect()
     }
 
+    /// The path below one of the instances' base URLs at which `url` is,
+    /// starting with `/`. The instances' credentials are left out of the
+    /// comparison (a registry names its own links without them); a `url`
+    /// that carries credentials of its own is on no instance.
+    pub fn path_below<'u>(&self, url: &'u str) -> Option<&'u str> {
+        self.urls.iter().find_map(|base| path_below(base, url))
+    }
+
+    /// The instance on whose origin (scheme, host and port) `url` is, as
+    /// `scheme://[user:password@]host[:port]`: a file a registry serves
+    /// from its own host, beside its index, is fetched with that
+    /// instance's credentials, which go to that origin alone.
+    pub fn origin_of(&self, url: &str) -> Option<String> {
+        let asked = UrlParts::of(url).filter(|asked| asked.userinfo.is_none())?;
+        self.urls.iter().find_map(|base| {
+            let instance = UrlParts::of(base)?;
+            instance.same_origin(&asked).then(|| instance.origin_with_userinfo())
+        })
+    }
+
     /// Only the side's endpoint on the parent pkgproxy at `parent`
     /// (`http://host:port`), mounted at `mount` (`/go`): the parent spreads
     /// over the upstream's own instances and caches for every child.
     pub fn chain_to(&mut self, parent: &str, mount: &str) {
         self.urls = vec![format!("{parent}{mount}")];
+    }
+}
+
+/// The path below `base` (a base URL, perhaps with credentials) at which
+/// `url` (without any) is: same scheme, host and port, and below the
+/// base's path.
+pub fn path_below<'u>(base: &str, url: &'u str) -> Option<&'u str> {
+    let (base, asked) = (UrlParts::of(base)?, UrlParts::of(url)?);
+    if asked.userinfo.is_some() || !base.same_origin(&asked) {
+        return None;
+    }
+    let below = asked.rest.strip_prefix(base.rest.trim_end_matches('/'))?;
+    below.starts_with('/').then_some(below)
+}
+
+/// A URL taken apart as far as an origin's comparison needs.
+struct UrlParts<'u> {
+    scheme: &'u str,
+    userinfo: Option<&'u str>,
+    host: &'u str,
+    port: Option<&'u str>,
+    /// The path, query and fragment.
+    rest: &'u str,
+}
+
+impl<'u> UrlParts<'u> {
+    fn of(url: &'u str) -> Option<UrlParts<'u>> {
+        let (scheme, after) = url.split_once("://")?;
+        let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+        let (authority, rest) = after.split_at(end);
+        let (userinfo, host_port) = match authority.rsplit_once('@') {
+            Some((userinfo, host_port)) => (Some(userinfo), host_port),
+            None => (None, authority),
+        };
+        // A bracketed IPv6 address holds colons of its own.
+        let port_at = host_port.rfind(':').filter(|&at| !host_port[at..].contains(']'));
+        let (host, port) = match port_at {
+            Some(at) => (&host_port[..at], Some(&host_port[at + 1..])),
+            None => (host_port, None),
+        };
+        (!host.is_empty()).then_some(UrlParts { scheme, userinfo, host, port, rest })
+    }
+
+    /// The port, the scheme's own when none is written.
+    fn port(&self) -> Option<&str> {
+        match (self.port.filter(|port| !port.is_empty()), self.scheme.to_ascii_lowercase().as_str()) {
+            (Some(port), _) => Some(port),
+            (None, "http") => Some("80"),
+            (None, "https") => Some("443"),
+            (None, _) => None,
+        }
+    }
+
+    fn same_origin(&self, other: &UrlParts<'_>) -> bool {
+        self.scheme.eq_ignore_ascii_case(other.scheme)
+            && self.host.eq_ignore_ascii_case(other.host)
+            && self.port() == other.port()
+    }
+
+    fn origin_with_userinfo(&self) -> String {
+        let userinfo = self.userinfo.map(|userinfo| format!("{userinfo}@")).unwrap_or_default();
+        let port = self.port.map(|port| format!(":{port}")).unwrap_or_default();
+        format!("{}://{userinfo}{}{port}", self.scheme, self.host)
     }
 }
 
@@ -59,6 +142,27 @@ mod tests {
         let instances = Instances::new(&[], BUILT_IN).unwrap();
         assert_eq!(instances.urls(), ["https://proxy.example.org"]);
         assert!(instances.trusted_urls().is_empty());
+    }
+
+    #[test]
+    fn a_url_on_an_instance_is_found_whatever_its_credentials_and_default_port() {
+        let configured = ["https://user:TOKEN@npm.corp:443/repo/npm".to_owned(), "http://127.0.0.1:4873".to_owned()];
+        let instances = Instances::new(&configured, None).unwrap();
+        assert_eq!(instances.path_below("https://NPM.corp/repo/npm/a/-/a-1.0.0.tgz"), Some("/a/-/a-1.0.0.tgz"));
+        assert_eq!(instances.path_below("http://127.0.0.1:4873/a"), Some("/a"));
+        assert_eq!(instances.path_below("https://npm.corp/repo/npmx/a"), None, "not below the base's path");
+        assert_eq!(instances.path_below("https://npm.corp/other/a"), None);
+        assert_eq!(instances.path_below("http://npm.corp/repo/npm/a"), None, "another scheme");
+        assert_eq!(instances.path_below("http://127.0.0.1:4874/a"), None, "another port");
+        assert_eq!(instances.path_below("http://x:y@127.0.0.1:4873/a"), None, "credentials of its own");
+        assert_eq!(
+            instances.origin_of("https://npm.corp/files/a.whl").as_deref(),
+            Some("https://user:TOKEN@npm.corp:443")
+        );
+        assert_eq!(instances.origin_of("http://127.0.0.1:4873/x").as_deref(), Some("http://127.0.0.1:4873"));
+        assert_eq!(instances.origin_of("https://cdn.example/x"), None);
+        assert_eq!(path_below("http://[::1]:8080/p", "http://[::1]:8080/p/q"), Some("/q"));
+        assert_eq!(path_below("http://[::1]:8080/p", "http://[::1]/p/q"), None);
     }
 
     #[test]

@@ -53,8 +53,8 @@ pub mod toy;
 pub use config::{ConfigError, Configures, OpenError, SideConfig, SidesFile};
 pub use decision::{
     Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, Etag, Fallback,
-    ForwardRequest, GenerationRequest, LocalAnswer, Member, Origin, Pointer, PointerRequest, Record, Redirects,
-    Refusal, Reply, Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
+    ForwardRequest, GenerationRequest, LocalAnswer, Located, LocatedHost, Member, Origin, Pointer, PointerRequest,
+    Record, Redirects, Refusal, Reply, Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;

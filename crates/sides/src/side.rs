@@ -42,7 +42,7 @@ use std::time::{Instant, SystemTime};
 use bytes::Bytes;
 use pkgproxy_cache::{PassedAnswer, Verifier};
 
-use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Origin, Record, Rewrite, Target};
+use crate::decision::{Acceptance, CachedRequest, Decision, LocalAnswer, Located, Record, Rewrite, Target};
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::learned::Learned;
@@ -105,8 +105,9 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
 
     /// Where the upstream holds `request`'s content when only its
     /// prerequisites' bodies say (a crate's download URL, from its
-    /// registry's `config.json`); `None` keeps the origin decided.
-    fn located(&self, _request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Origin> {
+    /// registry's `config.json`), and whether a client's credentials go
+    /// there; `None` keeps the origin decided.
+    fn located(&self, _request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Located> {
         None
     }
 

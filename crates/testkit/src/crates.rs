@@ -128,6 +128,10 @@ struct Shared {
     corrupt: AtomicBool,
     cut: AtomicBool,
     auth: Mutex<Option<String>>,
+    /// Whether `config.json` says `auth-required` when `auth` is needed
+    /// (a registry from before cargo 1.74's `auth-required` does not, and
+    /// serves it to anyone).
+    announced: AtomicBool,
     dl: Mutex<Option<Dl>>,
     cdn: Mutex<String>,
 }
@@ -227,7 +231,15 @@ impl FakeCrates {
     /// From now on every request needs `Authorization: authorization`, and
     /// `config.json` says `auth-required`; `None`: anyone's.
     pub fn require_auth(&self, authorization: Option<&str>) {
+        self.shared.announced.store(true, Ordering::SeqCst);
         *self.shared.auth.lock().unwrap() = authorization.map(str::to_owned);
+    }
+
+    /// From now on every request but `config.json`'s needs
+    /// `Authorization: authorization`, and `config.json` does not say so.
+    pub fn require_auth_unannounced(&self, authorization: &str) {
+        self.shared.announced.store(false, Ordering::SeqCst);
+        *self.shared.auth.lock().unwrap() = Some(authorization.to_owned());
     }
 
     /// How `config.json` names where crates are.
@@ -287,7 +299,9 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: bool) -> An
             return reply(status, &[("retry-after", "30".into())], "forced\n");
         }
     }
-    if let Some(wanted) = shared.auth.lock().unwrap().clone() {
+    let announced = shared.announced.load(Ordering::SeqCst);
+    let open = !cdn && !announced && recorded.path == "/config.json";
+    if let Some(wanted) = shared.auth.lock().unwrap().clone().filter(|_| !open) {
         if recorded.header("authorization") != Some(wanted.as_str()) {
             return reply(
                 StatusCode::UNAUTHORIZED,
@@ -311,7 +325,7 @@ fn index_file(shared: &Shared, request: &RecordedRequest) -> Answer {
             _ => format!("{cdn}/files/{{crate}}/{{crate}}-{{version}}.crate"),
         };
         let mut config = json!({"dl": dl, "api": "https://registry.invalid"});
-        if shared.auth.lock().unwrap().is_some() {
+        if shared.auth.lock().unwrap().is_some() && shared.announced.load(Ordering::SeqCst) {
             config["auth-required"] = json!(true);
         }
         return reply(StatusCode::OK, &[("content-type", "application/json".into())], config.to_string());

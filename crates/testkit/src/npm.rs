@@ -222,7 +222,25 @@ impl FakeNpm {
     /// From now on every request, on both ports, needs `Authorization:
     /// Bearer TOKEN` (else `401`, `{"error":…}`); `None`: anyone's.
     pub fn require_token(&self, token: Option<&str>) {
-        *self.shared.token.lock().unwrap() = token.map(str::to_owned);
+        *self.shared.authorization.lock().unwrap() = token.map(|token| format!("Bearer {token}"));
+    }
+
+    /// From now on every request, on both ports, needs `Authorization:
+    /// Basic` of `user:password` (else `401`).
+    pub fn require_basic(&self, user: &str, password: &str) {
+        use base64::Engine;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        *self.shared.authorization.lock().unwrap() = Some(format!("Basic {basic}"));
+    }
+
+    /// From now on the package `name` (its document, versions and
+    /// tarballs on the registry's port) is read only with `Authorization:
+    /// Bearer` of one of `tokens`; anyone else gets `404`, as the npm
+    /// registry answers a token that may not read a package. The CDN port
+    /// serves its tarballs to anyone.
+    pub fn restrict(&self, name: &str, tokens: &[&str]) {
+        let readers = tokens.iter().map(|token| token.to_string()).collect();
+        self.shared.restricted.lock().unwrap().insert(name.to_owned(), readers);
     }
 
     /// Every request so far, the CDN's included.

@@ -31,6 +31,7 @@ mod npm_client;
 mod offline;
 mod parent;
 mod private_doors;
+mod private_spaces;
 mod proxy_http;
 mod pypi_client;
 mod quota;

@@ -41,7 +41,11 @@ pub async fn confirmed(
         return Ok(());
     }
     let agent = exchange.headers.get(USER_AGENT).cloned();
-    let (status, headers) = fetching::head(state, request, agent).await.map_err(|error| Failed::of_fetch(&error))?;
+    let asked = match &access.confirmed_at {
+        Some(origin) => &CachedRequest { origin: origin.clone(), ..request.clone() },
+        None => request,
+    };
+    let (status, headers) = fetching::head(state, asked, agent).await.map_err(|error| Failed::of_fetch(&error))?;
     if status.is_success() || status.is_redirection() {
         granted(state, side, request).await;
         return Ok(());

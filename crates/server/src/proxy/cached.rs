@@ -26,7 +26,7 @@ use pkgproxy_cache::{
 };
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{CachedRequest, Mount, Side, SideId};
+use pkgproxy_sides::{CachedRequest, LocatedHost, Mount, Origin, Side, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 
 use super::access;
@@ -91,8 +91,12 @@ async fn through_the_cache(
 
     let checks = prerequisites(state, side, &request, exchange).await;
     let mut request = request;
-    if let Some(origin) = side.located(&request, &checks) {
-        request.origin = origin;
+    let mut withheld_from = None;
+    if let Some(located) = side.located(&request, &checks) {
+        if located.host == LocatedHost::Foreign {
+            withheld_from = withhold_credentials(&mut request, &located.origin);
+        }
+        request.origin = located.origin;
     }
     let verifier = side.verifier(&request, &checks);
     let spec = FetchSpec {
@@ -127,8 +131,10 @@ async fn through_the_cache(
             None => upstream,
         }
     });
-    // Another client's fetch says nothing of whether this one may read it.
-    if !joined.started {
+    // Another client's fetch says nothing of whether this one may read it,
+    // nor does one made without its credentials.
+    let confirms = joined.started && withheld_from.is_none();
+    if !confirms {
         if let Err(refused) = access::confirmed(state, exchange, side, &request).await {
             return plain(refused);
         }
@@ -143,15 +149,39 @@ async fn through_the_cache(
         }
         phase => phase,
     };
+    if let (Some(host), Phase::Passed(passed)) = (&withheld_from, &phase) {
+        if matches!(passed.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return plain(refused_without_credentials(host, passed.status).into());
+        }
+    }
     if joined.started {
         report_upstream_status(exchange, &phase);
-        if phase.is_body() {
+        if phase.is_body() && confirms {
             access::granted(state, side, &request).await;
         }
         follow::follow(state, side, exchange.mount, &request, Arc::clone(&joined.fetch), fetch_ahead);
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined, phase);
     (outcome, Some(reason), joined.fetch.answered_by())
+}
+
+/// Takes a client's own credentials off `request`, which goes to `origin`,
+/// a host that is not its registry's: they go only to the registry they
+/// were given for. The host they were withheld from, if they were.
+fn withhold_credentials(request: &mut CachedRequest, origin: &Origin) -> Option<String> {
+    let had = std::mem::take(&mut request.asking.auth);
+    let host = origin.instances.first().map(|instance| crate::redact::without_user(instance));
+    host.filter(|_| matches!(had, UpstreamAuth::Client(_)))
+}
+
+/// What the client is told when `host`, asked without its credentials,
+/// refused: pkgproxy does not send them there.
+fn refused_without_credentials(host: &str, status: StatusCode) -> Failed {
+    let reason = format!(
+        "{host} holds this file and answered {status} to a request without credentials: pkgproxy sends a \
+         client's token only to the registry it was given for, and {host} is not that registry"
+    );
+    Failed::Refused(pkgproxy_sides::Refusal::new(StatusCode::FORBIDDEN, reason).with_code("DENIED"))
 }
 
 /// Serves `entry`, which answers `request` without the upstream, once the

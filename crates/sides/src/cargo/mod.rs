@@ -18,9 +18,11 @@
 //!   of a version the held index file does not list refreshes that file
 //!   first (once in a while), so a lockfile naming a version published a
 //!   minute ago works offline afterwards.
-//! - A request with credentials (a registry that says `auth-required`)
-//!   goes upstream with them, and what it brings is served only to clients
-//!   the registry accepts.
+//! - A request with credentials (a registry that says `auth-required`, or
+//!   any client that sends `Authorization`) goes upstream with them, and
+//!   what it brings is kept in a space of its own (`cargo/NAME/private/`),
+//!   served per crate only to clients the registry accepts for that
+//!   crate, never to a client without credentials.
 
 mod index;
 pub mod needs;
@@ -40,8 +42,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{
-    Access, CachedRequest, ClientAuthorization, DatedResume, Decision, Etag, LocalAnswer, Origin, Refusal, Reply,
-    Rewrite, UpstreamAuth, Wanted,
+    Access, CachedRequest, ClientAuthorization, DatedResume, Decision, Etag, LocalAnswer, Located, Origin, Refusal,
+    Reply, Rewrite, UpstreamAuth, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
@@ -137,6 +139,14 @@ impl Registry {
         format!("cargo/{}/{below}", self.name)
     }
 
+    /// The key of `below` in `space`.
+    fn key_in(&self, space: Space, below: &str) -> String {
+        match space {
+            Space::Shared => self.key(below),
+            Space::Private => format!("cargo/{}/private/{below}", self.name),
+        }
+    }
+
     fn index_origin(&self, path: String) -> Origin {
         Origin { pool: format!("cargo {}", self.name), instances: self.index.urls().to_vec(), path }
     }
@@ -144,6 +154,33 @@ impl Registry {
     fn crates_pool(&self) -> String {
         format!("cargo {} crates", self.name)
     }
+}
+
+/// Whose keys a request is served under: what anyone may read, or what a
+/// client's own credentials brought, served only to clients the registry
+/// accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Space {
+    Shared,
+    Private,
+}
+
+impl Space {
+    /// The space of a request with `headers`.
+    fn of(headers: &http::HeaderMap) -> Space {
+        match headers.contains_key(http::header::AUTHORIZATION) {
+            true => Space::Private,
+            false => Space::Shared,
+        }
+    }
+}
+
+/// What a cache key of this side names: its registry, its space and what
+/// is below them (`config.json`, `index/...`, `crates/...`).
+struct Keyed<'c, 'k> {
+    registry: &'c Registry,
+    space: Space,
+    below: &'k str,
 }
 
 /// The cargo side's configuration, validated.
@@ -211,6 +248,22 @@ impl Config {
         let name = key.strip_prefix("cargo/")?.split('/').next()?;
         self.registries.iter().find(|registry| registry.name == name)
     }
+
+    fn keyed<'k>(&self, key: &'k str) -> Option<Keyed<'_, 'k>> {
+        let registry = self.registry_of_key(key)?;
+        let below = key.strip_prefix(&registry.key(""))?;
+        Some(match below.strip_prefix("private/") {
+            Some(below) => Keyed { registry, space: Space::Private, below },
+            None => Keyed { registry, space: Space::Shared, below },
+        })
+    }
+}
+
+/// What a client's access to a request is granted for: the registry's
+/// `config.json`, or one crate (its index file and its downloads).
+enum Granted {
+    Registry,
+    Crate(String),
 }
 
 /// What a request below `/cargo` asks for.
@@ -319,17 +372,22 @@ impl Cargo {
         let registry = config.registry(&mount).ok_or_else(|| {
             Refusal::not_found(format!("no registry {:?} is configured", mount.trim_start_matches('/')))
         })?;
-        let cached = match asked {
-            Asked::Config => self.config_json(registry, request),
-            Asked::IndexFile(file, _) => self.index_file(registry, &file, config.index_ttl),
-            Asked::Crate(name, version, sha256) => self.crate_file(registry, name, version, sha256),
+        let space = Space::of(request.headers);
+        let (cached, granted) = match asked {
+            Asked::Config => (self.config_json(registry, space, request), Granted::Registry),
+            Asked::IndexFile(file, name) => {
+                (self.index_file(registry, space, &file, config.index_ttl), Granted::Crate(name.to_ascii_lowercase()))
+            }
+            Asked::Crate(name, version, sha256) => {
+                (self.crate_file(registry, space, name, version, sha256), Granted::Crate(name.to_ascii_lowercase()))
+            }
         };
-        Ok(Decision::cache(self.with_access(registry, cached, request)))
+        Ok(Decision::cache(self.with_access(registry, &granted, cached, request)))
     }
 
     /// The upstream's `config.json`, served rewritten as pkgproxy's; when
     /// it cannot be had, pkgproxy's without it.
-    fn config_json(&self, registry: &Registry, request: &Request<'_>) -> CachedRequest {
+    fn config_json(&self, registry: &Registry, space: Space, request: &Request<'_>) -> CachedRequest {
         let served_at = request.served_at(&registry.mount);
         let fallback = json_answer(upstream_config::served(&served_at.base, self.upstream_config(registry).as_ref()));
         CachedRequest {
@@ -341,7 +399,7 @@ impl Cargo {
             },
             ..CachedRequest::new(
                 SideId::Cargo,
-                registry.key("config.json"),
+                registry.key_in(space, "config.json"),
                 registry.index_origin("/config.json".into()),
                 Class::Revalidated,
             )
@@ -350,13 +408,13 @@ impl Cargo {
 
     /// An index file: revalidated after the window, with pkgproxy's own
     /// `ETag`.
-    fn index_file(&self, registry: &Registry, file: &str, fresh_for: Duration) -> CachedRequest {
+    fn index_file(&self, registry: &Registry, space: Space, file: &str, fresh_for: Duration) -> CachedRequest {
         CachedRequest {
             wanted: Wanted { fresh_for, ..Wanted::default() },
             reply: Reply { etag: Etag::Content, ..Reply::default() },
             ..CachedRequest::new(
                 SideId::Cargo,
-                registry.key(&format!("index/{file}")),
+                registry.key_in(space, &format!("index/{file}")),
                 registry.index_origin(format!("/{file}")),
                 Class::Revalidated,
             )
@@ -365,13 +423,20 @@ impl Cargo {
 
     /// A crate, from where the registry's `config.json` says, checked
     /// against the SHA-256 its URL names.
-    fn crate_file(&self, registry: &Registry, name: &str, version: &str, sha256: String) -> CachedRequest {
+    fn crate_file(
+        &self,
+        registry: &Registry,
+        space: Space,
+        name: &str,
+        version: &str,
+        sha256: String,
+    ) -> CachedRequest {
         let pool = registry.crates_pool();
         let origin = self
             .upstream_config(registry)
             .and_then(|config| config.download(&pool, name, version, &sha256))
             .unwrap_or(Origin { pool, instances: Vec::new(), path: String::new() });
-        let key = registry.key(&format!("crates/{name}/{version}/{sha256}"));
+        let key = registry.key_in(space, &format!("crates/{name}/{version}/{sha256}"));
         let mut request = CachedRequest {
             reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
             ..CachedRequest::new(SideId::Cargo, key, origin, Class::Immutable)
@@ -382,21 +447,34 @@ impl Cargo {
 
     /// `request` of `registry`, with the client's credentials when it gave
     /// any, or when the registry wants them: the registry then confirms
-    /// each client may read what is cached.
-    fn with_access(&self, registry: &Registry, mut cached: CachedRequest, request: &Request<'_>) -> CachedRequest {
+    /// each client may read what is cached, per crate (a crate's grant is
+    /// confirmed with its index file, which the index itself serves).
+    fn with_access(
+        &self,
+        registry: &Registry,
+        granted: &Granted,
+        mut cached: CachedRequest,
+        request: &Request<'_>,
+    ) -> CachedRequest {
         let authorization = request.headers.get(http::header::AUTHORIZATION);
         if authorization.is_none() && !self.auth_required(registry) {
             return cached;
         }
-        let grant = match authorization {
+        let whose = match authorization {
             Some(authorization) => {
-                let credential = hex::encode(&Sha256::digest(authorization.as_bytes())[..16]);
                 cached.asking.auth = UpstreamAuth::Client(ClientAuthorization(authorization.clone()));
-                format!("cargo {} {credential}", registry.name)
+                hex::encode(&Sha256::digest(authorization.as_bytes())[..16])
             }
-            None => format!("cargo {} as pkgproxy", registry.name),
+            None => "as pkgproxy".to_owned(),
         };
-        cached.access = Some(Box::new(Access { grant, lasting: ACCESS_RECHECK, offline: false, unknown_code: "" }));
+        let (what, confirmed_at) = match granted {
+            Granted::Registry => ("config.json", None),
+            Granted::Crate(name) => {
+                (name.as_str(), Some(registry.index_origin(format!("/{}", index::file_path(name)))))
+            }
+        };
+        let grant = format!("cargo {} {what} {whose}", registry.name);
+        cached.access = Some(Box::new(Access { confirmed_at, ..Access::new(grant, ACCESS_RECHECK) }));
         cached
     }
 
@@ -405,13 +483,13 @@ impl Cargo {
     /// not refreshed for that a moment ago, the index file asked again.
     fn crate_prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
         let config = self.config();
-        let Some(registry) = config.registry_of_key(&request.key) else { return Vec::new() };
-        let Some(download) = request.key.strip_prefix(&registry.key("crates/")) else { return Vec::new() };
+        let Some(Keyed { registry, space, below }) = config.keyed(&request.key) else { return Vec::new() };
+        let Some(download) = below.strip_prefix("crates/") else { return Vec::new() };
         let mut parts = download.split('/');
         let (Some(name), Some(version)) = (parts.next(), parts.next()) else { return Vec::new() };
         let mut config_json = CachedRequest::new(
             SideId::Cargo,
-            registry.key("config.json"),
+            registry.key_in(space, "config.json"),
             registry.index_origin("/config.json".into()),
             Class::Revalidated,
         );
@@ -419,11 +497,11 @@ impl Cargo {
         config_json.asking = request.asking.clone();
         let mut needed = vec![config_json];
         let file = index::file_path(name);
-        let index_key = registry.key(&format!("index/{file}"));
+        let index_key = registry.key_in(space, &format!("index/{file}"));
         let listed =
             self.cache.read_small(&index_key, index::INDEX_LIMIT).is_some_and(|held| index::lists(&held, version));
         if !listed && self.may_refresh(&index_key) {
-            let mut refreshed = self.index_file(registry, &file, Duration::ZERO);
+            let mut refreshed = self.index_file(registry, space, &file, Duration::ZERO);
             refreshed.asking = request.asking.clone();
             needed.push(refreshed);
         }
@@ -515,16 +593,23 @@ impl Side for Cargo {
         }
     }
 
-    /// A crate is fetched from where its registry's `config.json` says.
-    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Origin> {
+    /// A crate is fetched from where its registry's `config.json` says,
+    /// with the credentials of the index instance on that host, if one
+    /// is; a client's own go along, as cargo itself sends its token to
+    /// `dl`.
+    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Located> {
         let config = self.config();
-        let registry = config.registry_of_key(&request.key)?;
+        let Keyed { registry, below, .. } = config.keyed(&request.key)?;
         let upstream = UpstreamConfig::parse(prerequisites.first()?)?;
         self.learn(registry, upstream.clone());
-        let download = request.key.strip_prefix(&registry.key("crates/"))?;
+        let download = below.strip_prefix("crates/")?;
         let mut parts = download.split('/');
         let (name, version, sha256) = (parts.next()?, parts.next()?, parts.next()?);
-        upstream.download(&registry.crates_pool(), name, version, sha256)
+        let mut origin = upstream.download(&registry.crates_pool(), name, version, sha256)?;
+        if let Some(instance) = origin.instances.first().and_then(|host| registry.index.origin_of(host)) {
+            origin.instances = vec![instance];
+        }
+        Some(Located::at_registry(origin))
     }
 
     /// An index file names the crates its releases depend on, fetched
@@ -538,7 +623,8 @@ impl Side for Cargo {
     fn follow_ups(&self, request: &CachedRequest, body: &[u8]) -> Vec<CachedRequest> {
         let config = self.config();
         let Some(registry) = config.registry_of_key(&request.key) else { return Vec::new() };
-        let follow = |name: &String| self.index_file(registry, &index::file_path(name), config.index_ttl);
+        let follow =
+            |name: &String| self.index_file(registry, Space::Shared, &index::file_path(name), config.index_ttl);
         index::dependencies(body).iter().map(follow).collect()
     }
 
@@ -575,18 +661,18 @@ impl Side for Cargo {
         failure.not_held("pkgproxyctl warm cargo Cargo.lock fetches what a build needs")
     }
 
-    /// What an `auth-required` registry holds is for its clients only.
+    /// What an `auth-required` registry holds, and what any client's
+    /// credentials brought, is for the registry's clients only.
     fn readable_by_anyone(&self, key: &str) -> bool {
         let config = self.config();
-        config.registry_of_key(key).is_none_or(|registry| !self.auth_required(registry))
+        config.keyed(key).is_none_or(|keyed| keyed.space == Space::Shared && !self.auth_required(keyed.registry))
     }
 
     /// The request cargo makes for what is cached under `key`: a
     /// registry's `config.json` ranks before its index files and crates.
     fn client_url(&self, key: &str) -> Option<(u8, String)> {
         let config = self.config();
-        let registry = config.registry_of_key(key)?;
-        let below = key.strip_prefix(&registry.key(""))?;
+        let Keyed { registry, space: Space::Shared, below } = config.keyed(key)? else { return None };
         let prefix = crate::route::prefix_of(SideId::Cargo)?;
         match below {
             "config.json" => Some((0, format!("{prefix}{}/index/config.json", registry.mount))),

@@ -91,6 +91,34 @@ fn a_client_s_credentials_go_upstream_and_its_access_is_confirmed() {
 }
 
 #[test]
+fn what_a_client_s_credentials_bring_is_kept_apart_and_granted_per_crate() {
+    let (cargo, _dir) = side("[[registry]]\nname = \"corp\"\nindex = [\"https://corp.example/index/\"]\n");
+    let mut token = http::HeaderMap::new();
+    token.insert(http::header::AUTHORIZATION, http::HeaderValue::from_static("Bearer corp-token"));
+    let with_token = |path: &str| cached(classify(&cargo, &Method::GET, path, &token));
+    let file = with_token("/corp/index/in/te/internal-tool");
+    assert_eq!(file.key, "cargo/corp/private/index/in/te/internal-tool");
+    let krate = with_token(&format!("/corp/crates/Internal-Tool/1.0.0/{SHA}"));
+    assert_eq!(krate.key, format!("cargo/corp/private/crates/Internal-Tool/1.0.0/{SHA}"));
+    let (file_access, crate_access) = (file.access.clone().unwrap(), krate.access.clone().unwrap());
+    assert_eq!(file_access.grant, crate_access.grant, "a crate's grant is its index file's");
+    assert!(file_access.grant.contains("internal-tool") && !file_access.grant.contains("Bearer"));
+    assert_eq!(crate_access.confirmed_at.unwrap().path, "/in/te/internal-tool", "confirmed with its index file");
+    let other = with_token("/corp/index/ot/he/other");
+    assert_ne!(other.access.unwrap().grant, file_access.grant, "another crate, another grant");
+    for key in [&file.key, &krate.key] {
+        assert!(!cargo.readable_by_anyone(key), "{key}: never to peers or bundles");
+        assert_eq!(cargo.client_url(key), None, "{key}");
+    }
+    let none = http::HeaderMap::new();
+    let anonymous = cached(classify(&cargo, &Method::GET, "/corp/index/in/te/internal-tool", &none));
+    assert_eq!(anonymous.key, "cargo/corp/index/in/te/internal-tool", "a client without credentials never reads it");
+    assert!(cargo.readable_by_anyone(&anonymous.key));
+    let prerequisites = cargo.prerequisites(&krate);
+    assert_eq!(prerequisites[0].key, "cargo/corp/private/config.json", "its prerequisites in its own space");
+}
+
+#[test]
 fn registries_are_named_once_and_not_as_paths_pkgproxy_serves() {
     let bad = |config: &str| Config::new(&toml::from_str::<Options>(config).unwrap()).unwrap_err().key;
     assert_eq!(bad("[[registry]]\nname = \"index\"\nindex = [\"https://x/\"]\n"), "registry.name");

@@ -96,9 +96,8 @@ impl Registry {
     /// of its instances, or, for the npm registry, on its canonical host
     /// (what mirrors of it still name).
     pub(super) fn own_path<'u>(&self, url: &'u str) -> Option<&'u str> {
-        let on = |base: &str| url.strip_prefix(base).filter(|path| path.starts_with('/'));
-        let canonical = self.is_npm().then_some(DEFAULT_REGISTRY);
-        self.mirrors.urls().iter().map(String::as_str).chain(canonical).find_map(on)
+        let canonical = || self.is_npm().then(|| crate::instances::path_below(DEFAULT_REGISTRY, url)).flatten();
+        self.mirrors.path_below(url).or_else(canonical)
     }
 }
 

@@ -45,7 +45,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Reloadable;
 use crate::decision::{
     forwarded_headers, Access, Asking, CachedRequest, ClientAuthorization, DatedResume, Decision, ForwardRequest,
-    LocalAnswer, Origin, Refusal, Reply, Rewrite, UpstreamAuth, Wanted,
+    LocalAnswer, Located, Origin, Refusal, Reply, Rewrite, UpstreamAuth, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
@@ -131,11 +131,20 @@ impl Npm {
         let cached = match asked {
             _ if !readable || for_writing => return Ok(self.forward(registry, request)),
             Asked::Api => return Ok(self.forward(registry, request)),
-            Asked::Document(name) => self.document(registry, &name, Form::asked(request.headers.get(ACCEPT)), request),
-            Asked::Version(name, version) => self.version(registry, &name, &version, request),
-            Asked::Tarball(tarball) => self.tarball(registry, &tarball, request),
+            Asked::Document(name) => {
+                let cached = self.document(registry, &name, Form::asked(request.headers.get(ACCEPT)), request);
+                self.with_access(registry, &name, cached, request)
+            }
+            Asked::Version(name, version) => {
+                let cached = self.version(registry, &name, &version, request);
+                self.with_access(registry, &name, cached, request)
+            }
+            Asked::Tarball(tarball) => {
+                let cached = self.tarball(registry, &tarball, request);
+                self.with_access(registry, &tarball.name, cached, request)
+            }
         };
-        Ok(Decision::cache(self.with_access(registry, cached, request)))
+        Ok(Decision::cache(cached))
     }
 
     /// The space a request is served in.
@@ -229,14 +238,26 @@ impl Npm {
         })
     }
 
-    /// A request with the client's token: fetched with it, and what is held
-    /// in its space served once the registry accepted the token.
-    fn with_access(&self, registry: &Registry, mut cached: CachedRequest, request: &Request<'_>) -> CachedRequest {
+    /// A request of `package` with the client's token: fetched with it,
+    /// and what is held in its space served once the registry accepted the
+    /// token for that package. The grant names the package: a token the
+    /// registry takes for one package says nothing of another (npm answers
+    /// `404` to a token that may not read a package). It is confirmed with
+    /// the package's document, which the registry itself serves, wherever
+    /// a tarball is; offline, a token confirmed for the package before.
+    fn with_access(
+        &self,
+        registry: &Registry,
+        package: &PackageName,
+        mut cached: CachedRequest,
+        request: &Request<'_>,
+    ) -> CachedRequest {
         let Some(authorization) = request.headers.get(AUTHORIZATION) else { return cached };
         let credential = hex::encode(&Sha256::digest(authorization.as_bytes())[..16]);
         cached.asking.auth = UpstreamAuth::Client(ClientAuthorization(authorization.clone()));
-        let grant = format!("npm {} {credential}", registry.name);
-        cached.access = Some(Box::new(Access { grant, lasting: ACCESS_RECHECK, offline: true, unknown_code: "" }));
+        let grant = format!("npm {} {package} {credential}", registry.name);
+        let confirmed_at = Some(registry.origin(format!("/{}", package.in_path())));
+        cached.access = Some(Box::new(Access { offline: true, confirmed_at, ..Access::new(grant, ACCESS_RECHECK) }));
         cached
     }
 
@@ -340,9 +361,11 @@ impl Side for Npm {
     }
 
     /// Remembers the registry's "no such package" (or version) a minute:
-    /// one published then is found.
+    /// one published then is found. Never an answer to a client's token:
+    /// npm says `404` to a token that may not read a package, which says
+    /// nothing of what another client's token may read.
     fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
-        if matches!(answer.status.as_u16(), 404 | 410) {
+        if matches!(answer.status.as_u16(), 404 | 410) && request.access.is_none() {
             self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
         }
     }
@@ -367,23 +390,29 @@ impl Side for Npm {
         vec![version]
     }
 
-    /// Where the tarball's document says it is.
-    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Origin> {
+    /// Where the tarball's document says it is: below the registry, on
+    /// its pool; on one of its instances' hosts, with that instance's
+    /// credentials; elsewhere, without any (a client's token goes only to
+    /// the registry it was given for).
+    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Located> {
         let config = self.config();
         let Keyed { registry, kind: KeyKind::Tarball(tarball), .. } = Keyed::parse(&config, &request.key)? else {
             return None;
         };
         let url = self.dist_of(request, &tarball, prerequisites)?.tarball?;
         if let Some(path) = registry.own_path(&url) {
-            return Some(registry.origin(path.to_owned()));
+            return Some(Located::at_registry(registry.origin(path.to_owned())));
         }
         let (scheme, rest) = url.split_once("://")?;
         let slash = rest.find('/')?;
-        Some(Origin {
-            pool: format!("npm {} tarballs", registry.name),
-            instances: vec![format!("{scheme}://{}", &rest[..slash])],
-            path: rest[slash..].to_owned(),
-        })
+        let pool = format!("npm {} tarballs", registry.name);
+        let path = rest[slash..].to_owned();
+        match registry.mirrors.origin_of(&url) {
+            Some(instance) => Some(Located::at_registry(Origin { pool, instances: vec![instance], path })),
+            None => {
+                Some(Located::foreign(Origin { pool, instances: vec![format!("{scheme}://{}", &rest[..slash])], path }))
+            }
+        }
     }
 
     /// A document must be one and not older than the one held; a tarball

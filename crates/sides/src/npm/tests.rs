@@ -1,5 +1,6 @@
 use super::*;
 use crate::route::Mount;
+use crate::LocatedHost;
 use http::StatusCode;
 
 fn side(config: &str) -> (Npm, tempfile::TempDir) {
@@ -125,6 +126,57 @@ fn what_a_token_brings_is_kept_apart_and_read_only_by_clients_the_registry_accep
     assert!(shared.access.is_none() && npm.readable_by_anyone(&shared.key));
 }
 
+#[test]
+fn a_token_s_grant_names_the_package_and_a_tarball_s_is_its_package_s() {
+    let (npm, _dir) = side("");
+    let token = [("authorization", "Bearer t")];
+    let grant = |path: &str| cached(classify(&npm, &Method::GET, path, &token)).access.unwrap();
+    let document = grant("/@corp%2fsecret");
+    assert!(document.grant.contains("@corp/secret") && !document.grant.contains("Bearer"), "{}", document.grant);
+    assert_eq!(grant("/@corp/secret/-/secret-1.0.0.tgz").grant, document.grant);
+    assert_eq!(grant("/@corp%2Fsecret/1.0.0").grant, document.grant);
+    assert_ne!(grant("/is-number").grant, document.grant, "another package, another grant");
+    let tarball = grant("/@corp/secret/-/secret-1.0.0.tgz");
+    assert_eq!(tarball.confirmed_at.unwrap().path, "/@corp%2fsecret", "confirmed with the package's document");
+}
+
+#[test]
+fn a_refusal_of_a_client_s_token_is_not_remembered_for_others() {
+    let (npm, _dir) = side("");
+    let now = std::time::Instant::now();
+    let not_found = Arc::new(PassedAnswer { status: StatusCode::NOT_FOUND, headers: vec![], body: Bytes::new() });
+    let with_token = cached(classify(&npm, &Method::GET, "/@corp%2fsecret", &[("authorization", "Bearer mallory")]));
+    npm.remember(&with_token, &not_found, now);
+    let with_another = cached(classify(&npm, &Method::GET, "/@corp%2fsecret", &[("authorization", "Bearer alice")]));
+    assert!(npm.remembered(&with_another, now, false).is_none());
+    let anonymous = cached(classify(&npm, &Method::GET, "/no-such", &[]));
+    npm.remember(&anonymous, &not_found, now);
+    assert!(npm.remembered(&anonymous, now, false).is_some(), "an anonymous absence is");
+}
+
+#[test]
+fn a_tarball_on_a_configured_mirror_s_host_goes_with_its_credentials_and_one_elsewhere_with_none() {
+    let (npm, _dir) = side("[[registry]]\nname = \"corp\"\nmirrors = [\"http://u:TOKEN@127.0.0.1:9/repo\"]\n");
+    let document = r#"{"name":"a","versions":{
+        "1.0.0":{"dist":{"tarball":"http://127.0.0.1:9/repo/a/-/a-1.0.0.tgz","shasum":"0000000000000000000000000000000000000001"}},
+        "1.1.0":{"dist":{"tarball":"http://127.0.0.1:9/files/a-1.1.0.tgz","shasum":"0000000000000000000000000000000000000002"}},
+        "1.2.0":{"dist":{"tarball":"http://127.0.0.1:10/a/-/a-1.2.0.tgz","shasum":"0000000000000000000000000000000000000003"}}}}"#;
+    npm.cache.put("npm/corp/doc/a/full", document.as_bytes(), vec![], Class::Revalidated).unwrap();
+    let located = |version: &str| {
+        let request = cached(classify(&npm, &Method::GET, &format!("/corp/a/-/a-{version}.tgz"), &[]));
+        assert!(npm.prerequisites(&request).is_empty(), "the held document says");
+        npm.located(&request, &[]).unwrap()
+    };
+    let below = located("1.0.0");
+    assert_eq!(below.origin.pool, "npm corp", "the registry's own pool, its credentials with it");
+    assert_eq!((below.origin.path.as_str(), below.host), ("/a/-/a-1.0.0.tgz", LocatedHost::Registry));
+    let beside = located("1.1.0");
+    assert_eq!(beside.origin.instances, ["http://u:TOKEN@127.0.0.1:9"], "that instance's credentials");
+    assert_eq!((beside.origin.path.as_str(), beside.host), ("/files/a-1.1.0.tgz", LocatedHost::Registry));
+    let elsewhere = located("1.2.0");
+    assert_eq!((elsewhere.origin.instances[0].as_str(), elsewhere.host), ("http://127.0.0.1:10", LocatedHost::Foreign));
+}
+
 const DOCUMENT: &str = r#"{"name":"a","time":{"modified":"2024-01-01T00:00:00.000Z"},"versions":{"1.0.0":{"dist":{"tarball":"https://registry.npmjs.org/a/-/a-1.0.0.tgz","shasum":"0000000000000000000000000000000000000001"}},"1.1.0":{"dist":{"tarball":"https://cdn.example/a/-/a-1.1.0.tgz","shasum":"0000000000000000000000000000000000000002"}}}}"#;
 
 #[test]
@@ -133,11 +185,17 @@ fn a_tarball_is_checked_against_the_held_document_or_else_its_version_s_own() {
     npm.cache.put("npm/npm/doc/a/full", DOCUMENT.as_bytes(), vec![], Class::Revalidated).unwrap();
     let listed = cached(classify(&npm, &Method::GET, "/a/-/a-1.0.0.tgz", &[]));
     assert!(npm.prerequisites(&listed).is_empty(), "the held document says");
-    let origin = npm.located(&listed, &[]).unwrap();
+    let located = npm.located(&listed, &[]).unwrap();
+    let origin = &located.origin;
     assert_eq!((origin.instances[0].as_str(), origin.path.as_str()), ("http://127.0.0.1:9", "/a/-/a-1.0.0.tgz"));
+    assert_eq!(located.host, LocatedHost::Registry, "the npm registry's canonical host is its own");
     let on_cdn = cached(classify(&npm, &Method::GET, "/a/-/a-1.1.0.tgz", &[]));
     assert!(npm.prerequisites(&on_cdn).is_empty());
-    assert_eq!(npm.located(&on_cdn, &[]).unwrap().instances, ["https://cdn.example"]);
+    let located = npm.located(&on_cdn, &[]).unwrap();
+    assert_eq!(
+        (located.origin.instances.as_slice(), located.host),
+        (&["https://cdn.example".to_owned()][..], LocatedHost::Foreign)
+    );
 
     let new = cached(classify(&npm, &Method::GET, "/a/-/a-2.0.0.tgz", &[]));
     let prerequisites = npm.prerequisites(&new);
@@ -145,7 +203,7 @@ fn a_tarball_is_checked_against_the_held_document_or_else_its_version_s_own() {
     assert_eq!(prerequisites[0].key, "npm/npm/version/a/2.0.0");
     assert_eq!(prerequisites[0].origin.path, "/a/2.0.0");
     let version = Bytes::from_static(br#"{"name":"a","version":"2.0.0","dist":{"tarball":"http://127.0.0.1:9/a/-/a-2.0.0.tgz","shasum":"0000000000000000000000000000000000000003"}}"#);
-    assert_eq!(npm.located(&new, std::slice::from_ref(&version)).unwrap().path, "/a/-/a-2.0.0.tgz");
+    assert_eq!(npm.located(&new, std::slice::from_ref(&version)).unwrap().origin.path, "/a/-/a-2.0.0.tgz");
     assert!(npm.verifier(&new, &[version]).is_some());
     let document = cached(classify(&npm, &Method::GET, "/a", &[]));
     assert_eq!(document.wanted.fresh_for, Duration::ZERO, "the held document is asked again: the version is new");

@@ -36,7 +36,7 @@ use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, PassedAnswer, Verifie
 
 use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{
-    Asking, CachedRequest, DatedResume, Decision, LocalAnswer, Origin, Refusal, Reply, Rewrite, Wanted,
+    Asking, CachedRequest, DatedResume, Decision, LocalAnswer, Located, Origin, Refusal, Reply, Rewrite, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
@@ -507,8 +507,10 @@ impl Side for Pypi {
         self.page_of(index, &file, config.index_ttl).into_iter().collect()
     }
 
-    /// Where the file's page says it is.
-    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Origin> {
+    /// Where the file's page says it is: on an index instance's host
+    /// (devpi, Artifactory and Nexus serve files beside their pages), with
+    /// that instance's credentials; elsewhere, without any.
+    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Located> {
         let config = self.config();
         let (index, file) = Self::file_of(&config, request)?;
         let listed = Self::listed(prerequisites.first()?, &file)?;
@@ -520,11 +522,13 @@ impl Side for Pypi {
         }
         let (scheme, rest) = url.split_once("://")?;
         let slash = rest.find('/')?;
-        Some(Origin {
-            pool: format!("pypi {} files", index.name),
-            instances: vec![format!("{scheme}://{}", &rest[..slash])],
-            path: rest[slash..].to_owned(),
-        })
+        let (pool, path) = (format!("pypi {} files", index.name), rest[slash..].to_owned());
+        match index.mirrors.origin_of(&url) {
+            Some(instance) => Some(Located::at_registry(Origin { pool, instances: vec![instance], path })),
+            None => {
+                Some(Located::foreign(Origin { pool, instances: vec![format!("{scheme}://{}", &rest[..slash])], path }))
+            }
+        }
     }
 
     /// A page must not be older than the one held; a file must be what its

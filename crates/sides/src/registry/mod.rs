@@ -317,7 +317,7 @@ impl Registry {
         let repository = format!("{}/{}", located.registry, located.repository);
         let private = visibility == Some(Visibility::Private) || self.is_private(located);
         let access = |grant: String, offline: bool| {
-            Some(Box::new(Access { grant, lasting: PRIVATE_RECHECK, offline, unknown_code }))
+            Some(Box::new(Access { offline, unknown_code, ..Access::new(grant, PRIVATE_RECHECK) }))
         };
         match client_headers.get(http::header::AUTHORIZATION).filter(|_| private) {
             Some(authorization) => {

@@ -106,8 +106,11 @@ pub(super) struct Shared {
     /// version, and older.
     pub(super) modified_back: AtomicBool,
     pub(super) tarball_host: Mutex<TarballHost>,
-    /// The bearer token every request needs, if one does.
-    pub(super) token: Mutex<Option<String>>,
+    /// The `Authorization` every request needs, if one does.
+    pub(super) authorization: Mutex<Option<String>>,
+    /// Packages only some bearer tokens may read, on the registry's port:
+    /// anyone else gets `404`, as the npm registry answers.
+    pub(super) restricted: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl Shared {
@@ -124,7 +127,8 @@ impl Shared {
             cut: AtomicBool::new(false),
             modified_back: AtomicBool::new(false),
             tarball_host: Mutex::new(TarballHost::Registry),
-            token: Mutex::default(),
+            authorization: Mutex::default(),
+            restricted: Mutex::default(),
         }
     }
 
@@ -178,10 +182,13 @@ pub(super) async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: 
         }
         return answer;
     }
-    if let Some(token) = shared.token.lock().unwrap().clone() {
-        if recorded.header("authorization") != Some(format!("Bearer {token}").as_str()) {
+    if let Some(authorization) = shared.authorization.lock().unwrap().clone() {
+        if recorded.header("authorization") != Some(authorization.as_str()) {
             return json_error(StatusCode::UNAUTHORIZED, "authentication required");
         }
+    }
+    if !cdn && !may_read(shared, &route, recorded.header("authorization")) {
+        return not_found();
     }
     match route {
         Route::Tarball(name, file) => tarball(shared, &name, &file),
@@ -191,6 +198,18 @@ pub(super) async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: 
         Route::Version(name, version) => version_document(shared, &name, &version),
         Route::Unknown => not_found(),
     }
+}
+
+/// Whether a client with `authorization` may read what `route` names.
+fn may_read(shared: &Shared, route: &Route, authorization: Option<&str>) -> bool {
+    let name = match route {
+        Route::Tarball(name, _) | Route::Document(name) | Route::Version(name, _) => name,
+        _ => return true,
+    };
+    let restricted = shared.restricted.lock().unwrap();
+    let Some(readers) = restricted.get(name) else { return true };
+    let token = authorization.and_then(|authorization| authorization.strip_prefix("Bearer "));
+    token.is_some_and(|token| readers.iter().any(|reader| reader == token))
 }
 
 /// The versions of `name` a document lists now, and its `created` and
