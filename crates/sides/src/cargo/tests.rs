@@ -119,6 +119,23 @@ fn what_a_client_s_credentials_bring_is_kept_apart_and_granted_per_crate() {
 }
 
 #[test]
+fn a_crate_on_an_index_instance_s_host_goes_with_that_instance_s_credentials_and_elsewhere_with_none() {
+    let (cargo, _dir) = side("[[registry]]\nname = \"corp\"\nindex = [\"http://u:TOKEN@127.0.0.1:9/index/\"]\n");
+    let krate =
+        cached(classify(&cargo, &Method::GET, &format!("/corp/crates/tool/1.0.0/{SHA}"), &http::HeaderMap::new()));
+    let located = |dl: &str| {
+        let config = Bytes::from(format!("{{\"dl\":\"{dl}\"}}"));
+        cargo.located(&krate, &[config]).unwrap().origin
+    };
+    let beside = located("http://127.0.0.1:9/dl");
+    assert_eq!(
+        (beside.instances[0].as_str(), beside.path.as_str()),
+        ("http://u:TOKEN@127.0.0.1:9", "/dl/tool/1.0.0/download")
+    );
+    assert_eq!(located("http://127.0.0.1:10/dl").instances, ["http://127.0.0.1:10"], "another port: none");
+}
+
+#[test]
 fn registries_are_named_once_and_not_as_paths_pkgproxy_serves() {
     let bad = |config: &str| Config::new(&toml::from_str::<Options>(config).unwrap()).unwrap_err().key;
     assert_eq!(bad("[[registry]]\nname = \"index\"\nindex = [\"https://x/\"]\n"), "registry.name");
