@@ -151,6 +151,7 @@ async fn through_the_cache(
     };
     if let (Some(host), Phase::Passed(passed)) = (&withheld_from, &phase) {
         if matches!(passed.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            stats.increment(SideCounter::Misses);
             return plain(refused_without_credentials(host, passed.status).into());
         }
     }
