@@ -1,9 +1,10 @@
 //! How a side's clients are pointed at pkgproxy: what `pkgproxyctl setup
 //! CLIENT` prints, writes (`--apply`) and takes back (`--undo`). Each side
 //! lists its clients ([`SetupClient`]) in the list of sides; most are a
-//! file pkgproxy writes whole ([`WholeFile`]), the others carry their own
-//! [`Procedure`] (dockerd's `daemon.json` merged into, LXD's remotes and
-//! profiles set through `lxc`).
+//! file pkgproxy writes whole ([`WholeFile`]), some a block of pkgproxy's
+//! in a file of the user's own ([`MarkedBlock`]: cargo, npm, yarn, pip,
+//! uv), the others carry their own [`Procedure`] (dockerd's `daemon.json`
+//! merged into, LXD's remotes and profiles set through `lxc`).
 //!
 //! A file pkgproxy writes whole carries a marker line: `--undo` removes
 //! only such a file, and neither `--apply` nor the printed script ever
@@ -14,10 +15,21 @@
 //! makes every path (script, `--apply`, `--undo`) work under DIR instead
 //! of `/`, and restart nothing.
 
+mod block;
+mod cksum;
+mod fit;
+mod npmrc;
+mod pip_conf;
+mod reading;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
+
+pub use block::MarkedBlock;
+pub use fit::{Fit, Reading};
+pub use reading::{first_held, Format};
 
 /// The line marking a file as pkgproxy's.
 pub const MARKER: &str = "Written by pkgproxyctl setup";
@@ -345,162 +357,4 @@ pub fn run(command: &[&str]) -> anyhow::Result<()> {
     anyhow::ensure!(status.success(), "{} failed: {status}", command.join(" "));
     println!("ran {}", command.join(" "));
     Ok(())
-}
-
-/// A client set up by a block of lines pkgproxy keeps in a file of the
-/// user's own (cargo's `config.toml`): the block between marker lines is
-/// pkgproxy's, put at the end, replaced whole and taken out; the rest of
-/// the file is never touched. A file that sets what the block sets, outside
-/// it, is left as it is, and what to add by hand is said.
-pub struct MarkedBlock {
-    /// The file, as a shell expression (`${CARGO_HOME:-$HOME/.cargo}/config.toml`).
-    pub file_sh: &'static str,
-    /// The file, found as that expression finds it.
-    pub file: fn() -> anyhow::Result<PathBuf>,
-    /// The block's lines for pkgproxy at `http://HOST:PORT`.
-    pub block: fn(&str) -> String,
-    /// How lines the file may not hold outside the block start (after
-    /// blanks): the client would read them twice, or refuse the file.
-    pub clashes: &'static [&'static str],
-}
-
-/// The first line of pkgproxy's block.
-const BLOCK_BEGIN: &str = "# >>> pkgproxy";
-/// The last line of pkgproxy's block.
-const BLOCK_END: &str = "# <<< pkgproxy";
-
-impl MarkedBlock {
-    /// The block, with its marker lines.
-    fn marked(&self, base: &str) -> String {
-        format!("{BLOCK_BEGIN} ({MARKER}: downloads go through pkgproxy)\n{}{BLOCK_END}\n", (self.block)(base))
-    }
-
-    /// `text` without pkgproxy's block.
-    fn without_block(text: &str) -> String {
-        let mut kept = String::new();
-        let mut inside = false;
-        for line in text.split_inclusive('\n') {
-            if line.starts_with(BLOCK_BEGIN) {
-                inside = true;
-            }
-            if !inside {
-                kept.push_str(line);
-            }
-            if line.starts_with(BLOCK_END) {
-                inside = false;
-            }
-        }
-        kept
-    }
-
-    /// The line of `text`, outside the block, that clashes with it.
-    fn clash(&self, text: &str) -> Option<String> {
-        let outside = Self::without_block(text);
-        let clashes = |line: &&str| self.clashes.iter().any(|clash| line.starts_with(clash));
-        outside.lines().map(str::trim).find(clashes).map(str::to_owned)
-    }
-
-    /// An extended regular expression matching the start of a clashing
-    /// line.
-    fn clashes_ere(&self) -> String {
-        let escaped: Vec<String> = self
-            .clashes
-            .iter()
-            .map(|line| {
-                line.chars()
-                    .map(|c| if "[].\\*^$+?(){}|".contains(c) { format!("\\{c}") } else { c.to_string() })
-                    .collect()
-            })
-            .collect();
-        format!("^[[:space:]]*({})", escaped.join("|"))
-    }
-
-    fn script(&self, client: &str, base: &str) -> String {
-        let mut text = preamble(client, &format!("Puts pkgproxy's block in {}", self.file_sh));
-        text.push_str(&format!(
-            "file=\"$root{file}\"\nwithout_block() {{ awk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\"; }}\nif [ -f \"$file\" ] && without_block | grep -qE '{ere}'; then\n  echo \"$file sets this itself: left as it is. Add this to it by hand, in place of its own:\" >&2\n  cat >&2 <<'EOF'\n{settings}EOF\n  exit 1\nfi\nmkdir -p \"$(dirname \"$file\")\"\n{{ if [ -f \"$file\" ]; then without_block; fi; cat <<'EOF'\n{block}EOF\n}} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
-            file = self.file_sh,
-            ere = self.clashes_ere(),
-            settings = (self.block)(base),
-            block = self.marked(base),
-        ));
-        text
-    }
-
-    fn undo_script(&self, client: &str) -> String {
-        let mut text = preamble(client, &format!("Takes pkgproxy's block out of {}", self.file_sh));
-        text.push_str(&format!(
-            "file=\"$root{file}\"\nif [ ! -f \"$file\" ] || ! grep -q '^{BLOCK_BEGIN}' \"$file\"; then\n  echo \"$file holds no block of pkgproxy's\"\n  exit 0\nfi\nawk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\" > \"$file.pkgproxy-new\"\nif [ -s \"$file.pkgproxy-new\" ] && grep -q '[^[:space:]]' \"$file.pkgproxy-new\"; then\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"took pkgproxy's block out of $file\"\nelse\n  rm -f \"$file.pkgproxy-new\" \"$file\"\n  echo \"removed $file: it held pkgproxy's block only\"\nfi\n",
-            file = self.file_sh,
-        ));
-        text
-    }
-
-    fn apply(&self, base: &str, target: &Target) -> anyhow::Result<()> {
-        let path = target.path(&(self.file)()?.to_string_lossy());
-        let existing = read_if_there(&path)?;
-        if let Some(line) = existing.as_deref().and_then(|text| self.clash(text)) {
-            anyhow::bail!(
-                "{} sets {line} itself: left as it is. Add this to it by hand, in place of its own:\n{}",
-                path.display(),
-                (self.block)(base)
-            );
-        }
-        let mut content = existing.as_deref().map(Self::without_block).unwrap_or_default();
-        if !content.is_empty() && !content.ends_with('\n') {
-            content.push('\n');
-        }
-        content.push_str(&self.marked(base));
-        if existing.as_deref() == Some(content.as_str()) {
-            println!("{} is as it should be", path.display());
-            return Ok(());
-        }
-        let dir = path.parent().context("the file's folder")?;
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("wrote pkgproxy's block in {}", path.display());
-        Ok(())
-    }
-
-    fn undo(&self, target: &Target) -> anyhow::Result<()> {
-        let path = target.path(&(self.file)()?.to_string_lossy());
-        let Some(existing) = read_if_there(&path)? else {
-            println!("{} is not there", path.display());
-            return Ok(());
-        };
-        let kept = Self::without_block(&existing);
-        if kept == existing {
-            println!("{} holds no block of pkgproxy's", path.display());
-            return Ok(());
-        }
-        if kept.trim().is_empty() {
-            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-            println!("removed {}: it held pkgproxy's block only", path.display());
-        } else {
-            std::fs::write(&path, kept).with_context(|| format!("cannot write {}", path.display()))?;
-            println!("took pkgproxy's block out of {}", path.display());
-        }
-        Ok(())
-    }
-}
-
-impl Procedure for MarkedBlock {
-    fn run(&self, client: &str, action: Action, setup: &Setup<'_>) -> anyhow::Result<()> {
-        match action {
-            Action::Print => print!("{}", self.script(client, setup.base)),
-            Action::PrintUndo => print!("{}", self.undo_script(client)),
-            Action::Apply => self.apply(setup.base, setup.target)?,
-            Action::Undo => self.undo(setup.target)?,
-        }
-        Ok(())
-    }
-}
-
-/// The file at `path`, or `None` when there is none.
-fn read_if_there(path: &Path) -> anyhow::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
-    }
 }

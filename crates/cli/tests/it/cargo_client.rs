@@ -77,9 +77,13 @@ async fn the_setup_script_points_cargo_at_pkgproxy() {
     use std::io::Write;
     let (fake, server, project) = registry_and_pkgproxy().await;
     let home = tempfile::tempdir().unwrap();
+    // A configuration of the user's own, which the block joins.
+    std::fs::write(home.path().join("config.toml"), "[net]\nretry = 3\n").unwrap();
     let script = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
         .args(["setup", "cargo", "-addr", server.proxy_addr()])
         .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+        .env("CARGO_HOME", home.path())
+        .env_remove("PKGPROXY_SETUP_ROOT")
         .output()
         .unwrap();
     assert!(script.status.success(), "{}", String::from_utf8_lossy(&script.stderr));

@@ -41,6 +41,7 @@ mod registry_client;
 mod registry_pull_limit;
 mod reload;
 mod secrets;
+mod setup_block;
 mod setup_script;
 mod setup_system;
 mod shadow;

@@ -13,6 +13,24 @@ fn script(client: &str, addr: &str) -> String {
     printed(&["setup", client, "-addr", addr])
 }
 
+/// The script `pkgproxyctl setup CLIENT -addr ADDR` prints on a machine
+/// under `root` with `envs` set, reading the file it is for there, as
+/// `pkgproxyctl setup CLIENT | sh` does (a block in a user's file is put
+/// in only where it was found to fit).
+fn script_on(root: &Path, envs: &[(&str, &str)], client: &str, addr: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["setup", client, "-addr", addr])
+        .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+        .env("PKGPROXY_SETUP_ROOT", root)
+        .env_remove("CARGO_HOME")
+        .env_remove("NPM_CONFIG_USERCONFIG")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{client}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// The script that takes the setup back: `--undo --print`.
 fn undo_script(client: &str, addr: &str) -> String {
     printed(&["setup", client, "-addr", addr, "--undo", "--print"])
@@ -315,7 +333,8 @@ fn cargo_s_block_joins_the_user_s_config_and_leaves_the_rest_byte_for_byte() {
     let own = "# the user's own\n[build]\njobs = 4\n\n[net]\ngit-fetch-with-cli = true";
     std::fs::write(&file, own).unwrap();
 
-    let text = script("cargo", "10.0.0.5:3142");
+    let on_machine = |addr| script_on(root.path(), &[("CARGO_HOME", cargo_home)], "cargo", addr);
+    let text = on_machine("10.0.0.5:3142");
     assert!(text.starts_with("#!/bin/sh\n#"), "{text}");
     let written = sh_cargo(&text, root.path(), cargo_home);
     assert!(written.status.success(), "{}", said(&written));
@@ -326,7 +345,7 @@ fn cargo_s_block_joins_the_user_s_config_and_leaves_the_rest_byte_for_byte() {
     let once = tree(root.path());
     assert!(sh_cargo(&text, root.path(), cargo_home).status.success());
     assert_eq!(tree(root.path()), once, "a second run changes nothing");
-    let moved = sh_cargo(&script("cargo", "10.0.0.6:3142"), root.path(), cargo_home);
+    let moved = sh_cargo(&on_machine("10.0.0.6:3142"), root.path(), cargo_home);
     assert!(moved.status.success(), "{}", said(&moved));
     let config = std::fs::read_to_string(&file).unwrap();
     assert!(config.contains("10.0.0.6:3142") && !config.contains("10.0.0.5:3142"), "one block, replaced: {config}");
@@ -359,8 +378,11 @@ fn cargo_s_block_joins_the_user_s_config_and_leaves_the_rest_byte_for_byte() {
     // A file that replaces crates.io itself is left as it is.
     let replacing = format!("{own}\n[source.crates-io]\nreplace-with = \"vendored\"\n");
     std::fs::write(&file, &replacing).unwrap();
-    let refused = sh_cargo(&text, root.path(), cargo_home);
+    let refused = sh_cargo(&on_machine("10.0.0.5:3142"), root.path(), cargo_home);
     assert!(!refused.status.success());
+    assert!(said(&refused).contains("sets source.crates-io itself: left as it is"), "{}", said(&refused));
+    let refused = sh_cargo(&text, root.path(), cargo_home);
+    assert!(!refused.status.success(), "printed for the file before");
     assert!(said(&refused).contains("left as it is"), "{}", said(&refused));
     let (applied, told) = apply(&["setup", "cargo", "-addr", "10.0.0.5:3142", "--apply"]);
     assert!(!applied && told.contains("left as it is") && told.contains("sparse+http://10.0.0.5:3142"), "{told}");
@@ -380,7 +402,7 @@ fn pip_and_uv_get_pkgproxy_s_index_and_a_file_with_an_index_of_its_own_is_left_a
         ("uv", "etc/uv/uv.toml", "url = \"http://10.0.0.5:3142/pypi/simple/\"\ndefault = true\n"),
     ] {
         let root = tempfile::tempdir().unwrap();
-        let text = script(client, "10.0.0.5:3142");
+        let text = script_on(root.path(), &[], client, "10.0.0.5:3142");
         run(&text, root.path());
         let written = std::fs::read_to_string(root.path().join(path)).unwrap();
         assert!(written.contains(expected), "{client}: {written}");
@@ -397,8 +419,12 @@ fn pip_and_uv_get_pkgproxy_s_index_and_a_file_with_an_index_of_its_own_is_left_a
         let file = root.path().join(path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, own).unwrap();
-        let refused = sh(&text, root.path());
-        assert!(!refused.status.success() && said(&refused).contains("left as it is"), "{client}: {}", said(&refused));
+        let refused = sh(&script_on(root.path(), &[], client, "10.0.0.5:3142"), root.path());
+        assert!(
+            !refused.status.success() && said(&refused).contains("itself: left as it is"),
+            "{client}: {}",
+            said(&refused)
+        );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), own, "{client}: byte for byte");
     }
 }
@@ -414,11 +440,18 @@ fn npm_and_yarn_get_pkgproxy_s_registry_in_the_user_s_files_and_npm_reads_it() {
         ),
     ] {
         let root = tempfile::tempdir().unwrap();
-        let text = format!("export HOME=/home/dev\nunset NPM_CONFIG_USERCONFIG\n{}", script(client, "10.0.0.5:3142"));
         let file = root.path().join(path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        let own = "# the user's own\nsave-exact=true\n";
+        let own = match client {
+            "npm" => "# the user's own\nsave-exact=true\n",
+            _ => "# the user's own\nenableTelemetry: false\n",
+        };
         std::fs::write(&file, own).unwrap();
+        let on_machine = || {
+            let script = script_on(root.path(), &[("HOME", "/home/dev")], client, "10.0.0.5:3142");
+            format!("export HOME=/home/dev\nunset NPM_CONFIG_USERCONFIG\n{script}")
+        };
+        let text = on_machine();
         run(&text, root.path());
         let written = std::fs::read_to_string(&file).unwrap();
         assert!(written.starts_with(own) && written.contains(expected), "{client}: {written}");
@@ -444,8 +477,12 @@ fn npm_and_yarn_get_pkgproxy_s_registry_in_the_user_s_files_and_npm_reads_it() {
             _ => "npmRegistryServer: \"https://npm.corp.example/\"\n",
         };
         std::fs::write(&file, registry).unwrap();
-        let refused = sh(&text, root.path());
-        assert!(!refused.status.success() && said(&refused).contains("left as it is"), "{client}: {}", said(&refused));
+        let refused = sh(&on_machine(), root.path());
+        assert!(
+            !refused.status.success() && said(&refused).contains("itself: left as it is"),
+            "{client}: {}",
+            said(&refused)
+        );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), registry, "{client}: byte for byte");
     }
 }
