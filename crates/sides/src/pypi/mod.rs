@@ -617,6 +617,31 @@ mod tests {
     }
 
     #[test]
+    fn a_file_on_an_index_instance_s_host_goes_with_that_instance_s_credentials_and_elsewhere_with_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+        let options: Options =
+            toml::from_str("[[index]]\nname = \"corp\"\nmirrors = [\"http://u:TOKEN@127.0.0.1:9/simple\"]\n").unwrap();
+        let pypi = Pypi::new(Config::new(&options).unwrap(), cache);
+        let sha256 = "ab".repeat(32);
+        let (a, b, rest) = (&sha256[..2], &sha256[2..4], &sha256[4..]);
+        let wheel = "six-1.0-py3-none-any.whl";
+        let key = format!("pypi/corp/packages/{a}/{b}/{rest}/{wheel}");
+        let origin = Origin { pool: "pypi corp".into(), instances: vec![], path: String::new() };
+        let request = CachedRequest::new(SideId::Pypi, key, origin, Class::Immutable);
+        let located = |url: &str| {
+            let page =
+                format!(r#"{{"files":[{{"filename":"{wheel}","url":"{url}","hashes":{{"sha256":"{sha256}"}}}}]}}"#);
+            pypi.located(&request, &[Bytes::from(page)]).unwrap()
+        };
+        let beside = located(&format!("http://127.0.0.1:9/packages/{a}/{b}/{rest}/{wheel}"));
+        assert_eq!(beside.origin.instances, ["http://u:TOKEN@127.0.0.1:9"], "that instance's credentials");
+        assert_eq!(beside.origin.path, format!("/packages/{a}/{b}/{rest}/{wheel}"));
+        let elsewhere = located(&format!("http://127.0.0.1:10/packages/{a}/{b}/{rest}/{wheel}"));
+        assert_eq!(elsewhere.origin.instances, ["http://127.0.0.1:10"], "another port: none");
+    }
+
+    #[test]
     fn a_relative_link_is_made_absolute_against_its_page() {
         let page = "https://corp.example/simple/six/";
         assert_eq!(absolute("../../packages/a/six.whl", page), "https://corp.example/packages/a/six.whl");
