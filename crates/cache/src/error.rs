@@ -27,6 +27,19 @@ pub enum StoreError {
         /// What redb said.
         message: String,
     },
+    /// Another process has the index open: one cache directory serves
+    /// one pkgproxy at a time.
+    #[error(
+        "the cache directory {} is in use by another pkgproxy{}: give this one a cache directory of its own, or stop the other",
+        dir.display(),
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    InUse {
+        /// The cache directory.
+        dir: PathBuf,
+        /// The process holding it, when the system says.
+        holder: Option<u32>,
+    },
     /// The work asked for is already being done (one scrub at a time).
     #[error("{0}")]
     Busy(&'static str),
@@ -58,6 +71,7 @@ impl StoreError {
                 StoreError::Io { action, path: path.clone(), source }
             }
             StoreError::Index { path, message } => StoreError::Index { path: path.clone(), message: message.clone() },
+            StoreError::InUse { dir, holder } => StoreError::InUse { dir: dir.clone(), holder: *holder },
             StoreError::Busy(what) => StoreError::Busy(what),
             StoreError::Record { key, message } => StoreError::Record { key: key.clone(), message: message.clone() },
         }

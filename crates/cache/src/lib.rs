@@ -12,6 +12,7 @@ mod error;
 pub mod evict;
 pub mod fetch;
 pub mod freshness;
+mod holder;
 mod index;
 mod open_files;
 pub mod recency;

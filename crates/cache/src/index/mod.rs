@@ -512,7 +512,7 @@ fn open_file(path: &Path) -> Result<(Database, Totals), StoreError> {
         Ok::<_, Box<redb::Error>>((db, totals, built))
     })();
     let (db, totals, built) = opened.map_err(|e| index_error(path, *e))?;
-    if built {
+    if built && totals.entries > 0 {
         tracing::info!(entries = totals.entries, "the cache index was brought to this version's layout");
     }
     Ok((db, totals))
@@ -530,6 +530,10 @@ fn index_error(path: &Path, error: impl Into<IndexFailure>) -> StoreError {
         IndexFailure::Redb(redb::Error::Io(source)) if crate::error::no_room(&source) => {
             StoreError::Io { action: "write the index", path: path.to_path_buf(), source }
         }
+        IndexFailure::Redb(redb::Error::DatabaseAlreadyOpen) => StoreError::InUse {
+            dir: path.parent().unwrap_or(path).to_path_buf(),
+            holder: crate::holder::lock_holder(path),
+        },
         IndexFailure::Redb(error) => StoreError::Index { path: path.to_path_buf(), message: error.to_string() },
         IndexFailure::Said(message) => StoreError::Index { path: path.to_path_buf(), message: message.to_string() },
     }
