@@ -58,7 +58,7 @@ mod in_use {
     fn a_cache_directory_in_use_names_the_pkgproxy_using_it() {
         let dir = tempfile::tempdir().unwrap();
         let _first = crate::Cache::open(dir.path(), Arc::new(crate::SystemClock)).unwrap();
-        let second = crate::Cache::open(dir.path(), Arc::new(crate::SystemClock)).err().expect("in use");
+        let second = crate::Cache::open(dir.path(), Arc::new(crate::SystemClock)).expect_err("in use");
         let said = second.to_string();
         assert!(said.contains(&format!("in use by another pkgproxy (pid {})", std::process::id())), "{said}");
         assert!(said.contains(&dir.path().display().to_string()) && !said.contains("Database"), "{said}");
