@@ -10,7 +10,8 @@
 //! It keeps a request log and can misbehave: a forced status (`429`, `503`
 //! with `Retry-After`), a stall, wrong bytes, a cut body, pages in HTML
 //! only (an older mirror), and pages going back in time (a lagging CDN:
-//! fewer files, an older serial).
+//! fewer files, an older serial). A project may have a long history of
+//! releases whose files are gone, for pages of tens of megabytes.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -181,6 +182,9 @@ impl Distribution {
 struct Shared {
     /// Files by normalised project, in the order published.
     projects: Mutex<BTreeMap<String, Vec<Distribution>>>,
+    /// Older releases by normalised project, listed before the published
+    /// ones, their files no longer on the file host.
+    history: Mutex<BTreeMap<String, Vec<Distribution>>>,
     /// Pages as a lagging CDN serves them: their first files only (count).
     lagging: Mutex<Option<usize>>,
     requests: Mutex<Vec<RecordedRequest>>,
@@ -241,6 +245,21 @@ impl FakePypi {
     /// Adds `file` (a release published now).
     pub fn publish(&self, file: Distribution) {
         self.shared.projects.lock().unwrap().entry(normalize(&file.project)).or_default().push(file);
+    }
+
+    /// Lists `releases` older releases of `project` (`0.0.N`, a wheel
+    /// each) on its pages, before those published, their files gone from
+    /// the file host: a project with a long history, whose page runs to
+    /// tens of megabytes (some 390 bytes a release in JSON).
+    pub fn add_history(&self, project: &str, releases: usize) {
+        let module = normalize(project).replace('-', "_");
+        let old = (0..releases).map(|n| {
+            let version = format!("0.0.{n}");
+            let filename = format!("{module}-{version}-py3-none-any.whl");
+            let bytes = Bytes::from(format!("gone: {filename}"));
+            Distribution::of(project, &version, filename, bytes, None)
+        });
+        self.shared.history.lock().unwrap().entry(normalize(project)).or_default().extend(old);
     }
 
     /// Marks the file `filename` yanked for `reason`.
@@ -347,7 +366,8 @@ fn page(shared: &Shared, request: &RecordedRequest) -> Answer {
     let files = {
         let projects = shared.projects.lock().unwrap();
         let Some(files) = projects.get(name) else { return reply(StatusCode::NOT_FOUND, &[], "no such project\n") };
-        files.clone()
+        let history = shared.history.lock().unwrap();
+        history.get(name).into_iter().flatten().chain(files).cloned().collect::<Vec<_>>()
     };
     let listed = shared.lagging.lock().unwrap().unwrap_or(files.len()).min(files.len());
     let (files, serial) = (&files[..listed], listed);

@@ -225,6 +225,40 @@ async fn both_forms_of_a_page_agree_and_every_link_points_at_pkgproxy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_page_over_sixteen_mib_is_served_as_it_is_held_its_links_at_pkgproxy_and_nothing_else_changed() {
+    use pkgproxy_testkit::client::send;
+    let (fake, server) = index_and_pkgproxy().await;
+    fake.add_history("leaf.pkg", 48_000);
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    let upstream = send(
+        fake.url().trim_start_matches("http://").split('/').next().unwrap(),
+        "GET",
+        "/simple/leaf-pkg/",
+        &json,
+        b"",
+    )
+    .await;
+    assert!(upstream.body.len() > 16 << 20 && upstream.body.len() < 64 << 20, "{} bytes", upstream.body.len());
+    let pkgproxy = format!("http://{}/pypi/packages/", server.proxy_addr());
+    let upstream = String::from_utf8(upstream.body.to_vec()).unwrap();
+    let expected =
+        upstream.replace(&format!("\"url\":\"{}/packages/", fake.files_url()), &format!("\"url\":\"{pkgproxy}"));
+    assert_eq!(expected.matches(&pkgproxy).count(), 48_002, "every file's link, and nothing else, at pkgproxy");
+    for (when, cache) in [("fetched", "miss"), ("held", "hit")] {
+        let served = send(server.proxy_addr(), "GET", "/pypi/simple/leaf-pkg/", &json, b"").await;
+        assert_eq!(
+            served.status,
+            200,
+            "{when}: {}",
+            String::from_utf8_lossy(&served.body[..served.body.len().min(300)])
+        );
+        assert_eq!(served.header("x-pkgproxy-cache"), Some(cache), "{when}");
+        assert_eq!(served.header("content-length"), None, "{when}: streamed as it is rewritten, never held whole");
+        assert!(served.body == expected.as_bytes(), "{when}: only the links changed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_page_going_back_in_time_is_refused_and_an_overloaded_index_leaves_pages_stale() {
     use pkgproxy_testkit::client::send;
     let (fake, server) = index_and_pkgproxy().await;

@@ -13,10 +13,12 @@ use super::outcome::{Failed, Outcome};
 use crate::body::{PiecedBody, ResponseBody, RewrittenBody};
 use crate::context::Exchange;
 
-/// The largest answer rewritten, in bytes: store answers are JSON of a few
-/// hundred kilobytes at most (a refresh of two hundred snaps, about one
-/// megabyte). The side rewrites as a stream: an answer costs about twice
-/// its size while it is rewritten.
+/// The largest answer rewritten whole, in bytes: store answers are JSON of
+/// a few hundred kilobytes at most (a refresh of two hundred snaps, about
+/// one megabyte); an answer costs about twice its size while it is
+/// rewritten. A side whose answers run larger (npm's documents, PyPI's
+/// pages) rewrites them as they stream ([`Side::streaming_rewrite`]),
+/// with no limit but what it caches.
 const REWRITE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// `outcome`, its answer rewritten by `side` as `rewrite` says.

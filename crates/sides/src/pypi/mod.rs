@@ -8,7 +8,8 @@
 //!   It is revalidated after `index_ttl`, and a page of an older serial
 //!   than the one held (a lagging CDN) never replaces it.
 //! - Its links are rewritten at serve time for the host the client used,
-//!   every attribute and key kept: files keep PyPI's own layout,
+//!   as it streams (never parsed whole for a serve), every other byte
+//!   kept: files keep PyPI's own layout,
 //!   `/pypi/packages/AA/BB/REST/FILE` (AA/BB/REST its BLAKE2b-256), and an
 //!   index laid out otherwise has its files at the same shape by the
 //!   SHA-256 its page gives.
@@ -19,6 +20,7 @@
 //!   (`FILE.metadata`, PEP 658) against the hash the page advertises.
 
 mod files;
+mod links;
 mod metadata;
 pub mod needs;
 mod page;
@@ -44,8 +46,9 @@ use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::side::{ClientSetup, Side, StreamRewriter};
 use files::{FilePath, FileVerifier};
+use links::Links;
 use page::{Form, Listed};
 
 /// PyPI's simple index, when none is configured.
@@ -547,11 +550,21 @@ impl Side for Pypi {
         }
     }
 
-    /// A page as the client gets it: each file's link at pkgproxy.
+    /// A page as the client gets it, whole (an answer pkgproxy holds in
+    /// memory).
     fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
-        let base = &rewrite.served_at.base;
-        let served = |listed: &Listed| files::served_path(listed).map(|path| format!("{base}/packages/{path}"));
-        page::rewritten(body, &served).map(Bytes::from)
+        let mut rewriter = self.streaming_rewrite(rewrite)?;
+        let mut output = Vec::with_capacity(body.len() + body.len() / 4);
+        rewriter.feed(body, &mut output);
+        rewriter.finish(&mut output);
+        Some(Bytes::from(output))
+    }
+
+    /// A page as it streams to the client: each file's link at pkgproxy,
+    /// every other byte as held. A hit costs one pass over the page, and
+    /// any page held (up to [`PAGE_LIMIT`]) is served.
+    fn streaming_rewrite(&self, rewrite: &Rewrite) -> Option<Box<dyn StreamRewriter>> {
+        Some(Box::new(Links { base: rewrite.served_at.base.clone() }.rewriter()))
     }
 
     /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
@@ -614,6 +627,80 @@ mod tests {
         assert_eq!(parse("/simple/").unwrap().1, Asked::Root);
         assert_eq!(parse("/corp/simple/x/").unwrap().0, "/corp");
         assert!(parse("/simple/a b/").is_err() && parse("/packages/x").is_err() && parse("/json").is_err());
+    }
+
+    fn side() -> (Pypi, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+        (Pypi::new(Config::new(&Options::default()).unwrap(), cache), dir)
+    }
+
+    /// `page` as the side streams it to a client of `http://cache.lan:3142`,
+    /// fed `chunk` bytes at a time.
+    fn streamed(side: &Pypi, page: &str, chunk: usize) -> String {
+        let served_at = crate::decision::ServedAt { base: "http://cache.lan:3142/pypi".into() };
+        let mut rewriter = side.streaming_rewrite(&Rewrite::at(served_at)).expect("pages are rewritten as they stream");
+        let mut output = Vec::new();
+        for part in page.as_bytes().chunks(chunk) {
+            rewriter.feed(part, &mut output);
+        }
+        rewriter.finish(&mut output);
+        String::from_utf8(output).unwrap()
+    }
+
+    const B2: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const SHA: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+
+    #[test]
+    fn a_json_page_streams_to_its_client_byte_for_byte_but_its_file_urls() {
+        // An index's own layout: keys in its order, its spacing, fields
+        // pkgproxy does not know, a URL after the name and one before it.
+        let page = format!(
+            "{{\n  \"meta\": {{\"api-version\": \"1.1\", \"_last-serial\": 7}},\n  \"name\": \"demo\",\n  \
+             \"files\": [\n    {{\"filename\": \"demo-1.0-py3-none-any.whl\", \"url\": \"https://files.example/packages/01/23/{rest}/demo-1.0-py3-none-any.whl\", \
+             \"hashes\": {{\"sha256\": \"{SHA}\"}}, \"upload-time\": \"2024-01-02T03:04:05.678901Z\", \"size\": 1.0e3, \"provenance\": null, \"x-\\u00e9\": \"\\\"url\\\"\"}},\n    \
+             {{\"url\": \"../../x/demo-1.0.tar.gz#sha256={SHA}\", \"hashes\": {{\"sha256\": \"{SHA}\"}}, \"filename\": \"demo-1.0.tar.gz\", \"yanked\": \"bad\"}},\n    \
+             {{\"url\": \"https://files.example/nohash/demo-0.9.tar.gz\", \"filename\": \"demo-0.9.tar.gz\", \"hashes\": {{}}}}\n  ],\n  \
+             \"versions\": [\"0.9\", \"1.0\"], \"url\": \"https://files.example/not-a-file\"\n}}\n",
+            rest = &B2[4..]
+        );
+        let expected = page
+            .replace(
+                &format!("https://files.example/packages/01/23/{}/demo-1.0-py3-none-any.whl", &B2[4..]),
+                &format!("http://cache.lan:3142/pypi/packages/01/23/{}/demo-1.0-py3-none-any.whl", &B2[4..]),
+            )
+            .replace(
+                &format!("../../x/demo-1.0.tar.gz#sha256={SHA}"),
+                &format!("http://cache.lan:3142/pypi/packages/fe/dc/{}/demo-1.0.tar.gz", &SHA[4..]),
+            );
+        let (side, _dir) = side();
+        for chunk in [1, 2, 3, 7, 64, page.len()] {
+            assert_eq!(streamed(&side, &page, chunk), expected, "chunks of {chunk}");
+        }
+    }
+
+    #[test]
+    fn an_html_page_streams_to_its_client_byte_for_byte_but_its_hrefs() {
+        let page = format!(
+            "<!DOCTYPE html>\n<html><body><h1>Links for demo</h1>\n\
+             <a href=\"https://files.example/packages/01/23/{rest}/demo-1.0-py3-none-any.whl#sha256={SHA}\" data-requires-python=\"&gt;=3.8\">demo-1.0-py3-none-any.whl</a><br />\n\
+             <A\tdata-x='a > b' HREF='../x/demo-1.0.tar.gz#sha256={SHA}'>demo-1.0.tar.gz</A>\n<abbr>a</abbr><a\n\
+             href=\"https://files.example/demo-0.9.tar.gz\">demo-0.9.tar.gz</a>\n</body></html>\n<!--SERIAL 42-->\n",
+            rest = &B2[4..]
+        );
+        let expected = page
+            .replace(
+                &format!("https://files.example/packages/01/23/{}/", &B2[4..]),
+                &format!("http://cache.lan:3142/pypi/packages/01/23/{}/", &B2[4..]),
+            )
+            .replace(
+                "../x/demo-1.0.tar.gz",
+                &format!("http://cache.lan:3142/pypi/packages/fe/dc/{}/demo-1.0.tar.gz", &SHA[4..]),
+            );
+        let (side, _dir) = side();
+        for chunk in [1, 2, 3, 7, 64, page.len()] {
+            assert_eq!(streamed(&side, &page, chunk), expected, "chunks of {chunk}");
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! A project's page of the simple API, in its two forms: HTML (PEP 503:
 //! an `<a href="URL#sha256=HEX" data-...>FILE</a>` per file) and JSON (PEP
 //! 691: `files[]` with `url`, `hashes`, `core-metadata`, ...). What pkgproxy
-//! reads of one (each file's URL and hashes, the page's serial), and the
-//! page as a client gets it, every file's URL pointing at pkgproxy and
-//! everything else as the index wrote it.
+//! reads of one (each file's URL and hashes, the page's serial), and an
+//! HTML anchor as a client gets it, its URL pointing at pkgproxy and
+//! everything else as the index wrote it (whole pages stream through
+//! [`super::links`], which hands it each anchor).
 
 /// PEP 691's JSON form.
 pub const JSON: &str = "application/vnd.pypi.simple.v1+json";
@@ -274,32 +275,11 @@ fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// `body`, a page, with each file's URL as `served` says (it is given the
-/// file as the page lists it; `None` leaves its URL as it is), everything
-/// else as it was. `None` when `body` is no page.
-pub fn rewritten(body: &[u8], served: &dyn Fn(&Listed) -> Option<String>) -> Option<Vec<u8>> {
-    match body.trim_ascii_start().first() {
-        Some(b'{') => rewrite_json(body, served),
-        Some(_) => Some(rewrite_html(&String::from_utf8_lossy(body), served).into_bytes()),
-        None => None,
-    }
-}
-
-fn rewrite_json(body: &[u8], served: &dyn Fn(&Listed) -> Option<String>) -> Option<Vec<u8>> {
-    let mut page: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let listed = parse_json(body)?;
-    let files = page.get_mut("files")?.as_array_mut()?;
-    for file in files.iter_mut() {
-        let Some(name) = file.get("filename").and_then(serde_json::Value::as_str) else { continue };
-        let Some(entry) = listed.files.iter().find(|listed| listed.filename == name) else { continue };
-        if let Some(url) = served(entry) {
-            file["url"] = serde_json::Value::String(url);
-        }
-    }
-    serde_json::to_vec(&page).ok()
-}
-
-fn rewrite_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) -> String {
+/// `html`, a page or a part of one, with each file's `href` as `served`
+/// says (it is given the file as the page lists it; `None` leaves its URL
+/// as it is), everything else as it was: [`super::links`] hands it one
+/// anchor at a time.
+pub fn rewritten_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) -> String {
     let mut out = String::with_capacity(html.len() + html.len() / 4);
     let mut copied = 0;
     for anchor in anchors(html) {
@@ -365,23 +345,12 @@ mod tests {
     }
 
     #[test]
-    fn rewriting_changes_the_urls_only() {
-        let served = |file: &Listed| Some(format!("http://cache.lan:3142/pypi/files/{}", file.filename));
-        let html = String::from_utf8(rewritten(HTML_PAGE.as_bytes(), &served).unwrap()).unwrap();
-        assert!(html.contains("href=\"http://cache.lan:3142/pypi/files/demo-1.0-py3-none-any.whl#sha256=aaa\" data-requires-python=\"&gt;=3.8\""), "{html}");
-        assert!(
-            html.contains(
-                "HREF='http://cache.lan:3142/pypi/files/demo-1.0.tar.gz#sha256=bbb' data-yanked=\"bad &amp; broken\""
-            ),
-            "{html}"
-        );
-        assert!(html.ends_with("<!--SERIAL 42-->\n"));
-        let json = br#"{"meta":{"api-version":"1.1","_last-serial":7},"name":"demo","files":[{"filename":"demo-1.0.tar.gz","url":"https://files.example/x/demo-1.0.tar.gz","hashes":{"sha256":"bbb"},"yanked":"why","core-metadata":false,"size":3}]}"#;
-        let out: serde_json::Value = serde_json::from_slice(&rewritten(json, &served).unwrap()).unwrap();
-        assert_eq!(out["files"][0]["url"], "http://cache.lan:3142/pypi/files/demo-1.0.tar.gz");
-        assert_eq!(out["files"][0]["yanked"], "why");
-        assert_eq!(out["files"][0]["size"], 3);
-        assert_eq!(out["meta"]["_last-serial"], 7);
-        assert_eq!(parse(json).unwrap().serial, Some(7));
+    fn a_json_page_gives_each_file_and_its_serial() {
+        let json = br#"{"meta":{"api-version":"1.1","_last-serial":7},"name":"demo","files":[{"filename":"demo-1.0.tar.gz","url":"https://files.example/x/demo-1.0.tar.gz","hashes":{"sha256":"bbb"},"core-metadata":{"sha256":"mmm"}}]}"#;
+        let page = parse(json).unwrap();
+        assert_eq!(page.serial, Some(7));
+        assert_eq!(page.files[0].url, "https://files.example/x/demo-1.0.tar.gz");
+        assert_eq!(page.files[0].sha256.as_deref(), Some("bbb"));
+        assert_eq!(page.files[0].metadata_sha256.as_deref(), Some("mmm"));
     }
 }
