@@ -63,6 +63,13 @@ pub trait HeldBodies {
 
     /// The time now, as the cache's freshness reads it.
     fn now(&self) -> SystemTime;
+
+    /// Whether whoever asked for the search is gone (its connection
+    /// closed): what it finds would reach nobody, so a search that reads
+    /// much checks between steps and stops.
+    fn abandoned(&self) -> bool {
+        false
+    }
 }
 
 /// A request a warm makes through the side's own path before resolving:

@@ -424,6 +424,43 @@ async fn check_says_what_a_requirements_file_needs_warm_fetches_it_and_pip_and_u
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_search_for_what_a_lock_needs_stops_once_its_requester_has_gone() {
+    use pkgproxy_testkit::client::send;
+    use tokio::io::AsyncWriteExt;
+    let fake = FakePypi::start(&project_with_a_dependency()).await;
+    // A page of some 19 MB: reading it is the first step of the search.
+    fake.add_history("leaf.pkg", 48_000);
+    let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());
+    let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
+    let json = [("accept", "application/vnd.pypi.simple.v1+json")];
+    for project in ["leaf-pkg", "top-level"] {
+        let held = send(daemon.proxy_addr(), "GET", &format!("/pypi/simple/{project}/"), &json, b"").await;
+        assert_eq!(held.status, 200, "{project}");
+    }
+    let package =
+        |name: &str, version: &str| serde_json::json!({"name": name, "version": version, "index": null, "files": []});
+    let lock =
+        serde_json::json!({"packages": [package("leaf.pkg", "1.1"), package("top-level", "1.0")], "unknown": []});
+    let body = serde_json::json!({"asked": lock}).to_string();
+    let mut asking = tokio::net::UnixStream::connect(daemon.stats_socket()).await.unwrap();
+    let request = format!(
+        "POST /pkgproxy/v1/needs/pypi HTTP/1.1\r\nhost: pkgproxy\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    asking.write_all(request.as_bytes()).await.unwrap();
+    pkgproxy_testkit::eventually("the search to start", || async {
+        daemon.log().contains("following what a build needs").then_some(())
+    })
+    .await;
+    drop(asking);
+    pkgproxy_testkit::eventually("the search to stop", || async {
+        daemon.log().contains("stopped: its requester is gone").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_uv_lock_made_through_pkgproxy_is_checked_warmed_and_synced_offline() {
     let fake = FakePypi::start(&project_with_a_dependency()).await;
     let config = format!("[pypi]\nmirrors = [\"{}\"]\n[upstream]\ntrust = [\"{}\"]\n", fake.url(), fake.files_url());

@@ -304,9 +304,20 @@ async fn needs(state: Arc<State>, side: &str, asked: NeedsRequest) -> Response<R
         Ok(None) => Vec::new(),
         Err(why) => return error(StatusCode::BAD_REQUEST, &why.to_string()),
     };
-    let resolved =
-        tokio::task::spawn_blocking(move || crate::proxy::needs::resolve(&state, state.sides.get(id), asked.asked));
-    match resolved.await {
+    // Dropped with this future when the requester goes: the search stops.
+    let requester = crate::proxy::needs::Requester::default();
+    let gone = requester.gone();
+    tracing::debug!(side = id.as_str(), "following what a build needs");
+    let resolved = tokio::task::spawn_blocking(move || {
+        let found = crate::proxy::needs::resolve(&state, state.sides.get(id), asked.asked, &gone);
+        if found.is_err() && gone.load(std::sync::atomic::Ordering::Relaxed) {
+            tracing::info!(side = id.as_str(), "the search for what a build needs stopped: its requester is gone");
+        }
+        found
+    });
+    let resolved = resolved.await;
+    drop(requester);
+    match resolved {
         Ok(Ok(mut needs)) => {
             needs.unknown.splice(0..0, refused);
             json(StatusCode::OK, &needs)

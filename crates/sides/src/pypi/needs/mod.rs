@@ -8,19 +8,16 @@
 //!
 //! Read: `requirements.txt` (pinned with `==`, with or without
 //! `--hash=sha256:...`), `uv.lock`, `pylock.toml` (PEP 751) and
-//! `poetry.lock`.
+//! `poetry.lock`. The daemon follows what they pin in what it holds
+//! ([`follow`]).
+
+mod follow;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::files::{project_of, served_path};
-use super::page::{self, Form};
-use super::{normalize, Index, Pypi, PAGE_LIMIT};
-use crate::needs::{self, Asked, HeldBodies, NeededItem, Needs, NeedsError, NeedsReader};
-
-/// The URLs a lock names PyPI by.
-const PYPI_URLS: [&str; 3] = ["https://pypi.org/simple", "https://pypi.python.org/simple", "https://pypi.org/pypi"];
+use crate::needs::{self, Asked, NeedsError, NeedsReader};
 
 /// What `check pypi` takes.
 #[derive(Debug, clap::Args)]
@@ -31,7 +28,7 @@ struct Arguments {
 }
 
 /// A file a lock names: by its name, its SHA-256, or both.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct LockedFile {
     filename: Option<String>,
     sha256: Option<String>,
@@ -328,124 +325,6 @@ fn poetry_lock(text: &str) -> Result<Lock, String> {
     Ok(lock)
 }
 
-/// The version in a distribution's file name.
-fn version_of(filename: &str) -> Option<&str> {
-    if let Some(wheel) = filename.strip_suffix(".whl") {
-        return wheel.split('-').nth(1);
-    }
-    let stem = [".tar.gz", ".zip", ".tar.bz2", ".tgz", ".tar.xz"].iter().find_map(|ext| filename.strip_suffix(ext))?;
-    let bytes = stem.as_bytes();
-    let at = (1..bytes.len()).find(|&i| bytes[i - 1] == b'-' && bytes[i].is_ascii_digit())?;
-    Some(&stem[at..])
-}
-
-impl Pypi {
-    /// What installing the locked packages needs, from what is held.
-    pub(super) fn lock_needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
-        let lock: Lock = needs::parse(asked)?;
-        let config = self.config();
-        let prefix = crate::route::prefix_of(crate::id::SideId::Pypi).unwrap_or_default();
-        let mut found = Needs { unknown: lock.unknown.clone(), ..Needs::default() };
-        let mut files = Vec::new();
-        for package in &lock.packages {
-            let Some(index) = index_named(&config.indexes, package.index.as_deref()) else {
-                found.unknown.push(format!(
-                    "{} {}: its index ({}) is not one pkgproxy serves",
-                    package.name,
-                    package.version,
-                    package.index.as_deref().unwrap_or_default()
-                ));
-                continue;
-            };
-            let project = normalize(&package.name);
-            let base = format!("{prefix}{}", index.mount);
-            let page_url = |form: Form| format!("{base}/simple/{project}/?{}", form.query());
-            for form in [Form::Json, Form::Html] {
-                found
-                    .items
-                    .push(NeededItem { url: page_url(form), label: format!("{project} page ({})", form.as_str()) });
-            }
-            let Some(page) = held.body(&page_url(Form::Json), PAGE_LIMIT).and_then(|body| page::parse(&body)) else {
-                found.unknown.push(format!(
-                    "{} {}: its files are known once its page is held (warm fetches it first)",
-                    package.name, package.version
-                ));
-                continue;
-            };
-            let listed: Vec<_> = page.files.iter().filter(|listed| locks(package, &listed.filename, listed)).collect();
-            if listed.is_empty() {
-                found
-                    .unknown
-                    .push(format!("{} {}: its page lists no file the lock names", package.name, package.version));
-            }
-            for listed in listed {
-                let Some(path) = served_path(listed) else {
-                    found.unknown.push(format!("{}: its page gives no hash to check it by", listed.filename));
-                    continue;
-                };
-                files.push(NeededItem { url: format!("{base}/packages/{path}"), label: listed.filename.clone() });
-                if listed.metadata_sha256.is_some() {
-                    files.push(NeededItem {
-                        url: format!("{base}/packages/{path}.metadata"),
-                        label: format!("{} core metadata", listed.filename),
-                    });
-                }
-            }
-        }
-        found.items.extend(files);
-        Ok(found)
-    }
-}
-
-/// The index a lock names by `url` (`None`: PyPI): PyPI's, one of an
-/// index's mirrors, or a pkgproxy's own (`.../pypi/simple`,
-/// `.../pypi/NAME/simple`: a lock made through pkgproxy names it).
-fn index_named<'i>(indexes: &'i [Index], url: Option<&str>) -> Option<&'i Index> {
-    let Some(url) = url.map(|url| url.trim_end_matches('/')) else {
-        return indexes.iter().find(|index| index.mount.is_empty());
-    };
-    if PYPI_URLS.contains(&url) {
-        return indexes.iter().find(|index| index.mount.is_empty());
-    }
-    if let Some(mount) = pkgproxy_mount(url) {
-        return indexes.iter().find(|index| index.mount == mount);
-    }
-    indexes.iter().find(|index| index.mirrors.urls().iter().any(|mirror| mirror.trim_end_matches('/') == url))
-}
-
-/// The mount (`""`, `/NAME`) of a pkgproxy's index URL.
-fn pkgproxy_mount(url: &str) -> Option<String> {
-    let path = url.split_once("://").map_or(url, |(_, rest)| rest.find('/').map_or("", |at| &rest[at..]));
-    let below = path.strip_suffix("/simple")?;
-    let (before, last) = below.rsplit_once('/')?;
-    match (last, before.rsplit_once('/')) {
-        ("pypi", _) => Some(String::new()),
-        (name, Some((_, "pypi"))) => Some(format!("/{name}")),
-        _ => None,
-    }
-}
-
-/// Whether the file `filename` a page lists (as `listed`) is one the lock
-/// pins for `package`.
-fn locks(package: &Locked, filename: &str, listed: &page::Listed) -> bool {
-    if project_of(filename).as_deref() != Some(normalize(&package.name).as_str()) {
-        return false;
-    }
-    if package.files.is_empty() {
-        return version_of(filename).is_some_and(|version| version.eq_ignore_ascii_case(&package.version));
-    }
-    package.files.iter().any(|locked| {
-        let by_hash = locked.sha256.as_deref().zip(listed.sha256.as_deref()).map(|(a, b)| a.eq_ignore_ascii_case(b));
-        let by_name = locked.filename.as_deref().map(|name| name == filename);
-        match (by_hash, by_name) {
-            (Some(hash), Some(name)) => hash && name,
-            (Some(hash), None) => hash,
-            (None, Some(name)) => name,
-            (None, None) => false,
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,21 +410,5 @@ url = "https://git.example/mine"
         let lock = lock_of(Path::new("poetry.lock"), &poetry).unwrap();
         assert_eq!(lock.packages.len(), 1, "a git source is not an index's");
         assert_eq!(lock.packages[0].files[0].sha256.as_deref(), Some(HASH_A));
-    }
-
-    #[test]
-    fn a_pkgproxy_s_own_index_urls_name_its_indexes() {
-        assert_eq!(pkgproxy_mount("http://h:3142/pypi/simple").as_deref(), Some(""));
-        assert_eq!(pkgproxy_mount("http://h:3142/pypi/corp/simple").as_deref(), Some("/corp"));
-        assert_eq!(pkgproxy_mount("https://pypi.org/simple"), None);
-        assert_eq!(pkgproxy_mount("https://corp.example/a/b/simple"), None);
-    }
-
-    #[test]
-    fn a_file_s_version_is_read_from_its_name() {
-        assert_eq!(version_of("six-1.16.0-py2.py3-none-any.whl"), Some("1.16.0"));
-        assert_eq!(version_of("zope.interface-6.0.tar.gz"), Some("6.0"));
-        assert_eq!(version_of("my-pkg-2.0rc1.zip"), Some("2.0rc1"));
-        assert_eq!(version_of("notes.txt"), None);
     }
 }
