@@ -381,8 +381,7 @@ impl Store {
     /// file system.
     pub fn usage(&self) -> Usage {
         let (free, total) = file_system_space(&self.dir).unwrap_or((u64::MAX, u64::MAX));
-        let index = std::fs::metadata(self.dir.join("index.redb")).map_or(0, |meta| meta.len());
-        Usage { bytes: self.index.blob_bytes() + index, free, total }
+        Usage { bytes: self.index.blob_bytes() + files_beside(&self.dir), free, total }
     }
 
     /// Removes the least recently used entries until the cache is back
@@ -507,6 +506,17 @@ impl Store {
 /// The most entries one round of eviction removes.
 const EVICTION_ROUND: usize = 10_000;
 
+/// The bytes of the files at the top of the cache directory `dir`: the
+/// index, and what the sides keep beside it (apt's `apt-index.redb`,
+/// LXD's `lxd-items.redb`): the quota counts every file pkgproxy keeps
+/// there, not only the bodies. Blobs are counted from the index, once each.
+fn files_beside(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let file_bytes =
+        |entry: std::fs::DirEntry| entry.metadata().ok().filter(|meta| meta.is_file()).map(|meta| meta.len());
+    entries.filter_map(Result::ok).filter_map(file_bytes).sum()
+}
+
 /// Free and total bytes of the file system holding `dir`.
 fn file_system_space(dir: &Path) -> Option<(u64, u64)> {
     use std::os::unix::ffi::OsStrExt;
@@ -576,6 +586,9 @@ mod tests {
         let index = std::fs::metadata(dir.path().join("index.redb")).unwrap().len();
         let usage = store.usage().bytes;
         assert_eq!(usage - index, 3 * MIB as u64, "the shared blob counts once, the index counts too");
+        std::fs::write(dir.path().join("apt-index.redb"), vec![0; MIB]).unwrap();
+        assert_eq!(store.usage().bytes, usage + MIB as u64, "a side's index beside the cache's counts too");
+        std::fs::remove_file(dir.path().join("apt-index.redb")).unwrap();
 
         // A quota that takes a little under one blob: from 95 % to 90 %.
         let max_size = Some((usage - MIB as u64 * 3 / 4) * 10 / 9);
