@@ -86,7 +86,8 @@ pub fn sha256(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// The bytes the cache takes on disk: its blobs and its index.
+/// The bytes the cache takes on disk: its blobs, and every file beside
+/// them (its index, the sides' indexes).
 pub fn on_disk(cache: &Path) -> u64 {
     fn walk(path: &Path) -> u64 {
         match std::fs::metadata(path) {
@@ -97,5 +98,12 @@ pub fn on_disk(cache: &Path) -> u64 {
             Err(_) => 0,
         }
     }
-    walk(&cache.join("blobs")) + walk(&cache.join("index.redb"))
+    let beside = std::fs::read_dir(cache).map(|dir| {
+        dir.flatten()
+            .filter_map(|entry| entry.metadata().ok())
+            .filter(|meta| meta.is_file())
+            .map(|meta| meta.len())
+            .sum()
+    });
+    walk(&cache.join("blobs")) + beside.unwrap_or(0)
 }
