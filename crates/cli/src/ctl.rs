@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use pkgproxy_control::{ControlClient, Explanation, Info, ModeRequest, OfflineReport, FROM_CONFIGURE_HOOK};
 use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 
-use pkgproxy_sides::setup::{Action, Details, Procedure, Setup, SetupClient, Target};
+use pkgproxy_sides::setup::{Action, Details, Procedure, Scope, Setup, SetupClient, Target};
 
 use crate::paths;
 
@@ -108,12 +108,12 @@ enum Command {
         /// certificate).
         #[arg(long, value_name = "HOST:PORT", conflicts_with = "host")]
         addr: Option<String>,
-        /// Write the client's setup (as root); the client is restarted if
-        /// the file changed and it runs.
+        /// Write the client's setup (as root, for the machine's); the
+        /// client is restarted if the file changed and it runs.
         #[arg(long, conflicts_with = "undo")]
         apply: bool,
-        /// Take the client's setup back (as root); the client is restarted
-        /// if something was taken out and it runs.
+        /// Take the client's setup back (as root, for the machine's); the
+        /// client is restarted if something was taken out and it runs.
         #[arg(long)]
         undo: bool,
         /// The root of the file system the setup is written under.
@@ -122,10 +122,17 @@ enum Command {
         /// Write or remove the setup only, restarting nothing.
         #[arg(long, hide = true)]
         no_restart: bool,
-        /// The machine's configuration rather than the user's, for a client
-        /// that has both (lxd-remote).
-        #[arg(long)]
-        global: bool,
+        /// The user's configuration (the default for cargo, npm, yarn and
+        /// lxd-remote): pip's ~/.config/pip/pip.conf, uv's
+        /// ~/.config/uv/uv.toml ($XDG_CONFIG_HOME for ~/.config).
+        #[arg(long, conflicts_with = "system")]
+        user: bool,
+        /// The machine's configuration, every user's (the default for pip,
+        /// uv and the rest): npm's $PREFIX/etc/npmrc (`npm config get
+        /// globalconfig`), the LXD client's global one for lxd-remote
+        /// (--global is the same). cargo and yarn are set up per user only.
+        #[arg(long, alias = "global")]
+        system: bool,
         /// lxd: the project whose default profile gets the settings
         /// (without it, a standalone `pkgproxy` profile).
         #[arg(long, value_name = "NAME")]
@@ -278,10 +285,16 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        Command::Setup { client, host, addr, apply, undo, root, no_restart, global, project, print } => {
+        Command::Setup { client, host, addr, apply, undo, root, no_restart, user, system, project, print } => {
             let wanted = Wanted { apply, undo, print, restart: !no_restart };
             let client = setup_client(&client)?;
-            return setup(&stats, client, host.as_deref(), addr.as_deref(), wanted, &root, global, project.as_deref())
+            let asked = match (user, system) {
+                (true, _) => Some(Scope::User),
+                (_, true) => Some(Scope::System),
+                _ => None,
+            };
+            let scope = Scope::chosen(asked, client.name, client.procedure)?;
+            return setup(&stats, client, host.as_deref(), addr.as_deref(), wanted, &root, scope, project.as_deref())
                 .await;
         }
         Command::Cache { command } => {
@@ -374,7 +387,7 @@ async fn setup(
     addr: Option<&str>,
     wanted: Wanted,
     root: &std::path::Path,
-    global: bool,
+    scope: Scope,
     project: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let procedure = client.procedure;
@@ -399,7 +412,7 @@ async fn setup(
         (true, None, None) => unreachable!("a daemon was asked when no address was given"),
     };
     let target = Target::new(root, !wanted.restart);
-    let setup = Setup { base: &base, target: &target, global, project, details: details.as_ref() };
+    let setup = Setup { base: &base, target: &target, scope, project, details: details.as_ref() };
     procedure.run(client.name, setup_action(procedure, wanted), &setup)?;
     Ok(ExitCode::SUCCESS)
 }

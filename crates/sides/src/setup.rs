@@ -6,6 +6,11 @@
 //! uv), the others carry their own [`Procedure`] (dockerd's `daemon.json`
 //! merged into, LXD's remotes and profiles set through `lxc`).
 //!
+//! A client whose configuration is both the user's and the machine's is set
+//! up in either ([`Scope`]: `--user`, `--system`), by default where it
+//! always was; asked for a place the client does not read, `setup` says so
+//! and does nothing.
+//!
 //! A file pkgproxy writes whole carries a marker line: `--undo` removes
 //! only such a file, and neither `--apply` nor the printed script ever
 //! writes over a file without it (what to add by hand is said instead, and
@@ -27,8 +32,8 @@ use std::process::Command;
 
 use anyhow::Context;
 
-pub use block::MarkedBlock;
-pub use fit::{Fit, Reading};
+pub use block::{BlockFile, MarkedBlock};
+pub use fit::{Fit, Own, Place, Reading};
 pub use reading::{first_held, Format};
 
 /// The line marking a file as pkgproxy's.
@@ -57,6 +62,46 @@ pub enum Action {
     Undo,
 }
 
+/// Whose configuration a setup changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The user's who runs it (`--user`).
+    User,
+    /// The machine's, every user's (`--system`).
+    System,
+}
+
+impl Scope {
+    /// How the user is told of it: "per user", "machine-wide".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::User => "per user",
+            Scope::System => "machine-wide",
+        }
+    }
+
+    /// The flag asking for it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Scope::User => "--user",
+            Scope::System => "--system",
+        }
+    }
+
+    /// The place `client`, set up by `procedure`, is set up in when
+    /// `asked` (or nothing, its default); refused, saying where its setup
+    /// goes, when the client has no such place.
+    pub fn chosen(asked: Option<Scope>, client: &str, procedure: &dyn Procedure) -> anyhow::Result<Scope> {
+        let scopes = procedure.scopes();
+        let default = scopes.first().copied().unwrap_or(Scope::System);
+        match asked {
+            None => Ok(default),
+            Some(asked) if scopes.contains(&asked) => Ok(asked),
+            Some(asked) => anyhow::bail!("{}: {client} is set up {} only", asked.flag(), default.as_str()),
+        }
+    }
+}
+
 /// The pkgproxy a client is set up for, and where.
 #[derive(Debug, Clone)]
 pub struct Setup<'a> {
@@ -64,9 +109,8 @@ pub struct Setup<'a> {
     pub base: &'a str,
     /// The file system written under.
     pub target: &'a Target,
-    /// The machine's configuration rather than the user's, where a client
-    /// has both.
-    pub global: bool,
+    /// Whose configuration, among the client's [`Procedure::scopes`].
+    pub scope: Scope,
     /// The project set up, where a client has projects.
     pub project: Option<&'a str>,
     /// What pkgproxy says of itself, for a procedure that
@@ -92,6 +136,12 @@ pub trait Procedure: Sync {
     /// a user's own configuration through its tool (`lxc`) do it.
     fn unasked(&self) -> Action {
         Action::Print
+    }
+
+    /// Whose configuration the client's setup can change, its default
+    /// first: most clients' is the machine's only.
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::System]
     }
 
     /// Whether it needs pkgproxy's [`Details`].
@@ -166,7 +216,7 @@ impl FilePlan {
     /// when the file changed.
     fn script(&self, client: &str) -> String {
         let dir = self.path.rsplit_once('/').map_or("/", |(dir, _)| dir);
-        let mut text = preamble(client, &format!("Writes {}", self.path));
+        let mut text = preamble(client, &format!("Writes {}", self.path), "");
         text.push_str(&format!(
             "file=\"$root{path}\"\nif [ -f \"$file\" ] && ! grep -q '{MARKER}' \"$file\"; then\n  echo \"$file is there and is not pkgproxy's: left as it is. Add this to it by hand:\" >&2\n  cat >&2 <<'EOF'\n{settings}EOF\n  exit 1\nfi\nmkdir -p \"$root{dir}\"\ncat > \"$file.pkgproxy-new\" <<'EOF'\n{content}EOF\nif cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  changed=0\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  changed=1\n  echo \"wrote $file\"\nfi\n",
             path = self.path,
@@ -181,7 +231,7 @@ impl FilePlan {
     /// The reverse of [`FilePlan::script`]: removes the file if pkgproxy
     /// wrote it.
     fn undo_script(&self, client: &str) -> String {
-        let mut text = preamble(client, &format!("Removes {} if pkgproxyctl setup wrote it", self.path));
+        let mut text = preamble(client, &format!("Removes {} if pkgproxyctl setup wrote it", self.path), "");
         text.push_str(&format!(
             "file=\"$root{path}\"\nchanged=0\nif [ -f \"$file\" ] && grep -q '{MARKER}' \"$file\"; then\n  rm -f \"$file\"\n  changed=1\n  echo \"removed $file\"\nelif [ -f \"$file\" ]; then\n  echo \"$file is not pkgproxy's: left as it is\" >&2\n  exit 1\nfi\n",
             path = self.path
@@ -239,11 +289,17 @@ impl FilePlan {
     }
 }
 
-/// The script's opening: what it does, and the root it works under.
-pub fn preamble(client: &str, what: &str) -> String {
-    format!(
-        "#!/bin/sh\n# {what} (run again, it changes nothing);\n# pkgproxyctl setup {client} --apply does the same, --undo takes it back. A file that is\n# not pkgproxy's is never written over. PKGPROXY_SETUP_ROOT=DIR works under DIR instead of /,\n# and restarts nothing.\nset -eu\nroot=\"${{PKGPROXY_SETUP_ROOT:-}}\"\n"
-    )
+/// The script's opening: what it does, what else the user should know
+/// (`note`'s lines, as comments), and the root it works under.
+pub fn preamble(client: &str, what: &str, note: &str) -> String {
+    let mut text = format!(
+        "#!/bin/sh\n# {what} (run again, it changes nothing);\n# pkgproxyctl setup {client} --apply does the same, --undo takes it back. A file that is\n# not pkgproxy's is never written over. PKGPROXY_SETUP_ROOT=DIR works under DIR instead of /,\n# and restarts nothing.\n"
+    );
+    for line in note.lines() {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str("set -eu\nroot=\"${PKGPROXY_SETUP_ROOT:-}\"\n");
+    text
 }
 
 /// The script's lines restarting what reads the file once `changed`.

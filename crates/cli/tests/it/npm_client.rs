@@ -262,6 +262,54 @@ async fn what_a_token_brings_is_served_only_to_clients_the_registry_accepts() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_private_package_installs_through_pkgproxy_once_the_token_line_setup_names_is_added() {
+    let (fake, server) = registry_and_pkgproxy(TarballHost::Registry).await;
+    fake.restrict("@corp/c", &["npm_SECRET123"]);
+    let sandbox = NodeSandbox::new(NodeClient::Npm, &[("@corp/c", "^2.0.0")]);
+    let npmrc = sandbox.home().join(".npmrc");
+    let own = "//registry.npmjs.org/:_authToken=npm_SECRET123\n";
+    std::fs::write(&npmrc, own).unwrap();
+    let applied = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["setup", "npm", "-addr", server.proxy_addr(), "--apply"])
+        .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
+        .env("HOME", sandbox.home())
+        .env_remove("NPM_CONFIG_USERCONFIG")
+        .env_remove("PKGPROXY_SETUP_ROOT")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&applied.stdout).into_owned();
+    assert!(applied.status.success(), "{said}{}", String::from_utf8_lossy(&applied.stderr));
+    let install = || {
+        let output = node_tool("npm")
+            .current_dir(sandbox.app())
+            .env("HOME", sandbox.home())
+            .env("npm_config_userconfig", &npmrc)
+            .args(["install", "--no-audit", "--no-fund", "--update-notifier=false", "--cache"])
+            .arg(sandbox.cache())
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+        )
+    };
+    let (installed, told) = install();
+    assert!(!installed, "npm sent the npm registry's token to pkgproxy: {told}");
+
+    // The line setup named, with the token in it.
+    let wanted = format!("//{}/npm/:_authToken=", server.proxy_addr());
+    let named = said.split_whitespace().find(|word| word.starts_with(&wanted)).unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(named, format!("{wanted}TOKEN"), "{said}");
+    let mut text = std::fs::read_to_string(&npmrc).unwrap();
+    text.push_str(&format!("{wanted}npm_SECRET123\n"));
+    std::fs::write(&npmrc, text).unwrap();
+    let (installed, told) = install();
+    assert!(installed, "{told}");
+    assert_eq!(sandbox.installed("@corp/c").as_deref(), Some("2.0.0"), "{told}");
+    all_through_pkgproxy(&fake);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_registry_s_api_is_passed_on_uncached() {
     let (fake, server) = registry_and_pkgproxy(TarballHost::Registry).await;
     for _ in 0..2 {

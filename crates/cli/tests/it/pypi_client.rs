@@ -291,9 +291,14 @@ async fn a_file_published_after_its_page_was_held_is_fetched_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn pip_and_uv_read_what_setup_writes() {
+async fn pip_and_uv_read_what_setup_writes_pip_in_the_admin_s_own_global_section() {
     let (fake, server) = index_and_pkgproxy().await;
     let root = tempfile::tempdir().unwrap();
+    // An image's pip.conf, as Debian's and most images' are: a [global]
+    // of the admin's.
+    let admin_s = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\ntimeout = 37\n";
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/pip.conf"), admin_s).unwrap();
     for client in ["pip", "uv"] {
         let applied = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
             .args(["setup", client, "-addr", server.proxy_addr(), "--apply"])
@@ -315,6 +320,18 @@ async fn pip_and_uv_read_what_setup_writes() {
         .output()
         .unwrap();
     assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
+    let listed = Command::new(python_tool("pip"))
+        .args(["config", "list"])
+        .env("PIP_CONFIG_FILE", root.path().join("etc/pip.conf"))
+        .env("HOME", root.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let index = format!("global.index-url='http://{}/pypi/simple/'", server.proxy_addr());
+    for setting in [index.as_str(), "global.timeout='37'", "global.cert='/etc/ssl/certs/ca-certificates.crt'"] {
+        assert!(listed.lines().any(|line| line == setting), "pip reads {listed}, not {setting}");
+    }
     let uv_target = tempfile::tempdir().unwrap();
     let uv = Command::new(python_tool("uv"))
         .args(["pip", "install", "--target"])

@@ -4,10 +4,14 @@
 //! or that its client cannot read, is left byte for byte by the script and
 //! by `--apply`, and the user is told what to add by hand. The script is
 //! printed and run where the file is, as `pkgproxyctl setup CLIENT | sh`
-//! does, and refuses a file that changed since it was printed.
+//! does, and refuses a file that changed since it was printed. pip's keys
+//! go into the admin's own `[global]`; `--user` and `--system` choose the
+//! user's or the machine's file where a client has both.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use pkgproxy_testkit::python_tool;
 
 /// The marker pkgproxy's own files and blocks carry.
 const MARKER: &str = "Written by pkgproxyctl setup";
@@ -17,11 +21,33 @@ const MARKER: &str = "Written by pkgproxyctl setup";
 /// runs there.
 struct Machine {
     root: tempfile::TempDir,
+    /// What the environment sets beyond `HOME`.
+    envs: Vec<(&'static str, String)>,
 }
 
 impl Machine {
     fn new() -> Machine {
-        Machine { root: tempfile::tempdir().unwrap() }
+        Machine { root: tempfile::tempdir().unwrap(), envs: Vec::new() }
+    }
+
+    /// The machine with `name=value` in its environment.
+    fn with(mut self, name: &'static str, value: &str) -> Machine {
+        self.envs.push((name, value.to_owned()));
+        self
+    }
+
+    /// `command` in the machine's environment.
+    fn on(&self, command: &mut Command) {
+        command
+            .env("PKGPROXY_SETUP_ROOT", self.root.path())
+            .env("HOME", "/home/dev")
+            .env_remove("CARGO_HOME")
+            .env_remove("NPM_CONFIG_USERCONFIG")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("NPM_CONFIG_PREFIX")
+            .env_remove("npm_config_prefix")
+            .env_remove("npm_config_globalconfig")
+            .envs(self.envs.iter().map(|(name, value)| (name, value)));
     }
 
     /// `path`, from the machine's `/`.
@@ -42,20 +68,32 @@ impl Machine {
 
     /// `pkgproxyctl ARGS` on the machine, with no daemon to ask.
     fn ctl(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-            .args(args)
-            .args(["-stats-socket-path", "/nonexistent/stats.sock", "-admin-socket-path", "/nonexistent/admin.sock"])
-            .env("PKGPROXY_SETUP_ROOT", self.root.path())
-            .env("HOME", "/home/dev")
-            .env_remove("CARGO_HOME")
-            .env_remove("NPM_CONFIG_USERCONFIG")
-            .output()
-            .unwrap()
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"));
+        command.args(args).args([
+            "-stats-socket-path",
+            "/nonexistent/stats.sock",
+            "-admin-socket-path",
+            "/nonexistent/admin.sock",
+        ]);
+        self.on(&mut command);
+        command.output().unwrap()
+    }
+
+    /// `pkgproxyctl setup CLIENT -addr 10.0.0.5:3142 FLAGS` on the machine.
+    fn setup(&self, client: &str, flags: &[&str]) -> Output {
+        let mut args = vec!["setup", client, "-addr", "10.0.0.5:3142"];
+        args.extend_from_slice(flags);
+        self.ctl(&args)
     }
 
     /// The script `pkgproxyctl setup CLIENT` prints on the machine.
     fn script(&self, client: &str) -> String {
-        let output = self.ctl(&["setup", client, "-addr", "10.0.0.5:3142"]);
+        self.script_with(client, &[])
+    }
+
+    /// The script `pkgproxyctl setup CLIENT FLAGS` prints on the machine.
+    fn script_with(&self, client: &str, flags: &[&str]) -> String {
+        let output = self.setup(client, flags);
         assert!(output.status.success(), "{client}: {}", said(&output));
         String::from_utf8(output.stdout).unwrap()
     }
@@ -63,23 +101,32 @@ impl Machine {
     /// `script` piped to `sh` on the machine.
     fn sh(&self, script: &str) -> Output {
         use std::io::Write;
-        let mut sh = Command::new("sh")
-            .env("PKGPROXY_SETUP_ROOT", self.root.path())
-            .env("HOME", "/home/dev")
-            .env_remove("CARGO_HOME")
-            .env_remove("NPM_CONFIG_USERCONFIG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut sh = Command::new("sh");
+        self.on(&mut sh);
+        let mut sh = sh.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         sh.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
         sh.wait_with_output().unwrap()
     }
 
     /// `pkgproxyctl setup CLIENT --apply` on the machine.
     fn apply(&self, client: &str) -> Output {
-        self.ctl(&["setup", client, "-addr", "10.0.0.5:3142", "--apply"])
+        self.setup(client, &["--apply"])
+    }
+
+    /// The setup of `client` with `flags`, or its undo, done `how`: by the
+    /// script, or with `--apply` (`--undo`); what was said.
+    fn done(&self, how: &str, client: &str, flags: &[&str], undo: bool) -> Output {
+        let mut flags = flags.to_vec();
+        match (how, undo) {
+            ("the script", false) => return self.sh(&self.script_with(client, &flags)),
+            ("the script", true) => flags.extend(["--undo", "--print"]),
+            (_, false) => flags.push("--apply"),
+            (_, true) => flags.push("--undo"),
+        }
+        match how {
+            "the script" => self.sh(&self.script_with(client, &flags)),
+            _ => self.setup(client, &flags),
+        }
     }
 }
 
@@ -264,4 +311,195 @@ fn a_script_printed_before_the_file_changed_leaves_it_as_it_is() {
     let ran = machine.sh(&script);
     assert!(ran.status.success(), "{}", said(&ran));
     assert!(machine.read(path).contains("registry=http://10.0.0.5:3142/npm/"), "{}", machine.read(path));
+}
+
+/// An image's own `/etc/pip.conf`: a `[global]` of the admin's, then a
+/// command's section.
+const ADMIN_S_PIP_CONF: &str = "# The image's own.\n[global]\ncert = /etc/pki/corp-ca.pem\ntimeout = 60\n\n[install]\nextra-index-url = https://pypi.corp.example/simple/\n";
+
+/// What the real pip reads: `pip config list ARGS` with `envs`, and no
+/// file of this machine's user (this machine's `/etc/pip.conf` is read
+/// too, before any other).
+fn pip_config_list(args: &[&str], envs: &[(&str, &Path)]) -> Vec<String> {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(python_tool("pip"))
+        .args(["config", "list"])
+        .args(args)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_DIRS", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("PIP_CONFIG_FILE")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "pip config list: {}", said(&output));
+    String::from_utf8(output.stdout).unwrap().lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn pip_s_keys_go_into_the_admin_s_own_global_section_pip_reads_both_and_undo_restores_it_byte_for_byte() {
+    let expected = "# The image's own.\n[global]\ncert = /etc/pki/corp-ca.pem\ntimeout = 60\n\
+                    # >>> pkgproxy (Written by pkgproxyctl setup: downloads go through pkgproxy)\n\
+                    index-url = http://10.0.0.5:3142/pypi/simple/\ntrusted-host = 10.0.0.5\n# <<< pkgproxy\n\
+                    \n[install]\nextra-index-url = https://pypi.corp.example/simple/\n";
+    for how in ["the script", "--apply"] {
+        let machine = Machine::new();
+        machine.write("/etc/pip.conf", ADMIN_S_PIP_CONF);
+        for run in ["first", "second"] {
+            let output = machine.done(how, "pip", &[], false);
+            assert!(output.status.success(), "{how}, {run} run: {}", said(&output));
+            assert_eq!(machine.read("/etc/pip.conf"), expected, "{how}, {run} run");
+        }
+        let read = pip_config_list(&[], &[("PIP_CONFIG_FILE", &machine.file("/etc/pip.conf"))]);
+        for setting in [
+            "global.cert='/etc/pki/corp-ca.pem'",
+            "global.timeout='60'",
+            "global.index-url='http://10.0.0.5:3142/pypi/simple/'",
+            "global.trusted-host='10.0.0.5'",
+            "install.extra-index-url='https://pypi.corp.example/simple/'",
+        ] {
+            assert!(read.iter().any(|line| line == setting), "{how}: pip reads {read:?}, not {setting}");
+        }
+        let undone = machine.done(how, "pip", &[], true);
+        assert!(undone.status.success(), "{how}: {}", said(&undone));
+        assert_eq!(machine.read("/etc/pip.conf"), ADMIN_S_PIP_CONF, "{how}: taken out byte for byte");
+    }
+}
+
+#[test]
+fn pip_s_block_stays_out_of_a_pip_conf_setting_its_index_or_trusted_hosts_itself_in_any_section() {
+    each_left_as_it_is(
+        "pip",
+        &[
+            (
+                "[global]\ncert = /etc/pki/corp-ca.pem\nindex-url = https://corp.example/simple/\n",
+                "sets index-url in [global] itself",
+            ),
+            ("[global]\nIndex_URL = https://corp.example/simple/\n", "sets index-url in [global] itself"),
+            ("[install]\nindex-url = https://corp.example/simple/\n", "sets index-url in [install] itself"),
+            ("[global]\ntrusted-host = corp.example\n", "sets trusted-host in [global] itself"),
+        ],
+    );
+    // A list of hosts is added to, not replaced.
+    let machine = Machine::new();
+    machine.write("/etc/pip.conf", "[global]\ntrusted-host = corp.example\n");
+    let told = said(&machine.apply("pip"));
+    assert!(told.contains("Add this to its [global] section by hand, its own values kept beside pkgproxy's:\nindex-url = http://10.0.0.5:3142/pypi/simple/\ntrusted-host = 10.0.0.5\n"), "{told}");
+}
+
+/// Where `client`'s file is on the machine for `flag`.
+fn placed_at(client: &str, flag: &str) -> &'static str {
+    match (client, flag) {
+        ("pip", "--user") => "/home/dev/.config/pip/pip.conf",
+        ("uv", "--user") => "/home/dev/.config/uv/uv.toml",
+        ("npm", "--system") => "/opt/node/etc/npmrc",
+        ("cargo", "--user") => "/home/dev/.cargo/config.toml",
+        ("yarn", "--user") => "/home/dev/.yarnrc.yml",
+        (client, _) => path_of(client),
+    }
+}
+
+#[test]
+fn user_and_system_choose_the_user_s_file_or_the_machine_s_and_the_clients_read_it_there() {
+    for how in ["the script", "--apply"] {
+        for (client, flag) in [
+            ("pip", "--user"),
+            ("pip", "--system"),
+            ("uv", "--user"),
+            ("uv", "--system"),
+            ("npm", "--user"),
+            ("npm", "--system"),
+            ("cargo", "--user"),
+            ("yarn", "--user"),
+        ] {
+            let machine = Machine::new().with("NPM_CONFIG_PREFIX", "/opt/node");
+            let output = machine.done(how, client, &[flag], false);
+            assert!(output.status.success(), "{how} {client} {flag}: {}", said(&output));
+            let path = placed_at(client, flag);
+            assert!(machine.read(path).contains("http://10.0.0.5:3142/"), "{how} {client} {flag}: {path}");
+            let written: Vec<String> = walk(machine.root.path());
+            assert_eq!(written, [path.to_owned()], "{how} {client} {flag}: that file only");
+            match (client, flag) {
+                ("pip", "--user") => {
+                    let home = machine.file("/home/dev");
+                    let read = pip_config_list(&["--user"], &[("HOME", &home)]);
+                    let index = "global.index-url='http://10.0.0.5:3142/pypi/simple/'";
+                    assert!(read.iter().any(|line| line == index), "pip reads the user's file: {read:?}");
+                }
+                ("npm", "--system") => {
+                    let read = Command::new("npm")
+                        .args(["config", "get", "registry", "--userconfig", "/dev/null/npmrc"])
+                        .env("NPM_CONFIG_PREFIX", machine.file("/opt/node"))
+                        .env_remove("npm_config_globalconfig")
+                        .output()
+                        .unwrap();
+                    let registry = String::from_utf8_lossy(&read.stdout);
+                    assert_eq!(registry.trim(), "http://10.0.0.5:3142/npm/", "npm reads it as its global npmrc");
+                }
+                _ => {}
+            }
+            let undone = machine.done(how, client, &[flag], true);
+            assert!(undone.status.success(), "{how} {client} {flag}: {}", said(&undone));
+            assert!(walk(machine.root.path()).is_empty(), "{how} {client} {flag}: taken back");
+        }
+    }
+    // pip's user file where XDG_CONFIG_HOME says.
+    let machine = Machine::new().with("XDG_CONFIG_HOME", "/home/dev/xdg");
+    let output = machine.sh(&machine.script_with("pip", &["--user"]));
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(machine.read("/home/dev/xdg/pip/pip.conf").contains("index-url = http://10.0.0.5:3142/pypi/simple/"));
+}
+
+#[test]
+fn a_place_a_client_does_not_read_is_refused_saying_where_its_setup_goes() {
+    for (client, flag, told) in [
+        ("cargo", "--system", "cargo is set up per user only"),
+        ("yarn", "--system", "yarn is set up per user only"),
+        ("apt", "--user", "apt is set up machine-wide only"),
+    ] {
+        for how in [&[][..], &["--apply"][..], &["--undo"][..]] {
+            let machine = Machine::new();
+            let mut flags = vec![flag];
+            flags.extend_from_slice(how);
+            let output = machine.setup(client, &flags);
+            assert!(!output.status.success() && said(&output).contains(told), "{client} {flags:?}: {}", said(&output));
+            assert!(
+                output.stdout.is_empty() && walk(machine.root.path()).is_empty(),
+                "{client} {flags:?}: nothing done"
+            );
+        }
+    }
+    let both = Machine::new().setup("pip", &["--user", "--system"]);
+    assert!(!both.status.success() && said(&both).contains("cannot be used with"), "{}", said(&both));
+}
+
+/// The files under `root`, from `/`.
+fn walk(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(format!("/{}", path.strip_prefix(root).unwrap().display()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn npm_s_setup_names_the_token_line_its_registry_needs_where_npm_sends_the_npm_registry_s_token_no_more() {
+    let machine = Machine::new();
+    machine.write("/home/dev/.npmrc", "//registry.npmjs.org/:_authToken=npm_SECRET123\n");
+    let script = machine.script("npm");
+    let line = "//10.0.0.5:3142/npm/:_authToken=";
+    assert!(script.lines().any(|said| said.starts_with('#') && said.contains(line)), "{script}");
+    assert!(!script.contains("npm_SECRET123"), "never the token itself: {script}");
+    let applied = machine.apply("npm");
+    assert!(applied.status.success() && said(&applied).contains(line), "{}", said(&applied));
 }

@@ -1,6 +1,7 @@
 //! cargo's client setup: crates.io replaced by pkgproxy's sparse registry
 //! in `$CARGO_HOME/config.toml` (`~/.cargo/config.toml`), in a block of
-//! pkgproxy's that the rest of the file never sees touched. A file that
+//! pkgproxy's that the rest of the file never sees touched. It is the
+//! user's only: cargo has no machine-wide configuration file. A file that
 //! defines `source.crates-io` or `source.pkgproxy` itself, in any TOML
 //! spelling, is left as it is: a second definition is a TOML error, and
 //! cargo would read no configuration at all.
@@ -9,24 +10,25 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::setup::{first_held, Format, MarkedBlock, Reading, SetupClient};
+use crate::setup::{first_held, BlockFile, Format, MarkedBlock, Own, Place, Reading, Scope, SetupClient};
 
 /// The clients `pkgproxyctl setup` points at the cargo side.
 pub const CLIENTS: &[SetupClient] = &[SetupClient {
     name: "cargo",
-    about: "cargo (crates.io through pkgproxy, in $CARGO_HOME/config.toml)",
+    about: "cargo (crates.io through pkgproxy, in $CARGO_HOME/config.toml; per user only)",
     procedure: &MarkedBlock {
-        file_sh: "${CARGO_HOME:-$HOME/.cargo}/config.toml",
-        file: config_file,
+        files: &[BlockFile { scope: Scope::User, sh: "${CARGO_HOME:-$HOME/.cargo}/config.toml", path: config_file }],
         block,
         reading: READING,
+        note: |_| String::new(),
     },
 }];
 
 /// `config.toml` as cargo reads it, and the two tables of the block.
 const READING: Reading = Reading {
     format: Format::Toml,
-    sets: |file| first_held(file, &[&["source", "crates-io"], &["source", "pkgproxy"]]),
+    sets: |file| first_held(file, &[&["source", "crates-io"], &["source", "pkgproxy"]]).map(Own::Setting),
+    place: Place::End,
 };
 
 /// `$CARGO_HOME/config.toml`, `CARGO_HOME` defaulting to `~/.cargo`.

@@ -1,7 +1,7 @@
 //! LXD's setups, both directions:
 //!
 //! - `lxd-remote`: pkgproxy's simplestreams remotes in the user's (or,
-//!   with `--global`, the machine's) LXD client configuration, with
+//!   with `--system`, the machine's) LXD client configuration, with
 //!   pkgproxy's certificate pinned in `servercerts/` (a plain
 //!   `lxc remote add --accept-certificate` stores none for simplestreams).
 //!   LXD's static remotes (`ubuntu:`, and `images:` in newer LXD) cannot be
@@ -26,7 +26,7 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use super::names::{remote_name as lxd_remote_name, remote_name_usually};
-use crate::setup::{Action as Asked, Procedure, Setup, SetupClient, MARKER};
+use crate::setup::{Action as Asked, Procedure, Scope, Setup, SetupClient, MARKER};
 
 /// The clients `pkgproxyctl setup` points at the LXD side, or through it.
 pub const CLIENTS: &[SetupClient] = &[
@@ -68,11 +68,15 @@ impl Procedure for Remotes {
         let details = setup.details.context("pkgproxy's remotes and certificate are not known")?;
         let pkgproxy =
             Pkgproxy { base: setup.base, certificate_pem: &details.certificate_pem, remotes: &details.remotes };
-        remotes(&pkgproxy, action(asked)?, setup.global)
+        remotes(&pkgproxy, action(asked)?, setup.scope)
     }
 
     fn unasked(&self) -> Asked {
         Asked::Apply
+    }
+
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::User, Scope::System]
     }
 
     fn wants_details(&self) -> bool {
@@ -166,9 +170,9 @@ struct Listed {
 }
 
 /// `setup lxd-remote`: pkgproxy's remotes in the LXD client configuration
-/// (the machine's with `global`).
-fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, global: bool) -> anyhow::Result<()> {
-    let conf = conf_dir(global)?;
+/// (or the machine's).
+fn remotes(pkgproxy: &Pkgproxy<'_>, action: Action, scope: Scope) -> anyhow::Result<()> {
+    let conf = conf_dir(scope)?;
     if action == Action::Apply {
         std::fs::create_dir_all(&conf).with_context(|| format!("cannot create {}", conf.display()))?;
     }
@@ -292,9 +296,9 @@ fn restore_remote(conf: &Path, local: &str) -> anyhow::Result<()> {
 /// machine, `$LXD_GLOBAL_CONF` or the snap's or the package's global
 /// folder; for the user, the snap's folder when the LXD snap is there,
 /// else `~/.config/lxc`.
-fn conf_dir(global: bool) -> anyhow::Result<PathBuf> {
+fn conf_dir(scope: Scope) -> anyhow::Result<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(PathBuf::from);
-    if global {
+    if scope == Scope::System {
         return Ok(var("LXD_GLOBAL_CONF").unwrap_or_else(|| match Path::new("/snap/bin/lxc").exists() {
             true => PathBuf::from("/var/snap/lxd/common/global-conf"),
             false => PathBuf::from("/etc/lxd"),

@@ -1,22 +1,25 @@
 //! A client set up by a block of lines pkgproxy keeps in a file of the
 //! user's own (cargo's `config.toml`, `.npmrc`, `.yarnrc.yml`, `pip.conf`,
 //! `uv.toml`): the block between marker lines is pkgproxy's, put at the
-//! end, replaced whole and taken out byte for byte; the rest of the file is
+//! end (or, in a `pip.conf`, at the end of the section its options are
+//! of), replaced whole and taken out byte for byte; the rest of the file is
 //! never touched. The block goes in only where it [`Fit`]s, decided on
 //! the file as its client reads it; elsewhere the file is left as it is,
-//! and what to add by hand is said.
+//! and what to add by hand is said. A client reading both a user's file
+//! and the machine's has a file for each [`Scope`].
 //!
 //! The printed script is run by `sh`, which can parse none of these
 //! formats, so `pkgproxyctl setup` decides when it prints it, reading the
 //! file on the machine it runs on (`pkgproxyctl setup cargo | sh`). The
 //! script carries the decision with the POSIX `cksum` of the lines it was
 //! made on (the file outside pkgproxy's block), and computes the same of
-//! the file when it runs: the block goes in only at the end of those very
-//! lines, which were read, found not to set what the block sets, and found
-//! to read as the block says once it is there; or of none (no file, or
-//! only pkgproxy's block), where the block alone is the file. A file
-//! edited since, or another machine's, is left as it is, and the user told
-//! to print the script again. The script thus writes exactly the text
+//! the file when it runs: the block goes in only among those very lines,
+//! after the line it was decided to follow, the lines having been read,
+//! found not to set what the block sets, and found to read as the block
+//! and they say once it is there; or into none (no file, or only
+//! pkgproxy's block), where the block alone is the file. A file edited
+//! since, or another machine's, is left as it is, and the user told to
+//! print the script again. The script thus writes exactly the text
 //! pkgproxyctl checked, without a parser of its own, and never a file its
 //! client cannot read.
 
@@ -25,20 +28,32 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::cksum::cksum;
-use super::fit::{joined, Fit, Reading};
-use super::{preamble, Action, Procedure, Setup, Target, MARKER};
+use super::fit::{joined, Fit, Place, Placed, Reading};
+use super::{preamble, Action, Procedure, Scope, Setup, Target, MARKER};
 
 /// A client set up by a block of pkgproxy's in a file of the user's own.
 pub struct MarkedBlock {
-    /// The file, as a shell expression (`${CARGO_HOME:-$HOME/.cargo}/config.toml`).
-    pub file_sh: &'static str,
-    /// The file, found as that expression finds it.
-    pub file: fn() -> anyhow::Result<PathBuf>,
+    /// The file, in each place the client reads one, its default first.
+    pub files: &'static [BlockFile],
     /// The block's lines for pkgproxy at `http://HOST:PORT`.
     pub block: fn(&str) -> String,
-    /// How the client reads the file, and what in it sets what the block
-    /// sets.
+    /// How the client reads the file, what in it sets what the block
+    /// sets, and where the block goes.
     pub reading: Reading,
+    /// What else the user is told of the setup for pkgproxy at
+    /// `http://HOST:PORT`: comment lines of the script, printed by
+    /// `--apply`.
+    pub note: fn(&str) -> String,
+}
+
+/// A client's file, in one of its places.
+pub struct BlockFile {
+    /// Whose it is.
+    pub scope: Scope,
+    /// The file, as a shell expression (`${CARGO_HOME:-$HOME/.cargo}/config.toml`).
+    pub sh: &'static str,
+    /// The file, found as that expression finds it.
+    pub path: fn() -> anyhow::Result<PathBuf>,
 }
 
 /// The first line of pkgproxy's block.
@@ -50,117 +65,153 @@ const BLOCK_END: &str = "# <<< pkgproxy";
 /// them (a last line gets its newline): what the decision is made on.
 type Outside = Vec<u8>;
 
+/// `lines` between the block's marker lines.
+pub(super) fn marked(lines: &str) -> String {
+    format!("{BLOCK_BEGIN} ({MARKER}: downloads go through pkgproxy)\n{lines}{BLOCK_END}\n")
+}
+
+/// What a setup decided for a file's lines outside the block.
+struct Decided {
+    /// Whether the block goes in.
+    fit: Fit,
+    /// Where it goes, or would.
+    placed: Placed,
+}
+
 impl MarkedBlock {
-    /// The block, with its marker lines.
-    fn marked(&self, base: &str) -> String {
-        format!("{BLOCK_BEGIN} ({MARKER}: downloads go through pkgproxy)\n{}{BLOCK_END}\n", (self.block)(base))
+    /// The client's file in `scope`.
+    fn file(&self, scope: Scope) -> anyhow::Result<&BlockFile> {
+        self.files.iter().find(|file| file.scope == scope).context("the client has no file there")
     }
 
-    /// The file under `target`.
-    fn path(&self, target: &Target) -> anyhow::Result<PathBuf> {
-        Ok(target.path(&(self.file)()?.to_string_lossy()))
+    /// The file in `scope` under `target`.
+    fn path(&self, scope: Scope, target: &Target) -> anyhow::Result<PathBuf> {
+        Ok(target.path(&(self.file(scope)?.path)()?.to_string_lossy()))
     }
 
-    /// What a file whose lines outside the block are `outside` makes of
-    /// the block `marked`.
-    fn fit(&self, client: &str, outside: &[u8], marked: &str) -> Fit {
+    /// What the file whose lines outside the block are `outside` makes of
+    /// the block for pkgproxy at `base`, and where it would go.
+    fn decided(&self, client: &str, outside: &[u8], base: &str) -> Decided {
+        let settings = (self.block)(base);
         match std::str::from_utf8(outside) {
-            Ok(outside) => self.reading.fit(client, outside, marked),
-            Err(_) => Fit::Unreadable("it is not UTF-8 text".to_owned()),
+            Ok(outside) => Decided {
+                fit: self.reading.fit(client, outside, &settings),
+                placed: self.reading.placed(outside, &settings),
+            },
+            Err(_) => Decided {
+                fit: Fit::Unreadable("it is not UTF-8 text".to_owned()),
+                placed: Placed { at: outside.len(), lines: self.reading.alone(&settings), within: None },
+            },
         }
     }
 
-    /// What the user is told when the block does not go in: why, then what
-    /// to add by hand.
-    fn refusal(why: &str, replaces: bool) -> String {
-        let instead = if replaces { ", in place of its own" } else { "" };
-        format!("{why}: left as it is. Add this to it by hand{instead}:")
+    /// What to add by hand to a file not read (another than the one the
+    /// script was printed for, or one that could not be read), said after
+    /// "Add this": the block as a file of its own, where it goes in one.
+    fn by_hand_unread(&self, base: &str) -> (String, String) {
+        let lines = self.reading.alone(&(self.block)(base));
+        let into = match self.reading.place {
+            Place::PipSection(name) => format!("to it by hand (the options into its own [{name}], if it has one)"),
+            Place::End => "to it by hand".to_owned(),
+        };
+        (lines, into)
     }
 
-    fn script(&self, client: &str, base: &str, target: &Target) -> anyhow::Result<String> {
-        let marked = self.marked(base);
-        let cases = self.cases(client, &marked, &outside_of(&self.path(target)?));
-        let mut text = preamble(client, &format!("Puts pkgproxy's block in {}", self.file_sh));
+    /// What the user is told when the block does not go in: why, then
+    /// where to add what by hand.
+    fn refusal(why: &str, decided: &Decided) -> String {
+        let into = decided.placed.within.as_deref().map_or("to it".to_owned(), |section| format!("to {section}"));
+        format!("{why}: left as it is. Add this {into} by hand{}:", decided.fit.with_their_own())
+    }
+
+    fn script(&self, client: &str, base: &str, scope: Scope, target: &Target) -> anyhow::Result<String> {
+        let file = self.file(scope)?;
+        let cases = self.cases(client, base, &outside_of(&self.path(scope, target)?));
+        let mut text = preamble(client, &format!("Puts pkgproxy's block in {}", file.sh), &(self.note)(base));
         text.push_str(&format!(
-            "file=\"$root{file}\"\nwithout_block() {{ awk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\"; }}\nby_hand() {{\n  cat >&2 <<'EOF'\n{settings}EOF\n  exit 1\n}}\n# The file's lines outside pkgproxy's block, by their POSIX cksum. pkgproxyctl setup read them\n# as {format} when it printed this script: the block goes in at the end of those it found it fits,\n# or of none; any others are left as they are.\noutside=$(if [ -f \"$file\" ]; then without_block; fi | cksum)\ncase \"$outside\" in\n{cases}esac\nmkdir -p \"$(dirname \"$file\")\"\n{{ if [ -f \"$file\" ]; then without_block; fi; cat <<'EOF'\n{marked}EOF\n}} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
-            file = self.file_sh,
-            settings = (self.block)(base),
+            "file=\"$root{file}\"\nwithout_block() {{ awk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\"; }}\noutside() {{ if [ -f \"$file\" ]; then without_block; fi; }}\nby_hand() {{\n  cat >&2\n  exit 1\n}}\n# The file's lines outside pkgproxy's block, by their POSIX cksum. pkgproxyctl setup read them\n# as {format} when it printed this script: the block goes in after the line of those it found\n# it fits (at), or into none; any others are left as they are.\ncase \"$(outside | cksum)\" in\n{cases}esac\nmkdir -p \"$(dirname \"$file\")\"\n{{ outside | awk -v at=\"$at\" 'NR <= at'; block; outside | awk -v at=\"$at\" 'NR > at'; }} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
+            file = file.sh,
             format = self.reading.format.as_str(),
         ));
         Ok(text)
     }
 
     /// The script's `case` on the cksum of the file's lines outside the
-    /// block: the block goes in after those found to fit (`found`, as the
-    /// file is now, and none), and is refused, with why, after any others.
-    fn cases(&self, client: &str, marked: &str, found: &Result<Outside, String>) -> String {
-        let mut arms = vec![(cksum(b""), self.fit(client, b"", marked))];
+    /// block: for those found to fit (`found`, as the file is now, and
+    /// none), the line the block goes after and the block; for any
+    /// others, refused, why and what to add by hand.
+    fn cases(&self, client: &str, base: &str, found: &Result<Outside, String>) -> String {
+        let mut arms = vec![(b"".to_vec(), self.decided(client, b"", base))];
         if let Ok(outside) = found {
-            let sum = cksum(outside);
-            if sum != arms[0].0 {
-                arms.push((sum, self.fit(client, outside, marked)));
+            if !outside.is_empty() {
+                arms.push((outside.clone(), self.decided(client, outside, base)));
             }
         }
-        let fitting: Vec<String> =
-            arms.iter().filter(|(_, fit)| fit.fits()).map(|(sum, _)| format!("'{sum}'")).collect();
+        let by_hand = |lines: &str, told: &str| {
+            format!("    printf '%s%s\\n' \"$file\" {} >&2\n    by_hand <<'EOF'\n{lines}EOF\n    ;;\n", sh_quoted(told))
+        };
         let mut cases = String::new();
-        if !fitting.is_empty() {
-            cases.push_str(&format!("  {}) ;;\n", fitting.join("|")));
-        }
-        let refused = |pattern: &str, told: &str| {
-            format!("  {pattern})\n    printf '%s%s\\n' \"$file\" {} >&2\n    by_hand ;;\n", sh_quoted(told))
-        };
-        for (sum, fit) in &arms {
-            if let Some(why) = fit.why(client) {
-                cases.push_str(&refused(
-                    &format!("'{sum}'"),
-                    &format!(" {}", Self::refusal(&why, fit.replaces_their_own())),
-                ));
+        for (outside, decided) in &arms {
+            cases.push_str(&format!("  '{}')\n", cksum(outside)));
+            match decided.fit.why(client) {
+                None => {
+                    let at = outside[..decided.placed.at].iter().filter(|byte| **byte == b'\n').count();
+                    cases.push_str(&format!(
+                        "    at={at}\n    block() {{\n      cat <<'EOF'\n{}EOF\n    }}\n    ;;\n",
+                        marked(&decided.placed.lines)
+                    ));
+                }
+                Some(why) => {
+                    cases.push_str(&by_hand(&decided.placed.lines, &format!(" {}", Self::refusal(&why, decided))))
+                }
             }
         }
+        let (lines, into) = self.by_hand_unread(base);
         let otherwise = match found {
-            Ok(_) => format!(" is not as it was when this script was printed: left as it is. Print the script again (pkgproxyctl setup {client}), or add this to it by hand:"),
-            Err(why) => format!(" could not be read when this script was printed ({why}): left as it is. Add this to it by hand:"),
+            Ok(_) => format!(" is not as it was when this script was printed: left as it is. Print the script again (pkgproxyctl setup {client}), or add this {into}:"),
+            Err(why) => format!(" could not be read when this script was printed ({why}): left as it is. Add this {into}:"),
         };
-        cases.push_str(&refused("*", &otherwise));
+        cases.push_str("  *)\n");
+        cases.push_str(&by_hand(&lines, &otherwise));
         cases
     }
 
-    fn undo_script(&self, client: &str) -> String {
-        let mut text = preamble(client, &format!("Takes pkgproxy's block out of {}", self.file_sh));
+    fn undo_script(&self, client: &str, scope: Scope) -> anyhow::Result<String> {
+        let file = self.file(scope)?;
+        let mut text = preamble(client, &format!("Takes pkgproxy's block out of {}", file.sh), "");
         text.push_str(&format!(
             "file=\"$root{file}\"\nif [ ! -f \"$file\" ] || ! grep -q '^{BLOCK_BEGIN}' \"$file\"; then\n  echo \"$file holds no block of pkgproxy's\"\n  exit 0\nfi\nawk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\" > \"$file.pkgproxy-new\"\nif [ -s \"$file.pkgproxy-new\" ] && grep -q '[^[:space:]]' \"$file.pkgproxy-new\"; then\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"took pkgproxy's block out of $file\"\nelse\n  rm -f \"$file.pkgproxy-new\" \"$file\"\n  echo \"removed $file: it held pkgproxy's block only\"\nfi\n",
-            file = self.file_sh,
+            file = file.sh,
         ));
-        text
+        Ok(text)
     }
 
-    fn apply(&self, client: &str, base: &str, target: &Target) -> anyhow::Result<()> {
-        let path = self.path(target)?;
-        let marked = self.marked(base);
-        let by_hand = |why: &str, replaces: bool| {
-            anyhow::anyhow!("{} {}\n{}", path.display(), Self::refusal(why, replaces), (self.block)(base))
-        };
-        let existing = read_if_there(&path).map_err(|why| by_hand(&format!("could not be read ({why})"), false))?;
+    fn apply(&self, client: &str, base: &str, scope: Scope, target: &Target) -> anyhow::Result<()> {
+        let path = self.path(scope, target)?;
+        let existing = read_if_there(&path).map_err(|why| {
+            let (lines, into) = self.by_hand_unread(base);
+            anyhow::anyhow!("{} could not be read ({why}): left as it is. Add this {into}:\n{lines}", path.display())
+        })?;
         let outside = existing.as_deref().map(without_block).unwrap_or_default();
-        let fit = self.fit(client, &outside, &marked);
-        if let Some(why) = fit.why(client) {
-            return Err(by_hand(&why, fit.replaces_their_own()));
+        let decided = self.decided(client, &outside, base);
+        if let Some(why) = decided.fit.why(client) {
+            anyhow::bail!("{} {}\n{}", path.display(), Self::refusal(&why, &decided), decided.placed.lines);
         }
-        let content = joined(&String::from_utf8_lossy(&outside), &marked);
+        let content = joined(&String::from_utf8_lossy(&outside), &decided.placed);
         if existing.as_deref() == Some(content.as_bytes()) {
             println!("{} is as it should be", path.display());
-            return Ok(());
+        } else {
+            let dir = path.parent().context("the file's folder")?;
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote pkgproxy's block in {}", path.display());
         }
-        let dir = path.parent().context("the file's folder")?;
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("wrote pkgproxy's block in {}", path.display());
+        print!("{}", (self.note)(base));
         Ok(())
     }
 
-    fn undo(&self, target: &Target) -> anyhow::Result<()> {
-        let path = self.path(target)?;
+    fn undo(&self, scope: Scope, target: &Target) -> anyhow::Result<()> {
+        let path = self.path(scope, target)?;
         let existing = read_if_there(&path).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", path.display()))?;
         let Some(existing) = existing else {
             println!("{} is not there", path.display());
@@ -185,12 +236,16 @@ impl MarkedBlock {
 impl Procedure for MarkedBlock {
     fn run(&self, client: &str, action: Action, setup: &Setup<'_>) -> anyhow::Result<()> {
         match action {
-            Action::Print => print!("{}", self.script(client, setup.base, setup.target)?),
-            Action::PrintUndo => print!("{}", self.undo_script(client)),
-            Action::Apply => self.apply(client, setup.base, setup.target)?,
-            Action::Undo => self.undo(setup.target)?,
+            Action::Print => print!("{}", self.script(client, setup.base, setup.scope, setup.target)?),
+            Action::PrintUndo => print!("{}", self.undo_script(client, setup.scope)?),
+            Action::Apply => self.apply(client, setup.base, setup.scope, setup.target)?,
+            Action::Undo => self.undo(setup.scope, setup.target)?,
         }
         Ok(())
+    }
+
+    fn scopes(&self) -> Vec<Scope> {
+        self.files.iter().map(|file| file.scope).collect()
     }
 }
 

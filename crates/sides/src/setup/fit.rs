@@ -1,27 +1,34 @@
-//! Whether pkgproxy's block may go at the end of a user's file, decided on
-//! the file as its client reads it ([`Format`]): the client must read the
-//! file as it is, the file must not set what the block sets (the client
-//! would read it twice and refuse the file, or take one of the two), and
-//! the file with the block at its end must read as the block says (a TOML
-//! table it cannot extend, an npmrc whose last section would swallow the
-//! block's key). A file pkgproxy would make unreadable, or whose setting
-//! it would override, is never written. It reads text only.
+//! Whether pkgproxy's block may go into a user's file, and where
+//! ([`Place`]), decided on the file as its client reads it ([`Format`]):
+//! the client must read the file as it is, the file must not set what the
+//! block sets (the client would read it twice and refuse the file, or take
+//! one of the two), and the file with the block in it must read as the
+//! block says and as the file said (a TOML table it cannot extend, an
+//! npmrc whose last section would swallow the block's key, a line taken
+//! into another's value). A file pkgproxy would make unreadable, or whose
+//! setting it would override, is never written. It reads text only.
 
 use serde_json::Value;
 
+use super::block::marked;
+use super::pip_conf;
 use super::reading::Format;
 
 /// What a file of the user's own makes of pkgproxy's block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fit {
-    /// The block goes at its end.
+    /// The block goes in.
     Fits,
     /// The file sets, outside the block, what the block sets (named).
     SetsItself(String),
+    /// The file sets, outside the block, a list the block's value would
+    /// join (named): the user's values and pkgproxy's go on it together.
+    ListsItself(String),
     /// Its client cannot read the file as it is (why).
     Unreadable(String),
-    /// With the block at its end, the file would not be read, or would not
-    /// read as the block says (what its client would make of it).
+    /// With the block in it, the file would not be read, or would not
+    /// read as the block and the file say (where the block would be, and
+    /// what its client would make of it).
     WouldBreak(String),
 }
 
@@ -35,42 +42,120 @@ impl Fit {
     pub fn why(&self, client: &str) -> Option<String> {
         match self {
             Fit::Fits => None,
-            Fit::SetsItself(what) => Some(format!("sets {what} itself")),
+            Fit::SetsItself(what) | Fit::ListsItself(what) => Some(format!("sets {what} itself")),
             Fit::Unreadable(why) => Some(format!("cannot be read by {client} ({why})")),
-            Fit::WouldBreak(how) => Some(format!("with pkgproxy's block at its end {how}")),
+            Fit::WouldBreak(how) => Some(format!("with pkgproxy's block {how}")),
         }
     }
 
-    /// Whether what the user adds by hand replaces a setting of their own.
-    pub fn replaces_their_own(&self) -> bool {
-        matches!(self, Fit::SetsItself(_))
+    /// How what the user adds by hand goes with a setting of their own,
+    /// said after "Add this by hand".
+    pub fn with_their_own(&self) -> &'static str {
+        match self {
+            Fit::SetsItself(_) => ", in place of its own",
+            Fit::ListsItself(_) => ", its own values kept beside pkgproxy's",
+            _ => "",
+        }
     }
 }
 
-/// What a client's file is to it: how it reads it, and what in it sets
-/// what pkgproxy's block sets.
+/// What a user's file sets itself of what pkgproxy's block sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Own {
+    /// A setting the block's would replace (named).
+    Setting(String),
+    /// A list the block's value would join (named).
+    List(String),
+}
+
+/// Where pkgproxy's block goes in a user's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// At the file's end.
+    End,
+    /// Among the options of the `pip.conf` section named: at the end of
+    /// the file's own section of that name, without its header
+    /// (`configparser` refuses a section given twice); at the file's end,
+    /// under the header, when the file has none.
+    PipSection(&'static str),
+}
+
+/// pkgproxy's block as it goes into a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// Where: the bytes of the file's lines outside the block before it,
+    /// at the end of a line.
+    pub at: usize,
+    /// Its lines, without the marker lines: what the user adds by hand
+    /// where it does not go in.
+    pub lines: String,
+    /// The section of the file's own it goes into, as the user is told
+    /// of it (`its [global] section`); `None` for the file itself.
+    pub within: Option<String>,
+}
+
+impl Placed {
+    /// Where it is, as the user is told (`at its end`).
+    fn said(&self) -> String {
+        match &self.within {
+            Some(section) => format!("in {section}"),
+            None => "at its end".to_owned(),
+        }
+    }
+}
+
+/// What a client's file is to it: how it reads it, what in it sets what
+/// pkgproxy's block sets, and where the block goes.
 #[derive(Clone, Copy)]
 pub struct Reading {
     /// How the client reads the file.
     pub format: Format,
-    /// What the file, read, sets itself of what the block sets, named;
-    /// `None` when nothing.
-    pub sets: fn(&Value) -> Option<String>,
+    /// What the file, read, sets itself of what the block sets; `None`
+    /// when nothing.
+    pub sets: fn(&Value) -> Option<Own>,
+    /// Where the block goes.
+    pub place: Place,
 }
 
 impl Reading {
+    /// Where the block of `settings` (its lines, without marker lines)
+    /// goes in the file whose text outside pkgproxy's block is `outside`.
+    pub fn placed(&self, outside: &str, settings: &str) -> Placed {
+        let at_end = |lines: String| Placed { at: outside.len(), lines, within: None };
+        match self.place {
+            Place::End => at_end(settings.to_owned()),
+            Place::PipSection(name) => match pip_conf::section_end(outside, name) {
+                // After a whole line (the script counts lines), or at the
+                // end.
+                Some(at) if at == outside.len() || outside.as_bytes()[..at].ends_with(b"\n") => {
+                    Placed { at, lines: settings.to_owned(), within: Some(format!("its [{name}] section")) }
+                }
+                _ => at_end(self.alone(settings)),
+            },
+        }
+    }
+
+    /// `settings` as a file of their own.
+    pub fn alone(&self, settings: &str) -> String {
+        match self.place {
+            Place::End => settings.to_owned(),
+            Place::PipSection(name) => format!("[{name}]\n{settings}"),
+        }
+    }
+
     /// What the file whose text outside pkgproxy's block is `outside`
-    /// makes of the block `marked` (its marker lines included), for
-    /// `client`.
-    pub fn fit(&self, client: &str, outside: &str, marked: &str) -> Fit {
+    /// makes of the block of `settings`, for `client`.
+    pub fn fit(&self, client: &str, outside: &str, settings: &str) -> Fit {
         let file = match self.format.read(outside) {
             Ok(file) => file,
             Err(why) => return Fit::Unreadable(format!("{}: {why}", self.format.as_str())),
         };
-        if let Some(what) = (self.sets)(&file) {
-            return Fit::SetsItself(what);
+        match (self.sets)(&file) {
+            Some(Own::Setting(what)) => return Fit::SetsItself(what),
+            Some(Own::List(what)) => return Fit::ListsItself(what),
+            None => {}
         }
-        let block = match self.format.read(marked) {
+        let block = match self.format.read(&marked(&self.alone(settings))) {
             Ok(block) => block,
             Err(why) => {
                 return Fit::WouldBreak(format!(
@@ -79,24 +164,32 @@ impl Reading {
                 ))
             }
         };
-        match self.format.read(&joined(outside, marked)) {
-            Err(why) => Fit::WouldBreak(format!("could not be read by {client} ({why})")),
-            Ok(joined) => match unread(&block, &joined) {
-                Some(path) => Fit::WouldBreak(format!("would not set {path} as the block does")),
-                None => Fit::Fits,
-            },
+        let placed = self.placed(outside, settings);
+        let joined = match self.format.read(&joined(outside, &placed)) {
+            Ok(joined) => joined,
+            Err(why) => return Fit::WouldBreak(format!("{} could not be read by {client} ({why})", placed.said())),
+        };
+        if let Some(path) = unread(&block, &joined) {
+            return Fit::WouldBreak(format!("{} would not set {path} as the block does", placed.said()));
+        }
+        match lost(&file, &joined) {
+            Some(path) => Fit::WouldBreak(format!("{} would not read {path} as it is", placed.said())),
+            None => Fit::Fits,
         }
     }
 }
 
-/// The file holding `outside`, then `marked`: what the printed script and
-/// `--apply` write (a last line without its newline gets one).
-pub fn joined(outside: &str, marked: &str) -> String {
-    let mut text = outside.to_owned();
+/// The file holding `outside` with the block `placed` in it, marker lines
+/// included: what the printed script and `--apply` write (a last line
+/// without its newline gets one before a block after it).
+pub fn joined(outside: &str, placed: &Placed) -> String {
+    let (before, after) = outside.split_at(placed.at);
+    let mut text = before.to_owned();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(marked);
+    text.push_str(&marked(&placed.lines));
+    text.push_str(after);
     text
 }
 
@@ -108,14 +201,36 @@ fn unread(block: &Value, joined: &Value) -> Option<String> {
         (Value::Object(settings), Value::Object(read)) => {
             settings.iter().find_map(|(key, setting)| match read.get(key) {
                 None => Some(key.clone()),
-                Some(read) => {
-                    unread(setting, read)
-                        .map(|below| if below.is_empty() { key.clone() } else { format!("{key}.{below}") })
-                }
+                Some(read) => unread(setting, read).map(|below| dotted(key, &below)),
             })
         }
         (Value::Array(items), Value::Array(read)) => (!read.ends_with(items)).then(String::new),
         (setting, read) => (setting != read).then(String::new),
+    }
+}
+
+/// The first setting of the user's `file` that `joined` does not hold as
+/// the file did, dotted; `None` when it holds them all. An array of the
+/// file's must open the joined file's (the block's items follow).
+fn lost(file: &Value, joined: &Value) -> Option<String> {
+    match (file, joined) {
+        (Value::Object(settings), Value::Object(read)) => {
+            settings.iter().find_map(|(key, setting)| match read.get(key) {
+                None => Some(key.clone()),
+                Some(read) => lost(setting, read).map(|below| dotted(key, &below)),
+            })
+        }
+        (Value::Array(items), Value::Array(read)) => (!read.starts_with(items)).then(String::new),
+        (setting, read) => (setting != read).then(String::new),
+    }
+}
+
+/// `key`, then the path `below` it if any.
+fn dotted(key: &str, below: &str) -> String {
+    if below.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{key}.{below}")
     }
 }
 

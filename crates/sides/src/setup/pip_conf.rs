@@ -4,7 +4,9 @@
 //! indented deeper, a section or an option given twice an error, nothing
 //! before the first section), then each section's options with
 //! `[DEFAULT]`'s, named as pip names them (lower case, `-` for `_`). A
-//! file pip refuses to load is an error here too. It reads text only.
+//! file pip refuses to load is an error here too. Where a section's lines
+//! end is known too: options put in after them are the section's. It
+//! reads text only.
 
 use std::collections::HashSet;
 
@@ -24,14 +26,23 @@ type Options = Vec<(String, Lines)>;
 pub fn read(text: &str) -> Result<Value, String> {
     let Parsed { defaults, sections } = parsed(text)?;
     let mut read = Map::new();
-    for (section, options) in sections {
+    for SectionRead { name, options, .. } in sections {
         let mut values = Map::new();
         for (option, lines) in defaults.iter().chain(&options) {
             values.insert(pip_name(option), Value::String(lines.join("\n").trim_end_matches(py_space).to_owned()));
         }
-        read.insert(section, Value::Object(values));
+        read.insert(name, Value::Object(values));
     }
     Ok(Value::Object(read))
+}
+
+/// Where the last line `configparser` reads into the section `name` of
+/// `text` ends (its header, an option, or a line of a value), in bytes,
+/// its line break included; `None` when the text has no such section, or
+/// pip refuses it. Blank lines and comments after it are no part of it.
+pub fn section_end(text: &str, name: &str) -> Option<usize> {
+    let Parsed { sections, .. } = parsed(text).ok()?;
+    sections.into_iter().find(|section| section.name == name).map(|section| section.end)
 }
 
 /// What `configparser` read.
@@ -39,7 +50,17 @@ struct Parsed {
     /// `[DEFAULT]`'s options.
     defaults: Options,
     /// The other sections, in their order.
-    sections: Vec<(String, Options)>,
+    sections: Vec<SectionRead>,
+}
+
+/// A section `configparser` read.
+struct SectionRead {
+    /// Its name, as its header spells it.
+    name: String,
+    /// Its own options, in their order.
+    options: Options,
+    /// Where its last line ends ([`section_end`]).
+    end: usize,
 }
 
 /// Where the lines being read go.
@@ -60,7 +81,7 @@ fn parsed(text: &str) -> Result<Parsed, String> {
     let mut option: Option<usize> = None;
     let mut indent = 0;
     let mut bad_lines = Vec::new();
-    for (number, line) in universal_lines(text).enumerate() {
+    for (number, (line, end)) in universal_lines(text).enumerate() {
         let number = number + 1;
         let stripped = line.trim_matches(py_space);
         let comment = stripped.starts_with(['#', ';']);
@@ -76,6 +97,7 @@ fn parsed(text: &str) -> Result<Parsed, String> {
         if let (Some((section, _)), Some(at)) = (&current, option) {
             if line_indent > indent {
                 options_of(&mut parsed, section)[at].1.push(value.to_owned());
+                ended(&mut parsed, section, end);
                 continue;
             }
         }
@@ -88,7 +110,7 @@ fn parsed(text: &str) -> Result<Parsed, String> {
                 Section::Default
             } else {
                 seen.insert((name.to_owned(), String::new()));
-                parsed.sections.push((name.to_owned(), Vec::new()));
+                parsed.sections.push(SectionRead { name: name.to_owned(), options: Vec::new(), end });
                 Section::Nth(parsed.sections.len() - 1)
             };
             current = Some((section, name.to_owned()));
@@ -112,6 +134,7 @@ fn parsed(text: &str) -> Result<Parsed, String> {
         let options = options_of(&mut parsed, section);
         options.push((name, vec![first.to_owned()]));
         option = Some(options.len() - 1);
+        ended(&mut parsed, section, end);
     }
     match bad_lines.as_slice() {
         [] => Ok(parsed),
@@ -122,28 +145,34 @@ fn parsed(text: &str) -> Result<Parsed, String> {
 fn options_of<'a>(parsed: &'a mut Parsed, section: &Section) -> &'a mut Options {
     match section {
         Section::Default => &mut parsed.defaults,
-        Section::Nth(at) => &mut parsed.sections[*at].1,
+        Section::Nth(at) => &mut parsed.sections[*at].options,
     }
 }
 
-/// The lines of `text` as Python reads a file in text mode: `\n`, `\r\n`
-/// and `\r` each end one.
-fn universal_lines(text: &str) -> impl Iterator<Item = &str> {
-    let text = text.strip_suffix("\r\n").or_else(|| text.strip_suffix(['\n', '\r'])).unwrap_or(text);
-    let mut rest = Some(text).filter(|text| !text.is_empty());
+/// Notes that a line of `section` ends at `end`.
+fn ended(parsed: &mut Parsed, section: &Section, end: usize) {
+    if let Section::Nth(at) = section {
+        parsed.sections[*at].end = end;
+    }
+}
+
+/// The lines of `text` as Python reads a file in text mode (`\n`, `\r\n`
+/// and `\r` each end one), each with where it ends in `text`, its line
+/// break included.
+fn universal_lines(text: &str) -> impl Iterator<Item = (&str, usize)> {
+    let mut start = 0;
     std::iter::from_fn(move || {
-        let text = rest?;
-        match text.find(['\r', '\n']) {
-            Some(at) => {
-                let ending = if text[at..].starts_with("\r\n") { 2 } else { 1 };
-                rest = Some(&text[at + ending..]);
-                Some(&text[..at])
-            }
-            None => {
-                rest = None;
-                Some(text)
-            }
+        let rest = &text[start..];
+        if rest.is_empty() {
+            return None;
         }
+        let (line, ending) = match rest.find(['\r', '\n']) {
+            Some(at) if rest[at..].starts_with("\r\n") => (&rest[..at], at + 2),
+            Some(at) => (&rest[..at], at + 1),
+            None => (rest, rest.len()),
+        };
+        start += ending;
+        Some((line, start))
     })
 }
 
@@ -197,6 +226,16 @@ mod tests {
         assert_eq!(read("[g]\na=1\n\u{1c}b=2\n"), json!({"g": {"a": "1\nb=2"}}));
         assert_eq!(read("# only\n\n; comments\n"), json!({}));
         assert_eq!(read("[DEFAULT]\na=1\n[DEFAULT]\nb=2\n[g]\n"), json!({"g": {"a": "1", "b": "2"}}));
+    }
+
+    #[test]
+    fn a_section_ends_with_its_last_option_or_line_of_a_value() {
+        let text = "[global]\ncert = a\n  b\n\n# next\n[install]\r\nx = 1\r\n\r\n";
+        assert_eq!(super::section_end(text, "global"), Some(text.find("\n\n#").unwrap() + 1));
+        assert_eq!(super::section_end(text, "install"), Some(text.len() - 2));
+        assert_eq!(super::section_end("[global]", "global"), Some(8));
+        assert_eq!(super::section_end("[install]\n", "global"), None);
+        assert_eq!(super::section_end("[global]\n[global]\n", "global"), None, "pip refuses it");
     }
 
     #[test]
