@@ -270,6 +270,12 @@ pub enum ClientCounter {
     IdleTimeouts,
     /// Requests refused as malformed (a URI too long, a `Transfer-Encoding`).
     Malformed,
+    /// Connections closed: the client took nothing of an answer for
+    /// `send_timeout`.
+    SendTimeouts,
+    /// HTTP/2 streams refused: the client's connections and streams being
+    /// answered took `max_connections_per_client`.
+    RefusedClientStreams,
 }
 
 impl MetricSet for ClientCounter {
@@ -281,6 +287,8 @@ impl MetricSet for ClientCounter {
         ClientCounter::HeaderTimeouts,
         ClientCounter::IdleTimeouts,
         ClientCounter::Malformed,
+        ClientCounter::SendTimeouts,
+        ClientCounter::RefusedClientStreams,
     ];
     const KIND: Kind = Kind::Counter;
     const PROMETHEUS_PREFIX: &'static str = "clients_";
@@ -303,6 +311,13 @@ impl MetricSet for ClientCounter {
             ClientCounter::Malformed => {
                 ("malformed", "Requests refused as malformed (URI too long, Transfer-Encoding).")
             }
+            ClientCounter::SendTimeouts => {
+                ("send_timeouts", "Connections closed: the client took nothing of an answer for send_timeout.")
+            }
+            ClientCounter::RefusedClientStreams => (
+                "refused_client_streams",
+                "HTTP/2 streams refused: the address's connections and streams took max_connections_per_client.",
+            ),
         };
         Definition { name, help }
     }

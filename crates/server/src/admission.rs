@@ -2,6 +2,12 @@
 //! a client outside `[server] allow` is told `403`, one over its share of
 //! connections (or over all of them) `503`, and the connection is closed.
 //! Connections already open are never cut to make room.
+//!
+//! A client's share counts its HTTP/2 streams too: each stream being
+//! answered takes a place beside its connection's own, as long as its
+//! answer holds memory in pkgproxy ([`StreamBudget`]). A stream beyond the
+//! share is answered `503`; one HTTP/1.1 connection answers one request at
+//! a time, and its place covers it.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -45,6 +51,20 @@ pub enum Refusal {
 pub struct Ticket {
     admission: Arc<Admission>,
     client: IpAddr,
+}
+
+/// Where an HTTP/2 connection takes its streams' places: its client's
+/// share.
+#[derive(Debug, Clone)]
+pub struct StreamBudget {
+    admission: Arc<Admission>,
+    client: IpAddr,
+}
+
+/// A stream's place in its client's share, given back when it is dropped.
+#[derive(Debug)]
+pub struct StreamPlace {
+    budget: StreamBudget,
 }
 
 impl Admission {
@@ -99,16 +119,53 @@ impl Admission {
     }
 }
 
+impl Ticket {
+    /// Where the connection's HTTP/2 streams take their places.
+    pub fn streams(&self) -> StreamBudget {
+        StreamBudget { admission: Arc::clone(&self.admission), client: self.client }
+    }
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let mut by_client = self.admission.by_client.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(mine) = by_client.get_mut(&self.client) {
+        self.admission.give_back(self.client);
+        self.admission.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Admission {
+    /// One place of `client`'s share is free again.
+    fn give_back(&self, client: IpAddr) {
+        let mut by_client = self.by_client.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mine) = by_client.get_mut(&client) {
             *mine -= 1;
             if *mine == 0 {
-                by_client.remove(&self.client);
+                by_client.remove(&client);
             }
         }
-        self.admission.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl StreamBudget {
+    /// A place for one more stream, or `None` when the client's
+    /// connections and streams take its whole share.
+    pub fn take(&self) -> Option<StreamPlace> {
+        let limits = self.admission.limits.load();
+        let mut by_client = self.admission.by_client.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = by_client.entry(self.client).or_insert(0);
+        if *mine >= limits.max_connections_per_client {
+            drop(by_client);
+            self.admission.counters.increment(ClientCounter::RefusedClientStreams);
+            return None;
+        }
+        *mine += 1;
+        Some(StreamPlace { budget: self.clone() })
+    }
+}
+
+impl Drop for StreamPlace {
+    fn drop(&mut self) {
+        self.budget.admission.give_back(self.budget.client);
     }
 }
 
@@ -167,6 +224,23 @@ mod tests {
         assert_eq!(admission.admit("192.168.1.1".parse().unwrap()).unwrap_err(), Refusal::NotAllowed);
         assert_eq!(admission.counters.get(ClientCounter::RefusedClientFull), 1);
         assert_eq!(admission.counters.get(ClientCounter::RefusedNotAllowed), 1);
+    }
+
+    #[test]
+    fn a_client_s_streams_take_places_of_its_share_beside_its_connections() {
+        let admission = admission(10, 4);
+        let (one, two) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let connection = admission.admit(one).unwrap();
+        let streams = connection.streams();
+        let places: Vec<StreamPlace> = (0..3).map(|_| streams.take().expect("a place")).collect();
+        assert!(streams.take().is_none(), "one connection and three streams take the share of four");
+        assert_eq!(admission.admit(one).unwrap_err(), Refusal::ClientFull, "no connection either");
+        let _other = admission.admit(two).expect("another client's share is its own");
+        assert_eq!(admission.open(), 2, "streams are not connections");
+        drop(places);
+        assert!(streams.take().is_some(), "places given back are taken again");
+        drop(connection);
+        assert_eq!(admission.counters.get(ClientCounter::RefusedClientStreams), 1);
     }
 
     #[test]

@@ -52,6 +52,29 @@ impl ResponseBody {
         ResponseBody::Full(Some(bytes.into()))
     }
 
+    /// This body, giving frames of `max` bytes at most where it reads them
+    /// itself (from a cached file or a download's temporary file): on a
+    /// connection where each of many answers may hold a frame while its
+    /// client keeps it waiting (HTTP/2), that frame is all it holds.
+    pub fn in_frames_of(self, max: u64) -> Self {
+        match self {
+            ResponseBody::File(mut file) => {
+                file.chunk = file.chunk.min(max);
+                ResponseBody::File(file)
+            }
+            ResponseBody::Fetch(fetch) => ResponseBody::Fetch(fetch.in_frames_of(max)),
+            ResponseBody::Rewritten(mut body) => {
+                body.inner = std::mem::replace(&mut body.inner, ResponseBody::Empty).in_frames_of(max);
+                ResponseBody::Rewritten(body)
+            }
+            ResponseBody::Pieced(mut body) => {
+                body.chunk = body.chunk.min(max);
+                ResponseBody::Pieced(body)
+            }
+            other => other,
+        }
+    }
+
     /// This body, with its cached file's bytes sent by the kernel through
     /// `ranges` when it is one, and long enough to gain from it.
     pub fn sent_by_kernel(self, ranges: &Arc<Ranges>) -> Self {
@@ -71,6 +94,8 @@ pub struct FileBody {
     file: Arc<File>,
     offset: u64,
     remaining: u64,
+    /// The most bytes read per frame.
+    chunk: u64,
     /// Where the kernel is told what to send, on a connection where it
     /// sends this body.
     kernel: Option<Arc<Ranges>>,
@@ -79,11 +104,11 @@ pub struct FileBody {
 impl FileBody {
     /// The bytes `offset..offset + len` of `file`.
     pub fn new(file: Arc<File>, offset: u64, len: u64) -> Self {
-        FileBody { file, offset, remaining: len, kernel: None }
+        FileBody { file, offset, remaining: len, chunk: FILE_CHUNK, kernel: None }
     }
 
     fn next_chunk(&mut self) -> Result<Bytes, BoxError> {
-        let Some(ranges) = &self.kernel else { return self.next_chunk_of(FILE_CHUNK) };
+        let Some(ranges) = &self.kernel else { return self.next_chunk_of(self.chunk) };
         let stand_in = ranges.stand_in(Arc::clone(&self.file), self.offset, self.remaining);
         self.offset += stand_in.len() as u64;
         self.remaining -= stand_in.len() as u64;
@@ -155,6 +180,8 @@ pub struct PiecedBody {
     pieces: Box<dyn Iterator<Item = Piece> + Send>,
     /// The range of the file being sent.
     current: Option<FileBody>,
+    /// The most bytes of the file read per frame.
+    chunk: u64,
 }
 
 impl std::fmt::Debug for PiecedBody {
@@ -166,13 +193,13 @@ impl std::fmt::Debug for PiecedBody {
 impl PiecedBody {
     /// The body `pieced` stands for.
     pub fn new(pieced: Pieced) -> Self {
-        PiecedBody { file: pieced.file, pieces: pieced.pieces, current: None }
+        PiecedBody { file: pieced.file, pieces: pieced.pieces, current: None, chunk: PIECE_CHUNK }
     }
 
     fn next_frame(&mut self) -> Option<Result<Bytes, BoxError>> {
         loop {
             if let Some(range) = self.current.as_mut().filter(|range| range.remaining > 0) {
-                return Some(range.next_chunk_of(PIECE_CHUNK));
+                return Some(range.next_chunk_of(self.chunk));
             }
             match self.pieces.next()? {
                 Piece::Bytes(bytes) if bytes.is_empty() => {}

@@ -22,7 +22,10 @@ const CHUNK: u64 = 256 * 1024;
 
 /// The body a waiter sends to its client.
 pub struct FetchBody {
-    stream: BoxStream<'static, Result<Bytes, BoxError>>,
+    /// The reader, until the first poll makes it a stream of frames (its
+    /// frame size can be set until then).
+    reader: Option<Box<Reader>>,
+    stream: Option<BoxStream<'static, Result<Bytes, BoxError>>>,
     remaining: Option<u64>,
 }
 
@@ -37,6 +40,8 @@ struct Reader {
     file: Arc<File>,
     pos: u64,
     end: Option<u64>,
+    /// The most bytes read per frame.
+    chunk: u64,
     /// Where this reader is, for a spill to keep what it still needs.
     cursor: Cursor,
 }
@@ -64,7 +69,7 @@ impl Reader {
         };
         let readable = self.end.map_or(readable, |end| end.min(readable));
         if self.pos < readable {
-            return Step::Read((readable - self.pos).min(CHUNK));
+            return Step::Read((readable - self.pos).min(self.chunk));
         }
         match (total, self.end) {
             (_, Some(end)) if self.pos >= end => Step::Finished,
@@ -137,12 +142,29 @@ fn failure(error: &FetchError) -> BoxError {
 impl FetchBody {
     pub(super) fn new(progress: watch::Receiver<Progress>, file: Arc<File>, start: u64, end: Option<u64>) -> Self {
         let cursor = progress.borrow().readers.join(start);
-        let reader = Reader { progress, file, pos: start, end, cursor };
-        let stream = stream::unfold(reader, |mut reader| async move {
-            let chunk = reader.next_chunk().await?;
-            Some((chunk, reader))
-        });
-        FetchBody { stream: stream.boxed(), remaining: end.map(|end| end.saturating_sub(start)) }
+        let reader = Reader { progress, file, pos: start, end, chunk: CHUNK, cursor };
+        FetchBody { reader: Some(Box::new(reader)), stream: None, remaining: end.map(|end| end.saturating_sub(start)) }
+    }
+
+    /// This body, giving frames of `max` bytes at most (an HTTP/2 stream
+    /// whose client keeps it waiting holds one frame).
+    pub fn in_frames_of(mut self, max: u64) -> Self {
+        if let Some(reader) = &mut self.reader {
+            reader.chunk = reader.chunk.min(max).max(1);
+        }
+        self
+    }
+
+    /// The stream of frames, made at the first poll.
+    fn stream(&mut self) -> &mut BoxStream<'static, Result<Bytes, BoxError>> {
+        if let Some(reader) = self.reader.take() {
+            let stream = stream::unfold(*reader, |mut reader| async move {
+                let chunk = reader.next_chunk().await?;
+                Some((chunk, reader))
+            });
+            self.stream = Some(stream.boxed());
+        }
+        self.stream.get_or_insert_with(|| stream::empty().boxed())
     }
 }
 
@@ -151,7 +173,7 @@ impl Body for FetchBody {
     type Error = BoxError;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match self.stream.poll_next_unpin(cx) {
+        match self.stream().poll_next_unpin(cx) {
             Poll::Ready(Some(Ok(bytes))) => {
                 if let Some(remaining) = self.remaining.as_mut() {
                     *remaining = remaining.saturating_sub(bytes.len() as u64);

@@ -1,6 +1,6 @@
 //! `[server]`'s limits on the proxy listener's clients: who may connect,
-//! how many connections at once, and how long a connection may take to
-//! ask or stay idle. pkgproxy listens on every interface by default: these
+//! how many connections (and HTTP/2 streams) at once, and how long a
+//! connection may take to ask, stay idle or take its answer. pkgproxy listens on every interface by default: these
 //! keep one misbehaving host from taking every file descriptor, and a
 //! pkgproxy on a public address from being an open cache for the internet.
 
@@ -17,6 +17,11 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a keep-alive connection may wait for its next request.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a client may take nothing of an answer it was sent: an
+/// HTTP/1.1 write that makes no progress, an HTTP/2 connection whose
+/// streams wait on its flow-control window (see `gateway::http2`).
+pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Client connections from one address, by default.
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 512;
@@ -50,10 +55,13 @@ pub struct ClientLimits {
     pub header_read_timeout: Duration,
     /// See [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
+    /// See [`DEFAULT_SEND_TIMEOUT`].
+    pub send_timeout: Duration,
     /// Client connections open at once; beyond, new ones get a `503`.
     pub max_connections: usize,
     /// The same, from one client: one IPv4 address, or the IPv6 addresses
-    /// that share their first `ipv6_client_prefix` bits.
+    /// that share their first `ipv6_client_prefix` bits. An HTTP/2
+    /// connection's streams being answered count too, one each.
     pub max_connections_per_client: usize,
     /// See [`DEFAULT_IPV6_CLIENT_PREFIX`].
     pub ipv6_client_prefix: u8,
@@ -82,6 +90,7 @@ impl ClientLimits {
         Ok(ClientLimits {
             header_read_timeout: section.header_read_timeout.unwrap_or(DEFAULT_HEADER_READ_TIMEOUT),
             idle_timeout: section.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+            send_timeout: section.send_timeout.unwrap_or(DEFAULT_SEND_TIMEOUT),
             max_connections: section.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1),
             max_connections_per_client: section
                 .max_connections_per_client
@@ -156,8 +165,8 @@ mod tests {
             assert!(!limits.allows(refused.parse().unwrap()), "{refused}");
         }
         assert_eq!(
-            (limits.header_read_timeout, limits.idle_timeout),
-            (DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT)
+            (limits.header_read_timeout, limits.idle_timeout, limits.send_timeout),
+            (DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_SEND_TIMEOUT)
         );
     }
 

@@ -122,6 +122,10 @@ pub struct ServerSection {
     /// How long a keep-alive connection may wait for its next request.
     #[serde(default, with = "humantime_serde")]
     pub idle_timeout: Option<Duration>,
+    /// How long a client may take nothing of an answer it was sent before
+    /// its connection is closed (`"60s"`).
+    #[serde(default, with = "humantime_serde")]
+    pub send_timeout: Option<Duration>,
     /// Client connections open at once (default: from the file limit).
     pub max_connections: Option<usize>,
     /// Client connections open at once from one address.

@@ -10,6 +10,14 @@
 //! connection idles), so the connection's reads go through [`Watched`],
 //! which fails the read once the deadline of the phase the connection is
 //! in has passed; hyper then closes it.
+//!
+//! Its writes keep to the send timeout, as nginx's `send_timeout` does: a
+//! write the client's socket takes nothing of for that long fails, and the
+//! connection with it. The time runs between two writes that make
+//! progress, not over the whole answer: a slow client that keeps taking
+//! bytes is never cut, and a connection waiting on an upstream writes
+//! nothing, so waits on nothing. The timer is armed only once a write
+//! has to wait; a write the socket takes at once costs nothing more.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +34,7 @@ use tokio::time::{Instant, Sleep};
 pub struct ConnectionClock {
     header_timeout: Duration,
     idle_timeout: Duration,
+    send_timeout: Duration,
     /// Requests read whose answers are not sent yet.
     answering: AtomicU32,
     /// When the phase without a request began, and which it is.
@@ -55,14 +64,17 @@ pub enum Expired {
     Head,
     /// A keep-alive connection idled too long.
     Idle,
+    /// The client took nothing of an answer for the send timeout.
+    Send,
 }
 
 impl ConnectionClock {
     /// The clock of a connection accepted now.
-    pub fn new(header_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
+    pub fn new(header_timeout: Duration, idle_timeout: Duration, send_timeout: Duration) -> Arc<Self> {
         Arc::new(ConnectionClock {
             header_timeout,
             idle_timeout,
+            send_timeout,
             answering: AtomicU32::new(0),
             waiting: Mutex::new(Waiting::Head(Instant::now())),
             expired: Mutex::new(None),
@@ -95,6 +107,16 @@ impl ConnectionClock {
     /// Why the connection was let go, if its clock did.
     pub fn expired(&self) -> Option<Expired> {
         *self.expired.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The connection is let go for `why`.
+    pub fn expire(&self, why: Expired) {
+        *self.expired.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    /// How long the client may take nothing of what it is sent.
+    pub fn send_timeout(&self) -> Duration {
+        self.send_timeout
     }
 
     /// A request's head was read: no deadline until it is answered.
@@ -138,19 +160,53 @@ impl ConnectionClock {
     }
 }
 
-/// A client connection whose reads keep to its [`ConnectionClock`].
+/// A client connection whose reads and writes keep to its
+/// [`ConnectionClock`].
 #[derive(Debug)]
 pub struct Watched<S> {
     inner: S,
     clock: Arc<ConnectionClock>,
     timer: Pin<Box<Sleep>>,
+    /// When a write waiting on the client fails: set when a write has to
+    /// wait, cleared by one that makes progress.
+    send_deadline: Option<Instant>,
+    /// Its timer, made the first time a write has to wait.
+    send_timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> Watched<S> {
-    /// `inner`, read under `clock`.
+    /// `inner`, read and written under `clock`.
     pub fn new(inner: S, clock: Arc<ConnectionClock>) -> Self {
         let timer = Box::pin(tokio::time::sleep_until(Instant::now() + clock.header_timeout));
-        Watched { inner, clock, timer }
+        Watched { inner, clock, timer, send_deadline: None, send_timer: None }
+    }
+
+    /// What a write polled, under the send timeout: progress clears its
+    /// deadline, a wait arms it, and a wait past it fails.
+    fn sent(&mut self, cx: &mut Context<'_>, polled: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
+        match polled {
+            Poll::Ready(Ok(n)) if n > 0 => {
+                self.send_deadline = None;
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(other) => Poll::Ready(other),
+            Poll::Pending => {
+                let deadline = *self.send_deadline.get_or_insert_with(|| Instant::now() + self.clock.send_timeout);
+                let timer = self.send_timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.deadline() != deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        self.clock.expire(Expired::Send);
+                        let message =
+                            format!("the client took nothing of its answer for {:?}", self.clock.send_timeout);
+                        Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, message)))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
     }
 }
 
@@ -173,10 +229,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
                 }
                 match this.timer.as_mut().poll(cx) {
                     Poll::Ready(()) => {
-                        *this.clock.expired.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                        this.clock.expire(why);
                         let message = match why {
                             Expired::Head => "the request's head did not arrive in time",
-                            Expired::Idle => "the connection idled too long",
+                            Expired::Idle | Expired::Send => "the connection idled too long",
                         };
                         Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, message)))
                     }
@@ -189,7 +245,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.sent(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -197,7 +255,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.sent(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -262,10 +322,11 @@ mod tests {
 
     const HEAD: Duration = Duration::from_secs(10);
     const IDLE: Duration = Duration::from_secs(60);
+    const SEND: Duration = Duration::from_secs(30);
 
     fn watched() -> (Watched<tokio::io::DuplexStream>, tokio::io::DuplexStream, Arc<ConnectionClock>) {
         let (server, client) = tokio::io::duplex(1024);
-        let clock = ConnectionClock::new(HEAD, IDLE);
+        let clock = ConnectionClock::new(HEAD, IDLE, SEND);
         (Watched::new(server, Arc::clone(&clock)), client, clock)
     }
 
@@ -305,6 +366,47 @@ mod tests {
         assert_eq!(connection.read(&mut buf).await.unwrap(), 8);
         assert_eq!(read_fails_after(&mut connection).await, HEAD, "a head started: its own timeout");
         client.shutdown().await.unwrap();
+    }
+
+    /// Writes `total` bytes to `connection`, a piece at a time.
+    async fn write_all(connection: &mut Watched<tokio::io::DuplexStream>, total: usize) -> Result<(), std::io::Error> {
+        let piece = [7u8; 256];
+        let mut written = 0;
+        while written < total {
+            written += connection.write(&piece).await?;
+        }
+        Ok(())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_client_takes_nothing_of_fails_after_the_send_timeout() {
+        let (mut connection, _client, clock) = watched();
+        clock.request_read();
+        let started = Instant::now();
+        let error = write_all(&mut connection, 64 * 1024).await.expect_err("the write times out");
+        assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), SEND, "from the first write that had to wait");
+        assert_eq!(clock.expired(), Some(Expired::Send));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_client_that_keeps_taking_bytes_is_never_cut() {
+        let (mut connection, mut client, clock) = watched();
+        clock.request_read();
+        let reading = tokio::spawn(async move {
+            let mut buf = [0u8; 512];
+            let mut read = 0;
+            while read < 16 * 1024 {
+                tokio::time::sleep(SEND / 2).await;
+                read += client.read(&mut buf).await.unwrap();
+            }
+            read
+        });
+        let started = Instant::now();
+        write_all(&mut connection, 16 * 1024).await.expect("written, slowly");
+        assert!(started.elapsed() > SEND * 10, "it took {:?}", started.elapsed());
+        assert_eq!(reading.await.unwrap(), 16 * 1024);
+        assert_eq!(clock.expired(), None);
     }
 
     #[tokio::test(start_paused = true)]

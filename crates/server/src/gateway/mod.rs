@@ -6,7 +6,7 @@
 //! nothing here decides anything about caching.
 //!
 //! Before hyper sees a connection, [`crate::admission`] decides whether its
-//! client is served at all; its reads keep to the deadlines of
+//! client is served at all; its reads and writes keep to the deadlines of
 //! [`deadline`], and each request's framing is checked ([`framing`])
 //! before the request path reads it.
 //!
@@ -38,6 +38,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::access_log::{CacheUse, Note};
+use crate::admission::StreamBudget;
 use crate::context::ClientInfo;
 use crate::sendfile::{KernelSent, Ranges};
 use crate::state::State;
@@ -83,7 +84,7 @@ pub async fn serve_proxy(
                 let connection = async move {
                     // Registered with the reactor of the thread that serves it.
                     let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
-                    serve_client(stream, peer, state, shutdown).await;
+                    serve_client(stream, peer, state, ticket.streams(), shutdown).await;
                     drop(ticket);
                 };
                 tracker.spawn_on(connection.instrument(span), thread);
@@ -94,10 +95,17 @@ pub async fn serve_proxy(
 }
 
 /// Serves one admitted client connection, in clear or over TLS, until it
-/// ends, its deadlines pass or the server stops.
-async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, shutdown: CancellationToken) {
+/// ends, its deadlines pass or the server stops; its HTTP/2 streams take
+/// their places in `streams`.
+async fn serve_client(
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: Arc<State>,
+    streams: StreamBudget,
+    shutdown: CancellationToken,
+) {
     let limits = state.admission.limits();
-    let clock = ConnectionClock::new(limits.header_read_timeout, limits.idle_timeout);
+    let clock = ConnectionClock::new(limits.header_read_timeout, limits.idle_timeout, limits.send_timeout);
     let first = tokio::time::timeout(limits.header_read_timeout, first_byte(&stream)).await;
     let secure = matches!(first, Ok(Some(crate::tls::HANDSHAKE)));
     let ranges = Arc::new(Ranges::default());
@@ -107,7 +115,8 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
     let handler = {
         let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
         move |mut request: Request<Incoming>| {
-            let kernel = kernel.clone().filter(|_| request.version() <= http::Version::HTTP_11);
+            let over_http2 = request.version() == http::Version::HTTP_2;
+            let kernel = kernel.clone().filter(|_| !over_http2);
             let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             request.extensions_mut().insert(ClientInfo { addr: peer, id, secure });
             clock.request_read();
@@ -130,6 +139,8 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                 };
                 let response = match &kernel {
                     Some(ranges) => response.map(|body| body.sent_by_kernel(ranges)),
+                    // HTTP/2 holds a frame per stream a client keeps waiting.
+                    None if over_http2 => response.map(|body| body.in_frames_of(http2::FRAME)),
                     None => response,
                 };
                 if framing::closes(&response) {
@@ -144,6 +155,7 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
         let admission = Arc::clone(&state.admission);
         move || admission.open() > parking::CROWDED
     };
+    let h2 = http2::Limits { clock: Arc::clone(&clock), budget: streams };
     match first {
         Ok(Some(crate::tls::HANDSHAKE)) => {
             // Boxed: a TLS session's state is kilobytes, and a plain
@@ -154,11 +166,12 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
                 match acceptor.accept(stream).await {
                     Ok(stream) if stream.get_ref().1.alpn_protocol() == Some(http2::ALPN) => {
                         let span = tracing::debug_span!("tls", protocol = "h2");
-                        http2::serve(stream, Arc::new(handler), shutdown).instrument(span).await;
+                        http2::serve(stream, Arc::new(handler), h2, shutdown).instrument(span).await;
                     }
                     Ok(stream) => {
                         let span = tracing::debug_span!("tls");
-                        let runs = parking::serve(stream, handler, clock, crowded, shutdown).instrument(span).await;
+                        let serving = parking::serve(stream, handler, clock, crowded, Some(h2), shutdown);
+                        let runs = serving.instrument(span).await;
                         tracing::debug!(runs, "connection ended");
                     }
                     Err(error) => tracing::debug!(%error, "TLS handshake failed"),
@@ -168,7 +181,8 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
         }
         Ok(Some(_)) => {
             let span = tracing::debug_span!("plain");
-            let runs = parking::serve(stream, handler, Arc::clone(&clock), crowded, shutdown).instrument(span).await;
+            let serving = parking::serve(stream, handler, Arc::clone(&clock), crowded, Some(h2), shutdown);
+            let runs = serving.instrument(span).await;
             tracing::debug!(runs, "connection ended");
         }
         Ok(None) => {}
@@ -177,6 +191,7 @@ async fn serve_client(stream: TcpStream, peer: SocketAddr, state: Arc<State>, sh
     match clock.expired() {
         Some(Expired::Head) => _ = state.admission.counters.increment(ClientCounter::HeaderTimeouts),
         Some(Expired::Idle) => _ = state.admission.counters.increment(ClientCounter::IdleTimeouts),
+        Some(Expired::Send) => _ = state.admission.counters.increment(ClientCounter::SendTimeouts),
         None => {}
     }
 }

@@ -21,6 +21,9 @@
 //! hyper read but did not parse (a pipelined request's start) are handed to
 //! the next connection. A `CONNECT` is served by a connection that can be
 //! upgraded to a tunnel, which then owns the socket.
+//!
+//! A connection may switch to HTTP/2 (prior knowledge or an `h2c`
+//! upgrade) when that is offered.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -57,19 +60,22 @@ const METHOD_PREFIX: usize = 8;
 type Answering<B> = Pin<Box<dyn Future<Output = Result<Response<B>, Infallible>> + Send>>;
 
 /// Serves `stream` until the client closes it, its deadlines pass (its
-/// reads fail) or `shutdown`; returns how many hyper connections served it.
+/// reads or writes fail) or `shutdown`, switching to HTTP/2 in clear under
+/// `h2c`'s limits when it is offered; returns how many hyper connections
+/// served it.
 pub async fn serve<S, H, F, B>(
     mut stream: S,
     handler: H,
     clock: Arc<ConnectionClock>,
     crowded: impl Fn() -> bool,
+    h2c: Option<http2::Limits>,
     shutdown: CancellationToken,
 ) -> usize
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let handler = Arc::new(handler);
@@ -98,13 +104,16 @@ where
         runs += 1;
         // HTTP/2 boxed, as the tunnel below: its connection's state is
         // kilobytes, and every connection's task would carry room for it.
-        if http2::is_preface(&start) {
-            Box::pin(http2::serve(Rewind { unread: start, inner: stream }, handler, shutdown)).await;
-            return runs;
-        }
-        if let Some(upgrade) = asks_for_h2c(&start).then(|| http2::upgrade_asked(&start)).flatten() {
-            Box::pin(http2::upgrade(stream, start, upgrade, handler, shutdown)).await;
-            return runs;
+        if let Some(limits) = h2c.as_ref() {
+            if http2::is_preface(&start) {
+                let io = Rewind { unread: start, inner: stream };
+                Box::pin(http2::serve(io, handler, limits.clone(), shutdown)).await;
+                return runs;
+            }
+            if let Some(upgrade) = asks_for_h2c(&start).then(|| http2::upgrade::upgrade_asked(&start)).flatten() {
+                Box::pin(http2::upgrade::upgrade(stream, start, upgrade, handler, limits.clone(), shutdown)).await;
+                return runs;
+            }
         }
         let io = TokioIo::new(Rewind { unread: start.clone(), inner: stream });
         if start.starts_with(b"CONNECT ") {
@@ -233,7 +242,7 @@ mod tests {
 
     fn served_when_crowded(crowded: bool) -> (DuplexStream, tokio::task::JoinHandle<usize>, CancellationToken) {
         let (server, client) = tokio::io::duplex(64 * 1024);
-        let clock = ConnectionClock::new(Duration::from_secs(10), Duration::from_secs(60));
+        let clock = ConnectionClock::new(Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(60));
         let handler = {
             let clock = Arc::clone(&clock);
             move |request: Request<Incoming>| {
@@ -246,7 +255,7 @@ mod tests {
             }
         };
         let shutdown = CancellationToken::new();
-        let serving = tokio::spawn(serve(server, handler, clock, move || crowded, shutdown.clone()));
+        let serving = tokio::spawn(serve(server, handler, clock, move || crowded, None, shutdown.clone()));
         (client, serving, shutdown)
     }
 
@@ -321,9 +330,9 @@ mod tests {
     #[test]
     fn a_connection_s_task_stays_small() {
         let (server, _client) = tokio::io::duplex(1024);
-        let clock = ConnectionClock::new(Duration::from_secs(10), Duration::from_secs(60));
+        let clock = ConnectionClock::new(Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(60));
         let handler = |_: Request<Incoming>| async { Response::new(http_body_util::Full::new(Bytes::new())) };
-        let serving = serve(server, handler, clock, || true, CancellationToken::new());
+        let serving = serve(server, handler, clock, || true, None, CancellationToken::new());
         let size = std::mem::size_of_val(&serving);
         assert!(size <= 1024, "a connection's future is {size} bytes");
     }

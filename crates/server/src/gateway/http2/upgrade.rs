@@ -1,9 +1,5 @@
-//! HTTP/2 on the proxy listener: with prior knowledge (a connection that
-//! opens with HTTP/2's preface), after an `Upgrade: h2c` on a plain
-//! connection (what cargo's libcurl asks for over `http://`), and over TLS
-//! when ALPN chose `h2`. A client that multiplexes (cargo resolving
-//! hundreds of index files over at most two connections) then has every
-//! request in flight at once.
+//! The upgrade to HTTP/2 of a connection whose first request asks for
+//! `h2c` (what cargo's libcurl asks for over `http://`).
 //!
 //! hyper's HTTP/2 server cannot take over a connection upgraded from
 //! HTTP/1.1, whose first request the server must answer as stream 1. So
@@ -12,32 +8,18 @@
 //! placed right after them as the `HEADERS` frame of stream 1, as if the
 //! client had sent it in HTTP/2 (its header block written with literal
 //! fields only, which leave the client's compression table untouched).
-//!
-//! A request arrives in HTTP/2 in absolute form (`:scheme`,
-//! `:authority`); the request path gets it in HTTP/1.1's origin form with
-//! a `Host`, as every client of pkgproxy's own paths sends it.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::HOST;
-use http::{HeaderValue, Request, Response, Uri, Version};
+use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::server::conn::http2;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::rewind::Rewind;
-
-/// The ALPN name of HTTP/2 over TLS.
-pub const ALPN: &[u8] = b"h2";
-
-/// What an HTTP/2 connection opens with.
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+use super::{serve, Limits, PREFACE};
+use crate::gateway::rewind::Rewind;
 
 /// The answer that switches a connection to HTTP/2.
 const SWITCHING: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
@@ -54,13 +36,6 @@ const SETTINGS_LIMIT: usize = PREFACE.len() + 9 + DEFAULT_MAX_FRAME;
 /// connection, not the request.
 const CONNECTION_HEADERS: [&str; 8] =
     ["connection", "upgrade", "http2-settings", "keep-alive", "proxy-connection", "transfer-encoding", "te", "host"];
-
-/// Whether `start`, a connection's first bytes, opens HTTP/2 with prior
-/// knowledge.
-pub fn is_preface(start: &[u8]) -> bool {
-    let n = start.len().min(PREFACE.len());
-    n >= 8 && start[..n] == PREFACE[..n]
-}
 
 /// An `Upgrade: h2c` request, ready to be answered in HTTP/2.
 #[derive(Debug, PartialEq, Eq)]
@@ -190,12 +165,13 @@ pub async fn upgrade<S, H, F, B>(
     start: Bytes,
     upgrade: Upgrade,
     handler: Arc<H>,
+    limits: Limits,
     shutdown: CancellationToken,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     if let Err(error) = async {
@@ -226,58 +202,7 @@ pub async fn upgrade<S, H, F, B>(
     let mut unread = got[..opened].to_vec();
     unread.extend_from_slice(&upgrade.frame);
     unread.extend_from_slice(&got[opened..]);
-    serve(Rewind { unread: unread.into(), inner: stream }, handler, shutdown).await;
-}
-
-/// Serves HTTP/2 on `io` until the client ends it or `shutdown`, when the
-/// requests under way are answered first.
-pub async fn serve<S, H, F, B>(io: S, handler: Arc<H>, shutdown: CancellationToken)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
-    F: Future<Output = Response<B>> + Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let service = service_fn(move |mut request: Request<Incoming>| {
-        in_origin_form(&mut request);
-        let answer = handler(request);
-        async move { Ok::<_, Infallible>(answer.await) }
-    });
-    let mut builder = http2::Builder::new(TokioExecutor::new());
-    builder.timer(TokioTimer::new());
-    let connection = builder.serve_connection(TokioIo::new(io), service);
-    tokio::pin!(connection);
-    let ended = tokio::select! {
-        ended = connection.as_mut() => ended,
-        _ = shutdown.cancelled() => {
-            connection.as_mut().graceful_shutdown();
-            connection.await
-        }
-    };
-    if let Err(error) = ended {
-        tracing::debug!(%error, "HTTP/2 connection ended with an error");
-    }
-}
-
-/// An HTTP/2 request as the request path takes one: its target in origin
-/// form, its authority as `Host`.
-fn in_origin_form(request: &mut Request<Incoming>) {
-    if request.version() != Version::HTTP_2 {
-        return;
-    }
-    let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
-    if let Some(authority) = authority {
-        if !request.headers().contains_key(HOST) {
-            if let Ok(value) = HeaderValue::from_str(&authority) {
-                request.headers_mut().insert(HOST, value);
-            }
-        }
-    }
-    let path = request.uri().path_and_query().map_or("/", |path| path.as_str()).to_owned();
-    if let Ok(uri) = path.parse::<Uri>() {
-        *request.uri_mut() = uri;
-    }
+    serve(Rewind { unread: unread.into(), inner: stream }, handler, limits, shutdown).await;
 }
 
 #[cfg(test)]
@@ -360,6 +285,5 @@ mod tests {
         assert!(preface_and_settings(b"GET / HTTP/1.1\r\n").is_err());
         let ping = [PREFACE, &[0, 0, 8, 6, 0, 0, 0, 0, 0][..]].concat();
         assert!(preface_and_settings(&ping).is_err());
-        assert!(is_preface(b"PRI * HTTP/2.0\r\n") && !is_preface(b"PRI * H") && !is_preface(b"GET / HT"));
     }
 }
