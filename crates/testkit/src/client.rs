@@ -97,26 +97,64 @@ pub async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]
 /// Sends `GET path` to `addr` over TLS, trusting only the certificate
 /// `pem` and asking for the name `server_name`, and reads the answer.
 pub async fn tls_get(addr: &str, pem: &str, server_name: &str, path: &str) -> Answer {
+    let stream = tls_connect(addr, pem, server_name, &[]).await;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(connection);
+    let request = http::Request::get(path).header("host", server_name).body(Empty::<Bytes>::new()).expect("request");
+    read_answer(sender.send_request(request).await.expect("answer")).await
+}
+
+/// Writes `raw` to pkgproxy at `addr` over TLS (trusting only the
+/// certificate `pem`, asking for `server_name`, offering the ALPN protocols
+/// `alpn`) and reads until the connection closes or `timeout` passes: what
+/// came back, and the protocol ALPN chose.
+pub async fn tls_raw(
+    addr: &str,
+    pem: &str,
+    server_name: &str,
+    alpn: &[&str],
+    raw: &[u8],
+    timeout: Duration,
+) -> (Vec<u8>, Option<Vec<u8>>) {
+    let mut stream = tls_connect(addr, pem, server_name, alpn).await;
+    let chosen = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    stream.write_all(raw).await.expect("the request written");
+    let mut received = Vec::new();
+    let mut buf = vec![0; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return (received, chosen),
+            Ok(Ok(n)) => received.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A TLS connection to pkgproxy at `addr`, trusting only the certificate
+/// `pem`, asking for `server_name` and offering the ALPN protocols `alpn`.
+async fn tls_connect(
+    addr: &str,
+    pem: &str,
+    server_name: &str,
+    alpn: &[&str],
+) -> tokio_rustls::client::TlsStream<TcpStream> {
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
         roots.add(certificate.expect("a PEM certificate")).expect("a trusted certificate");
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("TLS versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|protocol| protocol.as_bytes().to_vec()).collect();
     let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
     let stream = TcpStream::connect(addr).await.expect("connect to pkgproxy");
     let name = rustls::pki_types::ServerName::try_from(server_name.to_string()).expect("a server name");
-    let stream = connector.connect(name, stream).await.expect("a TLS handshake with pkgproxy");
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
-    tokio::spawn(connection);
-    let request = http::Request::get(path).header("host", server_name).body(Empty::<Bytes>::new()).expect("request");
-    read_answer(sender.send_request(request).await.expect("answer")).await
+    connector.connect(name, stream).await.expect("a TLS handshake with pkgproxy")
 }
 
 /// Sends a request through the proxy and reads the whole answer.

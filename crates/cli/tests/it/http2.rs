@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pkgproxy_metrics::ClientCounter;
-use pkgproxy_testkit::client::{connect, connect_from, first_status, raw_until_closed, send};
+use pkgproxy_testkit::client::{connect, connect_from, first_status, raw_until_closed, send, tls_raw};
 use pkgproxy_testkit::{CrateVersion, FakeCrates, GoModules, Origin};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -310,4 +310,27 @@ async fn a_slow_client_whose_window_keeps_opening_outlives_the_send_timeout() {
     }
     assert_eq!(received, length, "the whole crate");
     assert!(started.elapsed() > Duration::from_secs(2), "longer than the timeout: {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_tls_an_h2c_upgrade_is_answered_in_http1() {
+    let (_origin, server, urls, _bodies) = warmed().await;
+    let addr = server.proxy_addr();
+    let pem = send(addr, "GET", "/pkgproxy/v1/certificate.pem", &[], b"").await;
+    let pem = String::from_utf8(pem.body.to_vec()).unwrap();
+    let path = urls[0].trim_start_matches(&format!("http://{addr}")).to_owned();
+    // h2c is HTTP/2 in clear (RFC 9113 §3.1): inside TLS, HTTP/2 comes by
+    // ALPN alone, and an `Upgrade: h2c` is ignored.
+    let raw = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\n\
+         HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+    );
+    let (answer, alpn) = tls_raw(addr, &pem, "localhost", &["http/1.1"], raw.as_bytes(), PROMPTLY).await;
+    assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    // A preface after ALPN chose HTTP/1.1 is not HTTP/2 either.
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    let (answer, _) = tls_raw(addr, &pem, "localhost", &["http/1.1"], preface, PROMPTLY).await;
+    assert!(!answer.starts_with(&[0, 0]), "no HTTP/2 frame: {:?}", String::from_utf8_lossy(&answer));
 }

@@ -169,8 +169,9 @@ async fn serve_client(
                         http2::serve(stream, Arc::new(handler), h2, shutdown).instrument(span).await;
                     }
                     Ok(stream) => {
+                        // HTTP/2 over TLS is ALPN's to choose: no h2c here.
                         let span = tracing::debug_span!("tls");
-                        let serving = parking::serve(stream, handler, clock, crowded, Some(h2), shutdown);
+                        let serving = parking::serve(stream, handler, clock, crowded, None, shutdown);
                         let runs = serving.instrument(span).await;
                         tracing::debug!(runs, "connection ended");
                     }

@@ -22,8 +22,9 @@
 //! the next connection. A `CONNECT` is served by a connection that can be
 //! upgraded to a tunnel, which then owns the socket.
 //!
-//! A connection may switch to HTTP/2 (prior knowledge or an `h2c`
-//! upgrade) when that is offered.
+//! A plain connection may switch to HTTP/2 in clear (`h2c`: prior
+//! knowledge or an upgrade); inside TLS, where ALPN chose HTTP/1.1 or
+//! nothing, it stays HTTP/1.1 (RFC 9113 §3).
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,9 +1,9 @@
-//! HTTP/2 on the proxy listener: with prior knowledge (a connection that
-//! opens with HTTP/2's preface), after an `Upgrade: h2c` (what cargo's
-//! libcurl asks for over `http://`, see [`upgrade`]), and over TLS when
-//! ALPN chose `h2`. A client that multiplexes (cargo resolving hundreds of
-//! index files over at most two connections) then has every request in
-//! flight at once.
+//! HTTP/2 on the proxy listener: on a plain connection with prior
+//! knowledge (one that opens with HTTP/2's preface) or after an
+//! `Upgrade: h2c` (what cargo's libcurl asks for over `http://`, see
+//! [`upgrade`]), and over TLS when ALPN chose `h2`, by ALPN alone (RFC 9113
+//! §3). A client that multiplexes (cargo resolving hundreds of index files
+//! over at most two connections) then has every request in flight at once.
 //!
 //! What one client can make pkgproxy hold is bounded as over HTTP/1.1,
 //! where a slow reader costs a socket's buffers: a connection carries at

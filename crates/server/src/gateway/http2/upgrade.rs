@@ -1,5 +1,7 @@
-//! The upgrade to HTTP/2 of a connection whose first request asks for
-//! `h2c` (what cargo's libcurl asks for over `http://`).
+//! The upgrade to HTTP/2 of a plain connection whose first request asks
+//! for `h2c` (what cargo's libcurl asks for over `http://`). RFC 9113 §3.1
+//! defines `h2c` as HTTP/2 in clear: over TLS, HTTP/2 comes by ALPN alone,
+//! and this module is never asked.
 //!
 //! hyper's HTTP/2 server cannot take over a connection upgraded from
 //! HTTP/1.1, whose first request the server must answer as stream 1. So
