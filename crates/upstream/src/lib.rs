@@ -35,7 +35,7 @@ pub use dialer::Dialer;
 pub use error::UpstreamError;
 pub use network::{ListenError, MemoryListener, MemoryNetwork, Network};
 pub use peer::PeerClient;
-pub use pool::{Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest, RequestBody};
+pub use pool::{Payload, Penalties, Pool, PoolAnswer, PoolBody, PoolReport, PoolRequest, Streamed};
 pub use resolve::{AddressPolicy, Resolver};
 pub use transport::Transport;
 

@@ -16,8 +16,8 @@ use http_body_util::BodyExt;
 use pkgproxy_testkit::{Behaviour, ChaosUpstream};
 use pkgproxy_upstream::offline::{Mode, Refusal, Switch};
 use pkgproxy_upstream::{
-    AddressPolicy, MemoryNetwork, Network, Penalties, Pool, PoolRequest, PoolSettings, Resolver, Timeouts, Upstream,
-    UpstreamConfig, UpstreamError,
+    AddressPolicy, MemoryNetwork, Network, Payload, Penalties, Pool, PoolRequest, PoolSettings, Resolver, Timeouts,
+    Upstream, UpstreamConfig, UpstreamError,
 };
 use tokio::time::Instant;
 
@@ -551,7 +551,7 @@ async fn a_file_one_mirror_lacks_is_fetched_from_another_without_a_penalty() {
 
 /// A `POST` with a body, as a forwarded request of a side.
 fn post(path: &str) -> PoolRequest {
-    PoolRequest { method: Method::POST, body: Bytes::from_static(b"{\"actions\": []}"), ..get(path) }
+    PoolRequest { method: Method::POST, body: Bytes::from_static(b"{\"actions\": []}").into(), ..get(path) }
 }
 
 #[tokio::test(start_paused = true)]
@@ -602,4 +602,33 @@ async fn a_post_that_could_not_connect_moves_on_to_the_next_instance() {
         tried_the_refusing_port |= report.instances.iter().any(|(url, state)| *url == refusing && state.failures > 0);
     }
     assert!(tried_the_refusing_port, "in one of the orders the refusing port was tried first");
+}
+
+/// A `PUT` whose body is streamed from its client, as an npm publish is.
+fn streamed_put(path: &str) -> PoolRequest {
+    let body = http_body_util::Full::new(Bytes::from_static(b"{\"name\": \"p\"}"));
+    PoolRequest { method: Method::PUT, body: Payload::streamed(body), ..get(path) }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_body_goes_once_whatever_the_method_and_moves_on_only_when_nothing_was_sent() {
+    let lab = Lab::in_memory();
+    let chaos = lab.instances(2, &body()).await;
+    let pool = pool_of(&lab.upstream(settings(), &urls_of(&chaos)), &chaos);
+    for instance in &chaos {
+        instance.set_behaviour(Behaviour::Status { code: 503, retry_after: None });
+    }
+    let (status, _, _) = fetch(&pool, streamed_put(FILE)).await.unwrap();
+    assert_eq!(status, 503, "the first instance's answer is passed on");
+    assert_eq!(chaos[0].requests() + chaos[1].requests(), 1, "a PUT whose body went cannot go again");
+
+    let refusing = unreachable_url(9);
+    let live = lab.instances(1, &body()).await.remove(0);
+    for urls in [[refusing.clone(), live.url()], [live.url(), refusing.clone()]] {
+        let pool = lab.upstream(settings(), &urls).transport.pool("put", &urls).unwrap();
+        live.reset_counters();
+        let (status, _, instance) = fetch(&pool, streamed_put(FILE)).await.unwrap();
+        assert_eq!(pool.url(instance), Some(live.url().as_str()), "a failed connect took nothing of the body");
+        assert_eq!((status, live.requests()), (405, 1));
+    }
 }

@@ -19,6 +19,7 @@ mod common;
 mod daemon_files;
 mod disk_full;
 mod flags;
+mod forwarded_bodies;
 mod go_client;
 mod health;
 mod hostile_clients;

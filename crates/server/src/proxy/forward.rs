@@ -1,13 +1,16 @@
 //! Forwarding: a request its side passes to the upstream uncached (an
-//! authentication `POST`, say). Its body is read whole, up to the side's
-//! limit, and sent through the side's pool, which never sends it twice when
-//! its method is not idempotent; the answer streams back as the upstream
-//! sends it. Nothing is shared with another client, nothing is cached.
+//! authentication `POST`, an npm publish). Its body goes to the upstream as
+//! the client sends it, cut off at the side's limit ([`super::upload`]),
+//! through the side's pool, which never sends it twice when its method is
+//! not idempotent or its body was streamed; the answer streams back as the
+//! upstream sends it. Nothing is shared with another client, nothing is
+//! cached.
 //!
 //! A side may ask for the answer to be recorded (the snap store's refresh
-//! results): a successful one is then read whole and kept before the
-//! client gets it, and when the upstream cannot be asked or fails, the side
-//! answers from what it kept instead.
+//! results): the request's body, which the record is keyed by, is then
+//! read whole first (such a side's limit is small), a successful answer is
+//! read whole and kept before the client gets it, and when the upstream
+//! cannot be asked or fails, the side answers from what it kept instead.
 
 use std::sync::Arc;
 
@@ -17,13 +20,14 @@ use http::{Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_metrics::SideCounter;
-use pkgproxy_sides::{ForwardRequest, Record, Refusal, SideId};
-use pkgproxy_upstream::PoolRequest;
+use pkgproxy_sides::{ForwardRequest, Record, SideId};
+use pkgproxy_upstream::{Payload, PoolRequest};
 
 use super::fetching::{copy_upstream_request, counted};
 use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
 use super::rewrite::rewritten;
+use super::upload;
 use crate::body::ResponseBody;
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop};
@@ -32,27 +36,29 @@ use crate::state::State;
 /// Forwards `request` with the client's `body`.
 pub async fn forward<B>(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardRequest, body: B) -> Outcome
 where
-    B: Body<Data = Bytes>,
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let stats = state.stats.side(request.side);
     stats.increment(SideCounter::Requests);
-    let limit = usize::try_from(request.body_limit).unwrap_or(usize::MAX);
-    let body = match Limited::new(body, limit).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-            let reason = format!("the request body is larger than the {} bytes taken here", request.body_limit);
-            return Failed::Refused(Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, reason)).into();
-        }
-        Err(error) => {
-            return Failed::Refused(Refusal::bad_request(format!("the request body broke off: {error}"))).into()
-        }
-    };
-    let (record, rewrite, side) = (request.record.clone(), request.rewrite.clone(), request.side);
-    let outcome = send(state, exchange, request, body.clone()).await;
+    let (record, rewrite, side, limit) =
+        (request.record.clone(), request.rewrite.clone(), request.side, request.body_limit);
     let outcome = match record {
-        Some(record) => recorded(state, side, record, body, outcome).await,
-        None => outcome,
+        Some(record) => {
+            let body = match upload::whole(body, limit).await {
+                Ok(body) => body,
+                Err(refusal) => return Failed::Refused(refusal).into(),
+            };
+            let outcome = send(state, exchange, request, Payload::from(body.clone())).await;
+            recorded(state, side, record, body, outcome).await
+        }
+        None => {
+            let (payload, cut) = match upload::passed_on(body, limit).await {
+                Ok(passed) => passed,
+                Err(refusal) => return Failed::Refused(refusal).into(),
+            };
+            cut.over(send(state, exchange, request, payload).await)
+        }
     };
     match rewrite {
         Some(rewrite) => rewritten(state.sides.get(side), &rewrite, exchange, outcome).await,
@@ -116,7 +122,7 @@ fn is_busy_or_broken(status: StatusCode) -> bool {
 }
 
 /// Sends `request` with `body` and passes the upstream's answer on.
-async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardRequest, body: Bytes) -> Outcome {
+async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardRequest, body: Payload) -> Outcome {
     let stats = state.stats.side(request.side);
     let origin = &request.origin;
     let pool = match state.upstream.transport.pool(&origin.pool, &origin.instances) {
@@ -198,6 +204,15 @@ mod tests {
 
     /// Forwards `request` with `body` for a client that sent a `POST`.
     async fn forwarded(state: &Arc<State>, request: ForwardRequest, body: &'static [u8]) -> Outcome {
+        forwarded_with(state, request, Full::new(Bytes::from_static(body))).await
+    }
+
+    /// Forwards `request` with `body` for a client that sent a `POST`.
+    async fn forwarded_with<B>(state: &Arc<State>, request: ForwardRequest, body: B) -> Outcome
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
         let (headers, answer) = (HeaderMap::new(), UpstreamAnswer::default());
         let exchange = Exchange {
             method: &Method::POST,
@@ -208,7 +223,42 @@ mod tests {
             target: None,
             supply: None,
         };
-        forward(state, &exchange, request, Full::new(Bytes::from_static(body))).await
+        forward(state, &exchange, request, body).await
+    }
+
+    /// A body of `frames` frames of `size` bytes whose length is not
+    /// announced (an HTTP/2 upload without `content-length`).
+    fn unannounced(frames: usize, size: usize) -> impl Body<Data = Bytes, Error = std::io::Error> + Send + Unpin {
+        let frames = (0..frames).map(move |_| Ok(http_body::Frame::data(Bytes::from(vec![b'x'; size]))));
+        http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    #[tokio::test]
+    async fn a_body_of_unknown_length_goes_upstream_as_it_comes() {
+        let upstream = ShadowRecorder::start(ShadowMode::Answer(201)).await;
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path(), &upstream.url()).await;
+        let outcome = forwarded_with(&state, request(&upstream.url(), 1 << 20), unannounced(8, 64 * 1024)).await;
+        let response = respond(None, Mode::Never, outcome);
+        assert_eq!(response.status(), 201);
+        let hits = upstream.hits();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].body.len(), 8 * 64 * 1024, "the whole body");
+    }
+
+    #[tokio::test]
+    async fn a_body_of_unknown_length_past_the_limit_is_cut_off_and_the_client_told_why() {
+        let upstream = ShadowRecorder::start(ShadowMode::Answer(201)).await;
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path(), &upstream.url()).await;
+        let outcome = forwarded_with(&state, request(&upstream.url(), 100 * 1024), unannounced(8, 64 * 1024)).await;
+        match outcome {
+            Outcome::Failed(Failed::Refused(refusal)) => {
+                assert_eq!(refusal.status, StatusCode::PAYLOAD_TOO_LARGE);
+                assert!(refusal.reason.contains("larger than the 102400 bytes"), "{}", refusal.reason);
+            }
+            other => panic!("not refused: {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -33,6 +33,7 @@ pub mod reason;
 mod rewrite;
 pub mod supplied;
 mod tunnel;
+mod upload;
 
 use std::sync::Arc;
 

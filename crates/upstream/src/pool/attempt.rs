@@ -15,7 +15,8 @@ use crate::connect::ConnectionUses;
 use crate::counters::UpstreamCounter;
 use crate::error::UpstreamError;
 use crate::offline::Ticket;
-use crate::pool::shared::{Client, RequestBody};
+use crate::pool::payload::AttemptBody;
+use crate::pool::shared::Client;
 
 /// How an attempt ended.
 pub(super) enum Tried {
@@ -74,6 +75,8 @@ enum Waited {
     Head(Result<http::Response<Incoming>, hyper_util::client::legacy::Error>),
     TimedOut,
     Penalised,
+    /// The request's streamed body stopped passing.
+    BodyStalled,
 }
 
 /// Statuses that fail an attempt: the instance is overloaded or broken, and
@@ -184,6 +187,14 @@ impl Pool {
                 self.end(attempt);
                 Tried::Failed(format!("{}: penalised while waiting for its answer", instance.url), Sent::Maybe)
             }
+            Waited::BodyStalled => {
+                // The client, or the instance reading it, stopped: which
+                // is not known, so nothing is held against the instance.
+                drop(ticket);
+                self.end(attempt);
+                let idle = self.shared.settings.timeouts.body_idle;
+                Tried::Failed(format!("{}: the request body stopped passing for {idle:?}", instance.url), Sent::Maybe)
+            }
         }
     }
 
@@ -198,7 +209,18 @@ impl Pool {
         let mut penalties = instance.penalties.subscribe();
         penalties.borrow_and_update();
         let client = instance.client.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let head = tokio::time::timeout(limit, self.exchange(&client, &instance.fresh, request, uri));
+        let head = self.exchange(&client, &instance.fresh, request, uri);
+        // The limit runs once the body has gone: a streamed one takes as
+        // long as its client sends it.
+        let timer = async {
+            match request.body.sent(self.shared.settings.timeouts.body_idle).await {
+                Ok(()) => {
+                    tokio::time::sleep(limit).await;
+                    Waited::TimedOut
+                }
+                Err(_) => Waited::BodyStalled,
+            }
+        };
         let penalised = async {
             match elsewhere {
                 Elsewhere::Untried => penalties.changed().await.ok(),
@@ -206,10 +228,8 @@ impl Pool {
             }
         };
         tokio::select! {
-            head = head => match head {
-                Ok(head) => Waited::Head(head),
-                Err(_) => Waited::TimedOut,
-            },
+            head = head => Waited::Head(head),
+            waited = timer => waited,
             Some(()) = penalised => Waited::Penalised,
         }
     }
@@ -260,8 +280,8 @@ impl Instance {
     }
 }
 
-fn build(request: &PoolRequest, uri: &http::Uri) -> http::Request<RequestBody> {
-    let mut built = http::Request::new(RequestBody::new(request.body.clone()));
+fn build(request: &PoolRequest, uri: &http::Uri) -> http::Request<AttemptBody> {
+    let mut built = http::Request::new(request.body.for_attempt());
     *built.method_mut() = request.method.clone();
     *built.uri_mut() = uri.clone();
     *built.headers_mut() = request.headers.clone();

@@ -61,7 +61,11 @@
 //!   sent twice: only a failure to connect (nothing was sent) moves one on
 //!   to the next instance; any answer, a `503` included, is passed on; a
 //!   failure once it may have been sent ends it; and it is not sent again
-//!   after a stale connection.
+//!   after a stale connection. A request whose body is streamed from its
+//!   client ([`Payload`]) is treated so whatever its method; its attempt's
+//!   limit for the head runs from the body's end, and a body that passes
+//!   nothing for `body_idle` ends the attempt without faulting the
+//!   instance.
 //!
 //! Interplay with store-overloaded mode: the per-host breakers stay exactly
 //! as `docs/offline-mode.md` says, and every attempt reports to its host's
@@ -73,20 +77,20 @@
 
 mod attempt;
 mod body;
+mod payload;
 mod rules;
 mod shared;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{HeaderMap, Method};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub use body::PoolBody;
+pub use payload::{Payload, Streamed};
 pub use rules::{Attempt, Choice, InstanceReport, Penalties, Rules};
-pub use shared::RequestBody;
 pub(crate) use shared::Shared;
 
 use crate::error::UpstreamError;
@@ -103,8 +107,8 @@ pub struct PoolRequest {
     pub path: String,
     /// The request's headers (`Host` is set per instance).
     pub headers: HeaderMap,
-    /// The request's body, held whole (empty for none).
-    pub body: Bytes,
+    /// The request's body: held whole (empty for none), or streamed.
+    pub body: Payload,
     /// An instance not to try unless it is the only one (the instance whose
     /// body just broke, when resuming).
     pub avoid: Option<usize>,
@@ -113,12 +117,13 @@ pub struct PoolRequest {
 impl PoolRequest {
     /// A `GET` of `path` with `headers` and no body.
     pub fn get(path: impl Into<String>, headers: HeaderMap) -> Self {
-        PoolRequest { method: Method::GET, path: path.into(), headers, body: Bytes::new(), avoid: None }
+        PoolRequest { method: Method::GET, path: path.into(), headers, body: Payload::default(), avoid: None }
     }
 
-    /// Whether sending the request twice is harmless (RFC 9110 §9.2.2).
+    /// Whether sending the request twice is harmless (RFC 9110 §9.2.2)
+    /// and possible (a streamed body goes once).
     fn is_idempotent(&self) -> bool {
-        self.method.is_idempotent()
+        self.method.is_idempotent() && self.body.can_send_again()
     }
 }
 

@@ -4,22 +4,17 @@
 
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use super::payload::AttemptBody;
 use crate::connect::Connector;
 use crate::counters::Counters;
 use crate::offline::Switch;
 use crate::PoolSettings;
 
-/// The body of an upstream request: empty for `GET` and `HEAD`, the
-/// client's (bounded, held whole) for a forwarded request.
-pub type RequestBody = Full<Bytes>;
-
 /// A pooled HTTP/1.1 client over the connector.
-pub(crate) type Client = legacy::Client<Connector, RequestBody>;
+pub(crate) type Client = legacy::Client<Connector, AttemptBody>;
 
 /// What every pool shares.
 #[derive(Debug)]
