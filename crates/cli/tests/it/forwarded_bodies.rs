@@ -78,16 +78,16 @@ impl Upstream {
     }
 }
 
-/// pkgproxy's npm side in front of `upstream`.
-async fn npm_in_front_of(upstream: &Upstream) -> Server {
-    Server::start(Some(&format!("[npm]\nmirrors = [\"{}\"]\n", upstream.url))).await
+/// pkgproxy's npm side in front of `upstream`, with `more` configuration.
+async fn npm_in_front_of(upstream: &Upstream, more: &str) -> Server {
+    Server::start(Some(&format!("[npm]\nmirrors = [\"{}\"]\n{more}", upstream.url))).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_publish_reaches_the_registry_as_the_client_sends_it() {
     const LENGTH: usize = 8 * 1024 * 1024;
     let mut upstream = Upstream::start().await;
-    let server = npm_in_front_of(&upstream).await;
+    let server = npm_in_front_of(&upstream, "").await;
     let mut client = TcpStream::connect(server.proxy_addr()).await.unwrap();
     let head = format!(
         "PUT /npm/big-package HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {LENGTH}\r\n\r\n"
@@ -116,7 +116,7 @@ async fn a_publish_reaches_the_registry_as_the_client_sends_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_body_announced_over_the_limit_is_refused_at_once_and_nothing_is_sent() {
     let mut upstream = Upstream::start().await;
-    let server = npm_in_front_of(&upstream).await;
+    let server = npm_in_front_of(&upstream, "").await;
     let mut client = TcpStream::connect(server.proxy_addr()).await.unwrap();
     let head =
         "PUT /npm/huge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 300000000\r\n\r\n";
@@ -128,4 +128,26 @@ async fn a_body_announced_over_the_limit_is_refused_at_once_and_nothing_is_sent(
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(answer.contains("larger than the 268435456 bytes"), "says why: {answer}");
     assert!(upstream.received.try_recv().is_err(), "nothing sent to the registry");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_slower_than_the_wait_for_an_answer_is_not_cut_while_it_passes() {
+    const LENGTH: usize = 4 * 1024 * 1024;
+    let mut upstream = Upstream::start().await;
+    let timeouts = "[upstream]\nfirst_byte_timeout = \"1s\"\nretry_timeout = \"1s\"\n";
+    let server = npm_in_front_of(&upstream, timeouts).await;
+    let mut client = TcpStream::connect(server.proxy_addr()).await.unwrap();
+    let head = format!("PUT /npm/slow HTTP/1.1\r\nHost: x\r\nContent-Length: {LENGTH}\r\n\r\n");
+    client.write_all(head.as_bytes()).await.unwrap();
+    // Three seconds of upload: the answer's wait runs from its last byte.
+    let part = vec![b'x'; LENGTH / 8];
+    for _ in 0..8 {
+        client.write_all(&part).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    let mut answer = vec![0; 4096];
+    let n = tokio::time::timeout(PROMPTLY, client.read(&mut answer)).await.expect("an answer").unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    assert_eq!(upstream.received.recv().await.unwrap().body_len, LENGTH);
 }

@@ -82,8 +82,10 @@ impl Payload {
         B::Error: Into<BoxError>,
     {
         let hint = body.size_hint();
+        // An empty body is never polled: it has gone from the start.
+        let passed = Passed { bytes: 0, ended: body.is_end_stream() };
         let body = body.map_err(Into::into).boxed_unsync();
-        let shared = Shared { body: Mutex::new(Some(body)), hint, passed: watch::Sender::new(Passed::default()) };
+        let shared = Shared { body: Mutex::new(Some(body)), hint, passed: watch::Sender::new(passed) };
         Payload::Streamed(Streamed { shared: Arc::new(shared) })
     }
 
@@ -145,11 +147,16 @@ impl Body for AttemptBody {
                 let Some(body) = taken else {
                     return Poll::Ready(Some(Err("the request body went with an earlier attempt".into())));
                 };
-                let polled = Pin::new(body).poll_frame(cx);
+                let polled = Pin::new(&mut *body).poll_frame(cx);
                 match &polled {
                     Poll::Ready(Some(Ok(frame))) => {
+                        // hyper asks no further once the body says it ended.
                         let len = frame.data_ref().map_or(0, |data| data.len() as u64);
-                        shared.passed.send_modify(|passed| passed.bytes += len);
+                        let ended = body.is_end_stream();
+                        shared.passed.send_modify(|passed| {
+                            passed.bytes += len;
+                            passed.ended = ended;
+                        });
                     }
                     Poll::Ready(None) => shared.passed.send_modify(|passed| passed.ended = true),
                     Poll::Ready(Some(Err(_))) | Poll::Pending => {}
@@ -200,6 +207,17 @@ mod tests {
         assert_eq!(sent.await, Ok(()));
         let again = payload.for_attempt().collect().await;
         assert!(again.is_err(), "a second attempt has nothing to send");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_says_it_ended_has_gone_without_being_asked_further() {
+        let payload = Payload::streamed(Full::new(Bytes::from_static(b"abc")));
+        let mut attempt = payload.for_attempt();
+        assert!(attempt.frame().await.is_some());
+        assert!(attempt.is_end_stream(), "hyper stops here");
+        assert_eq!(payload.sent(Duration::from_secs(60)).now_or_never(), Some(Ok(())));
+        let empty = Payload::streamed(http_body_util::Empty::<Bytes>::new());
+        assert_eq!(empty.sent(Duration::from_secs(60)).now_or_never(), Some(Ok(())), "never polled, gone at once");
     }
 
     #[tokio::test]
