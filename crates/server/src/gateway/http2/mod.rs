@@ -109,20 +109,27 @@ where
     let connection = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
     let stalled = flow.stalled(limits.clock.send_timeout());
+    tokio::pin!(stalled);
     let ended = tokio::select! {
-        ended = connection.as_mut() => ended,
-        () = stalled => {
-            limits.clock.expire(Expired::Send);
-            tracing::debug!(timeout = ?limits.clock.send_timeout(), "HTTP/2 connection closed: its client took nothing");
-            return;
-        }
+        ended = connection.as_mut() => Some(ended),
+        () = stalled.as_mut() => None,
         _ = shutdown.cancelled() => {
+            // The answers under way are finished, unless their client
+            // keeps them waiting.
             connection.as_mut().graceful_shutdown();
-            connection.await
+            tokio::select! {
+                ended = connection.as_mut() => Some(ended),
+                () = stalled.as_mut() => None,
+            }
         }
     };
-    if let Err(error) = ended {
-        tracing::debug!(%error, "HTTP/2 connection ended with an error");
+    match ended {
+        Some(Ok(())) => {}
+        Some(Err(error)) => tracing::debug!(%error, "HTTP/2 connection ended with an error"),
+        None => {
+            limits.clock.expire(Expired::Send);
+            tracing::debug!(timeout = ?limits.clock.send_timeout(), "HTTP/2 connection closed: its client took nothing");
+        }
     }
 }
 
