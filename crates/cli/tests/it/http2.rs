@@ -269,11 +269,17 @@ async fn status_of_a_new_connection(addr: &str, from: std::net::IpAddr) -> u16 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_connection_whose_windows_stay_shut_is_closed_after_the_send_timeout() {
-    let (_fake, server, path, _) = held_crate("send_timeout = \"1s\"\n").await;
+    let (_fake, server, path, _) = held_crate("send_timeout = \"1s\"\nmax_connections_per_client = 11\n").await;
     let unread = Unread::open(server.proxy_addr(), &path, 10).await;
     assert_eq!(unread.answered(200), 10, "{:?}", unread.answers);
+    let localhost = "127.0.0.1".parse().unwrap();
+    assert_eq!(status_of_a_new_connection(server.proxy_addr(), localhost).await, 503, "its streams hold every place");
     let ended = tokio::time::timeout(PROMPTLY, unread.connection).await;
     assert!(ended.is_ok(), "the stalled connection is still open after {PROMPTLY:?}");
+    pkgproxy_testkit::eventually("the places given back", || async {
+        (status_of_a_new_connection(server.proxy_addr(), localhost).await == 200).then_some(())
+    })
+    .await;
     pkgproxy_testkit::eventually("the send timeout counted", || async {
         (server.info().await.clients.get(ClientCounter::SendTimeouts) == 1).then_some(())
     })

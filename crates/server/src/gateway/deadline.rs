@@ -232,7 +232,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
                         this.clock.expire(why);
                         let message = match why {
                             Expired::Head => "the request's head did not arrive in time",
-                            Expired::Idle | Expired::Send => "the connection idled too long",
+                            Expired::Idle => "the connection idled too long",
+                            Expired::Send => "the client took nothing of its answer",
                         };
                         Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, message)))
                     }
