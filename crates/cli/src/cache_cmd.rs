@@ -31,6 +31,7 @@ pub enum CacheCommand {
         json: bool,
     },
     /// Remove the entries whose key matches PATTERN (`*` for any run).
+    /// Exits 1 when none does.
     Rm {
         /// The keys to remove.
         pattern: String,
@@ -62,6 +63,11 @@ pub async fn run(command: CacheCommand, admin: &ControlClient) -> anyhow::Result
         CacheCommand::Rm { pattern } => {
             let path = format!("{CACHE_ENTRIES_PATH}?pattern={}", encoded(&pattern));
             let removed: Removed = admin.json(Method::DELETE, &path, None).await?;
+            // A pattern that matched nothing is most often a mistyped one.
+            if removed.entries == 0 {
+                eprintln!("pkgproxyctl: no entry matches {pattern:?} (pkgproxyctl cache ls lists the keys)");
+                return Ok(false);
+            }
             println!("removed {} entries, {} freed", removed.entries, size(removed.bytes));
         }
         CacheCommand::Gc => {

@@ -120,7 +120,12 @@ pub fn pkgproxyctl(command: Command, out: &mut dyn Write) -> std::io::Result<()>
     item(out, "/run/pkgproxy/admin.sock", "Asked by default for what changes pkgproxy: root's.")?;
     section(out, "EXIT STATUS")?;
     item(out, "0", "Done; for check, everything is ready; for import, every item was taken in.")?;
-    item(out, "1", "Failed, or (check, warm, import) not everything is ready or taken in: what is not is said.")?;
+    item(
+        out,
+        "1",
+        "Failed, or (check, warm, import) not everything is ready or taken in: what is not is said; check, warm or \
+         export of files that name nothing; cache rm of a pattern that matches nothing.",
+    )?;
     item(out, "2", "The command line cannot be used.")?;
     section(out, "SEE ALSO")?;
     paragraph(out, "pkgproxy(8)")?;

@@ -41,7 +41,7 @@ impl Needs {
     }
 
     /// The requests the build makes (the daemon finds what only the cache
-    /// names). With `warming`, the admin socket: the daemon may first ask
+    /// names); `Err` when they are none. With `warming`, the admin socket: the daemon may first ask
     /// an upstream what only its answer names (a snap's download).
     async fn wanted(&self, stats: &ControlClient, warming: Option<&ControlClient>) -> anyhow::Result<Wanted> {
         let mut wanted = match self.reader().read(&self.matches)? {
@@ -56,6 +56,13 @@ impl Needs {
         };
         let mut seen = std::collections::HashSet::new();
         wanted.items.retain(|item| seen.insert(item.url.clone()));
+        // An empty or wrong file is not a build that needs nothing: a
+        // check of it that passed would pass for any build.
+        anyhow::ensure!(
+            !wanted.items.is_empty() || !wanted.unknown.is_empty() || !wanted.records.is_empty(),
+            "{}: what was given names nothing a build needs (an empty file, or not the build's own?)",
+            self.side
+        );
         Ok(wanted)
     }
 }

@@ -205,3 +205,29 @@ async fn an_image_warmed_is_then_pulled_by_skopeo_offline_with_nothing_asked_of_
     assert!(pulled.success, "{}", pulled.stderr);
     assert!(hub.requests().is_empty(), "{:#?}", hub.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_an_export_or_a_removal_of_nothing_is_an_error_not_a_success() {
+    let daemon = Daemon::start(PKGPROXY, None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("go.sum");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.to_str().unwrap();
+
+    for verb in ["check", "warm"] {
+        let (ok, printed) = ctl(&daemon, &[verb, "go", empty]);
+        assert!(!ok, "{verb} of nothing: {printed}");
+        assert!(printed.contains("names nothing"), "{verb}: {printed}");
+        assert!(!printed.contains("0 of 0 ready"), "{verb}: {printed}");
+    }
+
+    let bundle = dir.path().join("e.tar");
+    let (ok, printed) = ctl(&daemon, &["export", "-o", bundle.to_str().unwrap(), "go", empty]);
+    assert!(!ok, "export of nothing: {printed}");
+    assert!(printed.contains("names nothing"), "{printed}");
+    assert!(!bundle.exists(), "no bundle is written");
+
+    let (ok, printed) = ctl(&daemon, &["cache", "rm", "go/nothing/*"]);
+    assert!(!ok, "a removal that matched nothing: {printed}");
+    assert!(printed.contains("no entry matches \"go/nothing/*\""), "{printed}");
+}
