@@ -200,11 +200,18 @@ enum Command {
     },
     /// Say what pkgproxy would do for a GET of URL now, and why, without
     /// fetching: a hit, a fetch (not cached, expired, superseded), a
-    /// refusal (offline, a breaker open, the side's policy).
+    /// refusal (offline, a breaker open, the side's policy). Exits 1 when
+    /// the request would not be answered: refused, or a URL whose path at
+    /// pkgproxy cannot be known.
     Explain {
         /// `http://deb.debian.org/debian/...` as apt asks through pkgproxy,
-        /// or a path of pkgproxy's (`/go/...`, `/v2/...`, `/snap/...`,
-        /// `/lxd/...`).
+        /// a path of pkgproxy's (`/go/...`, `/v2/...`, `/cargo/...`,
+        /// `/pypi/...`, `/npm/...`), or an upstream's URL as a lockfile
+        /// names it (`https://registry.npmjs.org/...`,
+        /// `https://files.pythonhosted.org/...`,
+        /// `https://static.crates.io/crates/...`,
+        /// `https://proxy.golang.org/...`), explained at pkgproxy's path
+        /// for it.
         url: String,
         /// Print the daemon's JSON answer as it is.
         #[arg(long)]
@@ -327,6 +334,9 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&told)?);
             } else {
                 print!("{}", render_explanation(&told));
+            }
+            if !answered(&told) {
+                return Ok(ExitCode::FAILURE);
             }
         }
         Command::Info { json } => {
@@ -594,13 +604,26 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Whether the request `told` of would be answered: not refused, and
+/// known.
+fn answered(told: &Explanation) -> bool {
+    !matches!(told.action.as_str(), "refuse" | "unknown")
+}
+
 /// What `explain` prints: the action and why, then the details.
 fn render_explanation(told: &Explanation) -> String {
-    let mut out = match &told.reason {
-        Some(reason) => format!("{}: {reason}\n", told.action),
-        None => format!("{}\n", told.action),
+    let mut out = match (told.action.as_str(), told.reason.as_deref()) {
+        // A side's refusal says "refused: " itself.
+        ("refuse", Some(reason)) => format!("refused: {}\n", reason.strip_prefix("refused: ").unwrap_or(reason)),
+        (action, Some(reason)) => format!("{action}: {reason}\n"),
+        (action, None) => format!("{action}\n"),
     };
-    let lines = [("side", told.side.clone()), ("key", told.key.clone()), ("answer", told.cache.clone())];
+    let lines = [
+        ("side", told.side.clone()),
+        ("served at", told.served_at.clone()),
+        ("key", told.key.clone()),
+        ("answer", told.cache.clone()),
+    ];
     for (name, value) in lines {
         if let Some(value) = value {
             out.push_str(&format!("  {name}: {value}\n"));
@@ -643,6 +666,26 @@ mod tests {
         assert!(text.contains("disk:     4.0 KiB on disk, no quota"), "{text}");
         assert!(text.contains("up 1m 1s"), "{text}");
         assert!(text.contains("apt index: 4 pool files, 1 suites"), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_says_refused_once_and_an_upstream_s_url_where_pkgproxy_serves_it() {
+        let told = Explanation {
+            url: "https://registry.npmjs.org/ms/-/ms-2.1.3.tgz".into(),
+            side: Some("npm".into()),
+            served_at: Some("/npm/ms/-/ms-2.1.3.tgz".into()),
+            key: Some("npm/npm/tarball/ms/ms-2.1.3.tgz".into()),
+            action: "refuse".into(),
+            cache: None,
+            reason: Some("offline".into()),
+            upstream: Vec::new(),
+        };
+        let text = render_explanation(&told);
+        assert!(text.starts_with("refused: offline\n  side: npm\n  served at: /npm/ms/-/ms-2.1.3.tgz\n"), "{text}");
+        let told = Explanation { reason: Some("refused: not a known archive host".into()), ..told };
+        assert!(render_explanation(&told).starts_with("refused: not a known archive host\n"));
+        assert!(!answered(&told));
+        assert!(answered(&Explanation { action: "fetch".into(), ..told }));
     }
 
     #[test]

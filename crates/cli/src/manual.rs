@@ -124,7 +124,8 @@ pub fn pkgproxyctl(command: Command, out: &mut dyn Write) -> std::io::Result<()>
         out,
         "1",
         "Failed, or (check, warm, import) not everything is ready or taken in: what is not is said; check, warm or \
-         export of files that name nothing; cache rm of a pattern that matches nothing.",
+         export of files that name nothing; cache rm of a pattern that matches nothing; explain of a request that \
+         would be refused.",
     )?;
     item(out, "2", "The command line cannot be used.")?;
     section(out, "SEE ALSO")?;

@@ -447,10 +447,17 @@ pub struct Explanation {
     pub url: String,
     /// The side that serves it, if one does.
     pub side: Option<String>,
+    /// pkgproxy's own path for it, when the URL asked about is an
+    /// upstream's (`https://registry.npmjs.org/ms/-/ms-2.1.3.tgz`, as a
+    /// lockfile names it: `/npm/ms/-/ms-2.1.3.tgz`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_at: Option<String>,
     /// Its cache key, when it goes through the cache.
     pub key: Option<String>,
     /// What pkgproxy would do: `hit`, `fetch`, `revalidate`, `serve stale`,
-    /// `forward`, `refuse`, `answer itself`.
+    /// `forward`, `refuse`, `answer itself`; `unknown` for an upstream's
+    /// URL whose path at pkgproxy only what it does not hold says (a
+    /// crate's, without its index file).
     pub action: String,
     /// How the answer would say it was served (`X-Pkgproxy-Cache`), on the
     /// cache path: `hit`, `miss`, `stale`; `revalidated` or `miss` for a

@@ -60,5 +60,5 @@ pub use failure::{retry_after_secs, Failure};
 pub use id::SideId;
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
-pub use side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter};
+pub use side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};
 pub use sides::{needs_readers, setup_clients, Sides, SidesConfig};

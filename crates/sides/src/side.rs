@@ -30,7 +30,9 @@
 //!    pkgproxy cannot serve the request (refused, offline, overloaded,
 //!    upstream failed).
 //!
-//! Outside the request path: [`Side::tunnels_to`] (the `CONNECT` policy),
+//! Outside the request path: [`Side::upstream_path`] with
+//! [`Side::clients_headers`] (what `pkgproxyctl explain` makes of an
+//! upstream's own URL, and asks with), [`Side::tunnels_to`] (the `CONNECT` policy),
 //! [`Side::learned`] (what the side shows in info and metrics), and
 //! [`Side::needs`] with [`Side::needs_first`] (what `pkgproxyctl check`
 //! and `warm` follow in the cache, from what the side's
@@ -303,12 +305,40 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
         Ok(None)
     }
 
+    /// Where pkgproxy serves `url`, when it is one of the side's upstreams'
+    /// own URLs: on an instance configured, or on the upstream's canonical
+    /// host, as a lockfile names it
+    /// (`https://registry.npmjs.org/ms/-/ms-2.1.3.tgz`, served at
+    /// `/npm/ms/-/ms-2.1.3.tgz`). What only a held body says (a crate's
+    /// SHA-256, from its index file) is read in `held`. `None`: not an
+    /// upstream URL of this side's. Blocking.
+    fn upstream_path(&self, _url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        None
+    }
+
+    /// The headers the side's clients send that choose the answer (pip's
+    /// and uv's `Accept`, which picks a PyPI page's JSON form): what a
+    /// request is explained with.
+    fn clients_headers(&self) -> http::HeaderMap {
+        http::HeaderMap::new()
+    }
+
     /// How the side's clients are pointed at pkgproxy at `host`
     /// (`HOST:PORT`, as the reader reached it): what the status page shows
     /// a person to copy.
     fn client_setup(&self, _host: &str) -> Option<ClientSetup> {
         None
     }
+}
+
+/// pkgproxy's path for an upstream's own URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamPath {
+    /// At this path of pkgproxy's (`/npm/ms/-/ms-2.1.3.tgz`).
+    At(String),
+    /// At a path that names what only a body pkgproxy does not hold says
+    /// (a crate's SHA-256, without its index file): why it cannot be told.
+    Unknown(String),
 }
 
 /// A rewrite of a body as it streams to one client: bytes in, bytes out,

@@ -9,9 +9,9 @@ use pkgproxy_cache::Cache;
 use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Refusal, Target};
 use crate::id::SideId;
-use crate::needs::NeedsReader;
+use crate::needs::{HeldBodies, NeedsReader};
 use crate::setup::SetupClient;
-use crate::side::Side;
+use crate::side::{Side, UpstreamPath};
 use crate::{apt, cargo, go, lxd, npm, pypi, registry, snap};
 
 /// How a side reads and validates its section of the file.
@@ -147,6 +147,12 @@ impl Sides {
         for (side, config) in self.all.iter().zip(&config.all) {
             config.reconfigure(side.as_ref());
         }
+    }
+
+    /// The side whose upstream's own URL `url` is, and where pkgproxy
+    /// serves it ([`Side::upstream_path`]). Blocking.
+    pub fn upstream_path(&self, url: &str, held: &dyn HeldBodies) -> Option<(&dyn Side, UpstreamPath)> {
+        self.iter().find_map(|side| Some((side, side.upstream_path(url, held)?)))
     }
 
     /// Whether what is cached under `key` may be handed to anyone who asks

@@ -8,11 +8,14 @@ use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 
 use crate::common::{archive, pkgproxyctl, PKGPROXY};
 
-/// What `pkgproxyctl explain URL` says of `url` on `daemon`.
+/// What `pkgproxyctl explain URL` says of `url` on `daemon`, which exits
+/// 1 for a refusal.
 fn explain(daemon: &Daemon, url: &str) -> Explanation {
     let output = pkgproxyctl(daemon, &["explain", url, "--json"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("an explanation")
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+    let told: Explanation = serde_json::from_slice(&output.stdout).expect("an explanation");
+    assert_eq!(output.status.success(), told.action != "refuse", "{told:?}");
+    told
 }
 
 /// Asserts the explanation given before `answer` matches it: how it was
@@ -212,4 +215,70 @@ async fn a_path_no_side_serves_is_told_how_each_side_s_clients_are_pointed_at_pk
     ] {
         assert!(text.contains(&line), "{line} missing from:\n{text}");
     }
+}
+
+/// What `pkgproxyctl explain URL` says of `url`, and whether it exited 0.
+fn explained(daemon: &Daemon, url: &str) -> (bool, Explanation) {
+    let output = pkgproxyctl(daemon, &["explain", url, "--json"]);
+    (output.status.success(), serde_json::from_slice(&output.stdout).expect("an explanation"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_s_url_from_a_lockfile_is_explained_as_pkgproxy_serves_it() {
+    let itoa = pkgproxy_testkit::CrateVersion::build("itoa", "1.0.0", &[], 100);
+    let fake = pkgproxy_testkit::FakeCrates::start(std::slice::from_ref(&itoa)).await;
+    let daemon = Daemon::start(PKGPROXY, Some(&fake.config())).await;
+    let blake = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+    let wheel = format!("https://files.pythonhosted.org/packages/ab/cd/{blake}/six-1.16.0-py2.py3-none-any.whl");
+    let cases = [
+        ("https://registry.npmjs.org/ms/-/ms-2.1.3.tgz", "npm", "/npm/ms/-/ms-2.1.3.tgz"),
+        ("https://registry.npmjs.org/@types/node", "npm", "/npm/@types/node"),
+        (&wheel, "pypi", &format!("/pypi/packages/ab/cd/{blake}/six-1.16.0-py2.py3-none-any.whl")),
+        ("https://pypi.org/simple/requests/", "pypi", "/pypi/simple/requests/"),
+        ("https://proxy.golang.org/example.com/m/@v/v1.0.0.zip", "go", "/go/example.com/m/@v/v1.0.0.zip"),
+        ("https://index.crates.io/3/s/syn", "cargo", "/cargo/index/3/s/syn"),
+        (&format!("{}/it/oa/itoa", fake.url()), "cargo", "/cargo/index/it/oa/itoa"),
+    ];
+    for (url, side, path) in cases {
+        let (ok, told) = explained(&daemon, url);
+        assert!(ok, "{told:?}");
+        assert_eq!((told.side.as_deref(), told.served_at.as_deref()), (Some(side), Some(path)), "{url}: {told:?}");
+        assert_eq!((told.action.as_str(), told.reason.as_deref()), ("fetch", Some("not cached")), "{url}: {told:?}");
+    }
+
+    // A PyPI page, as pip and uv ask for it: the JSON form.
+    for url in ["https://pypi.org/simple/requests/", "/pypi/simple/requests/"] {
+        let (_, told) = explained(&daemon, url);
+        assert_eq!(told.key.as_deref(), Some("pypi/pypi/simple/requests/json"), "{url}: {told:?}");
+    }
+
+    // A crate's path at pkgproxy names its SHA-256, which only its index
+    // file says: not known before that file is held, then read from it.
+    let download = "https://static.crates.io/crates/itoa/itoa-1.0.0.crate";
+    let (ok, told) = explained(&daemon, download);
+    assert!(!ok, "{told:?}");
+    assert_eq!((told.side.as_deref(), told.action.as_str()), (Some("cargo"), "unknown"), "{told:?}");
+    assert!(told.reason.as_deref().unwrap_or_default().contains("cannot be known offline"), "{told:?}");
+    let index = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/cargo/index/it/oa/itoa").await;
+    assert_eq!(index.status, 200);
+    let crate_path = format!("/cargo/crates/itoa/1.0.0/{}", itoa.sha256);
+    for url in [download, "https://static.crates.io/crates/itoa/1.0.0/download"] {
+        let (ok, told) = explained(&daemon, url);
+        assert!(ok, "{told:?}");
+        assert_eq!(told.served_at.as_deref(), Some(crate_path.as_str()), "{url}: {told:?}");
+        assert_eq!(told.action, "fetch", "{url}: {told:?}");
+    }
+
+    // A refusal exits non-zero and says "refused" once.
+    assert!(pkgproxyctl(&daemon, &["offline", "offline"]).status.success());
+    let (ok, told) = explained(&daemon, "https://registry.npmjs.org/ms/-/ms-2.1.3.tgz");
+    assert!(!ok, "offline, not held: {told:?}");
+    assert_eq!((told.action.as_str(), told.reason.as_deref()), ("refuse", Some("offline")), "{told:?}");
+    let text = pkgproxyctl(&daemon, &["explain", "http://archive.invalid/debian/pool/main/x.deb"]);
+    assert!(!text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.starts_with("refused: ") && !text.contains("refused: refused"), "{text}");
+    let text = pkgproxyctl(&daemon, &["explain", download]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains(&format!("served at: {crate_path}")), "{text}");
 }

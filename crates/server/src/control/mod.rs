@@ -143,9 +143,10 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             let Some(url) = query_value(&request, "url") else {
                 return error(StatusCode::BAD_REQUEST, "which request? ?url=...");
             };
-            match crate::proxy::explain::explain(&state, &url) {
-                Ok(explanation) => json(StatusCode::OK, &explanation),
-                Err(why) => error(StatusCode::BAD_REQUEST, &why),
+            match tokio::task::spawn_blocking(move || crate::proxy::explain::explain(&state, &url)).await {
+                Ok(Ok(explanation)) => json(StatusCode::OK, &explanation),
+                Ok(Err(why)) => error(StatusCode::BAD_REQUEST, &why),
+                Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the explanation stopped"),
             }
         }
         (_, CHECK_PATH) => match readiness_request(request).await {

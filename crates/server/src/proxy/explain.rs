@@ -2,15 +2,19 @@
 //! now, and why, found the way a request finds it (the route, the side's
 //! decision, the cache, the offline switch and the breakers) without
 //! fetching anything or changing any state. What it says is what the next
-//! request's `X-Pkgproxy-Cache` and `X-Pkgproxy-Reason` then say.
+//! request's `X-Pkgproxy-Cache` and `X-Pkgproxy-Reason` then say. An
+//! upstream's own URL (as a lockfile names it) is explained at the path
+//! pkgproxy serves it at, which the side whose upstream it is tells; a
+//! request is explained as the side's clients make it.
 
 use std::sync::Arc;
 
 use http::{HeaderMap, Method, Uri};
 use pkgproxy_control::Explanation;
-use pkgproxy_sides::{route, CachedRequest, Decision, Mount, Route, Side};
+use pkgproxy_sides::{route, CachedRequest, Decision, Mount, Route, Side, UpstreamPath};
 use pkgproxy_upstream::offline::Mode;
 
+use super::held::Offline;
 use super::lookup::{self, Lookup};
 use super::reason::Reason;
 use crate::state::State;
@@ -55,20 +59,38 @@ pub fn decide_with<'s>(state: &'s State, url: &str, headers: &HeaderMap) -> Resu
     Ok(Decided { side, mount, decision: side.classify(&routed) })
 }
 
+/// [`decide`] with the headers that the side's clients send and that
+/// choose the answer (a PyPI page's form).
+fn decide_as_its_clients_ask<'s>(state: &'s State, url: &str) -> Result<Decided<'s>, String> {
+    let headers = decide(state, url)?.side.clients_headers();
+    decide_with(state, url, &headers)
+}
+
 /// What a `GET` of `url` would get now. `Err`: `url` is not a URL.
+/// Blocking (an upstream's URL may be read in a held body).
 pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
+    let asked = url.trim();
     let told = Explanation {
-        url: url.trim().to_owned(),
+        url: asked.to_owned(),
         side: None,
+        served_at: None,
         key: None,
         action: String::new(),
         cache: None,
         reason: None,
         upstream: Vec::new(),
     };
-    let Decided { side, decision, .. } = match decide(state, url) {
+    let (url, told) = match state.sides.upstream_path(asked, &Offline(state)) {
+        None => (asked.to_owned(), told),
+        Some((_, UpstreamPath::At(path))) => (path.clone(), Explanation { served_at: Some(path), ..told }),
+        Some((side, UpstreamPath::Unknown(why))) => {
+            let side = Some(side.id().as_str().to_owned());
+            return Ok(Explanation { side, action: "unknown".to_owned(), reason: Some(why), ..told });
+        }
+    };
+    let Decided { side, decision, .. } = match decide_as_its_clients_ask(state, &url) {
         Ok(decided) => decided,
-        Err(why) if url.trim().parse::<Uri>().is_err() => return Err(why),
+        Err(why) if url.parse::<Uri>().is_err() => return Err(why),
         Err(why) => return Ok(refused(told, why)),
     };
     let mut told = Explanation { side: Some(side.id().as_str().to_owned()), ..told };

@@ -63,6 +63,25 @@ pub fn lists(body: &[u8], version: &str) -> bool {
         .any(|line| line.vers == version)
 }
 
+/// The SHA-256 of `version`'s `.crate` (lower-case hex), as an index file
+/// gives it.
+pub fn checksum(body: &[u8], version: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Summed<'a> {
+        #[serde(borrow)]
+        vers: Cow<'a, str>,
+        cksum: String,
+    }
+    let quoted = format!("\"{version}\"");
+    let finder = memchr::memmem::Finder::new(quoted.as_bytes());
+    body.split(|b| *b == b'\n')
+        .filter(|line| finder.find(line).is_some())
+        .filter_map(|line| serde_json::from_slice::<Summed<'_>>(line.trim_ascii()).ok())
+        .find(|line| line.vers == version)
+        .map(|line| line.cksum.to_ascii_lowercase())
+        .filter(|sum| sum.len() == 64 && sum.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// What the checks read of an index file's line; the rest (dependencies,
 /// features) is skipped, not kept.
 #[derive(serde::Deserialize)]

@@ -51,11 +51,13 @@ use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::side::{ClientSetup, Side, UpstreamPath};
 use upstream_config::UpstreamConfig;
 
 /// crates.io's sparse index, when none is configured.
 pub const DEFAULT_INDEX: &str = "https://index.crates.io";
+/// Where crates.io's `config.json` has cargo download crates.
+const CRATES_IO_DOWNLOADS: &str = "https://static.crates.io/crates";
 /// How long an index file (and `config.json`) is served without asking.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
 /// How long the upstream's "no such crate" is remembered.
@@ -156,6 +158,21 @@ impl Registry {
     }
 }
 
+/// The crate and version of `url`, a download of crates.io's
+/// (`.../crates/NAME/NAME-VERSION.crate`, or `.../crates/NAME/VERSION/download`
+/// as cargo asks for it).
+fn crates_io_download(url: &str) -> Option<(&str, &str)> {
+    let below = crate::instances::path_below(CRATES_IO_DOWNLOADS, url)?;
+    let below = below.split(['?', '#']).next()?.strip_prefix('/')?;
+    let (name, file) = below.split_once('/')?;
+    let version = match file.split_once('/') {
+        Some((version, "download")) => version,
+        Some(_) => return None,
+        None => file.strip_suffix(".crate")?.strip_prefix(name)?.strip_prefix('-')?,
+    };
+    (index::is_crate_name(name) && index::is_version(version)).then_some((name, version))
+}
+
 /// Whose keys a request is served under: what anyone may read, or what a
 /// client's own credentials brought, served only to clients the registry
 /// accepts.
@@ -236,6 +253,22 @@ impl Config {
     /// How long index files are served without asking.
     pub fn index_ttl(&self) -> Duration {
         self.index_ttl
+    }
+
+    /// The path below `/cargo` of `url`, a file of a registry's own index
+    /// (on one of its instances, or crates.io's): below the registry whose
+    /// URL it is deepest below.
+    fn index_file_at(&self, url: &str) -> Option<String> {
+        let (below, registry) = self
+            .registries
+            .iter()
+            .filter_map(|registry| {
+                let canonical =
+                    || (registry.name == CRATES_IO).then(|| crate::instances::path_below(DEFAULT_INDEX, url));
+                Some((registry.index.path_below(url).or_else(|| canonical().flatten())?, registry))
+            })
+            .min_by_key(|(below, _)| below.len())?;
+        Some(format!("{}/index{below}", registry.mount))
     }
 
     /// The registry mounted at `mount` (`""`, `/NAME`).
@@ -570,6 +603,32 @@ impl Side for Cargo {
             Method::GET | Method::HEAD => self.classify_path(request).unwrap_or_else(Decision::Refuse),
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
         }
+    }
+
+    /// An index file below a registry's index, or a crate crates.io
+    /// serves: its path at pkgproxy names its SHA-256, which only its index
+    /// file says.
+    fn upstream_path(&self, url: &str, held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        let config = self.config();
+        let prefix = crate::route::prefix_of(SideId::Cargo)?;
+        if let Some(path) = config.index_file_at(url) {
+            return Some(UpstreamPath::At(format!("{prefix}{path}")));
+        }
+        let (name, version) = crates_io_download(url)?;
+        let file = format!("{prefix}/index/{}", index::file_path(name));
+        let Some(body) = held.body(&file, index::INDEX_LIMIT) else {
+            return Some(UpstreamPath::Unknown(format!(
+                "pkgproxy's path for a crate names its SHA-256, which only the crate's index file ({file}) says, \
+                 and pkgproxy does not hold it: it cannot be known offline"
+            )));
+        };
+        Some(match index::checksum(&body, version) {
+            Some(sha256) => UpstreamPath::At(format!("{prefix}/crates/{name}/{version}/{sha256}")),
+            None => UpstreamPath::Unknown(format!(
+                "the held index file of {name} ({file}) does not list {version}: its SHA-256, which pkgproxy's \
+                 path for it names, cannot be known offline"
+            )),
+        })
     }
 
     /// A "no such crate" remembered for the index file's key.

@@ -169,3 +169,33 @@ fn a_registry_s_no_such_crate_is_remembered_a_minute_for_index_files_only() {
     cargo.remember(&other, &unavailable, now);
     assert!(cargo.remembered(&other, now, false).is_none(), "only a no such crate");
 }
+
+#[test]
+fn an_index_s_url_is_served_below_its_registry_and_a_crates_io_download_is_named() {
+    let (side, _dir) = side("index = [\"https://mirror.example/crates\"]\n[[registry]]\nname = \"corp\"\nindex = [\"https://corp.example/index/\"]\n");
+    let config = side.config();
+    let at = |url: &str| config.index_file_at(url);
+    assert_eq!(at("https://index.crates.io/3/s/syn").as_deref(), Some("/index/3/s/syn"));
+    assert_eq!(at("https://mirror.example/crates/config.json").as_deref(), Some("/index/config.json"));
+    assert_eq!(at("https://corp.example/index/it/oa/itoa").as_deref(), Some("/corp/index/it/oa/itoa"));
+    assert_eq!(at("https://elsewhere.example/3/s/syn"), None);
+
+    assert_eq!(crates_io_download("https://static.crates.io/crates/itoa/itoa-1.0.0.crate"), Some(("itoa", "1.0.0")));
+    assert_eq!(crates_io_download("https://static.crates.io/crates/itoa/1.0.0/download"), Some(("itoa", "1.0.0")));
+    for url in [
+        "https://static.crates.io/crates/itoa/syn-1.0.0.crate",
+        "https://static.crates.io/crates/itoa/1.0.0/other",
+        "https://static.crates.io/crates/itoa",
+        "https://static.crates.io/other/itoa/itoa-1.0.0.crate",
+    ] {
+        assert_eq!(crates_io_download(url), None, "{url}");
+    }
+
+    let file = format!(
+        "{{\"name\":\"itoa\",\"vers\":\"1.0.0\",\"cksum\":\"{}\"}}\n{{\"name\":\"itoa\",\"vers\":\"1.0.1\",\"cksum\":\"{SHA}\"}}\n",
+        SHA.to_ascii_uppercase().replace('4', "5")
+    );
+    assert_eq!(index::checksum(file.as_bytes(), "1.0.1").as_deref(), Some(SHA));
+    assert_eq!(index::checksum(file.as_bytes(), "1.0.2"), None);
+    assert_eq!(index::checksum(b"{\"vers\":\"1.0.0\",\"cksum\":\"short\"}", "1.0.0"), None);
+}

@@ -36,7 +36,7 @@ use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redi
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::side::{ClientSetup, Side, UpstreamPath};
 use path::{escape, is_module_path, is_version, unescape};
 use sumdb::parse_lookup;
 
@@ -120,6 +120,20 @@ impl Config {
     /// pkgproxy at `parent` (`http://host:port`), a module proxy itself.
     pub fn chain_to(&mut self, parent: &str) {
         self.proxies.chain_to(parent, "/go");
+    }
+
+    /// pkgproxy's path for `url`, an upstream's own: below one of the
+    /// proxies or the Go module mirror (what `GOPROXY` named before), or
+    /// of the checksum database pkgproxy proxies.
+    fn upstream_path(&self, url: &str) -> Option<String> {
+        let prefix = crate::route::prefix_of(SideId::Go)?;
+        let proxied = self.proxies.path_below(url).or_else(|| crate::instances::path_below(DEFAULT_PROXY, url));
+        if let Some(below) = proxied {
+            return Some(format!("{prefix}{below}"));
+        }
+        let sumdb = self.sumdb.as_deref()?;
+        let below = crate::instances::path_below(&format!("https://{sumdb}"), url)?;
+        Some(format!("{prefix}/sumdb/{sumdb}{below}"))
     }
 
     /// The upstream proxies' base URLs.
@@ -326,6 +340,10 @@ impl Side for Go {
             Method::GET | Method::HEAD => self.config().classify(request.path),
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
         }
+    }
+
+    fn upstream_path(&self, url: &str, _held: &dyn crate::needs::HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
     }
 
     /// A remembered "not found" for the request's key.

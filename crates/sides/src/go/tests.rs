@@ -83,3 +83,20 @@ fn bad_configuration_names_the_key() {
     assert!(bad(Options { sumdb: Some("not a name".into()), ..Options::default() }).starts_with("go.sumdb"));
     assert_eq!(Config::new(&Options::default()).unwrap().proxies(), [DEFAULT_PROXY]);
 }
+
+#[test]
+fn an_upstream_s_url_is_served_below_go_and_its_checksum_database_below_sumdb() {
+    let config = side();
+    let at = |url: &str| config.upstream_path(url);
+    assert_eq!(at("http://127.0.0.1:8001/example.com/m/@v/list").as_deref(), Some("/go/example.com/m/@v/list"));
+    assert_eq!(
+        at("https://proxy.golang.org/example.com/m/@v/v1.0.0.zip").as_deref(),
+        Some("/go/example.com/m/@v/v1.0.0.zip")
+    );
+    assert_eq!(
+        at("https://sum.golang.org/lookup/example.com/m@v1.0.0").as_deref(),
+        Some("/go/sumdb/sum.golang.org/lookup/example.com/m@v1.0.0")
+    );
+    assert_eq!(at("https://proxy.example/example.com/m/@v/list"), None);
+    assert_eq!(at("http://127.0.0.1:8002/example.com/m/@v/list"), None);
+}

@@ -14,6 +14,8 @@ use crate::instances::Instances;
 
 /// The npm registry, when no mirror is configured.
 pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
+/// yarn 1's name of the npm registry, which its lockfiles record.
+const YARN_REGISTRY: &str = "https://registry.yarnpkg.com";
 /// How long a package's document is served without asking.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
 /// The npm registry's name in keys and pools.
@@ -179,6 +181,23 @@ impl Config {
     pub(super) fn registry_of_key(&self, key: &str) -> Option<&Registry> {
         let name = key.strip_prefix("npm/")?.split('/').next()?;
         self.registries.iter().find(|registry| registry.name == name)
+    }
+
+    /// pkgproxy's path for `url`, a registry's own (on one of its
+    /// instances, the npm registry's host or yarn's name of it): below the
+    /// registry whose URL it is deepest below.
+    pub(super) fn upstream_path(&self, url: &str) -> Option<String> {
+        let prefix = crate::route::prefix_of(SideId::Npm)?;
+        let deepest = self
+            .registries
+            .iter()
+            .filter_map(|registry| Some((registry.own_path(url)?, registry)))
+            .min_by_key(|(below, _)| below.len());
+        let (below, mount) = match deepest {
+            Some((below, registry)) => (below, registry.mount.as_str()),
+            None => (crate::instances::path_below(YARN_REGISTRY, url)?, ""),
+        };
+        Some(format!("{prefix}{mount}{below}"))
     }
 
     /// The registry mounted at `mount` (`""` or `/NAME`).

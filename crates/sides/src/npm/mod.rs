@@ -52,7 +52,7 @@ use crate::id::SideId;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
-use crate::side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter};
+use crate::side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};
 use config::Registry;
 pub use config::{
     configure, Config, ConfigError, Options, RegistryOptions, TarballUrls, DEFAULT_INDEX_TTL, DEFAULT_REGISTRY,
@@ -358,6 +358,10 @@ impl Side for Npm {
 
     fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         self.not_found.get(&request.key, now, frozen)
+    }
+
+    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
     }
 
     /// Remembers the registry's "no such package" (or version) a minute:

@@ -227,3 +227,15 @@ fn a_registry_name_must_be_plain_and_once() {
         assert!(Config::new(&options).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_registry_s_url_is_served_below_the_registry_it_is_deepest_below() {
+    let (side, _dir) = side(CORP);
+    let config = side.config();
+    let at = |url: &str| config.upstream_path(url);
+    assert_eq!(at("https://registry.npmjs.org/ms/-/ms-2.1.3.tgz").as_deref(), Some("/npm/ms/-/ms-2.1.3.tgz"));
+    assert_eq!(at("https://registry.yarnpkg.com/@types/node").as_deref(), Some("/npm/@types/node"));
+    assert_eq!(at("https://corp.example/npm/@corp/ui").as_deref(), Some("/npm/corp/@corp/ui"));
+    assert_eq!(at("https://corp.example/other/ui"), None);
+    assert_eq!(at("https://user:pw@registry.npmjs.org/ms"), None);
+}

@@ -46,13 +46,15 @@ use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
-use crate::side::{ClientSetup, Side, StreamRewriter};
+use crate::side::{ClientSetup, Side, StreamRewriter, UpstreamPath};
 use files::{FilePath, FileVerifier};
 use links::Links;
 use page::{Form, Listed};
 
 /// PyPI's simple index, when none is configured.
 pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
+/// Where PyPI's pages link its files.
+const PYPI_FILES: &str = "https://files.pythonhosted.org";
 /// How long a project's page is served without asking.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
 /// How long the index's "no such project" is remembered.
@@ -221,6 +223,25 @@ impl Config {
             let mount = format!("/pypi{}/simple", index.mount);
             index.mirrors.chain_to(parent, &mount);
         }
+    }
+
+    /// pkgproxy's path for `url`, an index's own: a page below one of its
+    /// instances or PyPI's own index, or a file on PyPI's file host.
+    fn upstream_path(&self, url: &str) -> Option<String> {
+        let prefix = crate::route::prefix_of(SideId::Pypi)?;
+        let file = crate::instances::path_below(PYPI_FILES, url).filter(|below| below.starts_with("/packages/"));
+        if let Some(file) = file {
+            return Some(format!("{prefix}{file}"));
+        }
+        let (below, index) = self
+            .indexes
+            .iter()
+            .filter_map(|index| {
+                let canonical = || (index.name == PYPI).then(|| crate::instances::path_below(DEFAULT_INDEX, url));
+                Some((index.mirrors.path_below(url).or_else(|| canonical().flatten())?, index))
+            })
+            .min_by_key(|(below, _)| below.len())?;
+        Some(format!("{prefix}{}/simple{below}", index.mount))
     }
 
     fn index(&self, mount: &str) -> Option<&Index> {
@@ -493,6 +514,17 @@ impl Side for Pypi {
 
     fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         self.not_found.get(&request.key, now, frozen)
+    }
+
+    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
+    }
+
+    /// A page in the form pip and uv ask for, JSON.
+    fn clients_headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static(page::JSON));
+        headers
     }
 
     /// Remembers the index's "no such project" a minute: one published

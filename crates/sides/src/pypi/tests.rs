@@ -122,3 +122,17 @@ fn a_file_on_an_index_instance_s_host_goes_with_that_instance_s_credentials_and_
     let elsewhere = located(&format!("http://127.0.0.1:10/packages/{a}/{b}/{rest}/{wheel}"));
     assert_eq!(elsewhere.origin.instances, ["http://127.0.0.1:10"], "another port: none");
 }
+
+#[test]
+fn an_index_s_url_is_served_below_its_index_and_a_pypi_file_below_packages() {
+    let options: Options =
+        toml::from_str("[[index]]\nname = \"corp\"\nmirrors = [\"https://corp.example/simple\"]\n").unwrap();
+    let config = Config::new(&options).unwrap();
+    let at = |url: &str| config.upstream_path(url);
+    let file = format!("/packages/ab/cd/{}/six-1.16.0-py3-none-any.whl", &B2[4..]);
+    assert_eq!(at(&format!("https://files.pythonhosted.org{file}")), Some(format!("/pypi{file}")));
+    assert_eq!(at("https://pypi.org/simple/requests/").as_deref(), Some("/pypi/simple/requests/"));
+    assert_eq!(at("https://corp.example/simple/tool/").as_deref(), Some("/pypi/corp/simple/tool/"));
+    assert_eq!(at("https://files.pythonhosted.org/other/x"), None);
+    assert_eq!(at("https://pypi.org/project/requests/"), None);
+}
