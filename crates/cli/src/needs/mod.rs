@@ -60,7 +60,7 @@ impl Needs {
         // check of it that passed would pass for any build.
         anyhow::ensure!(
             !wanted.items.is_empty() || !wanted.unknown.is_empty() || !wanted.records.is_empty(),
-            "{}: what was given names nothing a build needs (an empty file, or not the build's own?)",
+            "{}: what was given names nothing pkgproxy would serve: an empty file, one of local packages only, or not the build's own?",
             self.side
         );
         Ok(wanted)
