@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use pkgproxy_cache::BodyReader;
 use pkgproxy_sides::needs::HeldBodies;
 
-use super::explain;
+use super::decide;
 use super::lookup::{self, Held, Moment};
 use crate::state::State;
 
@@ -26,7 +26,7 @@ impl HeldBodies for Offline<'_> {
 
     fn open(&self, url: &str) -> Option<Arc<std::fs::File>> {
         let state = self.0;
-        let request = explain::decide(state, url).ok()?.decision.into_cached()?;
+        let request = decide::decide(state, url).ok()?.decision.into_cached()?;
         let entry = lookup::look(&Held(state), &request, &Moment::offline(state)).entry().cloned()?;
         state.cache.open_body(&entry).ok()
     }

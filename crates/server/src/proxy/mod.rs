@@ -14,6 +14,7 @@
 mod access;
 pub mod answer;
 mod cached;
+pub mod decide;
 pub mod explain;
 mod fetching;
 mod finish;

@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use pkgproxy_control::ItemReadiness;
 use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Side};
 
-use super::explain::{self, Decided};
+use super::decide::{self, Decided};
 use super::lookup::{self, Held, Lookup, Moment};
 use super::reason::{Reason, REASON};
 use super::{cached, generation, pointer};
@@ -36,7 +36,7 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         Err(Reason::NotCached) => item(false, Some("never fetched".to_owned()), None),
         Err(why) => item(false, Some(why.to_string()), None),
     };
-    let decision = match explain::decide(state, url) {
+    let decision = match decide::decide(state, url) {
         Ok(Decided { decision, .. }) => decision,
         Err(why) => return item(false, Some(why), None),
     };
@@ -87,7 +87,7 @@ pub struct Carried {
 /// its own. Nothing for what needs no entry (a side's own answer, a
 /// remembered "not found"). `Err`: why it is not held.
 pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
-    let Decided { side, decision, .. } = explain::decide(state, url)?;
+    let Decided { side, decision, .. } = decide::decide(state, url)?;
     let request = match decision {
         Decision::Cache(request) => *request,
         Decision::Pointer(pointer) => pointer.name,
@@ -181,7 +181,7 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
     if before.ready {
         return before;
     }
-    let Ok(Decided { side, mount, decision }) = explain::decide_with(state, url, headers) else { return before };
+    let Ok(Decided { side, mount, decision }) = decide::decide_with(state, url, headers) else { return before };
     let answer = UpstreamAnswer::default();
     let exchange = Exchange::own_get(headers, mount, &answer);
     let outcome = match decision {

@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use pkgproxy_cache::{Class, Source};
 use pkgproxy_sides::{CachedRequest, Decision, Side};
 
-use super::explain::{self, Decided};
+use super::decide::{self, Decided};
 use super::outcome::{self, Outcome};
 use super::reason::{Reason, REASON};
 use super::{access, cached, generation, pointer, readiness};
@@ -46,7 +46,7 @@ pub enum Taken {
 /// reads the item's bytes; the fetches that prove it (a checksum database
 /// record) read `proofs`. `Err`: why it was not taken.
 pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) -> Result<Taken, String> {
-    let Decided { side, mount, decision } = explain::decide(state, item.url)?;
+    let Decided { side, mount, decision } = decide::decide(state, item.url)?;
     let (request, pointer) = match decision {
         Decision::Cache(request) => (*request, false),
         Decision::Pointer(named) => (named.name, true),

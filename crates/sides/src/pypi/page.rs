@@ -3,8 +3,8 @@
 //! 691: `files[]` with `url`, `hashes`, `core-metadata`, ...). What pkgproxy
 //! reads of one (each file's URL and hashes, the page's serial), and an
 //! HTML anchor as a client gets it, its URL pointing at pkgproxy and
-//! everything else as the index wrote it (whole pages stream through
-//! [`super::links`], which hands it each anchor).
+//! everything else as the index wrote it (whole pages stream through the
+//! side's link rewriter, which hands it each anchor).
 
 /// PEP 691's JSON form.
 pub const JSON: &str = "application/vnd.pypi.simple.v1+json";
@@ -277,8 +277,8 @@ fn html_escape(text: &str) -> String {
 
 /// `html`, a page or a part of one, with each file's `href` as `served`
 /// says (it is given the file as the page lists it; `None` leaves its URL
-/// as it is), everything else as it was: [`super::links`] hands it one
-/// anchor at a time.
+/// as it is), everything else as it was: the side's link rewriter hands
+/// it one anchor at a time.
 pub fn rewritten_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) -> String {
     let mut out = String::with_capacity(html.len() + html.len() / 4);
     let mut copied = 0;

@@ -29,7 +29,7 @@ use anyhow::Context;
 
 use super::cksum::cksum;
 use super::fit::{joined, Fit, Place, Placed, Reading};
-use super::{preamble, Action, Procedure, Scope, Setup, Target, MARKER};
+use super::{marked, preamble, Action, Procedure, Scope, Setup, Target, BLOCK_BEGIN, BLOCK_END};
 
 /// A client set up by a block of pkgproxy's in a file of the user's own.
 pub struct MarkedBlock {
@@ -56,19 +56,9 @@ pub struct BlockFile {
     pub path: fn() -> anyhow::Result<PathBuf>,
 }
 
-/// The first line of pkgproxy's block.
-const BLOCK_BEGIN: &str = "# >>> pkgproxy";
-/// The last line of pkgproxy's block.
-const BLOCK_END: &str = "# <<< pkgproxy";
-
 /// A file's lines outside pkgproxy's block, as the script's `awk` prints
 /// them (a last line gets its newline): what the decision is made on.
 type Outside = Vec<u8>;
-
-/// `lines` between the block's marker lines.
-pub(super) fn marked(lines: &str) -> String {
-    format!("{BLOCK_BEGIN} ({MARKER}: downloads go through pkgproxy)\n{lines}{BLOCK_END}\n")
-}
 
 /// What a setup decided for a file's lines outside the block.
 struct Decided {

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::block::marked;
+use super::marked;
 use super::pip_conf;
 use super::reading::Format;
 
