@@ -33,6 +33,11 @@ impl SidesFile {
         self.overrides.push((side, key.to_owned(), toml::Value::String(value.to_owned())));
     }
 
+    /// The file's text, as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// `side`'s section, as its type `T` reads it (its defaults when the
     /// file has none). Errors name the key, and the line when the file's
     /// own text is at fault.
@@ -41,7 +46,7 @@ impl SidesFile {
         if set.is_empty() {
             let seed = SectionSeed::<T> { name: side.as_str(), section: PhantomData };
             let read = seed.deserialize(toml::Deserializer::new(&self.text));
-            return read.map(Option::unwrap_or_default).map_err(|error| ConfigError::read(side, &error));
+            return read.map(Option::unwrap_or_default).map_err(|error| ConfigError::read_in_file(side, &error));
         }
         let mut file: toml::Table = toml::from_str(&self.text).map_err(|error| ConfigError::read(side, &error))?;
         let section = file.entry(side.as_str()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
@@ -101,17 +106,30 @@ pub struct ConfigError {
     pub side: SideId,
     /// What is wrong, for people.
     pub message: String,
+    /// Where in the file's text a key the side does not read starts, when
+    /// that is what is wrong: the server tells where such a key belongs,
+    /// knowing every section.
+    pub unknown_key: Option<usize>,
 }
 
 impl ConfigError {
     /// `side`'s section could not be read as `error` says.
     fn read(side: SideId, error: &dyn std::error::Error) -> ConfigError {
-        ConfigError { side, message: error.to_string().trim_end().to_owned() }
+        ConfigError { side, message: error.to_string().trim_end().to_owned(), unknown_key: None }
+    }
+
+    /// `side`'s section, in the file's own text, could not be read as
+    /// `error` says: its span is a place in that text.
+    fn read_in_file(side: SideId, error: &toml::de::Error) -> ConfigError {
+        // serde words a field a type does not have "unknown field `NAME`, ...".
+        let unknown = error.message().starts_with("unknown field");
+        let unknown_key = error.span().filter(|_| unknown).map(|span| span.start);
+        ConfigError { unknown_key, ..ConfigError::read(side, error) }
     }
 
     /// `side`'s section was read, but cannot be used: `error` says why.
     pub fn invalid(side: SideId, error: impl std::error::Error) -> ConfigError {
-        ConfigError { side, message: error.to_string() }
+        ConfigError { side, message: error.to_string(), unknown_key: None }
     }
 }
 
@@ -261,6 +279,7 @@ mod tests {
         let file = SidesFile::new("[upstream]\nretries = 3\n\n[go]\nttll = \"5m\"\n");
         let error = file.section::<Section>(SideId::Go).unwrap_err();
         assert!(error.message.contains("ttll") && error.message.contains("line 5"), "{error}");
+        assert_eq!(error.unknown_key, Some(29), "where `ttll` starts");
     }
 
     #[test]

@@ -186,3 +186,69 @@ fn pkgproxyctl_says_a_missing_daemon_once_and_how_to_mend_it() {
     assert!(said.contains("no pkgproxy at /nonexistent/stats.sock") && said.contains("is it running"), "{said}");
     assert_eq!(said.matches("No such file or directory").count(), 1, "{said}");
 }
+
+/// The configuration file the package installs: the example with every
+/// line commented out, section headers too.
+fn shipped_file() -> Vec<String> {
+    let commented = |line: &str| match line.is_empty() || line.starts_with('#') {
+        true => line.to_string(),
+        false => format!("# {line}"),
+    };
+    pkgproxy_server::config::EXAMPLE.lines().map(commented).collect()
+}
+
+/// The shipped file with the lines starting `# PREFIX` uncommented, as an
+/// admin does; and the line number of each.
+fn uncommented(prefixes: &[&str]) -> (String, Vec<usize>) {
+    let mut lines = shipped_file();
+    let mut numbers = Vec::new();
+    for prefix in prefixes {
+        let at = lines.iter().position(|line| line.starts_with(&format!("# {prefix}"))).expect("in the example");
+        lines[at] = lines[at][2..].to_string();
+        numbers.push(at + 1);
+    }
+    (lines.join("\n") + "\n", numbers)
+}
+
+#[test]
+fn a_key_uncommented_in_the_shipped_file_is_placed_where_it_belongs() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |text: &str| {
+        let path = dir.path().join("pkgproxy.toml");
+        std::fs::write(&path, text).unwrap();
+        refused(&["-config", path.to_str().unwrap()], &[])
+    };
+    let (text, lines) = uncommented(&["max_size ="]);
+    let err = start(&text);
+    assert!(
+        err.contains(&format!("line {}, column 1: unknown key `max_size` above every section header", lines[0])),
+        "{err}"
+    );
+    assert!(err.contains("it is a key of [cache], whose header on line 1 is commented out"), "{err}");
+
+    let (text, lines) = uncommented(&["[status]", "trusted_keys ="]);
+    let err = start(&text);
+    assert!(err.contains(&format!("line {}, column 1: unknown key `trusted_keys` in [status]", lines[1])), "{err}");
+    assert!(err.contains("it is a key of [bundles]"), "{err}");
+
+    let (text, lines) = uncommented(&["[npm]", "page ="]);
+    let err = start(&text);
+    assert!(err.contains(&format!("line {}, column 1: unknown key `page` in [npm]", lines[1])), "{err}");
+    assert!(err.contains("it is a key of [status]"), "{err}");
+}
+
+#[test]
+fn a_misspelt_section_or_key_is_named_with_its_line_and_the_likely_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |text: &str| {
+        let path = dir.path().join("pkgproxy.toml");
+        std::fs::write(&path, text).unwrap();
+        refused(&["-config", path.to_str().unwrap()], &[])
+    };
+    let err = start("[cache]\nmax_size = \"1GiB\"\n\n[nmp]\nindex_ttl = \"5m\"\n");
+    assert!(err.contains("line 4, column 1: unknown section [nmp]: did you mean [npm]?"), "{err}");
+    let err = start("[cache]\nmax_szie = \"1GiB\"\n");
+    assert!(err.contains("line 2, column 1: unknown key `max_szie` in [cache]: did you mean `max_size`?"), "{err}");
+    let err = start("[npm]\nindex_tll = \"5m\"\n");
+    assert!(err.contains("line 2, column 1: unknown key `index_tll` in [npm]: did you mean `index_ttl`?"), "{err}");
+}

@@ -10,6 +10,8 @@ use std::time::Duration;
 use pkgproxy_sides::{SidesConfig, SidesFile};
 use serde::Deserialize;
 
+use super::placement;
+
 /// A configuration file using every key, commented: shown by `pkgproxy
 /// -help`, and parsed by a test so it never drifts from what is read.
 pub const EXAMPLE: &str = include_str!("example.toml");
@@ -259,18 +261,39 @@ impl ConfigFile {
 
     /// Parses the text of a configuration file: the server's sections,
     /// then each side's. A key that is neither's is an error.
+    /// An unknown key or section is told with its line, the section it is
+    /// in, and where it belongs or what it likely misspells.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let said = |error: toml::de::Error| error.to_string().trim_end().to_string();
+        let said = |error: toml::de::Error| {
+            let placed = unknown_key(&error).and_then(|start| placement::unknown_key_at(text, start));
+            placed.unwrap_or_else(|| error.to_string().trim_end().to_string())
+        };
         let mut unknown = Vec::new();
         let server = toml::Deserializer::new(text);
         let mut file: ConfigFile =
             serde_ignored::deserialize(server, |path| unknown.push(path.to_string())).map_err(said)?;
         if let Some(key) = unknown.iter().find(|key| !SidesConfig::is_section(key)) {
-            return Err(format!("unknown key `{key}`"));
+            return Err(placement::unknown_at_top(text, key).unwrap_or_else(|| format!("unknown key `{key}`")));
         }
         file.sides = SidesFile::new(text);
         Ok(file)
     }
+
+    /// A side's error, told with where its unknown key belongs if that is
+    /// what is wrong.
+    pub(super) fn side_error(&self, error: pkgproxy_sides::ConfigError) -> super::SettingsError {
+        let placed = error.unknown_key.and_then(|start| placement::unknown_key_at(self.sides.text(), start));
+        match placed {
+            Some(told) => super::SettingsError::Side(crate::redact::urls_in(&told)),
+            None => error.into(),
+        }
+    }
+}
+
+/// Where the key `error` says no section reads starts in the text.
+fn unknown_key(error: &toml::de::Error) -> Option<usize> {
+    // serde words a field a type does not have "unknown field `NAME`, ...".
+    error.message().starts_with("unknown field").then(|| error.span()).flatten().map(|span| span.start)
 }
 
 #[cfg(test)]

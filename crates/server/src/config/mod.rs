@@ -5,6 +5,7 @@
 pub mod clients;
 mod cluster;
 mod file;
+mod placement;
 pub mod shadow;
 mod size;
 
@@ -223,7 +224,7 @@ impl Settings {
             resolver.pin(&host, port, vec![address]);
             policy.trust(&host, port);
         }
-        let mut sides = SidesConfig::new(&file.sides)?;
+        let mut sides = SidesConfig::new(&file.sides).map_err(|error| file.side_error(error))?;
         for url in &file.upstream.trust {
             policy
                 .trust_url(url)
