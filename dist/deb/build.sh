@@ -25,7 +25,8 @@ cp dist/systemd/pkgproxy.service "$out/units/"
 # /etc/pkgproxy/pkgproxy.toml: every key, commented out (the defaults).
 {
   echo "# pkgproxy's configuration: every key, with its default or a typical value,"
-  echo "# commented out. Read at start and on systemctl reload pkgproxy; see pkgproxy(8)."
+  echo "# commented out: uncomment a key with its [section] header. Read at start"
+  echo "# and on systemctl reload pkgproxy; see pkgproxy(8)."
   echo
   sed -e 's/^\([^#]\)/# \1/' crates/server/src/config/example.toml
 } >"$out/pkgproxy.toml"

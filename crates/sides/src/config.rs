@@ -121,16 +121,21 @@ impl ConfigError {
     /// `side`'s section, in the file's own text, could not be read as
     /// `error` says: its span is a place in that text.
     fn read_in_file(side: SideId, error: &toml::de::Error) -> ConfigError {
-        // serde words a field a type does not have "unknown field `NAME`, ...".
-        let unknown = error.message().starts_with("unknown field");
-        let unknown_key = error.span().filter(|_| unknown).map(|span| span.start);
-        ConfigError { unknown_key, ..ConfigError::read(side, error) }
+        ConfigError { unknown_key: unknown_key(error), ..ConfigError::read(side, error) }
     }
 
     /// `side`'s section was read, but cannot be used: `error` says why.
     pub fn invalid(side: SideId, error: impl std::error::Error) -> ConfigError {
         ConfigError { side, message: error.to_string(), unknown_key: None }
     }
+}
+
+/// Where the key starts, in the text read, when `error` is that a table
+/// has a key its type does not read.
+pub fn unknown_key(error: &toml::de::Error) -> Option<usize> {
+    // serde words a field a type does not have "unknown field `NAME`, ...".
+    let unknown = error.message().starts_with("unknown field");
+    error.span().filter(|_| unknown).map(|span| span.start)
 }
 
 /// What a side keeps of the state beside the cache could not be opened.

@@ -50,7 +50,7 @@ pub mod snap;
 #[path = "../tests/toy/mod.rs"]
 pub mod toy;
 
-pub use config::{ConfigError, Configures, OpenError, SideConfig, SidesFile};
+pub use config::{unknown_key, ConfigError, Configures, OpenError, SideConfig, SidesFile};
 pub use decision::{
     Acceptance, Access, Asking, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision, Etag, Fallback,
     ForwardRequest, GenerationRequest, LocalAnswer, Located, LocatedHost, Member, Origin, Pointer, PointerRequest,

@@ -187,14 +187,16 @@ fn pkgproxyctl_says_a_missing_daemon_once_and_how_to_mend_it() {
     assert_eq!(said.matches("No such file or directory").count(), 1, "{said}");
 }
 
-/// The configuration file the package installs: the example with every
-/// line commented out, section headers too.
+/// The configuration file the package installs: four lines saying what
+/// it is, then the example with every line commented out, section headers
+/// too.
 fn shipped_file() -> Vec<String> {
     let commented = |line: &str| match line.is_empty() || line.starts_with('#') {
         true => line.to_string(),
         false => format!("# {line}"),
     };
-    pkgproxy_server::config::EXAMPLE.lines().map(commented).collect()
+    let opening = ["# pkgproxy's configuration: ...", "# ...", "# ...", ""].map(String::from);
+    opening.into_iter().chain(pkgproxy_server::config::EXAMPLE.lines().map(commented)).collect()
 }
 
 /// The shipped file with the lines starting `# PREFIX` uncommented, as an
@@ -224,7 +226,7 @@ fn a_key_uncommented_in_the_shipped_file_is_placed_where_it_belongs() {
         err.contains(&format!("line {}, column 1: unknown key `max_size` above every section header", lines[0])),
         "{err}"
     );
-    assert!(err.contains("it is a key of [cache], whose header on line 1 is commented out"), "{err}");
+    assert!(err.contains("it is a key of [cache], whose header on line 5 is commented out"), "{err}");
 
     let (text, lines) = uncommented(&["[status]", "trusted_keys ="]);
     let err = start(&text);

@@ -265,7 +265,7 @@ impl ConfigFile {
     /// in, and where it belongs or what it likely misspells.
     pub fn parse(text: &str) -> Result<Self, String> {
         let said = |error: toml::de::Error| {
-            let placed = unknown_key(&error).and_then(|start| placement::unknown_key_at(text, start));
+            let placed = pkgproxy_sides::unknown_key(&error).and_then(|start| placement::unknown_key_at(text, start));
             placed.unwrap_or_else(|| error.to_string().trim_end().to_string())
         };
         let mut unknown = Vec::new();
@@ -284,16 +284,10 @@ impl ConfigFile {
     pub(super) fn side_error(&self, error: pkgproxy_sides::ConfigError) -> super::SettingsError {
         let placed = error.unknown_key.and_then(|start| placement::unknown_key_at(self.sides.text(), start));
         match placed {
-            Some(told) => super::SettingsError::Side(crate::redact::urls_in(&told)),
+            Some(told) => super::SettingsError::Side(told),
             None => error.into(),
         }
     }
-}
-
-/// Where the key `error` says no section reads starts in the text.
-fn unknown_key(error: &toml::de::Error) -> Option<usize> {
-    // serde words a field a type does not have "unknown field `NAME`, ...".
-    error.message().starts_with("unknown field").then(|| error.span()).flatten().map(|span| span.start)
 }
 
 #[cfg(test)]

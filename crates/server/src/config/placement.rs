@@ -153,7 +153,9 @@ pub(super) fn unknown_at_top(text: &str, name: &str) -> Option<String> {
     Some(told(text, &entry))
 }
 
-/// The whole message: where, what, the hint, and the line itself.
+/// The whole message: where, what, the hint, and the line itself, without
+/// the credentials a URL on that line may carry (the message is logged,
+/// and told on the admin socket after a reload).
 fn told(text: &str, entry: &Entry) -> String {
     let start = entry.start.unwrap_or(0);
     let (line, column) = line_and_column(text, start);
@@ -167,7 +169,8 @@ fn told(text: &str, entry: &Entry) -> String {
         false => key_hint(text, entry, line),
     };
     let shown = shown(text, line, column, entry);
-    format!("line {line}, column {column}: {what}{}\n{shown}", hint.map(|hint| format!(": {hint}")).unwrap_or_default())
+    let hint = hint.map(|hint| format!(": {hint}")).unwrap_or_default();
+    crate::redact::urls_in(&format!("line {line}, column {column}: {what}{hint}\n{shown}"))
 }
 
 /// "did you mean [npm]?", or the sections there are beside it.
@@ -263,9 +266,7 @@ fn distance(a: &str, b: &str) -> usize {
     for (i, row) in rows.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        rows[0][j] = j;
-    }
+    rows[0] = (0..=b.len()).collect();
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let changed = usize::from(a[i - 1] != b[j - 1]);
@@ -335,6 +336,13 @@ mod tests {
         let text = "[[apt.archive]]\nname = \"x\"\nindex_ttl = \"5m\"\n";
         let told = unknown_key_at(text, text.find("index_ttl").unwrap()).unwrap();
         assert!(told.contains("in [[apt.archive]]: it is a key of [apt], [lxd], [cargo], [pypi], [npm]"), "{told}");
+    }
+
+    #[test]
+    fn a_url_on_the_line_shown_keeps_its_credentials() {
+        let text = "[go]\nproxis = [\"https://puller:s3cret@proxy.lan\"]\n";
+        let told = unknown_key_at(text, 5).unwrap();
+        assert!(told.contains("did you mean `proxies`?") && !told.contains("s3cret"), "{told}");
     }
 
     #[test]
