@@ -173,7 +173,7 @@ fn told(text: &str, entry: &Entry) -> String {
     crate::redact::urls_in(&format!("line {line}, column {column}: {what}{hint}\n{shown}"))
 }
 
-/// "did you mean [npm]?", or the sections there are beside it.
+/// "did you mean `[npm]`?", or the sections there are beside it.
 fn section_hint(entry: &Entry) -> Option<String> {
     let sections = known();
     let parent = match entry.table.is_empty() {
@@ -197,7 +197,7 @@ fn section_hint(entry: &Entry) -> Option<String> {
     (!headers.is_empty()).then(|| format!("the sections are {}", headers.join(", ")))
 }
 
-/// "it is a key of [cache]", with its commented-out header; "did you mean
+/// "it is a key of `[cache]`", with its commented-out header; "did you mean
 /// `max_size`?"; or the keys of its section.
 fn key_hint(text: &str, entry: &Entry, line: usize) -> Option<String> {
     let sections = known();

@@ -34,8 +34,11 @@ pub struct Config {
 pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, ConfigError> {
     let options: Options = file.section(SideId::Toy)?;
     let mirrors = Instances::new(&options.mirrors, None);
-    let mirrors =
-        mirrors.map_err(|reason| ConfigError { side: SideId::Toy, message: format!("toy.mirrors: {reason}") })?;
+    let mirrors = mirrors.map_err(|reason| ConfigError {
+        side: SideId::Toy,
+        message: format!("toy.mirrors: {reason}"),
+        unknown_key: None,
+    })?;
     Ok(Box::new(Config { mirrors }))
 }
 
