@@ -5,6 +5,8 @@
 //! replaced by the parent pkgproxy's endpoint for them when there is a
 //! parent.
 
+use crate::decision::{Located, Origin};
+
 /// The instances of one pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instances {
@@ -58,6 +60,21 @@ impl Instances {
             let instance = UrlParts::of(base)?;
             instance.same_origin(&asked).then(|| instance.origin_with_userinfo())
         })
+    }
+
+    /// A file at `url` (absolute, with a path), fetched through the pool
+    /// `pool`: on an instance's host with that instance's credentials, as
+    /// the registry's own; elsewhere as a foreign host's, without any.
+    pub fn locate(&self, pool: String, url: &str) -> Option<Located> {
+        let (scheme, rest) = url.split_once("://")?;
+        let slash = rest.find('/')?;
+        let path = rest[slash..].to_owned();
+        match self.origin_of(url) {
+            Some(instance) => Some(Located::at_registry(Origin { pool, instances: vec![instance], path })),
+            None => {
+                Some(Located::foreign(Origin { pool, instances: vec![format!("{scheme}://{}", &rest[..slash])], path }))
+            }
+        }
     }
 
     /// Only the side's endpoint on the parent pkgproxy at `parent`

@@ -45,7 +45,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Reloadable;
 use crate::decision::{
     forwarded_headers, Access, Asking, CachedRequest, ClientAuthorization, DatedResume, Decision, ForwardRequest,
-    LocalAnswer, Located, Origin, Refusal, Reply, Rewrite, UpstreamAuth, Wanted,
+    LocalAnswer, Located, Refusal, Reply, Rewrite, UpstreamAuth, Wanted,
 };
 use crate::failure::Failure;
 use crate::id::SideId;
@@ -407,16 +407,7 @@ impl Side for Npm {
         if let Some(path) = registry.own_path(&url) {
             return Some(Located::at_registry(registry.origin(path.to_owned())));
         }
-        let (scheme, rest) = url.split_once("://")?;
-        let slash = rest.find('/')?;
-        let pool = format!("npm {} tarballs", registry.name);
-        let path = rest[slash..].to_owned();
-        match registry.mirrors.origin_of(&url) {
-            Some(instance) => Some(Located::at_registry(Origin { pool, instances: vec![instance], path })),
-            None => {
-                Some(Located::foreign(Origin { pool, instances: vec![format!("{scheme}://{}", &rest[..slash])], path }))
-            }
-        }
+        registry.mirrors.locate(format!("npm {} tarballs", registry.name), &url)
     }
 
     /// A document must be one and not older than the one held; a tarball

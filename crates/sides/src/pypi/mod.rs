@@ -555,15 +555,7 @@ impl Side for Pypi {
         if file.metadata {
             url.push_str(".metadata");
         }
-        let (scheme, rest) = url.split_once("://")?;
-        let slash = rest.find('/')?;
-        let (pool, path) = (format!("pypi {} files", index.name), rest[slash..].to_owned());
-        match index.mirrors.origin_of(&url) {
-            Some(instance) => Some(Located::at_registry(Origin { pool, instances: vec![instance], path })),
-            None => {
-                Some(Located::foreign(Origin { pool, instances: vec![format!("{scheme}://{}", &rest[..slash])], path }))
-            }
-        }
+        index.mirrors.locate(format!("pypi {} files", index.name), &url)
     }
 
     /// A page must not be older than the one held; a file must be what its
