@@ -523,6 +523,18 @@ fn render_info(info: &Info) -> String {
             size(n(SideCounter::BytesFromCache)),
             size(n(SideCounter::BytesFromUpstream)),
         );
+        if let Some(own) = info.own_requests.get(name).filter(|own| own.get(SideCounter::Requests) > 0) {
+            let n = |counter| own.get(counter);
+            out += &format!(
+                "{:<9} and {} of pkgproxy's own (check, warm, fetch-ahead): {} hits, {} misses, {} refused, {} failed\n",
+                "",
+                n(SideCounter::Requests),
+                n(SideCounter::Hits),
+                n(SideCounter::Misses),
+                n(SideCounter::Refused),
+                n(SideCounter::Failed),
+            );
+        }
     }
     for (group, counts) in &info.learned {
         let counts: Vec<String> =

@@ -20,8 +20,13 @@ pub struct Info {
     pub cache_dir: String,
     /// What the cache holds.
     pub cache: Snapshot<CacheGauge>,
-    /// Each side's counters, by side name.
+    /// Each side's counters of its clients' requests, by side name.
     pub sides: BTreeMap<String, Snapshot<SideCounter>>,
+    /// Each side's counters of the requests pkgproxy made of its own cache
+    /// (`check`, `warm`, fetch-ahead, prerequisites, bundles), by side name:
+    /// apart, so that the clients' hits and bytes are theirs alone.
+    #[serde(default)]
+    pub own_requests: BTreeMap<String, Snapshot<SideCounter>>,
     /// What went out through the one way out.
     pub upstream: Snapshot<UpstreamCounter>,
     /// The upstream pools used so far and their instances' state.
@@ -409,6 +414,7 @@ mod tests {
             cache_dir: "/c".into(),
             cache: Snapshot::default(),
             sides: BTreeMap::from([("apt".to_string(), Snapshot::default())]),
+            own_requests: BTreeMap::new(),
             upstream: Snapshot::default(),
             pools: vec![],
             mirrors: vec![ShadowInfo {

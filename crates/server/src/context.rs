@@ -11,6 +11,8 @@ use http::{HeaderMap, Method};
 use pkgproxy_sides::Mount;
 use tokio::sync::oneshot;
 
+use crate::stats::Requester;
+
 /// Who sent a request, as the gateway saw it.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientInfo {
@@ -64,6 +66,15 @@ impl<'a> Exchange<'a> {
     /// warm): no client, no headers of a client's.
     pub fn own_get(headers: &'a HeaderMap, mount: Mount, upstream_answer: &'a UpstreamAnswer) -> Self {
         Exchange { method: &Method::GET, headers, mount, upstream_answer, client: None, target: None, supply: None }
+    }
+
+    /// Who asked: a client of the listener, or pkgproxy itself (an exchange
+    /// with no client).
+    pub fn requester(&self) -> Requester {
+        match self.client {
+            Some(_) => Requester::Client,
+            None => Requester::Pkgproxy,
+        }
     }
 }
 

@@ -13,11 +13,9 @@ use std::sync::Mutex;
 
 use http::Response;
 use pkgproxy_control::RecentTrouble;
-use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::Sides;
 
 use crate::access_log::{CacheUse, Note};
-use crate::stats::Stats;
 
 /// How many refusals and failures are kept.
 pub const KEPT: usize = 20;
@@ -52,13 +50,12 @@ impl Trouble {
 
 impl Trouble {
     /// Notes `response`, the answer to a request for `uri` that the request
-    /// path describes with `note`, at `now`: a failure (a `5xx`) is counted
-    /// for its side in `stats`, and it or a refusal kept, with its path
-    /// where its side's paths are public. Nothing is done for any other
-    /// answer.
+    /// path describes with `note`, at `now`: a failure (a `5xx`) or a
+    /// refusal is kept, with its path where its side's paths are public.
+    /// Nothing is done for any other answer. (Its side's counters counted
+    /// it already.)
     pub fn observe<B>(
         &self,
-        stats: &Stats,
         sides: &Sides,
         now: std::time::SystemTime,
         uri: &http::Uri,
@@ -70,9 +67,6 @@ impl Trouble {
             return;
         }
         let side = note.side;
-        if let (Some(side), true) = (side, status.is_server_error()) {
-            stats.side(side).increment(SideCounter::Failed);
-        }
         let reason = response.headers().get(crate::headers::REASON).and_then(|value| value.to_str().ok());
         let reason = reason.or_else(|| status.canonical_reason()).unwrap_or_default();
         let public = side.is_none_or(|side| sides.get(side).paths_are_public());

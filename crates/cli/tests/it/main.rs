@@ -16,6 +16,7 @@ mod cargo_client;
 mod cluster;
 mod cluster_trust;
 mod common;
+mod counters;
 mod daemon_files;
 mod disk_full;
 mod flags;

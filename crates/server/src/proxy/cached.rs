@@ -40,6 +40,7 @@ use super::outcome::{Failed, Outcome};
 use super::reason::Reason;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
+use crate::stats::Requester;
 
 /// The largest body (by its announced length) whose client waits for the
 /// whole of it to be checked before its answer starts: it costs a small
@@ -63,8 +64,7 @@ async fn through_the_cache(
 ) -> (Outcome, Option<Reason>, Option<Arc<str>>) {
     // An answer that is a plain hit, or refused before any fetch.
     let plain = |outcome: Outcome| (outcome, None, None);
-    let stats = state.stats.side(request.side);
-    stats.increment(SideCounter::Requests);
+    let stats = state.stats.of(request.side, exchange.requester());
     let moment = Moment::of(state, exchange);
     let mut looked = lookup::look(&Held(state), &request, &moment);
     // A body served whole a moment ago may still be on its way into the
@@ -76,7 +76,6 @@ async fn through_the_cache(
     }
     let (cached, reason) = match looked {
         Lookup::Remembered(remembered) => {
-            stats.increment(SideCounter::Hits);
             stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
             return plain(Outcome::Answered(answer::passed(exchange, &remembered, Served::Hit)));
         }
@@ -151,7 +150,6 @@ async fn through_the_cache(
     };
     if let (Some(host), Phase::Passed(passed)) = (&withheld_from, &phase) {
         if matches!(passed.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-            stats.increment(SideCounter::Misses);
             return plain(refused_without_credentials(host, passed.status).into());
         }
     }
@@ -239,22 +237,15 @@ fn from_fetch(
     joined: &Joined,
     phase: Phase,
 ) -> Outcome {
-    let (stats, fetch, held) = (state.stats.side(side.id()), &joined.fetch, joined.held);
+    let (stats, fetch, held) = (state.stats.of(side.id(), exchange.requester()), &joined.fetch, joined.held);
     match phase {
         Phase::Streaming(head) => {
-            stats.increment(SideCounter::Misses);
             Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.reply.dated_resume))
         }
         Phase::Checked { entry, body } if held => from_body(state, exchange, request, &entry, body, Served::Hit),
         Phase::Done(entry) if held => from_cache(state, exchange, request, &entry, Served::Hit),
-        Phase::Checked { entry, body } => {
-            stats.increment(SideCounter::Misses);
-            from_body(state, exchange, request, &entry, body, Served::Miss)
-        }
-        Phase::Done(entry) => {
-            stats.increment(SideCounter::Misses);
-            from_cache(state, exchange, request, &entry, Served::Miss)
-        }
+        Phase::Checked { entry, body } => from_body(state, exchange, request, &entry, body, Served::Miss),
+        Phase::Done(entry) => from_cache(state, exchange, request, &entry, Served::Miss),
         Phase::NotModified(entry) => {
             stats.increment(SideCounter::Revalidations);
             from_cache(state, exchange, request, &entry, Served::Revalidated)
@@ -267,25 +258,19 @@ fn from_fetch(
             // One that asks to be left alone a while (`Retry-After`) is
             // passed on: the client is told when to ask again.
             None if passed.status.is_server_error() && !asks_to_wait(&passed) && side.upstream_errors_fail() => {
-                stats.increment(SideCounter::Misses);
                 Failed::Upstream(format!("the upstream answered {}", passed.status)).into()
             }
             _ => {
-                stats.increment(SideCounter::Misses);
                 side.remember(request, &passed, tokio::time::Instant::now().into_std());
                 Outcome::Answered(answer::passed(exchange, &passed, Served::Miss))
             }
         },
         Phase::Failed(error) => match cached {
             Some(entry) => stale(state, exchange, request, entry, Reason::from(&Failed::of_fetch(&error))),
-            None => {
-                stats.increment(SideCounter::Misses);
-                Failed::of_fetch(&error).into()
-            }
+            None => Failed::of_fetch(&error).into(),
         },
         // Passed through, not cached: read through the download's handle.
         Phase::Uncached { head, .. } => {
-            stats.increment(SideCounter::Misses);
             Outcome::Answered(answer::from_fetch(exchange, fetch, &head, request.reply.dated_resume))
         }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
@@ -327,7 +312,7 @@ async fn adopt(state: &Arc<State>, request: &CachedRequest, sha256: String, size
 
 fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, entry: &Entry, why: Reason) -> Outcome {
     tracing::info!(key = request.key, reason = %why, "revalidation failed; serving the cached entry");
-    state.stats.side(request.side).increment(SideCounter::StaleServed);
+    state.stats.of(request.side, exchange.requester()).increment(SideCounter::StaleServed);
     match from_cache(state, exchange, request, entry, Served::Stale) {
         Outcome::Answered(mut response) => {
             response.extensions_mut().insert(why);
@@ -368,9 +353,7 @@ fn from_body(
     }
     let (response, sent) = answer::from_entry(exchange, entry, file, served, &request.reply);
     if served != Served::Miss {
-        let stats = state.stats.side(request.side);
-        stats.increment(SideCounter::Hits);
-        stats.add(SideCounter::BytesFromCache, sent);
+        state.stats.of(request.side, exchange.requester()).add(SideCounter::BytesFromCache, sent);
     }
     Outcome::Answered(response)
 }
@@ -417,7 +400,9 @@ async fn fetch_for_pkgproxy(
     let (headers, upstream_answer) = (http::HeaderMap::new(), UpstreamAnswer::default());
     let exchange = Exchange { supply, ..Exchange::own_get(&headers, mount, &upstream_answer) };
     let key = request.key.clone();
-    let Outcome::Answered(response) = serve(state, &exchange, side, request).await else { return None };
+    let outcome = serve(state, &exchange, side, request).await;
+    state.stats.count(side.id(), Requester::Pkgproxy, outcome.ending(state.upstream.switch.mode()));
+    let Outcome::Answered(response) = outcome else { return None };
     if response.status() != StatusCode::OK {
         return None;
     }

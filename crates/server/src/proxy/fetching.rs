@@ -28,6 +28,7 @@ use crate::context::{Exchange, UpstreamAnswer};
 use crate::redact::without_user;
 use crate::shadow::Original;
 use crate::state::State;
+use crate::stats::Requester;
 use crate::tokens::{Asker, Challenge};
 
 /// The requests of one fetch, on one pool.
@@ -36,6 +37,8 @@ struct PoolSource {
     pool: Result<Arc<Pool>, Arc<UpstreamError>>,
     request: PoolRequest,
     side: SideId,
+    /// Who asked for the fetch: whose counters its bytes are added to.
+    requester: Requester,
     /// The instance that sent the last answer: a resume avoids it.
     last_instance: Arc<Mutex<Option<usize>>>,
     /// Where the first answer's status goes, for mirrors of the upstream
@@ -82,6 +85,7 @@ pub fn source(
         pool,
         request,
         side,
+        requester: exchange.requester(),
         last_instance: Arc::default(),
         upstream_answer,
         redirects,
@@ -212,7 +216,8 @@ impl PoolSource {
                 return Box::pin(async move { Err(error) });
             }
         };
-        let (state, side, last_instance) = (Arc::clone(&self.state), self.side, Arc::clone(&self.last_instance));
+        let (state, last_instance) = (Arc::clone(&self.state), Arc::clone(&self.last_instance));
+        let (side, requester) = (self.side, self.requester);
         let (redirects, origin, auth) = (self.redirects, self.origin.clone(), self.auth.clone());
         Box::pin(async move {
             let (request, answer) = authorised(&state, &pool, &origin, &auth, request).await?;
@@ -227,7 +232,7 @@ impl PoolSource {
             if let Some(report) = report {
                 report.report(response.status().as_u16());
             }
-            let mut response = response.map(|body| counted(body, state, side));
+            let mut response = response.map(|body| counted(body, state, side, requester));
             if let Some(base) = origin.instances.get(answer.instance) {
                 response.extensions_mut().insert(AnsweredBy(without_user(base).into()));
             }
@@ -395,9 +400,10 @@ impl std::error::Error for SharedError {
     }
 }
 
-/// `body`, adding what passes through to `side`'s counter.
-pub fn counted(body: PoolBody, state: Arc<State>, side: SideId) -> pkgproxy_cache::UpstreamBody {
-    Counted { body, state, side }.boxed()
+/// `body`, adding what passes through to `side`'s counter of
+/// `requester`'s requests.
+pub fn counted(body: PoolBody, state: Arc<State>, side: SideId, requester: Requester) -> pkgproxy_cache::UpstreamBody {
+    Counted { body, state, side, requester }.boxed()
 }
 
 /// An upstream body that adds what passes through to the side's counter.
@@ -405,6 +411,7 @@ struct Counted {
     body: PoolBody,
     state: Arc<State>,
     side: SideId,
+    requester: Requester,
 }
 
 impl Body for Counted {
@@ -415,7 +422,8 @@ impl Body for Counted {
         let polled = Pin::new(&mut self.body).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             if let Some(data) = frame.data_ref() {
-                self.state.stats.side(self.side).add(SideCounter::BytesFromUpstream, data.len() as u64);
+                let counters = self.state.stats.of(self.side, self.requester);
+                counters.add(SideCounter::BytesFromUpstream, data.len() as u64);
             }
         }
         polled.map_err(|e| e.into())

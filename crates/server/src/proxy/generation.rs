@@ -55,10 +55,7 @@ pub async fn serve(
 ) -> Outcome {
     let why = match current(state, exchange, &generation.root).await {
         Ok(why) => why,
-        Err(failed) => {
-            state.stats.side(generation.root.side).increment(SideCounter::Requests);
-            return failed.into();
-        }
+        Err(failed) => return failed.into(),
     };
     match generation.serve {
         Member::Key(key) => Finish::default().because(why).noted(member(state, exchange, &generation.root, &key)),
@@ -72,7 +69,6 @@ pub async fn serve(
 
 /// The entry `key` of the current generation of `root`.
 fn member(state: &Arc<State>, exchange: &Exchange<'_>, root: &CachedRequest, key: &str) -> Outcome {
-    state.stats.side(root.side).increment(SideCounter::Requests);
     match state.cache.lookup(key) {
         Some(entry) => {
             let request = CachedRequest { key: key.to_string(), ..root.clone() };
@@ -103,7 +99,7 @@ pub(super) async fn current(
         (Ok(()), _) => Ok(Some(why)),
         (Err(failed), Some(_)) => {
             tracing::info!(key = root.key, reason = ?failed, "refresh failed; serving the last generation");
-            state.stats.side(root.side).increment(SideCounter::StaleServed);
+            state.stats.of(root.side, exchange.requester()).increment(SideCounter::StaleServed);
             Ok(Some(Reason::from(&failed)))
         }
         (Err(failed), None) => Err(failed),

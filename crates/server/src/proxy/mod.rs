@@ -44,7 +44,6 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::CERTIFICATE_PATH;
-use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 
@@ -54,6 +53,7 @@ use crate::config::Step;
 use crate::context::{ClientInfo, Exchange};
 use crate::shadow::{Original, Tapped};
 use crate::state::State;
+use crate::stats::Requester;
 use outcome::Served;
 use outcome::{respond, Failed, Outcome};
 
@@ -90,7 +90,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
     let uri = request.uri().clone();
     let (response, note) = answer_request(&state, request).await;
-    state.trouble.observe(&state.stats, &state.sides, state.clock.now(), &uri, &response, note);
+    state.trouble.observe(&state.sides, state.clock.now(), &uri, &response, note);
     match state.access_log.is_on() {
         true => {
             let mut response = response;
@@ -135,7 +135,8 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
             let side = state.sides.owner(side, target.as_ref());
             let outcome = serve(state, side, mount, target, request).await;
             let note = Note { side: Some(side.id()), cache: cache_use(&outcome) };
-            let mut response = respond(Some(side), state.upstream.switch.mode(), outcome);
+            let mode = state.upstream.switch.mode();
+            let mut response = outcome::respond_counted(&state.stats, Requester::Client, side, mode, outcome);
             // Through the forward proxy, the content is the archive's
             // origin's in a browser, not pkgproxy's.
             if matches!(mount, Mount::Prefix(_)) {
@@ -164,8 +165,8 @@ fn cache_use(outcome: &Outcome) -> CacheUse {
             },
         },
         Outcome::Local(_) => CacheUse::Local,
-        Outcome::Failed(Failed::Refused(_) | Failed::Offline) => CacheUse::Refused,
-        Outcome::Failed(_) => CacheUse::Miss,
+        Outcome::Failed(Failed::Upstream(_) | Failed::Internal(_)) => CacheUse::Miss,
+        Outcome::Failed(_) => CacheUse::Refused,
     }
 }
 
@@ -205,7 +206,6 @@ async fn serve(
         Decision::Forward(request) => forward::forward(state, &exchange, request, tapped.tee(body)).await,
         Decision::Refuse(refusal) => {
             copy_body(tapped, body).await;
-            state.stats.side(side.id()).increment(SideCounter::Refused);
             Failed::Refused(refusal).into()
         }
         Decision::Cache(request) => {

@@ -21,6 +21,7 @@ use super::held::Offline;
 use super::{forward, outcome};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
+use crate::stats;
 
 /// What `side` finds `asked` needs in what the cache holds, unless `gone`
 /// is set first (see [`Requester`]). Blocking: a side reads and
@@ -109,7 +110,8 @@ pub async fn ask_first(state: &Arc<State>, side: &dyn Side, first: FirstAsk) -> 
     let answer = UpstreamAnswer::default();
     let exchange = Exchange { method: &Method::POST, ..Exchange::own_get(&first.headers, routed.mount, &answer) };
     let outcome = forward::forward(state, &exchange, request, Full::new(first.body)).await;
-    let response = outcome::respond(Some(side), state.upstream.switch.mode(), outcome);
+    let mode = state.upstream.switch.mode();
+    let response = outcome::respond_counted(&state.stats, stats::Requester::Pkgproxy, side, mode, outcome);
     let status = response.status();
     let body = match response.into_body().collect().await {
         Ok(body) => body.to_bytes(),

@@ -5,13 +5,14 @@
 
 use http::header::{HeaderValue, CONTENT_LENGTH};
 use http::Response;
-use pkgproxy_sides::{LocalAnswer, Side};
+use pkgproxy_sides::{Failure, LocalAnswer, Side};
 use pkgproxy_upstream::offline::Mode;
 
 use super::reason::{Reason, REASON};
 use crate::body::ResponseBody;
 pub use crate::failed::Failed;
 use crate::headers::VIA;
+use crate::stats::{Ending, Requester, Stats};
 
 /// How an answer was served, as `X-Pkgproxy-Cache` tells the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,25 @@ pub enum Outcome {
     Failed(Failed),
 }
 
+impl Outcome {
+    /// How the request ended, for its side's counters, with offline mode
+    /// `mode` in effect: `None` for an answer the side made itself.
+    pub fn ending(&self, mode: Mode) -> Option<Ending> {
+        match self {
+            Outcome::Answered(response) => Some(match response.extensions().get::<Served>() {
+                Some(Served::Hit | Served::Revalidated | Served::Stale) => Ending::Hit,
+                _ if response.status().is_server_error() => Ending::Failed,
+                Some(Served::Miss) | None => Ending::Miss,
+            }),
+            Outcome::Local(_) => None,
+            Outcome::Failed(failed) => Some(match failed.failure(mode) {
+                Failure::Refused(_) | Failure::Offline | Failure::Overloaded { .. } => Ending::Refused,
+                Failure::UpstreamFailed { .. } | Failure::Internal { .. } => Ending::Failed,
+            }),
+        }
+    }
+}
+
 impl From<Failed> for Outcome {
     fn from(failed: Failed) -> Self {
         Outcome::Failed(failed)
@@ -83,6 +103,19 @@ pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Respons
             answer
         }
     }
+}
+
+/// [`respond`], the request counted in `stats` as `requester`'s request
+/// of `side` as it ended.
+pub fn respond_counted(
+    stats: &Stats,
+    requester: Requester,
+    side: &dyn Side,
+    mode: Mode,
+    outcome: Outcome,
+) -> Response<ResponseBody> {
+    stats.count(side.id(), requester, outcome.ending(mode));
+    respond(Some(side), mode, outcome)
 }
 
 /// `response` with the headers that say how it was served and why it is

@@ -100,7 +100,6 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
     };
     if let Some(entry) = cached.as_ref().filter(|entry| digest == format!("sha256:{}", entry.sha256)) {
         link(state, &request, &request.key).await;
-        state.stats.side(request.side).increment(SideCounter::Requests);
         let outcome = cached::from_cache(state, exchange, &request, entry, Served::Revalidated);
         return with_headers(outcome, &request, &pointer, entry);
     }
@@ -198,13 +197,8 @@ fn unchecked(
     cached: Option<&Entry>,
     failed: Failed,
 ) -> Outcome {
-    let stats = state.stats.side(request.side);
-    stats.increment(SideCounter::Requests);
-    let Some(entry) = cached else {
-        stats.increment(SideCounter::Misses);
-        return failed.into();
-    };
-    stats.increment(SideCounter::StaleServed);
+    let Some(entry) = cached else { return failed.into() };
+    state.stats.of(request.side, exchange.requester()).increment(SideCounter::StaleServed);
     tracing::info!(key = request.key, reason = %Reason::from(&failed), "serving a name's last content");
     let outcome = cached::from_cache(state, exchange, request, entry, Served::Stale);
     let Outcome::Answered(mut response) = with_headers(outcome, request, pointer, entry) else {

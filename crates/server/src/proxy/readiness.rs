@@ -20,6 +20,7 @@ use super::reason::{Reason, REASON};
 use super::{cached, generation, pointer};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
+use crate::stats::Requester;
 
 /// Whether a `GET` of `url` would be answered with the network gone.
 pub fn check(state: &State, url: &str) -> ItemReadiness {
@@ -193,7 +194,8 @@ pub async fn warm(state: &Arc<State>, url: &str, headers: &HeaderMap) -> ItemRea
         },
         Decision::Answer(_) | Decision::Refuse(_) | Decision::Forward(_) => return before,
     };
-    let response = super::outcome::respond(Some(side), state.upstream.switch.mode(), outcome);
+    let mode = state.upstream.switch.mode();
+    let response = super::outcome::respond_counted(&state.stats, Requester::Pkgproxy, side, mode, outcome);
     let (status, why) = (response.status(), response.headers().get(REASON).cloned());
     let mut body = response.into_body();
     let mut read = 0;

@@ -19,6 +19,7 @@ use super::reason::{Reason, REASON};
 use super::{access, cached, generation, pointer, readiness};
 use crate::context::{Exchange, Supply, UpstreamAnswer};
 use crate::state::State;
+use crate::stats::Requester;
 
 /// An item handed to pkgproxy.
 pub struct Handed<'a> {
@@ -85,6 +86,7 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
     let answer = UpstreamAnswer::default();
     let exchange = Exchange { supply: Some(&supply), ..Exchange::own_get(&headers, mount, &answer) };
     let outcome = cached::serve(state, &exchange, side, fetched).await;
+    state.stats.count(side.id(), Requester::Pkgproxy, outcome.ending(state.upstream.switch.mode()));
     let said = drained(Some(side), state, outcome).await?;
     // Read whole; its commit may be a moment behind.
     state.cache.settled_on(&key).await;

@@ -28,6 +28,11 @@ pub fn gather(state: &State) -> Info {
             CacheGauge::DiskPressure => u64::from(usage.free < quota.min_free.bytes(usage.total)),
         }),
         sides: state.sides.iter().map(|side| (side.id().to_string(), state.stats.side(side.id()).snapshot())).collect(),
+        own_requests: state
+            .sides
+            .iter()
+            .map(|side| (side.id().to_string(), state.stats.own(side.id()).snapshot()))
+            .collect(),
         upstream: state.upstream.counters.snapshot(),
         pools: state.upstream.transport.report().into_iter().map(super::pool_info).collect(),
         mirrors: state.shadows.load().report(),

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use pkgproxy_control::{Info, InstanceInfo};
-use pkgproxy_metrics::{Kind, MetricSet, Snapshot};
+use pkgproxy_metrics::{Kind, MetricSet, SideCounter, Snapshot};
 use pkgproxy_sides::Learned;
 use pkgproxy_upstream::offline::Mode;
 
@@ -16,6 +16,9 @@ pub fn render(info: &Info, learned: &[Learned]) -> String {
     let sides: Vec<(String, &Snapshot<_>)> =
         info.sides.iter().map(|(side, snapshot)| (format!("side=\"{}\"", label(side)), snapshot)).collect();
     render_set(&mut out, &sides);
+    let own: Vec<(String, &Snapshot<SideCounter>)> =
+        info.own_requests.iter().map(|(side, snapshot)| (format!("side=\"{}\"", label(side)), snapshot)).collect();
+    render_own(&mut out, &own);
     render_set(&mut out, &[(String::new(), &info.upstream)]);
     render_set(&mut out, &[(String::new(), &info.cache)]);
     render_set(&mut out, &[(String::new(), &info.access_log)]);
@@ -61,6 +64,22 @@ fn render_set<S: MetricSet>(out: &mut String, rows: &[(String, &Snapshot<S>)]) {
                 true => _ = writeln!(out, "{name} {value}"),
                 false => _ = writeln!(out, "{name}{{{labels}}} {value}"),
             }
+        }
+    }
+}
+
+/// The counters of pkgproxy's own requests, each named as its clients'
+/// counterpart with `own_` before it (`pkgproxy_own_hits_total`).
+fn render_own(out: &mut String, rows: &[(String, &Snapshot<SideCounter>)]) {
+    for &metric in SideCounter::ALL {
+        let name = metric.prometheus_name().replacen("pkgproxy_", "pkgproxy_own_", 1);
+        let help = format!(
+            "pkgproxy's own requests (check, warm, fetch-ahead, prerequisites, bundles): {}",
+            metric.definition().help
+        );
+        header(out, &name, &help, Kind::Counter);
+        for (labels, snapshot) in rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {}", snapshot.get(metric));
         }
     }
 }
