@@ -23,7 +23,7 @@ fn artefact(name: &str) -> PathBuf {
 
 /// The cell `class` of the traffic row of `side` in `dom`.
 fn side_cell(dom: &str, side: &str, class: &str) -> String {
-    let row_start = dom.find(&format!("<tr data-side=\"{side}\">")).unwrap_or_else(|| panic!("no row for {side}"));
+    let row_start = dom.find(&format!("<tr data-side=\"{side}\"")).unwrap_or_else(|| panic!("no row for {side}"));
     let row = &dom[row_start..row_start + dom[row_start..].find("</tr>").unwrap()];
     let cell = format!("class=\"{class}\">");
     let start = row.find(&cell).unwrap_or_else(|| panic!("no {class} in {row}")) + cell.len();

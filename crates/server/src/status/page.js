@@ -56,7 +56,7 @@ function draw(status) {
   status.sides.forEach(side => {
     const row = document.querySelector('#sides tr[data-side="' + side.name + '"]');
     if (!row) return;
-    row.className = side.requests === 0 ? "idle" : "";
+    row.classList.toggle("idle", side.requests === 0);
     row.querySelector(".requests").textContent = side.requests;
     row.querySelector(".hits").textContent = side.hits;
     row.querySelector(".misses").textContent = side.misses;
