@@ -12,10 +12,11 @@ mod messages;
 pub use client::{ControlClient, ControlError};
 pub use messages::{
     CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, ExportRequest,
-    Imported, Info, InstanceInfo, ItemReadiness, MinuteTraffic, ModeRequest, NeededItem, Needs, NeedsRequest,
-    OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status,
-    StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
+    Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, NeededItem, Needs, NeedsRequest, OfflineInfo,
+    OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
+    SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
+pub use messages::{Traffic, TrafficSeries};
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
 /// with an [`ErrorAnswer`] when it cannot be used (the one in use stays).

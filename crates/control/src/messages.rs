@@ -283,19 +283,38 @@ pub struct RecentTrouble {
     pub reason: String,
 }
 
-/// One side's traffic in one minute.
+/// One side's traffic in one stretch of time (a minute, a quarter hour).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MinuteTraffic {
+pub struct Traffic {
     /// Requests.
     pub requests: u64,
     /// Answered from the cache.
     pub hits: u64,
     /// Answered from an upstream.
     pub misses: u64,
+    /// Refused (by policy, or because pkgproxy was offline).
+    #[serde(default)]
+    pub refused: u64,
     /// Answered with a `5xx`.
     pub failed: u64,
-    /// Body bytes sent from the cache and received from upstreams.
-    pub bytes: u64,
+    /// Body bytes sent from the cache.
+    #[serde(default)]
+    pub bytes_from_cache: u64,
+    /// Body bytes received from upstreams.
+    #[serde(default)]
+    pub bytes_from_upstream: u64,
+}
+
+/// One side's traffic over a span, in equal stretches, oldest first: the
+/// last one is the stretch under way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrafficSeries {
+    /// When the first stretch began (Unix seconds).
+    pub start: u64,
+    /// How long each stretch is, in seconds.
+    pub step_seconds: u64,
+    /// Each stretch's traffic.
+    pub stretches: Vec<Traffic>,
 }
 
 /// A node of a cluster and its shared tier (`[cluster]`).
@@ -359,9 +378,12 @@ pub struct SideStatus {
     /// would do).
     #[serde(default)]
     pub failed: u64,
-    /// The last hour, minute by minute, oldest first.
+    /// The last hour, minute by minute.
     #[serde(default)]
-    pub last_hour: Vec<MinuteTraffic>,
+    pub last_hour: TrafficSeries,
+    /// The last day, by quarter hours, kept across restarts.
+    #[serde(default)]
+    pub last_day: TrafficSeries,
 }
 
 /// The cache against its limits.

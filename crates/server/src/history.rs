@@ -1,93 +1,174 @@
-//! Each side's traffic over the last hour, minute by minute, for the status
-//! page's charts: the counters are looked at every few seconds (and when
-//! the page asks), the first look in each minute kept; a minute's traffic
-//! is what the counters moved since the look before it. Minutes nobody
-//! looked in (the daemon was busy, or just started) count nothing.
+//! Each side's traffic over the last hour, minute by minute, and over the
+//! last day, by quarter hours, for the status page's charts; and the file
+//! in the state directory that keeps them across a restart.
+//!
+//! The counters are looked at every few seconds (and when the page asks):
+//! what they moved since the look before is added to the stretches under
+//! way at the look, so the stretch of now is shown as it fills. Counters
+//! start at zero with the process; the stretches kept from before a
+//! restart are added to, never replaced.
+//!
+//! Only what the counters say is kept ([`SideCounter`] snapshots, as
+//! `crate::stats` keeps them): whatever counts a request one way or
+//! another decides what the charts show, not this module. It names no
+//! path, client or package.
 
-use std::collections::VecDeque;
+mod file;
+
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use pkgproxy_control::MinuteTraffic;
+use pkgproxy_control::{Traffic, TrafficSeries};
 use pkgproxy_metrics::{SideCounter, Snapshot};
 use pkgproxy_sides::SideId;
 
-/// The minutes shown.
-pub const MINUTES: u64 = 60;
+#[cfg(test)]
+use file::FILE_NAME;
+pub use file::{load, save};
 
-/// Each side's counters as first seen in each of the last minutes.
+/// The hour's stretches: a minute each, sixty of them.
+pub const HOUR: Span = Span { step: 60, count: 60 };
+/// The day's stretches: a quarter hour each, ninety-six of them.
+pub const DAY: Span = Span { step: 900, count: 96 };
+
+/// A chart's time axis: `count` stretches of `step` seconds, the last one
+/// under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Seconds in one stretch.
+    pub step: u64,
+    /// Stretches shown.
+    pub count: u64,
+}
+
+impl Span {
+    /// The number of the stretch `unix_secs` falls in.
+    fn stretch(self, unix_secs: u64) -> u64 {
+        unix_secs / self.step
+    }
+
+    /// Whether stretch `number` is still shown at `unix_secs`.
+    fn shows(self, number: u64, unix_secs: u64) -> bool {
+        number + self.count > self.stretch(unix_secs)
+    }
+}
+
+/// Each side's traffic, by stretch number, for one span.
+type Stretches = BTreeMap<u64, Vec<Traffic>>;
+
+/// Each side's traffic over the last hour and day.
 #[derive(Debug, Default)]
 pub struct History {
-    looks: Mutex<VecDeque<(u64, Vec<Snapshot<SideCounter>>)>>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Each side's counters at the last look, in [`SideId::ALL`]'s order
+    /// (none yet: every counter was zero, as at the start).
+    seen: Vec<Snapshot<SideCounter>>,
+    /// The hour's minutes that saw traffic.
+    minutes: Stretches,
+    /// The day's quarter hours that saw traffic.
+    quarters: Stretches,
 }
 
 impl History {
-    /// Keeps `sides` (each side's counters, in [`SideId::ALL`]'s order) as
-    /// seen at `unix_secs`, unless this minute was seen already.
-    pub fn look(&self, unix_secs: u64, sides: Vec<Snapshot<SideCounter>>) {
-        let minute = unix_secs / 60;
-        let mut looks = self.looks.lock().unwrap_or_else(|p| p.into_inner());
-        if looks.back().is_some_and(|(seen, _)| *seen >= minute) {
-            return;
-        }
-        looks.push_back((minute, sides));
-        while looks.front().is_some_and(|(seen, _)| *seen + MINUTES + 1 < minute) {
-            looks.pop_front();
-        }
+    /// A history that goes on from `kept`'s (read back at a start), as
+    /// seen at `unix_secs`: what is older than a day is let go.
+    pub fn with(kept: Kept, unix_secs: u64) -> History {
+        let mut inner = Inner { seen: Vec::new(), minutes: kept.minutes, quarters: kept.quarters };
+        inner.let_go(unix_secs);
+        History { inner: Mutex::new(inner) }
     }
 
-    /// `side`'s traffic in each of the [`MINUTES`] minutes before
-    /// `unix_secs`'s, oldest first.
-    pub fn last_hour(&self, side: SideId, unix_secs: u64) -> Vec<MinuteTraffic> {
-        let now = unix_secs / 60;
-        let looks = self.looks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut minutes = vec![MinuteTraffic::default(); MINUTES as usize];
-        for pair in looks.iter().collect::<Vec<_>>().windows(2) {
-            let ((_, before), (minute, after)) = (pair[0], pair[1]);
-            // What moved between two looks belongs to the minute before the
-            // later one: the first look in a minute closes the last.
-            let Some(age) = now.checked_sub(minute.saturating_sub(1)) else { continue };
-            if age == 0 || age > MINUTES {
+    /// Adds what each side's counters (`sides`, in [`SideId::ALL`]'s
+    /// order) moved since the last look to the stretches of `unix_secs`.
+    pub fn look(&self, unix_secs: u64, sides: Vec<Snapshot<SideCounter>>) {
+        let mut guard = self.lock();
+        let inner: &mut Inner = &mut guard;
+        for (index, now) in sides.iter().enumerate() {
+            let moved = moved(inner.seen.get(index), now);
+            if moved == Traffic::default() {
                 continue;
             }
-            let (before, after) = (&before[side.index()], &after[side.index()]);
-            let moved = |counter| after.get(counter).saturating_sub(before.get(counter));
-            minutes[(MINUTES - age) as usize] = MinuteTraffic {
-                requests: moved(SideCounter::Requests),
-                hits: moved(SideCounter::Hits),
-                misses: moved(SideCounter::Misses),
-                failed: moved(SideCounter::Failed),
-                bytes: moved(SideCounter::BytesFromCache) + moved(SideCounter::BytesFromUpstream),
-            };
+            for (span, stretches) in [(HOUR, &mut inner.minutes), (DAY, &mut inner.quarters)] {
+                let stretch =
+                    stretches.entry(span.stretch(unix_secs)).or_insert_with(|| vec![Traffic::default(); sides.len()]);
+                if let Some(traffic) = stretch.get_mut(index) {
+                    add(traffic, &moved);
+                }
+            }
         }
-        minutes
+        inner.seen = sides;
+        inner.let_go(unix_secs);
     }
+
+    /// `side`'s traffic over `span`, up to the stretch of `unix_secs`.
+    pub fn series(&self, side: SideId, span: Span, unix_secs: u64) -> TrafficSeries {
+        let inner = self.lock();
+        let stretches = if span == HOUR { &inner.minutes } else { &inner.quarters };
+        let last = span.stretch(unix_secs);
+        let first = last.saturating_sub(span.count - 1);
+        let shown = (first..=last).map(|number| {
+            stretches.get(&number).and_then(|sides| sides.get(side.index())).copied().unwrap_or_default()
+        });
+        TrafficSeries { start: first * span.step, step_seconds: span.step, stretches: shown.collect() }
+    }
+
+    /// What is kept across a restart: the stretches of the hour and day.
+    pub fn kept(&self) -> Kept {
+        let inner = self.lock();
+        Kept { minutes: inner.minutes.clone(), quarters: inner.quarters.clone() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    /// Lets go of the stretches no chart shows at `unix_secs`.
+    fn let_go(&mut self, unix_secs: u64) {
+        self.minutes.retain(|number, _| HOUR.shows(*number, unix_secs));
+        self.quarters.retain(|number, _| DAY.shows(*number, unix_secs));
+    }
+}
+
+/// The stretches kept across a restart, each side's in [`SideId::ALL`]'s
+/// order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// The hour's minutes that saw traffic, by number since the epoch.
+    pub minutes: BTreeMap<u64, Vec<Traffic>>,
+    /// The day's quarter hours that saw traffic, by number since the epoch.
+    pub quarters: BTreeMap<u64, Vec<Traffic>>,
+}
+
+/// What the counters moved from `before` (none: all zero) to `now`.
+fn moved(before: Option<&Snapshot<SideCounter>>, now: &Snapshot<SideCounter>) -> Traffic {
+    let moved = |counter| now.get(counter).saturating_sub(before.map_or(0, |before| before.get(counter)));
+    Traffic {
+        requests: moved(SideCounter::Requests),
+        hits: moved(SideCounter::Hits),
+        misses: moved(SideCounter::Misses),
+        refused: moved(SideCounter::Refused),
+        failed: moved(SideCounter::Failed),
+        bytes_from_cache: moved(SideCounter::BytesFromCache),
+        bytes_from_upstream: moved(SideCounter::BytesFromUpstream),
+    }
+}
+
+/// Adds `more` to `traffic`.
+fn add(traffic: &mut Traffic, more: &Traffic) {
+    traffic.requests += more.requests;
+    traffic.hits += more.hits;
+    traffic.misses += more.misses;
+    traffic.refused += more.refused;
+    traffic.failed += more.failed;
+    traffic.bytes_from_cache += more.bytes_from_cache;
+    traffic.bytes_from_upstream += more.bytes_from_upstream;
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pkgproxy_metrics::Counters;
-
-    #[test]
-    fn each_minute_counts_what_moved_since_the_look_before() {
-        let history = History::default();
-        let counters: Vec<Counters<SideCounter>> = SideId::ALL.iter().map(|_| Counters::default()).collect();
-        let look = |at: u64| history.look(at, counters.iter().map(Counters::snapshot).collect());
-        let apt = SideId::Apt;
-        let start = 1_800_000_000 / 60 * 60;
-        look(start);
-        counters[apt.index()].add(SideCounter::Requests, 5);
-        counters[apt.index()].add(SideCounter::Hits, 4);
-        look(start + 30); // the same minute: not kept
-        look(start + 60);
-        counters[apt.index()].add(SideCounter::Requests, 2);
-        look(start + 180); // two minutes nobody looked in
-        let hour = history.last_hour(apt, start + 240);
-        assert_eq!(hour.len(), 60);
-        let requests: Vec<u64> = hour.iter().map(|minute| minute.requests).collect();
-        assert_eq!(&requests[56..], [5, 0, 2, 0], "{requests:?}");
-        assert_eq!(hour[56].hits, 4);
-        assert!(history.last_hour(SideId::Go, start + 240).iter().all(|minute| minute.requests == 0));
-        assert!(history.last_hour(apt, start + 240 + 3600).iter().all(|minute| minute.requests == 0), "an hour on");
-    }
-}
+mod tests;

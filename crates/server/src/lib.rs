@@ -245,21 +245,25 @@ fn with_peer_url(mut config: pkgproxy_cluster::ClusterConfig, listen: SocketAddr
     config
 }
 
+/// What is read from disk at a start: the cache, each side's learnt
+/// state, the listener's TLS and the traffic history.
+type Opened = (Cache, Sides, tls::ListenerTls, history::Kept);
+
 impl State {
     /// Opens what the server runs with: the cache and each side's learnt
     /// state (blocking work, on a blocking thread), the way out and the
     /// shadows, for a proxy listening on `listen`.
     pub(crate) async fn open(settings: Settings, listen: SocketAddr) -> Result<State, ServerError> {
         let (cache_dir, sides, clock) = (settings.cache_dir.clone(), settings.sides.clone(), settings.clock.clone());
-        let (tls_source, quota) = (settings.tls.clone(), settings.quota);
-        let opened = tokio::task::spawn_blocking(move || -> Result<(Cache, Sides, tls::ListenerTls), ServerError> {
+        let (tls_source, quota, state_dir) = (settings.tls.clone(), settings.quota, settings.state_dir.clone());
+        let opened = tokio::task::spawn_blocking(move || -> Result<Opened, ServerError> {
             let cache = Cache::open(&cache_dir, clock)?;
             cache.set_quota(quota);
             let sides = Sides::open(&sides, &cache)?;
             let tls = tls::ListenerTls::open(&tls_source).map_err(|error| ServerError::Start(error.to_string()))?;
-            Ok((cache, sides, tls))
+            Ok((cache, sides, tls, history::load(&state_dir)))
         });
-        let (cache, sides, tls) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
+        let (cache, sides, tls, history) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();
         let (status_page, status_metrics) = (settings.status_page, settings.status_metrics);
         let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
@@ -281,7 +285,7 @@ impl State {
             clock: Arc::clone(&settings.clock),
             trusted_keys: arc_swap::ArcSwap::from_pointee(settings.trusted_keys.clone()),
             trouble: Default::default(),
-            history: Default::default(),
+            history: history::History::with(history, pkgproxy_cache::unix_secs(settings.clock.now())),
             ahead: Default::default(),
             settings,
             cache,

@@ -72,7 +72,7 @@ pub struct State {
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The last refusals and failures, for the status page.
     pub trouble: crate::trouble::Trouble,
-    /// Each side's traffic over the last hour.
+    /// Each side's traffic over the last hour and day.
     pub history: crate::history::History,
     /// What is being fetched ahead of clients.
     pub ahead: crate::ahead::Ahead,

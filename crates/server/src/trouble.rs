@@ -4,14 +4,18 @@
 //! only totals since start.
 //!
 //! The page is read by every client the listener serves: a failure is kept
-//! by its side, status and reason, and by its path only where the path
-//! names nothing private (apt's archives, snaps, LXD images: not a go
-//! module or a registry repository, which may be private).
+//! by its side, status and reason, and by its path (never its query) unless
+//! that request was private: it carried a client's credentials (an
+//! `Authorization`, a cookie, a token header, a user in its URL), or its
+//! side serves it from a space only some clients may read
+//! ([`pkgproxy_sides::Side::serves_privately`]). Whether a path is shown
+//! is decided request by request, so a public npm package or PyPI project
+//! is named and a private one never is.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use http::Response;
+use http::{HeaderMap, Response, Uri};
 use pkgproxy_control::RecentTrouble;
 use pkgproxy_sides::Sides;
 
@@ -49,16 +53,15 @@ impl Trouble {
 }
 
 impl Trouble {
-    /// Notes `response`, the answer to a request for `uri` that the request
-    /// path describes with `note`, at `now`: a failure (a `5xx`) or a
-    /// refusal is kept, with its path where its side's paths are public.
-    /// Nothing is done for any other answer. (Its side's counters counted
-    /// it already.)
+    /// Notes `response`, the answer to `asked` that the request path
+    /// describes with `note`, at `now`: a failure (a `5xx`) or a refusal is
+    /// kept, with its path unless the request was private. Nothing is done
+    /// for any other answer. (Its side's counters counted it already.)
     pub fn observe<B>(
         &self,
         sides: &Sides,
         now: std::time::SystemTime,
-        uri: &http::Uri,
+        asked: &Asked,
         response: &Response<B>,
         note: Note,
     ) {
@@ -69,15 +72,56 @@ impl Trouble {
         let side = note.side;
         let reason = response.headers().get(crate::headers::REASON).and_then(|value| value.to_str().ok());
         let reason = reason.or_else(|| status.canonical_reason()).unwrap_or_default();
-        let public = side.is_none_or(|side| sides.get(side).paths_are_public());
         self.keep(RecentTrouble {
             at: pkgproxy_cache::unix_secs(now),
             side: side.map(|side| side.to_string()),
             status: status.as_u16(),
-            path: public.then(|| shown_path(&uri.to_string())),
+            path: asked.shown(sides, side),
             reason: reason.chars().take(REASON_LIMIT).collect(),
         });
     }
+}
+
+/// What a request asked, as far as the trouble table may tell it: its URI,
+/// and whether it carried a client's credentials. Taken before the request
+/// is answered (its headers go with it).
+#[derive(Debug, Clone)]
+pub struct Asked {
+    uri: Uri,
+    with_credentials: bool,
+}
+
+impl Asked {
+    /// What `uri`, asked with `headers`, may be shown as.
+    pub fn of(uri: &Uri, headers: &HeaderMap) -> Asked {
+        let in_url = uri.authority().is_some_and(|authority| authority.as_str().contains('@'));
+        Asked { uri: uri.clone(), with_credentials: in_url || headers.keys().any(is_credential) }
+    }
+
+    /// The path shown for a request `side` answered: none for a private
+    /// one, and never the query (a signed URL's, a token's).
+    fn shown(&self, sides: &Sides, side: Option<pkgproxy_sides::SideId>) -> Option<String> {
+        if self.with_credentials {
+            return None;
+        }
+        let private = side.is_some_and(|side| {
+            let below = match pkgproxy_sides::route::prefix_of(side) {
+                Some(prefix) => pkgproxy_sides::route::below(pkgproxy_sides::Mount::Prefix(prefix), self.uri.path()),
+                None => self.uri.path(),
+            };
+            sides.get(side).serves_privately(below, self.uri.query())
+        });
+        (!private).then(|| shown_path(&self.uri.to_string()))
+    }
+}
+
+/// Whether a header named `name` carries a client's credentials: the
+/// standard ones, a cookie, and the token and key headers registries and
+/// package servers take (`X-Auth-Token`, `Private-Token`, `X-Api-Key`).
+fn is_credential(name: &http::HeaderName) -> bool {
+    let name = name.as_str();
+    matches!(name, "authorization" | "proxy-authorization" | "cookie")
+        || ["token", "api-key", "apikey", "secret", "password"].iter().any(|word| name.contains(word))
 }
 
 /// What the page shows of a public `path`: no query.
@@ -88,6 +132,22 @@ fn shown_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_with_a_clients_credentials_is_kept_without_its_path() {
+        let uri: Uri = "/npm/@corp%2fsecret".parse().unwrap();
+        for header in ["authorization", "cookie", "x-auth-token", "private-token", "x-api-key"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::HeaderName::from_static(header), "x".parse().unwrap());
+            assert!(Asked::of(&uri, &headers).with_credentials, "{header}");
+        }
+        let with_user: Uri = "http://user:pass@deb.example/debian/pool/x.deb".parse().unwrap();
+        assert!(Asked::of(&with_user, &HeaderMap::new()).with_credentials);
+        let mut public = HeaderMap::new();
+        public.insert(http::header::USER_AGENT, "npm/10".parse().unwrap());
+        public.insert(http::header::ACCEPT, "application/json".parse().unwrap());
+        assert!(!Asked::of(&uri, &public).with_credentials);
+    }
 
     #[test]
     fn a_path_is_kept_without_its_query() {

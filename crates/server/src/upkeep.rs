@@ -2,7 +2,8 @@
 //! seconds, eviction down to the quota (or to the free space kept on the
 //! disk), and a line in the log when the disk comes under pressure or out of
 //! it (once, not per request); every minute, and at shutdown, the uses hits
-//! recorded in memory written into the index.
+//! recorded in memory written into the index, and the traffic history
+//! into its file.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +69,8 @@ fn report_pressure(state: &State, was: bool) -> bool {
     now
 }
 
-/// Keeps each side's counters for the last hour's charts.
+/// Keeps what each side's counters moved for the charts of the last hour
+/// and day.
 pub fn look_at_traffic(state: &State) {
     let sides = pkgproxy_sides::SideId::ALL.iter().map(|side| state.stats.side(*side).snapshot()).collect();
     state.history.look(pkgproxy_cache::unix_secs(state.clock.now()), sides);
@@ -77,5 +79,9 @@ pub fn look_at_traffic(state: &State) {
 fn persist_now(state: &State) {
     if let Err(error) = state.cache.persist_recency() {
         tracing::warn!(%error, "cannot write when entries were last used");
+    }
+    look_at_traffic(state);
+    if let Err(error) = crate::history::save(&state.settings.state_dir, &state.history.kept()) {
+        tracing::warn!(%error, "the charts will not show this traffic after a restart");
     }
 }

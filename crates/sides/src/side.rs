@@ -138,11 +138,14 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
         true
     }
 
-    /// Whether the paths of the side's requests may be shown to every
-    /// client of the listener (the status page's recent trouble): not
-    /// when a path may name something private (a go module, a registry
-    /// repository), which is the default.
-    fn paths_are_public(&self) -> bool {
+    /// Whether a request for `path` (below the side's mount, as the
+    /// client sent it, with its `query`) is served from a space only some
+    /// clients may read, whoever asks (a registry repository pkgproxy
+    /// pulls with its own account, a registry that requires a login): its
+    /// path is then never shown to other clients (the status page's
+    /// recent trouble). A request that carries a client's credentials is
+    /// kept from them whatever this says.
+    fn serves_privately(&self, _path: &str, _query: Option<&str>) -> bool {
         false
     }
 

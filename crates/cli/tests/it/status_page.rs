@@ -1,7 +1,9 @@
 //! The status page at `/`, read by the real Chromium after real `apt-get`
-//! traffic: the counters that traffic changed, the setup lines filled in
-//! with the host and port the browser used, the offline mode, and a layout
-//! that fits a phone. `[status] page = false` leaves the plain hint.
+//! traffic: the counters and the charts that traffic changed, the setup
+//! lines filled in with the host and port the browser used, the offline
+//! mode, what was refused (named unless private), the day's traffic after
+//! a restart, and a layout that fits a phone. `[status] page = false`
+//! leaves the plain hint.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,7 +23,7 @@ fn artefact(name: &str) -> PathBuf {
 
 /// The cell `class` of the traffic row of `side` in `dom`.
 fn side_cell(dom: &str, side: &str, class: &str) -> String {
-    let row_start = dom.find(&format!("<tr data-side=\"{side}\">")).unwrap_or_else(|| panic!("no row for {side}"));
+    let row_start = dom.find(&format!("<tr data-side=\"{side}\"")).unwrap_or_else(|| panic!("no row for {side}"));
     let row = &dom[row_start..row_start + dom[row_start..].find("</tr>").unwrap()];
     let cell = format!("class=\"{class}\">");
     let start = row.find(&cell).unwrap_or_else(|| panic!("no {class} in {row}")) + cell.len();
@@ -82,7 +84,15 @@ async fn chromium_shows_the_traffic_apt_made_and_the_setup_for_the_host_it_used(
                 "document.getElementById('refreshed').textContent.startsWith('updated')",
                 "({ page: document.documentElement.scrollWidth, screen: window.innerWidth, \
                    setup: [...document.querySelectorAll('pre')].every(p => getComputedStyle(p).whiteSpace === 'pre'), \
-                   cells: Math.max(...[...document.querySelectorAll('#sides td')].map(td => td.getBoundingClientRect().right)) })",
+                   cells: Math.max(...[...document.querySelectorAll('#sides td')].map(td => td.getBoundingClientRect().right)), \
+                   charts: Math.max(...[...document.querySelectorAll('#charts figure')].map(f => f.getBoundingClientRect().right)), \
+                   first: document.querySelector('#charts .side-chart').dataset.side, \
+                   idle: document.getElementById('idle').textContent, \
+                   hour: Object.fromEntries(['requests', 'ratio', 'from-cache', 'fetched'].map(c => \
+                     [c, document.querySelector('#charts [data-side=apt] .hour .' + c).textContent])), \
+                   bars: document.querySelectorAll('#charts [data-side=apt] .hour svg.bars rect').length, \
+                   chartTop: document.querySelector('#charts [data-side=apt] .hour svg.bars').getBoundingClientRect().top, \
+                   chartWidth: document.querySelector('#charts [data-side=apt] .hour svg.bars').getBoundingClientRect().width })",
             )
         }
     })
@@ -95,6 +105,81 @@ async fn chromium_shows_the_traffic_apt_made_and_the_setup_for_the_host_it_used(
         layout["cells"].as_f64() <= layout["screen"].as_f64(),
         "every column of the traffic is on screen: {layout}"
     );
+    // The chart of the last hour says, in figures, the traffic apt made.
+    let hour = &layout["hour"];
+    assert_eq!(hour["requests"], apt.get(SideCounter::Requests).to_string(), "{layout}");
+    assert_eq!(hour["ratio"], format!("{:.1} %", ratio * 100.0), "{layout}");
+    assert_eq!(hour["from-cache"], side_cell(&dom, "apt", "saved"), "{layout}");
+    assert_eq!(hour["fetched"], side_cell(&dom, "apt", "fetched"), "{layout}");
+    assert!(layout["bars"].as_u64() >= Some(1), "the minutes with traffic have bars: {layout}");
+    assert_eq!(layout["first"], "apt", "the side with traffic comes first: {layout}");
+    assert!(
+        layout["idle"].as_str().unwrap().contains("go, snap, registry, lxd"),
+        "the idle sides in one line: {layout}"
+    );
+    assert!(layout["charts"].as_f64() <= layout["screen"].as_f64(), "the charts fit a phone: {layout}");
+    assert!(layout["chartWidth"].as_f64() >= Some(300.0), "a chart as wide as the phone: {layout}");
+    assert!(layout["chartTop"].as_f64() <= Some(844.0), "apt's chart on the first screen of a phone: {layout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_public_package_refused_is_named_on_the_page_and_one_asked_with_a_token_is_not() {
+    let daemon = Daemon::start_with(PKGPROXY, None, &["-offline-mode", "offline"]).await;
+    let send = |path: &'static str, headers: &'static [(&'static str, &'static str)]| {
+        pkgproxy_testkit::client::send(daemon.proxy_addr(), "GET", path, headers, b"")
+    };
+    assert_eq!(send("/npm/is-odd", &[]).await.status, 424);
+    assert_eq!(send("/pypi/simple/six/?format=json", &[]).await.status, 424);
+    let private = send("/npm/@corp%2fsecret-tool", &[("authorization", "Bearer npm_s3cr3t")]).await;
+    assert_eq!(private.status, 424);
+
+    let json: pkgproxy_control::Status =
+        serde_json::from_slice(&get(daemon.proxy_addr(), pkgproxy_control::STATUS_PATH).await.body).unwrap();
+    let paths: Vec<Option<&str>> = json.recent_trouble.iter().map(|trouble| trouble.path.as_deref()).collect();
+    assert_eq!(
+        paths,
+        [None, Some("/pypi/simple/six/"), Some("/npm/is-odd")],
+        "newest first: {:?}",
+        json.recent_trouble
+    );
+    let url = daemon.proxy_url();
+    let dom =
+        tokio::task::spawn_blocking(move || Chromium::new().dump_dom(&url, Duration::from_secs(3))).await.unwrap();
+    let trouble = &dom[dom.find("id=\"trouble\"").unwrap()..];
+    let trouble = &trouble[..trouble.find("</tbody>").unwrap()];
+    assert!(trouble.contains(">/npm/is-odd<") && trouble.contains(">/pypi/simple/six/<"), "{trouble}");
+    assert!(!dom.contains("secret-tool") && !dom.contains("npm_s3cr3t") && !dom.contains("format=json"), "{trouble}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_days_traffic_is_on_the_page_again_after_a_restart() {
+    let mut daemon = Daemon::start_with(PKGPROXY, None, &["-offline-mode", "offline"]).await;
+    for _ in 0..3 {
+        let refused = pkgproxy_testkit::client::get(daemon.proxy_addr(), "/npm/is-odd").await;
+        assert_eq!(refused.status, 424);
+    }
+    let day = |status: &pkgproxy_control::Status| {
+        let npm = status.sides.iter().find(|side| side.name == "npm").unwrap();
+        npm.last_day.stretches.iter().map(|stretch| stretch.requests).sum::<u64>()
+    };
+    let status = || async {
+        let answer = get(daemon.proxy_addr(), pkgproxy_control::STATUS_PATH).await;
+        serde_json::from_slice::<pkgproxy_control::Status>(&answer.body).unwrap()
+    };
+    assert_eq!(day(&status().await), 3);
+    assert!(daemon.stop().is_some_and(|exit| exit.success()), "a clean stop");
+    daemon.start_again().await;
+    let after = get(daemon.proxy_addr(), pkgproxy_control::STATUS_PATH).await;
+    let after: pkgproxy_control::Status = serde_json::from_slice(&after.body).unwrap();
+    let npm = after.sides.iter().find(|side| side.name == "npm").unwrap();
+    assert_eq!(npm.requests, 0, "the counters start again");
+    assert_eq!(day(&after), 3, "the day's traffic before the restart: {:?}", npm.last_day);
+    let url = daemon.proxy_url();
+    let dom =
+        tokio::task::spawn_blocking(move || Chromium::new().dump_dom(&url, Duration::from_secs(3))).await.unwrap();
+    let chart = &dom[dom.find("data-side=\"npm\"><h3>").expect("npm's chart, as it had traffic today")..];
+    let day_figures = &chart[chart.find("class=\"span day\"").unwrap()..];
+    assert!(day_figures.contains("<b class=\"requests\">3</b> requests"), "{day_figures}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -172,7 +257,7 @@ async fn the_page_shows_what_was_refused_and_what_failed_and_a_banner_while_offl
     let trouble = &trouble[..trouble.find("</tbody>").unwrap()];
     assert!(trouble.contains(">502<") && trouble.contains("/debian/pool/main/h/hello/hello_1.0_all.deb"), "{trouble}");
     assert!(trouble.contains(">403<") && trouble.contains("unknown.example"), "{trouble}");
-    assert!(dom.contains("<svg class=\"spark\""), "a chart of the last hour: {dom}");
+    assert!(dom.contains("<svg class=\"bars\""), "a chart of the last hour: {dom}");
 
     let phone = artefact("status-page-trouble-phone.png");
     let layout = tokio::task::spawn_blocking(move || {

@@ -43,6 +43,9 @@ pub enum Persistence {
 pub struct Settings {
     /// Where the cache lives.
     pub cache_dir: PathBuf,
+    /// Where what is not cache is kept (`-state-dir`; beside the cache by
+    /// default): the traffic history the status page charts.
+    pub state_dir: PathBuf,
     /// Every side's configuration.
     pub sides: SidesConfig,
     /// The way out.
@@ -278,6 +281,7 @@ impl Settings {
         Ok(Settings {
             tls,
             quota,
+            state_dir: overrides.state_dir.clone().unwrap_or_else(|| cache_dir.clone()),
             cache_dir,
             sides,
             upstream,

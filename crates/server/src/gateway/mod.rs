@@ -131,7 +131,8 @@ async fn serve_client(
                         state.admission.counters.increment(ClientCounter::Malformed);
                         let note = Note { side: None, cache: CacheUse::Refused };
                         let now = state.clock.now();
-                        state.trouble.observe(&state.sides, now, request.uri(), &refused, note);
+                        let asked = crate::trouble::Asked::of(request.uri(), request.headers());
+                        state.trouble.observe(&state.sides, now, &asked, &refused, note);
                         refused.extensions_mut().insert(note);
                         refused
                     }

@@ -88,9 +88,9 @@ fn certificate(state: &State) -> Response<ResponseBody> {
 /// access log on, the answer notes which side served it and how.
 pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
-    let uri = request.uri().clone();
+    let asked = crate::trouble::Asked::of(request.uri(), request.headers());
     let (response, note) = answer_request(&state, request).await;
-    state.trouble.observe(&state.sides, state.clock.now(), &uri, &response, note);
+    state.trouble.observe(&state.sides, state.clock.now(), &asked, &response, note);
     match state.access_log.is_on() {
         true => {
             let mut response = response;

@@ -8,6 +8,7 @@
 //! paths of the machine, nothing only the admin socket tells).
 //! `[status] page = false` turns both off.
 
+mod chart;
 mod page;
 
 use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
@@ -115,7 +116,8 @@ fn side_status(state: &State, side: pkgproxy_sides::SideId) -> SideStatus {
         bytes_fetched: counters.get(SideCounter::BytesFromUpstream),
         refused: counters.get(SideCounter::Refused),
         failed: counters.get(SideCounter::Failed),
-        last_hour: state.history.last_hour(side, now),
+        last_hour: state.history.series(side, crate::history::HOUR, now),
+        last_day: state.history.series(side, crate::history::DAY, now),
     }
 }
 

@@ -25,6 +25,7 @@ function modeShown(mode) {
   return { never: "online", offline: "offline", "store-overloaded": "leaving overloaded upstreams alone" }[mode] || mode;
 }
 function httpDate(at) { return new Date(at * 1000).toUTCString(); }
+function timeOfDay(at) { return new Date(at * 1000).toLocaleTimeString([], { hour12: false }); }
 function banner(offline) {
   const why = offline.reason ? "auto-offline: " + offline.reason : "set by an admin";
   const since = offline.since ? " since " + httpDate(offline.since) : "";
@@ -35,33 +36,6 @@ function banner(offline) {
     return "Leaving overloaded upstreams alone (" + why + ")" + since + ": an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline never";
   }
   return "";
-}
-const SVG = "http://www.w3.org/2000/svg";
-function chart(minutes) {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("class", "spark");
-  svg.setAttribute("viewBox", "0 0 " + Math.max(minutes.length, 1) * 2 + " 20");
-  svg.setAttribute("preserveAspectRatio", "none");
-  svg.setAttribute("role", "img");
-  const sum = field => minutes.reduce((total, minute) => total + minute[field], 0);
-  const hits = sum("hits"), misses = sum("misses");
-  const title = document.createElementNS(SVG, "title");
-  title.textContent = "last hour: " + sum("requests") + " requests, hit ratio " +
-    ratio(hits + misses > 0 ? hits / (hits + misses) : null) + ", " + sum("failed") + " failed, " + bytes(sum("bytes"));
-  svg.appendChild(title);
-  const most = Math.max(1, ...minutes.map(minute => minute.requests));
-  minutes.forEach((minute, at) => {
-    [["requests", "bar"], ["failed", "bar-failed"]].forEach(([field, className]) => {
-      if (minute[field] === 0) return;
-      const height = Math.ceil(minute[field] * 20 / most);
-      const bar = document.createElementNS(SVG, "rect");
-      bar.setAttribute("x", at * 2); bar.setAttribute("y", 20 - height);
-      bar.setAttribute("width", 1.6); bar.setAttribute("height", height);
-      bar.setAttribute("class", className);
-      svg.appendChild(bar);
-    });
-  });
-  return svg;
 }
 function rows(id, items, fill) {
   const body = document.getElementById(id);
@@ -78,10 +52,11 @@ function draw(status) {
   const banned = document.getElementById("banner");
   banned.textContent = banner(status.offline);
   banned.hidden = banned.textContent === "";
+  charts(status.sides);
   status.sides.forEach(side => {
     const row = document.querySelector('#sides tr[data-side="' + side.name + '"]');
     if (!row) return;
-    row.querySelector(".chart").replaceChildren(chart(side.last_hour));
+    row.classList.toggle("idle", side.requests === 0);
     row.querySelector(".requests").textContent = side.requests;
     row.querySelector(".hits").textContent = side.hits;
     row.querySelector(".misses").textContent = side.misses;
@@ -94,7 +69,7 @@ function draw(status) {
     row.querySelector(".fetched").textContent = bytes(side.bytes_fetched);
   });
   rows("trouble", status.recent_trouble, (row, trouble) => {
-    cell(row, httpDate(trouble.at), "", "when"); cell(row, trouble.side || "\u2013", "", "side");
+    cell(row, timeOfDay(trouble.at), "", "when"); row.cells[0].title = httpDate(trouble.at); cell(row, trouble.side || "\u2013", "", "side");
     cell(row, trouble.status, "bad", "status"); cell(row, trouble.path || "\u2013", "", "asked");
     cell(row, trouble.reason, "", "why");
   });
@@ -111,7 +86,8 @@ function draw(status) {
   meter.max = limited ? cache.max_size_bytes : cache.filesystem_bytes;
   meter.value = limited ? cache.size_bytes : cache.filesystem_bytes - cache.free_bytes;
   const share = meter.max > 0 ? meter.value / meter.max : 0;
-  text("meter-caption", (share * 100).toFixed(0) + " % " + (limited ? "of the size limit" : "of the disk in use"));
+  text("meter-caption", (share * 100).toFixed(0) + " % " + (limited ? "of its size limit used by the cache"
+    : "of the cache's file system in use (by the cache and all else on it)"));
   if (status.cluster) {
     const state = document.getElementById("cluster-state");
     if (state) { state.textContent = status.cluster.state; state.className = "state-" + status.cluster.state; }

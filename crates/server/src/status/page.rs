@@ -1,18 +1,20 @@
 //! The status page as HTML: whole at first load, so it reads without
 //! script; then its script ([`SCRIPT`]) polls the JSON and redraws the
-//! figures and tables in place, formatting them as this module does.
+//! figures, charts and tables in place, formatting them as this module
+//! and [`super::chart`] do.
 
 use std::fmt::Write;
 
-use pkgproxy_control::{MinuteTraffic, PoolInfo, RecentTrouble, ShadowInfo, SideStatus, Status, UpstreamReport};
+use pkgproxy_control::{PoolInfo, RecentTrouble, ShadowInfo, SideStatus, Status, UpstreamReport};
 use pkgproxy_metrics::ShadowCounter;
 
 /// The page's style: one column that fits a phone, tables that scroll
 /// sideways rather than overflow.
 const STYLE: &str = include_str!("page.css");
 
-/// The page's script: polls the JSON and redraws what changed.
-const SCRIPT: &str = include_str!("page.js");
+/// The page's script: polls the JSON and redraws what changed (the charts
+/// drawn by `chart.js`, as [`super::chart`] draws them).
+const SCRIPT: &str = concat!(include_str!("chart.js"), include_str!("page.js"));
 
 /// How often the script asks again, in milliseconds.
 const REFRESH_MS: u32 = 5_000;
@@ -29,6 +31,7 @@ pub fn render(status: &Status, host: &str) -> String {
     );
     header(&mut html, status, &host);
     banner(&mut html, status);
+    super::chart::charts(&mut html, &status.sides);
     traffic(&mut html, &status.sides);
     trouble(&mut html, &status.recent_trouble);
     cache(&mut html, status);
@@ -42,9 +45,11 @@ pub fn render(status: &Status, host: &str) -> String {
 fn header(html: &mut String, status: &Status, host: &str) {
     let reason =
         status.offline.reason.as_deref().map(|r| format!(" (auto-offline: {})", escape(r))).unwrap_or_default();
+    // The pages beside this one are linked from `#pages`, this one first.
     let _ = write!(
         html,
         "<header><h1>pkgproxy <small>{version}</small></h1>\
+         <nav id=\"pages\"><a href=\"/\" aria-current=\"page\">Status</a></nav>\
          <p>at <b>{host}</b> · up <span id=\"uptime\">{uptime}</span> · \
          <span id=\"mode\" class=\"mode mode-{mode}\">{shown}</span><span id=\"mode-reason\">{reason}</span> · \
          <span id=\"refreshed\">as loaded</span></p></header>",
@@ -95,23 +100,24 @@ fn banner_text(offline: &pkgproxy_control::StatusOffline) -> String {
     }
 }
 
+/// Each side's counters since the start; the idle sides' rows are there
+/// for the script, and hidden (`page.js`'s `draw` too).
 fn traffic(html: &mut String, sides: &[SideStatus]) {
     html.push_str(
-        "<section><h2>Traffic since start</h2><div class=\"scroll\"><table class=\"cards\">\
-         <thead><tr><th>side</th><th>last hour</th><th>requests</th><th>hits</th><th>misses</th><th>hit ratio</th>\
-         <th>refused</th><th>failed</th><th>bytes saved</th><th>fetched</th></tr></thead><tbody id=\"sides\">",
+        "<section><h2>Since start</h2><div class=\"scroll\"><table class=\"cards\">\
+         <thead><tr><th>side</th><th>requests</th><th>hits</th><th>misses</th><th>hit ratio</th>\
+         <th>refused</th><th>failed</th><th>bytes from cache</th><th>fetched</th></tr></thead><tbody id=\"sides\">",
     );
     for side in sides {
         let _ = write!(
             html,
-            "<tr data-side=\"{name}\"><td data-label=\"side\">{name}</td>\
-             <td data-label=\"last hour\" class=\"chart\">{chart}</td>\
+            "<tr data-side=\"{name}\"{idle}><td data-label=\"side\">{name}</td>\
              <td data-label=\"requests\" class=\"requests\">{requests}</td><td data-label=\"hits\" class=\"hits\">{hits}</td>\
              <td data-label=\"misses\" class=\"misses\">{misses}</td><td data-label=\"hit ratio\" class=\"ratio\">{ratio}</td>\
              <td data-label=\"refused\" class=\"refused\">{refused}</td><td data-label=\"failed\" class=\"failed{failing}\">{failed}</td>\
-             <td data-label=\"bytes saved\" class=\"saved\">{saved}</td><td data-label=\"fetched\" class=\"fetched\">{fetched}</td></tr>",
+             <td data-label=\"from cache\" class=\"saved\">{saved}</td><td data-label=\"fetched\" class=\"fetched\">{fetched}</td></tr>",
             name = escape(&side.name),
-            chart = chart(&side.last_hour),
+            idle = if side.requests == 0 { " class=\"idle\"" } else { "" },
             requests = side.requests,
             hits = side.hits,
             misses = side.misses,
@@ -126,43 +132,6 @@ fn traffic(html: &mut String, sides: &[SideStatus]) {
     html.push_str("</tbody></table></div></section>\n");
 }
 
-/// The last hour's requests a minute as bars, the failed ones in red, and
-/// in words for whoever cannot see it (`page.js`'s `chart` too).
-fn chart(minutes: &[MinuteTraffic]) -> String {
-    let most = minutes.iter().map(|minute| minute.requests).max().unwrap_or(0).max(1);
-    let mut svg = format!(
-        "<svg class=\"spark\" viewBox=\"0 0 {} 20\" preserveAspectRatio=\"none\" role=\"img\"><title>{}</title>",
-        minutes.len().max(1) * 2,
-        escape(&chart_title(minutes))
-    );
-    for (at, minute) in minutes.iter().enumerate() {
-        let height = |count: u64| (count * 20).div_ceil(most);
-        if minute.requests > 0 {
-            let h = height(minute.requests);
-            let _ = write!(svg, "<rect x=\"{}\" y=\"{}\" width=\"1.6\" height=\"{h}\" class=\"bar\"/>", at * 2, 20 - h);
-        }
-        if minute.failed > 0 {
-            let h = height(minute.failed);
-            let _ = write!(
-                svg,
-                "<rect x=\"{}\" y=\"{}\" width=\"1.6\" height=\"{h}\" class=\"bar-failed\"/>",
-                at * 2,
-                20 - h
-            );
-        }
-    }
-    svg.push_str("</svg>");
-    svg
-}
-
-/// What the chart shows, in words.
-fn chart_title(minutes: &[MinuteTraffic]) -> String {
-    let sum = |field: fn(&MinuteTraffic) -> u64| minutes.iter().map(field).sum::<u64>();
-    let (requests, hits, misses, failed) = (sum(|m| m.requests), sum(|m| m.hits), sum(|m| m.misses), sum(|m| m.failed));
-    let share = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
-    format!("last hour: {requests} requests, hit ratio {}, {failed} failed, {}", ratio(share), bytes(sum(|m| m.bytes)))
-}
-
 /// The last refusals and failed answers (`page.js`'s `trouble` too).
 fn trouble(html: &mut String, recent: &[RecentTrouble]) {
     html.push_str(
@@ -170,12 +139,13 @@ fn trouble(html: &mut String, recent: &[RecentTrouble]) {
          <th>when</th><th>side</th><th>status</th><th>asked</th><th>why</th></tr></thead><tbody id=\"trouble\">",
     );
     for trouble in recent {
-        let when = httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(trouble.at));
+        let at = httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(trouble.at));
         let _ = write!(
             html,
-            "<tr><td data-label=\"when\">{when}</td><td data-label=\"side\">{side}</td>\
+            "<tr><td data-label=\"when\" title=\"{at}\">{when}</td><td data-label=\"side\">{side}</td>\
              <td data-label=\"status\" class=\"bad\">{status}</td><td data-label=\"asked\">{path}</td>\
              <td data-label=\"why\">{reason}</td></tr>",
+            when = time_of_day(trouble.at),
             side = escape(trouble.side.as_deref().unwrap_or("–")),
             status = trouble.status,
             path = escape(trouble.path.as_deref().unwrap_or("–")),
@@ -193,8 +163,8 @@ fn cache(html: &mut String, status: &Status) {
     let limit = cache.max_size_bytes.map_or_else(|| "no size limit".to_string(), |max| format!("of {}", bytes(max)));
     let _ = write!(
         html,
-        "<section><h2>Cache</h2><p><b id=\"cache-size\">{size}</b> <span id=\"cache-limit\">{limit}</span> · \
-         <span id=\"cache-entries\">{entries}</span> entries · <span id=\"disk-free\">{free}</span> free on its disk</p>",
+        "<section><h2>Cache</h2><p>The cache holds <b id=\"cache-size\">{size}</b> (<span id=\"cache-limit\">{limit}</span>) \
+         in <span id=\"cache-entries\">{entries}</span> entries · its file system has <span id=\"disk-free\">{free}</span> free</p>",
         size = bytes(cache.size_bytes),
         entries = cache.entries,
         free = bytes(cache.free_bytes),
@@ -230,11 +200,16 @@ fn cluster_line(cluster: &pkgproxy_control::ClusterInfo) -> String {
 }
 
 /// What the meter shows: the cache against its limit, or without one, the
-/// disk it fills (`page.js`'s `meter` too).
+/// file system it is on, said as such: a full disk is not a full cache
+/// (`page.js`'s `meter` too).
 fn meter(cache: &pkgproxy_control::CacheStatus) -> (u64, u64, String) {
     let (value, max, of) = match cache.max_size_bytes {
-        Some(max) => (cache.size_bytes, max, "of the size limit"),
-        None => (cache.filesystem_bytes.saturating_sub(cache.free_bytes), cache.filesystem_bytes, "of the disk in use"),
+        Some(max) => (cache.size_bytes, max, "of its size limit used by the cache"),
+        None => (
+            cache.filesystem_bytes.saturating_sub(cache.free_bytes),
+            cache.filesystem_bytes,
+            "of the cache's file system in use (by the cache and all else on it)",
+        ),
     };
     let share = if max == 0 { 0.0 } else { value as f64 / max as f64 };
     (value, max, format!("{:.0} % {of}", share * 100.0))
@@ -311,8 +286,15 @@ fn setup(html: &mut String, status: &Status) {
     html.push_str("</section>\n");
 }
 
+/// The time of day of `unix_secs`, `03:41:21 UTC` (`page.js` shows the
+/// browser's own time of day).
+fn time_of_day(unix_secs: u64) -> String {
+    let seconds = unix_secs % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", seconds / 3600, seconds / 60 % 60, seconds % 60)
+}
+
 /// `text` safe inside an element or a quoted attribute.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -328,7 +310,7 @@ fn escape(text: &str) -> String {
 }
 
 /// Bytes in binary units, one decimal (`page.js`'s `bytes` too).
-fn bytes(count: u64) -> String {
+pub(super) fn bytes(count: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut value = count as f64;
     let mut unit = 0;
@@ -343,7 +325,7 @@ fn bytes(count: u64) -> String {
 }
 
 /// A share as a percentage, one decimal; a dash before there is one.
-fn ratio(share: Option<f64>) -> String {
+pub(super) fn ratio(share: Option<f64>) -> String {
     share.map_or_else(|| "–".to_string(), |share| format!("{:.1} %", share * 100.0))
 }
 
@@ -373,6 +355,7 @@ mod tests {
         assert_eq!(duration(312), "5m 12s");
         assert_eq!(duration(3 * 3600 + 120), "3h 2m");
         assert_eq!(duration(3 * 86_400 + 4 * 3600), "3d 4h");
+        assert_eq!(time_of_day(1_800_000_000 + 3 * 3600 + 41 * 60 + 21 - 1_800_000_000 % 86_400), "03:41:21 UTC");
     }
 
     #[test]

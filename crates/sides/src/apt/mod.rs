@@ -284,11 +284,6 @@ impl Side for Apt {
         Some((rank, format!("http://{host}{port}{}/{relative}", mirror.prefix)))
     }
 
-    /// An archive's files name no one's secrets.
-    fn paths_are_public(&self) -> bool {
-        true
-    }
-
     /// The cache keys of what proves `key`, a pool file of an archive:
     /// each suite of that archive the index holds a Release of, its
     /// `InRelease` and the `Packages` indexes the Release lists (by name:

@@ -722,6 +722,14 @@ impl Side for Cargo {
 
     /// What an `auth-required` registry holds, and what any client's
     /// credentials brought, is for the registry's clients only.
+    /// A registry that requires a login is private to its users.
+    fn serves_privately(&self, path: &str, _query: Option<&str>) -> bool {
+        let Ok(path) = crate::path::checked_path(path) else { return false };
+        let Ok((mount, _)) = parse(&path) else { return false };
+        let config = self.config();
+        config.registry(&mount).is_some_and(|registry| self.auth_required(registry))
+    }
+
     fn readable_by_anyone(&self, key: &str) -> bool {
         let config = self.config();
         config.keyed(key).is_none_or(|keyed| keyed.space == Space::Shared && !self.auth_required(keyed.registry))

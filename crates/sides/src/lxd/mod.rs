@@ -325,11 +325,6 @@ impl Side for Lxd {
         })
     }
 
-    /// Image indexes and files name no one's secrets.
-    fn paths_are_public(&self) -> bool {
-        true
-    }
-
     /// Whether a forward-proxy request for `target` is for one of the
     /// remotes' hosts.
     fn claims(&self, target: &Target) -> bool {

@@ -568,6 +568,15 @@ impl Side for Registry {
     /// by digest only when some repository links it publicly (what only
     /// private repositories hold is for their readers alone), the links
     /// themselves never. Blocking.
+    /// A repository pkgproxy pulls with its own account, or one whose
+    /// registry refused pkgproxy's anonymous token, is private to whoever
+    /// may read it.
+    fn serves_privately(&self, path: &str, query: Option<&str>) -> bool {
+        let Ok(located) = name::locate(path, query_value(query, "ns").as_deref()) else { return false };
+        let pulled_as_account = self.config().upstream(&located.registry).is_some_and(|up| up.credentials.is_some());
+        pulled_as_account || self.is_private(&located)
+    }
+
     fn readable_by_anyone(&self, key: &str) -> bool {
         if key.starts_with("registry/link/") || key.starts_with("registry/public/") {
             return false;

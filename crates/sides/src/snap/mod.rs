@@ -404,12 +404,6 @@ impl Side for Snap {
         }
     }
 
-    /// Store answers name no one's secrets (a brand store's are asked
-    /// with the device's own credentials, and never shown).
-    fn paths_are_public(&self) -> bool {
-        true
-    }
-
     fn record(&self, record: &Record, sent: &[u8], answer: &[u8]) {
         let Record::SnapActions(headers) = record;
         self.record_results(headers, sent, answer)
