@@ -30,26 +30,17 @@ Examples:
 #[derive(Debug, Parser)]
 #[command(name = "pkgproxyctl", version, about = "Inspect and control a running pkgproxy.", after_help = EXAMPLES)]
 pub(crate) struct Flags {
-    /// The daemon's read-only control socket (default: /run/pkgproxy/stats.sock, or this user's own).
-    #[arg(
-        long,
-        global = true,
-        env = "PKGPROXY_STATS_SOCKET_PATH",
-        hide_env_values = true,
-        value_name = "PATH",
-        help_heading = "Control sockets"
-    )]
+    // The variables are read by `run`, not by clap: clap would print a
+    // socket given in the environment in every usage line, as if the flag
+    // were required.
+    /// The daemon's read-only control socket (default: $PKGPROXY_STATS_SOCKET_PATH,
+    /// else /run/pkgproxy/stats.sock, or this user's own).
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Control sockets")]
     stats_socket_path: Option<PathBuf>,
 
-    /// The daemon's read-write control socket, root's (default: admin.sock beside the stats socket).
-    #[arg(
-        long,
-        global = true,
-        env = "PKGPROXY_ADMIN_SOCKET_PATH",
-        hide_env_values = true,
-        value_name = "PATH",
-        help_heading = "Control sockets"
-    )]
+    /// The daemon's read-write control socket, root's (default:
+    /// $PKGPROXY_ADMIN_SOCKET_PATH, else admin.sock beside the stats socket).
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Control sockets")]
     admin_socket_path: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -278,8 +269,12 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
-    let stats = ControlClient::new(flags.stats_socket_path.unwrap_or_else(|| paths::ctl_socket("stats.sock")));
-    let admin = ControlClient::new(flags.admin_socket_path.unwrap_or_else(|| paths::ctl_socket("admin.sock")));
+    let socket = |flag: Option<PathBuf>, variable: &str, name: &str| {
+        flag.or_else(|| std::env::var_os(variable).filter(|path| !path.is_empty()).map(PathBuf::from))
+            .unwrap_or_else(|| paths::ctl_socket(name))
+    };
+    let stats = ControlClient::new(socket(flags.stats_socket_path, "PKGPROXY_STATS_SOCKET_PATH", "stats.sock"));
+    let admin = ControlClient::new(socket(flags.admin_socket_path, "PKGPROXY_ADMIN_SOCKET_PATH", "admin.sock"));
     match flags.command {
         Command::Completions { shell } => {
             let mut command = offered(&<Flags as clap::CommandFactory>::command());

@@ -229,3 +229,23 @@ fn completions_offer_neither_hidden_flags_nor_hidden_commands() {
     }
     assert!(!bash.contains(" never "), "the old word for online is taken, not offered");
 }
+
+/// A socket given in the environment (as a shell profile or the snap
+/// sets it) is used, and usage lines do not show it as a flag one must give.
+#[test]
+fn a_socket_in_the_environment_is_used_and_not_shown_as_a_required_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("stats.sock");
+    let output = Command::new(PKGPROXYCTL)
+        .args(["cache", "rm"])
+        .env("PKGPROXY_STATS_SOCKET_PATH", &socket)
+        .env("PKGPROXY_ADMIN_SOCKET_PATH", dir.path().join("admin.sock"))
+        .output()
+        .unwrap();
+    let told = String::from_utf8_lossy(&output.stderr);
+    assert!(told.contains("Usage: pkgproxyctl cache rm <PATTERN>\n"), "{told}");
+    assert!(!told.contains("--stats-socket-path <PATH>") && !told.contains("--admin-socket-path <PATH>"), "{told}");
+    let output = Command::new(PKGPROXYCTL).arg("info").env("PKGPROXY_STATS_SOCKET_PATH", &socket).output().unwrap();
+    let told = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && told.contains(socket.to_str().unwrap()), "the variable's socket: {told}");
+}
