@@ -1,5 +1,5 @@
 //! `pkgproxyctl`: asks a running pkgproxy over its control sockets and prints
-//! the answer for people (or as JSON with `-json`).
+//! the answer for people (or as JSON with `--json`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use pkgproxy_control::{ControlClient, Explanation, Info, ModeRequest, OfflineRep
 use pkgproxy_metrics::{CacheGauge, ShadowCounter, SideCounter, UpstreamCounter};
 
 use pkgproxy_sides::setup::{Action, Details, Procedure, Scope, Setup, SetupClient, Target};
+use pkgproxy_upstream::offline::Mode;
 
 use crate::paths;
 
@@ -21,7 +22,7 @@ Examples:
   pkgproxyctl setup apt --addr cache.lan:3142 | sudo sh   point this machine's apt at it
   sudo pkgproxyctl setup docker --addr cache.lan:3142 --apply
   pkgproxyctl check go go.sum                       would this build work offline?
-  sudo pkgproxyctl warm apt --sources /etc/apt/sources.list hello
+  sudo pkgproxyctl warm apt hello                   fetch what installing hello needs
   sudo pkgproxyctl offline offline                  serve only what is cached; back: offline online
   sudo pkgproxyctl export -o build.tar --sign bundles.key go go.sum";
 
@@ -29,26 +30,17 @@ Examples:
 #[derive(Debug, Parser)]
 #[command(name = "pkgproxyctl", version, about = "Inspect and control a running pkgproxy.", after_help = EXAMPLES)]
 pub(crate) struct Flags {
-    /// The daemon's read-only control socket (default: /run/pkgproxy/stats.sock, or this user's own).
-    #[arg(
-        long,
-        global = true,
-        env = "PKGPROXY_STATS_SOCKET_PATH",
-        hide_env_values = true,
-        value_name = "PATH",
-        help_heading = "Control sockets"
-    )]
+    // The variables are read by `run`, not by clap: clap would print a
+    // socket given in the environment in every usage line, as if the flag
+    // were required.
+    /// The daemon's read-only control socket (default: $PKGPROXY_STATS_SOCKET_PATH,
+    /// else /run/pkgproxy/stats.sock, or this user's own).
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Control sockets")]
     stats_socket_path: Option<PathBuf>,
 
-    /// The daemon's read-write control socket, root's (default: admin.sock beside the stats socket).
-    #[arg(
-        long,
-        global = true,
-        env = "PKGPROXY_ADMIN_SOCKET_PATH",
-        hide_env_values = true,
-        value_name = "PATH",
-        help_heading = "Control sockets"
-    )]
+    /// The daemon's read-write control socket, root's (default:
+    /// $PKGPROXY_ADMIN_SOCKET_PATH, else admin.sock beside the stats socket).
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Control sockets")]
     admin_socket_path: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -57,7 +49,8 @@ pub(crate) struct Flags {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// The cache's entries: list, remove by pattern, evict now.
+    /// The cache's entries: list, remove by pattern, evict now, verify
+    /// against their hashes.
     Cache {
         #[command(subcommand)]
         command: crate::cache_cmd::CacheCommand,
@@ -68,13 +61,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show the offline mode, or set it: online (never go offline), offline
-    /// (serve what is cached, ask nothing upstream) or store-overloaded
-    /// (leave a failing upstream alone for a while).
+    /// Show the offline mode, or set it: online (ask upstream as needed),
+    /// offline (serve what is cached, ask nothing upstream) or
+    /// store-overloaded (leave a failing upstream alone for a while).
     Offline {
-        /// The mode to put in effect (`never` is `online`); without it, the
-        /// mode is shown.
-        #[arg(value_parser = ["online", "never", "offline", "store-overloaded"])]
+        /// The mode to put in effect; without it, the mode is shown.
+        #[arg(value_parser = offline_modes())]
         mode: Option<String>,
         /// Re-apply the snap's offline-mode setting from its configure hook
         /// (an automatic offline override then stays in effect).
@@ -205,9 +197,10 @@ enum Command {
     /// pkgproxy cannot be known.
     Explain {
         /// `http://deb.debian.org/debian/...` as apt asks through pkgproxy,
-        /// a path of pkgproxy's (`/go/...`, `/v2/...`, `/cargo/...`,
-        /// `/pypi/...`, `/npm/...`), or an upstream's URL as a lockfile
-        /// names it (`https://registry.npmjs.org/...`,
+        /// a path of pkgproxy's (`/go/...`, `/snap/...`, `/v2/...`,
+        /// `/lxd/...`, `/cargo/...`, `/pypi/...`, `/npm/...`), or an
+        /// upstream's URL as a lockfile names it
+        /// (`https://registry.npmjs.org/...`,
         /// `https://files.pythonhosted.org/...`,
         /// `https://static.crates.io/crates/...`,
         /// `https://proxy.golang.org/...`), explained at pkgproxy's path
@@ -240,6 +233,18 @@ enum Program {
     Pkgproxyctl,
 }
 
+/// `command` as completions offer it: without its hidden commands and
+/// flags (kept for tests and the snap's hooks, not for people to find).
+fn offered(command: &clap::Command) -> clap::Command {
+    let args = command.get_arguments().filter(|arg| !arg.is_hide_set()).cloned();
+    let commands = command.get_subcommands().filter(|sub| !sub.is_hide_set()).map(offered);
+    let offered = clap::Command::new(command.get_name().to_owned()).args(args).subcommands(commands);
+    match command.get_about() {
+        Some(about) => offered.about(about.clone()),
+        None => offered,
+    }
+}
+
 /// Writes the manual page of `program` to stdout.
 fn manpage(program: Program) -> anyhow::Result<()> {
     let out = &mut std::io::stdout();
@@ -264,18 +269,23 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
-    let stats = ControlClient::new(flags.stats_socket_path.unwrap_or_else(|| paths::ctl_socket("stats.sock")));
-    let admin = ControlClient::new(flags.admin_socket_path.unwrap_or_else(|| paths::ctl_socket("admin.sock")));
+    let socket = |flag: Option<PathBuf>, variable: &str, name: &str| {
+        flag.or_else(|| std::env::var_os(variable).filter(|path| !path.is_empty()).map(PathBuf::from))
+            .unwrap_or_else(|| paths::ctl_socket(name))
+    };
+    let stats = ControlClient::new(socket(flags.stats_socket_path, "PKGPROXY_STATS_SOCKET_PATH", "stats.sock"));
+    let admin = ControlClient::new(socket(flags.admin_socket_path, "PKGPROXY_ADMIN_SOCKET_PATH", "admin.sock"));
     match flags.command {
         Command::Completions { shell } => {
-            let mut command = <Flags as clap::CommandFactory>::command();
+            let mut command = offered(&<Flags as clap::CommandFactory>::command());
             clap_complete::generate(shell, &mut command, "pkgproxyctl", &mut std::io::stdout());
         }
         Command::Manpage { program } => manpage(program)?,
         Command::Offline { mode, json, configure_hook, cluster } => {
             let answer = match mode {
                 Some(mode) => {
-                    let mode = if mode == "online" { "never".to_owned() } else { mode };
+                    // The wire's name, which every pkgproxy version takes.
+                    let mode = mode.parse::<Mode>().map_or(mode, |mode| mode.as_str().to_owned());
                     let from = configure_hook.then(|| FROM_CONFIGURE_HOOK.to_string());
                     admin.set_offline(&ModeRequest { mode, from, cluster }).await?
                 }
@@ -362,6 +372,14 @@ struct Wanted {
     restart: bool,
 }
 
+/// The modes `offline` takes, as people say them; `never`, the original's
+/// word for online, is taken too but neither offered nor shown.
+fn offline_modes() -> clap::builder::PossibleValuesParser {
+    let said = Mode::ALL.into_iter().map(|mode| clap::builder::PossibleValue::new(mode.word()));
+    let hidden = clap::builder::PossibleValue::new(Mode::Never.as_str()).hide(true);
+    clap::builder::PossibleValuesParser::new(said.chain([hidden]))
+}
+
 /// The clients `setup` knows, each side's, with what each is.
 fn setup_clients() -> clap::builder::PossibleValuesParser {
     let clients = pkgproxy_sides::setup_clients();
@@ -386,7 +404,7 @@ fn setup_action(procedure: &dyn Procedure, wanted: Wanted) -> Action {
     }
 }
 
-/// `setup CLIENT`: for pkgproxy at `-addr` (no daemon asked, but for a
+/// `setup CLIENT`: for pkgproxy at `--addr` (no daemon asked, but for a
 /// client that wants pkgproxy's details, which the pkgproxy there tells),
 /// or at the daemon's own address.
 #[allow(clippy::too_many_arguments)]
@@ -427,7 +445,7 @@ async fn setup(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `http://HOST:PORT` from `-addr HOST:PORT`.
+/// `http://HOST:PORT` from `--addr HOST:PORT`.
 fn given_base(addr: &str) -> anyhow::Result<String> {
     let (host, port) = addr.rsplit_once(':').with_context(|| format!("--addr {addr:?}: give HOST:PORT"))?;
     anyhow::ensure!(
@@ -459,7 +477,7 @@ fn base_url(listen: &str, host: Option<&str>) -> anyhow::Result<String> {
 }
 
 fn render_offline(answer: &OfflineReport) -> String {
-    let mut out = format!("offline mode: {}\n", answer.mode);
+    let mut out = format!("offline mode: {}\n", Mode::word_for(&answer.mode));
     if answer.upstreams.is_empty() {
         out += "every upstream's breaker is closed\n";
     }
@@ -468,11 +486,11 @@ fn render_offline(answer: &OfflineReport) -> String {
         out += &format!("  {}: {}{left}\n", upstream.host, upstream.state);
     }
     match answer.persistent {
-        true => out += &format!("after a restart: {}\n", answer.restart_mode),
+        true => out += &format!("after a restart: {}\n", Mode::word_for(&answer.restart_mode)),
         false => {
             out += &format!(
-                "after a restart: {} (nothing keeps a run-time switch outside pkgproxy's snap: set -offline-mode to keep one)\n",
-                answer.restart_mode
+                "after a restart: {} (nothing keeps a run-time switch outside pkgproxy's snap: set --offline-mode to keep one)\n",
+                Mode::word_for(&answer.restart_mode)
             )
         }
     }
@@ -541,7 +559,7 @@ fn render_info(info: &Info) -> String {
             counts.iter().map(|(name, value)| format!("{value} {}", name.replace('_', " "))).collect();
         out += &format!("{}: {}\n", group.replace('_', " "), counts.join(", "));
     }
-    out += &format!("offline mode: {}\n", info.offline.mode);
+    out += &format!("offline mode: {}\n", Mode::word_for(&info.offline.mode));
     if let Some(cluster) = &info.cluster {
         out += &format!(
             "cluster: node {} on {} bucket {}: {}; {} fetches answered from the store, {} bodies published, {} damaged bodies removed, {} store errors\n",

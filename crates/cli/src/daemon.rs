@@ -19,32 +19,45 @@ use tokio::net::UnixListener;
 
 use crate::paths;
 
-const ABOUT: &str = "A caching proxy for package managers and images: apt, snapd, the go command, container \
-registries' clients and LXD fetch each package, module or image through it once, checked, and get it from \
-the cache from then on, also with the network gone.";
+/// What pkgproxy is, in one sentence naming every side's clients (the
+/// help's first line and the manual page's NAME).
+fn about() -> String {
+    format!(
+        "A caching proxy for package managers and images: {} fetch each package, module or image through it \
+         once, checked, and get it from the cache from then on, also with the network gone.",
+        pkgproxy_sides::every_client()
+    )
+}
 
-const AFTER_HELP: &str = "\
-Every flag can be spelt with one dash or two (--addr or -addr), and can also be given in the \
-environment as PKGPROXY_<NAME> (PKGPROXY_ADDR, PKGPROXY_CACHE_DIR, ...); a flag wins over its variable.
+/// What the short and the long help close with.
+fn after_help_common() -> String {
+    let clients: Vec<&str> = pkgproxy_sides::setup_clients().map(|client| client.name).collect();
+    format!(
+        "Every flag can also be given in the environment as PKGPROXY_<NAME> (PKGPROXY_ADDR, PKGPROXY_CACHE_DIR, \
+         ...); a flag wins over its variable.
 
 Point a client at it, on the client: pkgproxyctl setup CLIENT --addr HOST:3142
-(apt, go, snap, docker, containerd, podman, k3s, rke2, lxd-remote, lxd, snapcraft).
-The status page, http://HOST:3142/, shows the same lines and what pkgproxy does.";
+({}).
+The status page, http://HOST:3142/, shows the same lines and what pkgproxy does.",
+        clients.join(", ")
+    )
+}
 
 /// The long help's closing text: the short one, then the configuration
 /// file's every key, indented.
 fn after_long_help() -> String {
     let example: Vec<String> = EXAMPLE.lines().map(|line| format!("    {line}").trim_end().to_string()).collect();
     format!(
-        "{AFTER_HELP}\n\nThe configuration file (TOML, optional; /etc/pkgproxy/pkgproxy.toml when there is one) \
+        "{}\n\nThe configuration file (TOML, optional; /etc/pkgproxy/pkgproxy.toml when there is one) \
          holds what flags cannot say well. Every key, with its default or a typical value:\n\n{}",
+        after_help_common(),
         example.join("\n")
     )
 }
 
 /// The short help's closing text: pointing at the long one.
 fn after_help() -> String {
-    format!("{AFTER_HELP}\n\npkgproxy --help (and pkgproxy(8)) shows every key of the configuration file.")
+    format!("{}\n\npkgproxy --help (and pkgproxy(8)) shows every key of the configuration file.", after_help_common())
 }
 
 /// The daemon's flags.
@@ -52,7 +65,7 @@ fn after_help() -> String {
 // not links.
 #[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Parser)]
-#[command(name = "pkgproxy", version, about = ABOUT)]
+#[command(name = "pkgproxy", version)]
 struct Flags {
     /// Address to listen on for proxy requests: [HOST]:PORT, HOST an IP address or
     /// `localhost`; `:PORT` listens on every interface.
@@ -90,15 +103,16 @@ struct Flags {
     #[arg(long, env = "PKGPROXY_LOG_LEVEL", value_name = "LEVEL")]
     log_level: Option<String>,
 
-    /// The offline mode at start: never (go online as needed), offline (serve only
-    /// what is cached, send nothing upstream) or store-overloaded (leave an upstream
-    /// that shows trouble alone for a while). Changed at run time with
-    /// `pkgproxyctl offline MODE`.
+    /// The offline mode at start: online (ask upstream as needed; the default),
+    /// offline (serve only what is cached, send nothing upstream) or store-overloaded
+    /// (leave an upstream that shows trouble alone for a while). Changed at run time
+    /// with `pkgproxyctl offline MODE`.
     #[arg(long, env = "PKGPROXY_OFFLINE_MODE", value_name = "MODE")]
     offline_mode: Option<String>,
 
-    /// Short for -offline-mode offline (true or false).
-    #[arg(long, env = "PKGPROXY_OFFLINE", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    /// Start offline: `--offline` alone is `--offline-mode offline`; `--offline false`
+    /// (PKGPROXY_OFFLINE=0) leaves the mode to --offline-mode.
+    #[arg(long, env = "PKGPROXY_OFFLINE", value_name = "true|false", num_args = 0..=1, default_missing_value = "true")]
     offline: Option<String>,
 
     /// Put offline mode in effect while the host is offline, over the configured mode:
@@ -159,10 +173,10 @@ struct Daemon {
     state_dir: PathBuf,
 }
 
-/// The daemon's command line, as parsed and as documented (`-help`, the
+/// The daemon's command line, as parsed and as documented (`--help`, the
 /// manual page).
 pub fn command() -> clap::Command {
-    Flags::command().after_help(after_help()).after_long_help(after_long_help())
+    Flags::command().about(about()).long_about(None).after_help(after_help()).after_long_help(after_long_help())
 }
 
 fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
@@ -304,7 +318,7 @@ fn persistence() -> Persistence {
     }
 }
 
-/// The start mode from `-offline-mode` and `-offline`. When both are given
+/// The start mode from `--offline-mode` and `--offline`. When both are given
 /// they must name the same mode: neither the order of the flags nor the
 /// order the environment is read in may decide.
 fn start_mode(matches: &ArgMatches, mode: Option<&str>, offline: Option<&str>) -> anyhow::Result<Option<Mode>> {
@@ -314,7 +328,12 @@ fn start_mode(matches: &ArgMatches, mode: Option<&str>, offline: Option<&str>) -
     let offline = offline.map(parse_bool).transpose().with_context(offline_source)?;
     match (mode, offline) {
         (Some(mode), Some(true)) if mode != Mode::Offline => {
-            bail!("{} says {mode} but {} says offline: give one, or make them agree", mode_source(), offline_source())
+            bail!(
+                "{} says {} but {} says offline: give one, or make them agree",
+                mode_source(),
+                mode.word(),
+                offline_source()
+            )
         }
         (Some(mode), _) => Ok(Some(mode)),
         (None, Some(true)) => Ok(Some(Mode::Offline)),
@@ -337,7 +356,7 @@ fn non_empty(value: Option<PathBuf>, matches: &ArgMatches, id: &str, env: &str) 
     }
 }
 
-/// Parses `-addr`: `:PORT` (every interface), `IP:PORT`, `[IPv6]:PORT` or
+/// Parses `--addr`: `:PORT` (every interface), `IP:PORT`, `[IPv6]:PORT` or
 /// `localhost:PORT`.
 fn parse_addr(value: &str) -> anyhow::Result<SocketAddr> {
     let (host, port) = value.rsplit_once(':').with_context(|| format!("{value:?} is not [HOST]:PORT"))?;
@@ -498,7 +517,7 @@ async fn serve(daemon: Daemon) -> anyhow::Result<()> {
     settle_in(&daemon);
     let passed = crate::systemd::passed_sockets()?;
     if passed.proxy.is_some() {
-        tracing::info!("listening on the proxy socket systemd passed; -addr is not bound");
+        tracing::info!("listening on the proxy socket systemd passed; --addr is not bound");
     }
     // Socket files this process made, removed when it stops (never those
     // systemd holds).

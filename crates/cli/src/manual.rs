@@ -18,7 +18,15 @@ pub fn pkgproxy(out: &mut dyn Write) -> std::io::Result<()> {
     man.render_description_section(out)?;
     man.render_options_section(out)?;
     section(out, "CLIENTS")?;
-    paragraph(out, "Point a client at pkgproxy on the client: pkgproxyctl setup CLIENT --addr HOST:3142, for apt, go, snap, docker, containerd, podman, k3s, rke2, lxd-remote, lxd and snapcraft (see pkgproxyctl(1)). The status page, http://HOST:3142/, shows the same lines.")?;
+    let clients: Vec<&str> = pkgproxy_sides::setup_clients().map(|client| client.name).collect();
+    paragraph(
+        out,
+        &format!(
+            "Point a client at pkgproxy on the client: pkgproxyctl setup CLIENT --addr HOST:3142, CLIENT one of {} \
+             (see pkgproxyctl(1)). The status page, http://HOST:3142/, shows the same lines.",
+            clients.join(", ")
+        ),
+    )?;
     section(out, "CONFIGURATION")?;
     paragraph(out, "The configuration file (TOML) holds what flags cannot say well; unknown keys are errors. It is read at start and again on SIGHUP (pkgproxyctl reload); a file that cannot be used is refused and the settings in use stay. Every key, with its default or a typical value:")?;
     example(out, pkgproxy_server::config::EXAMPLE)?;

@@ -58,6 +58,41 @@ impl SideId {
         }
     }
 
+    /// The clients people know the side by, as every list of what pkgproxy
+    /// serves names them (the help, the manual, the README): built from
+    /// here, or checked against it, so that no list leaves a side out.
+    pub fn clients(self) -> &'static [&'static str] {
+        match self {
+            SideId::Apt => &["apt"],
+            SideId::Go => &["the go command"],
+            SideId::Snap => &["snapd"],
+            SideId::Registry => &["container registries' clients"],
+            SideId::Lxd => &["LXD"],
+            SideId::Cargo => &["cargo"],
+            SideId::Pypi => &["pip", "uv"],
+            SideId::Npm => &["npm", "pnpm", "yarn"],
+            #[cfg(feature = "toy")]
+            SideId::Toy => &[],
+        }
+    }
+
+    /// The side in one or two words, as a short list says it (the unit's
+    /// and the package's one-line descriptions).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            SideId::Apt => "apt",
+            SideId::Go => "go",
+            SideId::Snap => "snapd",
+            SideId::Registry => "container registries",
+            SideId::Lxd => "LXD",
+            SideId::Cargo => "cargo",
+            SideId::Pypi => "pip",
+            SideId::Npm => "npm",
+            #[cfg(feature = "toy")]
+            SideId::Toy => "toy",
+        }
+    }
+
     /// The side named `name`, as configuration spells it.
     pub fn from_name(name: &str) -> Option<SideId> {
         SideId::ALL.iter().copied().find(|side| side.as_str() == name)
@@ -69,8 +104,34 @@ impl SideId {
     }
 }
 
+/// Every side's clients, in a sentence's list: "apt, the go command, ...,
+/// npm, pnpm and yarn".
+pub fn every_client() -> String {
+    let names: Vec<&str> = SideId::ALL.iter().flat_map(|side| side.clients()).copied().collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 impl std::fmt::Display for SideId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_of_every_client_names_each_side_s_clients_once() {
+        let list = every_client();
+        assert!(list.starts_with("apt, the go command, snapd, "), "{list}");
+        assert!(list.ends_with(", cargo, pip, uv, npm, pnpm and yarn"), "{list}");
+        let items: Vec<&str> = list.split(", ").flat_map(|item| item.split(" and ")).collect();
+        let clients: Vec<&str> = SideId::ALL.iter().flat_map(|side| side.clients()).copied().collect();
+        assert_eq!(items, clients);
     }
 }

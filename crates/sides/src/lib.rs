@@ -57,7 +57,7 @@ pub use decision::{
     Record, Redirects, Refusal, Reply, Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
 };
 pub use failure::{retry_after_secs, Failure};
-pub use id::SideId;
+pub use id::{every_client, SideId};
 pub use learned::Learned;
 pub use route::{Mount, Request, Route};
 pub use side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};

@@ -57,3 +57,4 @@ mod systemd;
 mod upstream_encoding;
 mod upstream_pools;
 mod why;
+mod words;

@@ -194,6 +194,36 @@ async fn outside_the_snap_pkgproxyctl_says_nothing_keeps_the_switch() {
     assert_eq!(status, 403, "the stats socket is read-only");
 }
 
+/// Going back online is said one way: the word `offline` takes is the
+/// word `offline` and `info` print, and the message names the flag as
+/// the help spells it.
+#[tokio::test(flavor = "multi_thread")]
+async fn back_online_pkgproxyctl_says_online_the_word_it_takes() {
+    let daemon = Daemon::start(PKGPROXY, None).await;
+    let ctl = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+            .args(args)
+            .arg("--admin-socket-path")
+            .arg(daemon.admin_socket())
+            .arg("--stats-socket-path")
+            .arg(daemon.stats_socket())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert!(ctl(&["offline", "offline"]).contains("offline mode: offline"));
+    let back = ctl(&["offline", "online"]);
+    assert!(back.starts_with("offline mode: online\n"), "{back}");
+    assert!(back.contains("after a restart: online (") && back.contains("set --offline-mode to keep one"), "{back}");
+    assert!(ctl(&["offline"]).starts_with("offline mode: online\n"));
+    assert!(ctl(&["info"]).contains("\noffline mode: online\n"));
+    assert_eq!(daemon.info().await.offline.mode, "never", "the wire keeps the original's name");
+    // The original's word is still taken.
+    ctl(&["offline", "offline"]);
+    assert!(ctl(&["offline", "never"]).starts_with("offline mode: online\n"));
+}
+
 #[test]
 fn offline_flags_that_disagree_refuse_to_start() {
     let dir = tempfile::tempdir().unwrap();

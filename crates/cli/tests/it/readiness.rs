@@ -138,6 +138,39 @@ async fn a_package_and_its_chain_of_dependencies_warmed_then_a_fresh_apt_install
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
 }
 
+/// A stock Debian 12 or Ubuntu 24.04 has no sources.list: apt reads a
+/// deb822 file in sources.list.d. `check apt PACKAGE` with no --sources
+/// reads what apt reads, where `apt-config` says apt reads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn check_apt_without_sources_reads_the_deb822_file_apt_reads_on_a_stock_debian() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = AptRepo::builder().package("pkgproxy-hello", "1.0-1", 2048).build(dir.path());
+    let (_origin, source, daemon, apt) = updated_through_pkgproxy(&repo).await;
+    std::fs::remove_file(apt.dir().join("etc/apt/sources.list")).unwrap();
+    let keyring = apt.dir().join("keys/archive-keyring.gpg");
+    let deb822 =
+        format!("Types: deb\nURIs: {source}\nSuites: testing\nComponents: main\nSigned-By: {}\n", keyring.display());
+    std::fs::write(apt.dir().join("etc/apt/sources.list.d/debian.sources"), deb822).unwrap();
+    std::fs::write(
+        apt.dir().join("etc/apt/sources.list.d/old.sources.disabled"),
+        "deb http://elsewhere.example/ x y\n",
+    )
+    .unwrap();
+    apt.update().assert_success();
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["check", "apt", "pkgproxy-hello", "--stats-socket-path"])
+        .arg(daemon.stats_socket())
+        .env("APT_CONFIG", apt.config_path())
+        .output()
+        .unwrap();
+    let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(!output.status.success(), "the package was never fetched: {printed}");
+    assert!(printed.contains("ready    dists/testing/InRelease"), "the index apt updated from: {printed}");
+    assert!(printed.lines().any(|line| line.starts_with("missing") && line.contains("pkgproxy-hello")), "{printed}");
+    assert!(!printed.contains("elsewhere.example"), "a file apt does not read is not read: {printed}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_release_about_to_expire_is_warned_of_by_check_info_and_the_status_page() {
     let dir = tempfile::tempdir().unwrap();

@@ -65,11 +65,12 @@ async fn chromium_shows_the_traffic_apt_made_and_the_setup_for_the_host_it_used(
         format!("Acquire::http::Proxy \"http://localhost:{port}/\";"),
         format!("export GOPROXY=http://localhost:{port}/go"),
         format!("SNAPPY_FORCE_API_URL=http://localhost:{port}/snap/"),
-        format!("pkgproxyctl setup docker -addr localhost:{port} | sudo sh"),
-        format!("pkgproxyctl setup lxd-remote -addr localhost:{port}"),
+        format!("pkgproxyctl setup docker --addr localhost:{port} | sudo sh"),
+        format!("pkgproxyctl setup lxd-remote --addr localhost:{port}"),
     ] {
         assert!(dom.contains(&line), "{line} missing from:\n{dom}");
     }
+    assert!(!dom.contains(" -addr"), "flags are spelt --addr, as everywhere: {dom}");
     assert!(dom.contains("mode-never"), "online");
     assert!(dom.contains(&format!("{}/debian", origin.url())), "the archive's instance is listed");
 
@@ -248,7 +249,8 @@ async fn the_page_shows_what_was_refused_and_what_failed_and_a_banner_while_offl
     let banner = dom.find("id=\"banner\"").map(|at| &dom[at..at + dom[at..].find("</div>").unwrap()]).unwrap();
     assert!(!banner.contains("hidden"), "shown: {banner}");
     assert!(
-        banner.contains("Offline (set by an admin) since") && banner.contains("sudo pkgproxyctl offline never"),
+        banner.contains("Offline (set by an admin) since")
+            && banner.contains("Back online: sudo pkgproxyctl offline online"),
         "{banner}"
     );
     assert!(dom.contains("class=\"mode mode-offline\">offline</span>"));

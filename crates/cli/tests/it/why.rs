@@ -211,7 +211,7 @@ async fn a_path_no_side_serves_is_told_how_each_side_s_clients_are_pointed_at_pk
         format!("export GOPROXY=http://{host}/go"),
         format!("SNAPPY_FORCE_API_URL=http://{host}/snap/"),
         format!("\"registry-mirrors\": [\"http://{host}\"]"),
-        format!("pkgproxyctl setup lxd-remote -addr {host}\n"),
+        format!("pkgproxyctl setup lxd-remote --addr {host}\n"),
     ] {
         assert!(text.contains(&line), "{line} missing from:\n{text}");
     }

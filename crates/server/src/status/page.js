@@ -30,10 +30,10 @@ function banner(offline) {
   const why = offline.reason ? "auto-offline: " + offline.reason : "set by an admin";
   const since = offline.since ? " since " + httpDate(offline.since) : "";
   if (offline.mode === "offline") {
-    return "Offline (" + why + ")" + since + ": only what the cache holds is served, nothing is asked upstream. Back online: sudo pkgproxyctl offline never";
+    return "Offline (" + why + ")" + since + ": only what the cache holds is served, nothing is asked upstream. Back online: sudo pkgproxyctl offline online";
   }
   if (offline.mode === "store-overloaded") {
-    return "Leaving overloaded upstreams alone (" + why + ")" + since + ": an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline never";
+    return "Leaving overloaded upstreams alone (" + why + ")" + since + ": an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline online";
   }
   return "";
 }

@@ -91,10 +91,10 @@ fn banner_text(offline: &pkgproxy_control::StatusOffline) -> String {
         .unwrap_or_default();
     match offline.mode.as_str() {
         "offline" => format!(
-            "Offline ({why}){since}: only what the cache holds is served, nothing is asked upstream. Back online: sudo pkgproxyctl offline never"
+            "Offline ({why}){since}: only what the cache holds is served, nothing is asked upstream. Back online: sudo pkgproxyctl offline online"
         ),
         "store-overloaded" => format!(
-            "Leaving overloaded upstreams alone ({why}){since}: an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline never"
+            "Leaving overloaded upstreams alone ({why}){since}: an upstream that fails is rested, what is cached is served. Back to normal: sudo pkgproxyctl offline online"
         ),
         _ => String::new(),
     }

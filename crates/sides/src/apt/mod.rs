@@ -359,7 +359,7 @@ impl Side for Apt {
             clients: "apt, apt-get (in /etc/apt/apt.conf.d/01pkgproxy)".to_owned(),
             lines: vec![
                 format!("Acquire::http::Proxy \"http://{host}/\";"),
-                format!("pkgproxyctl setup apt -addr {host} | sudo sh"),
+                format!("pkgproxyctl setup apt --addr {host} | sudo sh"),
             ],
         })
     }

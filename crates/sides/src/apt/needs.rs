@@ -28,9 +28,12 @@ const VALIDITY_WARNED_WITHIN: Duration = pkgproxy_control::VALIDITY_WARNED_WITHI
 #[derive(Debug, clap::Args)]
 struct Arguments {
     /// apt's sources: a sources.list (one-line) or a deb822 .sources.
-    #[arg(long, value_name = "FILE", requires = "packages", required_unless_present = "uris")]
+    /// Default: what apt reads, as `apt-config` names it: sources.list
+    /// when there is one and every *.list and *.sources in sources.list.d.
+    #[arg(long, value_name = "FILE", requires = "packages")]
     sources: Option<PathBuf>,
-    /// The packages to install (with --sources).
+    /// The packages to install.
+    #[arg(required_unless_present = "uris")]
     packages: Vec<String>,
     /// The machine's architecture (default: dpkg's).
     #[arg(long, value_name = "ARCH")]
@@ -67,9 +70,9 @@ pub struct Reader;
 
 impl NeedsReader for Reader {
     fn command(&self) -> clap::Command {
-        let about = "apt: the packages an install of PACKAGE... from the --sources downloads (they and their \
-                     dependencies, as the indexes pkgproxy holds say), with the indexes `apt-get update` reads; or \
-                     the packages of an `apt-get install --print-uris` run";
+        let about = "apt: the packages an install of PACKAGE... from apt's sources (or --sources) downloads \
+                     (they and their dependencies, as the indexes pkgproxy holds say), with the indexes `apt-get \
+                     update` reads; or the packages of an `apt-get install --print-uris` run";
         <Arguments as clap::Args>::augment_args(clap::Command::new("apt")).about(about)
     }
 
@@ -78,9 +81,12 @@ impl NeedsReader for Reader {
         if let Some(uris) = &arguments.uris {
             return Ok(Asked::Known(Needs::of(print_uris(&needs::read_file(uris)?)?)));
         }
-        let sources = arguments.sources.as_ref().ok_or_else(|| NeedsError::new("--sources or --uris"))?;
+        let sources = match &arguments.sources {
+            Some(file) => sources_of(&needs::read_file(file)?)?,
+            None => apt_s_own_sources()?,
+        };
         needs::resolve(&Install {
-            sources: sources_of(&needs::read_file(sources)?)?,
+            sources,
             packages: arguments.packages,
             architecture: arguments.arch.unwrap_or_else(needs::machine_architecture),
         })
@@ -212,6 +218,65 @@ fn sources_of(text: &str) -> Result<Vec<AptSource>, NeedsError> {
     }
 }
 
+/// The sources apt itself reads: its sources.list, when there is one (a
+/// stock Debian 12 or Ubuntu 24.04 has none), then every `*.list` and
+/// `*.sources` file of its sources.list.d, in apt's order.
+fn apt_s_own_sources() -> Result<Vec<AptSource>, NeedsError> {
+    let (list, parts) = apt_s_source_places();
+    let mut files: Vec<PathBuf> = list.is_file().then(|| list.clone()).into_iter().collect();
+    let mut parted: Vec<PathBuf> = std::fs::read_dir(&parts)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.file_name().and_then(|name| name.to_str()).is_some_and(read_by_apt))
+        .collect();
+    parted.sort();
+    files.extend(parted);
+    let mut found = Vec::new();
+    for file in &files {
+        let text = needs::read_file(file)?;
+        match file.extension().is_some_and(|extension| extension == "sources") {
+            true => found.extend(deb822_sources(&text)),
+            false => found.extend(one_line_sources(&text)),
+        }
+    }
+    match found.is_empty() {
+        true => Err(NeedsError::new(format!(
+            "no deb sources in {} or in {}*.list and *.sources (apt's own): name a file with --sources",
+            list.display(),
+            parts.display(),
+        ))),
+        false => Ok(found),
+    }
+}
+
+/// Whether apt reads a file of sources.list.d by this name: `*.list` or
+/// `*.sources`, named with letters, digits, `_`, `-` and `.` only.
+fn read_by_apt(name: &str) -> bool {
+    let shaped = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    shaped && (name.ends_with(".list") || name.ends_with(".sources"))
+}
+
+/// Where apt reads its sources, as `apt-config` says (so `APT_CONFIG` and
+/// a `Dir` of its configuration count), else Debian's places.
+fn apt_s_source_places() -> (PathBuf, PathBuf) {
+    let debian = (PathBuf::from("/etc/apt/sources.list"), PathBuf::from("/etc/apt/sources.list.d/"));
+    let asked = std::process::Command::new("apt-config")
+        .args(["shell", "LIST", "Dir::Etc::sourcelist/f", "PARTS", "Dir::Etc::sourceparts/d"])
+        .output();
+    let Some(output) = asked.ok().filter(|output| output.status.success()) else { return debian };
+    let said = String::from_utf8_lossy(&output.stdout);
+    let value = |name: &str| {
+        said.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+            .map(|value| PathBuf::from(value.trim_matches('\'')))
+    };
+    match (value("LIST"), value("PARTS")) {
+        (Some(list), Some(parts)) => (list, parts),
+        _ => debian,
+    }
+}
+
 fn one_line_sources(text: &str) -> Vec<AptSource> {
     let mut found = Vec::new();
     for line in text.lines() {
@@ -277,6 +342,16 @@ mod tests {
         let suites: Vec<&str> = parsed.iter().map(|s| s.suite.as_str()).collect();
         assert_eq!(suites, ["bookworm", "bookworm-updates"]);
         assert!(sources_of("nothing\n").is_err());
+    }
+
+    #[test]
+    fn apt_reads_list_and_sources_files_of_its_folder_and_nothing_else() {
+        for name in ["debian.sources", "nodesource.list", "my_repo-2.list"] {
+            assert!(read_by_apt(name), "{name}");
+        }
+        for name in ["nodesource.sources.disabled-by-farm", "debian.sources.save", "x~.list", "README"] {
+            assert!(!read_by_apt(name), "{name}");
+        }
     }
 
     #[test]

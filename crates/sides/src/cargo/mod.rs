@@ -757,7 +757,7 @@ impl Side for Cargo {
             "replace-with = \"pkgproxy\"".to_owned(),
             "[source.pkgproxy]".to_owned(),
             format!("registry = \"sparse+http://{host}/cargo/index/\""),
-            format!("pkgproxyctl setup cargo -addr {host} | sh"),
+            format!("pkgproxyctl setup cargo --addr {host} | sh"),
         ];
         Some(ClientSetup { clients: "cargo".to_owned(), lines })
     }

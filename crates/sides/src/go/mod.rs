@@ -398,7 +398,7 @@ impl Side for Go {
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {
         let lines =
-            vec![format!("export GOPROXY=http://{host}/go"), format!("pkgproxyctl setup go -addr {host} | sudo sh")];
+            vec![format!("export GOPROXY=http://{host}/go"), format!("pkgproxyctl setup go --addr {host} | sudo sh")];
         Some(ClientSetup { clients: "the go command".to_owned(), lines })
     }
 }

@@ -396,7 +396,7 @@ impl Side for Lxd {
 
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {
         let mut lines = vec![format!(
-            "pkgproxyctl setup lxd-remote -addr {host}   # adds the remotes below, pkgproxy's certificate pinned"
+            "pkgproxyctl setup lxd-remote --addr {host}   # adds the remotes below, pkgproxy's certificate pinned"
         )];
         lines.extend(self.config().remotes().iter().map(|remote| {
             let local = names::remote_name_usually(&remote.name);

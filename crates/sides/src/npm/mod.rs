@@ -519,8 +519,8 @@ impl Side for Npm {
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {
         let lines = vec![
             format!("npm config set registry http://{host}/npm/"),
-            format!("pkgproxyctl setup npm -addr {host} | sh"),
-            format!("pkgproxyctl setup yarn -addr {host} | sh"),
+            format!("pkgproxyctl setup npm --addr {host} | sh"),
+            format!("pkgproxyctl setup yarn --addr {host} | sh"),
         ];
         Some(ClientSetup { clients: "npm, pnpm, yarn".to_owned(), lines })
     }

@@ -621,10 +621,10 @@ impl Side for Registry {
             clients: "Docker, containerd, podman, skopeo, k3s, rke2".to_owned(),
             lines: vec![
                 format!("{{\"registry-mirrors\": [\"http://{host}\"], \"insecure-registries\": [\"{host}\"]}}"),
-                format!("pkgproxyctl setup docker -addr {host} | sudo sh"),
-                format!("pkgproxyctl setup containerd -addr {host} | sudo sh"),
-                format!("pkgproxyctl setup podman -addr {host} | sudo sh"),
-                format!("pkgproxyctl setup k3s -addr {host} | sudo sh   # rke2: setup rke2"),
+                format!("pkgproxyctl setup docker --addr {host} | sudo sh"),
+                format!("pkgproxyctl setup containerd --addr {host} | sudo sh"),
+                format!("pkgproxyctl setup podman --addr {host} | sudo sh"),
+                format!("pkgproxyctl setup k3s --addr {host} | sudo sh   # rke2: setup rke2"),
                 format!("skopeo inspect --tls-verify=false docker://{host}/library/alpine:latest   # other registries: {host}/ghcr.io/OWNER/IMAGE"),
             ],
         })

@@ -446,7 +446,7 @@ impl Side for Snap {
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {
         let lines = vec![
             format!("SNAPPY_FORCE_API_URL=http://{host}/snap/"),
-            format!("pkgproxyctl setup snap -addr {host} | sudo sh"),
+            format!("pkgproxyctl setup snap --addr {host} | sudo sh"),
         ];
         Some(ClientSetup { clients: "snapd and snap".to_owned(), lines })
     }
