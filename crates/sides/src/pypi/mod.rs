@@ -611,6 +611,12 @@ impl Side for Pypi {
         true
     }
 
+    /// An index that asks to be left alone is told as one that cannot be
+    /// had now, by [`Side::failure_answer`].
+    fn upstream_waits_fail(&self) -> bool {
+        true
+    }
+
     /// What cannot be had now is a `424`, which pip and uv take as final:
     /// an index that asks to be left alone too, for pip sleeps a `503`'s
     /// `Retry-After` before each of its five retries (a minute's wait is

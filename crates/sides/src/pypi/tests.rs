@@ -145,7 +145,7 @@ fn an_index_asking_to_wait_is_told_as_a_424_that_pip_and_uv_do_not_retry() {
         (wait.status, wait.reason),
         (StatusCode::FAILED_DEPENDENCY, Some("Not held (pkgproxy): the index asks to wait"))
     );
-    assert_eq!(wait.headers[RETRY_AFTER], "30", "when to ask again, for scripts");
+    assert_eq!(wait.headers[http::header::RETRY_AFTER], "30", "when to ask again, for scripts");
     assert_eq!(wait.body, "pkgproxy does not hold this, and the index asks to be left alone for 30 s more\n");
     let offline = side.failure_answer(&Failure::Offline);
     assert_eq!((offline.status, offline.reason), (StatusCode::FAILED_DEPENDENCY, Some("Offline (pkgproxy): not held")));
