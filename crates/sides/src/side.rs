@@ -245,6 +245,15 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether an upstream's answer for what is not held that asks to be
+    /// left alone (a `429`, a `503` with `Retry-After`) is told by
+    /// [`Side::failure_answer`] as [`Failure::Overloaded`], rather than
+    /// passed on: pip sleeps a `Retry-After` before each of its five
+    /// retries, and is better told at once.
+    fn upstream_waits_fail(&self) -> bool {
+        false
+    }
+
     /// How the side's clients are told of `failure`.
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         failure.plain_text()

@@ -547,7 +547,7 @@ async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
     assert!(said.contains("500"), "{said}");
     fake.force_status(503);
     let busy = send(server.proxy_addr(), "GET", "/pypi/simple/never-seen-either/", &json, b"").await;
-    assert_eq!((busy.status, busy.header("retry-after")), (503, Some("30")), "asked to wait: told when");
+    assert_eq!((busy.status, busy.header("retry-after")), (424, Some("30")), "asked to wait: told when, not retried");
 
     fake.force_status(0);
     fake.set_stalled(true);
@@ -563,6 +563,34 @@ async fn an_index_down_or_hanging_leaves_installs_of_what_is_held_working() {
     let never = send(server.proxy_addr(), "GET", "/pypi/simple/never-seen/", &json, b"").await;
     let said = String::from_utf8_lossy(&never.body);
     assert_eq!(never.status, 424, "not a 404 nor a 5xx for what may exist: {said}");
+}
+
+/// pip sleeps a `503`'s `Retry-After` before each of its five retries
+/// (here 30 s: two and a half minutes of silence); a `424` it takes as
+/// final, as uv does, which then prints pkgproxy's reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_and_uv_fail_at_once_for_a_page_not_held_while_the_index_asks_to_wait() {
+    let (fake, server) = index_and_pkgproxy().await;
+    let index = format!("http://{}/pypi/simple/", server.proxy_addr());
+    fake.force_status(503);
+    let started = std::time::Instant::now();
+    let (installed, said, _) = pip_install(&index, "never-seen");
+    assert!(!installed, "{said}");
+    assert!(said.contains("No matching distribution found for never-seen"), "all pip says by default: {said}");
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_secs(10),
+        "pip fails at once, not after sleeping the index's Retry-After five times: {waited:?}"
+    );
+    let started = std::time::Instant::now();
+    let (installed, said, _) = uv_install(&index, "never-seen");
+    assert!(!installed, "{said}");
+    assert!(
+        said.contains("424 Not held (pkgproxy): the index asks to wait"),
+        "pkgproxy's reason in uv's words: {said}"
+    );
+    let waited = started.elapsed();
+    assert!(waited < std::time::Duration::from_secs(10), "uv fails at once, without retries: {waited:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -250,21 +250,33 @@ fn from_fetch(
             stats.increment(SideCounter::Revalidations);
             from_cache(state, exchange, request, &entry, Served::Revalidated)
         }
-        Phase::Passed(passed) => match cached {
-            Some(entry) if passed.status.is_server_error() || passed.status == StatusCode::TOO_MANY_REQUESTS => {
-                let why = Reason::UpstreamFailed(format!("it answered {}", passed.status));
-                stale(state, exchange, request, entry, why)
+        Phase::Passed(passed) => {
+            let wait = match cached {
+                None if side.upstream_waits_fail() => told_to_wait(&passed, state.clock.now()),
+                _ => None,
+            };
+            match (cached, wait) {
+                (Some(entry), _)
+                    if passed.status.is_server_error() || passed.status == StatusCode::TOO_MANY_REQUESTS =>
+                {
+                    let why = Reason::UpstreamFailed(format!("it answered {}", passed.status));
+                    stale(state, exchange, request, entry, why)
+                }
+                // Told as the side says, for clients that would sleep it.
+                (None, Some(failed)) => failed.into(),
+                // One that asks to be left alone a while (`Retry-After`) is
+                // passed on: the client is told when to ask again.
+                (None, None)
+                    if passed.status.is_server_error() && !asks_to_wait(&passed) && side.upstream_errors_fail() =>
+                {
+                    Failed::Upstream(format!("the upstream answered {}", passed.status)).into()
+                }
+                _ => {
+                    side.remember(request, &passed, tokio::time::Instant::now().into_std());
+                    Outcome::Answered(answer::passed(exchange, &passed, Served::Miss))
+                }
             }
-            // One that asks to be left alone a while (`Retry-After`) is
-            // passed on: the client is told when to ask again.
-            None if passed.status.is_server_error() && !asks_to_wait(&passed) && side.upstream_errors_fail() => {
-                Failed::Upstream(format!("the upstream answered {}", passed.status)).into()
-            }
-            _ => {
-                side.remember(request, &passed, tokio::time::Instant::now().into_std());
-                Outcome::Answered(answer::passed(exchange, &passed, Served::Miss))
-            }
-        },
+        }
         Phase::Failed(error) => match cached {
             Some(entry) => stale(state, exchange, request, entry, Reason::from(&Failed::of_fetch(&error))),
             None => Failed::of_fetch(&error).into(),
@@ -275,6 +287,18 @@ fn from_fetch(
         }
         Phase::Asking => Failed::Upstream("the fetch ended without an answer".to_string()).into(),
     }
+}
+
+/// The failure an upstream's answer is when it asks to be left alone (a
+/// `429`, a `503` with `Retry-After`), read at `now`.
+fn told_to_wait(passed: &PassedAnswer, now: std::time::SystemTime) -> Option<Failed> {
+    let headers = passed
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("retry-after"))
+        .filter_map(|(_, value)| Some((http::header::RETRY_AFTER, http::HeaderValue::from_str(value).ok()?)))
+        .collect();
+    Failed::rate_limited(passed.status, &headers, now)
 }
 
 /// Whether an upstream's answer says when to ask again.

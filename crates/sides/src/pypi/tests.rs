@@ -136,3 +136,17 @@ fn an_index_s_url_is_served_below_its_index_and_a_pypi_file_below_packages() {
     assert_eq!(at("https://files.pythonhosted.org/other/x"), None);
     assert_eq!(at("https://pypi.org/project/requests/"), None);
 }
+
+#[test]
+fn an_index_asking_to_wait_is_told_as_a_424_that_pip_and_uv_do_not_retry() {
+    let (side, _dir) = side();
+    let wait = side.failure_answer(&Failure::Overloaded { retry_after: Duration::from_millis(29_500) });
+    assert_eq!(
+        (wait.status, wait.reason),
+        (StatusCode::FAILED_DEPENDENCY, Some("Not held (pkgproxy): the index asks to wait"))
+    );
+    assert_eq!(wait.headers[http::header::RETRY_AFTER], "30", "when to ask again, for scripts");
+    assert_eq!(wait.body, "pkgproxy does not hold this, and the index asks to be left alone for 30 s more\n");
+    let offline = side.failure_answer(&Failure::Offline);
+    assert_eq!((offline.status, offline.reason), (StatusCode::FAILED_DEPENDENCY, Some("Offline (pkgproxy): not held")));
+}
