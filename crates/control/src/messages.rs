@@ -628,6 +628,10 @@ pub struct Needs {
     /// what the upstream serves (a snap device's): a warm sends them too.
     #[serde(default)]
     pub headers: Vec<(String, String)>,
+    /// What the build's files name that its clients would not ask for
+    /// here (other platforms' wheels), for people: said, not counted.
+    #[serde(default)]
+    pub left_out: Vec<String>,
 }
 
 impl Needs {
