@@ -628,10 +628,11 @@ pub struct Needs {
     /// what the upstream serves (a snap device's): a warm sends them too.
     #[serde(default)]
     pub headers: Vec<(String, String)>,
-    /// What the build's files name that its clients would not ask for
-    /// here (other platforms' wheels), for people: said, not counted.
+    /// For people: what the count is of (a platform), and what the
+    /// build's files name that its clients would not ask for there (other
+    /// platforms' wheels): said, not counted.
     #[serde(default)]
-    pub left_out: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 impl Needs {

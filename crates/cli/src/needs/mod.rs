@@ -230,8 +230,8 @@ fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result
         for warning in &wanted.warnings {
             println!("warning  {warning}");
         }
-        for what in &wanted.left_out {
-            println!("left out  {what}");
+        for note in &wanted.notes {
+            println!("note     {note}");
         }
         println!("{ready} of {} ready", told.len() + wanted.unknown.len());
     }

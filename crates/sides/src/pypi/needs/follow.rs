@@ -206,15 +206,21 @@ impl<'h> Search<'h> {
         }
     }
 
-    /// What was found: the pages, then the files, and what was left out.
+    /// What was found: the pages, then the files, and for what platform,
+    /// leaving out how many.
     fn finish(mut self) -> Needs {
         self.found.items.append(&mut self.files);
-        if let (Some((_, label)), 1..) = (&self.platform, self.left_out) {
+        if let Some((_, label)) = &self.platform {
+            self.found.notes.push(format!(
+                "counted for {label}: of each pinned version, the file pip takes there (--platform, \
+                 --python-version, --implementation count for another)"
+            ));
+        }
+        if self.left_out > 0 {
             let files = if self.left_out == 1 { "file" } else { "files" };
-            self.found.left_out.push(format!(
-                "{} {files} of the pinned versions for other platforms or Pythons, or that pip passes over for a \
-                 better one: counted is what pip takes for {label} (--platform, --python-version, --implementation \
-                 count for another)",
+            self.found.notes.push(format!(
+                "left out: {} {files} of the pinned versions for other platforms or Pythons, or that pip passes \
+                 over for a better one",
                 self.left_out
             ));
         }
@@ -503,9 +509,12 @@ mod tests {
         let needs = side.lock_needs(lock, &held).unwrap();
         let labels: Vec<_> = needs.items.iter().map(|item| item.label.as_str()).collect();
         assert_eq!(labels, ["demo page (json)", "demo-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"]);
-        assert_eq!(needs.left_out.len(), 1, "{needs:?}");
-        assert!(needs.left_out[0].starts_with("4 files of the pinned versions for other platforms"), "{needs:?}");
-        assert!(needs.left_out[0].contains("cp312 on manylinux_2_28_x86_64"), "{needs:?}");
+        assert_eq!(needs.notes.len(), 2, "{needs:?}");
+        assert!(needs.notes[0].starts_with("counted for cp312 on manylinux_2_28_x86_64: "), "{needs:?}");
+        assert!(
+            needs.notes[1].starts_with("left out: 4 files of the pinned versions for other platforms"),
+            "{needs:?}"
+        );
         assert!(needs.unknown.is_empty(), "{:?}", needs.unknown);
     }
 

@@ -112,7 +112,11 @@ pub fn target(chosen: &Chosen<'_>) -> Result<(Target, String), NeedsError> {
     };
     let target = Target { implementation, python, abis, platforms };
     let on = match chosen.platforms {
-        [] => target.platforms.first().cloned().unwrap_or_default(),
+        // A machine's first platform is `linux_ARCH`: its C library says more.
+        [] => {
+            let telling = target.platforms.iter().find(|platform| !platform.starts_with("linux_"));
+            telling.or(target.platforms.first()).cloned().unwrap_or_default()
+        }
         named => named.join(", "),
     };
     let assumed = if open && said.is_none() { " (assumed: no Python answered here)" } else { "" };
@@ -333,8 +337,7 @@ mod tests {
         };
         assert_eq!(generic_abi(&said(".pypy310-pp73-x86_64-linux-gnu.so")).as_deref(), Some("pypy310_pp73"));
         let platforms = platforms_said(&said(".so"));
-        assert_eq!(platforms[0], "manylinux_2_36_x86_64");
-        assert_eq!(platforms.last().map(String::as_str), Some("linux_x86_64"));
+        assert_eq!(platforms[..2], ["linux_x86_64", "manylinux_2_36_x86_64"]);
     }
 
     /// The test tools' Python (`test.sh` installs it with a current pip).

@@ -68,21 +68,21 @@ impl Target {
         let interpreter = self.interpreter();
         let (major, minor) = self.python;
         if self.implementation == "cp" {
-            let own: Vec<&str> =
-                self.abis.iter().map(String::as_str).filter(|abi| !matches!(*abi, "abi3" | "none")).collect();
-            for abi in &own {
+            // A free-threaded build's stable ABI is abi3t (PEP 803), not abi3.
+            let threaded = self.abis.first().is_some_and(|abi| is_threaded(abi));
+            let stable = if threaded { "abi3t" } else { "abi3" };
+            let placed = |abi: &&str| *abi == stable || *abi == "none" || *abi == "abi3";
+            for abi in self.abis.iter().map(String::as_str).filter(|abi| !placed(abi)) {
                 on_each_platform(&mut tags, &interpreter, abi);
             }
-            // A free-threaded build takes no stable-ABI wheel.
-            let threaded = own.first().is_some_and(|abi| is_threaded(abi));
-            let abi3 = (major, minor) >= (3, 2) && !threaded;
-            if abi3 {
-                on_each_platform(&mut tags, &interpreter, "abi3");
+            let has_stable = (major, minor) >= (3, 2);
+            if has_stable {
+                on_each_platform(&mut tags, &interpreter, stable);
             }
             on_each_platform(&mut tags, &interpreter, "none");
-            if abi3 {
+            if has_stable {
                 for older in (2..minor).rev() {
-                    on_each_platform(&mut tags, &format!("cp{major}{older}"), "abi3");
+                    on_each_platform(&mut tags, &format!("cp{major}{older}"), stable);
                 }
             }
         } else {
@@ -141,18 +141,18 @@ const MANYLINUX_ARCHES: [&str; 9] =
     ["x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x", "loongarch64", "riscv64"];
 
 /// The Linux platforms a machine of `arch` with glibc `glibc` or musl
-/// `musl` takes, best first: manylinux down to the oldest glibc its
-/// architecture has wheels for, musllinux down to 1.0, then `linux_ARCH`.
+/// `musl` takes, best first: `linux_ARCH` (a wheel built here; pip 25.1
+/// and later rank it first, older pips last), manylinux down to the
+/// oldest glibc its architecture has wheels for, musllinux down to 1.0.
 pub fn linux_platforms(arch: &str, glibc: Option<(u32, u32)>, musl: Option<(u32, u32)>) -> Vec<String> {
     let arches: Vec<&str> = if arch == "armv8l" { vec!["armv8l", "armv7l"] } else { vec![arch] };
-    let mut platforms = Vec::new();
+    let mut platforms: Vec<String> = arches.iter().map(|arch| format!("linux_{arch}")).collect();
     if let Some(glibc) = glibc {
         platforms.extend(arches.iter().flat_map(|arch| manylinux(arch, glibc)));
     }
     if let Some(musl) = musl {
         platforms.extend(arches.iter().flat_map(|arch| musllinux(arch, musl)));
     }
-    platforms.extend(arches.iter().map(|arch| format!("linux_{arch}")));
     platforms
 }
 
@@ -338,8 +338,8 @@ mod tests {
         }
     }
 
-    // The lists below are those pip 23 and 25 print with `pip debug
-    // --verbose` (and `--platform`, `--python-version`, `--implementation`).
+    // The lists below are those pip prints with `pip debug --verbose` (and
+    // `--platform`, `--python-version`, `--implementation`).
     #[test]
     fn cpython_s_tags_come_in_pip_s_order_its_own_abi_then_abi3_then_none_then_older_abi3_then_pure() {
         let tags = cpython((3, 12), &["manylinux_2_17_x86_64", "linux_x86_64"]).supported();
@@ -371,12 +371,20 @@ mod tests {
     }
 
     #[test]
-    fn a_free_threaded_cpython_takes_no_abi3_and_an_old_one_its_pymalloc_abi() {
+    fn a_free_threaded_cpython_takes_abi3t_not_abi3_and_an_old_one_its_pymalloc_abi() {
         let threaded = Target { abis: cpython_abis((3, 13), false, true, true), ..cpython((3, 13), &["linux_x86_64"]) };
         assert_eq!(threaded.abis, ["cp313t"]);
         let tags = threaded.supported();
-        assert_eq!(tags[..2], ["cp313-cp313t-linux_x86_64", "cp313-none-linux_x86_64"]);
-        assert!(!tags.iter().any(|tag| tag.contains("abi3")));
+        assert_eq!(
+            tags[..4],
+            [
+                "cp313-cp313t-linux_x86_64",
+                "cp313-abi3t-linux_x86_64",
+                "cp313-none-linux_x86_64",
+                "cp312-abi3t-linux_x86_64"
+            ]
+        );
+        assert!(!tags.iter().any(|tag| tag.contains("abi3-")));
         assert_eq!(cpython_abis((3, 7), false, false, true), ["cp37m"]);
         assert_eq!(cpython_abis((3, 12), true, false, true), ["cp312d", "cp312"]);
     }
@@ -400,15 +408,15 @@ mod tests {
     #[test]
     fn a_glibc_machine_takes_every_older_manylinux_and_its_legacy_names_in_place() {
         let platforms = linux_platforms("x86_64", Some((2, 36)), None);
-        assert_eq!(platforms[..3], ["manylinux_2_36_x86_64", "manylinux_2_35_x86_64", "manylinux_2_34_x86_64"]);
+        assert_eq!(platforms[..3], ["linux_x86_64", "manylinux_2_36_x86_64", "manylinux_2_35_x86_64"]);
         let at = platforms.iter().position(|platform| platform == "manylinux_2_17_x86_64").unwrap();
         assert_eq!(platforms[at + 1], "manylinux2014_x86_64");
-        assert_eq!(platforms[platforms.len() - 3..], ["manylinux_2_5_x86_64", "manylinux1_x86_64", "linux_x86_64"]);
-        assert_eq!(platforms.len(), 32 + 3 + 1);
+        assert_eq!(platforms[platforms.len() - 2..], ["manylinux_2_5_x86_64", "manylinux1_x86_64"]);
+        assert_eq!(platforms.len(), 1 + 32 + 3);
         let arm = linux_platforms("aarch64", Some((2, 31)), None);
-        assert_eq!(arm[arm.len() - 3..], ["manylinux_2_17_aarch64", "manylinux2014_aarch64", "linux_aarch64"]);
+        assert_eq!(arm[arm.len() - 2..], ["manylinux_2_17_aarch64", "manylinux2014_aarch64"]);
         let musl = linux_platforms("x86_64", None, Some((1, 2)));
-        assert_eq!(musl, ["musllinux_1_2_x86_64", "musllinux_1_1_x86_64", "musllinux_1_0_x86_64", "linux_x86_64"]);
+        assert_eq!(musl, ["linux_x86_64", "musllinux_1_2_x86_64", "musllinux_1_1_x86_64", "musllinux_1_0_x86_64"]);
     }
 
     #[test]
