@@ -158,3 +158,43 @@ async fn a_warm_for_another_platform_fetches_the_wheel_pip_download_for_it_takes
     assert!(downloaded, "{said}");
     assert!(into.path().join(&native[2].filename).exists(), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_uv_lock_listing_every_platform_s_wheels_is_warmed_with_this_platform_s_alone_and_synced_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, native, _) = index_and_requirements(dir.path()).await;
+    let daemon = pkgproxy_of(&fake).await;
+    let project = dir.path().join("app");
+    std::fs::create_dir(&project).unwrap();
+    let pyproject = "[project]\nname = \"app\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\n\
+                     dependencies = [\"native==1.0\"]\n";
+    std::fs::write(project.join("pyproject.toml"), pyproject).unwrap();
+    let uv = |args: &[&str]| {
+        let all = [&["--directory", project.to_str().unwrap()][..], args].concat();
+        python_tool_through(&daemon, "uv", &all)
+    };
+    let (locked, said) = uv(&["lock"]);
+    assert!(locked, "{said}");
+    let lock = project.join("uv.lock");
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(native.iter().all(|file| text.contains(&file.filename)), "the lock lists every file: {text}");
+    let lock = lock.to_str().unwrap();
+
+    let python = python_tool("python");
+    let counted = ["--python", python.to_str().unwrap()];
+    let fetched = |filename: &str| fake.requests().iter().filter(|asked| asked.path.ends_with(filename)).count();
+    fake.clear_requests();
+    let (warmed, printed) = ctl(&daemon, &[&["warm", "pypi", lock][..], &counted].concat());
+    assert!(warmed, "{printed}");
+    assert!(printed.contains("note     left out: 7 files"), "{printed}");
+    assert_eq!(fetched(&native[0].filename), 1, "{:#?}", fake.requests());
+    for other in &native[1..] {
+        assert_eq!(fetched(&other.filename), 0, "{}: {:#?}", other.filename, fake.requests());
+    }
+
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    fake.clear_requests();
+    let (synced, said) = uv(&["sync", "--frozen"]);
+    assert!(synced, "{said}");
+    assert!(fake.requests().is_empty(), "nothing asked while offline: {:#?}", fake.requests());
+}
