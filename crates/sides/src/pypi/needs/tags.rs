@@ -141,9 +141,9 @@ const MANYLINUX_ARCHES: [&str; 9] =
     ["x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x", "loongarch64", "riscv64"];
 
 /// The Linux platforms a machine of `arch` with glibc `glibc` or musl
-/// `musl` takes, best first: `linux_ARCH` (a wheel built here; pip 25.1
-/// and later rank it first, older pips last), manylinux down to the
-/// oldest glibc its architecture has wheels for, musllinux down to 1.0.
+/// `musl` takes, best first: `linux_ARCH` (a wheel built here: current
+/// pips rank it first, older ones last), manylinux down to the oldest
+/// glibc its architecture has wheels for, musllinux down to 1.0.
 pub fn linux_platforms(arch: &str, glibc: Option<(u32, u32)>, musl: Option<(u32, u32)>) -> Vec<String> {
     let arches: Vec<&str> = if arch == "armv8l" { vec!["armv8l", "armv7l"] } else { vec![arch] };
     let mut platforms: Vec<String> = arches.iter().map(|arch| format!("linux_{arch}")).collect();
