@@ -656,6 +656,11 @@ pub struct Needs {
     /// what the upstream serves (a snap device's): a warm sends them too.
     #[serde(default)]
     pub headers: Vec<(String, String)>,
+    /// For people: what the count is of (a platform), and what the
+    /// build's files name that its clients would not ask for there (other
+    /// platforms' wheels): said, not counted.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl Needs {

@@ -101,24 +101,41 @@ impl Distribution {
     /// A pure-Python wheel of `project` `version` requiring `requires`
     /// (`name>=1`), its module `size` bytes at least.
     pub fn wheel(project: &str, version: &str, requires: &[&str], size: usize) -> Distribution {
+        Distribution::wheel_tagged(project, version, "py3-none-any", requires, size)
+    }
+
+    /// A wheel of `project` `version` for the tags `tag` (`cp312-cp312-
+    /// manylinux_2_17_x86_64.manylinux2014_x86_64`, as a file name says
+    /// them), requiring `requires`: its module pure Python, its bytes its
+    /// own (the tag is in them).
+    pub fn wheel_tagged(project: &str, version: &str, tag: &str, requires: &[&str], size: usize) -> Distribution {
         let module = normalize(project).replace('-', "_");
         let dist_info = format!("{module}-{version}.dist-info");
         let mut metadata = format!("Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n");
         for requirement in requires {
             metadata.push_str(&format!("Requires-Dist: {requirement}\n"));
         }
-        let mut source = format!("NAME = \"{project} {version}\"\n");
+        let mut source = format!("NAME = \"{project} {version} {tag}\"\n");
         let mut line = 0u64;
         while source.len() < size {
             // Lines that do not compress away, so the wheel is as large.
             source.push_str(&format!("# {}\n", hex::encode(Sha256::digest(line.to_le_bytes()))));
             line += 1;
         }
-        let wheel = "Wheel-Version: 1.0\nGenerator: pkgproxy-testkit\nRoot-Is-Purelib: true\nTag: py3-none-any\n";
+        let mut wheel = "Wheel-Version: 1.0\nGenerator: pkgproxy-testkit\nRoot-Is-Purelib: true\n".to_owned();
+        let [pythons, abis, platforms]: [&str; 3] =
+            tag.splitn(3, '-').collect::<Vec<_>>().try_into().expect("a tag: PYTHON-ABI-PLATFORM");
+        for python in pythons.split('.') {
+            for abi in abis.split('.') {
+                for platform in platforms.split('.') {
+                    wheel.push_str(&format!("Tag: {python}-{abi}-{platform}\n"));
+                }
+            }
+        }
         let files = [
             (format!("{module}/__init__.py"), source),
             (format!("{dist_info}/METADATA"), metadata.clone()),
-            (format!("{dist_info}/WHEEL"), wheel.to_owned()),
+            (format!("{dist_info}/WHEEL"), wheel),
         ];
         let mut record = String::new();
         for (path, content) in &files {
@@ -133,7 +150,7 @@ impl Distribution {
             zip.write_all(content.as_bytes()).expect("a zip entry's bytes");
         }
         let bytes = zip.finish().expect("a zip").into_inner();
-        let filename = format!("{module}-{version}-py3-none-any.whl");
+        let filename = format!("{module}-{version}-{tag}.whl");
         Distribution::of(project, version, filename, bytes.into(), Some(metadata.into()))
     }
 

@@ -230,6 +230,9 @@ fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result
         for warning in &wanted.warnings {
             println!("warning  {warning}");
         }
+        for note in &wanted.notes {
+            println!("note     {note}");
+        }
         println!("{ready} of {} ready", told.len() + wanted.unknown.len());
     }
     let all = ready == told.len() && wanted.unknown.is_empty();

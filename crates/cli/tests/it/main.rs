@@ -36,6 +36,7 @@ mod private_doors;
 mod private_spaces;
 mod proxy_http;
 mod pypi_client;
+mod pypi_platform;
 mod quota;
 mod quota_apt;
 mod readiness;

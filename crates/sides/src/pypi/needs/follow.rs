@@ -1,6 +1,8 @@
 //! A lock's packages followed in what the daemon holds: each package's
-//! project's page in both forms, and the files its held JSON page lists
-//! that the lock pins, with the core metadata the page advertises.
+//! project's page in the form its installer asks for, and, of the files
+//! its held page lists that the lock pins, the one the installer takes on
+//! its platform ([`Ranking::pick`]), with the core metadata the page
+//! advertises; how many others there are is said, not counted.
 //!
 //! Anyone may ask (the stats socket), so what a search costs is bounded by
 //! what is held, not by how the request is written: the packages are taken
@@ -11,7 +13,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Lock, Locked, LockedFile};
+use super::tags::Ranking;
+use super::{Installer, Lock, Locked, LockedFile};
 use crate::id::SideId;
 use crate::needs::{self, HeldBodies, NeededItem, Needs, NeedsError};
 use crate::pypi::files::{project_of, served_path};
@@ -39,8 +42,11 @@ impl Pypi {
                 lock.packages.len()
             )));
         }
+        if let Some(installer) = &lock.installer {
+            installer.target.check().map_err(NeedsError::new)?;
+        }
         let config = self.config();
-        let mut search = Search::new(held);
+        let mut search = Search::new(held, lock.installer.as_ref());
         search.found.unknown = lock.unknown;
         for (index, project, packages) in by_project(&config.indexes, &lock.packages, &mut search.found.unknown) {
             if held.abandoned() {
@@ -94,16 +100,31 @@ struct Search<'h> {
     files: Vec<NeededItem>,
     /// The files named so far, by URL: each is named once.
     named: HashSet<String>,
+    /// The page forms asked for, the one files are read from first.
+    forms: &'static [Form],
+    /// What the installer takes, and what people call its platform;
+    /// `None`: every file the lock pins.
+    platform: Option<(Ranking, &'h str)>,
+    /// How many files the lock pins that the installer does not take.
+    left_out: usize,
 }
 
 impl<'h> Search<'h> {
-    fn new(held: &'h dyn HeldBodies) -> Search<'h> {
+    fn new(held: &'h dyn HeldBodies, installer: Option<&'h Installer>) -> Search<'h> {
+        let forms: &[Form] = match installer {
+            None => &[Form::Json, Form::Html],
+            Some(installer) if installer.html => &[Form::Html],
+            Some(_) => &[Form::Json],
+        };
         Search {
             held,
             prefix: crate::route::prefix_of(SideId::Pypi).unwrap_or_default(),
             found: Needs::default(),
             files: Vec::new(),
             named: HashSet::new(),
+            forms,
+            platform: installer.map(|installer| (Ranking::of(&installer.target), installer.label.as_str())),
+            left_out: 0,
         }
     }
 
@@ -111,11 +132,11 @@ impl<'h> Search<'h> {
     fn follow(&mut self, index: &Index, project: &str, packages: &[&Locked]) {
         let base = format!("{}{}", self.prefix, index.mount);
         let page_url = |form: Form| format!("{base}/simple/{project}/?{}", form.query());
-        for form in [Form::Json, Form::Html] {
+        for form in self.forms {
             let label = format!("{project} page ({})", form.as_str());
-            self.found.items.push(NeededItem { url: page_url(form), label });
+            self.found.items.push(NeededItem { url: page_url(*form), label });
         }
-        let held = self.held.body(&page_url(Form::Json), PAGE_LIMIT).and_then(|body| page::parse(&body));
+        let held = self.held.body(&page_url(self.forms[0]), PAGE_LIMIT).and_then(|body| page::parse(&body));
         let page = held.map(|held| HeldPage::of(held.files, project));
         let mut followed = HashSet::new();
         for package in packages {
@@ -134,8 +155,33 @@ impl<'h> Search<'h> {
                 let why = format!("{} {}: its page lists no file the lock names", package.name, package.version);
                 self.found.unknown.push(why);
             }
-            for listed in listed {
+            for listed in self.taken(package, listed) {
                 self.name_file(&base, listed);
+            }
+        }
+    }
+
+    /// Of `listed`, the files `package` pins, the one its installer takes
+    /// (all of them when no installer is named); the others are counted
+    /// as left out, and a release with none it takes is told.
+    fn taken<'l>(&mut self, package: &Locked, listed: Vec<&'l Listed>) -> Vec<&'l Listed> {
+        let Some((ranking, label)) = &self.platform else { return listed };
+        if listed.is_empty() {
+            return listed;
+        }
+        match ranking.pick(listed.iter().map(|file| file.filename.as_str())) {
+            Some(at) => {
+                self.left_out += listed.len() - 1;
+                vec![listed[at]]
+            }
+            None => {
+                self.found.unknown.push(format!(
+                    "{} {}: no file for {label} among its {} (no wheel of its tags, no sdist)",
+                    package.name,
+                    package.version,
+                    listed.len()
+                ));
+                Vec::new()
             }
         }
     }
@@ -160,9 +206,24 @@ impl<'h> Search<'h> {
         }
     }
 
-    /// What was found: the pages, then the files.
+    /// What was found: the pages, then the files, and for what platform,
+    /// leaving out how many.
     fn finish(mut self) -> Needs {
         self.found.items.append(&mut self.files);
+        if let Some((_, label)) = &self.platform {
+            self.found.notes.push(format!(
+                "counted for {label}: of each pinned version, the file pip takes there (--platform, \
+                 --python-version, --implementation count for another)"
+            ));
+        }
+        if self.left_out > 0 {
+            let files = if self.left_out == 1 { "file" } else { "files" };
+            self.found.notes.push(format!(
+                "left out: {} {files} of the pinned versions for other platforms or Pythons, or that pip passes \
+                 over for a better one",
+                self.left_out
+            ));
+        }
         self.found
     }
 }
@@ -281,6 +342,8 @@ mod tests {
     struct Pages {
         held: Vec<String>,
         files: usize,
+        /// The files' names after `PROJECT-1.0-`, in place of `N-py3-none-any.whl`.
+        named: Vec<&'static str>,
         read: std::cell::Cell<usize>,
         /// After how many reads the requester is gone, if it goes.
         gone_after: Option<usize>,
@@ -291,9 +354,11 @@ mod tests {
             let files: Vec<_> = (0..self.files)
                 .map(|n| {
                     let sha256 = format!("{n:064x}");
+                    let rest =
+                        self.named.get(n).map_or_else(|| format!("{n}-py3-none-any.whl"), |rest| rest.to_string());
                     serde_json::json!({
-                        "filename": format!("{project}-1.0-{n}-py3-none-any.whl"),
-                        "url": format!("https://files.example/{project}-1.0-{n}-py3-none-any.whl"),
+                        "filename": format!("{project}-1.0-{rest}"),
+                        "url": format!("https://files.example/{project}-1.0-{rest}"),
                         "hashes": {"sha256": sha256},
                     })
                 })
@@ -335,7 +400,7 @@ mod tests {
     fn lock_of_packages(packages: impl Iterator<Item = (String, String)>) -> serde_json::Value {
         let packages: Vec<Locked> =
             packages.map(|(name, version)| Locked { name, version, index: None, files: Vec::new() }).collect();
-        serde_json::to_value(Lock { packages, unknown: Vec::new() }).unwrap()
+        serde_json::to_value(Lock { packages, unknown: Vec::new(), installer: None }).unwrap()
     }
 
     #[test]
@@ -413,5 +478,61 @@ mod tests {
         assert_eq!(needs.unknown.len(), 2, "{:?}", needs.unknown);
         assert!(needs.unknown[0].contains("other 1.0: its index"), "{:?}", needs.unknown);
         assert!(needs.unknown[1].contains("demo 2.0: its page lists no file"), "{:?}", needs.unknown);
+    }
+
+    /// An installer of CPython 3.12 on glibc 2.28, x86_64.
+    fn glibc_2_28(html: bool) -> Installer {
+        let target = crate::pypi::needs::tags::Target {
+            implementation: "cp".into(),
+            python: (3, 12),
+            abis: vec!["cp312".into()],
+            platforms: crate::pypi::needs::tags::expand_platform("manylinux_2_28_x86_64"),
+        };
+        Installer { html, target, label: "cp312 on manylinux_2_28_x86_64".into() }
+    }
+
+    #[test]
+    fn a_lock_naming_every_platform_s_files_needs_the_one_pip_takes_here_and_says_how_many_it_left_out() {
+        let (side, _dir) = side();
+        let named = vec![
+            "cp312-cp312-win_amd64.whl",
+            "cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+            "cp312-cp312-macosx_11_0_arm64.whl",
+            "cp311-cp311-manylinux_2_17_x86_64.whl",
+            "cp312-cp312-manylinux_2_34_x86_64.whl",
+        ];
+        let held = Pages { held: vec!["demo".into()], files: 5, named, ..Pages::default() };
+        let by_hash = (0..5).map(|n| serde_json::json!({"filename": null, "sha256": format!("{n:064x}")}));
+        let lock = serde_json::json!({"packages": [
+            {"name": "demo", "version": "1.0", "index": null, "files": by_hash.collect::<Vec<_>>()},
+        ], "unknown": [], "installer": glibc_2_28(false)});
+        let needs = side.lock_needs(lock, &held).unwrap();
+        let labels: Vec<_> = needs.items.iter().map(|item| item.label.as_str()).collect();
+        assert_eq!(labels, ["demo page (json)", "demo-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"]);
+        assert_eq!(needs.notes.len(), 2, "{needs:?}");
+        assert!(needs.notes[0].starts_with("counted for cp312 on manylinux_2_28_x86_64: "), "{needs:?}");
+        assert!(
+            needs.notes[1].starts_with("left out: 4 files of the pinned versions for other platforms"),
+            "{needs:?}"
+        );
+        assert!(needs.unknown.is_empty(), "{:?}", needs.unknown);
+    }
+
+    #[test]
+    fn a_release_with_no_file_for_the_platform_is_told_and_the_html_form_counted_when_asked() {
+        let (side, _dir) = side();
+        let held =
+            Pages { held: vec!["demo".into()], files: 1, named: vec!["cp312-cp312-win_amd64.whl"], ..Pages::default() };
+        let lock = serde_json::json!({"packages": [
+            {"name": "demo", "version": "1.0", "index": null, "files": []},
+        ], "unknown": [], "installer": glibc_2_28(true)});
+        let needs = side.lock_needs(lock, &held).unwrap();
+        let labels: Vec<_> = needs.items.iter().map(|item| item.label.as_str()).collect();
+        assert_eq!(labels, ["demo page (html)"]);
+        assert_eq!(needs.unknown.len(), 1, "{needs:?}");
+        assert!(
+            needs.unknown[0].contains("demo 1.0: no file for cp312 on manylinux_2_28_x86_64 among its 1"),
+            "{needs:?}"
+        );
     }
 }

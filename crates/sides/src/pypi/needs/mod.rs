@@ -1,10 +1,12 @@
 //! What a Python install needs, for `pkgproxyctl check pypi FILE`: for each
-//! package a lock pins, its project's page in both forms (installers ask
-//! for JSON, older ones and poetry for HTML), and the files the lock names
-//! (by hash or file name; every file of the version when it names none),
-//! with the core metadata a page promises for a wheel. The files are known
-//! only from the held page: a warm fetches the pages first, then, asked
-//! again, the files.
+//! package a lock pins, its project's page in the form the installers ask
+//! for (JSON; HTML with `--html`, for older pips and poetry), and of the
+//! files the lock names (by hash or file name; every file of the version
+//! when it names none) the one an installer takes on the target platform
+//! (this machine's, or the one `--platform` and the like name: [`tags`],
+//! [`machine`]), with the core metadata its page promises. The files are
+//! known only from the held page: a warm fetches the pages first, then,
+//! asked again, the files.
 //!
 //! Read: `requirements.txt` (pinned with `==`, with or without
 //! `--hash=sha256:...`), `uv.lock`, `pylock.toml` (PEP 751) and
@@ -12,6 +14,8 @@
 //! ([`follow`]).
 
 mod follow;
+mod machine;
+mod tags;
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +29,34 @@ struct Arguments {
     /// The lock: a requirements.txt, uv.lock, pylock.toml or poetry.lock.
     #[arg(default_value = "requirements.txt")]
     lock: PathBuf,
+    /// Count the wheels of this platform, as pip download takes it
+    /// (manylinux_2_28_x86_64, musllinux_1_2_aarch64, win_amd64,
+    /// macosx_11_0_arm64), and of the older ones a machine of it takes
+    /// (manylinux2014 on glibc 2.28); repeat for several. Default: this
+    /// machine's.
+    #[arg(long = "platform", value_name = "PLATFORM")]
+    platforms: Vec<String>,
+    /// Count the wheels of this Python version (3.12 or 312). Default:
+    /// that of the machine's python3.
+    #[arg(long, value_name = "VERSION")]
+    python_version: Option<String>,
+    /// Count the wheels of this implementation: cp (CPython), pp (PyPy),
+    /// py (any). Default: that of the machine's python3.
+    #[arg(long, value_name = "IMPL")]
+    implementation: Option<String>,
+    /// Count the wheels of this ABI (cp312, abi3, none); repeat for several.
+    /// Default: the implementation's own.
+    #[arg(long = "abi", value_name = "ABI")]
+    abis: Vec<String>,
+    /// The Python whose version and platform are the defaults (a virtual
+    /// environment's, say). Default: python3, and CPython 3.12 on this
+    /// machine's platform where there is none.
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
+    /// Count the HTML form of each project's page (older pips, poetry),
+    /// not the JSON form pip and uv ask for.
+    #[arg(long)]
+    html: bool,
 }
 
 /// A file a lock names: by its name, its SHA-256, or both.
@@ -51,6 +83,21 @@ struct Lock {
     packages: Vec<Locked>,
     /// What the lock has that pkgproxy cannot follow, for people.
     unknown: Vec<String>,
+    /// Whose requests are counted; `None` (a `pkgproxyctl` from before
+    /// platforms were counted): both page forms and every file.
+    #[serde(default)]
+    installer: Option<Installer>,
+}
+
+/// The installer whose requests are counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Installer {
+    /// It asks for pages in HTML, not JSON.
+    html: bool,
+    /// The interpreter and platform it installs for.
+    target: tags::Target,
+    /// What people call the target (`cp312 on manylinux_2_36_x86_64`).
+    label: String,
 }
 
 /// The reader of Python locks.
@@ -59,14 +106,27 @@ pub struct Reader;
 impl NeedsReader for Reader {
     fn command(&self) -> clap::Command {
         let about = "pip, uv, poetry, pdm: what installing a requirements.txt (pinned), uv.lock, pylock.toml or \
-                     poetry.lock asks for with empty client caches: each project's page, each locked file and its \
-                     core metadata";
+                     poetry.lock asks for with empty client caches, on this machine or the platform named: each \
+                     project's page, and of each pinned version the file pip takes there (the wheel of the best \
+                     tag, else the sdist) and its core metadata";
         <Arguments as clap::Args>::augment_args(clap::Command::new("pypi")).about(about)
     }
 
     fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError> {
         let arguments: Arguments = needs::arguments(matches)?;
-        needs::read_lock(&arguments.lock, |text| lock_of(&arguments.lock, text))
+        let chosen = machine::Chosen {
+            platforms: &arguments.platforms,
+            python_version: arguments.python_version.as_deref(),
+            implementation: arguments.implementation.as_deref(),
+            abis: &arguments.abis,
+            python: arguments.python.as_deref(),
+        };
+        let (target, label) = machine::target(&chosen)?;
+        let installer = Installer { html: arguments.html, target, label };
+        needs::read_lock(&arguments.lock, |text| {
+            let lock = lock_of(&arguments.lock, text)?;
+            Ok(Lock { installer: Some(installer), ..lock })
+        })
     }
 }
 
