@@ -362,7 +362,10 @@ fn from_body(
     file: Arc<std::fs::File>,
     served: Served,
 ) -> Outcome {
-    state.cache.touch(&request.key);
+    match served {
+        Served::Miss => state.cache.touch(&request.key),
+        _ => state.cache.hit(&request.key),
+    }
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
     }
