@@ -366,6 +366,7 @@ fn from_body(
         Served::Miss => state.cache.touch(&request.key),
         _ => state.cache.hit(&request.key),
     }
+    crate::browse::served(state, exchange.client.map(|client| client.addr.ip()), request);
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
     }

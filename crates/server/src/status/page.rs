@@ -47,7 +47,7 @@ fn header(html: &mut String, status: &Status, host: &str) {
         "<header><h1>pkgproxy <small>{version}</small></h1>\
          <p>at <b>{host}</b> · up <span id=\"uptime\">{uptime}</span> · \
          <span id=\"mode\" class=\"mode mode-{mode}\">{shown}</span><span id=\"mode-reason\">{reason}</span> · \
-         <span id=\"refreshed\">as loaded</span></p></header>",
+         <span id=\"refreshed\">as loaded</span> · <a href=\"/cache/\">cache</a></p></header>",
         version = escape(&status.version),
         uptime = duration(status.uptime_seconds),
         mode = escape(&status.offline.mode),
