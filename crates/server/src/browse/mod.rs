@@ -55,7 +55,7 @@ impl Browsing {
 /// A file of `request` was served to `client`: counted for the top
 /// clients and packages (content only some clients may read, by client
 /// alone).
-pub fn served(state: &State, client: Option<IpAddr>, request: &CachedRequest) {
+pub fn served(state: &State, client: IpAddr, request: &CachedRequest) {
     let key = request.access.is_none().then_some(request.key.as_str());
     state.browsing.top.served(client, key, pkgproxy_cache::unix_secs(state.clock.now()));
 }

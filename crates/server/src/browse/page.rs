@@ -81,8 +81,8 @@ fn side_section(html: &mut String, side: &BrowseSide, query: &str, now: u64) {
     let name = escape(&side.side);
     let _ = writeln!(
         html,
-        "<section class=\"side\" data-side=\"{name}\"><h2>{name} <small>{entries} entries · {bytes}</small></h2>",
-        entries = side.entries,
+        "<section class=\"side\" data-side=\"{name}\"><h2>{name} <small>{entries} · {bytes}</small></h2>",
+        entries = counted(side.entries, "entry", "entries"),
         bytes = bytes(side.bytes),
     );
     if !side.itemised {
@@ -112,10 +112,11 @@ fn side_section(html: &mut String, side: &BrowseSide, query: &str, now: u64) {
         notes.push(format!("and {} more {} (search to narrow)", thousands(side.more), escape(&side.noun)));
     }
     if side.other_entries > 0 {
-        notes.push(format!("indexes and other metadata: {} entries, {}", side.other_entries, bytes(side.other_bytes)));
+        let entries = counted(side.other_entries, "entry", "entries");
+        notes.push(format!("indexes and other metadata: {entries}, {}", bytes(side.other_bytes)));
     }
     if side.private_entries > 0 {
-        notes.push(format!("{} private entries, not listed", side.private_entries));
+        notes.push(format!("{}, private: not listed", counted(side.private_entries, "entry", "entries")));
     }
     for note in notes {
         let _ = write!(html, "<p class=\"caption\">{note}</p>");
@@ -129,10 +130,10 @@ fn package_row(html: &mut String, package: &BrowsePackage, now: u64) {
     for version in &package.versions {
         let _ = write!(
             versions,
-            "<span class=\"version\" title=\"{size}, {hits} hits, used {used}\">{v} <small>{size} · {hits}×</small></span> ",
+            "<span class=\"version\" title=\"used {used}\">{v} <small>{size} · {hits}</small></span> ",
             v = escape(&version.version),
             size = bytes(version.bytes),
-            hits = version.hits,
+            hits = counted(version.hits, "hit", "hits"),
             used = ago(now, version.last_use),
         );
     }
@@ -186,7 +187,15 @@ fn bytes(count: u64) -> String {
     }
 }
 
-/// A count with thin separators every three digits (`12 400`).
+/// `count` and the word for one or for many.
+fn counted(count: u64, one: &str, many: &str) -> String {
+    match count {
+        1 => format!("1 {one}"),
+        _ => format!("{} {many}", thousands(count)),
+    }
+}
+
+/// A count with a comma every three digits (`12,400`).
 fn thousands(count: u64) -> String {
     let digits = count.to_string();
     let mut out = String::new();

@@ -67,7 +67,7 @@ impl Top {
     /// A file of `key` was served to `client` at `now` (Unix seconds);
     /// `key` is `None` for content only the client's credentials may
     /// read, which is never counted by name.
-    pub fn served(&self, client: Option<IpAddr>, key: Option<&str>, now: u64) {
+    pub fn served(&self, client: IpAddr, key: Option<&str>, now: u64) {
         let hour = now / BUCKET_SECS;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.back().is_none_or(|last| last.hour < hour) {
@@ -77,9 +77,7 @@ impl Top {
             }
         }
         let Some(bucket) = buckets.back_mut() else { return };
-        if let Some(client) = client {
-            bucket.clients.add(&client);
-        }
+        bucket.clients.add(&client);
         if let Some(key) = key {
             bucket.keys.add(&key.to_owned());
         }
@@ -117,8 +115,8 @@ mod tests {
 
     const DAY: u64 = 86_400;
 
-    fn ip(last: u8) -> Option<IpAddr> {
-        Some(IpAddr::from([10, 0, 0, last]))
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
     }
 
     #[test]
@@ -130,11 +128,11 @@ mod tests {
         }
         top.served(ip(2), Some("npm/npm/tarball/b/b-1.0.0.tgz"), start + 7_200);
         top.served(ip(2), None, start + 7_200);
-        assert_eq!(top.clients(start + 7_200), [(ip(1).unwrap(), 3), (ip(2).unwrap(), 2)]);
+        assert_eq!(top.clients(start + 7_200), [(ip(1), 3), (ip(2), 2)]);
         let keys = top.keys(start + 7_200);
         assert_eq!(keys[0], ("npm/npm/tarball/a/a-1.0.0.tgz".to_string(), 3));
         assert_eq!(keys.len(), 2, "a private file is never counted by name: {keys:?}");
-        assert_eq!(top.clients(start + DAY + 3_600), [(ip(2).unwrap(), 2)], "a day later, the first hour is gone");
+        assert_eq!(top.clients(start + DAY + 3_600), [(ip(2), 2)], "a day later, the first hour is gone");
         assert!(top.clients(start + 3 * DAY).is_empty());
     }
 
@@ -147,11 +145,11 @@ mod tests {
         }
         for n in 0..10_000u32 {
             let [_, _, a, b] = n.to_be_bytes();
-            top.served(Some(IpAddr::from([10, 1, a, b])), Some(&format!("once-{n}")), 0);
+            top.served(IpAddr::from([10, 1, a, b]), Some(&format!("once-{n}")), 0);
         }
         let clients = top.clients(0);
         assert!(clients.len() <= KEPT, "{}", clients.len());
-        assert_eq!(clients[0], (ip(1).unwrap(), 500));
+        assert_eq!(clients[0], (ip(1), 500));
         assert_eq!(top.keys(0)[0], ("frequent".to_string(), 500));
     }
 }
