@@ -15,8 +15,9 @@
 //!                      each request's framing (framing.rs); who asked
 //!                      (context.rs); the access log's line (access_log.rs)
 //! status/              the status page at `/` and its JSON
-//! browse/              the cache's page at `/cache/` and its JSON; the top
-//!                      clients and packages of the last day
+//! browse/              the cache's page at `/cache/` and its JSON
+//! browsing/            what it keeps: the top clients and packages of the
+//!                      last day
 //! proxy/mod.rs         loop check -> route table (pkgproxy_sides::route)
 //!                      -> the shadows' tap (shadow/) -> the side's decision
 //!   proxy/lookup.rs      what the cache holds for a request, decided once
@@ -65,6 +66,7 @@ mod admission;
 mod ahead;
 mod body;
 mod browse;
+mod browsing;
 pub mod bundle;
 mod cluster;
 pub mod config;
@@ -299,7 +301,7 @@ impl State {
             loop_mark: headers::LoopMark::new(),
             shadows: arc_swap::ArcSwap::from_pointee(shadows),
             status_page: std::sync::atomic::AtomicBool::new(status_page),
-            browsing: browse::Browsing::new(browse_page),
+            browsing: browsing::Browsing::new(browse_page),
             status_metrics: std::sync::atomic::AtomicBool::new(status_metrics),
             reloading: Default::default(),
             request_ids: Default::default(),

@@ -277,18 +277,18 @@ impl Index {
         Ok(freed)
     }
 
-    /// Writes when each of `uses` (key, time) was last used, a few
-    /// thousand to a commit, into the records as they are in the table (a
-    /// record a fetch replaced meanwhile keeps its new content). Blocking.
+    /// [`Index::record_uses`] of uses with no hits (for tests of
+    /// recency alone).
     #[cfg(test)]
     pub fn touch_all(&self, uses: &[(String, u64)]) -> Result<(), StoreError> {
         let uses: Vec<_> = uses.iter().map(|(key, at)| (key.clone(), Used { at: *at, hits: 0 })).collect();
         self.record_uses(&uses)
     }
 
-    /// Writes each of `uses`: when its key was last used (as
-    /// [`Index::touch_all`]) and the hits it served since, added to its
-    /// count, in the same commits. Blocking.
+    /// Writes each of `uses`, a few thousand to a commit: when its key was
+    /// last used, into the records as they are in the table (a record a
+    /// fetch replaced meanwhile keeps its new content), and the hits it
+    /// served since, added to its count. Blocking.
     pub fn record_uses(&self, uses: &[(String, Used)]) -> Result<(), StoreError> {
         for batch in uses.chunks(WRITE_BATCH) {
             let mut touched = Vec::new();

@@ -2,7 +2,7 @@
 //! status page, and its JSON at [`BROWSE_JSON_PATH`]: per side, the
 //! packages held with their versions, sizes, last use and hits, searchable
 //! by name (`?q=`), and the top clients and packages of the last day
-//! ([`top`]). Rendered here, with no asset from elsewhere.
+//! ([`crate::browsing::top`]). Rendered here, with no asset from elsewhere.
 //!
 //! Every client of the proxy may read it, so it names nothing only some
 //! clients may read: a side names its keys through its reporting role
@@ -12,10 +12,9 @@
 
 mod listing;
 mod page;
-pub mod top;
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
@@ -33,24 +32,6 @@ const LIMITS: Limits = Limits { packages: 200, versions: 20 };
 
 /// How many top clients and packages are shown.
 const TOP_SHOWN: usize = 10;
-
-/// What the page needs kept between requests.
-#[derive(Debug)]
-pub struct Browsing {
-    /// Whether the page is on (`[status] browse`, changed on a reload).
-    pub on: AtomicBool,
-    /// What was served lately, by whom.
-    pub top: top::Top,
-    /// One walk of the index at a time, however many load the page.
-    walking: tokio::sync::Mutex<()>,
-}
-
-impl Browsing {
-    /// The page on or off.
-    pub fn new(on: bool) -> Browsing {
-        Browsing { on: AtomicBool::new(on), top: top::Top::default(), walking: tokio::sync::Mutex::new(()) }
-    }
-}
 
 /// A file of `request` was served to `client`: counted for the top
 /// clients and packages (content only some clients may read, by client
