@@ -47,6 +47,10 @@ pub struct BrowseSide {
     /// Entries only a client's own credentials may read: counted, never
     /// named.
     pub private_entries: u64,
+    /// Entries of packages beyond the most a listing groups (the first
+    /// ones in key order are): counted, not listed. A search narrows them.
+    #[serde(default)]
+    pub ungrouped_entries: u64,
 }
 
 /// A package held, with its versions.

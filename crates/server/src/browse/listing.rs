@@ -19,6 +19,10 @@ pub struct Limits {
     pub packages: usize,
     /// Versions listed per package.
     pub versions: usize,
+    /// Packages summed per side at most, so that a walk of a cache of
+    /// millions holds a bounded map: the entries of any further package
+    /// are only counted.
+    pub grouped: usize,
 }
 
 /// A package as the walk sums it.
@@ -46,6 +50,7 @@ pub fn side(cache: &Cache, side: &dyn Side, query: &str, limits: Limits) -> Resu
         other_entries: 0,
         other_bytes: 0,
         private_entries: 0,
+        ungrouped_entries: 0,
     };
     let query = query.to_lowercase();
     let mut packages: HashMap<String, Package> = HashMap::new();
@@ -58,6 +63,13 @@ pub fn side(cache: &Cache, side: &dyn Side, query: &str, limits: Limits) -> Resu
             Named::Other => {
                 listed.other_entries += 1;
                 listed.other_bytes += entry.size;
+            }
+            Named::File { package, .. } | Named::Metadata { package }
+                if packages.len() >= limits.grouped
+                    && !packages.contains_key(&package)
+                    && matches(&package, &query) =>
+            {
+                listed.ungrouped_entries += 1;
             }
             Named::File { package, version } if matches(&package, &query) => {
                 let version = packages

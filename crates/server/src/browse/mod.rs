@@ -28,7 +28,7 @@ use crate::state::State;
 use listing::Limits;
 
 /// How much of each side the page lists.
-const LIMITS: Limits = Limits { packages: 200, versions: 20 };
+const LIMITS: Limits = Limits { packages: 200, versions: 20, grouped: 50_000 };
 
 /// How many top clients and packages are shown.
 const TOP_SHOWN: usize = 10;

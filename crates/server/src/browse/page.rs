@@ -115,6 +115,10 @@ fn side_section(html: &mut String, side: &BrowseSide, query: &str, now: u64) {
         let entries = counted(side.other_entries, "entry", "entries");
         notes.push(format!("indexes and other metadata: {entries}, {}", bytes(side.other_bytes)));
     }
+    if side.ungrouped_entries > 0 {
+        let entries = counted(side.ungrouped_entries, "entry", "entries");
+        notes.push(format!("{entries} of further {}, not grouped here (search to narrow)", escape(&side.noun)));
+    }
     if side.private_entries > 0 {
         notes.push(format!("{}, private: not listed", counted(side.private_entries, "entry", "entries")));
     }
