@@ -32,7 +32,7 @@ pub use fetch::{
     Phase, Source, StartFetch, StreamingCheck, UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
-pub use store::{Evicted, Record, Store};
+pub use store::{Evicted, Record, Store, Use};
 
 /// The cache as the server uses it: lookups, bodies and shared fetches.
 #[derive(Debug, Clone)]
@@ -173,6 +173,12 @@ impl Cache {
         self.store.touch(key);
     }
 
+    /// A client was just served `key`'s entry from the cache: a use and a
+    /// hit (remembered in memory, written with the uses).
+    pub fn hit(&self, key: &str) {
+        self.store.hit(key);
+    }
+
     /// Writes the uses remembered so far into the index. Blocking.
     pub fn persist_recency(&self) -> Result<usize, StoreError> {
         self.store.persist_recency()
@@ -222,6 +228,13 @@ impl Cache {
     /// since the Unix epoch). Blocking: it reads the index file.
     pub fn visit(&self, prefix: &str, visit: impl FnMut(&str, &Entry, u64)) -> Result<(), StoreError> {
         self.store.visit(prefix, visit)
+    }
+
+    /// Calls `visit` with every entry whose key starts with `prefix`, and
+    /// how it was used: when last, and how many hits it served. Blocking:
+    /// it reads the index file, never a body.
+    pub fn visit_used(&self, prefix: &str, visit: impl FnMut(&str, &Entry, Use)) -> Result<(), StoreError> {
+        self.store.visit_used(prefix, visit)
     }
 
     /// Removes every one of `keys`. Blocking.

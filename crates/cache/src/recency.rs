@@ -7,6 +7,10 @@
 //! A use is dated by a stamp ([`UseClock`]) finer than the second and
 //! strictly increasing, so a burst of uses within one second (apt fetching
 //! thirty packages, exactly when eviction runs) keeps its order.
+//!
+//! A hit is counted here too, beside its use: the count is added to the
+//! entry's in the same batched write, so counting costs the hit path
+//! nothing it did not pay already.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -43,10 +47,20 @@ impl UseClock {
     }
 }
 
-/// Uses not yet written: key → its use stamp.
+/// What is not yet written of a key's uses: when it was last used (a use
+/// stamp), and how many hits it served since the last write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Used {
+    /// The latest use stamp.
+    pub at: u64,
+    /// Hits served since the last write.
+    pub hits: u64,
+}
+
+/// Uses not yet written: key → its latest use and the hits since.
 #[derive(Debug)]
 pub struct Recency {
-    shards: Vec<Mutex<HashMap<String, u64>>>,
+    shards: Vec<Mutex<HashMap<String, Used>>>,
     hasher: RandomState,
     clock: UseClock,
 }
@@ -62,7 +76,7 @@ impl Default for Recency {
 }
 
 impl Recency {
-    fn shard(&self, key: &str) -> &Mutex<HashMap<String, u64>> {
+    fn shard(&self, key: &str) -> &Mutex<HashMap<String, Used>> {
         &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
     }
 
@@ -71,25 +85,42 @@ impl Recency {
         &self.clock
     }
 
-    /// `key` was used at `now`.
+    /// `key` was used at `now` (served to a client that had it fetched).
     pub fn touch(&self, key: &str, now: SystemTime) {
+        self.record(key, now, 0);
+    }
+
+    /// `key` was used at `now` as a hit: served from the cache.
+    pub fn hit(&self, key: &str, now: SystemTime) {
+        self.record(key, now, 1);
+    }
+
+    fn record(&self, key: &str, now: SystemTime, hits: u64) {
         let now = self.clock.stamp(now);
         let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
         match shard.get_mut(key) {
-            Some(at) => *at = (*at).max(now),
+            Some(used) => {
+                used.at = used.at.max(now);
+                used.hits += hits;
+            }
             None => {
-                shard.insert(key.to_string(), now);
+                shard.insert(key.to_string(), Used { at: now, hits });
             }
         }
     }
 
     /// When `key` was last used, if that is not written yet.
     pub fn get(&self, key: &str) -> Option<u64> {
+        self.used(key).map(|used| used.at)
+    }
+
+    /// What is not written yet of `key`'s uses.
+    pub fn used(&self, key: &str) -> Option<Used> {
         self.shard(key).lock().unwrap_or_else(|p| p.into_inner()).get(key).copied()
     }
 
     /// Every use not yet written, taken out to be written.
-    pub fn drain(&self) -> Vec<(String, u64)> {
+    pub fn drain(&self) -> Vec<(String, Used)> {
         let mut drained = Vec::new();
         for shard in &self.shards {
             drained.extend(std::mem::take(&mut *shard.lock().unwrap_or_else(|p| p.into_inner())));
@@ -119,9 +150,21 @@ mod tests {
         let (a, b) = (recency.get("a").unwrap(), recency.get("b").unwrap());
         assert!(a > b, "a was used last, though the clock stepped back");
         let mut drained = recency.drain();
-        drained.sort();
-        assert_eq!(drained, [("a".to_string(), a), ("b".to_string(), b)]);
+        drained.sort_by(|one, other| one.0.cmp(&other.0));
+        assert_eq!(drained, [("a".to_string(), Used { at: a, hits: 0 }), ("b".to_string(), Used { at: b, hits: 0 })]);
         assert_eq!(recency.get("a"), None);
+    }
+
+    #[test]
+    fn hits_are_counted_beside_the_use_and_start_again_once_drained() {
+        let recency = Recency::default();
+        recency.hit("a", at(10));
+        recency.touch("a", at(11));
+        recency.hit("a", at(12));
+        assert_eq!(recency.used("a").map(|used| used.hits), Some(2), "the fetch's own use is no hit");
+        assert_eq!(recency.drain()[0].1.hits, 2);
+        recency.hit("a", at(13));
+        assert_eq!(recency.used("a").map(|used| used.hits), Some(1));
     }
 
     #[test]

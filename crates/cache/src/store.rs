@@ -82,6 +82,16 @@ impl Drop for PendingCommit {
     }
 }
 
+/// How an entry was used: when last (a use stamp, [`Entry::use_order`]),
+/// and how many hits it served while held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Use {
+    /// Its place in the order of use: nanoseconds since the Unix epoch.
+    pub last_use: u64,
+    /// How many times it was served from the cache.
+    pub hits: u64,
+}
+
 /// What an eviction did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Evicted {
@@ -358,6 +368,12 @@ impl Store {
         self.recency.touch(key, self.clock.now());
     }
 
+    /// A client was just served `key`'s entry from the cache: a use, and a
+    /// hit counted, both written with the next [`Store::persist_recency`].
+    pub fn hit(&self, key: &str) {
+        self.recency.hit(key, self.clock.now());
+    }
+
     /// `entry`, used now: writing an entry (a fetch, a revalidation, a
     /// name moved to it) is a use of it.
     fn used_now(&self, entry: Entry) -> Entry {
@@ -373,7 +389,7 @@ impl Store {
             self.remove_all(&damaged)?;
         }
         let uses = self.recency.drain();
-        self.index.touch_all(&uses)?;
+        self.index.record_uses(&uses)?;
         Ok(uses.len())
     }
 
@@ -404,6 +420,17 @@ impl Store {
         self.index.visit(prefix, |key, entry| {
             let last_use = self.recency.get(key).unwrap_or(0).max(entry.use_order());
             visit(key, entry, last_use);
+        })
+    }
+
+    /// Calls `visit` with every entry whose key starts with `prefix` and
+    /// how it was used ([`Use`]: the written uses and those in memory).
+    /// Blocking: it reads the index file.
+    pub fn visit_used(&self, prefix: &str, mut visit: impl FnMut(&str, &Entry, Use)) -> Result<(), StoreError> {
+        self.index.visit_counted(prefix, |key, entry, hits| {
+            let unwritten = self.recency.used(key).unwrap_or_default();
+            let last_use = unwritten.at.max(entry.use_order());
+            visit(key, entry, Use { last_use, hits: hits + unwritten.hits });
         })
     }
 
@@ -636,6 +663,35 @@ mod tests {
         let entry = store.lookup("a").unwrap();
         assert!(entry.last_used_ns >= (entry.fetched_at + 100) * crate::entry::NANOS_PER_SEC);
         assert_eq!(entry.use_order(), entry.last_used_ns);
+    }
+
+    #[test]
+    fn hits_are_counted_with_the_uses_kept_across_a_restart_and_gone_with_their_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(crate::clock::ManualClock::new(std::time::SystemTime::now()));
+        let hits = |store: &Store| {
+            let mut seen = Vec::new();
+            store.visit_used("", |key, _, used| seen.push((key.to_string(), used.hits))).unwrap();
+            seen
+        };
+        {
+            let store = Store::open(dir.path(), clock.clone()).unwrap();
+            store.put("a", b"a", vec![], Class::Immutable).unwrap();
+            store.put("b", b"b", vec![], Class::Immutable).unwrap();
+            store.touch("a");
+            store.hit("a");
+            store.hit("a");
+            assert_eq!(hits(&store), [("a".to_string(), 2), ("b".to_string(), 0)], "counted in memory");
+            store.persist_recency().unwrap();
+            store.hit("a");
+            assert_eq!(hits(&store), [("a".to_string(), 3), ("b".to_string(), 0)], "written and in memory");
+            store.persist_recency().unwrap();
+        }
+        let store = Store::open(dir.path(), clock.clone()).unwrap();
+        assert_eq!(hits(&store), [("a".to_string(), 3), ("b".to_string(), 0)], "kept across a restart");
+        store.remove_all(&["a".to_string()]).unwrap();
+        store.put("a", b"a again", vec![], Class::Immutable).unwrap();
+        assert_eq!(hits(&store), [("a".to_string(), 0), ("b".to_string(), 0)], "a new entry counts afresh");
     }
 
     #[test]

@@ -6,9 +6,11 @@
 
 #![forbid(unsafe_code)]
 
+mod browse;
 mod client;
 mod messages;
 
+pub use browse::{Browse, BrowsePackage, BrowseSide, BrowseVersion, TopClient, TopPackage};
 pub use client::{ControlClient, ControlError};
 pub use messages::{
     CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, ExportRequest,
@@ -50,6 +52,12 @@ pub const IMPORT_TRUST_UNSIGNED: &str = "trust-unsigned";
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).
 pub const STATUS_PATH: &str = "/pkgproxy/v1/status";
+/// `GET` on the proxy listener: the page listing what the cache holds
+/// (`?q=` narrows it to names holding the text).
+pub const BROWSE_PATH: &str = "/cache/";
+/// `GET` on the proxy listener: the cache's page as JSON ([`Browse`];
+/// `?q=` as the page's).
+pub const BROWSE_JSON_PATH: &str = "/pkgproxy/v1/cache";
 /// `GET` on the proxy listener: `200` when pkgproxy can serve, `503` with
 /// the reason when it cannot; the offline mode in either body.
 pub const HEALTH_PATH: &str = "/pkgproxy/v1/health";

@@ -15,6 +15,9 @@
 //!                      each request's framing (framing.rs); who asked
 //!                      (context.rs); the access log's line (access_log.rs)
 //! status/              the status page at `/` and its JSON
+//! browse/              the cache's page at `/cache/` and its JSON
+//! browsing/            what it keeps: the top clients and packages of the
+//!                      last day
 //! proxy/mod.rs         loop check -> route table (pkgproxy_sides::route)
 //!                      -> the shadows' tap (shadow/) -> the side's decision
 //!   proxy/lookup.rs      what the cache holds for a request, decided once
@@ -62,6 +65,8 @@ pub mod access_log;
 mod admission;
 mod ahead;
 mod body;
+mod browse;
+mod browsing;
 pub mod bundle;
 mod cluster;
 pub mod config;
@@ -74,6 +79,7 @@ mod headers;
 mod health;
 mod history;
 mod holds;
+mod html;
 mod proxy;
 mod redact;
 pub mod reload;
@@ -266,6 +272,7 @@ impl State {
         let (cache, sides, tls, history) = opened.await.map_err(|e| ServerError::Start(e.to_string()))??;
         let start_mode = settings.upstream.switch.mode();
         let (status_page, status_metrics) = (settings.status_page, settings.status_metrics);
+        let browse_page = settings.browse_page;
         let (auto_trigger, switch) = (settings.auto_offline, settings.upstream.switch.clone());
         let upstream = Upstream::new(settings.upstream.clone());
         let shadows = shadow::Shadows::new(&settings.shadows, &upstream.shadow_client)
@@ -299,6 +306,7 @@ impl State {
             loop_mark: headers::LoopMark::new(),
             shadows: arc_swap::ArcSwap::from_pointee(shadows),
             status_page: std::sync::atomic::AtomicBool::new(status_page),
+            browsing: browsing::Browsing::new(browse_page),
             status_metrics: std::sync::atomic::AtomicBool::new(status_metrics),
             reloading: Default::default(),
             request_ids: Default::default(),

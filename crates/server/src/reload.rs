@@ -7,8 +7,8 @@
 //! What a reload changes: each side's configuration (apt archives and
 //! their mirrors, go proxies and windows, snap stores, registry upstreams,
 //! LXD remotes), the upstream hosts trusted on local addresses and the
-//! pinned addresses, the traffic mirrors, the cache's limits and the status
-//! page, the keys whose signed bundles an import takes, and the proxy
+//! pinned addresses, the traffic mirrors, the cache's limits, the status
+//! page and the cache's page, the keys whose signed bundles an import takes, and the proxy
 //! listener's client limits (`[server] allow`, the
 //! connection caps and timeouts, for connections from then on). Requests
 //! under way finish on what they started with. The upstream
@@ -59,6 +59,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.cache.set_quota(new.quota);
     state.status_page.store(new.status_page, std::sync::atomic::Ordering::Relaxed);
     state.status_metrics.store(new.status_metrics, std::sync::atomic::Ordering::Relaxed);
+    state.browsing.on.store(new.browse_page, std::sync::atomic::Ordering::Relaxed);
     state.admission.reconfigure(new.clients);
     state.trusted_keys.store(Arc::new(new.trusted_keys));
     state.access_log.reopen();

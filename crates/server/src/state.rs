@@ -44,6 +44,9 @@ pub struct State {
     pub shadows: arc_swap::ArcSwap<Shadows>,
     /// Whether the status page is on (`[status] page`, changed on a reload).
     pub status_page: std::sync::atomic::AtomicBool,
+    /// The cache's page: whether it is on, and the top clients and
+    /// packages it shows.
+    pub browsing: crate::browsing::Browsing,
     /// Whether `/metrics` is served on the proxy listener.
     pub status_metrics: std::sync::atomic::AtomicBool,
     /// Held while a reload runs: one at a time.

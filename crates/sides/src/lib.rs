@@ -39,6 +39,7 @@ pub mod path;
 pub mod pypi;
 pub mod registry;
 mod remembered;
+pub mod reporting;
 pub mod route;
 pub mod setup;
 mod side;

@@ -33,7 +33,9 @@
 //! Outside the request path: [`Side::upstream_path`] with
 //! [`Side::clients_headers`] (what `pkgproxyctl explain` makes of an
 //! upstream's own URL, and asks with), [`Side::tunnels_to`] (the `CONNECT` policy),
-//! [`Side::learned`] (what the side shows in info and metrics), and
+//! [`Side::learned`] (what the side shows in info and metrics),
+//! [`Side::reporting`] (the role naming what its keys hold, for the page
+//! listing the cache), and
 //! [`Side::needs`] with [`Side::needs_first`] (what `pkgproxyctl check`
 //! and `warm` follow in the cache, from what the side's
 //! [`crate::needs::NeedsReader`] read of a build's files).
@@ -136,6 +138,12 @@ pub trait Side: std::any::Any + Send + Sync + std::fmt::Debug {
     /// checked: false for what only some clients may read. Blocking.
     fn readable_by_anyone(&self, _key: &str) -> bool {
         true
+    }
+
+    /// What the side tells of its cache keys, for the page listing what
+    /// pkgproxy holds: the reporting role, if the side has it.
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        None
     }
 
     /// Whether a request for `path` (below the side's mount, as the

@@ -25,10 +25,11 @@ use redb::{Database, ReadableTable};
 use crate::entry::Entry;
 use crate::error::StoreError;
 use crate::evict::{Obsolete, Picker};
+use crate::recency::Used;
 use group::Group;
 pub use hot::Generation;
 use hot::Hot;
-use tables::{Tables, Totals, BLOBS, ENTRIES, USES};
+use tables::{Tables, Totals, BLOBS, ENTRIES, HITS, USES};
 
 /// Memory redb may keep of the file's pages; the rest is read from the
 /// operating system's page cache when asked for.
@@ -276,18 +277,28 @@ impl Index {
         Ok(freed)
     }
 
-    /// Writes when each of `uses` (key, time) was last used, a few
-    /// thousand to a commit, into the records as they are in the table (a
-    /// record a fetch replaced meanwhile keeps its new content). Blocking.
+    /// [`Index::record_uses`] of uses with no hits (for tests of
+    /// recency alone).
+    #[cfg(test)]
     pub fn touch_all(&self, uses: &[(String, u64)]) -> Result<(), StoreError> {
+        let uses: Vec<_> = uses.iter().map(|(key, at)| (key.clone(), Used { at: *at, hits: 0 })).collect();
+        self.record_uses(&uses)
+    }
+
+    /// Writes each of `uses`, a few thousand to a commit: when its key was
+    /// last used, into the records as they are in the table (a record a
+    /// fetch replaced meanwhile keeps its new content), and the hits it
+    /// served since, added to its count. Blocking.
+    pub fn record_uses(&self, uses: &[(String, Used)]) -> Result<(), StoreError> {
         for batch in uses.chunks(WRITE_BATCH) {
             let mut touched = Vec::new();
             self.write(
                 |tables| {
-                    for (key, at) in batch {
-                        if let Some(entry) = tables.touch(key, *at)? {
+                    for (key, used) in batch {
+                        if let Some(entry) = tables.touch(key, used.at)? {
                             touched.push((key.as_str(), Arc::new(entry)));
                         }
+                        tables.add_hits(key, used.hits)?;
                     }
                     Ok(())
                 },
@@ -341,10 +352,21 @@ impl Index {
     /// Calls `visit` with every entry whose key starts with `prefix`, in
     /// key order, a page at a time. Blocking.
     pub fn visit(&self, prefix: &str, mut visit: impl FnMut(&str, &Entry)) -> Result<(), StoreError> {
+        self.visit_counted(prefix, |key, entry, _| visit(key, entry))
+    }
+
+    /// Calls `visit` with every entry whose key starts with `prefix`, and
+    /// the hits it served as written so far, in key order, a page at a
+    /// time. Blocking.
+    pub fn visit_counted(&self, prefix: &str, mut visit: impl FnMut(&str, &Entry, u64)) -> Result<(), StoreError> {
         let mut after: Option<String> = None;
         loop {
             let txn = self.open_file_or_fail()?.begin_read().map_err(|e| self.fail(e))?;
             let table = txn.open_table(ENTRIES).map_err(|e| self.fail(e))?;
+            // Absent until the first hit is written.
+            let hits = txn.open_table(HITS).ok();
+            let counted =
+                |key: &str| hits.as_ref().and_then(|hits| hits.get(key).ok().flatten()).map_or(0, |n| n.value());
             let start = after.as_deref().map_or(Bound::Included(prefix), Bound::Excluded);
             let rows = table.range::<&str>((start, Bound::Unbounded)).map_err(|e| self.fail(e))?;
             let mut read = 0;
@@ -355,7 +377,7 @@ impl Index {
                     return Ok(());
                 }
                 if let Some(entry) = tables::decode(key, record.value()) {
-                    visit(key, &entry);
+                    visit(key, &entry, counted(key));
                 }
                 after = Some(key.to_string());
                 read += 1;

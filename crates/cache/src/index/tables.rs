@@ -14,6 +14,9 @@
 //! - `evicted`: key → when eviction removed its entry, and `evicted_at`:
 //!   (that time, key), oldest first: so "not cached" can say "evicted",
 //!   for the last [`EVICTED_KEPT`] keys; an entry put again clears it.
+//! - `hits`: key → how many times its entry was served from the cache,
+//!   added with the uses' batched writes, kept while the entry is (a
+//!   refetch under the key keeps it), gone with it.
 
 use std::ops::Bound;
 
@@ -30,6 +33,7 @@ pub const USES: TableDefinition<(u64, &str), ()> = TableDefinition::new("uses");
 pub const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
 pub const EVICTED: TableDefinition<&str, u64> = TableDefinition::new("evicted");
 pub const EVICTED_AT: TableDefinition<(u64, &str), ()> = TableDefinition::new("evicted_at");
+pub const HITS: TableDefinition<&str, u64> = TableDefinition::new("hits");
 
 /// How many evicted keys are remembered.
 pub(super) const EVICTED_KEPT: u64 = 100_000;
@@ -59,6 +63,7 @@ pub struct Tables<'txn> {
     totals: Table<'txn, &'static str, u64>,
     evicted: Table<'txn, &'static str, u64>,
     evicted_at: Table<'txn, (u64, &'static str), ()>,
+    hits: Table<'txn, &'static str, u64>,
     held: Totals,
     /// The totals as the transaction found them, and whether of this
     /// layout: a transaction that changed nothing writes nothing (a write
@@ -88,6 +93,7 @@ impl<'txn> Tables<'txn> {
             uses: txn.open_table(USES).map_err(boxed)?,
             evicted: txn.open_table(EVICTED).map_err(boxed)?,
             evicted_at: txn.open_table(EVICTED_AT).map_err(boxed)?,
+            hits: txn.open_table(HITS).map_err(boxed)?,
             totals,
             held,
         })
@@ -140,6 +146,7 @@ impl<'txn> Tables<'txn> {
     pub fn remove(&mut self, key: &str) -> Result<Option<(Entry, Option<String>)>, StorageError> {
         let old = self.entry(key)?;
         self.entries.remove(key)?;
+        self.hits.remove(key)?;
         let Some(old) = old else { return Ok(None) };
         self.uses.remove((old.use_order(), key))?;
         self.held.entries -= 1;
@@ -200,6 +207,16 @@ impl<'txn> Tables<'txn> {
         self.uses.remove((before, key))?;
         self.uses.insert((entry.use_order(), key), ())?;
         Ok(Some(entry))
+    }
+
+    /// Adds `hits` to the count of `key`'s entry, if there is one.
+    pub fn add_hits(&mut self, key: &str, hits: u64) -> Result<(), StorageError> {
+        if hits == 0 || self.entries.get(key)?.is_none() {
+            return Ok(());
+        }
+        let counted = self.hits.get(key)?.map_or(0, |counted| counted.value());
+        self.hits.insert(key, counted.saturating_add(hits))?;
+        Ok(())
     }
 
     fn hold(&mut self, sha256: &str, size: u64) -> Result<(), StorageError> {

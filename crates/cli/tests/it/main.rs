@@ -10,6 +10,7 @@ mod apt_integrity;
 mod apt_mirrors;
 mod architecture;
 mod auto_offline;
+mod browse_page;
 mod bundle;
 mod bundle_trust;
 mod cargo_client;

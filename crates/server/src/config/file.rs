@@ -97,11 +97,14 @@ pub struct StatusSection {
     /// stats socket).
     #[serde(default)]
     pub metrics: bool,
+    /// The cache's page at `/cache/` and its JSON (on by default).
+    #[serde(default = "on")]
+    pub browse: bool,
 }
 
 impl Default for StatusSection {
     fn default() -> Self {
-        StatusSection { page: true, metrics: false }
+        StatusSection { page: true, metrics: false, browse: true }
     }
 }
 

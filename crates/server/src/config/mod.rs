@@ -70,6 +70,9 @@ pub struct Settings {
     pub status_page: bool,
     /// Whether `/metrics` is served on the proxy listener too.
     pub status_metrics: bool,
+    /// Whether `/cache/` lists what the cache holds (and
+    /// `/pkgproxy/v1/cache` its JSON).
+    pub browse_page: bool,
     /// Where the access log goes (`-access-log`); none by default.
     pub access_log: Option<crate::access_log::Target>,
     /// How the configuration is read again (`SIGHUP`, `pkgproxyctl reload`).
@@ -293,6 +296,7 @@ impl Settings {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             status_page: file.status.page,
             status_metrics: file.status.metrics,
+            browse_page: file.status.browse,
             access_log: None,
             reload: Default::default(),
             clients: clients::ClientLimits::new(&file.server)?,

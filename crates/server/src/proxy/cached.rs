@@ -371,7 +371,15 @@ fn from_body(
     file: Arc<std::fs::File>,
     served: Served,
 ) -> Outcome {
-    state.cache.touch(&request.key);
+    // A hit is a client's: what pkgproxy reads for itself (a
+    // prerequisite, a fetch ahead, a warm) is a use alone.
+    match (served, exchange.client) {
+        (Served::Miss, _) | (_, None) => state.cache.touch(&request.key),
+        (_, Some(_)) => state.cache.hit(&request.key),
+    }
+    if let Some(client) = exchange.client {
+        crate::browse::served(state, client.addr.ip(), request);
+    }
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
     }

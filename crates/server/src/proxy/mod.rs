@@ -119,6 +119,9 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
     if let Some(page) = crate::status::answer(state, &request) {
         return (page, local);
     }
+    if let Some(page) = crate::browse::answer(state, &request).await {
+        return (page, local);
+    }
     if let Some(answer) = crate::health::answer(state, &request).await {
         return (answer, local);
     }

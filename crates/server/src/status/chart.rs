@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use pkgproxy_control::{SideStatus, Traffic, TrafficSeries};
 
-use super::page::{bytes, escape, ratio};
+use crate::html::{bytes, escape, ratio};
 
 /// The charts of the sides that saw traffic in the last day or since the
 /// start, busiest first, and one line naming the idle ones.

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::html::{bytes, escape, ratio};
 use pkgproxy_control::{PoolInfo, RecentTrouble, ShadowInfo, SideStatus, Status, UpstreamReport};
 use pkgproxy_metrics::ShadowCounter;
 
@@ -52,7 +53,7 @@ fn header(html: &mut String, status: &Status, host: &str) {
          <nav id=\"pages\"><a href=\"/\" aria-current=\"page\">Status</a></nav>\
          <p>at <b>{host}</b> · up <span id=\"uptime\">{uptime}</span> · \
          <span id=\"mode\" class=\"mode mode-{mode}\">{shown}</span><span id=\"mode-reason\">{reason}</span> · \
-         <span id=\"refreshed\">as loaded</span></p></header>",
+         <span id=\"refreshed\">as loaded</span> · <a href=\"/cache/\">cache</a></p></header>",
         version = escape(&status.version),
         uptime = duration(status.uptime_seconds),
         mode = escape(&status.offline.mode),
@@ -293,42 +294,6 @@ fn time_of_day(unix_secs: u64) -> String {
     format!("{:02}:{:02}:{:02} UTC", seconds / 3600, seconds / 60 % 60, seconds % 60)
 }
 
-/// `text` safe inside an element or a quoted attribute.
-pub(super) fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
-
-/// Bytes in binary units, one decimal (`page.js`'s `bytes` too).
-pub(super) fn bytes(count: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut value = count as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{count} B"),
-        _ => format!("{value:.1} {}", UNITS[unit]),
-    }
-}
-
-/// A share as a percentage, one decimal; a dash before there is one.
-pub(super) fn ratio(share: Option<f64>) -> String {
-    share.map_or_else(|| "–".to_string(), |share| format!("{:.1} %", share * 100.0))
-}
-
 /// Seconds as the two largest units (`3d 4h`, `5m 12s`).
 fn duration(seconds: u64) -> String {
     let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60);
@@ -346,11 +311,6 @@ mod tests {
 
     #[test]
     fn figures_read_as_people_write_them() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.5 KiB");
-        assert_eq!(bytes(5 * 1024 * 1024 * 1024), "5.0 GiB");
-        assert_eq!(ratio(None), "–");
-        assert_eq!(ratio(Some(0.5)), "50.0 %");
         assert_eq!(duration(42), "42s");
         assert_eq!(duration(312), "5m 12s");
         assert_eq!(duration(3 * 3600 + 120), "3h 2m");

@@ -16,6 +16,7 @@ mod integrity;
 pub mod needs;
 pub mod packages;
 pub mod release;
+mod reporting;
 pub mod setup;
 
 use arc_swap::Guard;
@@ -219,6 +220,10 @@ impl Configures for Config {
 impl Side for Apt {
     fn id(&self) -> SideId {
         SideId::Apt
+    }
+
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        Some(self)
     }
 
     /// Decides what to do with a forward-proxy request: `GET` and `HEAD`

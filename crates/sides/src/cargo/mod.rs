@@ -26,6 +26,7 @@
 
 mod index;
 pub mod needs;
+mod reporting;
 pub mod setup;
 mod upstream_config;
 
@@ -595,6 +596,10 @@ impl Configures for Config {
 impl Side for Cargo {
     fn id(&self) -> SideId {
         SideId::Cargo
+    }
+
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        Some(self)
     }
 
     /// A sparse registry is `GET` (and `HEAD`) only.

@@ -16,6 +16,7 @@ mod dirhash;
 mod integrity;
 pub mod needs;
 pub mod path;
+mod reporting;
 pub mod setup;
 pub mod sumdb;
 
@@ -331,6 +332,10 @@ impl Configures for Config {
 impl Side for Go {
     fn id(&self) -> SideId {
         SideId::Go
+    }
+
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        Some(self)
     }
 
     /// Decides what to do with a request below `/go`: the module proxy

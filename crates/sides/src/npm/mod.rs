@@ -28,6 +28,7 @@ mod links;
 mod name;
 pub mod needs;
 mod packed;
+mod reporting;
 pub mod setup;
 mod tarball;
 
@@ -350,6 +351,10 @@ fn links_for(rewrite: &Rewrite) -> Links {
 impl Side for Npm {
     fn id(&self) -> SideId {
         SideId::Npm
+    }
+
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        Some(self)
     }
 
     fn classify(&self, request: &Request<'_>) -> Decision {

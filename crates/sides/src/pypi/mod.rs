@@ -24,6 +24,7 @@ mod links;
 mod metadata;
 pub mod needs;
 mod page;
+mod reporting;
 pub mod setup;
 
 use arc_swap::Guard;
@@ -516,6 +517,10 @@ impl Configures for Config {
 impl Side for Pypi {
     fn id(&self) -> SideId {
         SideId::Pypi
+    }
+
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        Some(self)
     }
 
     /// The simple API is `GET` (and `HEAD`) only.
