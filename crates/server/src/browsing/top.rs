@@ -6,6 +6,7 @@
 //! never lost, and no map grows with the number of clients or keys).
 //! Counts start again when pkgproxy does.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::net::IpAddr;
@@ -46,7 +47,13 @@ impl<K: Hash + Eq + Clone> Counts<K> {
         Counts { counted: HashMap::with_capacity(KEPT) }
     }
 
-    fn add(&mut self, item: &K) {
+    /// Counts `item` once; one counted already costs no allocation (this
+    /// runs on every file served).
+    fn add<Q>(&mut self, item: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         if let Some(count) = self.counted.get_mut(item) {
             *count += 1;
             return;
@@ -55,11 +62,11 @@ impl<K: Hash + Eq + Clone> Counts<K> {
         if self.counted.len() >= KEPT {
             let least = self.counted.iter().min_by_key(|(_, count)| **count).map(|(k, c)| (k.clone(), *c));
             if let Some((least, count)) = least {
-                self.counted.remove(&least);
+                self.counted.remove::<K>(&least);
                 start = count;
             }
         }
-        self.counted.insert(item.clone(), start + 1);
+        self.counted.insert(item.to_owned(), start + 1);
     }
 }
 
@@ -79,7 +86,7 @@ impl Top {
         let Some(bucket) = buckets.back_mut() else { return };
         bucket.clients.add(&client);
         if let Some(key) = key {
-            bucket.keys.add(&key.to_owned());
+            bucket.keys.add(key);
         }
     }
 
