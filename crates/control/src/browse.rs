@@ -44,6 +44,9 @@ pub struct BrowseSide {
     pub other_entries: u64,
     /// Their bytes.
     pub other_bytes: u64,
+    /// What the side calls them.
+    #[serde(default)]
+    pub other_noun: String,
     /// Entries only a client's own credentials may read: counted, never
     /// named.
     pub private_entries: u64,

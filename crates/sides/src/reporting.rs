@@ -4,8 +4,9 @@
 //! [`crate::Side::reporting`]; the page takes the role alone, and a side
 //! without it is shown as totals only.
 //!
-//! It reads the key alone: never the body, never the cache (a listing
-//! walks every key of the index), and it must tell content only some
+//! It reads the key, and at most the index's entry of a key whose name
+//! alone cannot tell who may read it (a registry's tag): never a body (a
+//! listing walks every key of the index). It must tell content only some
 //! clients may read ([`Named::Private`]) apart, which the page never
 //! shows nor counts by name.
 
@@ -15,7 +16,14 @@ pub trait Reporting: Send + Sync {
     /// "modules", "projects").
     fn noun(&self) -> &'static str;
 
-    /// What `key`, one of the side's keys, names.
+    /// What the side calls what names no package of its own
+    /// ([`Named::Other`]).
+    fn others(&self) -> &'static str {
+        "indexes and other metadata"
+    }
+
+    /// What `key`, one of the side's keys, names. It may look at the
+    /// index for the key (blocking), never at a body.
     fn names(&self, key: &str) -> Named;
 }
 

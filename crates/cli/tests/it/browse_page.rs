@@ -205,3 +205,33 @@ async fn with_browse_off_the_cache_s_page_and_json_are_gone_and_the_status_page_
     let posted = send(server.proxy_addr(), "POST", "/cache/", &[], b"x").await;
     assert_eq!(posted.status, 404, "off is off, whatever the method");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_skopeo_pulled_is_listed_by_its_tag_and_a_private_repository_s_never() {
+    use pkgproxy_testkit::{Daemon, FakeHub, Image, SkopeoSandbox};
+    let hub = FakeHub::start().await;
+    hub.publish("library/hello", "v1", &Image::build("hello", None));
+    hub.publish("secret/app", "v1", &Image::build("secret", None));
+    hub.make_private("secret/app", "alice:pw");
+    let daemon = Daemon::start(crate::common::PKGPROXY, Some(&hub.config("docker.io"))).await;
+    let skopeo = SkopeoSandbox::new(daemon.proxy_addr());
+    assert!(skopeo.copy("docker.io/library/hello:v1", "public").success);
+    assert!(skopeo.copy("docker.io/library/hello:v1", "again").success);
+    let alice = crate::private_doors::alice(&hub).await;
+    let secret =
+        send(daemon.proxy_addr(), "GET", "/v2/secret/app/manifests/v1", &[("authorization", &alice)], b"").await;
+    assert_eq!(secret.status, 200, "alice reads her own image");
+
+    let listed: Browse = serde_json::from_slice(&get(daemon.proxy_addr(), BROWSE_JSON_PATH).await.body).unwrap();
+    let registry = listed.sides.iter().find(|side| side.side == "registry").expect("the registry side");
+    let names: Vec<&str> = registry.packages.iter().map(|package| package.name.as_str()).collect();
+    assert_eq!(names, ["docker.io/library/hello"], "{registry:#?}");
+    let hello = &registry.packages[0];
+    assert_eq!(hello.versions.iter().map(|version| version.version.as_str()).collect::<Vec<_>>(), ["v1"]);
+    assert!(hello.hits >= 1, "the second pull's tag was a hit: {hello:?}");
+    assert!(registry.other_bytes > 0 && registry.other_noun.contains("layers"), "{registry:?}");
+    let text = String::from_utf8(get(daemon.proxy_addr(), BROWSE_JSON_PATH).await.body.to_vec()).unwrap();
+    assert!(!text.contains("secret"), "the private repository is never named: {text}");
+    let page = String::from_utf8(get(daemon.proxy_addr(), "/cache/?q=app").await.body.to_vec()).unwrap();
+    assert!(!page.contains("secret"), "nor found by a search");
+}

@@ -42,6 +42,7 @@ pub fn side(cache: &Cache, side: &dyn Side, query: &str, limits: Limits) -> Resu
     let mut listed = BrowseSide {
         side: side.id().to_string(),
         noun: reporting.map_or("entries", Reporting::noun).to_string(),
+        other_noun: reporting.map_or("indexes and other metadata", Reporting::others).to_string(),
         itemised: reporting.is_some(),
         entries: 0,
         bytes: 0,

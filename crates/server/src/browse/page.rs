@@ -115,7 +115,7 @@ fn side_section(html: &mut String, side: &BrowseSide, query: &str, now: u64) {
     }
     if side.other_entries > 0 {
         let entries = counted(side.other_entries, "entry", "entries");
-        notes.push(format!("indexes and other metadata: {entries}, {}", bytes(side.other_bytes)));
+        notes.push(format!("{}: {entries}, {}", escape(&side.other_noun), bytes(side.other_bytes)));
     }
     if side.ungrouped_entries > 0 {
         let entries = counted(side.ungrouped_entries, "entry", "entries");

@@ -24,6 +24,7 @@
 pub mod links;
 pub mod name;
 pub mod needs;
+mod reporting;
 pub mod setup;
 
 use arc_swap::Guard;
@@ -437,6 +438,10 @@ impl Side for Registry {
     }
 
     /// Decides what to do with `request` (its path below `/v2`).
+    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
+        Some(self)
+    }
+
     fn classify(&self, request: &Request<'_>) -> Decision {
         if !matches!(*request.method, Method::GET | Method::HEAD) {
             return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD").with_code("UNSUPPORTED"));
