@@ -8,6 +8,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 command -v cargo-deb >/dev/null || { echo "dist/deb/build.sh: cargo-deb is missing (cargo install cargo-deb)" >&2; exit 1; }
 
+# The commit pkgproxy_build_info and `info` name, when this is a checkout.
+PKGPROXY_COMMIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+export PKGPROXY_COMMIT
 cargo build --release --locked --bin pkgproxy --bin pkgproxyctl
 out=target/dist
 rm -rf "$out"

@@ -21,7 +21,8 @@ for path in usr/bin/pkgproxy usr/bin/pkgproxyctl usr/lib/systemd/system/pkgproxy
     usr/share/bash-completion/completions/pkgproxyctl usr/share/zsh/vendor-completions/_pkgproxyctl \
     usr/share/fish/vendor_completions.d/pkgproxyctl.fish \
     usr/share/doc/pkgproxy/README.md usr/share/doc/pkgproxy/README.Debian \
-    usr/share/doc/pkgproxy/examples/pkgproxy.toml usr/share/doc/pkgproxy/examples/pkgproxy.socket; do
+    usr/share/doc/pkgproxy/examples/pkgproxy.toml usr/share/doc/pkgproxy/examples/pkgproxy.socket \
+    usr/share/doc/pkgproxy/examples/pkgproxy-alerts.yml usr/share/doc/pkgproxy/examples/grafana-pkgproxy.json; do
     grep -qx "./$path" <<<"$listed" || fail "lacks $path"
 done
 

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use pkgproxy_metrics::{
-    AccessLogCounter, CacheGauge, ClientCounter, ShadowCounter, SideCounter, Snapshot, UpstreamCounter,
+    AccessLogCounter, CacheGauge, ClientCounter, HistogramsSnapshot, ShadowCounter, SideCounter, Snapshot, Timing,
+    UpstreamCounter,
 };
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +13,10 @@ use serde::{Deserialize, Serialize};
 pub struct Info {
     /// pkgproxy's version.
     pub version: String,
+    /// The commit pkgproxy was built from, when its build was told
+    /// (`PKGPROXY_COMMIT`); `unknown` otherwise.
+    #[serde(default)]
+    pub commit: String,
     /// Seconds since the daemon started.
     pub uptime_seconds: u64,
     /// The proxy listener's address.
@@ -27,6 +32,10 @@ pub struct Info {
     /// apart, so that the clients' hits and bytes are theirs alone.
     #[serde(default)]
     pub own_requests: BTreeMap<String, Snapshot<SideCounter>>,
+    /// Each side's timings (its clients' requests, its upstream requests),
+    /// by side name.
+    #[serde(default)]
+    pub timings: BTreeMap<String, HistogramsSnapshot<Timing>>,
     /// What went out through the one way out.
     pub upstream: Snapshot<UpstreamCounter>,
     /// The upstream pools used so far and their instances' state.
@@ -431,12 +440,14 @@ mod tests {
         learned.insert("apt_index".to_string(), BTreeMap::from([("pool_files".to_string(), 7)]));
         let info = Info {
             version: "1".into(),
+            commit: "abc".into(),
             uptime_seconds: 2,
             listen_address: "[::]:3142".into(),
             cache_dir: "/c".into(),
             cache: Snapshot::default(),
             sides: BTreeMap::from([("apt".to_string(), Snapshot::default())]),
             own_requests: BTreeMap::new(),
+            timings: BTreeMap::from([("apt".to_string(), HistogramsSnapshot::default())]),
             upstream: Snapshot::default(),
             pools: vec![],
             mirrors: vec![ShadowInfo {
@@ -460,6 +471,7 @@ mod tests {
         assert_eq!(json["sides"]["apt"]["hits"], 0);
         assert_eq!(json["mirrors"][0]["sent"], 0);
         assert_eq!(json["upstream"]["mirror_requests"], 0);
+        assert_eq!(json["timings"]["apt"]["request_duration_seconds"]["count"], 0);
         let back: Info = serde_json::from_value(json).unwrap();
         assert_eq!(back, info);
     }

@@ -16,7 +16,8 @@ pub enum SideCounter {
     Revalidations,
     /// Stale entries served because the upstream could not confirm them.
     StaleServed,
-    /// Requests refused by the side's policy.
+    /// Requests refused with a `4xx`: the side's policy, offline mode, an
+    /// open breaker.
     Refused,
     /// Requests pkgproxy could not answer as asked (`5xx`): the upstream
     /// failed or could not be asked, and nothing cached would do.
@@ -44,12 +45,14 @@ impl MetricSet for SideCounter {
 
     fn definition(self) -> Definition {
         let (name, help) = match self {
-            SideCounter::Requests => ("requests", "Requests a side classified."),
+            SideCounter::Requests => ("requests", "Requests a side served: each one hit, miss, refusal or failure."),
             SideCounter::Hits => ("hits", "Requests answered from the cache."),
             SideCounter::Misses => ("misses", "Requests answered from an upstream."),
             SideCounter::Revalidations => ("revalidations", "Cached entries an upstream confirmed."),
             SideCounter::StaleServed => ("stale_served", "Stale entries served when revalidation failed."),
-            SideCounter::Refused => ("refused", "Requests refused by a side's policy."),
+            SideCounter::Refused => {
+                ("refused", "Requests refused with a 4xx: a side's policy, offline mode, an open breaker.")
+            }
             SideCounter::Failed => {
                 ("failed", "Requests answered with a 5xx: the upstream failed, nothing cached would do.")
             }

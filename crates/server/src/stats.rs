@@ -4,12 +4,16 @@
 //!
 //! How a request ended is counted once, here ([`Stats::count`]), so that
 //! the counters add up: every request a side served is one hit, miss,
-//! refusal or failure. What pkgproxy asks of its own cache (`check`,
+//! refusal or failure. The same requests of clients are timed there too
+//! ([`Timing::Request`]), so a side's histogram counts what its requests
+//! counter counts. What pkgproxy asks of its own cache (`check`,
 //! `warm`, fetch-ahead, a download's prerequisites, a bundle taken in) is
 //! counted in a set of its own, so that the clients' hits and bytes from
 //! the cache are theirs alone.
 
-use pkgproxy_metrics::{Counters, SideCounter};
+use std::time::Duration;
+
+use pkgproxy_metrics::{Counters, Histograms, SideCounter, Timing};
 use pkgproxy_sides::SideId;
 
 /// Who asked for a request: a client of the listener, or pkgproxy itself.
@@ -41,6 +45,7 @@ pub enum Ending {
 pub struct Stats {
     clients: [Counters<SideCounter>; SideId::ALL.len()],
     own: [Counters<SideCounter>; SideId::ALL.len()],
+    timings: [Histograms<Timing>; SideId::ALL.len()],
 }
 
 impl Stats {
@@ -60,6 +65,16 @@ impl Stats {
             Requester::Client => self.side(side),
             Requester::Pkgproxy => self.own(side),
         }
+    }
+
+    /// One side's timings.
+    pub fn timings(&self, side: SideId) -> &Histograms<Timing> {
+        &self.timings[side.index()]
+    }
+
+    /// Notes that `timing` of `side` took `took`.
+    pub fn time(&self, side: SideId, timing: Timing, took: Duration) {
+        self.timings[side.index()].observe(timing, took);
     }
 
     /// Counts a request of `requester` that `side` served and that ended

@@ -16,10 +16,11 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pkgproxy_cache::{AnsweredBy, Entry, FetchError, Source, StartFetch, Validators};
 use pkgproxy_cluster::peer::Asked;
-use pkgproxy_metrics::SideCounter;
+use pkgproxy_metrics::{SideCounter, Timing};
 use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 use pkgproxy_upstream::{Pool, PoolAnswer, PoolBody, PoolRequest, UpstreamError};
+use tokio::time::Instant;
 
 use super::outgoing;
 use crate::cluster::ClientRequest;
@@ -125,7 +126,9 @@ pub async fn head(
 ) -> Result<(StatusCode, HeaderMap), FetchError> {
     let (pool, headers) = prepared(state, request, None, agent)?;
     let head = PoolRequest { method: Method::HEAD, ..PoolRequest::get(request.origin.path.clone(), headers) };
+    let sent = Instant::now();
     let (_, answer) = authorised(state, &pool, &request.origin, &request.asking.auth, head).await?;
+    state.stats.time(request.side, Timing::Upstream, sent.elapsed());
     let (parts, _) = answer.response.into_parts();
     Ok((parts.status, parts.headers))
 }
@@ -143,14 +146,17 @@ pub async fn get(
     let origin = &request.origin;
     let (pool, headers) = prepared(state, request, revalidating, agent)?;
     let get = PoolRequest::get(origin.path.clone(), headers);
+    let sent = Instant::now();
     let (get, answer) = authorised(state, &pool, origin, &request.asking.auth, get).await?;
-    match request.asking.redirects {
-        Redirects::PassedOn => Ok(answer.response),
+    let response = match request.asking.redirects {
+        Redirects::PassedOn => answer.response,
         Redirects::Followed => {
             let base = origin.instances.get(answer.instance).map(|base| without_user(base)).unwrap_or_default();
-            follow(state, &origin.pool, &base, get, answer.response).await
+            follow(state, &origin.pool, &base, get, answer.response).await?
         }
-    }
+    };
+    state.stats.time(request.side, Timing::Upstream, sent.elapsed());
+    Ok(response)
 }
 
 /// The pool `request` goes out through, and the headers it carries
@@ -220,6 +226,7 @@ impl PoolSource {
         let (side, requester) = (self.side, self.requester);
         let (redirects, origin, auth) = (self.redirects, self.origin.clone(), self.auth.clone());
         Box::pin(async move {
+            let sent = Instant::now();
             let (request, answer) = authorised(&state, &pool, &origin, &auth, request).await?;
             *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
             let response = match redirects {
@@ -229,6 +236,7 @@ impl PoolSource {
                     follow(&state, &origin.pool, &base, request, answer.response).await?
                 }
             };
+            state.stats.time(side, Timing::Upstream, sent.elapsed());
             if let Some(report) = report {
                 report.report(response.status().as_u16());
             }

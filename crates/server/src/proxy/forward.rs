@@ -19,9 +19,10 @@ use http::header::{HeaderValue, CONTENT_LENGTH};
 use http::{Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
-use pkgproxy_metrics::SideCounter;
+use pkgproxy_metrics::{SideCounter, Timing};
 use pkgproxy_sides::{ForwardRequest, Record, SideId};
 use pkgproxy_upstream::{Payload, PoolRequest};
+use tokio::time::Instant;
 
 use super::fetching::{copy_upstream_request, counted};
 use super::outcome::{self, Failed, Outcome, Served};
@@ -132,10 +133,12 @@ async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardReque
     let headers = super::outgoing::headers(request.headers, agent, &state.loop_mark, None);
     let upstream_answer = copy_upstream_request(state, request.side, origin, exchange, &request.method, &headers);
     let sent = PoolRequest { method: request.method, path: origin.path.clone(), headers, body, avoid: None };
+    let started = Instant::now();
     let answer = match pool.send(sent).await {
         Ok(answer) => answer,
         Err(error) => return Failed::of_upstream(&error).into(),
     };
+    state.stats.time(request.side, Timing::Upstream, started.elapsed());
     let status = answer.response.status();
     upstream_answer.report(status.as_u16());
     exchange.upstream_answer.report(status.as_u16());

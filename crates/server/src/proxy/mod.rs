@@ -44,8 +44,10 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use pkgproxy_control::CERTIFICATE_PATH;
+use pkgproxy_metrics::Timing;
 use pkgproxy_sides::{route, Decision, Mount, Route, Side, SideId, Target, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
+use tokio::time::Instant;
 
 use crate::access_log::{CacheUse, Note};
 use crate::body::ResponseBody;
@@ -102,6 +104,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<R
 }
 
 async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Response<ResponseBody>, Note) {
+    let arrived = Instant::now();
     let local = Note { side: None, cache: CacheUse::Local };
     if state.loop_mark.seen_in(request.headers()) {
         let refused = answer::text(
@@ -139,7 +142,12 @@ async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Resp
             let outcome = serve(state, side, mount, target, request).await;
             let note = Note { side: Some(side.id()), cache: cache_use(&outcome) };
             let mode = state.upstream.switch.mode();
+            // Timed as it is counted: the requests a side served.
+            let counted = outcome.ending(mode).is_some();
             let mut response = outcome::respond_counted(&state.stats, Requester::Client, side, mode, outcome);
+            if counted {
+                state.stats.time(side.id(), Timing::Request, arrived.elapsed());
+            }
             // Through the forward proxy, the content is the archive's
             // origin's in a browser, not pkgproxy's.
             if matches!(mount, Mount::Prefix(_)) {

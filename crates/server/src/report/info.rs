@@ -15,6 +15,7 @@ pub fn gather(state: &State) -> Info {
     let quota = state.cache.quota();
     Info {
         version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: option_env!("PKGPROXY_COMMIT").unwrap_or("unknown").to_string(),
         uptime_seconds: state.started.elapsed().as_secs(),
         listen_address: state.listen.to_string(),
         cache_dir: state.cache.dir().display().to_string(),
@@ -32,6 +33,11 @@ pub fn gather(state: &State) -> Info {
             .sides
             .iter()
             .map(|side| (side.id().to_string(), state.stats.own(side.id()).snapshot()))
+            .collect(),
+        timings: state
+            .sides
+            .iter()
+            .map(|side| (side.id().to_string(), state.stats.timings(side.id()).snapshot()))
             .collect(),
         upstream: state.upstream.counters.snapshot(),
         pools: state.upstream.transport.report().into_iter().map(super::pool_info).collect(),

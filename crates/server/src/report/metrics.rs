@@ -1,24 +1,30 @@
-//! `GET /metrics` on the stats socket: the counters of `/pkgproxy/v1/info`
-//! in Prometheus' text format, for scraping (through a socket-to-TCP
-//! bridge, or node_exporter's textfile collector fed by curl). Every name
-//! and help comes from the one definition of each metric.
+//! `GET /metrics` on the stats socket (and on the listener with `[status]
+//! metrics = true`): the counters and timings of `/pkgproxy/v1/info` in
+//! Prometheus' text format, for scraping (through a socket-to-TCP bridge,
+//! or node_exporter's textfile collector fed by curl). Every name and help
+//! comes from the one definition of each metric. `docs/admin.md` lists
+//! every family this writes, checked against it by the tests below.
 
 use std::fmt::Write;
 
 use pkgproxy_control::{Info, InstanceInfo};
-use pkgproxy_metrics::{Kind, MetricSet, SideCounter, Snapshot};
+use std::collections::BTreeMap;
+
+use pkgproxy_metrics::{HistogramsSnapshot, Kind, MetricSet, SideCounter, Snapshot, Timing};
 use pkgproxy_sides::Learned;
 use pkgproxy_upstream::offline::Mode;
 
 /// The text exposition of `info`, with the help of what the sides learnt.
 pub fn render(info: &Info, learned: &[Learned]) -> String {
     let mut out = String::new();
+    render_build(&mut out, info);
     let sides: Vec<(String, &Snapshot<_>)> =
         info.sides.iter().map(|(side, snapshot)| (format!("side=\"{}\"", label(side)), snapshot)).collect();
     render_set(&mut out, &sides);
     let own: Vec<(String, &Snapshot<SideCounter>)> =
         info.own_requests.iter().map(|(side, snapshot)| (format!("side=\"{}\"", label(side)), snapshot)).collect();
     render_own(&mut out, &own);
+    render_timings(&mut out, &info.timings);
     render_set(&mut out, &[(String::new(), &info.upstream)]);
     render_set(&mut out, &[(String::new(), &info.cache)]);
     render_set(&mut out, &[(String::new(), &info.access_log)]);
@@ -84,6 +90,33 @@ fn render_own(out: &mut String, rows: &[(String, &Snapshot<SideCounter>)]) {
     }
 }
 
+/// What was built: `1`, its labels saying the version and commit.
+fn render_build(out: &mut String, info: &Info) {
+    let help = "pkgproxy's version and the commit it was built from (unknown when its build was not told); always 1.";
+    header(out, "pkgproxy_build_info", help, Kind::Gauge);
+    let (version, commit) = (label(&info.version), label(&info.commit));
+    let _ = writeln!(out, "pkgproxy_build_info{{version=\"{version}\",commit=\"{commit}\"}} 1");
+}
+
+/// Each side's histograms: cumulative buckets up to `+Inf`, their sum and
+/// count.
+fn render_timings(out: &mut String, timings: &BTreeMap<String, HistogramsSnapshot<Timing>>) {
+    for &timing in Timing::ALL {
+        let name = timing.prometheus_name();
+        header(out, &name, timing.definition().help, Kind::Histogram);
+        for (side, histograms) in timings {
+            let side = label(side);
+            let histogram = histograms.get(timing);
+            for (bound, count) in histogram.buckets() {
+                let le = bound.map_or_else(|| "+Inf".to_string(), |bound| bound.to_string());
+                let _ = writeln!(out, "{name}_bucket{{side=\"{side}\",le=\"{le}\"}} {count}");
+            }
+            let _ = writeln!(out, "{name}_sum{{side=\"{side}\"}} {}", histogram.sum_seconds());
+            let _ = writeln!(out, "{name}_count{{side=\"{side}\"}} {}", histogram.count());
+        }
+    }
+}
+
 /// A per-instance gauge: its name, its help, and how to read it.
 type InstanceGauge = (&'static str, &'static str, fn(&InstanceInfo) -> u64);
 
@@ -119,6 +152,7 @@ fn header(out: &mut String, name: &str, help: &str, kind: Kind) {
     let kind = match kind {
         Kind::Counter => "counter",
         Kind::Gauge => "gauge",
+        Kind::Histogram => "histogram",
     };
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");

@@ -2,6 +2,8 @@
 //! (`info`, `metrics`), the listener's `/metrics` and the status page: its
 //! pools, breakers, LXD remotes, and apt suites about to expire.
 
+#[cfg(test)]
+mod exported;
 pub mod info;
 pub mod metrics;
 
