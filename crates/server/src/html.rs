@@ -1,6 +1,33 @@
 //! What the pages pkgproxy draws for people (the status page, the cache's
-//! page) share: text made safe for HTML, and figures written as people
-//! write them. Pure functions: no state, no I/O.
+//! page) share: text made safe for HTML, figures written as people write
+//! them, and how a page is sent. No state, no I/O.
+
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, Response, StatusCode};
+
+use crate::body::ResponseBody;
+
+/// One of pkgproxy's own pages or its JSON, `body` of `content_type`, as
+/// every page is sent: kept by no cache between, its type not guessed,
+/// and allowed to load and run only what `policy` names.
+pub fn page(content_type: &'static str, policy: &'static str, body: bytes::Bytes) -> Response<ResponseBody> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert("content-security-policy", HeaderValue::from_static(policy));
+    local(StatusCode::OK, headers, body)
+}
+
+/// An answer of pkgproxy's own, `status` with `headers` and `body`, its
+/// length said.
+pub fn local(status: StatusCode, mut headers: HeaderMap, body: bytes::Bytes) -> Response<ResponseBody> {
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
 
 /// `text` safe inside an element or a quoted attribute.
 pub fn escape(text: &str) -> String {

@@ -17,15 +17,20 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::HeaderValue;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use pkgproxy_control::{Browse, BrowseSide, TopClient, TopPackage, BROWSE_JSON_PATH, BROWSE_PATH};
 use pkgproxy_sides::reporting::Named;
 use pkgproxy_sides::{CachedRequest, SideId};
 
 use crate::body::ResponseBody;
+use crate::html;
 use crate::state::State;
 use listing::Limits;
+
+/// What the page may load and run: its own inline style and script, its
+/// search form, its own JSON fetched as one types, and nothing else.
+const BROWSE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// How much of each side the page lists.
 const LIMITS: Limits = Limits { packages: 200, versions: 20, grouped: 50_000 };
@@ -57,7 +62,7 @@ pub async fn answer<B>(state: &Arc<State>, request: &Request<B>) -> Option<Respo
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         let body = "pkgproxy: the cache's page answers GET and HEAD only".into();
-        return Some(local(StatusCode::METHOD_NOT_ALLOWED, headers, body));
+        return Some(html::local(StatusCode::METHOD_NOT_ALLOWED, headers, body));
     }
     let query = query_value(uri.query(), "q").unwrap_or_default();
     let browse = match gather(state, query).await {
@@ -65,15 +70,15 @@ pub async fn answer<B>(state: &Arc<State>, request: &Request<B>) -> Option<Respo
         Err(error) => {
             tracing::warn!(%error, "the cache's page cannot read the index");
             let body = format!("pkgproxy: the cache's index cannot be read now: {error}").into();
-            return Some(local(StatusCode::SERVICE_UNAVAILABLE, HeaderMap::new(), body));
+            return Some(html::local(StatusCode::SERVICE_UNAVAILABLE, HeaderMap::new(), body));
         }
     };
     Some(match json {
-        true => respond("application/json", serde_json::to_vec(&browse).unwrap_or_default().into()),
+        true => html::page("application/json", BROWSE_POLICY, serde_json::to_vec(&browse).unwrap_or_default().into()),
         false => {
             let host = crate::context::host_of(uri, request.headers(), state.listen);
             let now = pkgproxy_cache::unix_secs(state.clock.now());
-            respond("text/html; charset=utf-8", page::render(&browse, &host, now).into())
+            html::page("text/html; charset=utf-8", BROWSE_POLICY, page::render(&browse, &host, now).into())
         }
     })
 }
@@ -127,30 +132,6 @@ fn query_value(query: Option<&str>, name: &str) -> Option<String> {
     let value = query?.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))?;
     let value = value.replace('+', " ");
     Some(percent_encoding::percent_decode_str(&value).decode_utf8_lossy().into_owned())
-}
-
-fn respond(content_type: &'static str, body: bytes::Bytes) -> Response<ResponseBody> {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    // The page's own inline style and script, its search form, its own
-    // pages fetched as one types, and nothing else.
-    headers.insert(
-        "content-security-policy",
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-        ),
-    );
-    local(StatusCode::OK, headers, body)
-}
-
-fn local(status: StatusCode, mut headers: HeaderMap, body: bytes::Bytes) -> Response<ResponseBody> {
-    headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-    let mut response = Response::new(ResponseBody::full(body));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    response
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@
 mod chart;
 mod page;
 
-use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::HeaderValue;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use pkgproxy_control::{CacheStatus, ClientSetup, ShadowInfo, SideStatus, Status, StatusOffline, STATUS_PATH};
 use pkgproxy_metrics::SideCounter;
 
 use crate::body::ResponseBody;
+use crate::html;
 use crate::redact::without_user;
 use crate::state::State;
 
@@ -36,15 +37,21 @@ pub fn answer<B>(state: &State, request: &Request<B>) -> Option<Response<Respons
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         let body = "pkgproxy: the status page answers GET and HEAD only".into();
-        return Some(local(StatusCode::METHOD_NOT_ALLOWED, headers, body));
+        return Some(html::local(StatusCode::METHOD_NOT_ALLOWED, headers, body));
     }
     let host = crate::context::host_of(uri, request.headers(), state.listen);
     let status = gather(state, &host);
     Some(match wanted {
-        Wanted::Page => respond("text/html; charset=utf-8", page::render(&status, &host).into()),
-        Wanted::Json => respond("application/json", serde_json::to_vec(&status).unwrap_or_default().into()),
+        Wanted::Page => html::page("text/html; charset=utf-8", STATUS_POLICY, page::render(&status, &host).into()),
+        Wanted::Json => {
+            html::page("application/json", STATUS_POLICY, serde_json::to_vec(&status).unwrap_or_default().into())
+        }
     })
 }
+
+/// What the page may load and run: its own inline style and script, the
+/// charts' images it draws, its JSON, and nothing else.
+const STATUS_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 enum Wanted {
     Page,
@@ -126,27 +133,4 @@ fn without_users(mut pool: pkgproxy_control::PoolInfo) -> pkgproxy_control::Pool
         instance.url = without_user(&instance.url);
     }
     pool
-}
-
-fn respond(content_type: &'static str, body: bytes::Bytes) -> Response<ResponseBody> {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    // The page's own inline style and script, its JSON, and nothing else.
-    headers.insert(
-        "content-security-policy",
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-        ),
-    );
-    local(StatusCode::OK, headers, body)
-}
-
-fn local(status: StatusCode, mut headers: HeaderMap, body: bytes::Bytes) -> Response<ResponseBody> {
-    headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-    let mut response = Response::new(ResponseBody::full(body));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    response
 }
