@@ -70,7 +70,8 @@ fn cache_writable(state: &State) -> Result<(), String> {
 }
 
 fn metrics(state: &State) -> Response<ResponseBody> {
-    let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
+    let learned: Vec<_> =
+        state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()).collect();
     let text = crate::report::metrics::render(&crate::report::info::gather(state), &learned);
     respond(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", text.into())
 }

@@ -8,7 +8,7 @@
 //! that request was private: it carried a client's credentials (an
 //! `Authorization`, a cookie, a token header, a user in its URL), or its
 //! side serves it from a space only some clients may read
-//! ([`pkgproxy_sides::Side::serves_privately`]). Whether a path is shown
+//! ([`pkgproxy_sides::role::Private::serves_privately`]). Whether a path is shown
 //! is decided request by request, so a public npm package or PyPI project
 //! is named and a private one never is.
 
@@ -109,7 +109,7 @@ impl Asked {
                 Some(prefix) => pkgproxy_sides::route::below(pkgproxy_sides::Mount::Prefix(prefix), self.uri.path()),
                 None => self.uri.path(),
             };
-            sides.get(side).serves_privately(below, self.uri.query())
+            sides.get(side).roles().private.is_some_and(|private| private.serves_privately(below, self.uri.query()))
         });
         (!private).then(|| shown_path(&self.uri.to_string()))
     }

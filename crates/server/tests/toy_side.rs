@@ -1,7 +1,8 @@
 //! A side added with only its folder, its variant, its entry in the list of
 //! sides and its route line (the `toy` feature builds it) serves a cached
-//! file end to end: this test is built with it, so a server that named
-//! every side itself would not compile.
+//! file end to end, checked by its fetching role and rewritten by its
+//! rewriting role: this test is built with it, so a server that named
+//! every side itself, or a role by side, would not compile.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -12,10 +13,22 @@ use pkgproxy_server::{Listeners, Settings};
 use pkgproxy_testkit::client::get;
 use pkgproxy_testkit::Origin;
 
+/// Lower-case hex SHA-256 of `bytes`, as a mirror publishes it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_side_that_is_only_its_folder_serves_a_cached_file_and_asks_the_origin_once() {
     let files = tempfile::tempdir().unwrap();
     std::fs::write(files.path().join("hello.txt"), "hello from the toy origin\n").unwrap();
+    let checked = b"a file its mirror publishes a checksum for\n";
+    std::fs::write(files.path().join("checked.txt"), checked).unwrap();
+    std::fs::write(files.path().join("checked.txt.sha256"), format!("{}  checked.txt\n", sha256_hex(checked))).unwrap();
+    std::fs::write(files.path().join("lying.txt"), "not the bytes the checksum is of\n").unwrap();
+    std::fs::write(files.path().join("lying.txt.sha256"), format!("{}  lying.txt\n", sha256_hex(b"other"))).unwrap();
+    std::fs::write(files.path().join("here.link"), "fetch it from @PKGPROXY@/hello.txt\n").unwrap();
     let origin = Origin::serve(files.path()).await;
 
     let dir = tempfile::tempdir().unwrap();
@@ -47,9 +60,29 @@ async fn a_side_that_is_only_its_folder_serves_a_cached_file_and_asks_the_origin
     let second = get(&addr, "/toy/hello.txt").await;
     assert_eq!((second.status, second.header("x-pkgproxy-cache")), (200, Some("hit")));
     assert_eq!(second.body, first.body);
-    assert_eq!(origin.count_path("/hello.txt"), 1, "the origin is asked once");
+    assert_eq!(origin.count(|asked| asked.path == "/hello.txt"), 1, "the origin is asked once");
     let refused = get(&addr, "/toy/%2e%2e/etc/passwd").await;
-    assert!(refused.status >= 400, "{}", refused.status);
+    assert_eq!(refused.status, 400, "a path that climbs out is refused");
+
+    // The fetching role: the checksum beside a file is fetched first, and
+    // a file that does not match it is never served nor kept.
+    let good = get(&addr, "/toy/checked.txt").await;
+    assert_eq!((good.status, good.body.as_ref()), (200, &checked[..]));
+    assert_eq!(origin.count_path("/checked.txt.sha256"), 1, "the checksum is fetched first");
+    for _ in 0..2 {
+        let lying = get(&addr, "/toy/lying.txt").await;
+        assert_eq!(lying.status, 502, "a body that does not match its checksum is refused");
+        assert!(!lying.body.starts_with(b"not the bytes"), "nothing of it reaches the client");
+    }
+    assert_eq!(origin.count(|asked| asked.path == "/lying.txt"), 2, "nothing of a refused body is kept");
+
+    // The rewriting role: a `.link` file names pkgproxy as this client
+    // reached it, and the cache keeps the mirror's bytes.
+    let link = get(&addr, "/toy/here.link").await;
+    assert_eq!(link.status, 200);
+    assert_eq!(std::str::from_utf8(&link.body).unwrap(), format!("fetch it from http://{addr}/toy/hello.txt\n"));
+    let again = get(&addr, "/toy/here.link").await;
+    assert_eq!((again.header("x-pkgproxy-cache"), again.body.clone()), (Some("hit"), link.body.clone()));
 
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();

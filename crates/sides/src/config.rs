@@ -10,7 +10,7 @@ use pkgproxy_cache::Cache;
 use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use crate::id::SideId;
-use crate::side::Side;
+use crate::Side;
 
 /// The configuration file as the sides read it: its text, and the values
 /// given on the command line that win over it.

@@ -39,7 +39,7 @@ pub mod path;
 pub mod pypi;
 pub mod registry;
 mod remembered;
-pub mod reporting;
+pub mod role;
 pub mod route;
 pub mod setup;
 mod side;
@@ -60,6 +60,7 @@ pub use decision::{
 pub use failure::{retry_after_secs, Failure};
 pub use id::{every_client, SideId};
 pub use learned::Learned;
+pub use role::{Piece, Pieced, Roles, StoredBody, StreamRewriter, UpstreamPath};
 pub use route::{Mount, Request, Route};
-pub use side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};
+pub use side::{ClientSetup, Side};
 pub use sides::{needs_readers, setup_clients, Sides, SidesConfig};

@@ -10,8 +10,9 @@ use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
 use crate::decision::{Refusal, Target};
 use crate::id::SideId;
 use crate::needs::{HeldBodies, NeedsReader};
+use crate::role::{Roles, UpstreamPath};
 use crate::setup::SetupClient;
-use crate::side::{Side, UpstreamPath};
+use crate::Side;
 use crate::{apt, cargo, go, lxd, npm, pypi, registry, snap};
 
 /// How a side reads and validates its section of the file.
@@ -127,7 +128,9 @@ impl Sides {
     /// the image files an LXD daemon sends through its proxy), else
     /// `routed`.
     pub fn owner(&self, routed: SideId, target: Option<&Target>) -> &dyn Side {
-        let claimed = target.and_then(|target| self.iter().find(|side| side.claims(target)));
+        let claimed = target.and_then(|target| {
+            self.iter().find(|side| side.roles().forwarding.is_some_and(|forwarding| forwarding.claims(target)))
+        });
         claimed.unwrap_or_else(|| self.get(routed))
     }
 
@@ -141,6 +144,15 @@ impl Sides {
         self.all.iter().map(|side| side.as_ref())
     }
 
+    /// Every side that plays a role, with the role:
+    /// `sides.playing(|roles| roles.informing)`.
+    pub fn playing<'a, R: ?Sized + 'a>(
+        &'a self,
+        role: impl Fn(Roles<'a>) -> Option<&'a R> + 'a,
+    ) -> impl Iterator<Item = (&'a dyn Side, &'a R)> + 'a {
+        self.iter().filter_map(move |side| Some((side, role(side.roles())?)))
+    }
+
     /// Takes `config` for the requests from now on (a reload): each side's
     /// configuration is swapped whole, what the sides learnt is kept.
     pub fn reconfigure(&self, config: &SidesConfig) {
@@ -152,13 +164,13 @@ impl Sides {
     /// The side whose upstream's own URL `url` is, and where pkgproxy
     /// serves it ([`Side::upstream_path`]). Blocking.
     pub fn upstream_path(&self, url: &str, held: &dyn HeldBodies) -> Option<(&dyn Side, UpstreamPath)> {
-        self.iter().find_map(|side| Some((side, side.upstream_path(url, held)?)))
+        self.iter().find_map(|side| Some((side, side.roles().explaining?.upstream_path(url, held)?)))
     }
 
     /// Whether what is cached under `key` may be handed to anyone who asks
     /// for the key: no side says it is only for some clients. Blocking.
     pub fn readable_by_anyone(&self, key: &str) -> bool {
-        self.iter().all(|side| side.readable_by_anyone(key))
+        self.iter().all(|side| side.roles().private.is_none_or(|private| private.readable_by_anyone(key)))
     }
 
     /// Whether `CONNECT host:port` may be tunnelled: port 443 of a host a
@@ -167,7 +179,7 @@ impl Sides {
         if port != TUNNEL_PORT {
             return Err(Refusal::forbidden(format!("CONNECT is allowed to port {TUNNEL_PORT} only, not {port}")));
         }
-        match self.all.iter().any(|side| side.tunnels_to(host)) {
+        match self.iter().any(|side| side.roles().forwarding.is_some_and(|forwarding| forwarding.tunnels_to(host))) {
             true => Ok(()),
             false => Err(Refusal::forbidden(format!("CONNECT to {host} refused: not a known archive host"))),
         }
@@ -178,12 +190,15 @@ impl Sides {
 /// Release superseded): eviction takes them first.
 impl pkgproxy_cache::Obsolete for Sides {
     fn prefixes(&self) -> Vec<String> {
-        self.iter().flat_map(|side| side.superseded_prefixes()).collect()
+        self.iter()
+            .filter_map(|side| side.roles().evicting)
+            .flat_map(|evicting| evicting.superseded_prefixes())
+            .collect()
     }
 
     fn is_obsolete(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
         let owner = key.split('/').next().and_then(SideId::from_name);
-        owner.is_some_and(|id| self.get(id).superseded(key, entry))
+        owner.and_then(|id| self.get(id).roles().evicting).is_some_and(|evicting| evicting.superseded(key, entry))
     }
 }
 
@@ -269,17 +284,18 @@ mod tests {
             Decision::Cache(zip) => *zip,
             other => panic!("{other:?}"),
         };
-        let keys: Vec<String> = go.prerequisites(&zip).into_iter().map(|r| r.key).collect();
+        let fetching = go.roles().fetching.expect("go fetches prerequisites");
+        let keys: Vec<String> = fetching.prerequisites(&zip).into_iter().map(|r| r.key).collect();
         assert_eq!(keys, ["go/sumdb/sum.golang.org/supported", "go/sumdb/sum.golang.org/lookup/example.com/m@v1.0.0"]);
         assert!(go.verifier(&zip, &[]).is_some(), "without the record the zip's shape is still checked");
         let list = match go.classify(&request(&Method::GET, &headers, "/example.com/m/@v/list", None)) {
             Decision::Cache(list) => *list,
             other => panic!("{other:?}"),
         };
-        assert!(go.prerequisites(&list).is_empty());
+        assert!(fetching.prerequisites(&list).is_empty());
         assert!(go.verifier(&list, &[]).is_some(), "a list is checked to be versions, and bounded");
         let apt = sides.get(SideId::Apt);
-        assert!(apt.prerequisites(&zip).is_empty(), "apt needs nothing first");
+        assert!(apt.roles().fetching.is_none(), "apt needs nothing first");
     }
 
     #[test]
@@ -291,18 +307,21 @@ mod tests {
         let origin = Origin { pool: "p".into(), instances: vec!["http://127.0.0.1:1".into()], path: "/k".into() };
         for side in sides.iter() {
             let request = CachedRequest::new(side.id(), "k".into(), origin.clone(), pkgproxy_cache::Class::Revalidated);
-            side.remember(&request, &answer, now);
+            if let Some(remembering) = side.roles().remembering {
+                remembering.remember(&request, &answer, now);
+            }
         }
+        let go = sides.get(SideId::Go).roles().remembering.expect("go remembers answers");
         let refused = Arc::new(PassedAnswer { status: StatusCode::FORBIDDEN, headers: vec![], body: "no".into() });
         let other = CachedRequest::new(SideId::Go, "other".into(), origin.clone(), pkgproxy_cache::Class::Revalidated);
-        sides.get(SideId::Go).remember(&other, &refused, now);
+        go.remember(&other, &refused, now);
         let asked = |id: SideId, key: &str| {
             CachedRequest::new(id, key.into(), origin.clone(), pkgproxy_cache::Class::Revalidated)
         };
-        assert!(sides.get(SideId::Go).remembered(&other, now, false).is_none(), "only a not found");
-        assert!(sides.get(SideId::Go).remembered(&asked(SideId::Go, "k"), now, false).is_some());
+        assert!(go.remembered(&other, now, false).is_none(), "only a not found");
+        assert!(go.remembered(&asked(SideId::Go, "k"), now, false).is_some());
         let later = now + Duration::from_secs(61);
-        assert!(sides.get(SideId::Go).remembered(&asked(SideId::Go, "k"), later, false).is_none());
-        assert!(sides.get(SideId::Apt).remembered(&asked(SideId::Apt, "k"), now, false).is_none());
+        assert!(go.remembered(&asked(SideId::Go, "k"), later, false).is_none());
+        assert!(sides.get(SideId::Apt).roles().remembering.is_none(), "apt remembers no answer");
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use pkgproxy_cache::{Cache, Entry, StoreError, Use, NANOS_PER_SEC};
 use pkgproxy_control::{BrowsePackage, BrowseSide, BrowseVersion};
-use pkgproxy_sides::reporting::{Named, Reporting};
+use pkgproxy_sides::role::{Named, Reporting};
 use pkgproxy_sides::Side;
 
 /// How much of a side the listing shows.
@@ -38,7 +38,7 @@ struct Package {
 /// holds `query` (any case). Blocking: it reads the side's keys in the
 /// index.
 pub fn side(cache: &Cache, side: &dyn Side, query: &str, limits: Limits) -> Result<BrowseSide, StoreError> {
-    let reporting = side.reporting();
+    let reporting = side.roles().reporting;
     let mut listed = BrowseSide {
         side: side.id().to_string(),
         noun: reporting.map_or("entries", Reporting::noun).to_string(),

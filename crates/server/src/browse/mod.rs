@@ -20,7 +20,7 @@ use std::sync::Arc;
 use http::header::HeaderValue;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use pkgproxy_control::{Browse, BrowseSide, TopClient, TopPackage, BROWSE_JSON_PATH, BROWSE_PATH};
-use pkgproxy_sides::reporting::Named;
+use pkgproxy_sides::role::Named;
 use pkgproxy_sides::{CachedRequest, SideId};
 
 use crate::body::ResponseBody;
@@ -111,7 +111,7 @@ fn top_packages(state: &State, now: u64) -> Vec<TopPackage> {
     let mut summed: Vec<TopPackage> = Vec::new();
     for (key, requests) in state.browsing.top.keys(now) {
         let Some(id) = key.split('/').next().and_then(SideId::from_name) else { continue };
-        let Some(reporting) = state.sides.get(id).reporting() else { continue };
+        let Some(reporting) = state.sides.get(id).roles().reporting else { continue };
         let name = match reporting.names(&key) {
             Named::File { package, .. } | Named::Metadata { package } => package,
             Named::Other | Named::Private => continue,

@@ -49,7 +49,11 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
         false => (asked.urls.clone(), asked.records.clone()),
     };
     for key in records.iter().filter(|key| seen.insert(key.to_string())) {
-        if !state.sides.iter().filter_map(|side| side.record_prefix()).any(|prefix| key.starts_with(prefix)) {
+        if !state
+            .sides
+            .playing(|roles| roles.recording)
+            .any(|(_, recording)| key.starts_with(recording.record_prefix()))
+        {
             not_held.push(format!("{key} is not a recorded answer of any side"));
             continue;
         }
@@ -89,9 +93,9 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
 fn everything(state: &State) -> (Vec<String>, Vec<String>) {
     let records = all_records(state);
     let mut urls = every_request(state);
-    for side in state.sides.iter() {
+    for (side, recording) in state.sides.playing(|roles| roles.recording) {
         let mount = route::prefix_of(side.id()).unwrap_or_default();
-        let named = side.named_by_records(&records).into_iter().map(|path| format!("{mount}{path}"));
+        let named = recording.named_by_records(&records).into_iter().map(|path| format!("{mount}{path}"));
         urls.extend(named.filter(|url| readiness::check(state, url).ready));
     }
     (urls, records)
@@ -119,7 +123,7 @@ fn every_request(state: &State) -> Vec<String> {
 /// The keys of every answer a side recorded for offline replay.
 fn all_records(state: &State) -> Vec<String> {
     let mut keys = Vec::new();
-    for prefix in state.sides.iter().filter_map(|side| side.record_prefix()) {
+    for prefix in state.sides.playing(|roles| roles.recording).map(|(_, recording)| recording.record_prefix()) {
         if let Err(error) = state.cache.visit(prefix, |key, _, _| keys.push(key.to_owned())) {
             tracing::warn!(%error, "the cache's records could not be listed for a bundle");
         }

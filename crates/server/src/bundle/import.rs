@@ -282,7 +282,8 @@ async fn take_record(state: &Arc<State>, item: &Item, blob: &Blob) -> Result<Tak
     let (state, key, path) = (Arc::clone(state), item.key.clone(), blob.file.path().to_path_buf());
     let taken = tokio::task::spawn_blocking(move || {
         let body = std::fs::read(&path).map_err(|error| format!("cannot read it back: {error}"))?;
-        state.sides.get(side).take_record(&key, &body)
+        let recording = state.sides.get(side).roles().recording.ok_or("no side keeps such records")?;
+        recording.take_record(&key, &body)
     });
     taken.await.map_err(|_| "taking it in stopped".to_owned())??;
     Ok(Taken::Stored)

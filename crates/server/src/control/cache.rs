@@ -49,7 +49,7 @@ pub fn list(state: &State, side: Option<&str>, pattern: Option<&str>) -> Result<
 pub fn remove(state: &State, pattern: &str) -> Result<Removed, String> {
     let keys: Vec<String> = list(state, None, Some(pattern))?.into_iter().map(|entry| entry.key).collect();
     let gone = state.cache.remove_all(&keys).map(removed).map_err(|error| error.to_string())?;
-    state.sides.iter().for_each(|side| side.removed(&keys));
+    state.sides.playing(|roles| roles.evicting).for_each(|(_, evicting)| evicting.removed(&keys));
     Ok(gone)
 }
 

@@ -210,7 +210,8 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
 
 /// The counters in Prometheus' format.
 fn metrics(state: &State) -> Response<ResponseBody> {
-    let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
+    let learned: Vec<_> =
+        state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()).collect();
     let text = crate::report::metrics::render(&crate::report::info::gather(state), &learned);
     let mut response = Response::new(ResponseBody::full(text));
     let content_type = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
@@ -297,7 +298,7 @@ async fn needs(state: Arc<State>, side: &str, asked: NeedsRequest) -> Response<R
         return error(StatusCode::NOT_FOUND, &format!("no side is called {side:?}"));
     };
     let first = match asked.warm {
-        true => state.sides.get(id).needs_first(&asked.asked),
+        true => state.sides.get(id).roles().resolving.map_or(Ok(None), |resolving| resolving.needs_first(&asked.asked)),
         false => Ok(None),
     };
     let refused = match first {

@@ -53,7 +53,9 @@ pub async fn confirmed(
     Err(match status {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND => {
             let passed = Arc::new(PassedAnswer { status, headers: listed(&headers), body: Default::default() });
-            side.remember(request, &passed, now);
+            if let Some(remembering) = side.roles().remembering {
+                remembering.remember(request, &passed, now);
+            }
             denied(side, access, status, &headers)
         }
         _ => Failed::rate_limited(status, &headers, state.clock.now())
@@ -71,7 +73,12 @@ pub async fn granted(state: &Arc<State>, side: &dyn Side, request: &CachedReques
     let Some(access) = request.access.as_deref() else { return };
     state.grants.confirm(&access.grant, tokio::time::Instant::now().into_std());
     let (shared, request) = (Arc::clone(state), request.clone());
-    let recorded = tokio::task::spawn_blocking(move || shared.sides.get(request.side).granted(&request)).await;
+    let recorded = tokio::task::spawn_blocking(move || {
+        if let Some(private) = shared.sides.get(request.side).roles().private {
+            private.granted(&request);
+        }
+    });
+    let recorded = recorded.await;
     if recorded.is_err() {
         tracing::warn!(side = ?side.id(), "recording an access the upstream confirmed stopped");
     }

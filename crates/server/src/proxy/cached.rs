@@ -26,6 +26,7 @@ use pkgproxy_cache::{
 };
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
+use pkgproxy_sides::role::UpstreamFailures;
 use pkgproxy_sides::{CachedRequest, LocatedHost, Mount, Origin, Side, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 
@@ -91,7 +92,8 @@ async fn through_the_cache(
     let checks = prerequisites(state, side, &request, exchange).await;
     let mut request = request;
     let mut withheld_from = None;
-    if let Some(located) = side.located(&request, &checks) {
+    let fetching = side.roles().fetching;
+    if let Some(located) = fetching.and_then(|fetching| fetching.located(&request, &checks)) {
         if located.host == LocatedHost::Foreign {
             withheld_from = withhold_credentials(&mut request, &located.origin);
         }
@@ -251,8 +253,9 @@ fn from_fetch(
             from_cache(state, exchange, request, &entry, Served::Revalidated)
         }
         Phase::Passed(passed) => {
+            let failures = side.roles().fetching.map_or(UpstreamFailures::PASSED_ON, |f| f.upstream_failures());
             let wait = match cached {
-                None if side.upstream_waits_fail() => told_to_wait(&passed, state.clock.now()),
+                None if failures.waits_fail => told_to_wait(&passed, state.clock.now()),
                 _ => None,
             };
             match (cached, wait) {
@@ -266,13 +269,13 @@ fn from_fetch(
                 (None, Some(failed)) => failed.into(),
                 // One that asks to be left alone a while (`Retry-After`) is
                 // passed on: the client is told when to ask again.
-                (None, None)
-                    if passed.status.is_server_error() && !asks_to_wait(&passed) && side.upstream_errors_fail() =>
-                {
+                (None, None) if passed.status.is_server_error() && !asks_to_wait(&passed) && failures.errors_fail => {
                     Failed::Upstream(format!("the upstream answered {}", passed.status)).into()
                 }
                 _ => {
-                    side.remember(request, &passed, tokio::time::Instant::now().into_std());
+                    if let Some(remembering) = side.roles().remembering {
+                        remembering.remember(request, &passed, tokio::time::Instant::now().into_std());
+                    }
                     Outcome::Answered(answer::passed(exchange, &passed, Served::Miss))
                 }
             }
@@ -403,7 +406,8 @@ fn prerequisites<'a>(
     // prerequisites again (of the prerequisite, which has none).
     Box::pin(async move {
         let mut bodies = Vec::new();
-        for prerequisite in side.prerequisites(request) {
+        let prerequisites = side.roles().fetching.map(|fetching| fetching.prerequisites(request));
+        for prerequisite in prerequisites.unwrap_or_default() {
             match fetch_for_pkgproxy(state, side, prerequisite, exchange.mount, exchange.supply).await {
                 Some(body) => bodies.push(body),
                 None => break,

@@ -23,7 +23,8 @@ use crate::state::State;
 /// [`decide`] with the headers that the side's clients send and that
 /// choose the answer (a PyPI page's form).
 fn decide_as_its_clients_ask<'s>(state: &'s State, url: &str) -> Result<Decided<'s>, String> {
-    let headers = decide(state, url)?.side.clients_headers();
+    let explaining = decide(state, url)?.side.roles().explaining;
+    let headers = explaining.map(|explaining| explaining.clients_headers()).unwrap_or_default();
     decide_with(state, url, &headers)
 }
 

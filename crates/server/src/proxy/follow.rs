@@ -1,5 +1,5 @@
 //! Fetching ahead of a client: once a download is in, what its side says
-//! the client asks for next ([`Side::follow_ups`]: the index files of a
+//! the client asks for next ([`FetchingAhead::follow_ups`](pkgproxy_sides::role::FetchingAhead::follow_ups): the index files of a
 //! crate's dependencies, for cargo) is fetched through the cache for
 //! pkgproxy itself, so that the client finds it held or on its way. What
 //! is fetched ahead is followed in turn when it comes in.
@@ -35,7 +35,7 @@ pub(super) fn follow(
     download: Arc<Fetch>,
     fetch: FetchAhead,
 ) {
-    let Some(limit) = side.follow_up_limit(request) else { return };
+    let Some(limit) = side.roles().fetching_ahead.and_then(|ahead| ahead.follow_up_limit(request)) else { return };
     let (state, id, request) = (Arc::clone(state), side.id(), request.clone());
     tokio::spawn(async move {
         // Read back whole once checked, committed or not (`read_small`).
@@ -45,7 +45,7 @@ pub(super) fn follow(
         let reading = Arc::clone(&state);
         let read = tokio::task::spawn_blocking(move || {
             let body = reading.cache.read_small(&request.key, limit)?;
-            Some(reading.sides.get(id).follow_ups(&request, &body))
+            Some(reading.sides.get(id).roles().fetching_ahead?.follow_ups(&request, &body))
         });
         for next in read.await.ok().flatten().unwrap_or_default() {
             start(&state, id, mount, next, fetch);

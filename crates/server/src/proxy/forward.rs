@@ -81,7 +81,11 @@ async fn recorded(state: &Arc<State>, side: SideId, record: Record, sent: Bytes,
                 Err(error) => return Failed::Upstream(format!("the answer broke off: {error}")).into(),
             };
             let (kept_state, kept_body) = (Arc::clone(state), body.clone());
-            let keep = move || kept_state.sides.get(side).record(&record, &sent, &kept_body);
+            let keep = move || {
+                if let Some(recording) = kept_state.sides.get(side).roles().recording {
+                    recording.record(&record, &sent, &kept_body);
+                }
+            };
             if tokio::task::spawn_blocking(keep).await.is_err() {
                 tracing::warn!(%side, "recording an answer failed");
             }
@@ -109,7 +113,7 @@ fn replayed(
     sent: &[u8],
     failure: &pkgproxy_sides::Failure<'_>,
 ) -> Option<Outcome> {
-    let answer = state.sides.get(side).replay(record, sent, failure)?;
+    let answer = state.sides.get(side).roles().recording?.replay(record, sent, failure)?;
     state.stats.side(side).increment(SideCounter::StaleServed);
     // Served from what was kept: a stale answer, as a client sees it.
     let mut response = outcome::local(answer);

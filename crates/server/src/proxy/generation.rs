@@ -5,7 +5,7 @@
 //!   served, and nothing is asked.
 //! - After it, the root and every file it names are asked again (with the
 //!   validators of what is held, so an unchanged file costs a `304`), read
-//!   whole, checked by the side as one ([`Side::adopt`]), and stored in one
+//!   whole, checked by the side as one ([`Generations::adopt`]), and stored in one
 //!   commit. One refresh per root, however many clients ask at once.
 //! - A refresh that fails in any part changes nothing: the last generation
 //!   is served; with none, the client is told why.
@@ -24,6 +24,7 @@ use http_body_util::{BodyExt, Limited};
 use pkgproxy_cache::fetch::{kept_headers, validators};
 use pkgproxy_cache::{Entry, Record};
 use pkgproxy_metrics::SideCounter;
+use pkgproxy_sides::role::Generations;
 use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Refusal, Request, Side};
 
 use super::cached;
@@ -120,9 +121,9 @@ async fn refresh(
     agent: Option<HeaderValue>,
     supply: Option<&dyn Supply>,
 ) -> Refreshed {
-    let side = state.sides.get(root.side);
+    let generations = generations_of(state, root)?;
     let index = fetch_file(state, root, agent.clone(), supply).await?;
-    let members = side.members(root, &index.body).map_err(unusable)?;
+    let members = generations.members(root, &index.body).map_err(unusable)?;
     let mut fetched = Vec::with_capacity(members.len());
     let mut held = index.body.len();
     for member in members {
@@ -136,7 +137,7 @@ async fn refresh(
     let (shared, root) = (Arc::clone(state), root.clone());
     let stored = tokio::task::spawn_blocking(move || {
         let bodies: Vec<(CachedRequest, Bytes)> = fetched.iter().map(|(m, f)| (m.clone(), f.body.clone())).collect();
-        shared.sides.get(root.side).adopt(&root, &index.body, &bodies).map_err(unusable)?;
+        generations_of(&shared, &root)?.adopt(&root, &index.body, &bodies).map_err(unusable)?;
         let records = std::iter::once((root, index)).chain(fetched).map(|(request, file)| file.record(request));
         shared.cache.put_all(records.collect()).map_err(|error| Failed::Internal(error.to_string()))
     });
@@ -255,6 +256,13 @@ fn refused_by_upstream(status: StatusCode, headers: &HeaderMap, now: SystemTime)
         _ => Failed::rate_limited(status, headers, now)
             .unwrap_or_else(|| Failed::Upstream(format!("the remote answered {status}"))),
     }
+}
+
+/// The generations role of the side that decided `root`, which a side
+/// that decides generations plays.
+fn generations_of<'s>(state: &'s State, root: &CachedRequest) -> Result<&'s dyn Generations, Failed> {
+    let generations = state.sides.get(root.side).roles().generations;
+    generations.ok_or_else(|| Failed::Internal(format!("the {} side keeps no generations", root.side)))
 }
 
 fn unusable(reason: String) -> Failed {

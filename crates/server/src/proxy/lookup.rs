@@ -226,11 +226,14 @@ impl Holdings for Held<'_> {
         let Ok(file) = self.0.cache.open_body(entry) else { return false };
         let mut head = vec![0; entry.size.min(HEAD) as usize];
         file.read_exact_at(&mut head, 0).is_ok()
-            && self.0.sides.get(request.side).accepts(request.wanted.accepts, &head)
+            && match self.0.sides.get(request.side).roles().recording {
+                Some(recording) => recording.accepts(request.wanted.accepts, &head),
+                None => request.wanted.accepts == pkgproxy_sides::Acceptance::Any,
+            }
     }
 
     fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        self.0.sides.get(request.side).remembered(request, now, frozen)
+        self.0.sides.get(request.side).roles().remembering?.remembered(request, now, frozen)
     }
 }
 

@@ -32,7 +32,10 @@ pub fn resolve(
     asked: serde_json::Value,
     gone: &AtomicBool,
 ) -> Result<Needs, NeedsError> {
-    side.needs(asked, &Searched { held: Offline(state), gone })
+    let resolving = side.roles().resolving;
+    let resolving = resolving
+        .ok_or_else(|| NeedsError::new(format!("the {} side has nothing to follow for a check", side.id())))?;
+    resolving.needs(asked, &Searched { held: Offline(state), gone })
 }
 
 /// Stands for whoever asked for a search, in the future that answers it:

@@ -87,8 +87,11 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
         // answer, not a second request for the same refusal.
         let refusal = PassedAnswer { status, headers: super::access::listed(&headers), body: Default::default() };
         let now = tokio::time::Instant::now().into_std();
-        side.remember(&request, &Arc::new(refusal), now);
-        if side.remembered(&request, now, false).is_some() {
+        let remembering = side.roles().remembering;
+        if let Some(remembering) = remembering {
+            remembering.remember(&request, &Arc::new(refusal), now);
+        }
+        if remembering.is_some_and(|remembering| remembering.remembered(&request, now, false).is_some()) {
             return cached::serve(state, exchange, side, as_it_is).await;
         }
     }
@@ -107,7 +110,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
         let failed = Failed::Upstream(format!("the pull quota is down to {left}"));
         return unchecked(state, exchange, &request, &pointer, Some(entry), failed);
     }
-    let Some(by_digest) = side.by_digest(&request, &digest) else {
+    let Some(by_digest) = side.roles().digests.and_then(|digests| digests.by_digest(&request, &digest)) else {
         return cached::serve(state, exchange, side, as_it_is).await;
     };
     let target = by_digest.key.clone();

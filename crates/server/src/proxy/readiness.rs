@@ -111,11 +111,13 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
     // What proves it: requests of their own (an archive's indexes, as
     // they would be served offline), then what its fetch reads first (a
     // checksum database record).
-    let proving = side.proving_keys(&request.key).into_iter().filter_map(|key| {
+    let proving = side.roles().exporting.map(|exporting| exporting.proving_keys(&request.key));
+    let proving = proving.unwrap_or_default().into_iter().filter_map(|key| {
         let (_, url) = side.client_url(&key)?;
         carried(state, &url).ok()
     });
-    let prerequisites = side.prerequisites(&request).into_iter().filter_map(|proof| {
+    let prerequisites = side.roles().fetching.map(|fetching| fetching.prerequisites(&request));
+    let prerequisites = prerequisites.unwrap_or_default().into_iter().filter_map(|proof| {
         let entry = look_offline(state, &proof).entry().cloned()?;
         Some(Carried { url: None, key: proof.key, entry })
     });
@@ -139,7 +141,8 @@ fn carried_generation(state: &State, side: &dyn Side, root: &CachedRequest) -> R
     let body = state.cache.read_small(&root.key, ROOT_LIMIT).ok_or_else(not_held)?;
     let url = side.client_url(&root.key).map(|(_, url)| url).ok_or("its index cannot be named")?;
     let mut carried = Vec::new();
-    for member in side.members(root, &body)? {
+    let generations = side.roles().generations.ok_or("its side keeps no generations")?;
+    for member in generations.members(root, &body)? {
         let held = state.cache.lookup(&member.key).ok_or("a products file its index names is not cached")?;
         carried.push(Carried { url: None, key: member.key, entry: held });
     }

@@ -7,6 +7,7 @@
 use http::header::{HeaderValue, ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING, CONTENT_LENGTH, ETAG};
 use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
+use pkgproxy_sides::role::Rewriting;
 use pkgproxy_sides::{LocalAnswer, Pieced, Rewrite, Side, StoredBody};
 
 use super::outcome::{Failed, Outcome};
@@ -17,12 +18,14 @@ use crate::context::Exchange;
 /// a few hundred kilobytes at most (a refresh of two hundred snaps, about
 /// one megabyte); an answer costs about twice its size while it is
 /// rewritten. A side whose answers run larger (npm's documents, PyPI's
-/// pages) rewrites them as they stream ([`Side::streaming_rewrite`]),
+/// pages) rewrites them as they stream ([`Rewriting::streaming_rewrite`]),
 /// with no limit but what it caches.
 const REWRITE_LIMIT: usize = 16 * 1024 * 1024;
 
-/// `outcome`, its answer rewritten by `side` as `rewrite` says.
+/// `outcome`, its answer rewritten by `side` as `rewrite` says (as it is,
+/// from a side that rewrites nothing).
 pub async fn rewritten(side: &dyn Side, rewrite: &Rewrite, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
+    let Some(side) = side.roles().rewriting else { return outcome };
     match outcome {
         Outcome::Answered(response) if response.status() == StatusCode::OK && *exchange.method != Method::HEAD => {
             match compressed_form(side, rewrite, exchange, &response) {
@@ -40,7 +43,7 @@ pub async fn rewritten(side: &dyn Side, rewrite: &Rewrite, exchange: &Exchange<'
 /// The compressed form a side keeps of a held body, for a client that
 /// takes gzip.
 fn compressed_form(
-    side: &dyn Side,
+    side: &dyn Rewriting,
     rewrite: &Rewrite,
     exchange: &Exchange<'_>,
     response: &Response<ResponseBody>,
@@ -74,7 +77,7 @@ fn accepts_gzip(headers: &http::HeaderMap) -> bool {
         })
 }
 
-async fn rewrite_response(side: &dyn Side, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {
+async fn rewrite_response(side: &dyn Rewriting, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {
     let (mut parts, body) = response.into_parts();
     if let Some(rewriter) = side.streaming_rewrite(rewrite) {
         // The upstream's tag and length name the upstream's bytes.
@@ -99,7 +102,7 @@ async fn rewrite_response(side: &dyn Side, rewrite: &Rewrite, response: Response
     Outcome::Answered(Response::from_parts(parts, ResponseBody::full(body)))
 }
 
-fn rewrite_local(side: &dyn Side, rewrite: &Rewrite, mut answer: LocalAnswer) -> LocalAnswer {
+fn rewrite_local(side: &dyn Rewriting, rewrite: &Rewrite, mut answer: LocalAnswer) -> LocalAnswer {
     if let Some(rewritten) = side.rewrite(rewrite, &answer.body) {
         answer.body = rewritten;
     }

@@ -69,7 +69,9 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
         true => {
             let digest = format!("sha256:{}", item.sha256);
             let by_digest = side
-                .by_digest(&request, &digest)
+                .roles()
+                .digests
+                .and_then(|digests| digests.by_digest(&request, &digest))
                 .ok_or_else(|| format!("{digest} is not content this side fetches by digest"))?;
             (by_digest, Some(request.clone()))
         }

@@ -55,7 +55,8 @@ async fn exported() -> Vec<Family> {
         in_flight: 0,
     };
     info.pools = vec![PoolInfo { name: "p".into(), instances: vec![instance] }];
-    let learned: Vec<_> = state.sides.iter().flat_map(|side| side.learned()).collect();
+    let learned: Vec<_> =
+        state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()).collect();
     families(&super::metrics::render(&info, &learned))
 }
 

@@ -60,7 +60,7 @@ pub fn gather(state: &State) -> Info {
 /// What the sides have learnt, by group and name.
 fn learned(state: &State) -> BTreeMap<String, BTreeMap<String, u64>> {
     let mut groups: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for count in state.sides.iter().flat_map(|side| side.learned()) {
+    for count in state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()) {
         groups.entry(count.group.to_string()).or_default().insert(count.name.to_string(), count.value);
     }
     groups

@@ -34,7 +34,7 @@ fn report(upstream: UpstreamState) -> UpstreamReport {
 
 /// The names clients add pkgproxy under (LXD's remotes).
 pub(crate) fn lxd_remotes(state: &State) -> Vec<String> {
-    state.sides.iter().flat_map(|side| side.remote_names()).collect()
+    state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.remote_names()).collect()
 }
 
 pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
@@ -52,6 +52,7 @@ pub(crate) fn pool_info(report: PoolReport) -> PoolInfo {
 /// (an apt suite whose Release expires).
 pub(crate) fn apt_valid_until(state: &State) -> Vec<SuiteValidity> {
     let now = state.clock.now();
-    let expiring = state.sides.iter().flat_map(|side| side.expiring(now + VALIDITY_WARNED_WITHIN));
+    let informing = state.sides.playing(|roles| roles.informing);
+    let expiring = informing.flat_map(|(_, informing)| informing.expiring(now + VALIDITY_WARNED_WITHIN));
     expiring.map(|(suite, until)| SuiteValidity::new(suite, until, now)).collect()
 }

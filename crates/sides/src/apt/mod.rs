@@ -35,8 +35,9 @@ use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
 use crate::needs::{HeldBodies, Needs, NeedsError};
+use crate::role::{Evicting, Exporting, Forwarding, Informing, Resolving, Roles};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::{ClientSetup, Side};
 use index::{AptIndex, IndexError};
 
 /// The default freshness window of `dists/**` files fetched by name.
@@ -222,10 +223,6 @@ impl Side for Apt {
         SideId::Apt
     }
 
-    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
-        Some(self)
-    }
-
     /// Decides what to do with a forward-proxy request: `GET` and `HEAD`
     /// of archive-shaped paths on known archives are cached, with what the
     /// index knows of `dists/` files (in memory: hits need it, to tell
@@ -245,25 +242,6 @@ impl Side for Apt {
 
     fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
         self.checks(request)
-    }
-
-    /// The entries under `keys` were removed by hand: a suite whose
-    /// `InRelease` or `Release` went has its Release forgotten, so the
-    /// next one fetched is taken whatever its date (a Release held by
-    /// mistake, dated ahead, would otherwise keep every genuine one out).
-    /// Blocking.
-    fn removed(&self, keys: &[String]) {
-        let suites = keys.iter().filter_map(|key| {
-            let (archive, relative) = integrity::archive_and_path(key)?;
-            Some(format!("{archive}/{}", integrity::release_suite(relative)?))
-        });
-        for suite in suites {
-            match self.index.forget_release(&suite) {
-                Ok(true) => tracing::info!(suite, "the suite's Release is forgotten with its InRelease"),
-                Ok(false) => {}
-                Err(error) => tracing::warn!(suite, %error, "cannot forget the suite's Release"),
-            }
-        }
     }
 
     /// The URL apt asks pkgproxy for to get what is cached under `key`
@@ -289,31 +267,47 @@ impl Side for Apt {
         Some((rank, format!("http://{host}{port}{}/{relative}", mirror.prefix)))
     }
 
-    /// The cache keys of what proves `key`, a pool file of an archive:
-    /// each suite of that archive the index holds a Release of, its
-    /// `InRelease` and the `Packages` indexes the Release lists (by name:
-    /// a request by hash is answered from the same bytes). Empty for other
-    /// keys.
-    fn proving_keys(&self, key: &str) -> Vec<String> {
-        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
-            return Vec::new();
-        };
-        if !relative.starts_with("pool/") {
-            return Vec::new();
-        }
-        let prefix = format!("{archive}/");
-        let mut keys = Vec::new();
-        for suite in self.index.suites().iter().filter_map(|suite| suite.strip_prefix(&prefix)) {
-            let Some(release) = self.index.release(&format!("{prefix}{suite}")) else { continue };
-            keys.push(format!("apt/{archive}/{suite}/InRelease"));
-            let indexes = release.files.keys().filter(|path| is_packages_index(path));
-            keys.extend(indexes.map(|path| format!("apt/{archive}/{suite}/{path}")));
-        }
-        keys
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        Some(ClientSetup {
+            clients: "apt, apt-get (in /etc/apt/apt.conf.d/01pkgproxy)".to_owned(),
+            lines: vec![
+                format!("Acquire::http::Proxy \"http://{host}/\";"),
+                format!("pkgproxyctl setup apt --addr {host} | sudo sh"),
+            ],
+        })
     }
 
-    fn tunnels_to(&self, host: &str) -> bool {
-        self.config().serves_host(host)
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            evicting: Some(self),
+            exporting: Some(self),
+            resolving: Some(self),
+            reporting: Some(self),
+            informing: Some(self),
+            forwarding: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Evicting for Apt {
+    /// The entries under `keys` were removed by hand: a suite whose
+    /// `InRelease` or `Release` went has its Release forgotten, so the
+    /// next one fetched is taken whatever its date (a Release held by
+    /// mistake, dated ahead, would otherwise keep every genuine one out).
+    /// Blocking.
+    fn removed(&self, keys: &[String]) {
+        let suites = keys.iter().filter_map(|key| {
+            let (archive, relative) = integrity::archive_and_path(key)?;
+            Some(format!("{archive}/{}", integrity::release_suite(relative)?))
+        });
+        for suite in suites {
+            match self.index.forget_release(&suite) {
+                Ok(true) => tracing::info!(suite, "the suite's Release is forgotten with its InRelease"),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(suite, %error, "cannot forget the suite's Release"),
+            }
+        }
     }
 
     /// The key prefixes under which superseded entries may lie: the
@@ -344,7 +338,40 @@ impl Side for Apt {
         let Some(listed) = self.index.index_file(archive, relative) else { return false };
         hex::encode(listed.sha256) != entry.sha256
     }
+}
 
+impl Exporting for Apt {
+    /// The cache keys of what proves `key`, a pool file of an archive:
+    /// each suite of that archive the index holds a Release of, its
+    /// `InRelease` and the `Packages` indexes the Release lists (by name:
+    /// a request by hash is answered from the same bytes). Empty for other
+    /// keys.
+    fn proving_keys(&self, key: &str) -> Vec<String> {
+        let Some((archive, relative)) = key.strip_prefix("apt/").and_then(|rest| rest.split_once('/')) else {
+            return Vec::new();
+        };
+        if !relative.starts_with("pool/") {
+            return Vec::new();
+        }
+        let prefix = format!("{archive}/");
+        let mut keys = Vec::new();
+        for suite in self.index.suites().iter().filter_map(|suite| suite.strip_prefix(&prefix)) {
+            let Some(release) = self.index.release(&format!("{prefix}{suite}")) else { continue };
+            keys.push(format!("apt/{archive}/{suite}/InRelease"));
+            let indexes = release.files.keys().filter(|path| is_packages_index(path));
+            keys.extend(indexes.map(|path| format!("apt/{archive}/{suite}/{path}")));
+        }
+        keys
+    }
+}
+
+impl Resolving for Apt {
+    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.install_needs(asked, held)
+    }
+}
+
+impl Informing for Apt {
     /// What the index has learnt.
     fn learned(&self) -> Vec<Learned> {
         let (suites, pool_files) = self.index.counts();
@@ -355,22 +382,14 @@ impl Side for Apt {
         ]
     }
 
-    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
-        self.install_needs(asked, held)
-    }
-
-    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
-        Some(ClientSetup {
-            clients: "apt, apt-get (in /etc/apt/apt.conf.d/01pkgproxy)".to_owned(),
-            lines: vec![
-                format!("Acquire::http::Proxy \"http://{host}/\";"),
-                format!("pkgproxyctl setup apt --addr {host} | sudo sh"),
-            ],
-        })
-    }
-
     fn expiring(&self, by: std::time::SystemTime) -> Vec<(String, std::time::SystemTime)> {
         self.index.valid_until_before(by)
+    }
+}
+
+impl Forwarding for Apt {
+    fn tunnels_to(&self, host: &str) -> bool {
+        self.config().serves_host(host)
     }
 }
 

@@ -5,7 +5,7 @@
 //! holds is private.
 
 use super::Apt;
-use crate::reporting::{Named, Reporting};
+use crate::role::reporting::{Named, Reporting};
 
 impl Reporting for Apt {
     fn noun(&self) -> &'static str {

@@ -51,8 +51,11 @@ use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
+use crate::role::{
+    Explaining, Fetching, FetchingAhead, Private, Remembering, Resolving, Rewriting, Roles, UpstreamFailures,
+};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side, UpstreamPath};
+use crate::{ClientSetup, Side, UpstreamPath};
 use upstream_config::UpstreamConfig;
 
 /// crates.io's sparse index, when none is configured.
@@ -598,10 +601,6 @@ impl Side for Cargo {
         SideId::Cargo
     }
 
-    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
-        Some(self)
-    }
-
     /// A sparse registry is `GET` (and `HEAD`) only.
     fn classify(&self, request: &Request<'_>) -> Decision {
         match *request.method {
@@ -610,46 +609,60 @@ impl Side for Cargo {
         }
     }
 
-    /// An index file below a registry's index, or a crate crates.io
-    /// serves: its path at pkgproxy names its SHA-256, which only its index
-    /// file says.
-    fn upstream_path(&self, url: &str, held: &dyn HeldBodies) -> Option<UpstreamPath> {
+    /// An index file must be the crate's, and not older than the one held.
+    fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let file = request.key.split_once("/index/")?.1;
+        let name = index::crate_of(file)?.to_owned();
+        let held = self.cache.read_small(&request.key, index::INDEX_LIMIT).map(|held| index::versions(&held));
+        Some(Arc::new(index::IndexVerifier { name, held }))
+    }
+
+    /// cargo prints the body of an error and does not retry a `4xx`: what
+    /// cannot be had now is a `424` saying why, at once, not minutes of
+    /// retried `5xx`.
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        failure.not_held("pkgproxyctl warm cargo Cargo.lock fetches what a build needs")
+    }
+
+    /// The request cargo makes for what is cached under `key`: a
+    /// registry's `config.json` ranks before its index files and crates.
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
         let config = self.config();
+        let Keyed { registry, space: Space::Shared, below } = config.keyed(key)? else { return None };
         let prefix = crate::route::prefix_of(SideId::Cargo)?;
-        if let Some(path) = config.index_file_at(url) {
-            return Some(UpstreamPath::At(format!("{prefix}{path}")));
-        }
-        let (name, version) = crates_io_download(url)?;
-        let file = format!("{prefix}/index/{}", index::file_path(name));
-        let Some(body) = held.body(&file, index::INDEX_LIMIT) else {
-            return Some(UpstreamPath::Unknown(format!(
-                "pkgproxy's path for a crate names its SHA-256, which only the crate's index file ({file}) says, \
-                 and pkgproxy does not hold it: it cannot be known offline"
-            )));
-        };
-        Some(match index::checksum(&body, version) {
-            Some(sha256) => UpstreamPath::At(format!("{prefix}/crates/{name}/{version}/{sha256}")),
-            None => UpstreamPath::Unknown(format!(
-                "the held index file of {name} ({file}) does not list {version}: its SHA-256, which pkgproxy's \
-                 path for it names, cannot be known offline"
-            )),
-        })
-    }
-
-    /// A "no such crate" remembered for the index file's key.
-    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        self.not_found.get(&request.key, now, frozen)
-    }
-
-    /// Remembers the upstream's "no such crate" (`404`, `410`, `451`) for
-    /// an index file, a minute: a crate published then is found.
-    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
-        let no_such_crate = matches!(answer.status.as_u16(), 404 | 410 | 451);
-        if no_such_crate && request.key.contains("/index/") && request.access.is_none() {
-            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
+        match below {
+            "config.json" => Some((0, format!("{prefix}{}/index/config.json", registry.mount))),
+            _ => Some((1, format!("{prefix}{}/{below}", registry.mount))),
         }
     }
 
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines = vec![
+            "[source.crates-io]".to_owned(),
+            "replace-with = \"pkgproxy\"".to_owned(),
+            "[source.pkgproxy]".to_owned(),
+            format!("registry = \"sparse+http://{host}/cargo/index/\""),
+            format!("pkgproxyctl setup cargo --addr {host} | sh"),
+        ];
+        Some(ClientSetup { clients: "cargo".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            fetching: Some(self),
+            remembering: Some(self),
+            fetching_ahead: Some(self),
+            rewriting: Some(self),
+            private: Some(self),
+            resolving: Some(self),
+            reporting: Some(self),
+            explaining: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Fetching for Cargo {
     fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
         match request.key.contains("/crates/") {
             true => self.crate_prerequisites(request),
@@ -676,6 +689,30 @@ impl Side for Cargo {
         Some(Located::at_registry(origin))
     }
 
+    /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
+    /// index is.
+    fn upstream_failures(&self) -> UpstreamFailures {
+        UpstreamFailures { errors_fail: true, waits_fail: false }
+    }
+}
+
+impl Remembering for Cargo {
+    /// A "no such crate" remembered for the index file's key.
+    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(&request.key, now, frozen)
+    }
+
+    /// Remembers the upstream's "no such crate" (`404`, `410`, `451`) for
+    /// an index file, a minute: a crate published then is found.
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
+        let no_such_crate = matches!(answer.status.as_u16(), 404 | 410 | 451);
+        if no_such_crate && request.key.contains("/index/") && request.access.is_none() {
+            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
+        }
+    }
+}
+
+impl FetchingAhead for Cargo {
     /// An index file names the crates its releases depend on, fetched
     /// ahead of cargo: not for a client's credentials.
     fn follow_up_limit(&self, request: &CachedRequest) -> Option<u64> {
@@ -691,15 +728,9 @@ impl Side for Cargo {
             |name: &String| self.index_file(registry, Space::Shared, &index::file_path(name), config.index_ttl);
         index::dependencies(body).iter().map(follow).collect()
     }
+}
 
-    /// An index file must be the crate's, and not older than the one held.
-    fn verifier(&self, request: &CachedRequest, _prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
-        let file = request.key.split_once("/index/")?.1;
-        let name = index::crate_of(file)?.to_owned();
-        let held = self.cache.read_small(&request.key, index::INDEX_LIMIT).map(|held| index::versions(&held));
-        Some(Arc::new(index::IndexVerifier { name, held }))
-    }
-
+impl Rewriting for Cargo {
     /// The upstream's `config.json` as pkgproxy's, for the host the client
     /// reached it by; what it says is learnt.
     fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
@@ -711,20 +742,9 @@ impl Side for Cargo {
         }
         Some(Bytes::from(upstream_config::served(&rewrite.served_at.base, Some(&upstream))))
     }
+}
 
-    /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
-    /// index is.
-    fn upstream_errors_fail(&self) -> bool {
-        true
-    }
-
-    /// cargo prints the body of an error and does not retry a `4xx`: what
-    /// cannot be had now is a `424` saying why, at once, not minutes of
-    /// retried `5xx`.
-    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
-        failure.not_held("pkgproxyctl warm cargo Cargo.lock fetches what a build needs")
-    }
-
+impl Private for Cargo {
     /// What an `auth-required` registry holds, and what any client's
     /// credentials brought, is for the registry's clients only.
     /// A registry that requires a login is private to its users.
@@ -739,32 +759,39 @@ impl Side for Cargo {
         let config = self.config();
         config.keyed(key).is_none_or(|keyed| keyed.space == Space::Shared && !self.auth_required(keyed.registry))
     }
+}
 
-    /// The request cargo makes for what is cached under `key`: a
-    /// registry's `config.json` ranks before its index files and crates.
-    fn client_url(&self, key: &str) -> Option<(u8, String)> {
-        let config = self.config();
-        let Keyed { registry, space: Space::Shared, below } = config.keyed(key)? else { return None };
-        let prefix = crate::route::prefix_of(SideId::Cargo)?;
-        match below {
-            "config.json" => Some((0, format!("{prefix}{}/index/config.json", registry.mount))),
-            _ => Some((1, format!("{prefix}{}/{below}", registry.mount))),
-        }
-    }
-
+impl Resolving for Cargo {
     fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
         self.lock_needs(asked)
     }
+}
 
-    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
-        let lines = vec![
-            "[source.crates-io]".to_owned(),
-            "replace-with = \"pkgproxy\"".to_owned(),
-            "[source.pkgproxy]".to_owned(),
-            format!("registry = \"sparse+http://{host}/cargo/index/\""),
-            format!("pkgproxyctl setup cargo --addr {host} | sh"),
-        ];
-        Some(ClientSetup { clients: "cargo".to_owned(), lines })
+impl Explaining for Cargo {
+    /// An index file below a registry's index, or a crate crates.io
+    /// serves: its path at pkgproxy names its SHA-256, which only its index
+    /// file says.
+    fn upstream_path(&self, url: &str, held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        let config = self.config();
+        let prefix = crate::route::prefix_of(SideId::Cargo)?;
+        if let Some(path) = config.index_file_at(url) {
+            return Some(UpstreamPath::At(format!("{prefix}{path}")));
+        }
+        let (name, version) = crates_io_download(url)?;
+        let file = format!("{prefix}/index/{}", index::file_path(name));
+        let Some(body) = held.body(&file, index::INDEX_LIMIT) else {
+            return Some(UpstreamPath::Unknown(format!(
+                "pkgproxy's path for a crate names its SHA-256, which only the crate's index file ({file}) says, \
+                 and pkgproxy does not hold it: it cannot be known offline"
+            )));
+        };
+        Some(match index::checksum(&body, version) {
+            Some(sha256) => UpstreamPath::At(format!("{prefix}/crates/{name}/{version}/{sha256}")),
+            None => UpstreamPath::Unknown(format!(
+                "the held index file of {name} ({file}) does not list {version}: its SHA-256, which pkgproxy's \
+                 path for it names, cannot be known offline"
+            )),
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 //! requires them) is private.
 
 use super::{Cargo, Space};
-use crate::reporting::{Named, Reporting};
+use crate::role::reporting::{Named, Reporting};
 
 impl Reporting for Cargo {
     fn noun(&self) -> &'static str {

@@ -36,8 +36,9 @@ use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideCon
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::role::{Explaining, Fetching, Remembering, Roles};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side, UpstreamPath};
+use crate::{ClientSetup, Side, UpstreamPath};
 use path::{escape, is_module_path, is_version, unescape};
 use sumdb::parse_lookup;
 
@@ -334,44 +335,12 @@ impl Side for Go {
         SideId::Go
     }
 
-    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
-        Some(self)
-    }
-
     /// Decides what to do with a request below `/go`: the module proxy
     /// protocol is `GET` (and `HEAD`) only.
     fn classify(&self, request: &Request<'_>) -> Decision {
         match *request.method {
             Method::GET | Method::HEAD => self.config().classify(request.path),
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
-        }
-    }
-
-    fn upstream_path(&self, url: &str, _held: &dyn crate::needs::HeldBodies) -> Option<UpstreamPath> {
-        self.config().upstream_path(url).map(UpstreamPath::At)
-    }
-
-    /// A remembered "not found" for the request's key.
-    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        self.not_found.get(&request.key, now, frozen)
-    }
-
-    /// Remembers the upstream's "not found" (`404`, `410`) for the
-    /// request's key for `negative_ttl`.
-    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
-        if matches!(answer.status, StatusCode::NOT_FOUND | StatusCode::GONE) {
-            self.not_found.remember(&request.key, Arc::clone(answer), self.config().negative_ttl, now);
-        }
-    }
-
-    /// For a `.zip` or `.mod`: whether the upstream has the checksum
-    /// database (an upstream without it says so once, and is remembered,
-    /// so no lookup is asked of it for every version), then the lookup
-    /// record that gives the file's hash.
-    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
-        match (self.config().sumdb_supported(), self.config().lookup_for(request)) {
-            (Some(supported), Some(lookup)) => vec![supported, lookup],
-            _ => Vec::new(),
         }
     }
 
@@ -405,6 +374,50 @@ impl Side for Go {
         let lines =
             vec![format!("export GOPROXY=http://{host}/go"), format!("pkgproxyctl setup go --addr {host} | sudo sh")];
         Some(ClientSetup { clients: "the go command".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            fetching: Some(self),
+            remembering: Some(self),
+            reporting: Some(self),
+            explaining: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Fetching for Go {
+    /// For a `.zip` or `.mod`: whether the upstream has the checksum
+    /// database (an upstream without it says so once, and is remembered,
+    /// so no lookup is asked of it for every version), then the lookup
+    /// record that gives the file's hash.
+    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        match (self.config().sumdb_supported(), self.config().lookup_for(request)) {
+            (Some(supported), Some(lookup)) => vec![supported, lookup],
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Remembering for Go {
+    /// A remembered "not found" for the request's key.
+    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(&request.key, now, frozen)
+    }
+
+    /// Remembers the upstream's "not found" (`404`, `410`) for the
+    /// request's key for `negative_ttl`.
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
+        if matches!(answer.status, StatusCode::NOT_FOUND | StatusCode::GONE) {
+            self.not_found.remember(&request.key, Arc::clone(answer), self.config().negative_ttl, now);
+        }
+    }
+}
+
+impl Explaining for Go {
+    fn upstream_path(&self, url: &str, _held: &dyn crate::needs::HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::path::unescape;
 use super::Go;
-use crate::reporting::{Named, Reporting};
+use crate::role::reporting::{Named, Reporting};
 
 impl Reporting for Go {
     fn noun(&self) -> &'static str {

@@ -54,8 +54,9 @@ use crate::id::SideId;
 use crate::instances::Instances;
 use crate::learned::Learned;
 use crate::needs::{HeldBodies, Needs, NeedsError};
+use crate::role::{Forwarding, Generations, Informing, Resolving, Roles};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::{ClientSetup, Side};
 use items::{Items, ItemsError};
 use stream::Sum;
 
@@ -325,18 +326,6 @@ impl Side for Lxd {
         })
     }
 
-    /// Whether a forward-proxy request for `target` is for one of the
-    /// remotes' hosts.
-    fn claims(&self, target: &Target) -> bool {
-        self.locate_target(&self.config(), target).is_ok()
-    }
-
-    /// Whether LXD may open a tunnel to `host`: a remote's host, whose
-    /// index LXD fetches over https through its proxy.
-    fn tunnels_to(&self, host: &str) -> bool {
-        self.config().remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
-    }
-
     /// The request LXD makes for what is cached under `key`: a remote's
     /// index (ranked first: it and the products files it names are one
     /// generation, carried with it), or an image file under a path a
@@ -350,6 +339,29 @@ impl Side for Lxd {
         Some((0, format!("{}/{remote}/{INDEX_PATH}", mount())))
     }
 
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let mut lines = vec![format!(
+            "pkgproxyctl setup lxd-remote --addr {host}   # adds the remotes below, pkgproxy's certificate pinned"
+        )];
+        lines.extend(self.config().remotes().iter().map(|remote| {
+            let local = names::remote_name_usually(&remote.name);
+            format!("lxc remote add {local} https://{host}/lxd/{} --protocol=simplestreams --public   # and pin its certificate", remote.name)
+        }));
+        Some(ClientSetup { clients: "LXD images (lxc), snapcraft and the craft tools".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            generations: Some(self),
+            resolving: Some(self),
+            informing: Some(self),
+            forwarding: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Generations for Lxd {
     /// The products files `index`, the body of `root`, names: the other
     /// members of its generation.
     fn members(&self, root: &CachedRequest, index: &[u8]) -> Result<Vec<CachedRequest>, String> {
@@ -378,7 +390,15 @@ impl Side for Lxd {
         tracing::info!(remote = remote.name, products = products.len(), files = files.len(), "new generation");
         Ok(())
     }
+}
 
+impl Resolving for Lxd {
+    fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.launch_needs(asked)
+    }
+}
+
+impl Informing for Lxd {
     /// What the side has learnt.
     fn learned(&self) -> Vec<Learned> {
         let files = Learned {
@@ -390,23 +410,22 @@ impl Side for Lxd {
         vec![files]
     }
 
-    fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
-        self.launch_needs(asked)
-    }
-
-    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
-        let mut lines = vec![format!(
-            "pkgproxyctl setup lxd-remote --addr {host}   # adds the remotes below, pkgproxy's certificate pinned"
-        )];
-        lines.extend(self.config().remotes().iter().map(|remote| {
-            let local = names::remote_name_usually(&remote.name);
-            format!("lxc remote add {local} https://{host}/lxd/{} --protocol=simplestreams --public   # and pin its certificate", remote.name)
-        }));
-        Some(ClientSetup { clients: "LXD images (lxc), snapcraft and the craft tools".to_owned(), lines })
-    }
-
     fn remote_names(&self) -> Vec<String> {
         self.config().remotes().iter().map(|remote| remote.name.clone()).collect()
+    }
+}
+
+impl Forwarding for Lxd {
+    /// Whether a forward-proxy request for `target` is for one of the
+    /// remotes' hosts.
+    fn claims(&self, target: &Target) -> bool {
+        self.locate_target(&self.config(), target).is_ok()
+    }
+
+    /// Whether LXD may open a tunnel to `host`: a remote's host, whose
+    /// index LXD fetches over https through its proxy.
+    fn tunnels_to(&self, host: &str) -> bool {
+        self.config().remotes.iter().flat_map(|remote| &remote.roots).any(|(known, _)| known == host)
     }
 }
 

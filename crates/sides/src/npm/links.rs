@@ -8,7 +8,7 @@
 use memchr::memchr2;
 
 use super::name::tarball_of_url;
-use crate::side::StreamRewriter;
+use crate::StreamRewriter;
 
 /// The host whose tarball links npm moves onto the registry it is pointed
 /// at by itself (`replace-registry-host`'s default).

@@ -52,8 +52,11 @@ use crate::failure::Failure;
 use crate::id::SideId;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
+use crate::role::{
+    Explaining, Exporting, Fetching, Private, Remembering, Resolving, Rewriting, Roles, UpstreamFailures,
+};
 use crate::route::Request;
-use crate::side::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};
+use crate::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};
 use config::Registry;
 pub use config::{
     configure, Config, ConfigError, Options, RegistryOptions, TarballUrls, DEFAULT_INDEX_TTL, DEFAULT_REGISTRY,
@@ -353,32 +356,78 @@ impl Side for Npm {
         SideId::Npm
     }
 
-    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
-        Some(self)
-    }
-
     fn classify(&self, request: &Request<'_>) -> Decision {
         self.classify_path(request).unwrap_or_else(Decision::Refuse)
     }
 
-    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        self.not_found.get(&request.key, now, frozen)
-    }
-
-    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
-        self.config().upstream_path(url).map(UpstreamPath::At)
-    }
-
-    /// Remembers the registry's "no such package" (or version) a minute:
-    /// one published then is found. Never an answer to a client's token:
-    /// npm says `404` to a token that may not read a package, which says
-    /// nothing of what another client's token may read.
-    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
-        if matches!(answer.status.as_u16(), 404 | 410) && request.access.is_none() {
-            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
+    /// A document must be one and not older than the one held; a tarball
+    /// must hash to what its version's document says.
+    fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let config = self.config();
+        match Keyed::parse(&config, &request.key)?.kind {
+            KeyKind::Document(..) => {
+                let held = self.cache.read_small(&request.key, document::LIMIT);
+                Some(Arc::new(DocumentVerifier { held_modified: held.and_then(|held| document::modified(&held)) }))
+            }
+            KeyKind::Version(..) => Some(Arc::new(DocumentVerifier { held_modified: None })),
+            KeyKind::Tarball(tarball) => {
+                let integrity = self.dist_of(request, &tarball, prerequisites).and_then(|dist| Integrity::of(&dist));
+                Some(Arc::new(TarballVerifier { integrity, name: format!("{}@{}", tarball.name, tarball.version) }))
+            }
         }
     }
 
+    /// In npm's shape: `{"error": "..."}`, the reason phrase naming
+    /// pkgproxy.
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        let mut answer = failure.not_held("pkgproxyctl warm npm fetches what a lockfile needs");
+        let text = String::from_utf8_lossy(&answer.body).trim().to_owned();
+        answer.body = Bytes::from(serde_json::json!({ "error": text }).to_string());
+        answer.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        answer
+    }
+
+    /// The request a client makes for what is cached under `key`:
+    /// documents rank before the tarballs they prove. What a token brought
+    /// is not carried, nor abbreviated documents (a request names no
+    /// form).
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        let config = self.config();
+        let keyed = Keyed::parse(&config, key).filter(|keyed| keyed.space == Space::Shared)?;
+        let base = format!("{}{}", crate::route::prefix_of(SideId::Npm)?, keyed.registry.mount);
+        match keyed.kind {
+            KeyKind::Document(name, Form::Full) => Some((0, format!("{base}/{}", name.in_path()))),
+            KeyKind::Document(_, Form::Abbreviated) => None,
+            KeyKind::Version(name, version) => Some((0, format!("{base}/{}/{version}", name.in_path()))),
+            KeyKind::Tarball(tarball) => Some((1, format!("{base}{}", tarball.path()))),
+        }
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines = vec![
+            format!("npm config set registry http://{host}/npm/"),
+            format!("pkgproxyctl setup npm --addr {host} | sh"),
+            format!("pkgproxyctl setup yarn --addr {host} | sh"),
+        ];
+        Some(ClientSetup { clients: "npm, pnpm, yarn".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            fetching: Some(self),
+            remembering: Some(self),
+            rewriting: Some(self),
+            private: Some(self),
+            exporting: Some(self),
+            resolving: Some(self),
+            reporting: Some(self),
+            explaining: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Fetching for Npm {
     /// A tarball's integrity: from the held document that lists its
     /// version, else from its version's document.
     fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
@@ -415,23 +464,30 @@ impl Side for Npm {
         registry.mirrors.locate(format!("npm {} tarballs", registry.name), &url)
     }
 
-    /// A document must be one and not older than the one held; a tarball
-    /// must hash to what its version's document says.
-    fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
-        let config = self.config();
-        match Keyed::parse(&config, &request.key)?.kind {
-            KeyKind::Document(..) => {
-                let held = self.cache.read_small(&request.key, document::LIMIT);
-                Some(Arc::new(DocumentVerifier { held_modified: held.and_then(|held| document::modified(&held)) }))
-            }
-            KeyKind::Version(..) => Some(Arc::new(DocumentVerifier { held_modified: None })),
-            KeyKind::Tarball(tarball) => {
-                let integrity = self.dist_of(request, &tarball, prerequisites).and_then(|dist| Integrity::of(&dist));
-                Some(Arc::new(TarballVerifier { integrity, name: format!("{}@{}", tarball.name, tarball.version) }))
-            }
-        }
+    /// A registry's `5xx` is told as pkgproxy's `424`, as an unreachable
+    /// registry is: npm retries a `5xx` for a minute per package.
+    fn upstream_failures(&self) -> UpstreamFailures {
+        UpstreamFailures { errors_fail: true, waits_fail: false }
+    }
+}
+
+impl Remembering for Npm {
+    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(&request.key, now, frozen)
     }
 
+    /// Remembers the registry's "no such package" (or version) a minute:
+    /// one published then is found. Never an answer to a client's token:
+    /// npm says `404` to a token that may not read a package, which says
+    /// nothing of what another client's token may read.
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
+        if matches!(answer.status.as_u16(), 404 | 410) && request.access.is_none() {
+            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
+        }
+    }
+}
+
+impl Rewriting for Npm {
     /// A document as the client gets it, whole (an answer pkgproxy holds in
     /// memory).
     fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
@@ -464,23 +520,9 @@ impl Side for Npm {
         let pieces = Box::new(std::iter::once(Piece::File { offset: 0, len: entry.size }));
         Some(Pieced { file, len: entry.size, encoding: "gzip", pieces })
     }
+}
 
-    /// A registry's `5xx` is told as pkgproxy's `424`, as an unreachable
-    /// registry is: npm retries a `5xx` for a minute per package.
-    fn upstream_errors_fail(&self) -> bool {
-        true
-    }
-
-    /// In npm's shape: `{"error": "..."}`, the reason phrase naming
-    /// pkgproxy.
-    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
-        let mut answer = failure.not_held("pkgproxyctl warm npm fetches what a lockfile needs");
-        let text = String::from_utf8_lossy(&answer.body).trim().to_owned();
-        answer.body = Bytes::from(serde_json::json!({ "error": text }).to_string());
-        answer.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        answer
-    }
-
+impl Private for Npm {
     /// What a client's token brought is for clients the registry accepts;
     /// a compressed form of a document is for the clients of the document.
     fn readable_by_anyone(&self, key: &str) -> bool {
@@ -488,7 +530,9 @@ impl Side for Npm {
         !key.starts_with(&packed::prefix(""))
             && Keyed::parse(&config, key).is_none_or(|keyed| keyed.space == Space::Shared)
     }
+}
 
+impl Exporting for Npm {
     /// A tarball is proved by the documents that give its integrity.
     fn proving_keys(&self, key: &str) -> Vec<String> {
         let config = self.config();
@@ -500,34 +544,17 @@ impl Side for Npm {
             registry.key(space, &format!("doc/{}/{}", tarball.name, Form::Full.as_str())),
         ]
     }
+}
 
-    /// The request a client makes for what is cached under `key`:
-    /// documents rank before the tarballs they prove. What a token brought
-    /// is not carried, nor abbreviated documents (a request names no
-    /// form).
-    fn client_url(&self, key: &str) -> Option<(u8, String)> {
-        let config = self.config();
-        let keyed = Keyed::parse(&config, key).filter(|keyed| keyed.space == Space::Shared)?;
-        let base = format!("{}{}", crate::route::prefix_of(SideId::Npm)?, keyed.registry.mount);
-        match keyed.kind {
-            KeyKind::Document(name, Form::Full) => Some((0, format!("{base}/{}", name.in_path()))),
-            KeyKind::Document(_, Form::Abbreviated) => None,
-            KeyKind::Version(name, version) => Some((0, format!("{base}/{}/{version}", name.in_path()))),
-            KeyKind::Tarball(tarball) => Some((1, format!("{base}{}", tarball.path()))),
-        }
-    }
-
+impl Resolving for Npm {
     fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
         self.lock_needs(asked)
     }
+}
 
-    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
-        let lines = vec![
-            format!("npm config set registry http://{host}/npm/"),
-            format!("pkgproxyctl setup npm --addr {host} | sh"),
-            format!("pkgproxyctl setup yarn --addr {host} | sh"),
-        ];
-        Some(ClientSetup { clients: "npm, pnpm, yarn".to_owned(), lines })
+impl Explaining for Npm {
+    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
     }
 }
 

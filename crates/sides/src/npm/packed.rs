@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use pkgproxy_cache::{Cache, Class};
 
 use super::links::Links;
-use crate::side::{StoredBody, StreamRewriter};
+use crate::{StoredBody, StreamRewriter};
 
 /// How many compressed forms one document may have.
 pub const FORMS_KEPT: usize = 4;

@@ -4,7 +4,7 @@
 
 use super::keys::{KeyKind, Keyed, Space};
 use super::{packed, Npm};
-use crate::reporting::{Named, Reporting};
+use crate::role::reporting::{Named, Reporting};
 
 impl Reporting for Npm {
     fn noun(&self) -> &'static str {

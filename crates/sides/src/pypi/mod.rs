@@ -46,8 +46,9 @@ use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
+use crate::role::{Explaining, Fetching, Remembering, Resolving, Rewriting, Roles, UpstreamFailures};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side, StreamRewriter, UpstreamPath};
+use crate::{ClientSetup, Side, StreamRewriter, UpstreamPath};
 use files::{FilePath, FileVerifier};
 use links::Links;
 use page::{Form, Listed};
@@ -519,62 +520,12 @@ impl Side for Pypi {
         SideId::Pypi
     }
 
-    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
-        Some(self)
-    }
-
     /// The simple API is `GET` (and `HEAD`) only.
     fn classify(&self, request: &Request<'_>) -> Decision {
         match *request.method {
             Method::GET | Method::HEAD => self.classify_path(request).unwrap_or_else(Decision::Refuse),
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
         }
-    }
-
-    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        self.not_found.get(&request.key, now, frozen)
-    }
-
-    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
-        self.config().upstream_path(url).map(UpstreamPath::At)
-    }
-
-    /// A page in the form pip and uv ask for, JSON.
-    fn clients_headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static(page::JSON));
-        headers
-    }
-
-    /// Remembers the index's "no such project" a minute: one published
-    /// then is found.
-    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
-        if matches!(answer.status.as_u16(), 404 | 410) && request.key.contains("/simple/") {
-            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
-        }
-    }
-
-    /// A file's page, which says where it is and what it must be.
-    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
-        let config = self.config();
-        let Some((index, file)) = Self::file_of(&config, request) else { return Vec::new() };
-        self.page_of(index, &file, config.index_ttl).into_iter().collect()
-    }
-
-    /// Where the file's page says it is: on an index instance's host
-    /// (devpi, Artifactory and Nexus serve files beside their pages), with
-    /// that instance's credentials; elsewhere, without any.
-    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Located> {
-        let config = self.config();
-        let (index, file) = Self::file_of(&config, request)?;
-        let listed = Self::listed(prerequisites.first()?, &file)?;
-        let page_url = format!("{}/{}/", index.mirrors.urls().first()?, files::project_of(&file.filename)?);
-        let mut url = absolute(&listed.url, &page_url);
-        url.truncate(url.find(['#', '?']).unwrap_or(url.len()));
-        if file.metadata {
-            url.push_str(".metadata");
-        }
-        index.mirrors.locate(format!("pypi {} files", index.name), &url)
     }
 
     /// A page must not be older than the one held; a file must be what its
@@ -591,35 +542,6 @@ impl Side for Pypi {
             true => Some(Arc::new(MetadataVerifier { sha256: listed.and_then(|listed| listed.metadata_sha256) })),
             false => Some(Arc::new(FileVerifier::new(file.digest.clone(), listed.and_then(|listed| listed.sha256)))),
         }
-    }
-
-    /// A page as the client gets it, whole (an answer pkgproxy holds in
-    /// memory).
-    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
-        let mut rewriter = self.streaming_rewrite(rewrite)?;
-        let mut output = Vec::with_capacity(body.len() + body.len() / 4);
-        rewriter.feed(body, &mut output);
-        rewriter.finish(&mut output);
-        Some(Bytes::from(output))
-    }
-
-    /// A page as it streams to the client: each file's link at pkgproxy,
-    /// every other byte as held. A hit costs one pass over the page, and
-    /// any page held (up to [`PAGE_LIMIT`]) is served.
-    fn streaming_rewrite(&self, rewrite: &Rewrite) -> Option<Box<dyn StreamRewriter>> {
-        Some(Box::new(Links { base: rewrite.served_at.base.clone() }.rewriter()))
-    }
-
-    /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
-    /// index is.
-    fn upstream_errors_fail(&self) -> bool {
-        true
-    }
-
-    /// An index that asks to be left alone is told as one that cannot be
-    /// had now, by [`Side::failure_answer`].
-    fn upstream_waits_fail(&self) -> bool {
-        true
     }
 
     /// What cannot be had now is a `424`, which pip and uv take as final:
@@ -649,10 +571,6 @@ impl Side for Pypi {
         }
     }
 
-    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
-        self.lock_needs(asked, held)
-    }
-
     fn client_setup(&self, host: &str) -> Option<ClientSetup> {
         let lines = vec![
             format!(
@@ -662,6 +580,103 @@ impl Side for Pypi {
             format!("UV_DEFAULT_INDEX=http://{host}/pypi/simple/ uv pip install ..."),
         ];
         Some(ClientSetup { clients: "pip, uv, poetry and pdm".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            fetching: Some(self),
+            remembering: Some(self),
+            rewriting: Some(self),
+            resolving: Some(self),
+            reporting: Some(self),
+            explaining: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Fetching for Pypi {
+    /// A file's page, which says where it is and what it must be.
+    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        let config = self.config();
+        let Some((index, file)) = Self::file_of(&config, request) else { return Vec::new() };
+        self.page_of(index, &file, config.index_ttl).into_iter().collect()
+    }
+
+    /// Where the file's page says it is: on an index instance's host
+    /// (devpi, Artifactory and Nexus serve files beside their pages), with
+    /// that instance's credentials; elsewhere, without any.
+    fn located(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Located> {
+        let config = self.config();
+        let (index, file) = Self::file_of(&config, request)?;
+        let listed = Self::listed(prerequisites.first()?, &file)?;
+        let page_url = format!("{}/{}/", index.mirrors.urls().first()?, files::project_of(&file.filename)?);
+        let mut url = absolute(&listed.url, &page_url);
+        url.truncate(url.find(['#', '?']).unwrap_or(url.len()));
+        if file.metadata {
+            url.push_str(".metadata");
+        }
+        index.mirrors.locate(format!("pypi {} files", index.name), &url)
+    }
+
+    /// An index's `5xx` is told as pkgproxy's `424`, as an unreachable
+    /// index is.
+    /// An index that asks to be left alone is told as one that cannot be
+    /// had now, by [`Side::failure_answer`].
+    fn upstream_failures(&self) -> UpstreamFailures {
+        UpstreamFailures { errors_fail: true, waits_fail: true }
+    }
+}
+
+impl Remembering for Pypi {
+    fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        self.not_found.get(&request.key, now, frozen)
+    }
+
+    /// Remembers the index's "no such project" a minute: one published
+    /// then is found.
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: Instant) {
+        if matches!(answer.status.as_u16(), 404 | 410) && request.key.contains("/simple/") {
+            self.not_found.remember(&request.key, Arc::clone(answer), NEGATIVE_TTL, now);
+        }
+    }
+}
+
+impl Rewriting for Pypi {
+    /// A page as the client gets it, whole (an answer pkgproxy holds in
+    /// memory).
+    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
+        let mut rewriter = self.streaming_rewrite(rewrite)?;
+        let mut output = Vec::with_capacity(body.len() + body.len() / 4);
+        rewriter.feed(body, &mut output);
+        rewriter.finish(&mut output);
+        Some(Bytes::from(output))
+    }
+
+    /// A page as it streams to the client: each file's link at pkgproxy,
+    /// every other byte as held. A hit costs one pass over the page, and
+    /// any page held (up to [`PAGE_LIMIT`]) is served.
+    fn streaming_rewrite(&self, rewrite: &Rewrite) -> Option<Box<dyn StreamRewriter>> {
+        Some(Box::new(Links { base: rewrite.served_at.base.clone() }.rewriter()))
+    }
+}
+
+impl Resolving for Pypi {
+    fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
+        self.lock_needs(asked, held)
+    }
+}
+
+impl Explaining for Pypi {
+    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
+    }
+
+    /// A page in the form pip and uv ask for, JSON.
+    fn clients_headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static(page::JSON));
+        headers
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::files::FilePath;
 use super::Pypi;
-use crate::reporting::{Named, Reporting};
+use crate::role::reporting::{Named, Reporting};
 
 impl Reporting for Pypi {
     fn noun(&self) -> &'static str {

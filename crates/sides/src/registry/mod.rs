@@ -50,8 +50,9 @@ use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
+use crate::role::{Digests, Private, Remembering, Resolving, Roles};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::{ClientSetup, Side};
 use links::Visibility;
 use name::{Digest, Endpoint, Located, Reference};
 use sha2::{Digest as _, Sha256};
@@ -437,11 +438,6 @@ impl Side for Registry {
         SideId::Registry
     }
 
-    /// Decides what to do with `request` (its path below `/v2`).
-    fn reporting(&self) -> Option<&dyn crate::reporting::Reporting> {
-        Some(self)
-    }
-
     fn classify(&self, request: &Request<'_>) -> Decision {
         if !matches!(*request.method, Method::GET | Method::HEAD) {
             return Decision::Refuse(Refusal::method_not_allowed("GET, HEAD").with_code("UNSUPPORTED"));
@@ -489,48 +485,6 @@ impl Side for Registry {
         }
     }
 
-    /// The refusal remembered at `now` for `request`, asked with pkgproxy's
-    /// own token. None while offline (`frozen`): the client is told that
-    /// pkgproxy is offline, which it cannot mend by asking the registry
-    /// for a token.
-    fn remembered(&self, request: &CachedRequest, now: std::time::Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        if frozen || !matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
-            return None;
-        }
-        self.refused.get(&repository_name(request)?, now, false)
-    }
-
-    /// The upstream answered `request` with `answer` at `now`, passed on: a
-    /// `401` or `403` to pkgproxy's anonymous token means the repository is
-    /// private, and from now on a client's own credentials are used for it;
-    /// the refusal itself answers the anonymous requests of the next
-    /// [`REFUSAL_KEPT`].
-    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: std::time::Instant) {
-        if !matches!(answer.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-            return;
-        }
-        let Some(private) = repository_name(request) else { return };
-        if matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
-            self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
-        }
-        let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
-        if newly {
-            tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
-        }
-    }
-
-    /// The registry confirmed that `request`'s client may read its content
-    /// under its repository (or served it): the repository is linked to
-    /// the content, so the next request of the same visibility asks
-    /// nothing. Blocking.
-    fn granted(&self, request: &CachedRequest) {
-        let Some(links) = repository_links(request) else { return };
-        let Some(digest) = request.origin.path.rsplit_once('/').and_then(|(_, last)| Digest::parse(last).ok()) else {
-            return;
-        };
-        links.link(&self.cache, &[digest], visibility_of(request));
-    }
-
     /// The checks and follow-up of a fetch. A manifest is read whole
     /// before any client gets it (manifests are small, and a tag may point
     /// at one only once it is kept), and a schema 1 manifest is refused
@@ -569,6 +523,81 @@ impl Side for Registry {
         Some((rank, format!("/v2/{name}/{kind}/{algorithm}:{hex}")))
     }
 
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        failure_answer(failure)
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        Some(ClientSetup {
+            clients: "Docker, containerd, podman, skopeo, k3s, rke2".to_owned(),
+            lines: vec![
+                format!("{{\"registry-mirrors\": [\"http://{host}\"], \"insecure-registries\": [\"{host}\"]}}"),
+                format!("pkgproxyctl setup docker --addr {host} | sudo sh"),
+                format!("pkgproxyctl setup containerd --addr {host} | sudo sh"),
+                format!("pkgproxyctl setup podman --addr {host} | sudo sh"),
+                format!("pkgproxyctl setup k3s --addr {host} | sudo sh   # rke2: setup rke2"),
+                format!("skopeo inspect --tls-verify=false docker://{host}/library/alpine:latest   # other registries: {host}/ghcr.io/OWNER/IMAGE"),
+            ],
+        })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles {
+            remembering: Some(self),
+            private: Some(self),
+            digests: Some(self),
+            resolving: Some(self),
+            reporting: Some(self),
+            ..Roles::default()
+        }
+    }
+}
+
+impl Remembering for Registry {
+    /// The refusal remembered at `now` for `request`, asked with pkgproxy's
+    /// own token. None while offline (`frozen`): the client is told that
+    /// pkgproxy is offline, which it cannot mend by asking the registry
+    /// for a token.
+    fn remembered(&self, request: &CachedRequest, now: std::time::Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
+        if frozen || !matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
+            return None;
+        }
+        self.refused.get(&repository_name(request)?, now, false)
+    }
+
+    /// The upstream answered `request` with `answer` at `now`, passed on: a
+    /// `401` or `403` to pkgproxy's anonymous token means the repository is
+    /// private, and from now on a client's own credentials are used for it;
+    /// the refusal itself answers the anonymous requests of the next
+    /// [`REFUSAL_KEPT`].
+    fn remember(&self, request: &CachedRequest, answer: &Arc<PassedAnswer>, now: std::time::Instant) {
+        if !matches!(answer.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return;
+        }
+        let Some(private) = repository_name(request) else { return };
+        if matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
+            self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
+        }
+        let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
+        if newly {
+            tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
+        }
+    }
+}
+
+impl Private for Registry {
+    /// The registry confirmed that `request`'s client may read its content
+    /// under its repository (or served it): the repository is linked to
+    /// the content, so the next request of the same visibility asks
+    /// nothing. Blocking.
+    fn granted(&self, request: &CachedRequest) {
+        let Some(links) = repository_links(request) else { return };
+        let Some(digest) = request.origin.path.rsplit_once('/').and_then(|(_, last)| Digest::parse(last).ok()) else {
+            return;
+        };
+        links.link(&self.cache, &[digest], visibility_of(request));
+    }
+
     /// Whether what is cached under `key` may be read by anyone: content
     /// by digest only when some repository links it publicly (what only
     /// private repositories hold is for their readers alone), the links
@@ -593,7 +622,9 @@ impl Side for Registry {
             Err(_) => false,
         }
     }
+}
 
+impl Digests for Registry {
     /// The manifest `digest` that the tag request `request` now points at:
     /// fetched by digest, never by tag, from the tag's repository.
     fn by_digest(&self, request: &CachedRequest, digest: &str) -> Option<CachedRequest> {
@@ -612,27 +643,11 @@ impl Side for Registry {
         by_digest.reply.content_headers = digest_headers(&digest);
         Some(by_digest)
     }
+}
 
-    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
-        failure_answer(failure)
-    }
-
+impl Resolving for Registry {
     fn needs(&self, asked: serde_json::Value, held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
         self.pull_needs(asked, held)
-    }
-
-    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
-        Some(ClientSetup {
-            clients: "Docker, containerd, podman, skopeo, k3s, rke2".to_owned(),
-            lines: vec![
-                format!("{{\"registry-mirrors\": [\"http://{host}\"], \"insecure-registries\": [\"{host}\"]}}"),
-                format!("pkgproxyctl setup docker --addr {host} | sudo sh"),
-                format!("pkgproxyctl setup containerd --addr {host} | sudo sh"),
-                format!("pkgproxyctl setup podman --addr {host} | sudo sh"),
-                format!("pkgproxyctl setup k3s --addr {host} | sudo sh   # rke2: setup rke2"),
-                format!("skopeo inspect --tls-verify=false docker://{host}/library/alpine:latest   # other registries: {host}/ghcr.io/OWNER/IMAGE"),
-            ],
-        })
     }
 }
 

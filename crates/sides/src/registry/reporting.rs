@@ -8,7 +8,7 @@
 use super::links::{Repository, Visibility};
 use super::name::Digest;
 use super::Registry;
-use crate::reporting::{Named, Reporting};
+use crate::role::reporting::{Named, Reporting};
 
 impl Reporting for Registry {
     fn noun(&self) -> &'static str {

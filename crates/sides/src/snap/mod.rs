@@ -67,8 +67,9 @@ use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::needs::{FirstAsk, HeldBodies, Needs, NeedsError};
+use crate::role::{Recording, Resolving, Rewriting, Roles};
 use crate::route::Request;
-use crate::side::{ClientSetup, Side};
+use crate::{ClientSetup, Side};
 use actions::{Holdings, Recorded, RefreshRequest, Unavailable};
 use assertion::AssertionPath;
 use blob::{BlobPath, BlobVerifier, DOWNLOAD_PREFIX};
@@ -395,6 +396,31 @@ impl Side for Snap {
         self.blob_checks(request)
     }
 
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        failure_answer(failure)
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines = vec![
+            format!("SNAPPY_FORCE_API_URL=http://{host}/snap/"),
+            format!("pkgproxyctl setup snap --addr {host} | sudo sh"),
+        ];
+        Some(ClientSetup { clients: "snapd and snap".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles { rewriting: Some(self), recording: Some(self), resolving: Some(self), ..Roles::default() }
+    }
+}
+
+impl Rewriting for Snap {
+    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
+        let at = &rewrite.served_at;
+        self.urls_rewritten(at, body)
+    }
+}
+
+impl Recording for Snap {
     /// Whether a cached body starting with `head` answers a request that
     /// `accepts` it.
     fn accepts(&self, accepts: Acceptance, head: &[u8]) -> bool {
@@ -414,8 +440,8 @@ impl Side for Snap {
         self.replayed_results(headers, sent, failure)
     }
 
-    fn record_prefix(&self) -> Option<&'static str> {
-        Some(actions::RECORD_PREFIX)
+    fn record_prefix(&self) -> &'static str {
+        actions::RECORD_PREFIX
     }
 
     fn named_by_records(&self, keys: &[String]) -> Vec<String> {
@@ -425,30 +451,15 @@ impl Side for Snap {
     fn take_record(&self, key: &str, body: &[u8]) -> Result<(), String> {
         self.taken_record(key, body)
     }
+}
 
-    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
-        let at = &rewrite.served_at;
-        self.urls_rewritten(at, body)
-    }
-
-    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
-        failure_answer(failure)
-    }
-
+impl Resolving for Snap {
     fn needs(&self, asked: serde_json::Value, _held: &dyn HeldBodies) -> Result<Needs, NeedsError> {
         self.download_needs(asked)
     }
 
     fn needs_first(&self, asked: &serde_json::Value) -> Result<Option<FirstAsk>, NeedsError> {
         self.download_first(asked)
-    }
-
-    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
-        let lines = vec![
-            format!("SNAPPY_FORCE_API_URL=http://{host}/snap/"),
-            format!("pkgproxyctl setup snap --addr {host} | sudo sh"),
-        ];
-        Some(ClientSetup { clients: "snapd and snap".to_owned(), lines })
     }
 }
 

@@ -1,19 +1,36 @@
 //! The toy side: files under `/toy/...`, fetched from the configured
-//! mirrors (`[toy] mirrors = [...]`) and cached as they are, forever. It
-//! exists to show what adding a side takes: this folder, its variant in
-//! [`SideId`], its entry in the list of sides, and its line in the route
-//! table. Nothing in the server, the command line or the control
-//! messages names it; the test that builds it serves a file through it.
+//! mirrors (`[toy] mirrors = [...]`) and cached forever, each checked
+//! against the SHA-256 its mirror publishes beside it (`FILE.sha256`) where
+//! there is one. It exists to show what adding a side takes: this folder,
+//! its variant in [`SideId`], its entry in the list of sides, and its line
+//! in the route table; the core of [`Side`], and the roles its files need:
+//! fetching (the `.sha256` first) and rewriting (a `.link` file names
+//! pkgproxy as its client reached it). Nothing in the server, the command
+//! line or the control messages names it; the test that builds it serves
+//! files through it.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
 use http::Method;
-use pkgproxy_cache::{Cache, Class};
+use pkgproxy_cache::{Cache, Class, Expected, Verifier};
 
 use crate::config::{ConfigError, Configures, Reloadable, SideConfig, SidesFile};
-use crate::decision::{CachedRequest, Decision, Origin, Refusal};
+use crate::decision::{CachedRequest, Decision, Origin, Refusal, Reply, Rewrite};
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::role::{Fetching, Rewriting, Roles};
 use crate::route::Request;
 use crate::side::Side;
+
+/// What a mirror publishes beside a file: its SHA-256.
+const SIDECAR: &str = ".sha256";
+
+/// What a file whose body names pkgproxy ends with.
+const LINKS: &str = ".link";
+
+/// What a `.link` file writes where pkgproxy's address goes.
+const HERE: &str = "@PKGPROXY@";
 
 /// `[toy]`, as written.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
@@ -78,8 +95,60 @@ impl Side for Toy {
             Ok(path) => path,
             Err(refusal) => return Decision::Refuse(refusal),
         };
-        let origin =
-            Origin { pool: "toy".to_owned(), instances: self.config.get().mirrors.urls().to_vec(), path: path.clone() };
-        Decision::cache(CachedRequest::new(SideId::Toy, format!("toy{path}"), origin, Class::Immutable))
+        let mut cached = self.cached(&path);
+        if path.ends_with(LINKS) {
+            cached.reply = Reply { rewrite: Some(Rewrite::at(request.served_at(""))), ..Reply::default() };
+        }
+        Decision::cache(cached)
+    }
+
+    fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let sidecar = prerequisites.first().filter(|_| !request.key.ends_with(SIDECAR))?;
+        let sha256 = String::from_utf8_lossy(sidecar).split_whitespace().next()?.to_ascii_lowercase();
+        Some(Arc::new(Sidecar { sha256 }))
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles { fetching: Some(self), rewriting: Some(self), ..Roles::default() }
+    }
+}
+
+impl Toy {
+    /// The request for the file at `path` on the mirrors.
+    fn cached(&self, path: &str) -> CachedRequest {
+        let origin = Origin {
+            pool: "toy".to_owned(),
+            instances: self.config.get().mirrors.urls().to_vec(),
+            path: path.to_owned(),
+        };
+        CachedRequest::new(SideId::Toy, format!("toy{path}"), origin, Class::Immutable)
+    }
+}
+
+impl Fetching for Toy {
+    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        match request.key.ends_with(SIDECAR) {
+            true => Vec::new(),
+            false => vec![self.cached(&format!("{}{SIDECAR}", request.origin.path))],
+        }
+    }
+}
+
+impl Rewriting for Toy {
+    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
+        let body = std::str::from_utf8(body).ok()?;
+        Some(Bytes::from(body.replace(HERE, &rewrite.served_at.base)))
+    }
+}
+
+/// The check of a file against its mirror's `.sha256`.
+#[derive(Debug)]
+struct Sidecar {
+    sha256: String,
+}
+
+impl Verifier for Sidecar {
+    fn expected(&self) -> Expected {
+        Expected { sha256: Some(self.sha256.clone()), ..Expected::default() }
     }
 }

@@ -12,7 +12,7 @@ mod json;
 
 use super::files;
 use super::page::Listed;
-use crate::side::StreamRewriter;
+use crate::StreamRewriter;
 
 /// The largest file entry or `<a>` element held to rewrite its link (one
 /// of PyPI's is some 500 bytes); a larger one passes as it is.

@@ -1,7 +1,7 @@
 //! The reporting role: what a side's cache keys name as its users think of
 //! them (this key is package X version Y), for the page that lists what
 //! pkgproxy holds. A side that writes it hands it out through
-//! [`crate::Side::reporting`]; the page takes the role alone, and a side
+//! [`crate::Side::roles`]; the page takes the role alone, and a side
 //! without it is shown as totals only.
 //!
 //! It reads the key, and at most the index's entry of a key whose name
