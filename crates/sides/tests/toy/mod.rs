@@ -19,18 +19,14 @@ use crate::config::{ConfigError, Configures, Reloadable, SideConfig, SidesFile};
 use crate::decision::{CachedRequest, Decision, Origin, Refusal, Reply, Rewrite};
 use crate::id::SideId;
 use crate::instances::Instances;
-use crate::role::{Fetching, Rewriting, Roles};
+use crate::role::{Fetching, Roles};
 use crate::route::Request;
 use crate::side::Side;
 
+mod links;
+
 /// What a mirror publishes beside a file: its SHA-256.
 const SIDECAR: &str = ".sha256";
-
-/// What a file whose body names pkgproxy ends with.
-const LINKS: &str = ".link";
-
-/// What a `.link` file writes where pkgproxy's address goes.
-const HERE: &str = "@PKGPROXY@";
 
 /// `[toy]`, as written.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
@@ -96,7 +92,7 @@ impl Side for Toy {
             Err(refusal) => return Decision::Refuse(refusal),
         };
         let mut cached = self.cached(&path);
-        if path.ends_with(LINKS) {
+        if path.ends_with(links::LINKS) {
             cached.reply = Reply { rewrite: Some(Rewrite::at(request.served_at(""))), ..Reply::default() };
         }
         Decision::cache(cached)
@@ -131,13 +127,6 @@ impl Fetching for Toy {
             true => Vec::new(),
             false => vec![self.cached(&format!("{}{SIDECAR}", request.origin.path))],
         }
-    }
-}
-
-impl Rewriting for Toy {
-    fn rewrite(&self, rewrite: &Rewrite, body: &[u8]) -> Option<Bytes> {
-        let body = std::str::from_utf8(body).ok()?;
-        Some(Bytes::from(body.replace(HERE, &rewrite.served_at.base)))
     }
 }
 
