@@ -74,12 +74,11 @@ mod context;
 pub mod control;
 mod failed;
 mod gateway;
-mod grants;
 mod headers;
 mod health;
 mod history;
-mod holds;
 mod html;
+mod kept;
 mod proxy;
 mod redact;
 pub mod reload;
@@ -92,7 +91,6 @@ mod state;
 mod stats;
 mod status;
 mod tls;
-mod tokens;
 mod trouble;
 mod upkeep;
 
@@ -310,11 +308,7 @@ impl State {
             status_metrics: std::sync::atomic::AtomicBool::new(status_metrics),
             reloading: Default::default(),
             request_ids: Default::default(),
-            tokens: Default::default(),
-            pointer_checks: Default::default(),
-            pointer_holds: Default::default(),
-            grants: Default::default(),
-            generations: Default::default(),
+            kept: Default::default(),
             tls,
             access_log,
             admission,

@@ -55,18 +55,12 @@ pub struct State {
     pub clock: Arc<dyn Clock>,
     /// Numbers the requests (logs name them).
     pub request_ids: AtomicU64,
-    /// Bearer tokens for the upstreams that ask for them.
-    pub tokens: crate::tokens::Tokens,
     /// TLS on the proxy listener.
     pub tls: crate::tls::ListenerTls,
-    /// The `HEAD`s asking what a name points at now, one per name.
-    pub pointer_checks: crate::single_flight::SingleFlight<PointerCheck>,
-    /// The names whose upstream asked to be left alone, until when.
-    pub pointer_holds: crate::holds::Holds,
-    /// Which credentials the upstream let read private content, lately.
-    pub grants: crate::grants::Grants,
-    /// The refreshes of generations in progress, one per root.
-    pub generations: crate::single_flight::SingleFlight<Refreshed>,
+    /// What the request path keeps between requests for the kinds of
+    /// request only some sides make (tokens, names pointing at digests,
+    /// grants, generations).
+    pub kept: crate::kept::Kept,
     /// Where a line per request goes, if anywhere.
     pub access_log: crate::access_log::AccessLog,
     /// Who may connect to the proxy listener, and how many are.
@@ -82,9 +76,3 @@ pub struct State {
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }
-
-/// How a refresh of a generation ended.
-pub type Refreshed = Result<(), crate::failed::Failed>;
-
-/// What a `HEAD` of a name brought: the upstream's status and headers.
-pub type PointerCheck = Result<(http::StatusCode, http::HeaderMap), Arc<pkgproxy_cache::FetchError>>;

@@ -2,7 +2,7 @@
 //! or content the upstream has not yet said a name holds): before any of it
 //! is served, the upstream confirms that this client may read it, with a
 //! `HEAD` carrying the request's authorisation. A confirmation is taken
-//! for its grant's time ([`crate::grants`]); the side is told, so it can
+//! for its grant's time ([`crate::kept::grants`]); the side is told, so it can
 //! record what no longer needs confirming. The upstream's refusal reaches
 //! the client in the side's words with the upstream's challenge, so the
 //! client can answer it with its own credentials.
@@ -37,7 +37,7 @@ pub async fn confirmed(
         (true, true) => None,
         (true, false) => return Err(Failed::Offline.into()),
     };
-    if state.grants.holds(&access.grant, within, now) {
+    if state.kept.grants.holds(&access.grant, within, now) {
         return Ok(());
     }
     let agent = exchange.headers.get(USER_AGENT).cloned();
@@ -71,7 +71,7 @@ pub async fn confirmed(
 /// and the side records it.
 pub async fn granted(state: &Arc<State>, side: &dyn Side, request: &CachedRequest) {
     let Some(access) = request.access.as_deref() else { return };
-    state.grants.confirm(&access.grant, tokio::time::Instant::now().into_std());
+    state.kept.grants.confirm(&access.grant, tokio::time::Instant::now().into_std());
     let (shared, request) = (Arc::clone(state), request.clone());
     let recorded = tokio::task::spawn_blocking(move || {
         if let Some(private) = shared.sides.get(request.side).roles().private {

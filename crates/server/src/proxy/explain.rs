@@ -110,7 +110,7 @@ fn not_asked(state: &State, request: &CachedRequest, named: bool) -> Option<Reas
         return Some(Reason::Offline);
     }
     if named {
-        if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
+        if let Some(held) = state.kept.pointers.holds.current(&request.key, state.clock.now()) {
             return Some(Reason::from(&held));
         }
     }

@@ -26,11 +26,11 @@ use super::outgoing;
 use crate::cluster::ClientRequest;
 use crate::config::Step;
 use crate::context::{Exchange, UpstreamAnswer};
+use crate::kept::tokens::{Asker, Challenge};
 use crate::redact::without_user;
 use crate::shadow::Original;
 use crate::state::State;
 use crate::stats::Requester;
-use crate::tokens::{Asker, Challenge};
 
 /// The requests of one fetch, on one pool.
 struct PoolSource {
@@ -292,7 +292,7 @@ async fn authorised(
             return Ok((request, answer));
         }
     };
-    let held = state.tokens.get(&origin.pool, scope);
+    let held = state.kept.tokens.get(&origin.pool, scope);
     if let Some(token) = held.clone() {
         request.headers.insert(AUTHORIZATION, token);
     }
@@ -310,6 +310,7 @@ async fn authorised(
     let asker =
         Asker { pool: &origin.pool, base: &base, scope, credentials: credentials.as_ref().map(|c| c.0.as_str()) };
     let token = state
+        .kept
         .tokens
         .fetch(&state.upstream.transport, asker, &challenge, asking)
         .await

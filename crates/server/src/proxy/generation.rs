@@ -35,7 +35,8 @@ use super::outcome::Served;
 use super::outcome::{Failed, Outcome};
 use super::reason::Reason;
 use crate::context::{Exchange, Supply};
-use crate::state::{Refreshed, State};
+use crate::kept::Refreshed;
+use crate::state::State;
 
 /// The largest file of a generation read (the largest products files are
 /// some tens of MB).
@@ -94,8 +95,11 @@ pub(super) async fn current(
     };
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let (shared, request) = (Arc::clone(state), root.clone());
-    let refreshed =
-        state.generations.run(&root.key, move || async move { refresh(&shared, &request, agent, None).await }).await;
+    let refreshed = state
+        .kept
+        .generations
+        .run(&root.key, move || async move { refresh(&shared, &request, agent, None).await })
+        .await;
     match (refreshed, published) {
         (Ok(()), _) => Ok(Some(why)),
         (Err(failed), Some(_)) => {

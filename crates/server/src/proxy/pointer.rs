@@ -19,7 +19,7 @@
 //!   cached, the client is told honestly (`429` with `Retry-After`, or
 //!   `503`);
 //! - an upstream that asked to be left alone (`Retry-After`) is not asked
-//!   about the name again until then ([`crate::holds`]): a client's retries cost
+//!   about the name again until then ([`crate::kept::holds`]): a client's retries cost
 //!   it nothing.
 
 use std::sync::Arc;
@@ -55,7 +55,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
         Lookup::Stale { entry, .. } => Some(entry),
         Lookup::Adoptable { .. } | Lookup::Missing(_) => None,
     };
-    if let Some(held) = state.pointer_holds.current(&request.key, state.clock.now()) {
+    if let Some(held) = state.kept.pointers.holds.current(&request.key, state.clock.now()) {
         return unchecked(state, exchange, &request, &pointer, cached.as_deref(), held);
     }
     // With content to fall back on, the client waits for the registry no
@@ -119,7 +119,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
         // The new content could not be had: the name stays where it was.
         (Some(failed), Some(entry)) => given_up(state, exchange, &request, &pointer, Some(entry), failed),
         (Some(failed), None) => {
-            state.pointer_holds.hold(&request.key, state.clock.now(), &failed);
+            state.kept.pointers.holds.hold(&request.key, state.clock.now(), &failed);
             outcome
         }
         (None, _) => {
@@ -160,7 +160,7 @@ fn given_up(
     cached: Option<&Entry>,
     failed: Failed,
 ) -> Outcome {
-    state.pointer_holds.hold(&request.key, state.clock.now(), &failed);
+    state.kept.pointers.holds.hold(&request.key, state.clock.now(), &failed);
     unchecked(state, exchange, request, pointer, cached, failed)
 }
 
@@ -174,7 +174,7 @@ async fn check(
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let (shared, head) = (Arc::clone(state), request.clone());
     let run = move || async move { fetching::head(&shared, &head, agent).await.map_err(Arc::new) };
-    state.pointer_checks.run(&request.key, run).await
+    state.kept.pointers.checks.run(&request.key, run).await
 }
 
 /// The name `request` asks for now points at what `target` holds,

@@ -171,7 +171,9 @@ fn cached_readiness(state: &State, request: &CachedRequest) -> Result<Option<u64
     // served only on a confirmation that counts offline.
     let now = tokio::time::Instant::now().into_std();
     match request.access.as_deref() {
-        Some(access) if !(access.offline && state.grants.holds(&access.grant, None, now)) => Err(Reason::Unconfirmed),
+        Some(access) if !(access.offline && state.kept.grants.holds(&access.grant, None, now)) => {
+            Err(Reason::Unconfirmed)
+        }
         _ => Ok(size),
     }
 }
