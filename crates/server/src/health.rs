@@ -45,7 +45,7 @@ async fn health(state: &std::sync::Arc<State>) -> Response<ResponseBody> {
     let offline_mode = state.upstream.switch.mode().as_str();
     let checked = {
         let state = std::sync::Arc::clone(state);
-        tokio::task::spawn_blocking(move || cache_writable(&state)).await
+        tokio::task::spawn_blocking(move || cache_writable(&state.cache)).await
     };
     let reason = match checked {
         Ok(Ok(())) => None,
@@ -60,8 +60,8 @@ async fn health(state: &std::sync::Arc<State>) -> Response<ResponseBody> {
 
 /// Whether a download could be written now: a file made and removed in
 /// the cache's folder for downloads in progress.
-fn cache_writable(state: &State) -> Result<(), String> {
-    let tmp = state.cache.dir().join("tmp");
+fn cache_writable(cache: &pkgproxy_cache::Cache) -> Result<(), String> {
+    let tmp = cache.dir().join("tmp");
     let probe = tempfile::Builder::new().prefix("health-").tempfile_in(&tmp);
     match probe {
         Ok(file) => file.close().map_err(|error| format!("the cache folder {}: {error}", tmp.display())),

@@ -27,7 +27,7 @@ pub async fn run(state: Arc<State>, token: CancellationToken) {
         tokio::select! {
             _ = evict.tick() => {
                 blocking(&state, evict_now).await;
-                under_pressure = report_pressure(&state, under_pressure);
+                under_pressure = report_pressure(&state.cache, under_pressure);
                 look_at_traffic(&state);
             }
             _ = persist.tick() => blocking(&state, persist_now).await,
@@ -53,8 +53,8 @@ pub fn evict_now(state: &State) {
 
 /// Whether the cache's file system is short of its kept free space now,
 /// said in the log when that changes from `was`.
-fn report_pressure(state: &State, was: bool) -> bool {
-    let (usage, quota) = (state.cache.usage(), state.cache.quota());
+fn report_pressure(cache: &pkgproxy_cache::Cache, was: bool) -> bool {
+    let (usage, quota) = (cache.usage(), cache.quota());
     let kept = quota.min_free.bytes(usage.total);
     let now = usage.free < kept;
     match (was, now) {

@@ -96,22 +96,27 @@ async fn gather(state: &Arc<State>, query: String) -> Result<Browse, String> {
     .map_err(|error| error.to_string())?;
     let (query, sides) = sides.map_err(|error| error.to_string())?;
     let now = pkgproxy_cache::unix_secs(state.clock.now());
-    Ok(Browse { query, sides, top_clients: top_clients(state, now), top_packages: top_packages(state, now) })
+    Ok(Browse {
+        query,
+        sides,
+        top_clients: top_clients(&state.browsing, now),
+        top_packages: top_packages(&state.browsing, &state.sides, now),
+    })
 }
 
-fn top_clients(state: &State, now: u64) -> Vec<TopClient> {
-    let clients = state.browsing.top.clients(now).into_iter().take(TOP_SHOWN);
+fn top_clients(browsing: &crate::browsing::Browsing, now: u64) -> Vec<TopClient> {
+    let clients = browsing.top.clients(now).into_iter().take(TOP_SHOWN);
     clients.map(|(address, requests)| TopClient { address: address.to_string(), requests }).collect()
 }
 
 /// The keys served most, summed by the package each names (a side
 /// without the reporting role, or a key naming no package or a private
 /// one, is left out).
-fn top_packages(state: &State, now: u64) -> Vec<TopPackage> {
+fn top_packages(browsing: &crate::browsing::Browsing, sides: &pkgproxy_sides::Sides, now: u64) -> Vec<TopPackage> {
     let mut summed: Vec<TopPackage> = Vec::new();
-    for (key, requests) in state.browsing.top.keys(now) {
+    for (key, requests) in browsing.top.keys(now) {
         let Some(id) = key.split('/').next().and_then(SideId::from_name) else { continue };
-        let Some(reporting) = state.sides.get(id).roles().reporting else { continue };
+        let Some(reporting) = sides.get(id).roles().reporting else { continue };
         let name = match reporting.names(&key) {
             Named::File { package, .. } | Named::Metadata { package } => package,
             Named::Other | Named::Private => continue,

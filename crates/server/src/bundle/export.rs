@@ -39,7 +39,7 @@ impl Planned {
 /// written then: a bundle that cannot serve the build is no use). Blocking:
 /// it reads the cache's index.
 pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>> {
-    let mut planned = Planned { manifest: manifest(state, Vec::new()), entries: HashMap::new() };
+    let mut planned = Planned { manifest: manifest(state.clock.as_ref(), Vec::new()), entries: HashMap::new() };
     // Each request once, each proof once: two requests for one key (a
     // layer two repositories share) are two items.
     let mut seen = HashSet::new();
@@ -91,7 +91,7 @@ pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>
 /// ranks its files); and the recorded answers replayed offline, with what
 /// they name (a snap's download and assertions).
 fn everything(state: &State) -> (Vec<String>, Vec<String>) {
-    let records = all_records(state);
+    let records = all_records(&state.cache, &state.sides);
     let mut urls = every_request(state);
     for (side, recording) in state.sides.playing(|roles| roles.recording) {
         let mount = route::prefix_of(side.id()).unwrap_or_default();
@@ -121,18 +121,18 @@ fn every_request(state: &State) -> Vec<String> {
 }
 
 /// The keys of every answer a side recorded for offline replay.
-fn all_records(state: &State) -> Vec<String> {
+fn all_records(cache: &pkgproxy_cache::Cache, sides: &pkgproxy_sides::Sides) -> Vec<String> {
     let mut keys = Vec::new();
-    for prefix in state.sides.playing(|roles| roles.recording).map(|(_, recording)| recording.record_prefix()) {
-        if let Err(error) = state.cache.visit(prefix, |key, _, _| keys.push(key.to_owned())) {
+    for prefix in sides.playing(|roles| roles.recording).map(|(_, recording)| recording.record_prefix()) {
+        if let Err(error) = cache.visit(prefix, |key, _, _| keys.push(key.to_owned())) {
             tracing::warn!(%error, "the cache's records could not be listed for a bundle");
         }
     }
     keys
 }
 
-fn manifest(state: &State, items: Vec<Item>) -> Manifest {
-    let created = pkgproxy_cache::unix_secs(state.clock.now());
+fn manifest(clock: &dyn pkgproxy_cache::Clock, items: Vec<Item>) -> Manifest {
+    let created = pkgproxy_cache::unix_secs(clock.now());
     Manifest { format: FORMAT, pkgproxy: env!("CARGO_PKG_VERSION").to_owned(), created, items }
 }
 
@@ -161,7 +161,7 @@ pub fn stream(state: Arc<State>, planned: Planned) -> UpstreamBody {
     let (tx, rx) = mpsc::channel::<Result<Bytes, io::Error>>(4);
     tokio::task::spawn_blocking(move || {
         let mut out = Channel { tx: tx.clone(), buffer: Vec::with_capacity(CHUNK) };
-        if let Err(error) = write(&state, &planned, &mut out) {
+        if let Err(error) = write(&state.cache, &planned, &mut out) {
             tracing::warn!(%error, "a bundle's export broke off");
             let _ = tx.blocking_send(Err(error));
         }
@@ -173,7 +173,7 @@ pub fn stream(state: Arc<State>, planned: Planned) -> UpstreamBody {
     StreamBody::new(chunks).boxed()
 }
 
-fn write(state: &State, planned: &Planned, out: &mut Channel) -> io::Result<()> {
+fn write(cache: &pkgproxy_cache::Cache, planned: &Planned, out: &mut Channel) -> io::Result<()> {
     let manifest = serde_json::to_vec_pretty(&planned.manifest).map_err(io::Error::other)?;
     let mut tar = tar::Builder::new(out);
     let created = planned.manifest.created;
@@ -186,7 +186,7 @@ fn write(state: &State, planned: &Planned, out: &mut Channel) -> io::Result<()> 
             continue;
         }
         let entry = &planned.entries[&item.sha256];
-        let file = state.cache.open_body(entry).map_err(|error| {
+        let file = cache.open_body(entry).map_err(|error| {
             io::Error::new(error.kind(), format!("{} can no longer be read: {error}", item.label()))
         })?;
         let body = Exact { inner: BodyReader::new(&file).take(item.size), left: item.size };

@@ -243,7 +243,7 @@ async fn take(state: &Arc<State>, taking: &mut Taking, index: usize, item: Item,
         return;
     };
     let proofs = std::mem::take(&mut taking.proofs);
-    let before: Vec<bool> = proofs.iter().map(|(proof, _)| holds(state, proof)).collect();
+    let before: Vec<bool> = proofs.iter().map(|(proof, _)| holds(&state.cache, proof)).collect();
     let source = || Box::new(StagedSource::new(&item, Arc::clone(&blob))) as Box<dyn Source>;
     let handed = Handed { url, sha256: &item.sha256, fetched_at: item.fetched_at, source: &source };
     match supplied::take(state, &handed, &Proofs(&proofs)).await {
@@ -252,7 +252,7 @@ async fn take(state: &Arc<State>, taking: &mut Taking, index: usize, item: Item,
         Err(why) => taking.refuse(index, &item, &why),
     }
     for ((proof, _), held_before) in proofs.iter().zip(before) {
-        match !held_before && holds(state, proof) {
+        match !held_before && holds(&state.cache, proof) {
             true => taking.stored(proof.size),
             false => taking.imported.held += 1,
         }
@@ -272,7 +272,7 @@ const RECORD_LIMIT: u64 = 4 * 1024 * 1024;
 /// Takes in `item`, a side's record of an answer, once the side that keeps
 /// such records (the key's first part) has read it as one.
 async fn take_record(state: &Arc<State>, item: &Item, blob: &Blob) -> Result<Taken, String> {
-    if holds(state, item) {
+    if holds(&state.cache, item) {
         return Ok(Taken::Held);
     }
     if item.size > RECORD_LIMIT {
@@ -290,8 +290,8 @@ async fn take_record(state: &Arc<State>, item: &Item, blob: &Blob) -> Result<Tak
 }
 
 /// Whether the cache holds `item`'s bytes under its key.
-fn holds(state: &State, item: &Item) -> bool {
-    state.cache.lookup(&item.key).is_some_and(|entry| entry.sha256 == item.sha256)
+fn holds(cache: &pkgproxy_cache::Cache, item: &Item) -> bool {
+    cache.lookup(&item.key).is_some_and(|entry| entry.sha256 == item.sha256)
 }
 
 /// Which bundles an import takes.

@@ -78,8 +78,8 @@ pub fn verify(state: &Arc<State>) -> Result<pkgproxy_control::CacheVerified, Str
 }
 
 /// How far the verify in progress is.
-pub fn verifying(state: &State) -> pkgproxy_control::VerifyProgress {
-    match state.cache.scrub_reached() {
+pub fn verifying(cache: &pkgproxy_cache::Cache) -> pkgproxy_control::VerifyProgress {
+    match cache.scrub_reached() {
         Some(reached) => pkgproxy_control::VerifyProgress {
             running: true,
             checked: reached.checked,

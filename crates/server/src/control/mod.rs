@@ -195,7 +195,7 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
             blocking(state, move |state| cache::remove(state, &pattern)).await
         }
         (_, CACHE_GC_PATH) => blocking(state, cache::collect).await,
-        (Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state)),
+        (Method::GET, CACHE_VERIFY_PATH) => json(StatusCode::OK, &cache::verifying(&state.cache)),
         (_, CACHE_VERIFY_PATH) => match state.cache.scrub_reached() {
             Some(_) => error(StatusCode::CONFLICT, "a verify of the cache is already running"),
             None => blocking(state, cache::verify).await,

@@ -79,7 +79,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
             return given_up(state, exchange, &request, &pointer, cached.as_deref(), Failed::of_fetch(&error))
         }
     };
-    if let Some(failed) = failure_of(state, status, &headers) {
+    if let Some(failed) = failure_of(state.clock.as_ref(), status, &headers) {
         return given_up(state, exchange, &request, &pointer, cached.as_deref(), failed);
     }
     if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
@@ -102,7 +102,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
         return cached::serve(state, exchange, side, as_it_is).await;
     };
     if let Some(entry) = cached.as_ref().filter(|entry| digest == format!("sha256:{}", entry.sha256)) {
-        link(state, &request, &request.key).await;
+        link(&state.cache, &request, &request.key).await;
         let outcome = cached::from_cache(state, exchange, &request, entry, Served::Revalidated);
         return with_headers(outcome, &request, &pointer, entry);
     }
@@ -124,7 +124,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
         }
         (None, _) => {
             if matches!(&outcome, Outcome::Answered(response) if response.status() == StatusCode::OK) {
-                link(state, &request, &target).await;
+                link(&state.cache, &request, &target).await;
             }
             outcome
         }
@@ -133,8 +133,8 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
 
 /// How an upstream answer of `status` failed, when it is a failure to fall
 /// back from: a request to wait, or a server error.
-fn failure_of(state: &State, status: StatusCode, headers: &HeaderMap) -> Option<Failed> {
-    if let Some(limited) = Failed::rate_limited(status, headers, state.clock.now()) {
+fn failure_of(clock: &dyn pkgproxy_cache::Clock, status: StatusCode, headers: &HeaderMap) -> Option<Failed> {
+    if let Some(limited) = Failed::rate_limited(status, headers, clock.now()) {
         return Some(limited);
     }
     status.is_server_error().then(|| Failed::Upstream(format!("the registry answered {status}")))
@@ -144,7 +144,7 @@ fn failure_of(state: &State, status: StatusCode, headers: &HeaderMap) -> Option<
 /// (a side's own refusal, a `404` say, is its answer, not a failure).
 fn failure_of_fetch(state: &State, outcome: &Outcome) -> Option<Failed> {
     match outcome {
-        Outcome::Answered(response) => failure_of(state, response.status(), response.headers()),
+        Outcome::Answered(response) => failure_of(state.clock.as_ref(), response.status(), response.headers()),
         Outcome::Local(_) | Outcome::Failed(Failed::Refused(_)) => None,
         Outcome::Failed(failed) => Some(failed.clone()),
     }
@@ -179,10 +179,10 @@ async fn check(
 
 /// The name `request` asks for now points at what `target` holds,
 /// confirmed now.
-pub(super) async fn link(state: &State, request: &CachedRequest, target: &str) {
+pub(super) async fn link(cache: &pkgproxy_cache::Cache, request: &CachedRequest, target: &str) {
     // The target, served whole, may be a moment from its commit.
-    state.cache.settled_on(target).await;
-    let (cache, key, target, class) = (state.cache.clone(), request.key.clone(), target.to_string(), request.class);
+    cache.settled_on(target).await;
+    let (cache, key, target, class) = (cache.clone(), request.key.clone(), target.to_string(), request.class);
     match tokio::task::spawn_blocking(move || cache.link(&key, &target, class)).await {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => tracing::warn!(%error, "cannot move a name to its new content"),

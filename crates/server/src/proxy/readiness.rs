@@ -49,7 +49,7 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         Decision::Forward(_) => {
             item(false, Some("passed to the upstream uncached: never served offline".to_owned()), None)
         }
-        Decision::Generation(generation) => match generation_member(state, &generation) {
+        Decision::Generation(generation) => match generation_member(&state.cache, &generation) {
             Ok(entry) => item(true, None, Some(entry.size)),
             Err(why) => item(false, Some(why.to_owned()), None),
         },
@@ -59,14 +59,14 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
 /// The entry a request of `generation` is answered with offline: the held
 /// generation's root or a file it names.
 fn generation_member(
-    state: &State,
+    cache: &pkgproxy_cache::Cache,
     generation: &GenerationRequest,
 ) -> Result<Arc<pkgproxy_cache::Entry>, &'static str> {
-    if state.cache.lookup(&generation.root.key).is_none() {
+    if cache.lookup(&generation.root.key).is_none() {
         return Err("the remote's index is not cached");
     }
     match &generation.serve {
-        Member::Key(key) => state.cache.lookup(key).ok_or("the cached index names it, but it is not cached"),
+        Member::Key(key) => cache.lookup(key).ok_or("the cached index names it, but it is not cached"),
         Member::DecidedAgain => Err("the remote's cached index does not name it"),
     }
 }
@@ -95,7 +95,7 @@ pub fn carried(state: &State, url: &str) -> Result<Vec<Carried>, String> {
         Decision::Answer(_) => return Ok(Vec::new()),
         Decision::Refuse(refusal) => return Err(Reason::Refused(refusal.reason).to_string()),
         Decision::Forward(_) => return Err("passed to the upstream uncached, never kept".to_owned()),
-        Decision::Generation(generation) => return carried_generation(state, side, &generation.root),
+        Decision::Generation(generation) => return carried_generation(&state.cache, side, &generation.root),
     };
     if request.access.is_some() {
         // A bundle is read by whoever holds the file.
@@ -134,16 +134,20 @@ fn look_offline(state: &State, request: &CachedRequest) -> Lookup {
 
 /// A held generation of `root`: the files its root names (each read by
 /// the root's refresh, so carried as its proofs), then the root.
-fn carried_generation(state: &State, side: &dyn Side, root: &CachedRequest) -> Result<Vec<Carried>, String> {
+fn carried_generation(
+    cache: &pkgproxy_cache::Cache,
+    side: &dyn Side,
+    root: &CachedRequest,
+) -> Result<Vec<Carried>, String> {
     const ROOT_LIMIT: u64 = 256 * 1024 * 1024;
     let not_held = || "the remote's index is not cached".to_owned();
-    let entry = state.cache.lookup(&root.key).ok_or_else(not_held)?;
-    let body = state.cache.read_small(&root.key, ROOT_LIMIT).ok_or_else(not_held)?;
+    let entry = cache.lookup(&root.key).ok_or_else(not_held)?;
+    let body = cache.read_small(&root.key, ROOT_LIMIT).ok_or_else(not_held)?;
     let url = side.client_url(&root.key).map(|(_, url)| url).ok_or("its index cannot be named")?;
     let mut carried = Vec::new();
     let generations = side.roles().generations.ok_or("its side keeps no generations")?;
     for member in generations.members(root, &body)? {
-        let held = state.cache.lookup(&member.key).ok_or("a products file its index names is not cached")?;
+        let held = cache.lookup(&member.key).ok_or("a products file its index names is not cached")?;
         carried.push(Carried { url: None, key: member.key, entry: held });
     }
     carried.push(Carried { url: Some(url), key: root.key.clone(), entry });

@@ -89,14 +89,14 @@ pub async fn take(state: &Arc<State>, item: &Handed<'_>, proofs: &dyn Supply) ->
     let exchange = Exchange { supply: Some(&supply), ..Exchange::own_get(&headers, mount, &answer) };
     let outcome = cached::serve(state, &exchange, side, fetched).await;
     state.stats.count(side.id(), Requester::Pkgproxy, outcome.ending(state.upstream.switch.mode()));
-    let said = drained(Some(side), state, outcome).await?;
+    let said = drained(Some(side), &state.upstream, outcome).await?;
     // Read whole; its commit may be a moment behind.
     state.cache.settled_on(&key).await;
     if state.cache.lookup(&key).is_none_or(|entry| entry.sha256 != item.sha256) {
         return Err(said.unwrap_or_else(|| "its fetch ended without storing it".to_owned()));
     }
     if let Some(name) = pointer_at {
-        pointer::link(state, &name, &key).await;
+        pointer::link(&state.cache, &name, &key).await;
     }
     Ok(Taken::Stored)
 }
@@ -134,13 +134,17 @@ fn held(state: &State, item: &Handed<'_>, request: &CachedRequest) -> bool {
 /// Reads the answer `outcome` gives to its end, so the fetch behind it
 /// completes and is kept: the reason it gave, if any; `Err` with it when
 /// the answer is not a `200`.
-async fn drained(side: Option<&dyn Side>, state: &State, outcome: Outcome) -> Result<Option<String>, String> {
+async fn drained(
+    side: Option<&dyn Side>,
+    upstream: &pkgproxy_upstream::Upstream,
+    outcome: Outcome,
+) -> Result<Option<String>, String> {
     // Its own words: answered, an upstream's failure says "offline" while
     // the switch is.
     if let Outcome::Failed(failed) = &outcome {
         return Err(Reason::from(failed).to_string());
     }
-    let response = outcome::respond(side, state.upstream.switch.mode(), outcome);
+    let response = outcome::respond(side, upstream.switch.mode(), outcome);
     let (status, why) = (response.status(), response.headers().get(REASON).cloned());
     let why = why.and_then(|why| why.to_str().ok().map(str::to_owned));
     // Read and let go, frame by frame: a body of gigabytes is never held.

@@ -53,14 +53,14 @@ pub fn gather(state: &State) -> Info {
         connections_open: state.admission.open() as u64,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: super::apt_valid_until(state),
-        learned: learned(state),
+        learned: learned(&state.sides),
     }
 }
 
 /// What the sides have learnt, by group and name.
-fn learned(state: &State) -> BTreeMap<String, BTreeMap<String, u64>> {
+fn learned(sides: &pkgproxy_sides::Sides) -> BTreeMap<String, BTreeMap<String, u64>> {
     let mut groups: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for count in state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()) {
+    for count in sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()) {
         groups.entry(count.group.to_string()).or_default().insert(count.name.to_string(), count.value);
     }
     groups

@@ -59,12 +59,12 @@ enum Wanted {
 }
 
 /// Every side's lines pointing its clients at pkgproxy at `host`.
-fn clients(state: &State, host: &str) -> Vec<ClientSetup> {
+fn clients(sides: &pkgproxy_sides::Sides, host: &str) -> Vec<ClientSetup> {
     let lines = |side: &dyn pkgproxy_sides::Side| {
         let setup = side.client_setup(host)?;
         Some(ClientSetup { side: side.id().to_string(), clients: setup.clients, lines: setup.lines })
     };
-    state.sides.iter().filter_map(lines).collect()
+    sides.iter().filter_map(lines).collect()
 }
 
 /// What a page loaded now reads, with the setup lines for `host`.
@@ -101,7 +101,7 @@ pub fn gather(state: &State, host: &str) -> Status {
             .into_iter()
             .map(|mirror| ShadowInfo { target: without_user(&mirror.target), ..mirror })
             .collect(),
-        setup: clients(state, host),
+        setup: clients(&state.sides, host),
         lxd_remotes,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: crate::report::apt_valid_until(state),
