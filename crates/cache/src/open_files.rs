@@ -91,11 +91,9 @@ impl Held {
 /// How many handles to keep: a quarter of the process's file limit, at most
 /// 4096, so clients and upstreams keep the rest.
 pub fn default_capacity() -> usize {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the struct passed; no other effect.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    let soft = if known { limit.rlim_cur as usize } else { 1024 };
-    (soft / 4).min(4096)
+    // No soft limit (`None`, unlimited) leaves the 4096 cap.
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+    usize::try_from(soft / 4).unwrap_or(usize::MAX).min(4096)
 }
 
 #[cfg(test)]

@@ -546,16 +546,9 @@ fn files_beside(dir: &Path) -> u64 {
 
 /// Free and total bytes of the file system holding `dir`.
 fn file_system_space(dir: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is a NUL-terminated string and `stat` a writable
-    // statvfs the call fills.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    let unit = stat.f_frsize as u64;
-    Some((stat.f_bavail as u64 * unit, stat.f_blocks as u64 * unit))
+    let stat = rustix::fs::statvfs(dir).ok()?;
+    let unit = stat.f_frsize;
+    Some((stat.f_bavail * unit, stat.f_blocks * unit))
 }
 
 #[cfg(test)]
