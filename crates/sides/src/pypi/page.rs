@@ -26,20 +26,9 @@ impl Form {
     /// says nothing (every installer takes `text/html`).
     pub fn chosen(accept: Option<&str>) -> Form {
         let Some(accept) = accept else { return Form::Html };
-        let (mut json, mut html) = (0.0f32, 0.0f32);
-        for range in accept.split(',') {
-            let mut parts = range.split(';').map(str::trim);
-            let kind = parts.next().unwrap_or_default().to_ascii_lowercase();
-            let quality = parts
-                .find_map(|parameter| parameter.strip_prefix("q="))
-                .and_then(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            match kind.as_str() {
-                JSON | "application/vnd.pypi.simple.latest+json" => json = json.max(quality),
-                HTML | "application/vnd.pypi.simple.latest+html" | "text/html" | "*/*" => html = html.max(quality),
-                _ => {}
-            }
-        }
+        let json = crate::accept::weight(accept, &[JSON, "application/vnd.pypi.simple.latest+json"]);
+        let html =
+            crate::accept::weight(accept, &[HTML, "application/vnd.pypi.simple.latest+html", "text/html", "*/*"]);
         if json > 0.0 && json >= html {
             Form::Json
         } else {
