@@ -3,8 +3,8 @@
 //! (rustls's `TimeProvider`), so a test moves time instead of waiting for
 //! it. Timers and timeouts are tokio's business, not this clock's.
 
+use parking_lot::Mutex;
 use std::fmt::Debug;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// Tells the time.
@@ -37,12 +37,12 @@ impl ManualClock {
 
     /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
-        *self.now.lock().unwrap_or_else(|p| p.into_inner()) += by;
+        *self.now.lock() += by;
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
-        *self.now.lock().unwrap_or_else(|p| p.into_inner())
+        *self.now.lock()
     }
 }

@@ -5,6 +5,8 @@
 //! upstream request per key, streamed to every waiter). It opens no sockets:
 //! what to send upstream is the caller's business, handed in as a future.
 
+#![forbid(unsafe_code)]
+
 mod blobs;
 mod clock;
 mod entry;

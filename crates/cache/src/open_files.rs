@@ -4,9 +4,10 @@
 //! (its name is its SHA-256); a handle is dropped when its blob is deleted,
 //! so deleted bodies do not hold disk space.
 
+use parking_lot::RwLock;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// A bounded map of blob hash → open handle.
 #[derive(Debug)]
@@ -39,13 +40,13 @@ impl OpenFiles {
         sha256: &str,
         open: impl FnOnce() -> std::io::Result<File>,
     ) -> std::io::Result<Arc<File>> {
-        if let Some(file) = self.held.read().unwrap_or_else(|p| p.into_inner()).files.get(sha256) {
+        if let Some(file) = self.held.read().files.get(sha256) {
             return Ok(Arc::clone(file));
         }
         let file = Arc::new(open()?);
         if self.capacity > 0 {
             let closed = {
-                let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
+                let mut held = self.held.write();
                 held.insert(sha256, &file, self.capacity)
             };
             // Closed, if this held the last reference, outside the lock.
@@ -56,7 +57,7 @@ impl OpenFiles {
 
     /// Forgets the handle of a deleted blob.
     pub fn forget(&self, sha256: &str) {
-        let forgotten = self.held.write().unwrap_or_else(|p| p.into_inner()).remove(sha256);
+        let forgotten = self.held.write().remove(sha256);
         drop(forgotten);
     }
 }
@@ -90,11 +91,9 @@ impl Held {
 /// How many handles to keep: a quarter of the process's file limit, at most
 /// 4096, so clients and upstreams keep the rest.
 pub fn default_capacity() -> usize {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the struct passed; no other effect.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    let soft = if known { limit.rlim_cur as usize } else { 1024 };
-    (soft / 4).min(4096)
+    // No soft limit (`None`, unlimited) leaves the 4096 cap.
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+    usize::try_from(soft / 4).unwrap_or(usize::MAX).min(4096)
 }
 
 #[cfg(test)]
@@ -117,14 +116,14 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &again));
         cache.get_or_open("b", &mut open).unwrap();
         cache.get_or_open("c", &mut open).unwrap();
-        let held = |name: &str| cache.held.read().unwrap().files.contains_key(name);
+        let held = |name: &str| cache.held.read().files.contains_key(name);
         assert!(!held("a") && held("b") && held("c"), "the oldest made room");
         cache.forget("c");
         assert!(!held("c"));
         cache.get_or_open("c", &mut open).unwrap();
         cache.get_or_open("d", &mut open).unwrap();
         assert!(held("c") && held("d") && !held("b"));
-        assert!(cache.held.read().unwrap().opened.len() <= 2);
+        assert!(cache.held.read().opened.len() <= 2);
         assert_eq!(opened, 5);
     }
 }

@@ -12,10 +12,10 @@
 //! entry's in the same batched write, so counting costs the hit path
 //! nothing it did not pay already.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Locks the hits spread over.
@@ -97,7 +97,7 @@ impl Recency {
 
     fn record(&self, key: &str, now: SystemTime, hits: u64) {
         let now = self.clock.stamp(now);
-        let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
+        let mut shard = self.shard(key).lock();
         match shard.get_mut(key) {
             Some(used) => {
                 used.at = used.at.max(now);
@@ -116,14 +116,14 @@ impl Recency {
 
     /// What is not written yet of `key`'s uses.
     pub fn used(&self, key: &str) -> Option<Used> {
-        self.shard(key).lock().unwrap_or_else(|p| p.into_inner()).get(key).copied()
+        self.shard(key).lock().get(key).copied()
     }
 
     /// Every use not yet written, taken out to be written.
     pub fn drain(&self) -> Vec<(String, Used)> {
         let mut drained = Vec::new();
         for shard in &self.shards {
-            drained.extend(std::mem::take(&mut *shard.lock().unwrap_or_else(|p| p.into_inner())));
+            drained.extend(std::mem::take(&mut *shard.lock()));
         }
         drained
     }

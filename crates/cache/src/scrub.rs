@@ -188,15 +188,15 @@ mod tests {
         assert!(matches!(store.scrub(u64::MAX, Duration::ZERO, &progress), Err(StoreError::Busy(_))));
         assert_eq!(progress.reached(), Some(Reached { checked: 0, bytes_read: 0, bytes_total: 10 }));
         progress.running.store(false, Ordering::Release);
-        let seen = std::sync::Mutex::new(Vec::new());
+        let seen = parking_lot::Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             scope.spawn(|| store.scrub(6000, Duration::ZERO, &progress).unwrap());
             for _ in 0..50 {
-                seen.lock().unwrap().extend(progress.reached());
+                seen.lock().extend(progress.reached());
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        let seen = seen.into_inner().unwrap();
+        let seen = seen.into_inner();
         assert!(seen.iter().any(|reached| reached.bytes_total == 3000), "{seen:?}");
         assert!(seen.windows(2).all(|pair| pair[0].bytes_read <= pair[1].bytes_read));
         assert_eq!(progress.reached(), None);

@@ -55,10 +55,10 @@ pub struct Store {
     /// the last commit (said once in the log, not per download).
     full: std::sync::atomic::AtomicBool,
     /// The limits the cache keeps to (set once the settings are read).
-    quota: std::sync::RwLock<Quota>,
+    quota: parking_lot::RwLock<Quota>,
     /// Keys whose entry was found without its body, dropped at the next
     /// upkeep.
-    damaged: std::sync::Mutex<Vec<String>>,
+    damaged: parking_lot::Mutex<Vec<String>>,
     /// Bodies served whole whose commit is under way (see
     /// [`PendingCommit`]).
     pending_commits: std::sync::atomic::AtomicUsize,
@@ -164,7 +164,7 @@ impl Store {
         };
         // Opening it checks it, and keeps the handle for the hit that asked.
         if self.open_body(&entry).is_err() {
-            let mut damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
+            let mut damaged = self.damaged.lock();
             // Said and queued once, however often it is asked for before
             // the next upkeep drops it.
             if !damaged.iter().any(|held| held == key) {
@@ -384,7 +384,7 @@ impl Store {
     /// uses, in one commit, and the entries found without their body,
     /// dropped. Returns how many uses. Blocking.
     pub fn persist_recency(&self) -> Result<usize, StoreError> {
-        let damaged = std::mem::take(&mut *self.damaged.lock().unwrap_or_else(|p| p.into_inner()));
+        let damaged = std::mem::take(&mut *self.damaged.lock());
         if !damaged.is_empty() {
             self.remove_all(&damaged)?;
         }
@@ -463,17 +463,17 @@ impl Store {
     /// Keeps to `quota` from now on: a body it does not admit is passed
     /// through, not cached.
     pub fn set_quota(&self, quota: Quota) {
-        *self.quota.write().unwrap_or_else(|p| p.into_inner()) = quota;
+        *self.quota.write() = quota;
     }
 
     /// The limits kept to now.
     pub fn quota(&self) -> Quota {
-        *self.quota.read().unwrap_or_else(|p| p.into_inner())
+        *self.quota.read()
     }
 
     /// Whether a body of `size` bytes may be cached.
     pub fn admits(&self, size: u64) -> bool {
-        self.quota.read().unwrap_or_else(|p| p.into_inner()).admits(size)
+        self.quota.read().admits(size)
     }
 
     /// A download found the disk full even after eviction and is passed
@@ -546,16 +546,9 @@ fn files_beside(dir: &Path) -> u64 {
 
 /// Free and total bytes of the file system holding `dir`.
 fn file_system_space(dir: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is a NUL-terminated string and `stat` a writable
-    // statvfs the call fills.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    let unit = stat.f_frsize as u64;
-    Some((stat.f_bavail as u64 * unit, stat.f_blocks as u64 * unit))
+    let stat = rustix::fs::statvfs(dir).ok()?;
+    let unit = stat.f_frsize;
+    Some((stat.f_bavail * unit, stat.f_blocks * unit))
 }
 
 #[cfg(test)]

@@ -273,13 +273,10 @@ fn settings_from(
 }
 
 /// The soft limit of open files (raised to the hard one at start).
+///
+/// No limit at all reads as `u64::MAX`, as `RLIM_INFINITY` is.
 fn open_file_limit() -> u64 {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes the struct passed, nothing else.
-    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
-        0 => limit.rlim_cur,
-        _ => 1024,
-    }
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX)
 }
 
 /// Reads the settings again as they were read at start, from the same
@@ -559,7 +556,8 @@ fn limit_malloc_arenas() {
         let cores = std::thread::available_parallelism().map_or(2, |cores| cores.get()).max(2);
         let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only sets an allocator parameter; called before
-        // any thread is started.
+        // any thread is started. No safe wrapper exists (rustix has none).
+        #[allow(unsafe_code)]
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, arenas);
         }
@@ -569,14 +567,16 @@ fn limit_malloc_arenas() {
 /// Raises the soft limit of open files to the hard one: every client, every
 /// upstream and every held blob handle is a descriptor, and the soft default
 /// (often 1024) is a limit for interactive shells, not for daemons.
+///
+/// A refusal leaves the soft limit as it was: the daemon runs
+/// with fewer descriptors rather than not at all.
 fn raise_file_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit/setrlimit read and write the struct passed, nothing else.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    // `None` is no limit, above every number.
+    let (soft, hard) = (limit.current.unwrap_or(u64::MAX), limit.maximum.unwrap_or(u64::MAX));
+    if soft < hard {
+        let _ = setrlimit(Resource::Nofile, Rlimit { current: limit.maximum, maximum: limit.maximum });
     }
 }
 

@@ -2,6 +2,11 @@
 //! `pkgproxy_server::run`) and `pkgproxyctl` (a client of the control
 //! sockets). Everything they share about the command line lives here too.
 
+// Two calls have no safe wrapper: mallopt (`daemon::limit_malloc_arenas`) and
+// taking ownership of a socket systemd passed (`systemd::listening`). They
+// are allowed where they are, with their SAFETY comments; nothing else may be.
+#![deny(unsafe_code)]
+
 pub mod args;
 mod bundle;
 mod cache_cmd;

@@ -6,8 +6,7 @@
 use std::path::PathBuf;
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// The first folder of a systemd `*_DIRECTORY` variable (it may list several,
@@ -79,8 +78,7 @@ pub fn default_runtime_dir() -> PathBuf {
     }
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("pkgproxy"),
-        // SAFETY: getuid has no preconditions and cannot fail.
-        None => std::env::temp_dir().join(format!("pkgproxy-{}", unsafe { libc::getuid() })),
+        None => std::env::temp_dir().join(format!("pkgproxy-{}", rustix::process::getuid().as_raw())),
     }
 }
 

@@ -39,7 +39,9 @@ pub fn passed_sockets() -> anyhow::Result<Passed> {
 /// The socket at `fd`, checked to be a listening socket of `domain`.
 fn listening(fd: RawFd, name: &str, domain: socket2::Domain) -> anyhow::Result<socket2::Socket> {
     // SAFETY: systemd passed `fd` to this process for it to own; it is
-    // taken once, here.
+    // taken once, here. Owning an inherited descriptor is unsafe in every
+    // wrapper (std's, rustix's, listenfd's inside), so it stays spelled here.
+    #[allow(unsafe_code)]
     let socket = unsafe { socket2::Socket::from_raw_fd(fd) };
     let local = socket.local_addr().with_context(|| format!("passed socket {name:?} (fd {fd})"))?;
     let stream = socket.r#type().is_ok_and(|kind| kind == socket2::Type::STREAM);

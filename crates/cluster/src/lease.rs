@@ -64,7 +64,7 @@ pub struct LeaseGuard {
     path: Path,
     /// The version last written: the lease is this node's while the store
     /// holds that version.
-    version: Arc<std::sync::Mutex<UpdateVersion>>,
+    version: Arc<parking_lot::Mutex<UpdateVersion>>,
     /// Given up already ([`LeaseGuard::release_now`]).
     released: bool,
 }
@@ -81,7 +81,7 @@ impl Drop for LeaseGuard {
                 // Until then the others stream what this node stored from
                 // it, or find it published.
                 tokio::time::sleep(tier.identity().lease_ttl).await;
-                let version = version.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let version = version.lock().clone();
                 remove_if(&tier, &path, &version).await;
             });
         }
@@ -95,7 +95,7 @@ impl LeaseGuard {
     pub async fn release_now(mut self) {
         self.renewing.abort();
         self.released = true;
-        let version = self.version.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let version = self.version.lock().clone();
         remove_if(&self.tier, &self.path, &version).await;
     }
 }
@@ -241,16 +241,16 @@ impl LeaseGuard {
     /// Renews the lease at `path`, written as `version`, every third of its
     /// lifetime, until dropped or until another node took it over.
     fn renew(tier: &Arc<SharedTier>, path: Path, version: UpdateVersion) -> LeaseGuard {
-        let version = Arc::new(std::sync::Mutex::new(version));
+        let version = Arc::new(parking_lot::Mutex::new(version));
         let (renewer, renewed, renewed_path) = (Arc::clone(tier), Arc::clone(&version), path.clone());
         let renewing = tokio::spawn(async move {
             let (tier, path) = (renewer, renewed_path);
             loop {
                 tokio::time::sleep(tier.identity().lease_ttl / 3).await;
-                let current = renewed.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let current = renewed.lock().clone();
                 let update = PutOptions { mode: PutMode::Update(current), ..PutOptions::default() };
                 match tier.store().put_opts(&path, payload(&record(&tier)), update).await {
-                    Ok(written) => *renewed.lock().unwrap_or_else(|p| p.into_inner()) = written.into(),
+                    Ok(written) => *renewed.lock() = written.into(),
                     Err(object_store::Error::Precondition { .. }) => {
                         tracing::warn!(%path, "lost a lease while fetching: another node took it over");
                         return;

@@ -15,6 +15,8 @@
 //! Only stores that honour conditional writes are used: a concurrent
 //! self-test at start ([`selftest`]) refuses the others.
 
+#![forbid(unsafe_code)]
+
 pub mod breakers;
 mod config;
 mod credential;

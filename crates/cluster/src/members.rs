@@ -5,7 +5,9 @@
 //! upstreams (offline by its own switch, as when auto-offline saw its
 //! uplink go) sends its misses to one that can.
 
-use std::sync::{Mutex, Weak};
+use std::sync::Weak;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -80,7 +82,7 @@ impl Members {
     /// The other nodes that announced, lately, that they ask their
     /// upstreams.
     pub async fn online_peers(&self, tier: &SharedTier) -> Vec<Member> {
-        if let Some((at, members)) = &*self.seen.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some((at, members)) = &*self.seen.lock() {
             if at.elapsed() < VIEW_FOR {
                 return members.clone();
             }
@@ -91,7 +93,7 @@ impl Members {
             .into_iter()
             .filter(|m| m.online && m.node != tier.node() && now.saturating_sub(m.at_ms) < LAPSE.as_millis() as u64)
             .collect();
-        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), online.clone()));
+        *self.seen.lock() = Some((Instant::now(), online.clone()));
         online
     }
 }

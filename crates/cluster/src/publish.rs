@@ -1,11 +1,12 @@
 //! Publishing what a node fetched: the committed, verified local file goes
 //! to the bucket, then the index object that names it.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 
@@ -69,7 +70,7 @@ impl Publisher {
         if self.waiting() == 0 || self.tier.load().as_ref().is_none_or(|tier| !tier.worth_asking()) {
             return;
         }
-        let removed = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        let removed = self.pending.lock().remove(key);
         if !removed {
             return;
         }
@@ -80,7 +81,7 @@ impl Publisher {
     }
 
     fn remember(&self, key: String) {
-        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pending = self.pending.lock();
         if pending.len() < PENDING_LIMIT && pending.insert(key) {
             self.waiting.fetch_add(1, Ordering::Relaxed);
         }

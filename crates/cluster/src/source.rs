@@ -1,7 +1,8 @@
 //! A fetch that asks the bucket before the upstream.
 
+use parking_lot::Mutex;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -134,19 +135,19 @@ impl Source for SharedFirst {
             if let Some(entry) = shared_entry(&tier, &key, &expected).await {
                 if let Ok(Some(answer)) = tier.answer(&entry, 0).await {
                     tracing::debug!(key, sha256 = entry.sha256, "answered from the cluster store");
-                    *lock(&reading) = Reading::Bucket(entry.clone());
+                    *reading.lock() = Reading::Bucket(entry.clone());
                     return Ok(checked(answer, tier, entry));
                 }
             }
             match from_whoever_fetches(&tier, &key, 0, takes_lease).await {
                 Ok(Whoever::Peer(answer)) => {
-                    *lock(&reading) = Reading::Peer;
+                    *reading.lock() = Reading::Peer;
                     Ok(answer)
                 }
                 Ok(Whoever::ThisNode(guard)) => {
                     let answered = upstream.start().await;
                     match brings_a_body(&answered) {
-                        true => *lock(&lease) = Some(guard),
+                        true => *lease.lock() = Some(guard),
                         // Nothing to share: the others ask for themselves.
                         false => guard.release_now().await,
                     }
@@ -159,12 +160,12 @@ impl Source for SharedFirst {
     }
 
     fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
-        let reading = std::mem::take(&mut *lock(&self.reading));
+        let reading = std::mem::take(&mut *self.reading.lock());
         match reading {
             Reading::Upstream => self.upstream.resume(from, validators),
             Reading::Bucket(entry) => {
                 let tier = Arc::clone(&self.tier);
-                *lock(&self.reading) = Reading::Bucket(entry.clone());
+                *self.reading.lock() = Reading::Bucket(entry.clone());
                 Some(Box::pin(async move {
                     match tier.answer(&entry, from).await {
                         Ok(Some(answer)) => Ok(answer),
@@ -183,11 +184,11 @@ impl Source for SharedFirst {
                 Some(Box::pin(async move {
                     let whoever = from_whoever_fetches(&tier, &key, from, takes_lease).await;
                     if let Ok(Whoever::Peer(answer)) = whoever {
-                        *lock(&reading) = Reading::Peer;
+                        *reading.lock() = Reading::Peer;
                         return Ok(answer);
                     }
                     if let Ok(Whoever::ThisNode(guard)) = whoever {
-                        *lock(&lease) = Some(guard);
+                        *lease.lock() = Some(guard);
                     }
                     match upstream.resume(from, &validators) {
                         Some(resumed) => resumed.await,
@@ -214,7 +215,7 @@ impl SharedFirst {
                 let (tier, reading) = (Arc::clone(&tier), Arc::clone(&reading));
                 async move {
                     let answer = tier.answer(&entry, 0).await.ok().flatten()?;
-                    *lock(&reading) = Reading::Bucket(entry.clone());
+                    *reading.lock() = Reading::Bucket(entry.clone());
                     Some(checked(answer, tier, entry))
                 }
             };
@@ -250,10 +251,6 @@ fn brings_a_body(answered: &Result<http::Response<UpstreamBody>, FetchError>) ->
     answered
         .as_ref()
         .is_ok_and(|answer| matches!(answer.status(), http::StatusCode::OK | http::StatusCode::PARTIAL_CONTENT))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Who brings a key's body.

@@ -6,7 +6,9 @@
 //! caches what it verified. With no online node to ask, the upstream source
 //! is used, which refuses as offline.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use http::header::{IF_RANGE, RANGE};
 use http::{HeaderMap, HeaderValue};
@@ -69,7 +71,7 @@ impl Source for ThroughPeer {
             match ask(&tier, &members, &target, &headers).await {
                 Some((member, answer)) => {
                     tracing::debug!(?target, node = member.node, "offline: asked an online node of the cluster");
-                    *asked.lock().unwrap_or_else(|p| p.into_inner()) = Some(member);
+                    *asked.lock() = Some(member);
                     Ok(answer)
                 }
                 None => upstream.start().await,
@@ -78,7 +80,7 @@ impl Source for ThroughPeer {
     }
 
     fn resume(&self, from: u64, validators: &Validators) -> Option<StartFetch> {
-        let member = self.asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let member = self.asked.lock().clone();
         let Some(member) = member else { return self.upstream.resume(from, validators) };
         let (tier, target) = (Arc::clone(&self.tier), self.target.clone());
         let mut headers = self.headers.clone();

@@ -64,7 +64,7 @@ pub struct SharedTier {
     degraded: AtomicBool,
     /// When the store last failed: misses leave it alone for [`REST`]
     /// after, rather than each waiting for it to fail again.
-    failed_at: std::sync::Mutex<Option<std::time::Instant>>,
+    failed_at: parking_lot::Mutex<Option<std::time::Instant>>,
     shared_hits: AtomicU64,
     published: AtomicU64,
     corrupt: AtomicU64,
@@ -87,7 +87,7 @@ impl SharedTier {
             peers,
 
             degraded: AtomicBool::new(false),
-            failed_at: std::sync::Mutex::new(None),
+            failed_at: parking_lot::Mutex::new(None),
             shared_hits: AtomicU64::new(0),
             published: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
@@ -104,7 +104,7 @@ impl SharedTier {
     /// Whether a miss should ask the store: not while it rests after a
     /// failure (one miss asks again once the rest is over).
     pub fn worth_asking(&self) -> bool {
-        let mut failed_at = self.failed_at.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failed_at = self.failed_at.lock();
         match *failed_at {
             Some(at) if at.elapsed() < REST => false,
             Some(_) => {
@@ -152,13 +152,13 @@ impl SharedTier {
     pub(crate) fn outcome<T>(&self, result: Result<T, ClusterError>) -> Result<T, ClusterError> {
         match &result {
             Ok(_) => {
-                *self.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                *self.failed_at.lock() = None;
                 if self.degraded.swap(false, Ordering::Relaxed) {
                     tracing::info!("the cluster store answers again");
                 }
             }
             Err(error) => {
-                *self.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
+                *self.failed_at.lock() = Some(std::time::Instant::now());
                 self.errors.fetch_add(1, Ordering::Relaxed);
                 if !self.degraded.swap(true, Ordering::Relaxed) {
                     tracing::warn!(%error, "the cluster store failed: this node works alone until it answers");

@@ -482,17 +482,17 @@ async fn objects_of_the_bucket_larger_than_their_kind_may_be_are_not_read() {
 
     // The offline switch, valid but padded to 1 MB: not applied; the next
     // one, of its size, is.
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let switch = format!("{PREFIX}/cluster/offline.json");
     let padded = format!(r#"{{"mode":"offline","set_by":"x","at_ms":1}}{}"#, " ".repeat(1 << 20));
     put_behind_its_back(&server, &bucket, &switch, padded.into_bytes()).await;
     let applied = Arc::clone(&seen);
-    let apply = move |mode: &pkgproxy_cluster::switch::ClusterMode| applied.lock().unwrap().push(mode.mode.clone());
+    let apply = move |mode: &pkgproxy_cluster::switch::ClusterMode| applied.lock().push(mode.mode.clone());
     let every = std::time::Duration::from_millis(50);
     tokio::spawn(pkgproxy_cluster::switch::watch(Arc::downgrade(&a.tier), every, apply));
     let proper = br#"{"mode":"store-overloaded","set_by":"y","at_ms":2}"#.to_vec();
     tokio::task::yield_now().await;
     put_behind_its_back(&server, &bucket, &switch, proper).await;
-    eventually("the switch is read", || async { (!seen.lock().unwrap().is_empty()).then_some(()) }).await;
-    assert_eq!(seen.lock().unwrap().first().map(String::as_str), Some("store-overloaded"), "the padded one never");
+    eventually("the switch is read", || async { (!seen.lock().is_empty()).then_some(()) }).await;
+    assert_eq!(seen.lock().first().map(String::as_str), Some("store-overloaded"), "the padded one never");
 }

@@ -9,10 +9,11 @@
 //! share is answered `503`; one HTTP/1.1 connection answers one request at
 //! a time, and its place covers it.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -104,7 +105,7 @@ impl Admission {
         if !limits.allows(address) {
             return refused(Refusal::NotAllowed, ClientCounter::RefusedNotAllowed);
         }
-        let mut by_client = self.by_client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut by_client = self.by_client.lock();
         if self.open.load(Ordering::Relaxed) >= limits.max_connections {
             return refused(Refusal::Full, ClientCounter::RefusedFull);
         }
@@ -136,7 +137,7 @@ impl Drop for Ticket {
 impl Admission {
     /// One place of `client`'s share is free again.
     fn give_back(&self, client: IpAddr) {
-        let mut by_client = self.by_client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut by_client = self.by_client.lock();
         if let Some(mine) = by_client.get_mut(&client) {
             *mine -= 1;
             if *mine == 0 {
@@ -151,7 +152,7 @@ impl StreamBudget {
     /// connections and streams take its whole share.
     pub fn take(&self) -> Option<StreamPlace> {
         let limits = self.admission.limits.load();
-        let mut by_client = self.admission.by_client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut by_client = self.admission.by_client.lock();
         let mine = by_client.entry(self.client).or_insert(0);
         if *mine >= limits.max_connections_per_client {
             drop(by_client);

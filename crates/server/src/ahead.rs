@@ -2,8 +2,9 @@
 //! path decides what to fetch ahead): a few at once, so that clients' own
 //! requests come first, and each key once.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -30,7 +31,7 @@ impl Ahead {
     /// Takes `key` to be fetched ahead, unless it is on its way already or
     /// too many are.
     pub fn claim(&self, key: &str) -> Option<Claim> {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = self.keys.lock();
         if keys.len() >= KEYS_LIMIT || !keys.insert(key.to_owned()) {
             return None;
         }
@@ -55,7 +56,7 @@ impl Claim {
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        self.keys.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+        self.keys.lock().remove(&self.key);
     }
 }
 

@@ -193,13 +193,13 @@ impl Cluster {
 /// the node followed the cluster into a mode before (a node started
 /// offline on its own stays so).
 fn follower(switch: Switch) -> impl Fn(&ClusterMode) + Send + 'static {
-    let followed = std::sync::Mutex::new(false);
+    let followed = parking_lot::Mutex::new(false);
     move |set: &ClusterMode| {
         let Ok(mode) = set.mode.parse::<Mode>() else {
             tracing::warn!(mode = set.mode, "the cluster's offline switch names an unknown mode");
             return;
         };
-        let mut followed = followed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut followed = followed.lock();
         if mode == Mode::Never && !*followed {
             return;
         }
@@ -256,9 +256,9 @@ impl BreakerWatcher for Sharing {
 /// is the cluster's one probe; a host that answered it is tried again at
 /// once. This node's own breakers it knows already.
 fn imposer(switch: Switch, me: String, poll: Duration) -> impl Fn(&SharedBreakers) + Send + 'static {
-    let imposed = std::sync::Mutex::new(std::collections::BTreeSet::<String>::new());
+    let imposed = parking_lot::Mutex::new(std::collections::BTreeSet::<String>::new());
     move |shared: &SharedBreakers| {
-        let mut imposed = imposed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut imposed = imposed.lock();
         for (host, breaker) in shared.iter().filter(|(_, breaker)| breaker.set_by != me) {
             switch.impose(host, breaker.until() + poll * 2 + Duration::from_secs(1));
             imposed.insert(host.clone());

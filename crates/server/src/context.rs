@@ -4,8 +4,9 @@
 //! identity, the request path the rest; everything downstream reads it
 //! from here rather than from side channels.
 
+use parking_lot::Mutex;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http::{HeaderMap, Method};
 use pkgproxy_sides::Mount;
@@ -87,7 +88,7 @@ pub struct UpstreamAnswer(Arc<Mutex<Vec<oneshot::Sender<u16>>>>);
 impl UpstreamAnswer {
     /// The upstream answered the request with `status`.
     pub fn report(&self, status: u16) {
-        let waiting = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let waiting = std::mem::take(&mut *self.0.lock());
         for comparison in waiting {
             let _ = comparison.send(status);
         }
@@ -96,7 +97,7 @@ impl UpstreamAnswer {
     /// A receiver of the status, once reported.
     pub fn wait(&self) -> oneshot::Receiver<u16> {
         let (tx, rx) = oneshot::channel();
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
+        self.0.lock().push(tx);
         rx
     }
 }

@@ -15,8 +15,8 @@
 
 mod file;
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use pkgproxy_control::{Traffic, TrafficSeries};
 use pkgproxy_metrics::{SideCounter, Snapshot};
@@ -85,7 +85,7 @@ impl History {
     /// Adds what each side's counters (`sides`, in [`SideId::ALL`]'s
     /// order) moved since the last look to the stretches of `unix_secs`.
     pub fn look(&self, unix_secs: u64, sides: Vec<Snapshot<SideCounter>>) {
-        let mut guard = self.lock();
+        let mut guard = self.inner.lock();
         let inner: &mut Inner = &mut guard;
         for (index, now) in sides.iter().enumerate() {
             let moved = moved(inner.seen.get(index), now);
@@ -106,7 +106,7 @@ impl History {
 
     /// `side`'s traffic over `span`, up to the stretch of `unix_secs`.
     pub fn series(&self, side: SideId, span: Span, unix_secs: u64) -> TrafficSeries {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         let stretches = if span == HOUR { &inner.minutes } else { &inner.quarters };
         let last = span.stretch(unix_secs);
         let first = last.saturating_sub(span.count - 1);
@@ -118,12 +118,8 @@ impl History {
 
     /// What is kept across a restart: the stretches of the hour and day.
     pub fn kept(&self) -> Kept {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         Kept { minutes: inner.minutes.clone(), quarters: inner.quarters.clone() }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -299,7 +299,7 @@ impl State {
             stats: stats::Stats::default(),
             started: Instant::now(),
             listen,
-            restart_mode: std::sync::Mutex::new(start_mode),
+            restart_mode: parking_lot::Mutex::new(start_mode),
             auto_offline: Arc::new(AutoOffline::new(auto_trigger, switch)),
             loop_mark: headers::LoopMark::new(),
             shadows: arc_swap::ArcSwap::from_pointee(shadows),

@@ -19,11 +19,12 @@
 //! TLS and HTTP/2 connections, downloads in progress and rewritten answers
 //! keep the copy: their bytes pass through user space anyway.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::IoSlice;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
@@ -76,12 +77,8 @@ impl Ranges {
     /// `len`); returns the stand-in for them, as long as the range queued.
     pub fn stand_in(&self, file: Arc<File>, offset: u64, len: u64) -> Bytes {
         let len = len.min(FRAME as u64);
-        self.lock().push_back(Range { file, offset, len, sent: 0 });
+        self.queue.lock().push_back(Range { file, offset, len, sent: 0 });
         Bytes::from_static(&BLOCK[..len as usize])
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Range>> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -109,7 +106,7 @@ impl KernelSent {
     /// Sends the range at the head of the queue, which `stand_in` is
     /// hyper's view of.
     fn poll_send(&mut self, cx: &mut Context<'_>, stand_in: &[u8]) -> Poll<std::io::Result<usize>> {
-        let mut queue = self.ranges.lock();
+        let mut queue = self.ranges.queue.lock();
         let Some(range) = queue.front_mut() else {
             return Poll::Ready(Err(out_of_step("no range is queued")));
         };
@@ -248,14 +245,14 @@ mod tests {
         expected.extend_from_slice(b"TAIL");
         assert_eq!(got.len(), expected.len());
         assert!(got == expected, "the file's bytes, in order, between the others");
-        assert!(ranges.lock().is_empty());
+        assert!(ranges.queue.lock().is_empty());
     }
 
     #[tokio::test]
     async fn a_stand_in_without_its_range_ends_the_write_instead_of_sending_zeros() {
         let (mut server, ranges, _client) = pair().await;
         let stand_in = ranges.stand_in(file_of(b"abc"), 0, 3);
-        ranges.lock().clear();
+        ranges.queue.lock().clear();
         let error = server.write(&stand_in).await.unwrap_err();
         assert!(error.to_string().contains("out of step"), "{error}");
 

@@ -3,9 +3,9 @@
 //! clients pulling one tag cost one `HEAD` upstream). Nothing is kept once
 //! the run is over.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
 
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 
@@ -22,7 +22,7 @@ impl<V: Clone> Default for SingleFlight<V> {
 
 impl<V: Clone> std::fmt::Debug for SingleFlight<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let inflight = self.inflight.lock().len();
         f.debug_struct("SingleFlight").field("inflight", &inflight).finish()
     }
 }
@@ -35,11 +35,11 @@ impl<V: Clone + Send + Sync + 'static> SingleFlight<V> {
         F: Future<Output = V> + Send + 'static,
     {
         let run = {
-            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            let mut inflight = self.inflight.lock();
             inflight.entry(key.to_string()).or_insert_with(|| make().boxed().shared()).clone()
         };
         let value = run.clone().await;
-        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inflight = self.inflight.lock();
         if inflight.get(key).is_some_and(|current| current.ptr_eq(&run)) {
             inflight.remove(key);
         }

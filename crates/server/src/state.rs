@@ -1,9 +1,10 @@
 //! What every request handler shares: settings, the cache, the way out and
 //! the counters. Built once in `run` and passed down, never global.
 
+use parking_lot::Mutex;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use pkgproxy_cache::{Cache, Clock};

@@ -12,8 +12,8 @@
 //! is decided request by request, so a public npm package or PyPI project
 //! is named and a private one never is.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::Mutex;
 
 use http::{HeaderMap, Response, Uri};
 use pkgproxy_control::RecentTrouble;
@@ -36,19 +36,15 @@ pub struct Trouble {
 impl Trouble {
     /// The ones kept, newest first.
     pub fn recent(&self) -> Vec<RecentTrouble> {
-        self.lock().iter().rev().cloned().collect()
+        self.recent.lock().iter().rev().cloned().collect()
     }
 
     fn keep(&self, trouble: RecentTrouble) {
-        let mut recent = self.lock();
+        let mut recent = self.recent.lock();
         if recent.len() == KEPT {
             recent.pop_front();
         }
         recent.push_back(trouble);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<RecentTrouble>> {
-        self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

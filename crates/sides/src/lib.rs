@@ -22,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod accept;
 pub mod apt;
 pub mod cargo;
 mod config;

@@ -6,8 +6,9 @@
 //! (every anonymous pull of it would ask again). Time is passed in, so the
 //! rules are tested without a clock.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pkgproxy_cache::PassedAnswer;
@@ -24,7 +25,7 @@ pub struct RememberedAnswers {
 impl RememberedAnswers {
     /// Remembers `answer` for `key` for `ttl` from `now`.
     pub fn remember(&self, key: &str, answer: Arc<PassedAnswer>, ttl: Duration, now: Instant) {
-        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut answers = self.answers.lock();
         if answers.len() >= CAPACITY {
             answers.retain(|_, (_, until)| *until > now);
         }
@@ -40,7 +41,7 @@ impl RememberedAnswers {
     /// The answer remembered for `key`, unless it expired by `now`
     /// (`frozen`: time stands still, offline).
     pub fn get(&self, key: &str, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
-        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut answers = self.answers.lock();
         let (answer, until) = answers.get(key)?;
         if frozen || *until > now {
             return Some(Arc::clone(answer));

@@ -25,12 +25,13 @@
 
 mod message;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -161,8 +162,8 @@ struct Shared {
 
 impl Shared {
     fn behaviour_for(&self, path: &str) -> Behaviour {
-        let per_path = self.path_behaviours.lock().unwrap().get(path).cloned();
-        per_path.unwrap_or_else(|| self.behaviour.lock().unwrap().clone())
+        let per_path = self.path_behaviours.lock().get(path).cloned();
+        per_path.unwrap_or_else(|| self.behaviour.lock().clone())
     }
 }
 
@@ -230,24 +231,24 @@ impl ChaosUpstream {
     /// when matching), replacing any earlier body there. Its `ETag` comes from
     /// the content and its `Last-Modified` is now, both fixed from here on.
     pub fn put(&self, path: &str, body: impl Into<Bytes>) {
-        self.shared.entries.lock().unwrap().insert(path.to_owned(), Entry::new(body.into()));
+        self.shared.entries.lock().insert(path.to_owned(), Entry::new(body.into()));
     }
 
     /// Sets the behaviour for every path without one of its own, from the
     /// next request head on (a response already under way is not changed).
     pub fn set_behaviour(&self, behaviour: Behaviour) {
-        *self.shared.behaviour.lock().unwrap() = behaviour;
+        *self.shared.behaviour.lock() = behaviour;
     }
 
     /// Sets the behaviour for requests to exactly `path` (query ignored),
     /// overriding [`ChaosUpstream::set_behaviour`] there.
     pub fn set_path_behaviour(&self, path: &str, behaviour: Behaviour) {
-        self.shared.path_behaviours.lock().unwrap().insert(path.to_owned(), behaviour);
+        self.shared.path_behaviours.lock().insert(path.to_owned(), behaviour);
     }
 
     /// Removes the behaviour of `path`, which then follows the global one.
     pub fn clear_path_behaviour(&self, path: &str) {
-        self.shared.path_behaviours.lock().unwrap().remove(path);
+        self.shared.path_behaviours.lock().remove(path);
     }
 
     /// Request heads received (whether answered or not).
@@ -257,7 +258,7 @@ impl ChaosUpstream {
 
     /// Request heads received for exactly `path` (query ignored).
     pub fn requests_for(&self, path: &str) -> u64 {
-        self.shared.per_path.lock().unwrap().get(path).copied().unwrap_or(0)
+        self.shared.per_path.lock().get(path).copied().unwrap_or(0)
     }
 
     /// Connections accepted.
@@ -280,7 +281,7 @@ impl ChaosUpstream {
     pub fn reset_counters(&self) {
         self.shared.requests.store(0, Ordering::SeqCst);
         self.shared.accepted.store(0, Ordering::SeqCst);
-        self.shared.per_path.lock().unwrap().clear();
+        self.shared.per_path.lock().clear();
     }
 }
 
@@ -385,16 +386,16 @@ where
     let mut reused = false;
     while let Some(req) = read_head(stream, &mut buf).await {
         shared.requests.fetch_add(1, Ordering::SeqCst);
-        *shared.per_path.lock().unwrap().entry(req.path.clone()).or_default() += 1;
+        *shared.per_path.lock().entry(req.path.clone()).or_default() += 1;
         let behaviour = shared.behaviour_for(&req.path);
         if reused && behaviour == Behaviour::DropReusedConnections {
             return Ending::Close;
         }
         let reply = match &behaviour {
             Behaviour::Status { code, retry_after } => Reply::status(*code, retry_after.as_deref()),
-            _ => message::respond(&shared.entries.lock().unwrap(), &req),
+            _ => message::respond(&shared.entries.lock(), &req),
         };
-        let reply = lie_in_the_head(&behaviour, reply, &shared.entries.lock().unwrap(), &req);
+        let reply = lie_in_the_head(&behaviour, reply, &shared.entries.lock(), &req);
         let head = reply.head(req.keep_alive);
         let body = if req.method == "HEAD" { Bytes::new() } else { reply.body };
         match deliver(stream, behaviour, &head, body).await {

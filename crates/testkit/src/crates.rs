@@ -9,12 +9,13 @@
 //! `Retry-After`, `503`), a stall, wrong bytes, a cut body, and an index
 //! behind the truth (a lagging mirror).
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
@@ -152,8 +153,8 @@ impl FakeCrates {
         let url = format!("http://{}", index.local_addr().expect("address"));
         let cdn_url = format!("http://{}", cdn.local_addr().expect("address"));
         let shared = Arc::new(Shared::default());
-        *shared.dl.lock().unwrap() = Some(Dl::Template);
-        *shared.cdn.lock().unwrap() = cdn_url.clone();
+        *shared.dl.lock() = Some(Dl::Template);
+        *shared.cdn.lock() = cdn_url.clone();
         let fake = FakeCrates {
             url,
             cdn: cdn_url,
@@ -191,12 +192,12 @@ impl FakeCrates {
 
     /// Adds `version` to the registry (a crate published now).
     pub fn publish(&self, version: CrateVersion) {
-        self.shared.crates.lock().unwrap().entry(version.name.clone()).or_default().push(version);
+        self.shared.crates.lock().entry(version.name.clone()).or_default().push(version);
     }
 
     /// Marks `name` `version` yanked.
     pub fn yank(&self, name: &str, version: &str) {
-        let mut crates = self.shared.crates.lock().unwrap();
+        let mut crates = self.shared.crates.lock();
         let versions = crates.get_mut(name).into_iter().flatten();
         versions.filter(|held| held.version == version).for_each(|held| held.yanked = true);
     }
@@ -204,7 +205,7 @@ impl FakeCrates {
     /// From now on index files list only their first `versions` versions
     /// (a lagging mirror), or all again with `None`.
     pub fn set_lagging(&self, versions: Option<usize>) {
-        *self.shared.lagging.lock().unwrap() = versions;
+        *self.shared.lagging.lock() = versions;
     }
 
     /// From now on every request is answered `status` (`0`: normally); a
@@ -232,24 +233,24 @@ impl FakeCrates {
     /// `config.json` says `auth-required`; `None`: anyone's.
     pub fn require_auth(&self, authorization: Option<&str>) {
         self.shared.announced.store(true, Ordering::SeqCst);
-        *self.shared.auth.lock().unwrap() = authorization.map(str::to_owned);
+        *self.shared.auth.lock() = authorization.map(str::to_owned);
     }
 
     /// From now on every request but `config.json`'s needs
     /// `Authorization: authorization`, and `config.json` does not say so.
     pub fn require_auth_unannounced(&self, authorization: &str) {
         self.shared.announced.store(false, Ordering::SeqCst);
-        *self.shared.auth.lock().unwrap() = Some(authorization.to_owned());
+        *self.shared.auth.lock() = Some(authorization.to_owned());
     }
 
     /// How `config.json` names where crates are.
     pub fn set_dl(&self, dl: Dl) {
-        *self.shared.dl.lock().unwrap() = Some(dl);
+        *self.shared.dl.lock() = Some(dl);
     }
 
     /// Every request so far, the CDN's included.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// How many requests so far had a path containing `needle`.
@@ -274,7 +275,7 @@ impl FakeCrates {
 
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 }
 
@@ -288,7 +289,7 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: bool) -> An
     let shared: &Shared = &owned;
     // The request in hand, not the log's last: requests arrive at once.
     let recorded = RecordedRequest::of_parts(&request.into_parts().0);
-    shared.requests.lock().unwrap().push(recorded.clone());
+    shared.requests.lock().push(recorded.clone());
     if shared.stalled.load(Ordering::SeqCst) {
         std::future::pending::<()>().await;
     }
@@ -301,7 +302,7 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: bool) -> An
     }
     let announced = shared.announced.load(Ordering::SeqCst);
     let open = !cdn && !announced && recorded.path == "/config.json";
-    if let Some(wanted) = shared.auth.lock().unwrap().clone().filter(|_| !open) {
+    if let Some(wanted) = shared.auth.lock().clone().filter(|_| !open) {
         if recorded.header("authorization") != Some(wanted.as_str()) {
             return reply(
                 StatusCode::UNAUTHORIZED,
@@ -319,26 +320,26 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: bool) -> An
 fn index_file(shared: &Shared, request: &RecordedRequest) -> Answer {
     let path = request.path.split_once('?').map_or(request.path.as_str(), |(path, _)| path);
     if path == "/config.json" {
-        let cdn = shared.cdn.lock().unwrap().clone();
-        let dl = match *shared.dl.lock().unwrap() {
+        let cdn = shared.cdn.lock().clone();
+        let dl = match *shared.dl.lock() {
             Some(Dl::Plain) => format!("{cdn}/api/v1/crates"),
             _ => format!("{cdn}/files/{{crate}}/{{crate}}-{{version}}.crate"),
         };
         let mut config = json!({"dl": dl, "api": "https://registry.invalid"});
-        if shared.auth.lock().unwrap().is_some() && shared.announced.load(Ordering::SeqCst) {
+        if shared.auth.lock().is_some() && shared.announced.load(Ordering::SeqCst) {
             config["auth-required"] = json!(true);
         }
         return reply(StatusCode::OK, &[("content-type", "application/json".into())], config.to_string());
     }
     let name = path.rsplit('/').next().unwrap_or_default();
-    let crates = shared.crates.lock().unwrap();
+    let crates = shared.crates.lock();
     let Some(versions) = crates.iter().find(|(held, _)| held.to_ascii_lowercase() == name).map(|(_, v)| v) else {
         return reply(StatusCode::NOT_FOUND, &[], "not found\n");
     };
     if path.trim_start_matches('/') != index_path(name) {
         return reply(StatusCode::NOT_FOUND, &[], "not found\n");
     }
-    let listed = shared.lagging.lock().unwrap().unwrap_or(versions.len()).min(versions.len());
+    let listed = shared.lagging.lock().unwrap_or(versions.len()).min(versions.len());
     let body: String = versions[..listed].iter().map(|version| version.index_line() + "\n").collect();
     let etag = format!("\"{}\"", &hex::encode(Sha256::digest(body.as_bytes()))[..16]);
     if request.header("if-none-match") == Some(etag.as_str()) {
@@ -349,7 +350,7 @@ fn index_file(shared: &Shared, request: &RecordedRequest) -> Answer {
 
 fn crate_file(shared: &Shared, path: &str) -> Answer {
     let found = {
-        let crates = shared.crates.lock().unwrap();
+        let crates = shared.crates.lock();
         let all = crates.values().flatten();
         let wanted = |version: &&CrateVersion| {
             path == format!("/files/{0}/{0}-{1}.crate", version.name, version.version)

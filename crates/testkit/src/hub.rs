@@ -19,10 +19,11 @@
 //! Images are built by hand: a gzipped tar layer, a config, an OCI
 //! manifest, and an index naming it for linux/amd64.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -211,13 +212,13 @@ impl FakeHub {
     /// Publishes `image` in `repository` under `tag` (its manifest) and
     /// `tag-multi` (its index). Moving a tag is publishing another image.
     pub fn publish(&self, repository: &str, tag: &str, image: &Image) {
-        let mut content = self.shared.content.lock().unwrap();
-        let mut holds = self.shared.holds.lock().unwrap();
+        let mut content = self.shared.content.lock();
+        let mut holds = self.shared.holds.lock();
         for part in [&image.layer, &image.config, &image.manifest, &image.index] {
             content.insert(part.digest.clone(), part.clone());
             holds.entry(repository.to_string()).or_default().push(part.digest.clone());
         }
-        let mut tags = self.shared.tags.lock().unwrap();
+        let mut tags = self.shared.tags.lock();
         tags.insert((repository.into(), tag.into()), image.manifest.digest.clone());
         tags.insert((repository.into(), format!("{tag}-multi")), image.index.digest.clone());
     }
@@ -225,17 +226,17 @@ impl FakeHub {
     /// Makes `repository` private: only `user:password` (and others made
     /// so before) gets a token that pulls from it, one of its own.
     pub fn make_private(&self, repository: &str, credentials: &str) {
-        self.shared.private.lock().unwrap().entry(repository.into()).or_default().push(credentials.into());
+        self.shared.private.lock().entry(repository.into()).or_default().push(credentials.into());
     }
 
     /// Every request so far, the CDN's included.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 
     /// From now on manifest answers say `remaining` pulls are left.
@@ -248,12 +249,12 @@ impl FakeHub {
     /// retry_after` (seconds), as Docker Hub's pull limit does; a `HEAD`
     /// costs nothing and always answers.
     pub fn limit_pulls(&self, pulls: u64, retry_after: u64) {
-        *self.shared.pull_limit.lock().unwrap() = Some(PullLimit { left: pulls, retry_after });
+        *self.shared.pull_limit.lock() = Some(PullLimit { left: pulls, retry_after });
     }
 
     /// From now on manifest `GET`s are not limited.
     pub fn lift_pull_limit(&self) {
-        *self.shared.pull_limit.lock().unwrap() = None;
+        *self.shared.pull_limit.lock() = None;
     }
 
     /// From now on every manifest answer is held back `delay` (a slow
@@ -275,13 +276,13 @@ impl FakeHub {
     /// From now on blobs are redirected to `location` as it is (a hostile
     /// or broken registry), or to the CDN again with `None`.
     pub fn set_blob_location(&self, location: Option<&str>) {
-        *self.shared.blob_location.lock().unwrap() = location.map(str::to_string);
+        *self.shared.blob_location.lock() = location.map(str::to_string);
     }
 
     /// From now on challenges name `realm` as where tokens are given (a
     /// hostile or broken registry), or the hub's own again with `None`.
     pub fn set_realm(&self, realm: Option<&str>) {
-        *self.shared.realm.lock().unwrap() = realm.map(str::to_string);
+        *self.shared.realm.lock() = realm.map(str::to_string);
     }
 
     /// From now on every request is answered `status` (`0`: normally); a
@@ -317,7 +318,7 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>) -> Answer {
     let shared: &Shared = &owned;
     let (parts, body) = request.into_parts();
     let _ = body.collect().await;
-    shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
+    shared.requests.lock().push(RecordedRequest::of_parts(&parts));
     if shared.stalled.load(Ordering::SeqCst) {
         std::future::pending::<()>().await;
     }
@@ -351,18 +352,17 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>) -> Answer {
     }
     let digest = match reference.starts_with("sha256:") {
         true => Some(reference.to_string()),
-        false => shared.tags.lock().unwrap().get(&(repository.to_string(), reference.to_string())).cloned(),
+        false => shared.tags.lock().get(&(repository.to_string(), reference.to_string())).cloned(),
     };
-    let held = |digest: &String| shared.holds.lock().unwrap().get(repository).is_some_and(|held| held.contains(digest));
-    let Some(content) = digest.filter(held).and_then(|digest| shared.content.lock().unwrap().get(&digest).cloned())
-    else {
+    let held = |digest: &String| shared.holds.lock().get(repository).is_some_and(|held| held.contains(digest));
+    let Some(content) = digest.filter(held).and_then(|digest| shared.content.lock().get(&digest).cloned()) else {
         return error(StatusCode::NOT_FOUND, if kind == "blobs" { "BLOB_UNKNOWN" } else { "MANIFEST_UNKNOWN" });
     };
     match kind {
         "blobs" => {
             let cdn =
                 format!("http://{}/cdn/{}?signature=expiring", shared.cdn_addr, &content.digest["sha256:".len()..]);
-            let location = shared.blob_location.lock().unwrap().clone().unwrap_or(cdn);
+            let location = shared.blob_location.lock().clone().unwrap_or(cdn);
             reply(StatusCode::TEMPORARY_REDIRECT, &[("location", location)], "")
         }
         _ => {
@@ -383,7 +383,7 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>) -> Answer {
 /// Counts a manifest `GET` against the pull limit: `Some(retry_after)`
 /// when it is past it.
 fn pull_refused(shared: &Shared) -> Option<u64> {
-    let mut limit = shared.pull_limit.lock().unwrap();
+    let mut limit = shared.pull_limit.lock();
     let limit = limit.as_mut()?;
     match limit.left {
         0 => Some(limit.retry_after),
@@ -399,7 +399,7 @@ fn pull_refused(shared: &Shared) -> Option<u64> {
 fn authorised(shared: &Shared, repository: &str, headers: &HeaderMap) -> bool {
     let Some(token) = headers.get("authorization").and_then(|v| v.to_str().ok()) else { return false };
     let Some(token) = token.strip_prefix("Bearer ") else { return false };
-    match shared.private.lock().unwrap().get(repository) {
+    match shared.private.lock().get(repository) {
         None => token == format!("token-for-{repository}"),
         Some(readers) => readers.iter().any(|credentials| {
             let user = credentials.split(':').next().unwrap_or("");
@@ -422,9 +422,9 @@ fn manifest(content: &Content, remaining: u64) -> Answer {
 /// What was asked so far, for a benchmark run outside a test: requests,
 /// CDN fetches and the blob bytes the CDN sent.
 fn counts(shared: &Shared) -> Answer {
-    let requests = shared.requests.lock().unwrap();
+    let requests = shared.requests.lock();
     let cdn: Vec<&RecordedRequest> = requests.iter().filter(|r| r.path.starts_with("/cdn/")).collect();
-    let content = shared.content.lock().unwrap();
+    let content = shared.content.lock();
     let bytes: usize = cdn
         .iter()
         .filter_map(|r| r.path.trim_start_matches("/cdn/").split('?').next())
@@ -441,7 +441,7 @@ fn counts(shared: &Shared) -> Answer {
 fn challenge(shared: &Shared, headers: &HeaderMap, repository: Option<&str>) -> Answer {
     let host = headers.get(http::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string);
     let host = host.unwrap_or_else(|| shared.addr.to_string());
-    let realm = shared.realm.lock().unwrap().clone().unwrap_or_else(|| format!("http://{host}/token"));
+    let realm = shared.realm.lock().clone().unwrap_or_else(|| format!("http://{host}/token"));
     let mut value = format!("Bearer realm=\"{realm}\",service=\"fakehub\"");
     if let Some(repository) = repository {
         value.push_str(&format!(",scope=\"repository:{repository}:pull\""));
@@ -462,7 +462,7 @@ fn token(shared: &Shared, query: &str, headers: &HeaderMap) -> Answer {
         return error(StatusCode::BAD_REQUEST, "UNSUPPORTED");
     };
     let given = headers.get("authorization").and_then(|v| v.to_str().ok());
-    let token = match shared.private.lock().unwrap().get(repository) {
+    let token = match shared.private.lock().get(repository) {
         None => Some(format!("token-for-{repository}")),
         Some(readers) => readers.iter().find_map(|credentials| {
             use base64::Engine;
@@ -479,7 +479,7 @@ fn token(shared: &Shared, query: &str, headers: &HeaderMap) -> Answer {
 }
 
 fn cdn(shared: &Shared, hex: &str, headers: &HeaderMap) -> Answer {
-    let Some(content) = shared.content.lock().unwrap().get(&format!("sha256:{hex}")).cloned() else {
+    let Some(content) = shared.content.lock().get(&format!("sha256:{hex}")).cloned() else {
         return error(StatusCode::NOT_FOUND, "BLOB_UNKNOWN");
     };
     let mut bytes = content.bytes;

@@ -160,7 +160,7 @@ impl FakeNpm {
     /// this version).
     pub fn publish(&self, package: NpmPackage) {
         let minute = self.shared.clock.fetch_add(1, Ordering::SeqCst);
-        let mut packages = self.shared.packages.lock().unwrap();
+        let mut packages = self.shared.packages.lock();
         packages.entry(package.name.clone()).or_default().push(Held { package, minute });
     }
 
@@ -173,7 +173,7 @@ impl FakeNpm {
     /// From now on requests for `class` paths are answered `status` (`0`:
     /// normally).
     pub fn force_status_on(&self, class: PathClass, status: u16) {
-        let mut forced = self.shared.forced.lock().unwrap();
+        let mut forced = self.shared.forced.lock();
         match status {
             0 => forced.remove(&class),
             _ => forced.insert(class, status),
@@ -187,7 +187,7 @@ impl FakeNpm {
 
     /// From now on requests for `class` paths are taken and never answered.
     pub fn set_stalled_on(&self, class: PathClass, stalled: bool) {
-        let mut classes = self.shared.stalled.lock().unwrap();
+        let mut classes = self.shared.stalled.lock();
         classes.retain(|held| *held != class);
         if stalled {
             classes.push(class);
@@ -216,13 +216,13 @@ impl FakeNpm {
 
     /// From now on `dist.tarball` names `host`.
     pub fn set_tarball_host(&self, host: TarballHost) {
-        *self.shared.tarball_host.lock().unwrap() = host;
+        *self.shared.tarball_host.lock() = host;
     }
 
     /// From now on every request, on both ports, needs `Authorization:
     /// Bearer TOKEN` (else `401`, `{"error":…}`); `None`: anyone's.
     pub fn require_token(&self, token: Option<&str>) {
-        *self.shared.authorization.lock().unwrap() = token.map(|token| format!("Bearer {token}"));
+        *self.shared.authorization.lock() = token.map(|token| format!("Bearer {token}"));
     }
 
     /// From now on every request, on both ports, needs `Authorization:
@@ -230,7 +230,7 @@ impl FakeNpm {
     pub fn require_basic(&self, user: &str, password: &str) {
         use base64::Engine;
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        *self.shared.authorization.lock().unwrap() = Some(format!("Basic {basic}"));
+        *self.shared.authorization.lock() = Some(format!("Basic {basic}"));
     }
 
     /// From now on the package `name` (its document, versions and
@@ -240,12 +240,12 @@ impl FakeNpm {
     /// serves its tarballs to anyone.
     pub fn restrict(&self, name: &str, tokens: &[&str]) {
         let readers = tokens.iter().map(|token| token.to_string()).collect();
-        self.shared.restricted.lock().unwrap().insert(name.to_owned(), readers);
+        self.shared.restricted.lock().insert(name.to_owned(), readers);
     }
 
     /// Every request so far, the CDN's included.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// The requests so far for `class` paths.
@@ -261,7 +261,7 @@ impl FakeNpm {
 
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 }
 

@@ -13,13 +13,14 @@
 //! anything but loopback. It is test support, so it answers errors with bare
 //! status codes and never logs.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -103,11 +104,11 @@ struct Shared {
 
 impl Shared {
     fn rate_limit(&self) -> Option<u64> {
-        *self.rate_limit.lock().unwrap()
+        *self.rate_limit.lock()
     }
 
     fn status_override(&self, path: &str) -> Option<u16> {
-        self.status_overrides.lock().unwrap().get(path).copied()
+        self.status_overrides.lock().get(path).copied()
     }
 }
 
@@ -183,18 +184,18 @@ impl Origin {
 
     /// Every request received so far (since the last [`Origin::clear_requests`]).
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// The requests whose path contains `needle`.
     pub fn requests_matching(&self, needle: &str) -> Vec<RecordedRequest> {
-        let requests = self.shared.requests.lock().unwrap();
+        let requests = self.shared.requests.lock();
         requests.iter().filter(|r| r.path.contains(needle)).cloned().collect()
     }
 
     /// How many requests satisfy `pred`.
     pub fn count(&self, pred: impl Fn(&RecordedRequest) -> bool) -> usize {
-        self.shared.requests.lock().unwrap().iter().filter(|r| pred(r)).count()
+        self.shared.requests.lock().iter().filter(|r| pred(r)).count()
     }
 
     /// How many requests had a path containing `needle`.
@@ -204,7 +205,7 @@ impl Origin {
 
     /// Forgets the recorded requests (the connection count is kept).
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 
     /// How many TCP connections were accepted since start.
@@ -217,12 +218,12 @@ impl Origin {
     /// Takes effect from the next chunk of bodies already being sent. This is
     /// real-time pacing, meant to make downloads take a visible time.
     pub fn set_rate_limit(&self, bytes_per_second: Option<u64>) {
-        *self.shared.rate_limit.lock().unwrap() = bytes_per_second.map(|r| r.max(1));
+        *self.shared.rate_limit.lock() = bytes_per_second.map(|r| r.max(1));
     }
 
     /// Adds `Retry-After: value` to every forced answer (`None`: none).
     pub fn set_retry_after(&self, value: Option<&str>) {
-        *self.shared.retry_after.lock().unwrap() = value.map(str::to_owned);
+        *self.shared.retry_after.lock() = value.map(str::to_owned);
     }
 
     /// From now on text files (any but archives, packages and images:
@@ -238,7 +239,7 @@ impl Origin {
     /// `http://elsewhere/files/`), as a module proxy sends its clients to
     /// its storage; `None` stops it.
     pub fn set_redirect(&self, prefixes: Option<(&str, &str)>) {
-        *self.shared.redirect.lock().unwrap() = prefixes.map(|(from, to)| (from.to_owned(), to.to_owned()));
+        *self.shared.redirect.lock() = prefixes.map(|(from, to)| (from.to_owned(), to.to_owned()));
     }
 
     /// Answers requests for exactly `path` (e.g. `/debian/dists/testing/InRelease`,
@@ -246,7 +247,7 @@ impl Origin {
     /// `None` removes the override. Forced answers carry the `Retry-After` set with
     /// [`Origin::set_retry_after`].
     pub fn set_status_override(&self, path: &str, status: Option<u16>) {
-        let mut overrides = self.shared.status_overrides.lock().unwrap();
+        let mut overrides = self.shared.status_overrides.lock();
         match status {
             Some(code) => overrides.insert(path.to_owned(), code),
             None => overrides.remove(path),
@@ -301,17 +302,17 @@ where
 }
 
 async fn respond(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
-    shared.requests.lock().unwrap().push(RecordedRequest::of(&req));
+    shared.requests.lock().push(RecordedRequest::of(&req));
     let path = req.uri().path();
     if let Some(code) = shared.status_override(path) {
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = bare(status);
-        if let Some(value) = shared.retry_after.lock().unwrap().as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+        if let Some(value) = shared.retry_after.lock().as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         return response;
     }
-    let redirected = shared.redirect.lock().unwrap().as_ref().and_then(|(from, to)| {
+    let redirected = shared.redirect.lock().as_ref().and_then(|(from, to)| {
         let rest = req.uri().path_and_query()?.as_str().strip_prefix(from.as_str())?;
         Some(format!("{to}{rest}"))
     });

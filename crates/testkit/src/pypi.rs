@@ -13,10 +13,11 @@
 //! fewer files, an older serial). A project may have a long history of
 //! releases whose files are gone, for pages of tens of megabytes.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine;
 use blake2::digest::consts::U32;
@@ -229,7 +230,7 @@ impl FakePypi {
         let url = format!("http://{}", index.local_addr().expect("address"));
         let files_url = format!("http://{}", host.local_addr().expect("address"));
         let shared = Arc::new(Shared::default());
-        *shared.files_url.lock().unwrap() = files_url.clone();
+        *shared.files_url.lock() = files_url.clone();
         let fake = FakePypi {
             url,
             files_url,
@@ -261,7 +262,7 @@ impl FakePypi {
 
     /// Adds `file` (a release published now).
     pub fn publish(&self, file: Distribution) {
-        self.shared.projects.lock().unwrap().entry(normalize(&file.project)).or_default().push(file);
+        self.shared.projects.lock().entry(normalize(&file.project)).or_default().push(file);
     }
 
     /// Lists `releases` older releases of `project` (`0.0.N`, a wheel
@@ -276,12 +277,12 @@ impl FakePypi {
             let bytes = Bytes::from(format!("gone: {filename}"));
             Distribution::of(project, &version, filename, bytes, None)
         });
-        self.shared.history.lock().unwrap().entry(normalize(project)).or_default().extend(old);
+        self.shared.history.lock().entry(normalize(project)).or_default().extend(old);
     }
 
     /// Marks the file `filename` yanked for `reason`.
     pub fn yank(&self, filename: &str, reason: &str) {
-        let mut projects = self.shared.projects.lock().unwrap();
+        let mut projects = self.shared.projects.lock();
         for file in projects.values_mut().flatten().filter(|file| file.filename == filename) {
             file.yanked = Some(reason.to_owned());
         }
@@ -290,7 +291,7 @@ impl FakePypi {
     /// From now on pages list only their first `files` files, with the
     /// serial they had then (a lagging CDN), or all again with `None`.
     pub fn set_lagging(&self, files: Option<usize>) {
-        *self.shared.lagging.lock().unwrap() = files;
+        *self.shared.lagging.lock() = files;
     }
 
     /// From now on pages are HTML whatever is asked (an older mirror).
@@ -321,7 +322,7 @@ impl FakePypi {
 
     /// Every request so far, the file host's included.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// How many requests so far had a path containing `needle`.
@@ -331,7 +332,7 @@ impl FakePypi {
 
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 }
 
@@ -344,7 +345,7 @@ impl Drop for FakePypi {
 async fn answer(owned: Arc<Shared>, request: Request<Incoming>, file_host: bool) -> Answer {
     let shared: &Shared = &owned;
     let recorded = RecordedRequest::of_parts(&request.into_parts().0);
-    shared.requests.lock().unwrap().push(recorded.clone());
+    shared.requests.lock().push(recorded.clone());
     if shared.stalled.load(Ordering::SeqCst) {
         std::future::pending::<()>().await;
     }
@@ -368,7 +369,7 @@ fn page(shared: &Shared, request: &RecordedRequest) -> Answer {
     let path = request.path.split('?').next().unwrap_or_default();
     let Some(name) = path.strip_prefix("/simple/") else { return reply(StatusCode::NOT_FOUND, &[], "") };
     if name.is_empty() {
-        let projects = shared.projects.lock().unwrap();
+        let projects = shared.projects.lock();
         let links: String = projects.keys().map(|name| format!("<a href=\"/simple/{name}/\">{name}</a>\n")).collect();
         return reply(
             StatusCode::OK,
@@ -381,14 +382,14 @@ fn page(shared: &Shared, request: &RecordedRequest) -> Answer {
         return reply(StatusCode::MOVED_PERMANENTLY, &[("location", format!("/simple/{}/", normalize(name)))], "");
     }
     let files = {
-        let projects = shared.projects.lock().unwrap();
+        let projects = shared.projects.lock();
         let Some(files) = projects.get(name) else { return reply(StatusCode::NOT_FOUND, &[], "no such project\n") };
-        let history = shared.history.lock().unwrap();
+        let history = shared.history.lock();
         history.get(name).into_iter().flatten().chain(files).cloned().collect::<Vec<_>>()
     };
-    let listed = shared.lagging.lock().unwrap().unwrap_or(files.len()).min(files.len());
+    let listed = shared.lagging.lock().unwrap_or(files.len()).min(files.len());
     let (files, serial) = (&files[..listed], listed);
-    let files_url = shared.files_url.lock().unwrap().clone();
+    let files_url = shared.files_url.lock().clone();
     let accept = request.header("accept").unwrap_or_default();
     let json = accept.contains(SIMPLE_JSON) && !shared.html_only.load(Ordering::SeqCst);
     let (content_type, body) = match json {
@@ -464,7 +465,7 @@ fn html_page(name: &str, files: &[Distribution], serial: usize, files_url: &str)
 /// A file, or its core metadata, from the file host.
 fn file(shared: &Shared, path: &str) -> Answer {
     let found = {
-        let projects = shared.projects.lock().unwrap();
+        let projects = shared.projects.lock();
         let all = projects.values().flatten();
         all.into_iter().find_map(|file| {
             let own = format!("/{}", file.path());

@@ -6,8 +6,9 @@
 // daemon's own traffic.
 #![allow(clippy::disallowed_methods)]
 
+use parking_lot::Mutex;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -29,7 +30,7 @@ impl Relay {
         let (to, kept) = (Arc::clone(&target), Arc::clone(&sent));
         let accepting = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let Some(target) = to.lock().unwrap().clone() else { continue };
+                let Some(target) = to.lock().clone() else { continue };
                 tokio::spawn(relay(client, target, Arc::clone(&kept)));
             }
         });
@@ -38,7 +39,7 @@ impl Relay {
 
     /// Where connections go from now on (`HOST:PORT`).
     pub fn forward_to(&self, target: &str) {
-        *self.target.lock().unwrap() = Some(target.to_owned());
+        *self.target.lock() = Some(target.to_owned());
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -48,7 +49,7 @@ impl Relay {
 
     /// Everything the relay's clients sent so far.
     pub fn sent(&self) -> Vec<u8> {
-        self.sent.lock().unwrap().clone()
+        self.sent.lock().clone()
     }
 }
 
@@ -69,7 +70,7 @@ async fn relay(client: TcpStream, target: String, kept: Arc<Mutex<Vec<u8>>>) {
             if read == 0 || server_write.write_all(&buffer[..read]).await.is_err() {
                 break;
             }
-            kept.lock().unwrap().extend_from_slice(&buffer[..read]);
+            kept.lock().extend_from_slice(&buffer[..read]);
         }
         let _ = server_write.shutdown().await;
     };

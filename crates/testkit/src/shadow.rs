@@ -4,10 +4,11 @@
 //! chosen status or never (a black hole that holds each request until the
 //! sender gives up), and counts the requests it holds at one time.
 
+use parking_lot::Mutex;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -137,12 +138,12 @@ impl ShadowRecorder {
 
     /// The requests so far.
     pub fn hits(&self) -> Vec<ShadowHit> {
-        self.shared.hits.lock().unwrap().clone()
+        self.shared.hits.lock().clone()
     }
 
     /// How many requests so far.
     pub fn count(&self) -> usize {
-        self.shared.hits.lock().unwrap().len()
+        self.shared.hits.lock().len()
     }
 
     /// Requests held (received, not answered) now.
@@ -182,7 +183,7 @@ async fn answer(
         .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
     let hit = ShadowHit { method: parts.method.to_string(), target: parts.uri.to_string(), headers, body };
-    shared.hits.lock().unwrap().push(hit);
+    shared.hits.lock().push(hit);
     match shared.mode {
         ShadowMode::Answer(status) => {
             drop(held);

@@ -13,11 +13,12 @@
 //! No `md5` on items: LXD parses it but never checks it, and the workspace
 //! has no md5 crate. It must not listen on anything but loopback.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -148,20 +149,20 @@ impl FakeSimplestreams {
             Item { ftype: "squashfs", path: format!("{dir}.squashfs"), bytes: image.squashfs.clone() },
             Item { ftype: "disk-kvm.img", path: format!("{dir}.img"), bytes: image.disk.clone() },
         ];
-        self.shared.versions.lock().unwrap().insert(serial.to_string(), items);
+        self.shared.versions.lock().insert(serial.to_string(), items);
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Removes version `serial` from the products file and makes its files
     /// 404, as upstream does with old daily serials.
     pub fn delete(&self, serial: &str) {
-        self.shared.versions.lock().unwrap().remove(serial);
+        self.shared.versions.lock().remove(serial);
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The items of `serial`: path, sha256 and size.
     pub fn items(&self, serial: &str) -> Vec<(String, String, u64)> {
-        let versions = self.shared.versions.lock().unwrap();
+        let versions = self.shared.versions.lock();
         let items = versions.get(serial).cloned().unwrap_or_default();
         items.iter().map(|item| (item.path.clone(), sha256(&item.bytes), item.bytes.len() as u64)).collect()
     }
@@ -178,7 +179,7 @@ impl FakeSimplestreams {
     }
 
     fn combined(&self, serial: &str, root: &str) -> Option<String> {
-        let versions = self.shared.versions.lock().unwrap();
+        let versions = self.shared.versions.lock();
         combined_sha256(versions.get(serial)?, root)
     }
 
@@ -193,15 +194,11 @@ impl FakeSimplestreams {
     /// catches is a relay that fetches every item a products file names.
     pub fn add_escaping_item(&self) {
         let evil = Bytes::from_static(b"outside the remote");
-        let mut versions = self.shared.versions.lock().unwrap();
+        let mut versions = self.shared.versions.lock();
         if let Some((_, items)) = versions.iter_mut().next_back() {
             items.push(Item { ftype: "root.tar.xz", path: "../../escaped/evil.squashfs".into(), bytes: evil.clone() });
         }
-        self.shared.extra.lock().unwrap().push(Item {
-            ftype: "root.tar.xz",
-            path: "escaped/evil.squashfs".into(),
-            bytes: evil,
-        });
+        self.shared.extra.lock().push(Item { ftype: "root.tar.xz", path: "escaped/evil.squashfs".into(), bytes: evil });
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -245,12 +242,12 @@ impl FakeSimplestreams {
 
     /// Every request so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 
     /// The `GET`s of anything but the JSON so far: image files, the
@@ -286,13 +283,13 @@ async fn answer(owned: Arc<Shared>, request: Request<Incoming>) -> Response<Body
     let shared: &Shared = &owned;
     let (parts, body) = request.into_parts();
     let _ = body.collect().await;
-    shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
+    shared.requests.lock().push(RecordedRequest::of_parts(&parts));
     let forced = shared.status.load(Ordering::SeqCst);
     if forced != 0 {
         return reply(StatusCode::from_u16(forced).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &[], "forced");
     }
     let path = percent_encoding::percent_decode_str(parts.uri.path()).decode_utf8_lossy().into_owned();
-    if let Some(item) = shared.extra.lock().unwrap().iter().find(|item| path == format!("/{}", item.path)) {
+    if let Some(item) = shared.extra.lock().iter().find(|item| path == format!("/{}", item.path)) {
         return reply(StatusCode::OK, &[], item.bytes.clone());
     }
     let Some(below) = path.strip_prefix(ROOT).and_then(|path| path.strip_prefix('/')) else {
@@ -328,7 +325,6 @@ fn products(shared: &Shared) -> Value {
     let versions: serde_json::Map<String, Value> = shared
         .versions
         .lock()
-        .unwrap()
         .iter()
         .map(|(serial, items)| (serial.clone(), json!({"items": version_items(items)})))
         .collect();
@@ -393,7 +389,7 @@ async fn image_file(shared: &Shared, below: &str) -> Response<Body> {
         None => (below, false),
     };
     let item = {
-        let versions = shared.versions.lock().unwrap();
+        let versions = shared.versions.lock();
         versions.values().flatten().find(|item| item.path == path).cloned()
     };
     let Some(item) = item else { return reply(StatusCode::NOT_FOUND, &[], "") };

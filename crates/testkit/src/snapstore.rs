@@ -20,13 +20,14 @@
 //! `429` with `Retry-After`, say). Blobs are real squashfs images made with
 //! `mksquashfs`, holding a `meta/snap.yaml`.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine;
 use bytes::Bytes;
@@ -146,12 +147,12 @@ impl FakeStore {
 
     /// Every request so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.requests.lock().unwrap().clone()
+        self.shared.requests.lock().clone()
     }
 
     /// Forgets the requests so far.
     pub fn clear_requests(&self) {
-        self.shared.requests.lock().unwrap().clear();
+        self.shared.requests.lock().clear();
     }
 
     /// From now on the CDN serves other bytes than the digest it announced.
@@ -201,7 +202,7 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, blob_dir: Arc<std::pa
 
 fn blob(shared: &Shared, dir: &Path, name: &str, architecture: &str, store: &str) -> Blob {
     let key = (name.to_string(), architecture.to_string(), store.to_string());
-    if let Some(blob) = shared.blobs.lock().unwrap().get(&key) {
+    if let Some(blob) = shared.blobs.lock().get(&key) {
         return blob.clone();
     }
     let root = dir.join(format!("{name}-{architecture}-{store}"));
@@ -220,8 +221,8 @@ fn blob(shared: &Shared, dir: &Path, name: &str, architecture: &str, store: &str
     assert!(made.status.success(), "mksquashfs: {}", String::from_utf8_lossy(&made.stderr));
     let bytes = Bytes::from(std::fs::read(&image).expect("snap image"));
     let blob = Blob { sha3_384: hex::encode(Sha3_384::digest(&bytes)), bytes };
-    shared.blobs.lock().unwrap().insert(key, blob.clone());
-    shared.by_digest.lock().unwrap().insert(blob.sha3_384.clone(), blob.clone());
+    shared.blobs.lock().insert(key, blob.clone());
+    shared.by_digest.lock().insert(blob.sha3_384.clone(), blob.clone());
     blob
 }
 
@@ -230,7 +231,7 @@ type Answer = Response<Full<Bytes>>;
 async fn answer(shared: &Shared, dir: &Path, request: Request<Incoming>) -> Answer {
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    shared.requests.lock().unwrap().push(RecordedRequest::of_parts(&parts));
+    shared.requests.lock().push(RecordedRequest::of_parts(&parts));
     let forced = shared.forced.load(Ordering::SeqCst);
     if forced != 0 {
         let mut answer =
@@ -355,7 +356,7 @@ fn download_redirect(shared: &Shared, dir: &Path, device: &Device, file: &str) -
 }
 
 fn cdn(shared: &Shared, digest: &str, headers: &HeaderMap) -> Answer {
-    let Some(blob) = shared.by_digest.lock().unwrap().get(digest).cloned() else { return not_found() };
+    let Some(blob) = shared.by_digest.lock().get(digest).cloned() else { return not_found() };
     let mut bytes = blob.bytes.to_vec();
     if shared.lying.load(Ordering::SeqCst) {
         let last = bytes.len() - 1;
@@ -424,14 +425,9 @@ fn assertion(shared: &Shared, kind: &str, key: &[String]) -> Option<Vec<u8>> {
     match (kind, key) {
         ("snap-revision", [digest]) => {
             let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(digest).ok()?;
-            let blob = shared.by_digest.lock().unwrap().get(&hex::encode(bytes)).cloned()?;
+            let blob = shared.by_digest.lock().get(&hex::encode(bytes)).cloned()?;
             let snap = shared.snaps.iter().find(|snap| {
-                shared
-                    .blobs
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .any(|((name, ..), b)| *name == snap.name && b.sha3_384 == blob.sha3_384)
+                shared.blobs.lock().iter().any(|((name, ..), b)| *name == snap.name && b.sha3_384 == blob.sha3_384)
             })?;
             let mut headers = base(kind);
             headers.extend([

@@ -12,6 +12,11 @@
 //! `[cluster]` names. So the offline switch, the per-host breakers and the
 //! upstream pools live in exactly two places.
 
+// One call is unsafe by its nature: handing the route watch's netlink
+// socket to tokio's reactor (`offline::auto::watch`), allowed there with its
+// SAFETY comment; nothing else may be.
+#![deny(unsafe_code)]
+
 mod connect;
 mod counters;
 mod dialer;

@@ -19,10 +19,11 @@
 //! This module opens no socket and reads no clock: a connection is a
 //! [`tokio::io::duplex`] pair whose server half is queued to the listener.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use tokio::io::DuplexStream;
 use tokio::sync::mpsc;
@@ -146,7 +147,7 @@ impl MemoryNetwork {
     }
 
     fn listeners(&self) -> MutexGuard<'_, Listeners> {
-        self.listeners.lock().unwrap_or_else(|p| p.into_inner())
+        self.listeners.lock()
     }
 }
 

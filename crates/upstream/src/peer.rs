@@ -8,8 +8,9 @@
 //! The offline switch does not apply: a peer is no upstream, and a node
 //! offline on its own asks its peers precisely because it is.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -83,7 +84,7 @@ impl PeerClient {
     /// The client of the peer at `peer_url`, and the peer's base URL
     /// (`scheme://host:port`), made on first use.
     fn client_of(&self, peer_url: &str) -> Result<(String, PeerConnection), UpstreamError> {
-        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut peers = self.peers.lock();
         if let Some(found) = peers.get(peer_url) {
             return Ok(found.clone());
         }

@@ -2,8 +2,9 @@
 //! [`Connector`]. Every upstream request of every
 //! side goes through a [`Pool`] from [`Transport::pool`].
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::connect::Connector;
 use crate::counters::Counters;
@@ -32,7 +33,7 @@ impl Transport {
     /// list lives as long as the transport, keeping its instances' state.
     pub fn pool(&self, name: &str, urls: &[String]) -> Result<Arc<Pool>, UpstreamError> {
         let key = (name.to_string(), urls.to_vec());
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pools = self.pools.lock();
         if let Some(pool) = pools.get(&key) {
             return Ok(Arc::clone(pool));
         }
@@ -45,12 +46,12 @@ impl Transport {
     /// new ones make new pools over the instances configured now, whose
     /// health is learnt afresh, as after a restart.
     pub fn forget_pools(&self) {
-        self.pools.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.pools.lock().clear();
     }
 
     /// Every pool's state, by name.
     pub fn report(&self) -> Vec<PoolReport> {
-        let pools: Vec<Arc<Pool>> = self.pools.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let pools: Vec<Arc<Pool>> = self.pools.lock().values().cloned().collect();
         let mut reports: Vec<PoolReport> = pools.iter().map(|pool| pool.report()).collect();
         reports.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.instances.len().cmp(&b.instances.len())));
         reports

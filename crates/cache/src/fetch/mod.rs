@@ -22,11 +22,12 @@ mod leader;
 mod spill;
 mod verify;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::File;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -68,7 +69,7 @@ struct Once(Mutex<Option<StartFetch>>);
 
 impl Source for Once {
     fn start(&self) -> StartFetch {
-        let start = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let start = self.0.lock().take();
         start.unwrap_or_else(|| Box::pin(async { Err(FetchError::Abandoned) }))
     }
 }
@@ -342,7 +343,7 @@ impl Fetches {
     /// source `make` returns (called only then). The fetch runs on its own
     /// task.
     pub fn join(self: &Arc<Self>, spec: FetchSpec, make: impl FnOnce() -> Box<dyn Source>) -> Joined {
-        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inflight = self.inflight.lock();
         // A fetch passing its body through whose start is gone (the disk
         // was full and the body larger than the spill's window) cannot be
         // joined: this client gets a fetch of its own.
@@ -363,7 +364,7 @@ impl Fetches {
     /// The fetch of `key` in progress, if there is one (nothing is
     /// started).
     pub fn get(&self, key: &str) -> Option<Arc<Fetch>> {
-        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+        self.inflight.lock().get(key).cloned()
     }
 
     /// Waits until every body that is whole now is committed (or failed
@@ -373,7 +374,7 @@ impl Fetches {
             return;
         }
         let whole: Vec<Arc<Fetch>> = {
-            let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            let inflight = self.inflight.lock();
             inflight.values().filter(|fetch| fetch.is_whole()).cloned().collect()
         };
         for fetch in whole {
@@ -406,7 +407,7 @@ impl Fetches {
 
     /// How many fetches are in progress.
     pub fn in_progress(&self) -> usize {
-        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.inflight.lock().len()
     }
 }
 
@@ -419,7 +420,7 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut inflight = self.fetches.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inflight = self.fetches.inflight.lock();
         if inflight.get(&self.fetch.key).is_some_and(|f| Arc::ptr_eq(f, &self.fetch)) {
             inflight.remove(&self.fetch.key);
         }

@@ -9,9 +9,10 @@
 //! Each chunk is kept with the body offset it ends at, so a read finds its
 //! chunk by binary search.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,13 +49,9 @@ impl Spill {
         Spill { base, window: Mutex::new(Window { chunks: VecDeque::new(), end: base, start: base }) }
     }
 
-    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
-        self.window.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Holds `chunk`, the next bytes of the body.
     pub(super) fn push(&self, chunk: Bytes) {
-        let mut window = self.window();
+        let mut window = self.window.lock();
         window.end += chunk.len() as u64;
         let end = window.end;
         window.chunks.push_back((end, chunk));
@@ -62,19 +59,19 @@ impl Spill {
 
     /// Bytes received into the spill (held or dropped).
     pub(super) fn len(&self) -> u64 {
-        self.window().end - self.base
+        self.window.lock().end - self.base
     }
 
     /// Bytes held now.
     fn held(&self) -> u64 {
-        let window = self.window();
+        let window = self.window.lock();
         window.end - window.start
     }
 
     /// The bytes `from` (at or after `base`) on, at most `len`; `None`
     /// when they were dropped already.
     pub(super) fn read(&self, from: u64, len: u64) -> Option<Bytes> {
-        let window = self.window();
+        let window = self.window.lock();
         if from < window.start {
             return None;
         }
@@ -88,7 +85,7 @@ impl Spill {
     /// Drops chunks from the front while more than `keep` bytes are held
     /// and the chunk ends at or before `offset`.
     fn drop_until(&self, offset: u64, keep: u64) {
-        let mut window = self.window();
+        let mut window = self.window.lock();
         while let Some((end, _)) = window.chunks.front() {
             if *end > offset || window.end - window.start <= keep {
                 break;
@@ -101,7 +98,7 @@ impl Spill {
     /// Whether the start of the spill was dropped: a client joining now
     /// could not be given the whole body.
     pub(super) fn lost_its_start(&self) -> bool {
-        self.window().start > self.base
+        self.window.lock().start > self.base
     }
 }
 
@@ -124,7 +121,7 @@ impl Readers {
     /// A reader starting at `at`.
     pub(super) fn join(self: &Arc<Self>, at: u64) -> Cursor {
         let position = Arc::new(AtomicU64::new(at));
-        let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut positions = self.positions.lock();
         positions.retain(|held| held.strong_count() > 0);
         positions.push(Arc::downgrade(&position));
         Cursor { position, readers: Arc::clone(self) }
@@ -132,7 +129,7 @@ impl Readers {
 
     /// The position of the slowest reader still reading, if any.
     fn slowest(&self) -> Option<u64> {
-        let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut positions = self.positions.lock();
         positions.retain(|held| held.strong_count() > 0);
         positions.iter().filter_map(Weak::upgrade).map(|position| position.load(Ordering::Acquire)).min()
     }

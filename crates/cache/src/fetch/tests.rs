@@ -255,7 +255,7 @@ async fn a_range_of_a_download_in_progress_is_streamed() {
 /// records what it learnt.
 #[derive(Debug, Default)]
 struct Judge {
-    learnt: std::sync::Mutex<Vec<String>>,
+    learnt: parking_lot::Mutex<Vec<String>>,
 }
 
 impl Verifier for Judge {
@@ -280,7 +280,7 @@ impl Verifier for Judge {
     fn committed(&self, body: &mut BodyReader<'_>, _: &crate::BodyHashes) {
         let mut text = String::new();
         std::io::Read::read_to_string(body, &mut text).unwrap();
-        self.learnt.lock().unwrap().push(text);
+        self.learnt.lock().push(text);
     }
 }
 
@@ -303,7 +303,7 @@ async fn a_side_s_verifier_expects_checks_and_learns() {
         fetch.finished().await;
         assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
     }
-    let learnt = || async { Some(judge.learnt.lock().unwrap().clone()).filter(|learnt| !learnt.is_empty()) };
+    let learnt = || async { Some(judge.learnt.lock().clone()).filter(|learnt| !learnt.is_empty()) };
     assert_eq!(eventually("the committed body to be learnt", learnt).await, ["new!!"]);
 }
 

@@ -3,8 +3,8 @@
 //! meanwhile. Many downloads finishing at once then cost one commit (one
 //! `fsync` of the index) between them, not one each in a queue.
 
+use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Writes of `W`, each answered with an `R`.
 pub(super) struct Group<W, R> {
@@ -35,7 +35,7 @@ impl<W, R> Group<W, R> {
     /// returns their results in order); otherwise it waits for the commit
     /// that takes its write. Blocking.
     pub(super) fn submit(&self, work: W, commit: impl FnOnce(Vec<W>) -> Vec<R>) -> R {
-        let mut queue = self.lock();
+        let mut queue = self.queue.lock();
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
         queue.waiting.push((ticket, work));
@@ -52,18 +52,14 @@ impl<W, R> Group<W, R> {
                 let (tickets, batch): (Vec<u64>, Vec<W>) = std::mem::take(&mut queue.waiting).into_iter().unzip();
                 drop(queue);
                 let results = commit(batch);
-                queue = self.lock();
+                queue = self.queue.lock();
                 queue.done.extend(tickets.into_iter().zip(results));
                 queue.writing = false;
                 self.changed.notify_all();
                 continue;
             }
-            queue = self.changed.wait(queue).unwrap_or_else(|p| p.into_inner());
+            self.changed.wait(&mut queue);
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Queue<W, R>> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -96,7 +92,7 @@ mod tests {
                 let waiting = Arc::clone(&group);
                 group.submit(0, |batch| {
                     committing.wait();
-                    while waiting.lock().waiting.len() < 8 {
+                    while waiting.queue.lock().waiting.len() < 8 {
                         std::thread::yield_now();
                     }
                     commit(&commits, batch)

@@ -10,8 +10,9 @@
 //! shared side, only when no write came between: what is held here is never
 //! older than the file.
 
+use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
@@ -70,7 +71,7 @@ impl Hot {
     /// Holds `entry`, read from the file since `read_from`, unless a write
     /// came in between (it may be older than the file now).
     pub fn offer(&self, key: &str, entry: &Arc<Entry>, read_from: Generation) {
-        let _reading = self.writing.read().unwrap_or_else(|p| p.into_inner());
+        let _reading = self.writing.read();
         if self.generation.load(Ordering::Acquire) == read_from.0 {
             self.entries.insert(key.to_string(), Arc::clone(entry));
         }
@@ -83,7 +84,7 @@ impl Hot {
         written: impl IntoIterator<Item = (&'a str, &'a Arc<Entry>)>,
         removed: impl IntoIterator<Item = &'a str>,
     ) {
-        let _writing = self.writing.write().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.writing.write();
         self.generation.fetch_add(1, Ordering::AcqRel);
         for (key, entry) in written {
             self.entries.insert(key.to_string(), Arc::clone(entry));
@@ -96,7 +97,7 @@ impl Hot {
     /// Replaces the held copy of `key` by `entry` if one is held and names
     /// the same content (a use written; a fetch may have replaced it).
     pub fn refresh(&self, key: &str, entry: &Arc<Entry>) {
-        let _writing = self.writing.write().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.writing.write();
         self.generation.fetch_add(1, Ordering::AcqRel);
         if let Some(held) = self.entries.peek(key) {
             if held.sha256 == entry.sha256 && held.fetched_at == entry.fetched_at {

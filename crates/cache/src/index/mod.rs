@@ -13,11 +13,12 @@ mod hot;
 mod record;
 mod tables;
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableTable};
@@ -97,7 +98,7 @@ impl Index {
     /// closed (reopening may mean a repair: a write does it, never a
     /// read on the request path).
     fn file(&self) -> Option<Arc<Database>> {
-        self.db.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.db.read().clone()
     }
 
     fn open_file_or_fail(&self) -> Result<Arc<Database>, StoreError> {
@@ -110,11 +111,11 @@ impl Index {
         if let Some(db) = self.file() {
             return Ok(db);
         }
-        let mut db = self.db.write().unwrap_or_else(|p| p.into_inner());
+        let mut db = self.db.write();
         if let Some(db) = db.as_ref() {
             return Ok(Arc::clone(db));
         }
-        let mut reopened_at = self.reopened_at.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reopened_at = self.reopened_at.lock();
         if reopened_at.is_some_and(|at| at.elapsed() < REOPEN_EVERY) {
             return Err(index_error(&self.path, "closed after an I/O error; reopened again shortly"));
         }
@@ -135,7 +136,7 @@ impl Index {
         if !self.failing.swap(true, Ordering::Relaxed) {
             tracing::warn!(path = %self.path.display(), %error, "the cache index cannot be written: reopened, and written again once it can");
         }
-        let failed = self.db.write().unwrap_or_else(|p| p.into_inner()).take();
+        let failed = self.db.write().take();
         if let Some(failed) = failed {
             wait_and_close(failed);
         }
@@ -179,7 +180,7 @@ impl Index {
 
     /// Number of entries and the sum of their body sizes.
     pub fn totals(&self) -> (usize, u64) {
-        let totals = *self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let totals = *self.totals.lock();
         (totals.entries as usize, totals.entry_bytes)
     }
 
@@ -193,7 +194,7 @@ impl Index {
 
     /// Bytes of the blobs the entries name, each once.
     pub fn blob_bytes(&self) -> u64 {
-        self.totals.lock().unwrap_or_else(|p| p.into_inner()).blob_bytes
+        self.totals.lock().blob_bytes
     }
 
     /// Writes `entry` under `key` durably. Returns the hash of a blob that no
@@ -452,7 +453,7 @@ impl Index {
         change: impl FnOnce(&mut Tables<'_>) -> Result<R, redb::StorageError>,
         apply: impl FnOnce(&Hot),
     ) -> Result<R, StoreError> {
-        let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let mut totals = self.totals.lock();
         let db = self.file_for_write()?;
         let written = (|| {
             let txn = begin_write(&db, &self.path)?;

@@ -8,9 +8,10 @@
 //! clients) by hand: `bench/soak.sh`, or `SOAK_KILLS=50 SOAK_CLIENTS=50
 //! cargo test --test it soak -- --ignored`.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -95,13 +96,13 @@ async fn run(soak: Soak) {
         clients.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let path = &paths[random.below(paths.len() as u64) as usize];
-                let addr = address.lock().unwrap().clone();
+                let addr = address.lock().clone();
                 let answer = tokio::time::timeout(Duration::from_secs(30), try_get(&addr, path)).await;
                 match answer {
                     Ok(Some(answer)) if answer.status == 200 && answer.complete => {
                         seen.complete.fetch_add(1, Ordering::Relaxed);
                         if answer.body.as_ref() != blobs[path].as_slice() {
-                            seen.wrong.lock().unwrap().push(format!("{path}: {} bytes", answer.body.len()));
+                            seen.wrong.lock().push(format!("{path}: {} bytes", answer.body.len()));
                         }
                     }
                     _ => {
@@ -129,8 +130,8 @@ async fn run(soak: Soak) {
         daemon.kill9();
         tokio::time::sleep(Duration::from_millis(random.below(100))).await;
         daemon.start_again().await;
-        *address.lock().unwrap() = daemon.proxy_addr().to_string();
-        assert!(seen.wrong.lock().unwrap().is_empty(), "round {round}: {:?}", seen.wrong.lock().unwrap());
+        *address.lock() = daemon.proxy_addr().to_string();
+        assert!(seen.wrong.lock().is_empty(), "round {round}: {:?}", seen.wrong.lock());
     }
     // Honest at the end, so every blob can be had.
     for path in paths.iter() {
@@ -141,7 +142,7 @@ async fn run(soak: Soak) {
     for client in clients {
         client.await.unwrap();
     }
-    let wrong = seen.wrong.lock().unwrap().clone();
+    let wrong = seen.wrong.lock().clone();
     assert!(wrong.is_empty(), "wrong bodies served whole: {wrong:?}");
     let complete = seen.complete.load(Ordering::Relaxed);
     assert!(complete > soak.clients as u64, "downloads went on between kills: {complete}");

@@ -6,11 +6,11 @@
 //! never lost, and no map grows with the number of clients or keys).
 //! Counts start again when pkgproxy does.
 
+use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::net::IpAddr;
-use std::sync::Mutex;
 
 /// How many clients and how many keys a bucket keeps.
 const KEPT: usize = 64;
@@ -76,7 +76,7 @@ impl Top {
     /// read, which is never counted by name.
     pub fn served(&self, client: IpAddr, key: Option<&str>, now: u64) {
         let hour = now / BUCKET_SECS;
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut buckets = self.buckets.lock();
         if buckets.back().is_none_or(|last| last.hour < hour) {
             buckets.push_back(Bucket { hour, clients: Counts::new(), keys: Counts::new() });
             while buckets.front().is_some_and(|first| first.hour + BUCKETS <= hour) {
@@ -102,7 +102,7 @@ impl Top {
 
     fn summed<K: Hash + Eq + Ord>(&self, now: u64, of: impl Fn(&Bucket) -> Vec<(K, u64)>) -> Vec<(K, u64)> {
         let hour = now / BUCKET_SECS;
-        let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let buckets = self.buckets.lock();
         let mut summed: HashMap<K, u64> = HashMap::new();
         for bucket in buckets.iter().filter(|bucket| bucket.hour + BUCKETS > hour) {
             for (item, count) in of(bucket) {

@@ -345,7 +345,7 @@ fn quota(
 
 /// A size as people write it (`50GiB`, `500 MB`, `1048576`).
 fn size(key: &'static str, value: &str) -> Result<u64, SettingsError> {
-    value.trim().parse::<bytesize::ByteSize>().map(|size| size.as_u64()).map_err(|reason| SettingsError::CacheSize {
+    parse_size(value).map_err(|reason| SettingsError::CacheSize {
         key,
         value: value.to_string(),
         reason: format!("not a size (e.g. 50GiB, 500MB): {reason}"),

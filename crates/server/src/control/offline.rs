@@ -36,7 +36,7 @@ fn save(persistence: Persistence, mode: Mode) -> Result<(), String> {
 
 /// The report now.
 pub fn current(state: &State, persist_error: Option<String>) -> OfflineReport {
-    let restart_mode = *state.restart_mode.lock().unwrap_or_else(|p| p.into_inner());
+    let restart_mode = *state.restart_mode.lock();
     let auto = state.auto_offline.report();
     OfflineReport {
         auto_offline: auto.trigger.as_str().to_string(),
@@ -70,7 +70,7 @@ pub async fn set(state: &std::sync::Arc<State>, mode: Mode, from_hook: bool) -> 
     let persist_error = match saved {
         Ok(()) => {
             if persistence == Persistence::Snap {
-                *state.restart_mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+                *state.restart_mode.lock() = mode;
             }
             None
         }

@@ -19,10 +19,11 @@
 //! nothing, so waits on nothing. The timer is armed only once a write
 //! has to wait; a write the socket takes at once costs nothing more.
 
+use parking_lot::Mutex;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -106,12 +107,12 @@ impl ConnectionClock {
 
     /// Why the connection was let go, if its clock did.
     pub fn expired(&self) -> Option<Expired> {
-        *self.expired.lock().unwrap_or_else(|p| p.into_inner())
+        *self.expired.lock()
     }
 
     /// The connection is let go for `why`.
     pub fn expire(&self, why: Expired) {
-        *self.expired.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+        *self.expired.lock() = Some(why);
     }
 
     /// How long the client may take nothing of what it is sent.
@@ -129,14 +130,14 @@ impl ConnectionClock {
     pub fn request_answered(&self) {
         self.answered.fetch_add(1, Ordering::Relaxed);
         if self.answering.fetch_sub(1, Ordering::Relaxed) == 1 {
-            *self.waiting() = Waiting::Idle(Instant::now());
+            *self.waiting.lock() = Waiting::Idle(Instant::now());
         }
     }
 
     /// Bytes arrived: an idle connection starts a head now.
     fn bytes_arrived(&self) {
         if self.answering.load(Ordering::Relaxed) == 0 {
-            let mut waiting = self.waiting();
+            let mut waiting = self.waiting.lock();
             if let Waiting::Idle(_) = *waiting {
                 *waiting = Waiting::Head(Instant::now());
             }
@@ -149,14 +150,10 @@ impl ConnectionClock {
         if self.answering.load(Ordering::Relaxed) > 0 {
             return None;
         }
-        Some(match *self.waiting() {
+        Some(match *self.waiting.lock() {
             Waiting::Head(since) => (since + self.header_timeout, Expired::Head),
             Waiting::Idle(since) => (since + self.idle_timeout, Expired::Idle),
         })
-    }
-
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

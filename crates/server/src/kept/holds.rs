@@ -8,8 +8,8 @@
 //! The time is the wall clock's, passed in (the freshness windows read the
 //! same clock): tests move it.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use crate::failed::Failed;
@@ -44,7 +44,7 @@ impl Holds {
         if window.is_zero() {
             return;
         }
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.held.lock();
         if held.len() >= MOST && !held.contains_key(key) {
             held.retain(|_, hold| hold.until > now);
             if held.len() >= MOST {
@@ -57,7 +57,7 @@ impl Holds {
     /// The failure `key` is held for at `now`, with the time it has left;
     /// `None` when it is not held (a hold that ended is dropped).
     pub fn current(&self, key: &str, now: SystemTime) -> Option<Failed> {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.held.lock();
         let hold = held.get(key)?;
         match hold.until.duration_since(now) {
             Ok(left) if !left.is_zero() => Some(hold.failed.with_time_left(left)),
@@ -122,7 +122,7 @@ mod tests {
         for i in 0..MOST {
             holds.hold(&format!("more{i}"), later, &limited(60));
         }
-        assert!(holds.held.lock().unwrap().len() <= MOST);
+        assert!(holds.held.lock().len() <= MOST);
         assert!(left(&holds, "new", later).is_some());
     }
 }

@@ -9,8 +9,8 @@
 //! (the same host, or a host sharing its last two labels:
 //! `auth.docker.io` for `registry-1.docker.io`), over the one transport.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use http::header::{HeaderValue, ACCEPT, WWW_AUTHENTICATE};
@@ -104,7 +104,7 @@ fn parse_bearer(value: &str) -> Option<Challenge> {
 impl Tokens {
     /// The token held for `scope` on `pool`, if still good.
     pub fn get(&self, pool: &str, scope: &str) -> Option<HeaderValue> {
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let held = self.held.lock();
         let (token, until) = held.get(&(pool.to_string(), scope.to_string()))?;
         (Instant::now() < *until).then(|| token.clone())
     }
@@ -165,10 +165,7 @@ impl Tokens {
         let value = HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| "the token is not a header value".to_string())?;
         let until = Instant::now() + lifetime.saturating_sub(MARGIN);
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((pool.to_string(), scope.to_string()), (value.clone(), until));
+        self.held.lock().insert((pool.to_string(), scope.to_string()), (value.clone(), until));
         Ok(value)
     }
 }
@@ -275,7 +272,7 @@ mod tests {
         let tokens = Tokens::default();
         let value = HeaderValue::from_static("Bearer t");
         let until = Instant::now() + Duration::from_secs(300).saturating_sub(MARGIN);
-        tokens.held.lock().unwrap().insert(("hub".into(), "repository:x:pull".into()), (value.clone(), until));
+        tokens.held.lock().insert(("hub".into(), "repository:x:pull".into()), (value.clone(), until));
         assert_eq!(tokens.get("hub", "repository:x:pull"), Some(value));
         assert_eq!(tokens.get("hub", "repository:y:pull"), None, "another scope");
         tokio::time::advance(Duration::from_secs(271)).await;

@@ -3,8 +3,9 @@
 //! request's pool, their bodies counted as they arrive. A body that breaks
 //! is resumed with a `Range` request, preferably on another instance.
 
+use parking_lot::Mutex;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -228,7 +229,7 @@ impl PoolSource {
         Box::pin(async move {
             let sent = Instant::now();
             let (request, answer) = authorised(&state, &pool, &origin, &auth, request).await?;
-            *last_instance.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.instance);
+            *last_instance.lock() = Some(answer.instance);
             let response = match redirects {
                 Redirects::PassedOn => answer.response,
                 Redirects::Followed => {
@@ -263,7 +264,7 @@ impl Source for PoolSource {
         if let Some(validator) = strong_etag.or(validators.last_modified.as_deref()) {
             request.headers.insert(IF_RANGE, HeaderValue::from_str(validator).ok()?);
         }
-        request.avoid = *self.last_instance.lock().unwrap_or_else(|p| p.into_inner());
+        request.avoid = *self.last_instance.lock();
         Some(self.send(request, None))
     }
 }

@@ -68,13 +68,7 @@ fn accepts_gzip(headers: &http::HeaderMap) -> bool {
         .get_all(ACCEPT_ENCODING)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';').map(str::trim);
-            let named = parts.next().is_some_and(|name| name.eq_ignore_ascii_case("gzip") || name == "*");
-            let q = parts.find_map(|p| p.strip_prefix("q=")).and_then(|q| q.trim().parse::<f32>().ok());
-            named && q.unwrap_or(1.0) > 0.0
-        })
+        .any(|value| pkgproxy_sides::accept::takes(value, &["gzip", "*"]))
 }
 
 async fn rewrite_response(side: &dyn Rewriting, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {

@@ -21,7 +21,9 @@ mod copy;
 mod tap;
 mod throttle;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use tokio::sync::Semaphore;
 
@@ -64,7 +66,7 @@ impl Shadow {
 
     /// True for the share of requests `percentage` asks for.
     fn sampled(&self) -> bool {
-        let mut random = self.random.lock().unwrap_or_else(|p| p.into_inner());
+        let mut random = self.random.lock();
         random.u32(0..100) < self.config.percentage
     }
 

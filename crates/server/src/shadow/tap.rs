@@ -199,7 +199,7 @@ impl PendingCopy {
             return;
         }
         shadow.counters.increment(ShadowCounter::Differing);
-        let admitted = shadow.compare_log.lock().unwrap_or_else(|p| p.into_inner()).admit(Instant::now());
+        let admitted = shadow.compare_log.lock().admit(Instant::now());
         if let Some(skipped) = admitted {
             tracing::warn!(
                 mirror = shadow.config.name,

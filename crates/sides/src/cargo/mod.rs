@@ -31,8 +31,9 @@ pub mod setup;
 mod upstream_config;
 
 use arc_swap::Guard;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -384,7 +385,7 @@ impl Cargo {
     /// What `registry`'s own `config.json` says, as last seen, or as the
     /// cache holds it.
     fn upstream_config(&self, registry: &Registry) -> Option<UpstreamConfig> {
-        if let Some(known) = self.learned.lock().unwrap_or_else(|p| p.into_inner()).get(&registry.name) {
+        if let Some(known) = self.learned.lock().get(&registry.name) {
             return Some(known.clone());
         }
         let held = self.cache.read_small(&registry.key("config.json"), CONFIG_LIMIT)?;
@@ -394,7 +395,7 @@ impl Cargo {
     }
 
     fn learn(&self, registry: &Registry, config: UpstreamConfig) {
-        self.learned.lock().unwrap_or_else(|p| p.into_inner()).insert(registry.name.clone(), config);
+        self.learned.lock().insert(registry.name.clone(), config);
     }
 
     /// Whether `registry` wants credentials, as far as is known.
@@ -549,7 +550,7 @@ impl Cargo {
     /// not within [`REFRESH_EVERY`] of the last time.
     fn may_refresh(&self, key: &str) -> bool {
         let now = Instant::now();
-        let mut refreshed = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refreshed = self.refreshed.lock();
         refreshed.retain(|_, at| now.duration_since(*at) < REFRESH_EVERY);
         match refreshed.contains_key(key) {
             true => false,

@@ -9,9 +9,9 @@
 //! upstream has since deleted. Held in memory too (a remote's products
 //! files name some tens of thousands of files), so a hit reads no disk.
 
+use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 
 use redb::{Database, ReadableTable, TableDefinition};
 
@@ -81,12 +81,12 @@ impl Items {
     /// What the file at `path` of `remote` must be, if a products file
     /// named it.
     pub fn file(&self, remote: &str, path: &str) -> Option<Sum> {
-        self.known.read().unwrap_or_else(|p| p.into_inner()).files.get(&file_key(remote, path)).cloned()
+        self.known.read().files.get(&file_key(remote, path)).cloned()
     }
 
     /// A remote and a path a products file named the file `sha256` by.
     pub fn named(&self, sha256: &str) -> Option<(String, String)> {
-        let known = self.known.read().unwrap_or_else(|p| p.into_inner());
+        let known = self.known.read();
         let (key, _) = known.files.iter().filter(|(_, sum)| sum.sha256 == sha256).min_by_key(|(key, _)| *key)?;
         let (remote, path) = key.split_once('\n')?;
         Some((remote.to_owned(), path.to_owned()))
@@ -94,7 +94,7 @@ impl Items {
 
     /// Whether `path` is a products file `remote`'s current index names.
     pub fn is_products(&self, remote: &str, path: &str) -> bool {
-        let known = self.known.read().unwrap_or_else(|p| p.into_inner());
+        let known = self.known.read();
         known.products.get(remote).is_some_and(|paths| paths.iter().any(|p| p == path))
     }
 
@@ -109,7 +109,7 @@ impl Items {
         kept: impl Fn(&Sum) -> bool,
     ) -> Result<(), ItemsError> {
         let fail = |e: &dyn std::fmt::Display| ItemsError { path: self.path.clone(), message: e.to_string() };
-        let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
+        let mut known = self.known.write();
         let prefix = file_key(remote, "");
         let dropped: Vec<String> = known
             .files
@@ -142,7 +142,7 @@ impl Items {
 
     /// How many files are known, over every remote.
     pub fn count(&self) -> usize {
-        self.known.read().unwrap_or_else(|p| p.into_inner()).files.len()
+        self.known.read().files.len()
     }
 }
 

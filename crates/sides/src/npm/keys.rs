@@ -33,12 +33,7 @@ impl Form {
     /// the abbreviated one.
     pub(super) fn asked(accept: Option<&HeaderValue>) -> Form {
         let accept = accept.and_then(|accept| accept.to_str().ok()).unwrap_or_default();
-        let abbreviated = accept.split(',').any(|item| {
-            let mut parts = item.split(';').map(str::trim);
-            let q = parts.clone().skip(1).find_map(|p| p.strip_prefix("q=")).and_then(|q| q.parse::<f32>().ok());
-            parts.next().is_some_and(|media| media.eq_ignore_ascii_case(Self::ABBREVIATED)) && q.unwrap_or(1.0) > 0.0
-        });
-        if abbreviated {
+        if crate::accept::takes(accept, &[Self::ABBREVIATED]) {
             Form::Abbreviated
         } else {
             Form::Full

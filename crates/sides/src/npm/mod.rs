@@ -33,8 +33,9 @@ pub mod setup;
 mod tarball;
 
 use arc_swap::Guard;
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -267,17 +268,17 @@ impl Npm {
 
     /// Whether the document `key` was marked to be asked again (once).
     fn take_refresh(&self, key: &str) -> bool {
-        self.to_refresh.lock().unwrap_or_else(|p| p.into_inner()).remove(key)
+        self.to_refresh.lock().remove(key)
     }
 
     /// Marks `key` to be asked again at its next request, unless it was a
     /// moment ago.
     fn mark_for_refresh(&self, key: String) {
         let now = Instant::now();
-        let mut refreshed = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refreshed = self.refreshed.lock();
         refreshed.retain(|_, at| now.duration_since(*at) < REFRESH_EVERY);
         if refreshed.insert(key.clone(), now).is_none() {
-            self.to_refresh.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
+            self.to_refresh.lock().insert(key);
         }
     }
 
@@ -303,7 +304,7 @@ impl Npm {
     /// The `dist` of the tarball `request` fetches: kept from its held
     /// document, or read from its version's document.
     fn dist_of(&self, request: &CachedRequest, tarball: &Tarball, prerequisites: &[Bytes]) -> Option<document::Dist> {
-        if let Some(dist) = self.dists.lock().unwrap_or_else(|p| p.into_inner()).get(&request.key) {
+        if let Some(dist) = self.dists.lock().get(&request.key) {
             return Some(dist.clone());
         }
         document::read(prerequisites.first()?, Some(&tarball.version))?.dist
@@ -314,7 +315,7 @@ impl Npm {
     /// being made, too many are being made, or the document has as many
     /// forms as it may.
     fn pack_later(&self, key: String, stored: &StoredBody, links: Links) {
-        let mut packing = self.packing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut packing = self.packing.lock();
         if packing.len() >= PACKING_AT_ONCE || packing.contains(&key) {
             return;
         }
@@ -330,7 +331,7 @@ impl Npm {
             if let Err(error) = packed::make(&cache, &packed_key, &stored, links) {
                 tracing::warn!(key = packed_key, %error, "a document's compressed form was not made");
             }
-            all_packing.lock().unwrap_or_else(|p| p.into_inner()).remove(&packed_key);
+            all_packing.lock().remove(&packed_key);
         });
         if made.is_err() {
             packing.remove(&key);
@@ -338,7 +339,7 @@ impl Npm {
     }
 
     fn keep_dist(&self, key: &str, dist: document::Dist) {
-        let mut dists = self.dists.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dists = self.dists.lock();
         if dists.len() >= DISTS_KEPT {
             dists.clear();
         }

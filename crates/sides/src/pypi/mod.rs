@@ -28,8 +28,9 @@ mod reporting;
 pub mod setup;
 
 use arc_swap::Guard;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -376,7 +377,7 @@ impl Pypi {
 
     fn may_refresh(&self, key: &str) -> bool {
         let now = Instant::now();
-        let mut refreshed = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refreshed = self.refreshed.lock();
         refreshed.retain(|_, at| now.duration_since(*at) < REFRESH_EVERY);
         refreshed.insert(key.to_owned(), now).is_none()
     }

@@ -5,6 +5,25 @@
 //! HTML anchor as a client gets it, its URL pointing at pkgproxy and
 //! everything else as the index wrote it (whole pages stream through the
 //! side's link rewriter, which hands it each anchor).
+//!
+//! The anchors are found by a small scan of their own, not by an HTML
+//! parser such as Cloudflare's `lol_html` (a streaming rewriter), because:
+//! - where a file's link is served depends on the anchor's text (the file's
+//!   name, checked against its URL), which comes after the start tag;
+//!   `lol_html`'s element handlers run at the start tag and send it on
+//!   before the text is read, so the anchor would be held anyway, as
+//!   the side's link rewriter holds it;
+//! - every byte the index wrote passes as it came, bytes that are not
+//!   UTF-8 included, where `lol_html` decodes the page in one encoding and
+//!   writes a changed tag anew;
+//! - the streaming rewriter finds the anchors this scan finds, across any
+//!   chunks (an `<a ` start tag, a quoted `>` skipped, the text up to the
+//!   next `</a`), which an HTML5 tokenizer does not (its tests pin the
+//!   cases);
+//! - it would add 20 packages to the lock (`cssparser`, `selectors`,
+//!   `phf`'s macros, ...) for the hundred lines here.
+//!
+//! Character references are `html-escape`'s, every one HTML names.
 
 /// PEP 691's JSON form.
 pub const JSON: &str = "application/vnd.pypi.simple.v1+json";
@@ -26,20 +45,9 @@ impl Form {
     /// says nothing (every installer takes `text/html`).
     pub fn chosen(accept: Option<&str>) -> Form {
         let Some(accept) = accept else { return Form::Html };
-        let (mut json, mut html) = (0.0f32, 0.0f32);
-        for range in accept.split(',') {
-            let mut parts = range.split(';').map(str::trim);
-            let kind = parts.next().unwrap_or_default().to_ascii_lowercase();
-            let quality = parts
-                .find_map(|parameter| parameter.strip_prefix("q="))
-                .and_then(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            match kind.as_str() {
-                JSON | "application/vnd.pypi.simple.latest+json" => json = json.max(quality),
-                HTML | "application/vnd.pypi.simple.latest+html" | "text/html" | "*/*" => html = html.max(quality),
-                _ => {}
-            }
-        }
+        let json = crate::accept::weight(accept, &[JSON, "application/vnd.pypi.simple.latest+json"]);
+        let html =
+            crate::accept::weight(accept, &[HTML, "application/vnd.pypi.simple.latest+html", "text/html", "*/*"]);
         if json > 0.0 && json >= html {
             Form::Json
         } else {
@@ -157,7 +165,12 @@ fn listed(anchor: &Anchor<'_>) -> Option<Listed> {
     let sha256 = fragment.strip_prefix("sha256=").map(str::to_owned);
     let metadata = anchor.attribute("data-core-metadata").or_else(|| anchor.attribute("data-dist-info-metadata"));
     let metadata_sha256 = metadata.and_then(|value| value.strip_prefix("sha256=").map(str::to_owned));
-    Some(Listed { filename: html_unescape(anchor.text.trim()), url: url.to_owned(), sha256, metadata_sha256 })
+    Some(Listed {
+        filename: html_escape::decode_html_entities(anchor.text.trim()).into_owned(),
+        url: url.to_owned(),
+        sha256,
+        metadata_sha256,
+    })
 }
 
 /// An `<a>` element of a page: where its start tag is, its attributes'
@@ -178,7 +191,7 @@ impl Anchor<'_> {
         attributes(self.attributes)
             .into_iter()
             .find(|(key, _, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value, _)| html_unescape(value.unwrap_or_default()))
+            .map(|(_, value, _)| html_escape::decode_html_entities(value.unwrap_or_default()).into_owned())
     }
 }
 
@@ -267,14 +280,6 @@ fn attributes(text: &str) -> Vec<Attribute<'_>> {
     found
 }
 
-fn html_unescape(text: &str) -> String {
-    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
-}
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 /// `html`, a page or a part of one, with each file's `href` as `served`
 /// says (it is given the file as the page lists it; `None` leaves its URL
 /// as it is), everything else as it was: the side's link rewriter hands
@@ -290,7 +295,7 @@ pub fn rewritten_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) ->
         let start = anchor.attributes_at + range.start;
         let end = anchor.attributes_at + range.end;
         out.push_str(&html[copied..start]);
-        out.push_str(&html_escape(&url));
+        out.push_str(&html_escape::encode_double_quoted_attribute(&url));
         out.push_str(&fragment);
         copied = end;
     }
@@ -342,6 +347,23 @@ mod tests {
         assert_eq!(page.files[0].metadata_sha256.as_deref(), Some("mmm"));
         assert_eq!(page.files[1].url, "../../packages/12/34/5678/demo-1.0.tar.gz");
         assert_eq!(page.files[1].metadata_sha256, None);
+    }
+
+    #[test]
+    fn character_references_in_names_and_links_are_read_as_html_reads_them() {
+        let page = "<a href=\"../x/demo-1.0.tar.gz#sha256=a&#x62;c\" data-core-metadata=\"sha256=m&amp;m\">\
+            demo&#45;1.0&period;tar.gz</a>";
+        let page = parse(page.as_bytes()).unwrap();
+        assert_eq!(page.files[0].filename, "demo-1.0.tar.gz");
+        assert_eq!(page.files[0].sha256.as_deref(), Some("abc"));
+        assert_eq!(page.files[0].metadata_sha256.as_deref(), Some("m&m"));
+    }
+
+    #[test]
+    fn a_rewritten_link_is_escaped_for_its_attribute() {
+        let page = "<a href=\"../x/demo-1.0.tar.gz#sha256=abc\">demo-1.0.tar.gz</a>";
+        let rewritten = rewritten_html(page, &|_| Some("http://h/?a=1&b=\"<>\"".to_owned()));
+        assert_eq!(rewritten, "<a href=\"http://h/?a=1&amp;b=&quot;&lt;&gt;&quot;#sha256=abc\">demo-1.0.tar.gz</a>");
     }
 
     #[test]

@@ -28,9 +28,10 @@ mod reporting;
 pub mod setup;
 
 use arc_swap::Guard;
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -365,7 +366,7 @@ impl Registry {
 
     fn is_private(&self, located: &Located) -> bool {
         let name = format!("{}/{}", located.registry, located.repository);
-        self.private.lock().unwrap_or_else(|p| p.into_inner()).contains(&name)
+        self.private.lock().contains(&name)
     }
 
     /// A request passed through as the client asked it, with its own
@@ -578,7 +579,7 @@ impl Remembering for Registry {
         if matches!(request.asking.auth, UpstreamAuth::Bearer { .. }) {
             self.refused.remember(&private, Arc::new(refusal_of(answer)), REFUSAL_KEPT, now);
         }
-        let newly = self.private.lock().unwrap_or_else(|p| p.into_inner()).insert(private.clone());
+        let newly = self.private.lock().insert(private.clone());
         if newly {
             tracing::info!(repository = private, "private: clients' own credentials go to it, uncached");
         }

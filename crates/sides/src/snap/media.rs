@@ -4,8 +4,8 @@
 //! URL, on the same host or not, is refused: the relay is never a way to
 //! reach what no store answer showed.
 
+use parking_lot::Mutex;
 use std::collections::{HashSet, VecDeque};
-use std::sync::Mutex;
 
 /// The most media URLs remembered; past it the first learnt is forgotten
 /// (what it served stays cached, and is served from there).
@@ -21,7 +21,7 @@ pub struct NamedMedia {
 impl NamedMedia {
     /// Remembers `media`, named by an answer just now.
     pub fn learn(&self, media: Vec<String>) {
-        let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+        let mut named = self.named.lock();
         let (order, set) = &mut *named;
         for path in media {
             if set.insert(path.clone()) {
@@ -37,7 +37,7 @@ impl NamedMedia {
 
     /// Whether an answer named `path`.
     pub fn named(&self, path: &str) -> bool {
-        self.named.lock().unwrap_or_else(|p| p.into_inner()).1.contains(path)
+        self.named.lock().1.contains(path)
     }
 }
 
@@ -54,6 +54,6 @@ mod tests {
         media.learn((0..MOST).map(|n| format!("https/h/{n}.png")).collect());
         assert!(!media.named("https/h/a.png"), "forgotten first");
         assert!(media.named(&format!("https/h/{}.png", MOST - 1)));
-        assert_eq!(media.named.lock().unwrap().0.len(), MOST);
+        assert_eq!(media.named.lock().0.len(), MOST);
     }
 }

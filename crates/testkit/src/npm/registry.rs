@@ -2,9 +2,10 @@
 //! and the documents and tarballs built from the versions held, with the
 //! faults switched on.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::{Request, StatusCode};
@@ -134,7 +135,7 @@ impl Shared {
 
     /// Where `dist.tarball` says `package`'s tarball is, now.
     pub(super) fn tarball_url(&self, package: &NpmPackage) -> String {
-        let host = match *self.tarball_host.lock().unwrap() {
+        let host = match *self.tarball_host.lock() {
             TarballHost::Registry => self.url.as_str(),
             TarballHost::Cdn => self.cdn_url.as_str(),
             TarballHost::Npmjs => NPMJS,
@@ -167,13 +168,13 @@ pub(super) async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: 
     let shared: &Shared = &owned;
     // The request in hand, not the log's last: requests arrive at once.
     let recorded = RecordedRequest::of_parts(&request.into_parts().0);
-    shared.requests.lock().unwrap().push(recorded.clone());
+    shared.requests.lock().push(recorded.clone());
     let route = route(&recorded.method, &recorded.path);
     let class = route.class();
-    if shared.stalled.lock().unwrap().contains(&class) {
+    if shared.stalled.lock().contains(&class) {
         std::future::pending::<()>().await;
     }
-    let forced = shared.forced.lock().unwrap().get(&class).copied();
+    let forced = shared.forced.lock().get(&class).copied();
     if let Some(status) = forced {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut answer = json_error(status, status.canonical_reason().unwrap_or("forced"));
@@ -182,7 +183,7 @@ pub(super) async fn answer(owned: Arc<Shared>, request: Request<Incoming>, cdn: 
         }
         return answer;
     }
-    if let Some(authorization) = shared.authorization.lock().unwrap().clone() {
+    if let Some(authorization) = shared.authorization.lock().clone() {
         if recorded.header("authorization") != Some(authorization.as_str()) {
             return json_error(StatusCode::UNAUTHORIZED, "authentication required");
         }
@@ -206,7 +207,7 @@ fn may_read(shared: &Shared, route: &Route, authorization: Option<&str>) -> bool
         Route::Tarball(name, _) | Route::Document(name) | Route::Version(name, _) => name,
         _ => return true,
     };
-    let restricted = shared.restricted.lock().unwrap();
+    let restricted = shared.restricted.lock();
     let Some(readers) = restricted.get(name) else { return true };
     let token = authorization.and_then(|authorization| authorization.strip_prefix("Bearer "));
     token.is_some_and(|token| readers.iter().any(|reader| reader == token))
@@ -215,7 +216,7 @@ fn may_read(shared: &Shared, route: &Route, authorization: Option<&str>) -> bool
 /// The versions of `name` a document lists now, and its `created` and
 /// `modified` minutes; `None` if there is no such package.
 fn listed(shared: &Shared, name: &str) -> Option<(Vec<Held>, u64, u64)> {
-    let mut held = shared.packages.lock().unwrap().get(name)?.clone();
+    let mut held = shared.packages.lock().get(name)?.clone();
     let created = held.first()?.minute;
     let mut modified = held.iter().map(|held| held.minute).max()?;
     if shared.modified_back.load(Ordering::SeqCst) {
@@ -306,7 +307,7 @@ fn version_document(shared: &Shared, name: &str, version: &str) -> Answer {
 /// lag, the tarballs are there).
 fn tarball(shared: &Shared, name: &str, file: &str) -> Answer {
     let found = {
-        let packages = shared.packages.lock().unwrap();
+        let packages = shared.packages.lock();
         let versions = packages.get(name).into_iter().flatten();
         versions.into_iter().find(|held| held.package.filename() == file).map(|held| held.package.bytes.clone())
     };

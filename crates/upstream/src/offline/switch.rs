@@ -2,9 +2,10 @@
 //! breaker per upstream host. The transport and the dialer ask it before any
 //! name is resolved or socket opened, and tell it how each request ended.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
@@ -96,13 +97,9 @@ impl Switch {
     /// A switch in `mode`.
     pub fn new(mode: Mode) -> Self {
         let switch = Switch::default();
-        switch.lock().mode = mode;
+        switch.inner.lock().mode = mode;
         switch.mode.store(mode_code(mode), Ordering::Release);
         switch
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The mode in effect.
@@ -113,7 +110,7 @@ impl Switch {
     /// When the mode in effect was put in effect, if it changed since the
     /// start.
     pub fn since(&self) -> Option<SystemTime> {
-        self.lock().since
+        self.inner.lock().since
     }
 
     /// True when freshness is frozen (offline mode): no cached entry is old
@@ -126,7 +123,7 @@ impl Switch {
     /// before the change is no news of the upstream after it. Requests in
     /// flight finish normally; what they report is ignored.
     pub fn set_mode(&self, mode: Mode) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         if inner.mode != mode {
             tracing::info!(from = inner.mode.as_str(), to = mode.as_str(), "offline mode changed");
             inner.since = Some(SystemTime::now());
@@ -141,7 +138,7 @@ impl Switch {
     /// Tells `watcher` of breakers the hosts themselves opened, and of
     /// their closing.
     pub fn watch_breakers(&self, watcher: Arc<dyn BreakerWatcher>) {
-        self.lock().watcher = Some(watcher);
+        self.inner.lock().watcher = Some(watcher);
     }
 
     /// Opens `host`'s breaker until `until`, as another node saw the host
@@ -149,7 +146,7 @@ impl Switch {
     pub fn impose(&self, host: &str, until: SystemTime) {
         let Ok(left) = until.duration_since(SystemTime::now()) else { return };
         let now = Instant::now();
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         let breaker = inner.breakers.entry(host.to_ascii_lowercase()).or_default();
         if breaker.impose(now, now + left) {
             tracing::info!(
@@ -162,14 +159,14 @@ impl Switch {
 
     /// Closes `host`'s breaker, as another node saw the host answer again.
     pub fn lift(&self, host: &str) {
-        if let Some(breaker) = self.lock().breakers.get_mut(&host.to_ascii_lowercase()) {
+        if let Some(breaker) = self.inner.lock().breakers.get_mut(&host.to_ascii_lowercase()) {
             breaker.lift();
         }
     }
 
     /// The hosts whose breaker is not closed, at `now`.
     pub fn upstreams(&self, now: Instant) -> Vec<UpstreamState> {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         let mut hosts: Vec<UpstreamState> = inner
             .breakers
             .iter()
@@ -182,7 +179,7 @@ impl Switch {
 
     /// Asks to send a request to `host` at `now`.
     pub fn admit(&self, host: &str, now: Instant) -> Result<Ticket, Refusal> {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         let epoch = inner.epoch;
         match inner.mode {
             Mode::Never => Ok(Ticket::free()),
@@ -206,7 +203,7 @@ impl Switch {
     }
 
     fn settle(&self, watched: &Watched, now: Instant, outcome: Option<Outcome>) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         if inner.epoch != watched.epoch {
             return;
         }
@@ -414,14 +411,14 @@ mod tests {
 
     /// Records what a cluster is told.
     #[derive(Debug, Default)]
-    struct Told(std::sync::Mutex<Vec<String>>);
+    struct Told(parking_lot::Mutex<Vec<String>>);
 
     impl BreakerWatcher for Told {
         fn opened(&self, host: &str, _: SystemTime) {
-            self.0.lock().unwrap().push(format!("opened {host}"));
+            self.0.lock().push(format!("opened {host}"));
         }
         fn closed(&self, host: &str) {
-            self.0.lock().unwrap().push(format!("closed {host}"));
+            self.0.lock().push(format!("closed {host}"));
         }
     }
 
@@ -437,13 +434,13 @@ mod tests {
         };
         ask("/refused/by/itself?x=1");
         assert!(switch.admit("a.example", Instant::now()).is_err(), "this node leaves the host alone");
-        assert!(told.0.lock().unwrap().is_empty(), "the cluster is not told of one path");
+        assert!(told.0.lock().is_empty(), "the cluster is not told of one path");
         tokio::time::advance(Duration::from_secs(60)).await;
         ask("/refused/by/itself?x=2");
-        assert!(told.0.lock().unwrap().is_empty(), "the same path again");
+        assert!(told.0.lock().is_empty(), "the same path again");
         tokio::time::advance(Duration::from_secs(120)).await;
         ask("/another/path");
-        assert_eq!(*told.0.lock().unwrap(), ["opened a.example"], "two paths: the host is busy");
+        assert_eq!(*told.0.lock(), ["opened a.example"], "two paths: the host is busy");
     }
 
     #[tokio::test(start_paused = true)]

@@ -208,7 +208,7 @@ impl Pool {
     ) -> Waited {
         let mut penalties = instance.penalties.subscribe();
         penalties.borrow_and_update();
-        let client = instance.client.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let client = instance.client.lock().clone();
         let head = self.exchange(&client, &instance.fresh, request, uri);
         // The limit runs once the body has gone: a streamed one takes as
         // long as its client sends it.

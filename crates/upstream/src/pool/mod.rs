@@ -81,7 +81,9 @@ mod payload;
 mod rules;
 mod shared;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use http::{HeaderMap, Method};
@@ -240,7 +242,7 @@ impl Pool {
     }
 
     fn rules(&self) -> MutexGuard<'_, Rules> {
-        self.rules.lock().unwrap_or_else(|p| p.into_inner())
+        self.rules.lock()
     }
 
     /// Each instance's state now.
@@ -336,7 +338,7 @@ impl Pool {
         let instance = &self.instances[attempt.instance];
         tracing::warn!(pool = self.name, instance = instance.url, ?penalty, "upstream instance penalised");
         let fresh = self.shared.pooled_client();
-        *instance.client.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+        *instance.client.lock() = fresh;
         instance.penalties.send_modify(|count| *count += 1);
     }
 

@@ -12,8 +12,9 @@
 //! body that stops passing for the idle limit ends the attempt, without
 //! faulting the instance (see [`Payload::sent`]).
 
+use parking_lot::Mutex;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -142,7 +143,7 @@ impl Body for AttemptBody {
             AttemptBody::Whole(body) => Pin::new(body).poll_frame(cx).map_err(|never| match never {}),
             AttemptBody::Streamed { shared, taken } => {
                 if taken.is_none() {
-                    *taken = shared.body.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    *taken = shared.body.lock().take();
                 }
                 let Some(body) = taken else {
                     return Poll::Ready(Some(Err("the request body went with an earlier attempt".into())));

@@ -2,7 +2,9 @@
 //! the counters, the settings and a source of randomness; and the HTTP
 //! clients a pool's instances send with.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use hyper_util::client::legacy;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -68,13 +70,13 @@ impl Shared {
 
     /// Two random numbers, for the power of two choices.
     pub(crate) fn random_pair(&self) -> (u64, u64) {
-        let mut random = self.random.lock().unwrap_or_else(|p| p.into_inner());
+        let mut random = self.random.lock();
         (random.u64(..), random.u64(..))
     }
 
     /// A number in [-1, 1] scaling a penalty's jitter.
     pub(crate) fn random_jitter(&self) -> f64 {
-        let mut random = self.random.lock().unwrap_or_else(|p| p.into_inner());
+        let mut random = self.random.lock();
         random.f64() * 2.0 - 1.0
     }
 }

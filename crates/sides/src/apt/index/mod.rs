@@ -11,10 +11,11 @@
 
 mod encoding;
 
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use redb::{Database, Durability, ReadableTable, ReadableTableMetadata, TableDefinition};
@@ -114,13 +115,13 @@ impl AptIndex {
 
     /// The Release held for `suite` (`<archive>/dists/<suite>`).
     pub fn release(&self, suite: &str) -> Option<Arc<Release>> {
-        self.releases.read().unwrap_or_else(|p| p.into_inner()).get(suite).cloned()
+        self.releases.read().get(suite).cloned()
     }
 
     /// Each suite (`<archive>/dists/<suite>`) whose Release held says it is
     /// valid only until a time before `by`, with that time, in suite order.
     pub fn valid_until_before(&self, by: std::time::SystemTime) -> Vec<(String, std::time::SystemTime)> {
-        let releases = self.releases.read().unwrap_or_else(|p| p.into_inner());
+        let releases = self.releases.read();
         let mut found: Vec<(String, std::time::SystemTime)> = releases
             .iter()
             .filter_map(|(suite, release)| release.valid_until.filter(|until| *until < by).map(|t| (suite.clone(), t)))
@@ -131,7 +132,7 @@ impl AptIndex {
 
     /// The suites whose Release is held (`<archive>/dists/<suite>`).
     pub fn suites(&self) -> Vec<String> {
-        self.releases.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()
+        self.releases.read().keys().cloned().collect()
     }
 
     /// What the Release of the suite `relative` (`dists/...`, within
@@ -142,7 +143,7 @@ impl AptIndex {
 
     /// The same, with the date of the Release that lists it.
     pub fn listing(&self, archive: &str, relative: &str) -> Option<(FileSum, Option<std::time::SystemTime>)> {
-        let releases = self.releases.read().unwrap_or_else(|p| p.into_inner());
+        let releases = self.releases.read();
         suite_splits(relative).find_map(|(suite, file)| {
             let release = releases.get(&format!("{archive}/{suite}"))?;
             Some((*release.files.get(file)?, release.date))
@@ -152,7 +153,7 @@ impl AptIndex {
     /// The name of the file a Release of `archive` lists with `sha256` in the
     /// folder `dir` (`dists/<suite>/main/binary-amd64`): what a by-hash file is.
     pub fn name_by_hash(&self, archive: &str, dir: &str, sha256: &[u8; 32]) -> Option<String> {
-        let releases = self.releases.read().unwrap_or_else(|p| p.into_inner());
+        let releases = self.releases.read();
         let dir = format!("{dir}/");
         let name = suite_splits(&dir).find_map(|(suite, folder)| {
             let release = releases.get(&format!("{archive}/{suite}"))?;
@@ -183,7 +184,7 @@ impl AptIndex {
             table.insert(suite, encoded.as_slice()).map_err(|e| self.fail(e))?;
         }
         txn.commit().map_err(|e| self.fail(e))?;
-        self.releases.write().unwrap_or_else(|p| p.into_inner()).insert(suite.to_string(), Arc::new(release));
+        self.releases.write().insert(suite.to_string(), Arc::new(release));
         Ok(Offer::Accepted)
     }
 
@@ -197,7 +198,7 @@ impl AptIndex {
             removed
         };
         txn.commit().map_err(|e| self.fail(e))?;
-        self.releases.write().unwrap_or_else(|p| p.into_inner()).remove(suite);
+        self.releases.write().remove(suite);
         Ok(removed)
     }
 
@@ -248,7 +249,7 @@ impl AptIndex {
 
     /// How many suites' Releases and how many pool files the index knows.
     pub fn counts(&self) -> (usize, u64) {
-        let suites = self.releases.read().unwrap_or_else(|p| p.into_inner()).len();
+        let suites = self.releases.read().len();
         let pool = self.db.begin_read().ok().and_then(|txn| txn.open_table(POOL).ok()?.len().ok()).unwrap_or(0);
         (suites, pool)
     }

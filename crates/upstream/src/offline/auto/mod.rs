@@ -15,7 +15,7 @@
 mod host;
 mod watch;
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -131,10 +131,6 @@ impl AutoOffline {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Control> {
-        self.control.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// What puts offline mode in effect automatically.
     pub fn trigger(&self) -> Trigger {
         self.trigger
@@ -147,7 +143,7 @@ impl AutoOffline {
             Trigger::Network => !look.default_route,
             Trigger::AirplaneMode => look.airplane,
         };
-        let mut control = self.lock();
+        let mut control = self.control.lock();
         if offline == control.offline {
             control.pending = None;
             return;
@@ -180,7 +176,7 @@ impl AutoOffline {
     /// An explicit switch to `mode` (the admin socket): it wins until the
     /// host next goes offline. The caller puts the mode in effect.
     pub fn explicit(&self, _mode: Mode) {
-        self.lock().overriding = None;
+        self.control.lock().overriding = None;
     }
 
     /// The snap's configure hook re-applying `offline-mode`: while the
@@ -188,7 +184,7 @@ impl AutoOffline {
     /// host is back (the override stays); otherwise it puts `mode` in effect.
     /// Returns true when the caller should put `mode` in effect.
     pub fn reconfigure(&self, mode: Mode) -> bool {
-        let mut control = self.lock();
+        let mut control = self.control.lock();
         match control.overriding.as_mut() {
             Some((configured, _)) => {
                 *configured = mode;
@@ -200,7 +196,7 @@ impl AutoOffline {
 
     /// What to report.
     pub fn report(&self) -> AutoReport {
-        AutoReport { trigger: self.trigger, in_effect: self.lock().overriding }
+        AutoReport { trigger: self.trigger, in_effect: self.control.lock().overriding }
     }
 }
 
