@@ -1,7 +1,14 @@
 //! Building answers: from a cached entry, from a download in progress, from
 //! an upstream answer passed on, and plain-text errors. Every answer built
-//! here carries `Via`; cache answers say how they were served in
-//! `X-Pkgproxy-Cache`.
+//! here carries `Via`.
+//!
+//! An answer travels to its client as an [`Answer`]: the response and, as
+//! typed fields beside it, what the request path learned of it (how it was
+//! served, why it is not a plain hit, who answered, the stored body it
+//! reads). Nothing about an answer rides in the response's extensions,
+//! where the type checker could not follow it; the headers that say how
+//! it was served are written from those fields once, by
+//! [`Answer::into_response`].
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -11,11 +18,78 @@ use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply, StoredBody};
 
-use super::outcome::Served;
+use super::outcome::{Served, CACHE_STATUS};
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
+use super::reason::{Reason, REASON};
+use crate::access_log::CacheUse;
 use crate::body::{FileBody, ResponseBody};
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
+
+/// An answer on its way from the decision to the bytes written, with what
+/// the request path noted of it (pingora's per-request context, for the
+/// answer).
+#[derive(Debug)]
+pub struct Answer {
+    /// The response, without the headers saying how it was served and why
+    /// (written from `served` and `reason` at the end).
+    pub response: Response<ResponseBody>,
+    /// How it was served (`X-Pkgproxy-Cache`); `None` for an answer of a
+    /// side's own (a fallback) or a tunnel's.
+    pub served: Option<Served>,
+    /// Why it is not a plain hit (`X-Pkgproxy-Reason`).
+    pub reason: Option<Reason>,
+    /// The upstream that answered, for the access log.
+    pub answered_by: Option<Arc<str>>,
+    /// The stored body it reads, whole: what a side that keeps a compressed
+    /// form of a body finds it by. Noted only when the side rewrites.
+    pub stored: Option<StoredBody>,
+    /// How the access log says the cache was used, when `served` does not
+    /// say it (an answer passed through uncached is `passed`, not `miss`).
+    pub cache_use: Option<CacheUse>,
+}
+
+impl Answer {
+    /// `response`, with nothing noted of it yet.
+    pub fn new(response: Response<ResponseBody>) -> Answer {
+        Answer { response, served: None, reason: None, answered_by: None, stored: None, cache_use: None }
+    }
+
+    /// `response`, served as `served`.
+    pub fn served(response: Response<ResponseBody>, served: Served) -> Answer {
+        Answer { served: Some(served), ..Answer::new(response) }
+    }
+
+    /// The answer's status.
+    pub fn status(&self) -> StatusCode {
+        self.response.status()
+    }
+
+    /// How the access log says the cache was used.
+    pub fn cache_use(&self) -> CacheUse {
+        self.cache_use.unwrap_or(match self.served {
+            Some(Served::Hit) => CacheUse::Hit,
+            Some(Served::Revalidated) => CacheUse::Revalidated,
+            Some(Served::Stale) => CacheUse::Stale,
+            Some(Served::Miss) | None => CacheUse::Miss,
+        })
+    }
+
+    /// The response with the headers that say how it was served and why it
+    /// is not a plain hit, written from what was noted of it, here and
+    /// nowhere else.
+    pub fn into_response(self) -> Response<ResponseBody> {
+        let mut response = self.response;
+        let headers = response.headers_mut();
+        if let Some(served) = self.served {
+            headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
+        }
+        if let Some(reason) = self.reason {
+            headers.insert(REASON, reason.header_value());
+        }
+        response
+    }
+}
 
 /// A plain-text answer of pkgproxy's own (a loop, a request for no side).
 pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {
@@ -30,7 +104,7 @@ pub fn from_entry(
     file: Arc<std::fs::File>,
     served: Served,
     reply: &Reply,
-) -> (Response<ResponseBody>, u64) {
+) -> (Answer, u64) {
     let last_modified = entry.validators.last_modified.as_deref();
     let own_etag;
     let etag = match reply.etag {
@@ -49,7 +123,7 @@ pub fn from_entry(
     let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
     describe(response.headers_mut(), &entry.headers, &rep);
-    response.extensions_mut().insert(served);
+    let mut stored = None;
     let sent = match decided {
         Plan::NotModified => not_modified(&mut response),
         Plan::Unsatisfiable => unsatisfiable(&mut response, entry.size),
@@ -57,8 +131,7 @@ pub fn from_entry(
             set_length(&mut response, entry.size);
             if reply.rewrite.is_some() {
                 // What a side that keeps a compressed form reads it by.
-                let stored = StoredBody { sha256: entry.sha256.clone(), size: entry.size, file: Arc::clone(&file) };
-                response.extensions_mut().insert(stored);
+                stored = Some(StoredBody { sha256: entry.sha256.clone(), size: entry.size, file: Arc::clone(&file) });
             }
             body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, 0, entry.size)), entry.size)
         }
@@ -68,7 +141,7 @@ pub fn from_entry(
             body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, start, len)), len)
         }
     };
-    (response, sent)
+    (Answer { stored, ..Answer::served(response, served) }, sent)
 }
 
 /// pkgproxy's own strong entity tag for a body of SHA-256 `sha256`.
@@ -77,12 +150,7 @@ fn content_etag(sha256: &str) -> String {
 }
 
 /// Answers from a download in progress.
-pub fn from_fetch(
-    exchange: &Exchange<'_>,
-    fetch: &Arc<Fetch>,
-    head: &Head,
-    dated_resume: DatedResume,
-) -> Response<ResponseBody> {
+pub fn from_fetch(exchange: &Exchange<'_>, fetch: &Arc<Fetch>, head: &Head, dated_resume: DatedResume) -> Answer {
     let last_modified = head.validators.last_modified.as_deref();
     let rep = Representation {
         etag: head.validators.etag.as_deref(),
@@ -93,7 +161,6 @@ pub fn from_fetch(
     let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
     describe(response.headers_mut(), &head.headers, &rep);
-    response.extensions_mut().insert(Served::Miss);
     match decided {
         Plan::NotModified => {
             not_modified(&mut response);
@@ -112,12 +179,12 @@ pub fn from_fetch(
             body_if_get(exchange, &mut response, || ResponseBody::Fetch(fetch.body(head, start, Some(end + 1))), 0);
         }
     }
-    response
+    Answer::served(response, Served::Miss)
 }
 
 /// Passes on an upstream answer that was not cached: as it came (a miss),
 /// or as the side remembers it (a hit: nothing was asked).
-pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) -> Response<ResponseBody> {
+pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) -> Answer {
     let mut response = Response::new(ResponseBody::Empty);
     *response.status_mut() = answer.status;
     let headers = response.headers_mut();
@@ -128,7 +195,6 @@ pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) ->
     }
     strip_hop_by_hop(headers);
     add_via(headers);
-    response.extensions_mut().insert(served);
     let bodiless = answer.status == StatusCode::NOT_MODIFIED || answer.status == StatusCode::NO_CONTENT;
     if !bodiless {
         set_length(&mut response, answer.body.len() as u64);
@@ -136,7 +202,7 @@ pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) ->
             *response.body_mut() = ResponseBody::full(answer.body.clone());
         }
     }
-    response
+    Answer::served(response, served)
 }
 
 /// Whether an `If-Range` date may resume a body received at `received`.

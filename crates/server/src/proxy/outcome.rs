@@ -1,14 +1,18 @@
 //! How a request ended, typed, and the one place that turns it into an
 //! HTTP answer (axum's error handling): what went wrong is decided where it
 //! happens and carried here as a type ([`Failed`]); the side phrases it for
-//! its clients.
+//! its clients. An answer comes here as an [`Answer`], what was noted of it
+//! beside it, and leaves as the response and the access log's [`Note`]
+//! ([`Finished`]).
 
 use http::header::{HeaderValue, CONTENT_LENGTH};
 use http::Response;
 use pkgproxy_sides::{Failure, LocalAnswer, Side};
 use pkgproxy_upstream::offline::Mode;
 
+use super::answer::Answer;
 use super::reason::{Reason, REASON};
+use crate::access_log::{CacheUse, Note};
 use crate::body::ResponseBody;
 pub use crate::failed::Failed;
 use crate::headers::VIA;
@@ -48,7 +52,7 @@ pub enum Outcome {
     /// An answer to send as it is: from the cache or a download in progress
     /// (hit, miss, revalidated, stale), or an upstream's own answer passed
     /// on (a `404`, a `503` with its `Retry-After`, a forwarded answer).
-    Answered(Response<ResponseBody>),
+    Answered(Answer),
     /// The side made the answer itself.
     Local(LocalAnswer),
     /// pkgproxy cannot serve the request.
@@ -60,9 +64,9 @@ impl Outcome {
     /// `mode` in effect: `None` for an answer the side made itself.
     pub fn ending(&self, mode: Mode) -> Option<Ending> {
         match self {
-            Outcome::Answered(response) => Some(match response.extensions().get::<Served>() {
+            Outcome::Answered(answer) => Some(match answer.served {
                 Some(Served::Hit | Served::Revalidated | Served::Stale) => Ending::Hit,
-                _ if response.status().is_server_error() => Ending::Failed,
+                _ if answer.status().is_server_error() => Ending::Failed,
                 Some(Served::Miss) | None => Ending::Miss,
             }),
             Outcome::Local(_) => None,
@@ -74,9 +78,59 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// How the request used the cache, as the access log says it.
+    pub fn cache_use(&self) -> CacheUse {
+        match self {
+            Outcome::Answered(answer) => answer.cache_use(),
+            Outcome::Local(_) => CacheUse::Local,
+            Outcome::Failed(Failed::Upstream(_) | Failed::Internal(_)) => CacheUse::Miss,
+            Outcome::Failed(_) => CacheUse::Refused,
+        }
+    }
+}
+
+impl From<Answer> for Outcome {
+    fn from(answer: Answer) -> Self {
+        Outcome::Answered(answer)
+    }
+}
+
 impl From<Failed> for Outcome {
     fn from(failed: Failed) -> Self {
         Outcome::Failed(failed)
+    }
+}
+
+/// An answer ready for its client: the response, and what the access log
+/// and the trouble table say of it.
+#[derive(Debug)]
+pub struct Finished {
+    /// The response, every header written.
+    pub response: Response<ResponseBody>,
+    /// What the log says of it.
+    pub note: Note,
+}
+
+impl Finished {
+    /// `response`, an answer of pkgproxy's own that used the cache as
+    /// `cache` says (`local`, or `refused`).
+    pub fn own(response: Response<ResponseBody>, cache: CacheUse) -> Finished {
+        Finished { response, note: Note { side: None, cache, upstream: None } }
+    }
+}
+
+/// The answer to a request of `side` (`None`: no side, as for a tunnel)
+/// that ended in `outcome`, with offline mode `mode` in effect, and what
+/// the log says of it.
+pub fn finished(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Finished {
+    let note = Note { side: side.map(|side| side.id()), cache: outcome.cache_use(), upstream: None };
+    match outcome {
+        Outcome::Answered(mut answer) => {
+            let upstream = answer.answered_by.take();
+            Finished { response: answer.into_response(), note: Note { upstream, ..note } }
+        }
+        outcome => Finished { response: respond(side, mode, outcome), note },
     }
 }
 
@@ -84,7 +138,7 @@ impl From<Failed> for Outcome {
 /// that ended in `outcome`, with offline mode `mode` in effect.
 pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Response<ResponseBody> {
     match outcome {
-        Outcome::Answered(response) => described(response),
+        Outcome::Answered(answer) => answer.into_response(),
         Outcome::Local(answer) => local(answer),
         Outcome::Failed(failed) => {
             let failure = failed.failure(mode);
@@ -116,22 +170,6 @@ pub fn respond_counted(
 ) -> Response<ResponseBody> {
     stats.count(side.id(), requester, outcome.ending(mode));
     respond(Some(side), mode, outcome)
-}
-
-/// `response` with the headers that say how it was served and why it is
-/// not a plain hit, written from what the request path noted of it
-/// ([`Served`], [`Reason`]), here and nowhere else.
-pub(super) fn described(mut response: Response<ResponseBody>) -> Response<ResponseBody> {
-    let served = response.extensions().get::<Served>().copied();
-    let reason = response.extensions().get::<Reason>().map(Reason::header_value);
-    let headers = response.headers_mut();
-    if let Some(served) = served {
-        headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
-    }
-    if let Some(reason) = reason {
-        headers.insert(REASON, reason);
-    }
-    response
 }
 
 /// Says why pkgproxy did not ask the upstream, for a pkgproxy downstream

@@ -46,5 +46,5 @@ pub async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Outcome {
             tracing::debug!(%error, "tunnel ended with an error");
         }
     });
-    Outcome::Answered(Response::new(ResponseBody::Empty))
+    Outcome::Answered(super::answer::Answer::new(Response::new(ResponseBody::Empty)))
 }
