@@ -20,7 +20,7 @@ use http::{HeaderMap, StatusCode};
 use pkgproxy_sides::{CachedRequest, Fallback, Rewrite, Side};
 
 use super::answer::Answer;
-use super::held::Offline;
+use super::for_sides::CacheForSides;
 use super::outcome::Outcome;
 use super::reason::Reason;
 use super::rewrite::rewritten;
@@ -77,7 +77,7 @@ impl Finish {
         let outcome = match (outcome, self.fallback.take()) {
             (Outcome::Failed(failed), Some(fallback)) if !failed.is_refusal() => {
                 let state = Arc::clone(state);
-                let made = tokio::task::spawn_blocking(move || fallback.answer(&Offline(&state))).await;
+                let made = tokio::task::spawn_blocking(move || fallback.answer(&CacheForSides(&state))).await;
                 match made {
                     Ok(Some(answer)) => {
                         let reason = Some(Reason::from(&failed));
