@@ -63,8 +63,8 @@ pub enum CacheUse {
     Local,
 }
 
-/// What the request path tells the log about an answer, handed over
-/// beside the response ([`crate::proxy::outcome::Finished`]).
+/// What the request path tells the log about an answer, handed to the
+/// gateway beside the response.
 #[derive(Debug, Clone)]
 pub struct Note {
     /// The side that served it, if one did.

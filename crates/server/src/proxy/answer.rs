@@ -1,14 +1,7 @@
 //! Building answers: from a cached entry, from a download in progress, from
 //! an upstream answer passed on, and plain-text errors. Every answer built
 //! here carries `Via`.
-//!
-//! An answer travels to its client as an [`Answer`]: the response and, as
-//! typed fields beside it, what the request path learned of it (how it was
-//! served, why it is not a plain hit, who answered, the stored body it
-//! reads). Nothing about an answer rides in the response's extensions,
-//! where the type checker could not follow it; the headers that say how
-//! it was served are written from those fields once, by
-//! [`Answer::into_response`].
+//! Each is an [`Answer`]: the response, and what is known of it beside it.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -18,78 +11,11 @@ use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply, StoredBody};
 
-use super::outcome::{Served, CACHE_STATUS};
+use super::outcome::{Answer, Served};
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
-use super::reason::{Reason, REASON};
-use crate::access_log::CacheUse;
 use crate::body::{FileBody, ResponseBody};
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
-
-/// An answer on its way from the decision to the bytes written, with what
-/// the request path noted of it (pingora's per-request context, for the
-/// answer).
-#[derive(Debug)]
-pub struct Answer {
-    /// The response, without the headers saying how it was served and why
-    /// (written from `served` and `reason` at the end).
-    pub response: Response<ResponseBody>,
-    /// How it was served (`X-Pkgproxy-Cache`); `None` for an answer of a
-    /// side's own (a fallback) or a tunnel's.
-    pub served: Option<Served>,
-    /// Why it is not a plain hit (`X-Pkgproxy-Reason`).
-    pub reason: Option<Reason>,
-    /// The upstream that answered, for the access log.
-    pub answered_by: Option<Arc<str>>,
-    /// The stored body it reads, whole: what a side that keeps a compressed
-    /// form of a body finds it by. Noted only when the side rewrites.
-    pub stored: Option<StoredBody>,
-    /// How the access log says the cache was used, when `served` does not
-    /// say it (an answer passed through uncached is `passed`, not `miss`).
-    pub cache_use: Option<CacheUse>,
-}
-
-impl Answer {
-    /// `response`, with nothing noted of it yet.
-    pub fn new(response: Response<ResponseBody>) -> Answer {
-        Answer { response, served: None, reason: None, answered_by: None, stored: None, cache_use: None }
-    }
-
-    /// `response`, served as `served`.
-    pub fn served(response: Response<ResponseBody>, served: Served) -> Answer {
-        Answer { served: Some(served), ..Answer::new(response) }
-    }
-
-    /// The answer's status.
-    pub fn status(&self) -> StatusCode {
-        self.response.status()
-    }
-
-    /// How the access log says the cache was used.
-    pub fn cache_use(&self) -> CacheUse {
-        self.cache_use.unwrap_or(match self.served {
-            Some(Served::Hit) => CacheUse::Hit,
-            Some(Served::Revalidated) => CacheUse::Revalidated,
-            Some(Served::Stale) => CacheUse::Stale,
-            Some(Served::Miss) | None => CacheUse::Miss,
-        })
-    }
-
-    /// The response with the headers that say how it was served and why it
-    /// is not a plain hit, written from what was noted of it, here and
-    /// nowhere else.
-    pub fn into_response(self) -> Response<ResponseBody> {
-        let mut response = self.response;
-        let headers = response.headers_mut();
-        if let Some(served) = self.served {
-            headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
-        }
-        if let Some(reason) = self.reason {
-            headers.insert(REASON, reason.header_value());
-        }
-        response
-    }
-}
 
 /// A plain-text answer of pkgproxy's own (a loop, a request for no side).
 pub fn text(status: StatusCode, message: &str) -> Response<ResponseBody> {

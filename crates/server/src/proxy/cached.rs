@@ -36,7 +36,7 @@ use super::finish::Finish;
 use super::follow;
 use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::Served;
-use super::outcome::{Failed, Outcome};
+use super::outcome::{Answer, Failed, Outcome};
 use super::reason::Reason;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
@@ -338,7 +338,7 @@ fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, e
     tracing::info!(key = request.key, reason = %why, "revalidation failed; serving the cached entry");
     state.stats.of(request.side, exchange.requester()).increment(SideCounter::StaleServed);
     match from_cache(state, exchange, request, entry, Served::Stale) {
-        Outcome::Answered(answer) => Outcome::Answered(answer::Answer { reason: Some(why), ..answer }),
+        Outcome::Answered(answer) => Outcome::Answered(Answer { reason: Some(why), ..answer }),
         outcome => outcome,
     }
 }

@@ -10,18 +10,17 @@
 //!    says why the upstream could not confirm it);
 //! 4. which upstream answered, for the access log.
 //!
-//! What is noted here goes on the [`super::answer::Answer`]'s own fields;
+//! What is noted here goes on the [`super::outcome::Answer`]'s own fields;
 //! the headers saying how it was served and why are written later, once,
-//! from them ([`super::answer::Answer::into_response`]).
+//! from them ([`super::outcome::Answer::into_response`]).
 
 use std::sync::Arc;
 
 use http::{HeaderMap, StatusCode};
 use pkgproxy_sides::{CachedRequest, Fallback, Rewrite, Side};
 
-use super::answer::Answer;
 use super::for_sides::CacheForSides;
-use super::outcome::Outcome;
+use super::outcome::{Answer, Outcome};
 use super::reason::Reason;
 use super::rewrite::rewritten;
 use crate::context::Exchange;

@@ -24,9 +24,8 @@ use pkgproxy_sides::{ForwardRequest, Record, SideId};
 use pkgproxy_upstream::{Payload, PoolRequest};
 use tokio::time::Instant;
 
-use super::answer::Answer;
 use super::fetching::{copy_upstream_request, counted};
-use super::outcome::{self, Failed, Outcome, Served};
+use super::outcome::{self, Answer, Failed, Outcome, Served};
 use super::rewrite::rewritten;
 use super::upload;
 use crate::access_log::CacheUse;

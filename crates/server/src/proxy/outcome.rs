@@ -1,16 +1,24 @@
 //! How a request ended, typed, and the one place that turns it into an
 //! HTTP answer (axum's error handling): what went wrong is decided where it
 //! happens and carried here as a type ([`Failed`]); the side phrases it for
-//! its clients. An answer comes here as an [`Answer`], what was noted of it
-//! beside it, and leaves as the response and the access log's [`Note`]
-//! ([`Finished`]).
+//! its clients.
+//!
+//! An answer travels to its client as an [`Answer`]: the response and, as
+//! typed fields beside it, what the request path learned of it (how it was
+//! served, why it is not a plain hit, who answered, the stored body it
+//! reads). Nothing about an answer rides in the response's extensions,
+//! where the type checker could not follow it. It leaves here once
+//! ([`finished`]): the headers that say how it was served written from
+//! those fields ([`Answer::into_response`]), the access log's [`Note`]
+//! beside the response.
+
+use std::sync::Arc;
 
 use http::header::{HeaderValue, CONTENT_LENGTH};
-use http::Response;
-use pkgproxy_sides::{Failure, LocalAnswer, Side};
+use http::{Response, StatusCode};
+use pkgproxy_sides::{Failure, LocalAnswer, Side, StoredBody};
 use pkgproxy_upstream::offline::Mode;
 
-use super::answer::Answer;
 use super::reason::{Reason, REASON};
 use crate::access_log::{CacheUse, Note};
 use crate::body::ResponseBody;
@@ -46,6 +54,71 @@ impl Served {
 /// The marker header naming how an answer was served.
 pub const CACHE_STATUS: &str = "x-pkgproxy-cache";
 
+/// An answer on its way from the decision to the bytes written, with what
+/// the request path noted of it (pingora's per-request context, for the
+/// answer).
+#[derive(Debug)]
+pub struct Answer {
+    /// The response, without the headers saying how it was served and why
+    /// (written from `served` and `reason` at the end).
+    pub response: Response<ResponseBody>,
+    /// How it was served (`X-Pkgproxy-Cache`); `None` for an answer of a
+    /// side's own (a fallback) or a tunnel's.
+    pub served: Option<Served>,
+    /// Why it is not a plain hit (`X-Pkgproxy-Reason`).
+    pub reason: Option<Reason>,
+    /// The upstream that answered, for the access log.
+    pub answered_by: Option<Arc<str>>,
+    /// The stored body it reads, whole: what a side that keeps a compressed
+    /// form of a body finds it by. Noted only when the side rewrites.
+    pub stored: Option<StoredBody>,
+    /// How the access log says the cache was used, when `served` does not
+    /// say it (an answer passed through uncached is `passed`, not `miss`).
+    pub cache_use: Option<CacheUse>,
+}
+
+impl Answer {
+    /// `response`, with nothing noted of it yet.
+    pub fn new(response: Response<ResponseBody>) -> Answer {
+        Answer { response, served: None, reason: None, answered_by: None, stored: None, cache_use: None }
+    }
+
+    /// `response`, served as `served`.
+    pub fn served(response: Response<ResponseBody>, served: Served) -> Answer {
+        Answer { served: Some(served), ..Answer::new(response) }
+    }
+
+    /// The answer's status.
+    pub fn status(&self) -> StatusCode {
+        self.response.status()
+    }
+
+    /// How the access log says the cache was used.
+    pub fn cache_use(&self) -> CacheUse {
+        self.cache_use.unwrap_or(match self.served {
+            Some(Served::Hit) => CacheUse::Hit,
+            Some(Served::Revalidated) => CacheUse::Revalidated,
+            Some(Served::Stale) => CacheUse::Stale,
+            Some(Served::Miss) | None => CacheUse::Miss,
+        })
+    }
+
+    /// The response with the headers that say how it was served and why it
+    /// is not a plain hit, written from what was noted of it, here and
+    /// nowhere else.
+    pub fn into_response(self) -> Response<ResponseBody> {
+        let mut response = self.response;
+        let headers = response.headers_mut();
+        if let Some(served) = self.served {
+            headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
+        }
+        if let Some(reason) = self.reason {
+            headers.insert(REASON, reason.header_value());
+        }
+        response
+    }
+}
+
 /// How a request ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -76,9 +149,7 @@ impl Outcome {
             }),
         }
     }
-}
 
-impl Outcome {
     /// How the request used the cache, as the access log says it.
     pub fn cache_use(&self) -> CacheUse {
         match self {
@@ -253,6 +324,30 @@ mod tests {
     async fn an_upstream_failure_while_offline_is_answered_as_offline() {
         let (status, _, body) = answered(Mode::Offline, Failed::Upstream("reset".into())).await;
         assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline\n"));
+    }
+
+    #[test]
+    fn what_was_noted_of_an_answer_is_written_once_as_its_headers_and_its_log_note() {
+        let response = Response::new(ResponseBody::Empty);
+        let answer = Answer {
+            reason: Some(Reason::Offline),
+            answered_by: Some("https://upstream.example".into()),
+            cache_use: Some(CacheUse::Passed),
+            ..Answer::served(response, Served::Stale)
+        };
+        let finished = finished(None, Mode::Never, Outcome::Answered(answer));
+        assert_eq!(finished.response.headers()[CACHE_STATUS], "stale");
+        assert_eq!(finished.response.headers()[REASON], "offline");
+        assert_eq!(finished.note.cache, CacheUse::Passed, "as noted, over what `served` says");
+        assert_eq!(finished.note.upstream.as_deref(), Some("https://upstream.example"));
+        let plain = finished_plain(Served::Revalidated);
+        assert_eq!((plain.note.cache, plain.note.upstream), (CacheUse::Revalidated, None));
+        assert!(!plain.response.headers().contains_key(REASON), "a plain answer says no reason");
+    }
+
+    fn finished_plain(served: Served) -> Finished {
+        let answer = Answer::served(Response::new(ResponseBody::Empty), served);
+        finished(None, Mode::Never, Outcome::Answered(answer))
     }
 
     #[tokio::test]

@@ -9,8 +9,7 @@ use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_sides::{LocalAnswer, Pieced, Rewrite, Side};
 
-use super::answer::Answer;
-use super::outcome::{Failed, Outcome};
+use super::outcome::{Answer, Failed, Outcome};
 use crate::body::{PiecedBody, ResponseBody, RewrittenBody};
 use crate::context::Exchange;
 
