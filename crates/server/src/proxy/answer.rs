@@ -1,7 +1,7 @@
 //! Building answers: from a cached entry, from a download in progress, from
 //! an upstream answer passed on, and plain-text errors. Every answer built
-//! here carries `Via`.
-//! Each is an [`Answer`]: the response, and what is known of it beside it.
+//! here carries `Via`, and each is an [`Answer`]: the response, with how
+//! it was served (and the stored body it reads) noted beside it.
 
 use std::sync::Arc;
 use std::time::SystemTime;

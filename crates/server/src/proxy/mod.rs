@@ -91,6 +91,7 @@ fn certificate(state: &State) -> Response<ResponseBody> {
 /// served it, and how).
 pub async fn handle(state: Arc<State>, request: Request<Incoming>, client: ClientInfo) -> Finished {
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
+    let arrived = Instant::now();
     if let Some(own) = own_answer(&state, &request).await {
         return own;
     }
@@ -106,7 +107,6 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>, client: Clien
             Finished { note: Note { cache, ..finished.note }, ..finished }
         }
         Route::Side { side, mount, target } => {
-            let arrived = Instant::now();
             let side = state.sides.owner(side, target.as_ref());
             let outcome = serve(&state, side, mount, target, request, client).await;
             let mode = state.upstream.switch.mode();
