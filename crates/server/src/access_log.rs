@@ -24,7 +24,6 @@ use std::time::{Instant, SystemTime};
 use bytes::Bytes;
 use http::{Method, Request, Response, Uri};
 use http_body::{Body, Frame, SizeHint};
-use pkgproxy_cache::AnsweredBy;
 use pkgproxy_metrics::{AccessLogCounter, Counters};
 use pkgproxy_sides::SideId;
 use serde::Serialize;
@@ -64,14 +63,17 @@ pub enum CacheUse {
     Local,
 }
 
-/// What the request path tells the log about an answer, as an extension
-/// of the response.
-#[derive(Debug, Clone, Copy)]
+/// What the request path tells the log about an answer, handed to the
+/// gateway beside the response.
+#[derive(Debug, Clone)]
 pub struct Note {
     /// The side that served it, if one did.
     pub side: Option<SideId>,
     /// How.
     pub cache: CacheUse,
+    /// The upstream that answered (an instance's base URL, a cluster peer,
+    /// a bundle), when one did.
+    pub upstream: Option<Arc<str>>,
 }
 
 /// One line.
@@ -167,23 +169,23 @@ impl AccessLog {
         })
     }
 
-    /// `response` with its body wrapped to write the line once it is sent.
-    pub fn attach(&self, begun: Option<Begun>, response: Response<ResponseBody>) -> Response<LoggedBody> {
+    /// `response`, which the request path describes with `note`, with its
+    /// body wrapped to write the line once it is sent.
+    pub fn attach(&self, begun: Option<Begun>, response: Response<ResponseBody>, note: Note) -> Response<LoggedBody> {
         let pending = begun.map(|begun| {
-            let note = response.extensions().get::<Note>().copied();
             Box::new(Pending {
                 log: self.clone(),
                 line: Line {
                     time: humantime::format_rfc3339_millis(begun.time).to_string(),
                     client: begun.client.ip().to_string(),
                     method: begun.method.to_string(),
-                    side: note.and_then(|note| note.side).map(SideId::as_str),
+                    side: note.side.map(SideId::as_str),
                     uri: crate::redact::without_user(&begun.uri.to_string()),
-                    cache: note.map_or(CacheUse::Local, |note| note.cache),
+                    cache: note.cache,
                     status: response.status().as_u16(),
                     bytes: 0,
                     duration_ms: 0.0,
-                    upstream: response.extensions().get::<AnsweredBy>().map(|by| by.0.to_string()),
+                    upstream: note.upstream.as_deref().map(str::to_owned),
                     reason: response
                         .headers()
                         .get(crate::headers::REASON)

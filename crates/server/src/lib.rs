@@ -13,7 +13,9 @@
 //! gateway/             accept; each connection's deadlines (deadline.rs),
 //!                      HTTP/1.1 (keep-alive, pipelining, CONNECT upgrades),
 //!                      each request's framing (framing.rs); who asked
-//!                      (context.rs); the access log's line (access_log.rs)
+//!                      (context.rs); an answer sent, once (`send`: the
+//!                      kernel's sendfile.rs or HTTP/2's frames, the trouble
+//!                      table, the access log's line in access_log.rs)
 //! status/              the status page at `/` and its JSON
 //! browse/              the cache's page at `/cache/` and its JSON
 //! browsing/            what it keeps: the top clients and packages of the
@@ -36,19 +38,24 @@
 //!   proxy/pointer.rs     a name pointing at content by digest (a tag):
 //!                        one HEAD per name (single_flight.rs), then the
 //!                        content by digest through the cache
+//!   proxy/finish.rs      what the side asks done to a cache answer: its
+//!                        rewrite (rewrite.rs), fallback, headers
 //!   proxy/rewrite.rs     the side's rewrite of an answer, for this client
 //!   proxy/tunnel.rs      CONNECT, through the one dialer
-//!   proxy/answer.rs      answers from entries, downloads, upstreams
+//!   proxy/answer.rs      answers from entries, downloads, upstreams, each
+//!                        an `Answer`: the response and, typed beside it,
+//!                        how it was served, why, and who answered
 //!   proxy/plan.rs        RFC 9110 ranges and conditionals, pure
 //!   proxy/outcome.rs     one typed outcome per request, mapped to HTTP once,
-//!                        in the side's words
+//!                        in the side's words, with the access log's note
 //!   proxy/reason.rs      why an answer is not a plain hit (X-Pkgproxy-Reason)
 //! ```
 //!
 //! For pkgproxy's own requests, through the same path: `proxy/explain.rs`
 //! (what a request would get now, without fetching), `proxy/readiness.rs`
 //! (whether it would be served offline; warming it), `proxy/needs.rs`
-//! (what a build needs, found in what the cache holds),
+//! (what a build needs, found in what the cache holds), `proxy/for_sides.rs`
+//! (the cache as a side reads it: what would be served offline),
 //! `proxy/supplied.rs` (an item taken in from handed bytes) and
 //! `bundle/` (export and import of bundles for air gaps), whose authors
 //! `signing.rs` names (the keys that sign bundles, and their signatures).

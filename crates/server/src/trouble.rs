@@ -59,7 +59,7 @@ impl Trouble {
         now: std::time::SystemTime,
         asked: &Asked,
         response: &Response<B>,
-        note: Note,
+        note: &Note,
     ) {
         let (status, refused) = (response.status(), note.cache == CacheUse::Refused);
         if !status.is_server_error() && !refused {

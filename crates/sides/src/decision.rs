@@ -8,7 +8,6 @@ use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{Class, Expected};
 
 use crate::id::SideId;
-use crate::needs::HeldBodies;
 
 /// The target of a forward-proxy request, as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -390,15 +389,35 @@ pub struct Reply {
 /// An answer a side makes itself when neither the cache nor the upstream
 /// can give one, from what it knows or what the cache holds.
 pub trait Fallback: Send + Sync + std::fmt::Debug {
-    /// The answer, from what `held` holds; `None`: there is none to give.
+    /// The answer, from what `cache` holds; `None`: there is none to give.
     /// Blocking.
-    fn answer(&self, held: &dyn HeldBodies) -> Option<LocalAnswer>;
+    fn answer(&self, cache: &dyn CacheView) -> Option<LocalAnswer>;
 }
 
 /// An answer known whole when the request is decided.
 impl Fallback for LocalAnswer {
-    fn answer(&self, _held: &dyn HeldBodies) -> Option<LocalAnswer> {
+    fn answer(&self, _cache: &dyn CacheView) -> Option<LocalAnswer> {
         Some(self.clone())
+    }
+}
+
+/// The cache as a side reads it for a request it made itself (a
+/// fallback's, a resolver's): what the request would be answered with
+/// offline, looked up by the request as it is. Nothing is routed or
+/// classified again, so what is read is what the side asked for.
+pub trait CacheView {
+    /// The body `request` would be answered with offline, opened (read it
+    /// with positioned reads: the file may be shared).
+    fn open(&self, request: &CachedRequest) -> Option<Arc<std::fs::File>>;
+
+    /// The body `request` would be answered with offline, read whole up
+    /// to `limit` bytes.
+    fn read(&self, request: &CachedRequest, limit: u64) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let file = self.open(request)?;
+        let mut bytes = Vec::new();
+        pkgproxy_cache::BodyReader::new(&file).take(limit).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
     }
 }
 

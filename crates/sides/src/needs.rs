@@ -12,6 +12,8 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
+
+use crate::decision::CacheView;
 pub use pkgproxy_control::{NeededItem, Needs};
 
 /// Why a build's files or a resolver's input could not be read.
@@ -47,15 +49,14 @@ pub trait NeedsReader: Sync {
     fn read(&self, matches: &clap::ArgMatches) -> Result<Asked, NeedsError>;
 }
 
-/// The cache as a resolver reads it.
-pub trait HeldBodies {
+/// The cache as a resolver reads it. What the side asks for itself it
+/// reads by its request ([`CacheView`]); what a user names by URL (a
+/// sources list's indexes, an image's manifests) by that URL, routed and
+/// classified as a client's `GET` of it would be.
+pub trait HeldBodies: CacheView {
     /// The body a `GET` of `url` (as a client asks pkgproxy for it) would
     /// be answered with offline, read whole up to `limit` bytes.
     fn body(&self, url: &str, limit: u64) -> Option<Vec<u8>>;
-
-    /// The body a `GET` of `url` would be answered with offline, opened
-    /// (read it with positioned reads: the file may be shared).
-    fn open(&self, url: &str) -> Option<Arc<std::fs::File>>;
 
     /// The stored bytes of sha256 `sha256` (hex) and `size`, whatever name
     /// they were fetched under.

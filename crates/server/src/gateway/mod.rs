@@ -37,11 +37,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::access_log::{CacheUse, Note};
+use crate::access_log::{Begun, CacheUse, LoggedBody};
 use crate::admission::StreamBudget;
 use crate::context::ClientInfo;
+use crate::proxy::outcome::Finished;
 use crate::sendfile::{KernelSent, Ranges};
 use crate::state::State;
+use crate::trouble::Asked;
 use crate::{control, proxy};
 use deadline::{Answering, ConnectionClock, Expired, Watched};
 use pkgproxy_metrics::ClientCounter;
@@ -114,11 +116,15 @@ async fn serve_client(
     let kernel = (!secure).then(|| Arc::clone(&ranges));
     let handler = {
         let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
-        move |mut request: Request<Incoming>| {
+        move |request: Request<Incoming>| {
             let over_http2 = request.version() == http::Version::HTTP_2;
-            let kernel = kernel.clone().filter(|_| !over_http2);
+            let way = match kernel.clone().filter(|_| !over_http2) {
+                Some(ranges) => Way::Kernel(ranges),
+                None if over_http2 => Way::Frames,
+                None => Way::Plain,
+            };
             let id = state.request_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            request.extensions_mut().insert(ClientInfo { addr: peer, id, secure });
+            let client = ClientInfo { addr: peer, id, secure };
             clock.request_read();
             if framing::wants_close(&request) {
                 clock.close_after_answer();
@@ -126,28 +132,15 @@ async fn serve_client(
             let (state, clock) = (Arc::clone(&state), Arc::clone(&clock));
             async move {
                 let begun = state.access_log.begin(&request, peer);
-                let response = match framing::refused(&request) {
-                    Some(mut refused) => {
+                let asked = Asked::of(request.uri(), request.headers());
+                let finished = match framing::refused(&request) {
+                    Some(refused) => {
                         state.admission.counters.increment(ClientCounter::Malformed);
-                        let note = Note { side: None, cache: CacheUse::Refused };
-                        let now = state.clock.now();
-                        let asked = crate::trouble::Asked::of(request.uri(), request.headers());
-                        state.trouble.observe(&state.sides, now, &asked, &refused, note);
-                        refused.extensions_mut().insert(note);
-                        refused
+                        Finished::own(refused, CacheUse::Refused)
                     }
-                    None => proxy::handle(Arc::clone(&state), request).await,
+                    None => proxy::handle(Arc::clone(&state), request, client).await,
                 };
-                let response = match &kernel {
-                    Some(ranges) => response.map(|body| body.sent_by_kernel(ranges)),
-                    // HTTP/2 holds a frame per stream a client keeps waiting.
-                    None if over_http2 => response.map(|body| body.in_frames_of(http2::FRAME)),
-                    None => response,
-                };
-                if framing::closes(&response) {
-                    clock.close_after_answer();
-                }
-                state.access_log.attach(begun, response).map(|body| Answering::new(body, clock))
+                send(&state, &asked, begun, finished, way, clock)
             }
         }
     };
@@ -196,6 +189,42 @@ async fn serve_client(
         Some(Expired::Send) => _ = state.admission.counters.increment(ClientCounter::SendTimeouts),
         None => {}
     }
+}
+
+/// How a connection sends an answer's body.
+enum Way {
+    /// Plain HTTP/1.1: a large file's bytes by the kernel, into `Ranges`.
+    Kernel(Arc<Ranges>),
+    /// HTTP/2, which holds a frame per stream a client keeps waiting: in
+    /// frames of [`http2::FRAME`] at most.
+    Frames,
+    /// TLS: as the body gives it.
+    Plain,
+}
+
+/// The one place an answer leaves for its client: noted in the trouble
+/// table as the answer to `asked`, its body sent the connection's `way`
+/// and within its send deadline (`clock`), which closes after it when it
+/// says so, and its access-log line (`begun`) written once it is sent.
+fn send(
+    state: &State,
+    asked: &Asked,
+    begun: Option<Begun>,
+    finished: Finished,
+    way: Way,
+    clock: Arc<ConnectionClock>,
+) -> Response<Answering<LoggedBody>> {
+    let Finished { response, note } = finished;
+    state.trouble.observe(&state.sides, state.clock.now(), asked, &response, &note);
+    let response = match way {
+        Way::Kernel(ranges) => response.map(|body| body.sent_by_kernel(&ranges)),
+        Way::Frames => response.map(|body| body.in_frames_of(http2::FRAME)),
+        Way::Plain => response,
+    };
+    if framing::closes(&response) {
+        clock.close_after_answer();
+    }
+    state.access_log.attach(begun, response, note).map(|body| Answering::new(body, clock))
 }
 
 /// The first byte a client sent, without taking it (`0x16` starts a TLS

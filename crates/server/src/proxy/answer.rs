@@ -1,7 +1,7 @@
 //! Building answers: from a cached entry, from a download in progress, from
 //! an upstream answer passed on, and plain-text errors. Every answer built
-//! here carries `Via`; cache answers say how they were served in
-//! `X-Pkgproxy-Cache`.
+//! here carries `Via`, and each is an [`Answer`]: the response, with how
+//! it was served (and the stored body it reads) noted beside it.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -11,7 +11,7 @@ use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
 use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply, StoredBody};
 
-use super::outcome::Served;
+use super::outcome::{Answer, Served};
 use super::plan::{last_modified_is_strong, plan, Plan, Representation};
 use crate::body::{FileBody, ResponseBody};
 use crate::context::Exchange;
@@ -30,7 +30,7 @@ pub fn from_entry(
     file: Arc<std::fs::File>,
     served: Served,
     reply: &Reply,
-) -> (Response<ResponseBody>, u64) {
+) -> (Answer, u64) {
     let last_modified = entry.validators.last_modified.as_deref();
     let own_etag;
     let etag = match reply.etag {
@@ -49,7 +49,7 @@ pub fn from_entry(
     let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
     describe(response.headers_mut(), &entry.headers, &rep);
-    response.extensions_mut().insert(served);
+    let mut stored = None;
     let sent = match decided {
         Plan::NotModified => not_modified(&mut response),
         Plan::Unsatisfiable => unsatisfiable(&mut response, entry.size),
@@ -57,8 +57,7 @@ pub fn from_entry(
             set_length(&mut response, entry.size);
             if reply.rewrite.is_some() {
                 // What a side that keeps a compressed form reads it by.
-                let stored = StoredBody { sha256: entry.sha256.clone(), size: entry.size, file: Arc::clone(&file) };
-                response.extensions_mut().insert(stored);
+                stored = Some(StoredBody { sha256: entry.sha256.clone(), size: entry.size, file: Arc::clone(&file) });
             }
             body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, 0, entry.size)), entry.size)
         }
@@ -68,7 +67,7 @@ pub fn from_entry(
             body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, start, len)), len)
         }
     };
-    (response, sent)
+    (Answer { stored, ..Answer::served(response, served) }, sent)
 }
 
 /// pkgproxy's own strong entity tag for a body of SHA-256 `sha256`.
@@ -77,12 +76,7 @@ fn content_etag(sha256: &str) -> String {
 }
 
 /// Answers from a download in progress.
-pub fn from_fetch(
-    exchange: &Exchange<'_>,
-    fetch: &Arc<Fetch>,
-    head: &Head,
-    dated_resume: DatedResume,
-) -> Response<ResponseBody> {
+pub fn from_fetch(exchange: &Exchange<'_>, fetch: &Arc<Fetch>, head: &Head, dated_resume: DatedResume) -> Answer {
     let last_modified = head.validators.last_modified.as_deref();
     let rep = Representation {
         etag: head.validators.etag.as_deref(),
@@ -93,7 +87,6 @@ pub fn from_fetch(
     let decided = plan(exchange.method, exchange.headers, &rep);
     let mut response = Response::new(ResponseBody::Empty);
     describe(response.headers_mut(), &head.headers, &rep);
-    response.extensions_mut().insert(Served::Miss);
     match decided {
         Plan::NotModified => {
             not_modified(&mut response);
@@ -112,12 +105,12 @@ pub fn from_fetch(
             body_if_get(exchange, &mut response, || ResponseBody::Fetch(fetch.body(head, start, Some(end + 1))), 0);
         }
     }
-    response
+    Answer::served(response, Served::Miss)
 }
 
 /// Passes on an upstream answer that was not cached: as it came (a miss),
 /// or as the side remembers it (a hit: nothing was asked).
-pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) -> Response<ResponseBody> {
+pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) -> Answer {
     let mut response = Response::new(ResponseBody::Empty);
     *response.status_mut() = answer.status;
     let headers = response.headers_mut();
@@ -128,7 +121,6 @@ pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) ->
     }
     strip_hop_by_hop(headers);
     add_via(headers);
-    response.extensions_mut().insert(served);
     let bodiless = answer.status == StatusCode::NOT_MODIFIED || answer.status == StatusCode::NO_CONTENT;
     if !bodiless {
         set_length(&mut response, answer.body.len() as u64);
@@ -136,7 +128,7 @@ pub fn passed(exchange: &Exchange<'_>, answer: &PassedAnswer, served: Served) ->
             *response.body_mut() = ResponseBody::full(answer.body.clone());
         }
     }
-    response
+    Answer::served(response, served)
 }
 
 /// Whether an `If-Range` date may resume a body received at `received`.

@@ -37,7 +37,7 @@ use super::finish::Finish;
 use super::follow;
 use super::lookup::{self, Held, Lookup, Moment};
 use super::outcome::Served;
-use super::outcome::{Failed, Outcome};
+use super::outcome::{Answer, Failed, Outcome};
 use super::reason::Reason;
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
@@ -341,10 +341,7 @@ fn stale(state: &Arc<State>, exchange: &Exchange<'_>, request: &CachedRequest, e
     tracing::info!(key = request.key, reason = %why, "revalidation failed; serving the cached entry");
     state.stats.of(request.side, exchange.requester()).increment(SideCounter::StaleServed);
     match from_cache(state, exchange, request, entry, Served::Stale) {
-        Outcome::Answered(mut response) => {
-            response.extensions_mut().insert(why);
-            Outcome::Answered(response)
-        }
+        Outcome::Answered(answer) => Outcome::Answered(Answer { reason: Some(why), ..answer }),
         outcome => outcome,
     }
 }
@@ -386,11 +383,11 @@ fn from_body(
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));
     }
-    let (response, sent) = answer::from_entry(exchange, entry, file, served, &request.reply);
+    let (answer, sent) = answer::from_entry(exchange, entry, file, served, &request.reply);
     if served != Served::Miss {
         state.stats.of(request.side, exchange.requester()).add(SideCounter::BytesFromCache, sent);
     }
-    Outcome::Answered(response)
+    Outcome::Answered(answer)
 }
 
 /// The bodies of `request`'s prerequisites, in order, up to the first that
@@ -438,11 +435,11 @@ async fn fetch_for_pkgproxy(
     let key = request.key.clone();
     let outcome = serve(state, &exchange, side, request).await;
     state.stats.count(side.id(), Requester::Pkgproxy, outcome.ending(state.upstream.switch.mode()));
-    let Outcome::Answered(response) = outcome else { return None };
-    if response.status() != StatusCode::OK {
+    let Outcome::Answered(answer) = outcome else { return None };
+    if answer.status() != StatusCode::OK {
         return None;
     }
-    let body = response.into_body().collect().await.ok().map(|body| body.to_bytes());
+    let body = answer.response.into_body().collect().await.ok().map(|body| body.to_bytes());
     // What pkgproxy fetches for itself, its side may read back from the
     // index next: its commit is waited for.
     state.cache.settled_on(&key).await;

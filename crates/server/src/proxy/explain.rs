@@ -15,7 +15,7 @@ use pkgproxy_sides::{CachedRequest, Decision, UpstreamPath};
 use pkgproxy_upstream::offline::Mode;
 
 use super::decide::{decide, decide_with, Decided};
-use super::held::Offline;
+use super::for_sides::CacheForSides;
 use super::lookup::{self, Lookup};
 use super::reason::Reason;
 use crate::state::State;
@@ -42,7 +42,7 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
         reason: None,
         upstream: Vec::new(),
     };
-    let (url, told) = match state.sides.upstream_path(asked, &Offline(state)) {
+    let (url, told) = match state.sides.upstream_path(asked, &CacheForSides(state)) {
         None => (asked.to_owned(), told),
         Some((_, UpstreamPath::At(path))) => (path.clone(), Explanation { served_at: Some(path), ..told }),
         Some((side, UpstreamPath::Unknown(why))) => {

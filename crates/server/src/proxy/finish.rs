@@ -10,16 +10,17 @@
 //!    says why the upstream could not confirm it);
 //! 4. which upstream answered, for the access log.
 //!
-//! The headers saying how it was served and why are written later, once,
-//! from what is noted here ([`super::outcome::respond`]).
+//! What is noted here goes on the [`super::outcome::Answer`]'s own fields;
+//! the headers saying how it was served and why are written later, once,
+//! from them ([`super::outcome::Answer::into_response`]).
 
 use std::sync::Arc;
 
 use http::{HeaderMap, StatusCode};
 use pkgproxy_sides::{CachedRequest, Fallback, Rewrite, Side};
 
-use super::held::Offline;
-use super::outcome::Outcome;
+use super::for_sides::CacheForSides;
+use super::outcome::{Answer, Outcome};
 use super::reason::Reason;
 use super::rewrite::rewritten;
 use crate::context::Exchange;
@@ -75,12 +76,11 @@ impl Finish {
         let outcome = match (outcome, self.fallback.take()) {
             (Outcome::Failed(failed), Some(fallback)) if !failed.is_refusal() => {
                 let state = Arc::clone(state);
-                let made = tokio::task::spawn_blocking(move || fallback.answer(&Offline(&state))).await;
+                let made = tokio::task::spawn_blocking(move || fallback.answer(&CacheForSides(&state))).await;
                 match made {
                     Ok(Some(answer)) => {
-                        let mut response = super::outcome::local(answer);
-                        response.extensions_mut().insert(Reason::from(&failed));
-                        Outcome::Answered(response)
+                        let reason = Some(Reason::from(&failed));
+                        Outcome::Answered(Answer { reason, ..Answer::new(super::outcome::local(answer)) })
                     }
                     _ => Outcome::Failed(failed),
                 }
@@ -93,19 +93,18 @@ impl Finish {
     /// `outcome` with all but the rewrite: the side's headers, why, and
     /// who answered.
     pub fn noted(self, outcome: Outcome) -> Outcome {
-        let Outcome::Answered(mut response) = outcome else { return outcome };
-        let carries_content = response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED;
-        replace(response.headers_mut(), self.reply);
+        let Outcome::Answered(mut answer) = outcome else { return outcome };
+        let status = answer.status();
+        let carries_content = status.is_success() || status == StatusCode::NOT_MODIFIED;
+        replace(answer.response.headers_mut(), self.reply);
         if carries_content {
-            replace(response.headers_mut(), self.content);
+            replace(answer.response.headers_mut(), self.content);
         }
-        if let (Some(reason), None) = (self.reason, response.extensions().get::<Reason>()) {
-            response.extensions_mut().insert(reason);
+        answer.reason = answer.reason.or(self.reason);
+        if self.answered_by.is_some() {
+            answer.answered_by = self.answered_by;
         }
-        if let Some(by) = self.answered_by {
-            response.extensions_mut().insert(pkgproxy_cache::AnsweredBy(by));
-        }
-        Outcome::Answered(response)
+        Outcome::Answered(answer)
     }
 }
 

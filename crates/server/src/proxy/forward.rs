@@ -25,9 +25,10 @@ use pkgproxy_upstream::{Payload, PoolRequest};
 use tokio::time::Instant;
 
 use super::fetching::{copy_upstream_request, counted};
-use super::outcome::{self, Failed, Outcome, Served};
+use super::outcome::{self, Answer, Failed, Outcome, Served};
 use super::rewrite::rewritten;
 use super::upload;
+use crate::access_log::CacheUse;
 use crate::body::ResponseBody;
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop};
@@ -74,7 +75,9 @@ const RECORD_LIMIT: usize = 32 * 1024 * 1024;
 /// side can.
 async fn recorded(state: &Arc<State>, side: SideId, record: Record, sent: Bytes, outcome: Outcome) -> Outcome {
     match outcome {
-        Outcome::Answered(response) if response.status() == StatusCode::OK => {
+        Outcome::Answered(Answer { response, served, reason, answered_by, stored, cache_use })
+            if response.status() == StatusCode::OK =>
+        {
             let (mut parts, body) = response.into_parts();
             let body = match Limited::new(body, RECORD_LIMIT).collect().await {
                 Ok(body) => body.to_bytes(),
@@ -90,12 +93,13 @@ async fn recorded(state: &Arc<State>, side: SideId, record: Record, sent: Bytes,
                 tracing::warn!(%side, "recording an answer failed");
             }
             parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-            Outcome::Answered(Response::from_parts(parts, ResponseBody::full(body)))
+            let response = Response::from_parts(parts, ResponseBody::full(body));
+            Outcome::Answered(Answer { response, served, reason, answered_by, stored, cache_use })
         }
-        Outcome::Answered(response) if is_busy_or_broken(response.status()) => {
-            let reason = format!("the upstream answered {}", response.status());
+        Outcome::Answered(answer) if is_busy_or_broken(answer.status()) => {
+            let reason = format!("the upstream answered {}", answer.status());
             let failure = pkgproxy_sides::Failure::UpstreamFailed { reason: &reason };
-            replayed(state, side, &record, &sent, &failure).unwrap_or(Outcome::Answered(response))
+            replayed(state, side, &record, &sent, &failure).unwrap_or(Outcome::Answered(answer))
         }
         Outcome::Failed(failed) => {
             let failure = failed.failure(state.upstream.switch.mode());
@@ -116,9 +120,7 @@ fn replayed(
     let answer = state.sides.get(side).roles().recording?.replay(record, sent, failure)?;
     state.stats.side(side).increment(SideCounter::StaleServed);
     // Served from what was kept: a stale answer, as a client sees it.
-    let mut response = outcome::local(answer);
-    response.extensions_mut().insert(Served::Stale);
-    Some(Outcome::Answered(response))
+    Some(Outcome::Answered(Answer::served(outcome::local(answer), Served::Stale)))
 }
 
 /// An upstream answer that says it could not serve the request now.
@@ -154,15 +156,12 @@ async fn send(state: &Arc<State>, exchange: &Exchange<'_>, request: ForwardReque
     let headers = response.headers_mut();
     strip_hop_by_hop(headers);
     add_via(headers);
-    response.extensions_mut().insert(Served::Miss);
-    response.extensions_mut().insert(crate::access_log::CacheUse::Passed);
-    if let Some(base) = origin.instances.get(answer.instance) {
-        response.extensions_mut().insert(pkgproxy_cache::AnsweredBy(crate::redact::without_user(base).into()));
-    }
     if *exchange.method == http::Method::HEAD {
         *response.body_mut() = ResponseBody::Empty;
     }
-    Outcome::Answered(response)
+    let answered_by = origin.instances.get(answer.instance).map(|base| crate::redact::without_user(base).into());
+    let cache_use = Some(CacheUse::Passed);
+    Outcome::Answered(Answer { answered_by, cache_use, ..Answer::served(response, Served::Miss) })
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@
 //! 4. the side's decision ([`pkgproxy_sides::Side::classify`]), carried
 //!    out: refused, served through the cache ([`cached`]), forwarded
 //!    uncached ([`forward`]) or answered by the side;
-//! 5. the outcome mapped to an answer, once ([`outcome::respond`]), in the
-//!    side's own words when pkgproxy cannot serve the request.
+//! 5. the outcome mapped to an answer, once ([`outcome::finished`]), in
+//!    the side's own words when pkgproxy cannot serve the request, with what
+//!    the access log says of it beside it (the gateway writes both).
 
 mod access;
 pub mod answer;
@@ -19,9 +20,9 @@ pub mod explain;
 mod fetching;
 mod finish;
 mod follow;
+mod for_sides;
 mod forward;
 mod generation;
-mod held;
 mod lookup;
 pub mod needs;
 pub mod outcome;
@@ -56,8 +57,7 @@ use crate::context::{ClientInfo, Exchange};
 use crate::shadow::{Original, Tapped};
 use crate::state::State;
 use crate::stats::Requester;
-use outcome::Served;
-use outcome::{respond, Failed, Outcome};
+use outcome::{Failed, Finished, Outcome};
 
 /// What a request for no side is told: where each side's clients are
 /// pointed, as the status page says it.
@@ -86,99 +86,76 @@ fn certificate(state: &State) -> Response<ResponseBody> {
     outcome::local(pkgproxy_sides::LocalAnswer::new(StatusCode::OK, headers, pem.into()))
 }
 
-/// Answers one request from a client of the proxy listener; with the
-/// access log on, the answer notes which side served it and how.
-pub async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<ResponseBody> {
+/// Answers one request of `client` on the proxy listener: the response,
+/// and what the access log and the trouble table say of it (which side
+/// served it, and how).
+pub async fn handle(state: Arc<State>, request: Request<Incoming>, client: ClientInfo) -> Finished {
     tracing::debug!(method = %request.method(), uri = %request.uri(), "request");
-    let asked = crate::trouble::Asked::of(request.uri(), request.headers());
-    let (response, note) = answer_request(&state, request).await;
-    state.trouble.observe(&state.sides, state.clock.now(), &asked, &response, note);
-    match state.access_log.is_on() {
-        true => {
-            let mut response = response;
-            response.extensions_mut().insert(note);
-            response
-        }
-        false => response,
-    }
-}
-
-async fn answer_request(state: &Arc<State>, request: Request<Incoming>) -> (Response<ResponseBody>, Note) {
     let arrived = Instant::now();
-    let local = Note { side: None, cache: CacheUse::Local };
-    if state.loop_mark.seen_in(request.headers()) {
-        let refused = answer::text(
-            StatusCode::LOOP_DETECTED,
-            "pkgproxy: request loop: this request already passed through this pkgproxy (is a mirror configured to be pkgproxy itself?)",
-        );
-        return (refused, Note { cache: CacheUse::Refused, ..local });
-    }
-    if request.uri().scheme().is_none() && request.uri().path() == CERTIFICATE_PATH {
-        return (certificate(state), local);
-    }
-    if request.uri().scheme().is_none() && request.uri().path() == pkgproxy_cluster::peer::TAIL_PATH {
-        return (peer::serve(state, &request).await, local);
-    }
-    if let Some(page) = crate::status::answer(state, &request) {
-        return (page, local);
-    }
-    if let Some(page) = crate::browse::answer(state, &request).await {
-        return (page, local);
-    }
-    if let Some(answer) = crate::health::answer(state, &request).await {
-        return (answer, local);
+    if let Some(own) = own_answer(&state, &request).await {
+        return own;
     }
     match route::route(request.method(), request.uri(), state.listen.port()) {
         Route::Tunnel => {
-            let outcome = tunnel::handle(state, request).await;
+            let outcome = tunnel::handle(&state, request).await;
+            // A tunnel that could not open asked nothing of the cache.
             let cache = match &outcome {
                 Outcome::Failed(_) => CacheUse::Refused,
                 _ => CacheUse::Passed,
             };
-            (respond(None, state.upstream.switch.mode(), outcome), Note { cache, ..local })
+            let finished = outcome::finished(None, state.upstream.switch.mode(), outcome);
+            Finished { note: Note { cache, ..finished.note }, ..finished }
         }
         Route::Side { side, mount, target } => {
             let side = state.sides.owner(side, target.as_ref());
-            let outcome = serve(state, side, mount, target, request).await;
-            let note = Note { side: Some(side.id()), cache: cache_use(&outcome) };
+            let outcome = serve(&state, side, mount, target, request, client).await;
             let mode = state.upstream.switch.mode();
+            let ending = outcome.ending(mode);
+            state.stats.count(side.id(), Requester::Client, ending);
+            let mut finished = outcome::finished(Some(side), mode, outcome);
             // Timed as it is counted: the requests a side served.
-            let counted = outcome.ending(mode).is_some();
-            let mut response = outcome::respond_counted(&state.stats, Requester::Client, side, mode, outcome);
-            if counted {
+            if ending.is_some() {
                 state.stats.time(side.id(), Timing::Request, arrived.elapsed());
             }
             // Through the forward proxy, the content is the archive's
             // origin's in a browser, not pkgproxy's.
             if matches!(mount, Mount::Prefix(_)) {
-                crate::headers::confine(response.headers_mut());
+                crate::headers::confine(finished.response.headers_mut());
             }
-            (response, note)
+            finished
         }
-        Route::Nowhere => (answer::text(StatusCode::NOT_FOUND, &hint(state, &request)), local),
+        Route::Nowhere => Finished::own(answer::text(StatusCode::NOT_FOUND, &hint(&state, &request)), CacheUse::Local),
         Route::WrongScheme => {
             let refused = "pkgproxy: a request for pkgproxy's own paths names http://, or no scheme at all";
-            (answer::text(StatusCode::BAD_REQUEST, refused), Note { cache: CacheUse::Refused, ..local })
+            Finished::own(answer::text(StatusCode::BAD_REQUEST, refused), CacheUse::Refused)
         }
     }
 }
 
-/// How `outcome` used the cache, as the access log says it.
-fn cache_use(outcome: &Outcome) -> CacheUse {
-    match outcome {
-        Outcome::Answered(response) => match response.extensions().get::<CacheUse>() {
-            Some(noted) => *noted,
-            None => match response.extensions().get::<Served>() {
-                Some(Served::Hit) => CacheUse::Hit,
-                Some(Served::Revalidated) => CacheUse::Revalidated,
-                Some(Served::Stale) => CacheUse::Stale,
-                Some(Served::Miss) | None => CacheUse::Miss,
-            },
-        },
-        Outcome::Local(_) => CacheUse::Local,
-        Outcome::Failed(Failed::Upstream(_) | Failed::Internal(_)) => CacheUse::Miss,
-        Outcome::Failed(_) => CacheUse::Refused,
+/// The answer of pkgproxy's own to a request no side is asked about: a
+/// loop, the certificate, a peer's tail, the status page, the browser,
+/// the health checks.
+async fn own_answer(state: &Arc<State>, request: &Request<Incoming>) -> Option<Finished> {
+    if state.loop_mark.seen_in(request.headers()) {
+        let refused = answer::text(
+            StatusCode::LOOP_DETECTED,
+            "pkgproxy: request loop: this request already passed through this pkgproxy (is a mirror configured to be pkgproxy itself?)",
+        );
+        return Some(Finished::own(refused, CacheUse::Refused));
     }
+    let own = request.uri().scheme().is_none();
+    let page = if own && request.uri().path() == CERTIFICATE_PATH {
+        Some(certificate(state))
+    } else if own && request.uri().path() == pkgproxy_cluster::peer::TAIL_PATH {
+        Some(peer::serve(state, request).await)
+    } else if let Some(page) = crate::status::answer(state, request) {
+        Some(page)
+    } else if let Some(page) = crate::browse::answer(state, request).await {
+        Some(page)
+    } else {
+        crate::health::answer(state, request).await
+    };
+    page.map(|page| Finished::own(page, CacheUse::Local))
 }
 
 /// Serves a request routed to `side` through `mount`.
@@ -188,8 +165,9 @@ async fn serve(
     mount: Mount,
     target: Option<Target>,
     request: Request<Incoming>,
+    client: ClientInfo,
 ) -> Outcome {
-    let client = request.extensions().get::<ClientInfo>().copied();
+    let client = Some(client);
     let tapped = tap(state, &request, side.id(), mount, client);
     let upstream_answer = tapped.answer();
     let (parts, body) = request.into_parts();
@@ -262,7 +240,7 @@ async fn or_with_own_credentials(
 /// Whether the upstream refused pkgproxy's own credentials (`401`, `403`).
 fn refused(outcome: &Outcome) -> bool {
     let status = match outcome {
-        Outcome::Answered(response) => response.status(),
+        Outcome::Answered(answer) => answer.status(),
         Outcome::Local(answer) => answer.status,
         Outcome::Failed(_) => return false,
     };

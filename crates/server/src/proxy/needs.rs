@@ -15,9 +15,9 @@ use http::Method;
 use http_body_util::{BodyExt, Full};
 use pkgproxy_control::Needs;
 use pkgproxy_sides::needs::{FirstAsk, HeldBodies, NeedsError};
-use pkgproxy_sides::{route, Decision, Mount, Side};
+use pkgproxy_sides::{route, CacheView, CachedRequest, Decision, Mount, Side};
 
-use super::held::Offline;
+use super::for_sides::CacheForSides;
 use super::{forward, outcome};
 use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
@@ -35,7 +35,7 @@ pub fn resolve(
     let resolving = side.roles().resolving;
     let resolving = resolving
         .ok_or_else(|| NeedsError::new(format!("the {} side has nothing to follow for a check", side.id())))?;
-    resolving.needs(asked, &Searched { held: Offline(state), gone })
+    resolving.needs(asked, &Searched { held: CacheForSides(state), gone })
 }
 
 /// Stands for whoever asked for a search, in the future that answers it:
@@ -64,18 +64,20 @@ impl Drop for Requester {
 /// requester who may go away.
 struct Searched<'s> {
     /// What would be served offline.
-    held: Offline<'s>,
+    held: CacheForSides<'s>,
     /// Set once the requester is gone.
     gone: &'s AtomicBool,
+}
+
+impl CacheView for Searched<'_> {
+    fn open(&self, request: &CachedRequest) -> Option<Arc<std::fs::File>> {
+        self.held.open(request)
+    }
 }
 
 impl HeldBodies for Searched<'_> {
     fn body(&self, url: &str, limit: u64) -> Option<Vec<u8>> {
         self.held.body(url, limit)
-    }
-
-    fn open(&self, url: &str) -> Option<Arc<std::fs::File>> {
-        self.held.open(url)
     }
 
     fn open_sha256(&self, sha256: &str, size: u64) -> Option<Arc<std::fs::File>> {

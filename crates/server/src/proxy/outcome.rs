@@ -2,13 +2,25 @@
 //! HTTP answer (axum's error handling): what went wrong is decided where it
 //! happens and carried here as a type ([`Failed`]); the side phrases it for
 //! its clients.
+//!
+//! An answer travels to its client as an [`Answer`]: the response and, as
+//! typed fields beside it, what the request path learned of it (how it was
+//! served, why it is not a plain hit, who answered, the stored body it
+//! reads). Nothing about an answer rides in the response's extensions,
+//! where the type checker could not follow it. It leaves here once
+//! ([`finished`]): the headers that say how it was served written from
+//! those fields ([`Answer::into_response`]), the access log's [`Note`]
+//! beside the response.
+
+use std::sync::Arc;
 
 use http::header::{HeaderValue, CONTENT_LENGTH};
-use http::Response;
-use pkgproxy_sides::{Failure, LocalAnswer, Side};
+use http::{Response, StatusCode};
+use pkgproxy_sides::{Failure, LocalAnswer, Side, StoredBody};
 use pkgproxy_upstream::offline::Mode;
 
 use super::reason::{Reason, REASON};
+use crate::access_log::{CacheUse, Note};
 use crate::body::ResponseBody;
 pub use crate::failed::Failed;
 use crate::headers::VIA;
@@ -42,13 +54,78 @@ impl Served {
 /// The marker header naming how an answer was served.
 pub const CACHE_STATUS: &str = "x-pkgproxy-cache";
 
+/// An answer on its way from the decision to the bytes written, with what
+/// the request path noted of it (pingora's per-request context, for the
+/// answer).
+#[derive(Debug)]
+pub struct Answer {
+    /// The response, without the headers saying how it was served and why
+    /// (written from `served` and `reason` at the end).
+    pub response: Response<ResponseBody>,
+    /// How it was served (`X-Pkgproxy-Cache`); `None` for an answer of a
+    /// side's own (a fallback) or a tunnel's.
+    pub served: Option<Served>,
+    /// Why it is not a plain hit (`X-Pkgproxy-Reason`).
+    pub reason: Option<Reason>,
+    /// The upstream that answered, for the access log.
+    pub answered_by: Option<Arc<str>>,
+    /// The stored body it reads, whole: what a side that keeps a compressed
+    /// form of a body finds it by. Noted only when the side rewrites.
+    pub stored: Option<StoredBody>,
+    /// How the access log says the cache was used, when `served` does not
+    /// say it (an answer passed through uncached is `passed`, not `miss`).
+    pub cache_use: Option<CacheUse>,
+}
+
+impl Answer {
+    /// `response`, with nothing noted of it yet.
+    pub fn new(response: Response<ResponseBody>) -> Answer {
+        Answer { response, served: None, reason: None, answered_by: None, stored: None, cache_use: None }
+    }
+
+    /// `response`, served as `served`.
+    pub fn served(response: Response<ResponseBody>, served: Served) -> Answer {
+        Answer { served: Some(served), ..Answer::new(response) }
+    }
+
+    /// The answer's status.
+    pub fn status(&self) -> StatusCode {
+        self.response.status()
+    }
+
+    /// How the access log says the cache was used.
+    pub fn cache_use(&self) -> CacheUse {
+        self.cache_use.unwrap_or(match self.served {
+            Some(Served::Hit) => CacheUse::Hit,
+            Some(Served::Revalidated) => CacheUse::Revalidated,
+            Some(Served::Stale) => CacheUse::Stale,
+            Some(Served::Miss) | None => CacheUse::Miss,
+        })
+    }
+
+    /// The response with the headers that say how it was served and why it
+    /// is not a plain hit, written from what was noted of it, here and
+    /// nowhere else.
+    pub fn into_response(self) -> Response<ResponseBody> {
+        let mut response = self.response;
+        let headers = response.headers_mut();
+        if let Some(served) = self.served {
+            headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
+        }
+        if let Some(reason) = self.reason {
+            headers.insert(REASON, reason.header_value());
+        }
+        response
+    }
+}
+
 /// How a request ended.
 #[derive(Debug)]
 pub enum Outcome {
     /// An answer to send as it is: from the cache or a download in progress
     /// (hit, miss, revalidated, stale), or an upstream's own answer passed
     /// on (a `404`, a `503` with its `Retry-After`, a forwarded answer).
-    Answered(Response<ResponseBody>),
+    Answered(Answer),
     /// The side made the answer itself.
     Local(LocalAnswer),
     /// pkgproxy cannot serve the request.
@@ -60,9 +137,9 @@ impl Outcome {
     /// `mode` in effect: `None` for an answer the side made itself.
     pub fn ending(&self, mode: Mode) -> Option<Ending> {
         match self {
-            Outcome::Answered(response) => Some(match response.extensions().get::<Served>() {
+            Outcome::Answered(answer) => Some(match answer.served {
                 Some(Served::Hit | Served::Revalidated | Served::Stale) => Ending::Hit,
-                _ if response.status().is_server_error() => Ending::Failed,
+                _ if answer.status().is_server_error() => Ending::Failed,
                 Some(Served::Miss) | None => Ending::Miss,
             }),
             Outcome::Local(_) => None,
@@ -72,6 +149,22 @@ impl Outcome {
             }),
         }
     }
+
+    /// How the request used the cache, as the access log says it.
+    pub fn cache_use(&self) -> CacheUse {
+        match self {
+            Outcome::Answered(answer) => answer.cache_use(),
+            Outcome::Local(_) => CacheUse::Local,
+            Outcome::Failed(Failed::Upstream(_) | Failed::Internal(_)) => CacheUse::Miss,
+            Outcome::Failed(_) => CacheUse::Refused,
+        }
+    }
+}
+
+impl From<Answer> for Outcome {
+    fn from(answer: Answer) -> Self {
+        Outcome::Answered(answer)
+    }
 }
 
 impl From<Failed> for Outcome {
@@ -80,11 +173,43 @@ impl From<Failed> for Outcome {
     }
 }
 
+/// An answer ready for its client: the response, and what the access log
+/// and the trouble table say of it.
+#[derive(Debug)]
+pub struct Finished {
+    /// The response, every header written.
+    pub response: Response<ResponseBody>,
+    /// What the log says of it.
+    pub note: Note,
+}
+
+impl Finished {
+    /// `response`, an answer of pkgproxy's own that used the cache as
+    /// `cache` says (`local`, or `refused`).
+    pub fn own(response: Response<ResponseBody>, cache: CacheUse) -> Finished {
+        Finished { response, note: Note { side: None, cache, upstream: None } }
+    }
+}
+
+/// The answer to a request of `side` (`None`: no side, as for a tunnel)
+/// that ended in `outcome`, with offline mode `mode` in effect, and what
+/// the log says of it.
+pub fn finished(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Finished {
+    let note = Note { side: side.map(|side| side.id()), cache: outcome.cache_use(), upstream: None };
+    match outcome {
+        Outcome::Answered(mut answer) => {
+            let upstream = answer.answered_by.take();
+            Finished { response: answer.into_response(), note: Note { upstream, ..note } }
+        }
+        outcome => Finished { response: respond(side, mode, outcome), note },
+    }
+}
+
 /// The answer to a request of `side` (`None`: no side, as for a tunnel)
 /// that ended in `outcome`, with offline mode `mode` in effect.
 pub fn respond(side: Option<&dyn Side>, mode: Mode, outcome: Outcome) -> Response<ResponseBody> {
     match outcome {
-        Outcome::Answered(response) => described(response),
+        Outcome::Answered(answer) => answer.into_response(),
         Outcome::Local(answer) => local(answer),
         Outcome::Failed(failed) => {
             let failure = failed.failure(mode);
@@ -116,22 +241,6 @@ pub fn respond_counted(
 ) -> Response<ResponseBody> {
     stats.count(side.id(), requester, outcome.ending(mode));
     respond(Some(side), mode, outcome)
-}
-
-/// `response` with the headers that say how it was served and why it is
-/// not a plain hit, written from what the request path noted of it
-/// ([`Served`], [`Reason`]), here and nowhere else.
-pub(super) fn described(mut response: Response<ResponseBody>) -> Response<ResponseBody> {
-    let served = response.extensions().get::<Served>().copied();
-    let reason = response.extensions().get::<Reason>().map(Reason::header_value);
-    let headers = response.headers_mut();
-    if let Some(served) = served {
-        headers.insert(CACHE_STATUS, HeaderValue::from_static(served.as_str()));
-    }
-    if let Some(reason) = reason {
-        headers.insert(REASON, reason);
-    }
-    response
 }
 
 /// Says why pkgproxy did not ask the upstream, for a pkgproxy downstream
@@ -215,6 +324,30 @@ mod tests {
     async fn an_upstream_failure_while_offline_is_answered_as_offline() {
         let (status, _, body) = answered(Mode::Offline, Failed::Upstream("reset".into())).await;
         assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline\n"));
+    }
+
+    #[test]
+    fn what_was_noted_of_an_answer_is_written_once_as_its_headers_and_its_log_note() {
+        let response = Response::new(ResponseBody::Empty);
+        let answer = Answer {
+            reason: Some(Reason::Offline),
+            answered_by: Some("https://upstream.example".into()),
+            cache_use: Some(CacheUse::Passed),
+            ..Answer::served(response, Served::Stale)
+        };
+        let finished = finished(None, Mode::Never, Outcome::Answered(answer));
+        assert_eq!(finished.response.headers()[CACHE_STATUS], "stale");
+        assert_eq!(finished.response.headers()[REASON], "offline");
+        assert_eq!(finished.note.cache, CacheUse::Passed, "as noted, over what `served` says");
+        assert_eq!(finished.note.upstream.as_deref(), Some("https://upstream.example"));
+        let plain = finished_plain(Served::Revalidated);
+        assert_eq!((plain.note.cache, plain.note.upstream), (CacheUse::Revalidated, None));
+        assert!(!plain.response.headers().contains_key(REASON), "a plain answer says no reason");
+    }
+
+    fn finished_plain(served: Served) -> Finished {
+        let answer = Answer::served(Response::new(ResponseBody::Empty), served);
+        finished(None, Mode::Never, Outcome::Answered(answer))
     }
 
     #[tokio::test]

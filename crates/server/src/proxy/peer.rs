@@ -10,7 +10,7 @@ use pkgproxy_cluster::peer;
 use pkgproxy_sides::{DatedResume, Mount, Reply};
 
 use super::answer;
-use super::outcome::{described, Served};
+use super::outcome::Served;
 use crate::body::ResponseBody;
 use crate::cluster::ClientRequest;
 use crate::context::{Exchange, UpstreamAnswer};
@@ -50,10 +50,10 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
     if let Some(fetch) = state.cache.fetch_in_progress(&key) {
         match fetch.answered().await {
             Phase::Streaming(head) => {
-                return described(answer::from_fetch(&exchange, &fetch, &head, DatedResume::Honoured))
+                return answer::from_fetch(&exchange, &fetch, &head, DatedResume::Honoured).into_response()
             }
             Phase::Checked { entry, body } => {
-                return described(answer::from_entry(&exchange, &entry, body, Served::Hit, &by_hash_reply()).0)
+                return answer::from_entry(&exchange, &entry, body, Served::Hit, &by_hash_reply()).0.into_response()
             }
             Phase::Done(_) | Phase::NotModified(_) => {}
             _ => return answer::text(StatusCode::BAD_GATEWAY, "pkgproxy: this node's fetch of it failed"),
@@ -63,7 +63,7 @@ pub async fn serve(state: &Arc<State>, request: &Request<Incoming>) -> Response<
         return answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it");
     };
     match state.cache.open_body(&entry) {
-        Ok(file) => described(answer::from_entry(&exchange, &entry, file, Served::Hit, &by_hash_reply()).0),
+        Ok(file) => answer::from_entry(&exchange, &entry, file, Served::Hit, &by_hash_reply()).0.into_response(),
         Err(_) => answer::text(StatusCode::NOT_FOUND, "pkgproxy: not fetching it, nor holding it"),
     }
 }

@@ -123,7 +123,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
             outcome
         }
         (None, _) => {
-            if matches!(&outcome, Outcome::Answered(response) if response.status() == StatusCode::OK) {
+            if matches!(&outcome, Outcome::Answered(answer) if answer.status() == StatusCode::OK) {
                 link(&state.cache, &request, &target).await;
             }
             outcome
@@ -144,7 +144,7 @@ fn failure_of(clock: &dyn pkgproxy_cache::Clock, status: StatusCode, headers: &H
 /// (a side's own refusal, a `404` say, is its answer, not a failure).
 fn failure_of_fetch(state: &State, outcome: &Outcome) -> Option<Failed> {
     match outcome {
-        Outcome::Answered(response) => failure_of(state.clock.as_ref(), response.status(), response.headers()),
+        Outcome::Answered(answer) => failure_of(state.clock.as_ref(), answer.status(), answer.response.headers()),
         Outcome::Local(_) | Outcome::Failed(Failed::Refused(_)) => None,
         Outcome::Failed(failed) => Some(failed.clone()),
     }
@@ -204,10 +204,10 @@ fn unchecked(
     state.stats.of(request.side, exchange.requester()).increment(SideCounter::StaleServed);
     tracing::info!(key = request.key, reason = %Reason::from(&failed), "serving a name's last content");
     let outcome = cached::from_cache(state, exchange, request, entry, Served::Stale);
-    let Outcome::Answered(mut response) = with_headers(outcome, request, pointer, entry) else {
+    let Outcome::Answered(mut answer) = with_headers(outcome, request, pointer, entry) else {
         return Failed::Internal("cached body cannot be read".into()).into();
     };
-    response.extensions_mut().insert(Reason::from(&failed));
+    answer.reason = Some(Reason::from(&failed));
     let checked = state.clock.now().duration_since(entry.fetched_at_time()).unwrap_or_default();
     let ago = humantime::format_duration(Duration::from_secs(checked.as_secs()));
     let why = match &failed {
@@ -221,20 +221,20 @@ fn unchecked(
     };
     let warning = format!("299 - \"pkgproxy: served cached {} (checked {ago} ago): {why}\"", pointer.name);
     if let Ok(value) = HeaderValue::from_str(&warning) {
-        response.headers_mut().insert(WARNING, value);
+        answer.response.headers_mut().insert(WARNING, value);
     }
-    Outcome::Answered(response)
+    Outcome::Answered(answer)
 }
 
 /// `outcome`, a cached answer for the name, with the side's headers and
 /// the digest the name points at.
 fn with_headers(outcome: Outcome, request: &CachedRequest, pointer: &Pointer, entry: &Entry) -> Outcome {
     match Finish::of(request).noted(outcome) {
-        Outcome::Answered(mut response) => {
+        Outcome::Answered(mut answer) => {
             if let Ok(value) = HeaderValue::from_str(&format!("sha256:{}", entry.sha256)) {
-                response.headers_mut().insert(&pointer.digest_header, value);
+                answer.response.headers_mut().insert(&pointer.digest_header, value);
             }
-            Outcome::Answered(response)
+            Outcome::Answered(answer)
         }
         outcome => outcome,
     }

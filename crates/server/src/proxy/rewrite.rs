@@ -8,9 +8,9 @@ use http::header::{HeaderValue, ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING
 use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_sides::role::Rewriting;
-use pkgproxy_sides::{LocalAnswer, Pieced, Rewrite, Side, StoredBody};
+use pkgproxy_sides::{LocalAnswer, Pieced, Rewrite, Side};
 
-use super::outcome::{Failed, Outcome};
+use super::outcome::{Answer, Failed, Outcome};
 use crate::body::{PiecedBody, ResponseBody, RewrittenBody};
 use crate::context::Exchange;
 
@@ -27,10 +27,10 @@ const REWRITE_LIMIT: usize = 16 * 1024 * 1024;
 pub async fn rewritten(side: &dyn Side, rewrite: &Rewrite, exchange: &Exchange<'_>, outcome: Outcome) -> Outcome {
     let Some(side) = side.roles().rewriting else { return outcome };
     match outcome {
-        Outcome::Answered(response) if response.status() == StatusCode::OK && *exchange.method != Method::HEAD => {
-            match compressed_form(side, rewrite, exchange, &response) {
-                Some(pieced) => Outcome::Answered(compressed(response, pieced)),
-                None => rewrite_response(side, rewrite, response).await,
+        Outcome::Answered(answer) if answer.status() == StatusCode::OK && *exchange.method != Method::HEAD => {
+            match compressed_form(side, rewrite, exchange, &answer) {
+                Some(pieced) => Outcome::Answered(compressed(answer, pieced)),
+                None => rewrite_answer(side, rewrite, answer).await,
             }
         }
         Outcome::Local(answer) if answer.status == StatusCode::OK => {
@@ -46,20 +46,21 @@ fn compressed_form(
     side: &dyn Rewriting,
     rewrite: &Rewrite,
     exchange: &Exchange<'_>,
-    response: &Response<ResponseBody>,
+    answer: &Answer,
 ) -> Option<Pieced> {
-    let stored = response.extensions().get::<StoredBody>()?;
+    let stored = answer.stored.as_ref()?;
     accepts_gzip(exchange.headers).then(|| side.compressed(rewrite, stored)).flatten()
 }
 
-/// `response`, its body `pieced`.
-fn compressed(response: Response<ResponseBody>, pieced: Pieced) -> Response<ResponseBody> {
-    let (mut parts, _) = response.into_parts();
+/// `answer`, its body `pieced`.
+fn compressed(answer: Answer, pieced: Pieced) -> Answer {
+    let (mut parts, _) = answer.response.into_parts();
     parts.headers.remove(ETAG);
     parts.headers.remove(ACCEPT_RANGES);
     parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(pieced.len));
     parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static(pieced.encoding));
-    Response::from_parts(parts, ResponseBody::Pieced(Box::new(PiecedBody::new(pieced))))
+    let response = Response::from_parts(parts, ResponseBody::Pieced(Box::new(PiecedBody::new(pieced))));
+    Answer { response, ..answer }
 }
 
 /// Whether a client takes gzip (`Accept-Encoding`, a `q` above zero).
@@ -71,14 +72,20 @@ fn accepts_gzip(headers: &http::HeaderMap) -> bool {
         .any(|value| pkgproxy_sides::accept::takes(value, &["gzip", "*"]))
 }
 
-async fn rewrite_response(side: &dyn Rewriting, rewrite: &Rewrite, response: Response<ResponseBody>) -> Outcome {
+/// `answer`, its body rewritten by `side` as `rewrite` says: as it
+/// streams, or read whole.
+async fn rewrite_answer(side: &dyn Rewriting, rewrite: &Rewrite, answer: Answer) -> Outcome {
+    let Answer { response, served, reason, answered_by, cache_use, stored: _ } = answer;
     let (mut parts, body) = response.into_parts();
+    // What was noted of it holds of the rewritten body, which is no longer
+    // the stored one.
+    let answer = |response| Answer { response, served, reason, answered_by, cache_use, stored: None };
     if let Some(rewriter) = side.streaming_rewrite(rewrite) {
         // The upstream's tag and length name the upstream's bytes.
         parts.headers.remove(ETAG);
         parts.headers.remove(CONTENT_LENGTH);
         let body = ResponseBody::Rewritten(Box::new(RewrittenBody::new(body, rewriter)));
-        return Outcome::Answered(Response::from_parts(parts, body));
+        return Outcome::Answered(answer(Response::from_parts(parts, body)));
     }
     let body = match Limited::new(body, REWRITE_LIMIT).collect().await {
         Ok(body) => body.to_bytes(),
@@ -93,7 +100,7 @@ async fn rewrite_response(side: &dyn Rewriting, rewrite: &Rewrite, response: Res
         None => body,
     };
     parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-    Outcome::Answered(Response::from_parts(parts, ResponseBody::full(body)))
+    Outcome::Answered(answer(Response::from_parts(parts, ResponseBody::full(body))))
 }
 
 fn rewrite_local(side: &dyn Rewriting, rewrite: &Rewrite, mut answer: LocalAnswer) -> LocalAnswer {

@@ -9,7 +9,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use pkgproxy_sides::Refusal;
 
-use super::outcome::{Failed, Outcome};
+use super::outcome::{Answer, Failed, Outcome};
 use crate::body::ResponseBody;
 use crate::state::State;
 
@@ -46,5 +46,5 @@ pub async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Outcome {
             tracing::debug!(%error, "tunnel ended with an error");
         }
     });
-    Outcome::Answered(Response::new(ResponseBody::Empty))
+    Outcome::Answered(Answer::new(Response::new(ResponseBody::Empty)))
 }

@@ -459,6 +459,15 @@ impl Cargo {
         }
     }
 
+    /// The held index file of `name` on the registry mounted at `/cargo`,
+    /// read as a client's request for it is cached (nothing routed again).
+    fn held_index_file(&self, name: &str, held: &dyn HeldBodies) -> Option<Vec<u8>> {
+        let config = self.config();
+        let registry = config.registry("")?;
+        let request = self.index_file(registry, Space::Shared, &index::file_path(name), config.index_ttl);
+        held.read(&request, index::INDEX_LIMIT)
+    }
+
     /// A crate, from where the registry's `config.json` says, checked
     /// against the SHA-256 its URL names.
     fn crate_file(
@@ -780,7 +789,7 @@ impl Explaining for Cargo {
         }
         let (name, version) = crates_io_download(url)?;
         let file = format!("{prefix}/index/{}", index::file_path(name));
-        let Some(body) = held.body(&file, index::INDEX_LIMIT) else {
+        let Some(body) = self.held_index_file(name, held) else {
             return Some(UpstreamPath::Unknown(format!(
                 "pkgproxy's path for a crate names its SHA-256, which only the crate's index file ({file}) says, \
                  and pkgproxy does not hold it: it cannot be known offline"

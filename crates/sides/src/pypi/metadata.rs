@@ -12,22 +12,33 @@ use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 
-use crate::decision::{Fallback, LocalAnswer};
-use crate::needs::HeldBodies;
+use pkgproxy_cache::Class;
+
+use crate::decision::{CacheView, CachedRequest, Fallback, LocalAnswer, Origin};
+use crate::id::SideId;
 
 /// The largest metadata read.
 const METADATA_LIMIT: u64 = 16 * 1024 * 1024;
 
-/// The core metadata of the wheel a client reaches at `wheel_url`.
+/// The core metadata of the wheel cached under `wheel_key`.
 #[derive(Debug)]
 pub struct FromWheel {
-    /// The wheel, as a client asks pkgproxy for it.
-    pub wheel_url: String,
+    /// The wheel's cache key, as a client's request for it is cached.
+    pub wheel_key: String,
+}
+
+impl FromWheel {
+    /// The request for the wheel, as far as reading it from the cache goes
+    /// (its key and class; where it is fetched from plays no part).
+    fn wheel(&self) -> CachedRequest {
+        let origin = Origin { pool: String::new(), instances: Vec::new(), path: String::new() };
+        CachedRequest::new(SideId::Pypi, self.wheel_key.clone(), origin, Class::Immutable)
+    }
 }
 
 impl Fallback for FromWheel {
-    fn answer(&self, held: &dyn HeldBodies) -> Option<LocalAnswer> {
-        let file = held.open(&self.wheel_url)?;
+    fn answer(&self, cache: &dyn CacheView) -> Option<LocalAnswer> {
+        let file = cache.open(&self.wheel())?;
         let length = file.metadata().ok()?.len();
         let mut wheel = zip::ZipArchive::new(Positioned { file, at: 0, length }).ok()?;
         let names = wheel.file_names().filter_map(|name| name.ok().map(|name| name.into_owned()));

@@ -349,15 +349,16 @@ impl Pypi {
             false => file.file_path(),
         };
         let origin = Origin { pool: format!("pypi {} files", index.name), instances: Vec::new(), path: String::new() };
-        // Metadata the index cannot give is read from the held wheel.
+        let key = index.key(&format!("packages/{below}"));
+        // Metadata the index cannot give is read from the held wheel, whose
+        // key is the metadata's without `.metadata`.
         let fallback = file.metadata.then(|| {
-            let prefix = crate::route::prefix_of(SideId::Pypi).unwrap_or_default();
-            let wheel_url = format!("{prefix}{}/packages/{}", index.mount, file.file_path());
-            Arc::new(metadata::FromWheel { wheel_url }) as Arc<dyn crate::decision::Fallback>
+            let wheel_key = key.strip_suffix(".metadata").unwrap_or(&key).to_owned();
+            Arc::new(metadata::FromWheel { wheel_key }) as Arc<dyn crate::decision::Fallback>
         });
         CachedRequest {
             reply: Reply { dated_resume: DatedResume::Honoured, fallback, ..Reply::default() },
-            ..CachedRequest::new(SideId::Pypi, index.key(&format!("packages/{below}")), origin, Class::Immutable)
+            ..CachedRequest::new(SideId::Pypi, key, origin, Class::Immutable)
         }
     }
 

@@ -12,6 +12,7 @@
 //! search stops between projects once its requester is gone.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use super::tags::Ranking;
 use super::{Installer, Lock, Locked, LockedFile};
@@ -46,7 +47,7 @@ impl Pypi {
             installer.target.check().map_err(NeedsError::new)?;
         }
         let config = self.config();
-        let mut search = Search::new(held, lock.installer.as_ref());
+        let mut search = Search::new(held, lock.installer.as_ref(), config.index_ttl);
         search.found.unknown = lock.unknown;
         for (index, project, packages) in by_project(&config.indexes, &lock.packages, &mut search.found.unknown) {
             if held.abandoned() {
@@ -92,6 +93,8 @@ fn by_project<'l, 'i>(
 struct Search<'h> {
     /// What the cache holds.
     held: &'h dyn HeldBodies,
+    /// How long a held page is fresh, as a client's request for it says.
+    index_ttl: Duration,
     /// Where the side is mounted (`/pypi`).
     prefix: &'static str,
     /// The pages to ask for, and what is not followed.
@@ -110,7 +113,7 @@ struct Search<'h> {
 }
 
 impl<'h> Search<'h> {
-    fn new(held: &'h dyn HeldBodies, installer: Option<&'h Installer>) -> Search<'h> {
+    fn new(held: &'h dyn HeldBodies, installer: Option<&'h Installer>, index_ttl: Duration) -> Search<'h> {
         let forms: &[Form] = match installer {
             None => &[Form::Json, Form::Html],
             Some(installer) if installer.html => &[Form::Html],
@@ -118,6 +121,7 @@ impl<'h> Search<'h> {
         };
         Search {
             held,
+            index_ttl,
             prefix: crate::route::prefix_of(SideId::Pypi).unwrap_or_default(),
             found: Needs::default(),
             files: Vec::new(),
@@ -136,7 +140,10 @@ impl<'h> Search<'h> {
             let label = format!("{project} page ({})", form.as_str());
             self.found.items.push(NeededItem { url: page_url(*form), label });
         }
-        let held = self.held.body(&page_url(self.forms[0]), PAGE_LIMIT).and_then(|body| page::parse(&body));
+        // Read as a client's request for the page is cached: its own
+        // request, not its URL routed again.
+        let request = index.page(project, self.forms[0], self.index_ttl);
+        let held = self.held.read(&request, PAGE_LIMIT).and_then(|body| page::parse(&body));
         let page = held.map(|held| HeldPage::of(held.files, project));
         let mut followed = HashSet::new();
         for package in packages {
@@ -367,14 +374,20 @@ mod tests {
         }
     }
 
-    impl HeldBodies for Pages {
-        fn body(&self, url: &str, _limit: u64) -> Option<Vec<u8>> {
-            self.read.set(self.read.get() + 1);
-            let project = url.strip_prefix("/pypi/simple/")?.split('/').next()?;
-            self.held.iter().any(|held| held == project).then(|| self.page(project).into_bytes())
+    impl crate::decision::CacheView for Pages {
+        fn open(&self, _request: &crate::decision::CachedRequest) -> Option<std::sync::Arc<std::fs::File>> {
+            None
         }
 
-        fn open(&self, _url: &str) -> Option<std::sync::Arc<std::fs::File>> {
+        fn read(&self, request: &crate::decision::CachedRequest, _limit: u64) -> Option<Vec<u8>> {
+            self.read.set(self.read.get() + 1);
+            let project = request.key.strip_prefix("pypi/pypi/simple/")?.split('/').next()?;
+            self.held.iter().any(|held| held == project).then(|| self.page(project).into_bytes())
+        }
+    }
+
+    impl HeldBodies for Pages {
+        fn body(&self, _url: &str, _limit: u64) -> Option<Vec<u8>> {
             None
         }
 
