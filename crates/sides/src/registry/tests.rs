@@ -2,7 +2,10 @@
 
 use super::*;
 use crate::decision::expect::{cached, named, refused};
+use crate::decision::{ClientAuthorization, Redirects};
 use crate::route::Mount;
+use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER};
+use http::HeaderMap;
 
 const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
