@@ -8,7 +8,7 @@ use pkgproxy_cache::Cache;
 
 use super::name;
 use super::Registry;
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::Credentials;
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -72,16 +72,6 @@ pub struct Options {
     pub private_offline: bool,
 }
 
-/// A registry configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("registry.upstream {name:?}: {reason}")]
-pub struct ConfigError {
-    /// The upstream at fault.
-    pub name: String,
-    /// What is wrong, for people.
-    pub reason: String,
-}
-
 /// An upstream registry: its name and its instances.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {
@@ -123,7 +113,9 @@ impl Config {
             })
             .collect();
         for configured in &options.upstreams {
-            let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
+            let bad = |reason: String| {
+                ConfigError::new(SideId::Registry, format_args!("upstream {:?}", configured.name), reason)
+            };
             let name = name::canonical(&configured.name).to_string();
             if name.is_empty()
                 || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".-:".contains(&b))
@@ -149,51 +141,42 @@ impl Config {
         })
     }
 
-    /// Every registry fetched through the parent pkgproxy at `parent`
-    /// (`http://host:port`), which keeps its own mirrors of each.
-    pub fn chain_to(&mut self, parent: &str) {
-        for upstream in &mut self.upstreams {
-            upstream.mirrors.chain_to(parent, &format!("/v2/{}", upstream.name));
-            upstream.below_parent = true;
-        }
-    }
-
     /// The upstream named `name`.
     pub fn upstream(&self, name: &str) -> Option<&Upstream> {
         self.upstreams.iter().find(|upstream| upstream.name == name)
     }
-
-    /// The configured instances: these may be on local addresses (each
-    /// on its own port only).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.upstreams.iter().flat_map(|upstream| upstream.mirrors.trusted_urls()).collect()
-    }
-}
-
-/// Reads and validates the Registry side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let config = Config::new(&file.section(SideId::Registry)?)
-        .map_err(|error| SectionError::invalid(SideId::Registry, error))?;
-    Ok(Box::new(config))
 }
 
 impl Configures for Config {
     type Side = Registry;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Registry;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Registry, String> {
         Ok(Registry::new(self.clone(), cache.clone()))
     }
 
-    fn swap_into(&self, side: &Registry) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Registry) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The configured instances: these may be on local addresses (each
+    /// on its own port only).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.upstreams.iter().flat_map(|upstream| upstream.mirrors.trusted_urls()).collect()
     }
 
+    /// Every registry fetched through the parent pkgproxy at `parent`
+    /// (`http://host:port`), which keeps its own mirrors of each.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        for upstream in &mut self.upstreams {
+            upstream.mirrors.chain_to(parent, &format!("/v2/{}", upstream.name));
+            upstream.below_parent = true;
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! envelope every refusal and failure is told in, and the ping.
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
-use http::{HeaderMap, StatusCode};
+use http::header::{HeaderName, HeaderValue, ALLOW, RETRY_AFTER};
+use http::StatusCode;
 use pkgproxy_cache::PassedAnswer;
 use serde_json::json;
 
@@ -69,9 +69,9 @@ fn error(status: StatusCode, code: &str, message: &str) -> LocalAnswer {
     json_answer(status, Bytes::from(body.to_string()))
 }
 
+/// A JSON answer with the API version every answer of this side carries.
 fn json_answer(status: StatusCode, body: Bytes) -> LocalAnswer {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(HeaderName::from_static(API_VERSION.0), HeaderValue::from_static(API_VERSION.1));
-    LocalAnswer::new(status, headers, body)
+    let mut answer = LocalAnswer::json(status, body);
+    answer.headers.insert(HeaderName::from_static(API_VERSION.0), HeaderValue::from_static(API_VERSION.1));
+    answer
 }

@@ -53,9 +53,7 @@ use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
-pub use config::{
-    configure, Config, ConfigError, Options, Upstream, UpstreamOptions, BUILT_IN, DEFAULT_PULL_RESERVE, DEFAULT_TAG_TTL,
-};
+pub use config::{Config, Options, Upstream, UpstreamOptions, BUILT_IN, DEFAULT_PULL_RESERVE, DEFAULT_TAG_TTL};
 pub use errors::failure_answer;
 use errors::{ping, refusal_of};
 use manifest::Manifest;
