@@ -48,7 +48,7 @@ use crate::decision::{
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::instances::Instances;
-use crate::named::{is_registry_name, NEGATIVE_TTL, REFRESH_EVERY};
+use crate::named::{Naming, NEGATIVE_TTL, REFRESH_EVERY};
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
@@ -97,6 +97,20 @@ pub struct RegistryOptions {
     pub index: Vec<String>,
 }
 
+/// How `[cargo]` names its registries: crates.io built in, and each
+/// `[[cargo.registry]]` at `/cargo/NAME/`.
+const NAMING: Naming = Naming {
+    side: SideId::Cargo,
+    table: "registry",
+    urls: "index",
+    built_in: CRATES_IO,
+    default_url: DEFAULT_INDEX,
+    reserved: &["index", "crates"],
+    refused: |_| false,
+    rule: "a registry's name is lower-case letters, digits, - and _ (not index, crates or crates-io)",
+    no_urls: "give the URLs of its sparse index",
+};
+
 /// A registry pkgproxy serves.
 #[derive(Debug, Clone)]
 struct Registry {
@@ -109,20 +123,6 @@ struct Registry {
 }
 
 impl Registry {
-    fn new(
-        name: &str,
-        mount: String,
-        index: &[String],
-        built_in: Option<&'static str>,
-    ) -> Result<Registry, ConfigError> {
-        let key = match mount.is_empty() {
-            true => "index".to_owned(),
-            false => format!("registry.{name}.index"),
-        };
-        let index = Instances::new(index, built_in).map_err(|reason| ConfigError::new(SideId::Cargo, key, reason))?;
-        Ok(Registry { name: name.to_owned(), mount, index })
-    }
-
     fn key(&self, below: &str) -> String {
         format!("cargo/{}/{below}", self.name)
     }
@@ -196,23 +196,11 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let mut registries = vec![Registry::new(CRATES_IO, String::new(), &options.index, Some(DEFAULT_INDEX))?];
-        for registry in &options.registry {
-            let name = &registry.name;
-            if !is_registry_name(name, &["index", "crates", CRATES_IO]) {
-                let reason = format!("{name:?}: a registry's name is lower-case letters, digits, - and _ (not index, crates or crates-io)");
-                return Err(ConfigError::new(SideId::Cargo, "registry.name", reason));
-            }
-            if registries.iter().any(|known| &known.name == name) {
-                return Err(ConfigError::new(SideId::Cargo, "registry.name", format!("{name:?} is named twice")));
-            }
-            if registry.index.is_empty() {
-                let reason = "give the URLs of its sparse index".to_owned();
-                return Err(ConfigError::new(SideId::Cargo, format_args!("registry.{name}.index"), reason));
-            }
-            registries.push(Registry::new(name, format!("/{name}"), &registry.index, None)?);
-        }
-        Ok(Config { registries, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
+        let configured = options.registry.iter().map(|registry| (&registry.name, &registry.index[..]));
+        let registries = NAMING.registries(&options.index, configured)?;
+        let registries =
+            registries.into_iter().map(|named| Registry { name: named.name, mount: named.mount, index: named.mirrors });
+        Ok(Config { registries: registries.collect(), index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
     /// How long index files are served without asking.

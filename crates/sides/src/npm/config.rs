@@ -11,7 +11,7 @@ use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::Origin;
 use crate::id::SideId;
 use crate::instances::Instances;
-use crate::named::is_registry_name;
+use crate::named::Naming;
 
 /// The npm registry, when no mirror is configured.
 pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
@@ -65,6 +65,21 @@ pub struct RegistryOptions {
     pub mirrors: Vec<String>,
 }
 
+/// How `[npm]` names its registries: the npm registry built in, and
+/// each `[[npm.registry]]` at `/npm/NAME/`.
+const NAMING: Naming = Naming {
+    side: SideId::Npm,
+    table: "registry",
+    urls: "mirrors",
+    built_in: NPM,
+    default_url: DEFAULT_REGISTRY,
+    reserved: &[PACKED],
+    // `-` leads the registry's API paths (`/-/...`).
+    refused: |name| name.starts_with('-'),
+    rule: "a registry's name is lower-case letters, digits, - and _ (not npm, packed, -...)",
+    no_urls: "give the registry's URLs",
+};
+
 /// A registry pkgproxy serves.
 #[derive(Debug, Clone)]
 pub(super) struct Registry {
@@ -105,35 +120,15 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let instances = |mirrors: &[String], built_in, key: String| {
-            Instances::new(mirrors, built_in).map_err(|reason| ConfigError::new(SideId::Npm, key, reason))
-        };
-        let mut registries = vec![Registry {
-            name: NPM.to_owned(),
-            mount: String::new(),
-            mirrors: instances(&options.mirrors, Some(DEFAULT_REGISTRY), "mirrors".into())?,
-        }];
-        for registry in &options.registry {
-            let name = &registry.name;
-            // `-` leads the registry's API paths (`/-/...`).
-            if !is_registry_name(name, &[NPM, PACKED]) || name.starts_with('-') {
-                let reason = format!(
-                    "{name:?}: a registry's name is lower-case letters, digits, - and _ (not npm, packed, -...)"
-                );
-                return Err(ConfigError::new(SideId::Npm, "registry.name", reason));
-            }
-            if registries.iter().any(|known| &known.name == name) {
-                return Err(ConfigError::new(SideId::Npm, "registry.name", format!("{name:?} is named twice")));
-            }
-            if registry.mirrors.is_empty() {
-                let reason = "give the registry's URLs".to_owned();
-                return Err(ConfigError::new(SideId::Npm, format_args!("registry.{name}.mirrors"), reason));
-            }
-            let mirrors = instances(&registry.mirrors, None, format!("registry.{name}.mirrors"))?;
-            registries.push(Registry { name: name.clone(), mount: format!("/{name}"), mirrors });
-        }
+        let configured = options.registry.iter().map(|registry| (&registry.name, &registry.mirrors[..]));
+        let registries = NAMING.registries(&options.mirrors, configured)?;
+        let registries = registries.into_iter().map(|named| Registry {
+            name: named.name,
+            mount: named.mount,
+            mirrors: named.mirrors,
+        });
         Ok(Config {
-            registries,
+            registries: registries.collect(),
             index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL),
             tarball_urls: options.tarball_urls,
         })

@@ -44,7 +44,7 @@ use crate::decision::{
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
-use crate::named::{is_registry_name, NEGATIVE_TTL, REFRESH_EVERY};
+use crate::named::{Naming, NEGATIVE_TTL, REFRESH_EVERY};
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::route::Request;
@@ -114,6 +114,20 @@ pub struct IndexOptions {
     pub mirrors: Vec<String>,
 }
 
+/// How `[pypi]` names its indexes: PyPI built in, and each
+/// `[[pypi.index]]` at `/pypi/NAME/`.
+const NAMING: Naming = Naming {
+    side: SideId::Pypi,
+    table: "index",
+    urls: "mirrors",
+    built_in: PYPI,
+    default_url: DEFAULT_INDEX,
+    reserved: &["simple", "packages"],
+    refused: |_| false,
+    rule: "an index's name is lower-case letters, digits, - and _ (not simple, packages or pypi)",
+    no_urls: "give the URLs of its simple index",
+};
+
 /// An index pkgproxy serves.
 #[derive(Debug, Clone)]
 struct Index {
@@ -165,33 +179,11 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let instances = |mirrors: &[String], built_in, key: String| {
-            Instances::new(mirrors, built_in).map_err(|reason| ConfigError::new(SideId::Pypi, key, reason))
-        };
-        let mut indexes = vec![Index {
-            name: PYPI.to_owned(),
-            mount: String::new(),
-            mirrors: instances(&options.mirrors, Some(DEFAULT_INDEX), "mirrors".into())?,
-        }];
-        for index in &options.index {
-            let name = &index.name;
-            if !is_registry_name(name, &["simple", "packages", PYPI]) {
-                let reason = format!(
-                    "{name:?}: an index's name is lower-case letters, digits, - and _ (not simple, packages or pypi)"
-                );
-                return Err(ConfigError::new(SideId::Pypi, "index.name", reason));
-            }
-            if indexes.iter().any(|known| &known.name == name) {
-                return Err(ConfigError::new(SideId::Pypi, "index.name", format!("{name:?} is named twice")));
-            }
-            if index.mirrors.is_empty() {
-                let reason = "give the URLs of its simple index".to_owned();
-                return Err(ConfigError::new(SideId::Pypi, format_args!("index.{name}.mirrors"), reason));
-            }
-            let mirrors = instances(&index.mirrors, None, format!("index.{name}.mirrors"))?;
-            indexes.push(Index { name: name.clone(), mount: format!("/{name}"), mirrors });
-        }
-        Ok(Config { indexes, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
+        let configured = options.index.iter().map(|index| (&index.name, &index.mirrors[..]));
+        let indexes = NAMING.registries(&options.mirrors, configured)?;
+        let indexes =
+            indexes.into_iter().map(|named| Index { name: named.name, mount: named.mount, mirrors: named.mirrors });
+        Ok(Config { indexes: indexes.collect(), index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
     /// pkgproxy's path for `url`, an index's own: a page below one of its
