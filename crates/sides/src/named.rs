@@ -22,7 +22,7 @@ pub const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// Whether `name` may name a configured registry: 1 to 64 lower-case
 /// letters, digits, `-` and `_`, and none of `reserved` (the side's own
 /// paths and its built-in registry's name).
-pub fn is_registry_name(name: &str, reserved: &[&str]) -> bool {
+fn is_registry_name(name: &str, reserved: &[&str]) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
