@@ -126,6 +126,7 @@ mod tests {
         check::<UpstreamCounter>();
         check::<ShadowCounter>();
         check::<CacheGauge>();
+        check::<ClientCounter>();
         check::<Timing>();
     }
 

@@ -279,6 +279,11 @@ pub enum ClientCounter {
     /// HTTP/2 streams refused: the client's connections and streams being
     /// answered took `max_connections_per_client`.
     RefusedClientStreams,
+    /// Bytes of cached bodies the kernel sent to clients (`sendfile(2)`),
+    /// never passing through pkgproxy's memory: large hits on plain
+    /// HTTP/1.1. It pins that path, which a change in how hyper hands
+    /// frames over would silently turn back into copies.
+    KernelSentBytes,
 }
 
 impl MetricSet for ClientCounter {
@@ -292,6 +297,7 @@ impl MetricSet for ClientCounter {
         ClientCounter::Malformed,
         ClientCounter::SendTimeouts,
         ClientCounter::RefusedClientStreams,
+        ClientCounter::KernelSentBytes,
     ];
     const KIND: Kind = Kind::Counter;
     const PROMETHEUS_PREFIX: &'static str = "clients_";
@@ -320,6 +326,10 @@ impl MetricSet for ClientCounter {
             ClientCounter::RefusedClientStreams => (
                 "refused_client_streams",
                 "HTTP/2 streams refused: the address's connections and streams took max_connections_per_client.",
+            ),
+            ClientCounter::KernelSentBytes => (
+                "kernel_sent_bytes",
+                "Bytes of cached bodies sent to clients by the kernel (sendfile): large hits on plain HTTP/1.1.",
             ),
         };
         Definition { name, help }

@@ -33,7 +33,7 @@ pub struct Admission {
     open: AtomicUsize,
     by_client: Mutex<HashMap<IpAddr, usize>>,
     /// Accepted, refused and timed-out connections.
-    pub counters: Counters<ClientCounter>,
+    pub counters: Arc<Counters<ClientCounter>>,
 }
 
 /// Why a connection is not served.
@@ -75,7 +75,7 @@ impl Admission {
             limits: ArcSwap::from_pointee(limits),
             open: AtomicUsize::new(0),
             by_client: Mutex::new(HashMap::new()),
-            counters: Counters::default(),
+            counters: Arc::default(),
         })
     }
 

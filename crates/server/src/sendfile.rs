@@ -18,6 +18,10 @@
 //!
 //! TLS and HTTP/2 connections, downloads in progress and rewritten answers
 //! keep the copy: their bytes pass through user space anyway.
+//!
+//! What the kernel sent is counted (`pkgproxy_clients_kernel_sent_bytes_total`)
+//! where it is sent, so the count says that this path ran, not that it
+//! should have.
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -28,6 +32,7 @@ use std::sync::{Arc, LazyLock};
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
+use pkgproxy_metrics::{ClientCounter, Counters};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -95,12 +100,14 @@ fn is_stand_in(bytes: &[u8]) -> bool {
 pub struct KernelSent {
     inner: TcpStream,
     ranges: Arc<Ranges>,
+    /// The clients' counters, where the bytes the kernel sent are added.
+    counters: Arc<Counters<ClientCounter>>,
 }
 
 impl KernelSent {
-    /// `inner`, sending the ranges `ranges` queues.
-    pub fn new(inner: TcpStream, ranges: Arc<Ranges>) -> Self {
-        KernelSent { inner, ranges }
+    /// `inner`, sending the ranges `ranges` queues, counted in `counters`.
+    pub fn new(inner: TcpStream, ranges: Arc<Ranges>, counters: Arc<Counters<ClientCounter>>) -> Self {
+        KernelSent { inner, ranges, counters }
     }
 
     /// Sends the range at the head of the queue, which `stand_in` is
@@ -124,6 +131,7 @@ impl KernelSent {
             match sent {
                 Ok(0) => return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, SHORT_FILE))),
                 Ok(sent) => {
+                    self.counters.add(ClientCounter::KernelSentBytes, sent as u64);
                     range.sent += sent as u64;
                     if range.sent == range.len {
                         queue.pop_front();
@@ -200,7 +208,7 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         let ranges = Arc::new(Ranges::default());
-        (KernelSent::new(server, Arc::clone(&ranges)), ranges, client)
+        (KernelSent::new(server, Arc::clone(&ranges), Arc::default()), ranges, client)
     }
 
     fn file_of(bytes: &[u8]) -> Arc<File> {
@@ -220,6 +228,7 @@ mod tests {
         assert_eq!(second.len(), FRAME, "one frame at most");
         let tail = Bytes::from_static(b"TAIL");
         let mut pending: Vec<Bytes> = vec![head, first, second, tail];
+        let counters = Arc::clone(&server.counters);
         let writing = tokio::spawn(async move {
             // As hyper flushes its queue: vectored, advancing by what was written.
             while !pending.is_empty() {
@@ -246,6 +255,8 @@ mod tests {
         assert_eq!(got.len(), expected.len());
         assert!(got == expected, "the file's bytes, in order, between the others");
         assert!(ranges.queue.lock().is_empty());
+        let by_kernel = counters.get(ClientCounter::KernelSentBytes);
+        assert_eq!(by_kernel, 100 + FRAME as u64, "the stand-ins' ranges, not the bytes between them");
     }
 
     #[tokio::test]

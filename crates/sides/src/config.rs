@@ -41,14 +41,14 @@ impl SidesFile {
     /// `side`'s section, as its type `T` reads it (its defaults when the
     /// file has none). Errors name the key, and the line when the file's
     /// own text is at fault.
-    pub fn section<T: DeserializeOwned + Default>(&self, side: SideId) -> Result<T, ConfigError> {
+    pub fn section<T: DeserializeOwned + Default>(&self, side: SideId) -> Result<T, SectionError> {
         let set: Vec<_> = self.overrides.iter().filter(|(id, _, _)| *id == side).collect();
         if set.is_empty() {
             let seed = SectionSeed::<T> { name: side.as_str(), section: PhantomData };
             let read = seed.deserialize(toml::Deserializer::new(&self.text));
-            return read.map(Option::unwrap_or_default).map_err(|error| ConfigError::read_in_file(side, &error));
+            return read.map(Option::unwrap_or_default).map_err(|error| SectionError::read_in_file(side, &error));
         }
-        let mut file: toml::Table = toml::from_str(&self.text).map_err(|error| ConfigError::read(side, &error))?;
+        let mut file: toml::Table = toml::from_str(&self.text).map_err(|error| SectionError::read(side, &error))?;
         let section = file.entry(side.as_str()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
         if let toml::Value::Table(section) = section {
             for (_, key, value) in set {
@@ -56,7 +56,7 @@ impl SidesFile {
             }
         }
         let section = file.remove(side.as_str()).unwrap_or(toml::Value::Table(toml::Table::new()));
-        section.try_into().map_err(|error| ConfigError::read(side, &error))
+        section.try_into().map_err(|error| SectionError::read(side, &error))
     }
 }
 
@@ -101,7 +101,7 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for SectionSeed<T> {
 /// the key at fault).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
-pub struct ConfigError {
+pub struct SectionError {
     /// The side.
     pub side: SideId,
     /// What is wrong, for people.
@@ -112,21 +112,21 @@ pub struct ConfigError {
     pub unknown_key: Option<usize>,
 }
 
-impl ConfigError {
+impl SectionError {
     /// `side`'s section could not be read as `error` says.
-    fn read(side: SideId, error: &dyn std::error::Error) -> ConfigError {
-        ConfigError { side, message: error.to_string().trim_end().to_owned(), unknown_key: None }
+    fn read(side: SideId, error: &dyn std::error::Error) -> SectionError {
+        SectionError { side, message: error.to_string().trim_end().to_owned(), unknown_key: None }
     }
 
     /// `side`'s section, in the file's own text, could not be read as
     /// `error` says: its span is a place in that text.
-    fn read_in_file(side: SideId, error: &toml::de::Error) -> ConfigError {
-        ConfigError { unknown_key: unknown_key(error), ..ConfigError::read(side, error) }
+    fn read_in_file(side: SideId, error: &toml::de::Error) -> SectionError {
+        SectionError { unknown_key: unknown_key(error), ..SectionError::read(side, error) }
     }
 
     /// `side`'s section was read, but cannot be used: `error` says why.
-    pub fn invalid(side: SideId, error: impl std::error::Error) -> ConfigError {
-        ConfigError { side, message: error.to_string(), unknown_key: None }
+    pub fn invalid(side: SideId, error: impl std::error::Error) -> SectionError {
+        SectionError { side, message: error.to_string(), unknown_key: None }
     }
 }
 
@@ -148,22 +148,54 @@ pub struct OpenError {
     pub message: String,
 }
 
+/// A key of a side's section whose value cannot be used: the one error
+/// the sides' validations give, worded `SIDE.KEY: REASON` so that the
+/// message points into the file.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{side}.{key}: {reason}")]
+pub struct ConfigError {
+    /// The side whose section it is.
+    pub side: SideId,
+    /// The key at fault, within the section: `proxies`, `registry.NAME.index`,
+    /// or `upstream "ghcr.io"` for one of a list of tables.
+    pub key: String,
+    /// What is wrong with its value, for people.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// `key` of `side`'s section is wrong, as `reason` says.
+    pub fn new(side: SideId, key: impl fmt::Display, reason: impl Into<String>) -> ConfigError {
+        ConfigError { side, key: key.to_string(), reason: reason.into() }
+    }
+}
+
 /// A side's configuration, validated, as its folder writes it: what is
-/// particular to the side. [`SideConfig`] follows from it.
+/// particular to the side. [`SideConfig`] follows from it, and
+/// [`configure`] reads it from the file.
 pub trait Configures: Clone + fmt::Debug + Send + Sync + 'static {
     /// The side it configures.
     type Side: Side;
 
+    /// The side's section, as written (its defaults when the file has none).
+    type Options: DeserializeOwned + Default;
+
+    /// Why a section as written cannot be used.
+    type Invalid: std::error::Error;
+
     /// Which side that is.
     const ID: SideId;
+
+    /// Validates the section as written.
+    fn validate(options: &Self::Options) -> Result<Self, Self::Invalid>;
 
     /// Opens the side with it, with what the side learnt, kept in and
     /// beside `cache`. Blocking.
     fn open_side(&self, cache: &Cache) -> Result<Self::Side, String>;
 
-    /// Makes it `side`'s configuration for the requests from now on (a
-    /// reload); what the side learnt is kept.
-    fn swap_into(&self, side: &Self::Side);
+    /// The configuration `side` runs with: a reload swaps it there, and
+    /// what the side learnt is kept.
+    fn held_by(side: &Self::Side) -> &Reloadable<Self>;
 
     /// The configured upstreams' URLs: their hosts may be on local
     /// addresses, each on its own port only.
@@ -175,6 +207,14 @@ pub trait Configures: Clone + fmt::Debug + Send + Sync + 'static {
     /// (`http://host:port`): the parent spreads over the upstream's own
     /// instances and caches for every child.
     fn chain(&mut self, _parent: &str) {}
+}
+
+/// Reads and validates side `C`'s section of `file`: how the list of
+/// sides configures each.
+pub fn configure<C: Configures>(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
+    let options: C::Options = file.section(C::ID)?;
+    let config = C::validate(&options).map_err(|error| SectionError::invalid(C::ID, error))?;
+    Ok(Box::new(config))
 }
 
 /// A side's configuration, validated, as the list of sides holds it: what
@@ -211,7 +251,7 @@ impl<C: Configures> SideConfig for C {
 
     fn reconfigure(&self, side: &dyn Side) {
         if let Some(side) = (side as &dyn std::any::Any).downcast_ref::<C::Side>() {
-            self.swap_into(side);
+            C::held_by(side).swap(self.clone());
         }
     }
 

@@ -526,6 +526,14 @@ impl LocalAnswer {
         LocalAnswer::new(status, headers, Bytes::from(format!("{text}\n")))
     }
 
+    /// A JSON answer with `body`, typed exactly `application/json`: no
+    /// parameters (snapd reads error bodies only under that type).
+    pub fn json(status: StatusCode, body: impl Into<Bytes>) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+        LocalAnswer::new(status, headers, body.into())
+    }
+
     /// The same answer saying `reason` in its status line.
     pub fn because(self, reason: &'static str) -> Self {
         LocalAnswer { reason: Some(reason), ..self }

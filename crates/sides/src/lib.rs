@@ -14,11 +14,11 @@
 //!
 //! [`Side`] is the seam the request path calls (its module doc lists the
 //! hooks and where each runs); [`route::ROUTES`] says where each side is
-//! mounted. A new side is its folder (implementing [`Side`] and
-//! [`SideConfig`], writing only the hooks it needs), its variant of
-//! [`SideId`], its entry in the list of sides (`sides.rs`: its configuration,
-//! its reader of a build's files and its clients' setups), and one line of
-//! the route table.
+//! mounted. A new side is its folder (implementing [`Side`], writing only
+//! the hooks it needs, and [`Configures`] for its configuration), its
+//! variant of [`SideId`], its entry in the list of sides (`sides.rs`:
+//! [`configure`] of its configuration, its reader of a build's files and
+//! its clients' setups), and one line of the route table.
 
 #![forbid(unsafe_code)]
 
@@ -34,6 +34,7 @@ pub mod instances;
 pub mod json;
 mod learned;
 pub mod lxd;
+mod named;
 pub mod needs;
 pub mod npm;
 pub mod path;
@@ -52,7 +53,7 @@ pub mod snap;
 #[path = "../tests/toy/mod.rs"]
 pub mod toy;
 
-pub use config::{unknown_key, ConfigError, Configures, OpenError, SideConfig, SidesFile};
+pub use config::{configure, unknown_key, ConfigError, Configures, OpenError, SectionError, SideConfig, SidesFile};
 pub use decision::{
     Acceptance, Access, Asking, CacheView, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision,
     Etag, Fallback, ForwardRequest, GenerationRequest, LocalAnswer, Located, LocatedHost, Member, Origin, Pointer,

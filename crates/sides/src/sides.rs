@@ -6,7 +6,7 @@
 
 use pkgproxy_cache::Cache;
 
-use crate::config::{ConfigError, OpenError, SideConfig, SidesFile};
+use crate::config::{configure, OpenError, SectionError, SideConfig, SidesFile};
 use crate::decision::{Refusal, Target};
 use crate::id::SideId;
 use crate::needs::{HeldBodies, NeedsReader};
@@ -16,7 +16,7 @@ use crate::Side;
 use crate::{apt, cargo, go, lxd, npm, pypi, registry, snap};
 
 /// How a side reads and validates its section of the file.
-type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, ConfigError>;
+type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, SectionError>;
 
 /// What the list says of a side, before anything is configured.
 struct Listed {
@@ -30,16 +30,24 @@ struct Listed {
 
 /// The one list of sides, in [`SideId::ALL`] order.
 const LIST: [Listed; SideId::ALL.len()] = [
-    Listed { configure: apt::configure, needs: Some(&apt::needs::Reader), clients: apt::setup::CLIENTS },
-    Listed { configure: go::configure, needs: Some(&go::needs::Reader), clients: go::setup::CLIENTS },
-    Listed { configure: snap::configure, needs: Some(&snap::needs::Reader), clients: snap::setup::CLIENTS },
-    Listed { configure: registry::configure, needs: Some(&registry::needs::Reader), clients: registry::setup::CLIENTS },
-    Listed { configure: lxd::configure, needs: Some(&lxd::needs::Reader), clients: lxd::setup::CLIENTS },
-    Listed { configure: cargo::configure, needs: Some(&cargo::needs::Reader), clients: cargo::setup::CLIENTS },
-    Listed { configure: pypi::configure, needs: Some(&pypi::needs::Reader), clients: pypi::setup::CLIENTS },
-    Listed { configure: npm::configure, needs: Some(&npm::needs::Reader), clients: npm::setup::CLIENTS },
+    Listed { configure: configure::<apt::Config>, needs: Some(&apt::needs::Reader), clients: apt::setup::CLIENTS },
+    Listed { configure: configure::<go::Config>, needs: Some(&go::needs::Reader), clients: go::setup::CLIENTS },
+    Listed { configure: configure::<snap::Config>, needs: Some(&snap::needs::Reader), clients: snap::setup::CLIENTS },
+    Listed {
+        configure: configure::<registry::Config>,
+        needs: Some(&registry::needs::Reader),
+        clients: registry::setup::CLIENTS,
+    },
+    Listed { configure: configure::<lxd::Config>, needs: Some(&lxd::needs::Reader), clients: lxd::setup::CLIENTS },
+    Listed {
+        configure: configure::<cargo::Config>,
+        needs: Some(&cargo::needs::Reader),
+        clients: cargo::setup::CLIENTS,
+    },
+    Listed { configure: configure::<pypi::Config>, needs: Some(&pypi::needs::Reader), clients: pypi::setup::CLIENTS },
+    Listed { configure: configure::<npm::Config>, needs: Some(&npm::needs::Reader), clients: npm::setup::CLIENTS },
     #[cfg(feature = "toy")]
-    Listed { configure: crate::toy::configure, needs: None, clients: &[] },
+    Listed { configure: configure::<crate::toy::Config>, needs: None, clients: &[] },
 ];
 
 /// Every client `pkgproxyctl setup` points at pkgproxy, side by side.
@@ -60,7 +68,7 @@ pub struct SidesConfig {
 
 impl SidesConfig {
     /// Reads and validates every side's section of `file`.
-    pub fn new(file: &SidesFile) -> Result<SidesConfig, ConfigError> {
+    pub fn new(file: &SidesFile) -> Result<SidesConfig, SectionError> {
         let all = LIST.iter().map(|listed| (listed.configure)(file)).collect::<Result<Vec<_>, _>>()?;
         Ok(SidesConfig { all })
     }

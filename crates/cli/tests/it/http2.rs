@@ -124,6 +124,31 @@ async fn held_crate(server: &str) -> (FakeCrates, Server, String, usize) {
     (fake, server, path, large.bytes.len())
 }
 
+/// Only plain HTTP/1.1 answers are sent by the kernel: over HTTP/2 (with
+/// prior knowledge, after an h2c upgrade, or by ALPN) a body is framed,
+/// and over TLS it is encrypted, in user space. None of those may count
+/// as sent by the kernel; the same hit over plain HTTP/1.1 does, whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_hit_is_sent_by_the_kernel_over_plain_http1_only() {
+    let (_fake, server, path, len) = held_crate("").await;
+    let kernel_sent = || async { server.info().await.clients.get(ClientCounter::KernelSentBytes) };
+    let plain = format!("http://{}{path}", server.proxy_addr());
+    let secure = format!("https://{}{path}", server.proxy_addr());
+    let before = kernel_sent().await;
+    let copied: [(&[&str], &String); 4] = [
+        (&["--http2-prior-knowledge"], &plain),
+        (&["--http2"], &plain),
+        (&["--http2", "-k"], &secure),
+        (&["--http1.1", "-k"], &secure),
+    ];
+    for (args, url) in copied {
+        assert_eq!(curl(args, std::slice::from_ref(url)).bodies.len(), len, "{args:?} {url}");
+        assert_eq!(kernel_sent().await, before, "{args:?} {url}: copied, not sent by the kernel");
+    }
+    assert_eq!(curl(&["--http1.1"], std::slice::from_ref(&plain)).bodies.len(), len);
+    assert_eq!(kernel_sent().await - before, len as u64, "plain HTTP/1.1: the whole body sent by the kernel");
+}
+
 /// An HTTP/2 connection (prior knowledge) whose client never opens a
 /// stream's window (`SETTINGS_INITIAL_WINDOW_SIZE` 0): pkgproxy may send
 /// it heads, never a body's byte.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::common::{archive, origin_and_daemon, origin_and_server, sha256};
 use crate::inproc::Server;
 use pkgproxy_cache::Clock;
-use pkgproxy_metrics::{CacheGauge, UpstreamCounter};
+use pkgproxy_metrics::{CacheGauge, ClientCounter, UpstreamCounter};
 use pkgproxy_testkit::client::{first_status, proxy_fetch, proxy_get, raw_exchange};
 use pkgproxy_testkit::{AptRepo, Origin, RefusingPort};
 
@@ -353,6 +353,11 @@ fn answers_in(mut stream: &[u8]) -> Vec<(u16, Vec<u8>)> {
     answers
 }
 
+/// The bytes the kernel has sent to `server`'s clients so far.
+async fn kernel_sent(server: &Server) -> u64 {
+    server.info().await.clients.get(ClientCounter::KernelSentBytes)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn large_hits_and_their_ranges_pipelined_on_one_connection_are_the_files_bytes_in_order() {
     let (repo, origin, server) = origin_and_server().await;
@@ -363,6 +368,9 @@ async fn large_hits_and_their_ranges_pipelined_on_one_connection_are_the_files_b
     assert_eq!(proxy_get(server.proxy_addr(), &big_url, &[]).await.body, big, "the miss");
     assert_eq!(proxy_get(server.proxy_addr(), &small_url, &[]).await.body, small);
     origin.clear_requests();
+    let before = kernel_sent(&server).await;
+    assert_eq!(proxy_get(server.proxy_addr(), &small_url, &[]).await.body, small, "a small hit");
+    assert_eq!(kernel_sent(&server).await, before, "a small hit is copied, not sent by the kernel");
 
     // Whole bodies and ranges of every length, large (sent by the kernel)
     // and small (copied), back to back, one of them across many frames.
@@ -401,6 +409,11 @@ async fn large_hits_and_their_ranges_pipelined_on_one_connection_are_the_files_b
         assert!(body.as_slice() == *want, "answer {n}: {} bytes, not the file's", body.len());
     }
     assert_eq!(origin.requests().len(), 0, "all hits");
+    // The large ones (32 KiB or more) took the kernel's path, and only
+    // they: a change that made hyper copy frames would fail here, not
+    // only show in a slower bench.
+    let large: usize = expected.iter().map(|(_, body)| body.len()).filter(|&len| len >= 32 * 1024).sum();
+    assert_eq!(kernel_sent(&server).await - before, large as u64, "the large bodies' bytes, sent by the kernel");
 }
 
 #[tokio::test(flavor = "multi_thread")]

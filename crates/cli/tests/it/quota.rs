@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, on_disk, PKGPROXY};
+use crate::common::{archive, on_disk, past_the_second, PKGPROXY};
 use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::{proxy_get, send};
 use pkgproxy_testkit::{eventually, Daemon, FakeSimplestreams, LxdImage};
@@ -87,8 +87,7 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
     let reason = oldest.header("x-pkgproxy-reason");
     assert!(reason.is_some_and(|reason| reason.starts_with("evicted (")), "{reason:?}");
     assert_eq!(origin.file_requests(), 1, "the least recently used was evicted");
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    assert!(daemon.log().contains("evicted"), "{}", daemon.log());
+    eventually("the eviction to be logged", || async { daemon.log().contains("evicted").then_some(()) }).await;
     let info = daemon.info().await;
     assert_eq!(info.cache.get(CacheGauge::MaxSizeBytes), 16 * MIB);
     assert!(info.cache.get(CacheGauge::DiskBytes) <= 16 * MIB + 4 * MIB, "within the quota and one more file");
@@ -120,8 +119,9 @@ async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_cl
     let index_key = "lxd/test/streams/v1/index.json";
     let before = used(&entries, index_key).expect("the index is listed");
 
-    // A use now, recorded in memory, written at a clean stop.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // A use in a later second (uses are listed in seconds), recorded in
+    // memory, written at a clean stop.
+    past_the_second(before).await;
     assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
     daemon.stop();
     daemon.start_again().await;

@@ -4,9 +4,7 @@
 //! index files of an older Release) goes before anything a client may
 //! still want.
 
-use std::time::Duration;
-
-use crate::common::{archive, on_disk, PKGPROXY};
+use crate::common::{archive, on_disk, past_the_second, PKGPROXY};
 use pkgproxy_control::CacheEntry;
 use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
@@ -52,12 +50,12 @@ async fn apt_get_through_a_10_mib_cache_keeps_it_within_its_quota_and_the_most_r
     let apt = apt(&daemon, &origin, &repo);
     apt.update().assert_success();
 
-    // 30 MiB of distinct packages, one after the other, a second apart so
-    // their last uses differ.
+    // 30 MiB of distinct packages, one after the other: their uses keep
+    // that order, however close together (uses are stamped finer than the
+    // second, each after the one before).
     for name in &names {
         apt.download(&[name]).assert_success();
         assert_eq!(std::fs::read(apt.downloaded(name)).unwrap(), std::fs::read(repo.deb_path(name)).unwrap());
-        tokio::time::sleep(Duration::from_millis(1_100)).await;
     }
     let cache = daemon.cache_dir();
     eventually("the cache to be within its quota", || async { (on_disk(&cache) <= 10 * MIB).then_some(()) }).await;
@@ -98,15 +96,16 @@ async fn index_files_of_an_older_release_are_evicted_before_an_older_package() {
     let by_hash_of = |entries: &[CacheEntry]| -> Vec<CacheEntry> {
         entries.iter().filter(|entry| entry.key.contains("/by-hash/")).cloned().collect()
     };
-    // Another client reads the same indexes after the package was fetched.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    // Another client reads the same indexes after the package was fetched,
+    // in a later second (uses are listed in seconds).
+    let package = listed(&daemon).into_iter().find(|entry| entry.key.ends_with(".deb")).unwrap();
+    past_the_second(package.last_use).await;
     self::apt(&daemon, &origin, &repo).update().assert_success();
     let superseded = by_hash_of(&listed(&daemon));
     assert!(!superseded.is_empty(), "apt fetched its indexes by hash");
 
     // A newer Release: apt fetches its indexes; the old ones can never be
     // asked for again, though used after the package.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
     repo.add_package("pkgproxy-new", "1.0-1", 2048);
     apt.update().assert_success();
     let current: Vec<CacheEntry> = by_hash_of(&listed(&daemon))

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{archive, sha256, sha256_file};
 use pkgproxy_testkit::client::proxy_get;
-use pkgproxy_testkit::{AptRepo, Daemon, Origin};
+use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin};
 
 /// The shared repository's 20 MiB package, served at `rate` bytes a
 /// second, through a daemon given `args`.
@@ -21,6 +21,13 @@ async fn slow_download(rate: u64, args: &[&str]) -> (&'static AptRepo, Origin, D
     (repo, origin, daemon, url)
 }
 
+/// Once the daemon is fetching the package from `origin`: the download
+/// is in flight, and a stop now must reckon with it.
+async fn in_flight(origin: &Origin) {
+    eventually("the download to be in flight", || async { (origin.count_path("pkgproxy-big") > 0).then_some(()) })
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_lets_a_download_in_flight_finish_whole_and_cached_then_exits_0() {
     let (repo, origin, mut daemon, url) = slow_download(5 * 1024 * 1024, &["-shutdown-grace", "20s"]).await;
@@ -28,7 +35,7 @@ async fn sigterm_lets_a_download_in_flight_finish_whole_and_cached_then_exits_0(
         let (addr, url) = (daemon.proxy_addr().to_string(), url.clone());
         async move { proxy_get(&addr, &url, &[]).await }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    in_flight(&origin).await;
     let asked = Instant::now();
     let status = tokio::task::spawn_blocking(move || (daemon.stop(), daemon)).await.unwrap();
     let (status, mut daemon) = status;
@@ -52,7 +59,7 @@ async fn past_the_grace_it_exits_anyway_and_keeps_nothing_partial() {
         let (addr, url) = (daemon.proxy_addr().to_string(), url.clone());
         async move { proxy_get(&addr, &url, &[]).await }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    in_flight(&origin).await;
     let asked = Instant::now();
     let (status, mut daemon) = tokio::task::spawn_blocking(move || (daemon.stop(), daemon)).await.unwrap();
     assert_eq!(status.and_then(|status| status.code()), Some(0));
@@ -69,17 +76,18 @@ async fn past_the_grace_it_exits_anyway_and_keeps_nothing_partial() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_signal_exits_at_once() {
-    let (_, _origin, daemon, url) = slow_download(1024 * 1024, &["-shutdown-grace", "60s"]).await;
+    let (_, origin, daemon, url) = slow_download(1024 * 1024, &["-shutdown-grace", "60s"]).await;
     let download = tokio::spawn({
         let (addr, url) = (daemon.proxy_addr().to_string(), url.clone());
         async move { proxy_get(&addr, &url, &[]).await }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    in_flight(&origin).await;
     let pid = daemon.pid().unwrap() as libc::pid_t;
     let asked = Instant::now();
     // SAFETY: signalling the daemon this test started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first signal taken (its stop begun, the second one awaited).
+    eventually("the daemon to begin its stop", || async { daemon.log().contains("shutting down").then_some(()) }).await;
     unsafe { libc::kill(pid, libc::SIGINT) };
     pkgproxy_testkit::eventually("the daemon to exit", || async {
         let gone = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| stat.contains(") Z "));

@@ -284,7 +284,7 @@ impl ConfigFile {
 
     /// A side's error, told with where its unknown key belongs if that is
     /// what is wrong.
-    pub(super) fn side_error(&self, error: pkgproxy_sides::ConfigError) -> super::SettingsError {
+    pub(super) fn side_error(&self, error: pkgproxy_sides::SectionError) -> super::SettingsError {
         let placed = error.unknown_key.and_then(|start| placement::unknown_key_at(self.sides.text(), start));
         match placed {
             Some(told) => super::SettingsError::Side(told),

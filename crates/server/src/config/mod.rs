@@ -200,8 +200,8 @@ pub struct Overrides {
 
 /// A side's error, without the credentials a configured mirror's URL may
 /// carry: the error is logged, and told on the admin socket.
-impl From<pkgproxy_sides::ConfigError> for SettingsError {
-    fn from(error: pkgproxy_sides::ConfigError) -> Self {
+impl From<pkgproxy_sides::SectionError> for SettingsError {
+    fn from(error: pkgproxy_sides::SectionError) -> Self {
         SettingsError::Side(crate::redact::urls_in(&error.to_string()))
     }
 }

@@ -144,7 +144,8 @@ async fn serve_client(
             }
         }
     };
-    let stream = Watched::new(KernelSent::new(stream, ranges), Arc::clone(&clock));
+    let kernel_sent = KernelSent::new(stream, ranges, Arc::clone(&state.admission.counters));
+    let stream = Watched::new(kernel_sent, Arc::clone(&clock));
     let crowded = {
         let admission = Arc::clone(&state.admission);
         move || admission.open() > parking::CROWDED

@@ -30,7 +30,7 @@ use pkgproxy_cache::{Cache, Verifier};
 
 pub use archives::{builtin, Archive, HostPattern, Mirror};
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{Configures, Reloadable};
 use crate::decision::{CachedRequest, Decision, Refusal, Target};
 use crate::id::SideId;
 use crate::learned::Learned;
@@ -129,23 +129,6 @@ impl Config {
         &self.archives
     }
 
-    /// The configured mirrors (`scheme://host:port`): these may be on
-    /// local addresses (each on its own port only).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        let configured = self.archives.iter().filter(|a| a.configured).flat_map(|a| &a.mirrors);
-        configured
-            .filter_map(|m| match &m.host {
-                HostPattern::Exact(host) if host.contains(':') => {
-                    Some(format!("{}://[{host}]:{}", if m.tls { "https" } else { "http" }, m.port))
-                }
-                HostPattern::Exact(host) => {
-                    Some(format!("{}://{host}:{}", if m.tls { "https" } else { "http" }, m.port))
-                }
-                HostPattern::Country { .. } => None,
-            })
-            .collect()
-    }
-
     /// Decides what to do with a request for `target`, from the archives
     /// alone (the index adds what it knows, see [`Apt::classify`]).
     pub fn classify(&self, target: &Target) -> Decision {
@@ -194,27 +177,39 @@ impl Apt {
     }
 }
 
-/// Reads and validates the Apt side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let config =
-        Config::from_options(&file.section(SideId::Apt)?).map_err(|error| SectionError::invalid(SideId::Apt, error))?;
-    Ok(Box::new(config))
-}
-
 impl Configures for Config {
     type Side = Apt;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Apt;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::from_options(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Apt, String> {
         Apt::open(self.clone(), cache.dir(), cache.clock()).map_err(|error| error.to_string())
     }
 
-    fn swap_into(&self, side: &Apt) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Apt) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The configured mirrors (`scheme://host:port`): these may be on
+    /// local addresses (each on its own port only).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        let configured = self.archives.iter().filter(|a| a.configured).flat_map(|a| &a.mirrors);
+        configured
+            .filter_map(|m| match &m.host {
+                HostPattern::Exact(host) if host.contains(':') => {
+                    Some(format!("{}://[{host}]:{}", if m.tls { "https" } else { "http" }, m.port))
+                }
+                HostPattern::Exact(host) => {
+                    Some(format!("{}://{host}:{}", if m.tls { "https" } else { "http" }, m.port))
+                }
+                HostPattern::Country { .. } => None,
+            })
+            .collect()
     }
 }
 

@@ -37,12 +37,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, StatusCode};
 use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
 use sha2::{Digest, Sha256};
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{
     Access, CachedRequest, ClientAuthorization, DatedResume, Decision, Etag, LocalAnswer, Located, Origin, Refusal,
     Reply, Rewrite, UpstreamAuth, Wanted,
@@ -50,6 +49,7 @@ use crate::decision::{
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::named::{Naming, NEGATIVE_TTL, REFRESH_EVERY};
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::role::{
@@ -65,11 +65,6 @@ pub const DEFAULT_INDEX: &str = "https://index.crates.io";
 const CRATES_IO_DOWNLOADS: &str = "https://static.crates.io/crates";
 /// How long an index file (and `config.json`) is served without asking.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
-/// How long the upstream's "no such crate" is remembered.
-const NEGATIVE_TTL: Duration = Duration::from_secs(60);
-/// How often a crate of a version its held index file does not list may
-/// have that file fetched again.
-const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// How long a client's access to an `auth-required` registry, once the
 /// registry confirmed it, is taken as given.
 const ACCESS_RECHECK: Duration = Duration::from_secs(300);
@@ -106,15 +101,19 @@ pub struct RegistryOptions {
     pub index: Vec<String>,
 }
 
-/// A cargo configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("cargo.{key}: {reason}")]
-pub struct ConfigError {
-    /// The key at fault.
-    pub key: String,
-    /// What is wrong with its value, for people.
-    pub reason: String,
-}
+/// How `[cargo]` names its registries: crates.io built in, and each
+/// `[[cargo.registry]]` at `/cargo/NAME/`.
+const NAMING: Naming = Naming {
+    side: SideId::Cargo,
+    table: "registry",
+    urls: "index",
+    built_in: CRATES_IO,
+    default_url: DEFAULT_INDEX,
+    reserved: &["index", "crates"],
+    refused: |_| false,
+    rule: "a registry's name is lower-case letters, digits, - and _ (not index, crates or crates-io)",
+    no_urls: "give the URLs of its sparse index",
+};
 
 /// A registry pkgproxy serves.
 #[derive(Debug, Clone)]
@@ -128,20 +127,6 @@ struct Registry {
 }
 
 impl Registry {
-    fn new(
-        name: &str,
-        mount: String,
-        index: &[String],
-        built_in: Option<&'static str>,
-    ) -> Result<Registry, ConfigError> {
-        let key = match mount.is_empty() {
-            true => "index".to_owned(),
-            false => format!("registry.{name}.index"),
-        };
-        let index = Instances::new(index, built_in).map_err(|reason| ConfigError { key, reason })?;
-        Ok(Registry { name: name.to_owned(), mount, index })
-    }
-
     fn key(&self, below: &str) -> String {
         format!("cargo/{}/{below}", self.name)
     }
@@ -215,44 +200,11 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let mut registries = vec![Registry::new(CRATES_IO, String::new(), &options.index, Some(DEFAULT_INDEX))?];
-        for registry in &options.registry {
-            let name = &registry.name;
-            let fine = !name.is_empty()
-                && name.len() <= 64
-                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-                && !["index", "crates", CRATES_IO].contains(&name.as_str());
-            if !fine {
-                let reason = format!("{name:?}: a registry's name is lower-case letters, digits, - and _ (not index, crates or crates-io)");
-                return Err(ConfigError { key: "registry.name".into(), reason });
-            }
-            if registries.iter().any(|known| &known.name == name) {
-                return Err(ConfigError { key: "registry.name".into(), reason: format!("{name:?} is named twice") });
-            }
-            if registry.index.is_empty() {
-                let reason = "give the URLs of its sparse index".to_owned();
-                return Err(ConfigError { key: format!("registry.{name}.index"), reason });
-            }
-            registries.push(Registry::new(name, format!("/{name}"), &registry.index, None)?);
-        }
-        Ok(Config { registries, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
-    }
-
-    /// The indexes configured: these may be on local addresses (each on
-    /// its own port only; where their crates are, if local too, is trusted
-    /// in `[upstream] trust`).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.registries.iter().flat_map(|registry| registry.index.trusted_urls()).collect()
-    }
-
-    /// Every registry's index fetched from the parent pkgproxy at `parent`
-    /// (`http://host:port`); its `config.json` then names the parent's
-    /// crates.
-    pub fn chain_to(&mut self, parent: &str) {
-        for registry in &mut self.registries {
-            let mount = format!("/cargo{}/index", registry.mount);
-            registry.index.chain_to(parent, &mount);
-        }
+        let configured = options.registry.iter().map(|registry| (&registry.name, &registry.index[..]));
+        let registries = NAMING.registries(&options.index, configured)?;
+        let registries =
+            registries.into_iter().map(|named| Registry { name: named.name, mount: named.mount, index: named.mirrors });
+        Ok(Config { registries: registries.collect(), index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
     /// How long index files are served without asking.
@@ -427,7 +379,10 @@ impl Cargo {
     /// it cannot be had, pkgproxy's without it.
     fn config_json(&self, registry: &Registry, space: Space, request: &Request<'_>) -> CachedRequest {
         let served_at = request.served_at(&registry.mount);
-        let fallback = json_answer(upstream_config::served(&served_at.base, self.upstream_config(registry).as_ref()));
+        let fallback = LocalAnswer::json(
+            StatusCode::OK,
+            upstream_config::served(&served_at.base, self.upstream_config(registry).as_ref()),
+        );
         CachedRequest {
             wanted: Wanted { fresh_for: self.config().index_ttl, ..Wanted::default() },
             reply: Reply {
@@ -571,38 +526,39 @@ impl Cargo {
     }
 }
 
-fn json_answer(body: Vec<u8>) -> LocalAnswer {
-    let mut answer = LocalAnswer::text(StatusCode::OK, "");
-    answer.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    answer.body = Bytes::from(body);
-    answer
-}
-
-/// Reads and validates the cargo side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let options: Options = file.section(SideId::Cargo)?;
-    let config = Config::new(&options).map_err(|error| SectionError::invalid(SideId::Cargo, error))?;
-    Ok(Box::new(config))
-}
-
 impl Configures for Config {
     type Side = Cargo;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Cargo;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Cargo, String> {
         Ok(Cargo::new(self.clone(), cache.clone()))
     }
 
-    fn swap_into(&self, side: &Cargo) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Cargo) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The indexes configured: these may be on local addresses (each on
+    /// its own port only; where their crates are, if local too, is trusted
+    /// in `[upstream] trust`).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.registries.iter().flat_map(|registry| registry.index.trusted_urls()).collect()
     }
 
+    /// Every registry's index fetched from the parent pkgproxy at `parent`
+    /// (`http://host:port`); its `config.json` then names the parent's
+    /// crates.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        for registry in &mut self.registries {
+            let mount = format!("/cargo{}/index", registry.mount);
+            registry.index.chain_to(parent, &mount);
+        }
     }
 }
 

@@ -32,7 +32,7 @@ pub use dirhash::{check_zip, hash_mod};
 pub use integrity::{GoVerifier, VersionsVerifier};
 pub use sumdb::Sums;
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{Asking, CachedRequest, DatedResume, Decision, Origin, Redirects, Refusal, Reply, Wanted};
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -68,16 +68,6 @@ pub struct Options {
     pub sumdb: Option<String>,
 }
 
-/// A go configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("go.{key}: {reason}")]
-pub struct ConfigError {
-    /// The key at fault.
-    pub key: &'static str,
-    /// What is wrong with its value, for people.
-    pub reason: String,
-}
-
 /// What a request of the go side asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GoFile {
@@ -105,7 +95,7 @@ pub struct Config {
 impl Config {
     /// Validates `config`.
     pub fn new(config: &Options) -> Result<Self, ConfigError> {
-        let bad = |key, reason: &str| ConfigError { key, reason: reason.to_string() };
+        let bad = |key: &str, reason: &str| ConfigError::new(SideId::Go, key, reason);
         let proxies = Instances::new(&config.proxies, Some(DEFAULT_PROXY)).map_err(|reason| bad("proxies", &reason))?;
         let sumdb = match config.sumdb.as_deref() {
             None => Some(DEFAULT_SUMDB.to_string()),
@@ -116,12 +106,6 @@ impl Config {
         let list_ttl = config.list_ttl.unwrap_or(DEFAULT_LIST_TTL);
         let negative_ttl = config.negative_ttl.unwrap_or(DEFAULT_NEGATIVE_TTL);
         Ok(Config { proxies, list_ttl, negative_ttl, sumdb })
-    }
-
-    /// Modules and the checksum database fetched through the parent
-    /// pkgproxy at `parent` (`http://host:port`), a module proxy itself.
-    pub fn chain_to(&mut self, parent: &str) {
-        self.proxies.chain_to(parent, "/go");
     }
 
     /// pkgproxy's path for `url`, an upstream's own: below one of the
@@ -141,12 +125,6 @@ impl Config {
     /// The upstream proxies' base URLs.
     pub fn proxies(&self) -> &[String] {
         self.proxies.urls()
-    }
-
-    /// The configured proxies: these may be on local addresses (each on
-    /// its own port only).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.proxies.trusted_urls()
     }
 
     /// How long `list` and `@latest` answers stay fresh.
@@ -303,30 +281,34 @@ impl Go {
     }
 }
 
-/// Reads and validates the Go side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let config = Config::new(&file.section(SideId::Go)?).map_err(|error| SectionError::invalid(SideId::Go, error))?;
-    Ok(Box::new(config))
-}
-
 impl Configures for Config {
     type Side = Go;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Go;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, _cache: &Cache) -> Result<Go, String> {
         Ok(Go::new(self.clone()))
     }
 
-    fn swap_into(&self, side: &Go) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Go) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The configured proxies: these may be on local addresses (each on
+    /// its own port only).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.proxies.trusted_urls()
     }
 
+    /// Modules and the checksum database fetched through the parent
+    /// pkgproxy at `parent` (`http://host:port`), a module proxy itself.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        self.proxies.chain_to(parent, "/go");
     }
 }
 

@@ -45,7 +45,7 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected};
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{Asking, Reply, Wanted};
 use crate::decision::{
     CachedRequest, DatedResume, Decision, GenerationRequest, Member, Origin, Redirects, Refusal, Target,
@@ -100,16 +100,6 @@ pub struct Options {
     pub index_ttl: Option<Duration>,
 }
 
-/// An LXD configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("lxd.remote {name:?}: {reason}")]
-pub struct ConfigError {
-    /// The remote at fault.
-    pub name: String,
-    /// What is wrong, for people.
-    pub reason: String,
-}
-
 /// A simplestreams server: its name and its instances.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remote {
@@ -144,7 +134,8 @@ impl Config {
         let mut remotes: Vec<Remote> =
             BUILT_IN.iter().map(|(name, url)| Remote::new(name, Instances::built_in(url))).collect();
         for configured in &options.remotes {
-            let bad = |reason: String| ConfigError { name: configured.name.clone(), reason };
+            let bad =
+                |reason: String| ConfigError::new(SideId::Lxd, format_args!("remote {:?}", configured.name), reason);
             let name_ok = !configured.name.is_empty()
                 && configured.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
             if !name_ok {
@@ -160,15 +151,6 @@ impl Config {
         Ok(Config { remotes, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
-    /// Every remote fetched through the parent pkgproxy at `parent`
-    /// (`http://host:port`), below its mount of the same name. Forward-proxy
-    /// requests are still matched against the remote's own instances.
-    pub fn chain_to(&mut self, parent: &str) {
-        for remote in &mut self.remotes {
-            remote.mirrors.chain_to(parent, &format!("/lxd/{}", remote.name));
-        }
-    }
-
     /// The remote named `name`.
     pub fn remote(&self, name: &str) -> Option<&Remote> {
         self.remotes.iter().find(|remote| remote.name == name)
@@ -177,12 +159,6 @@ impl Config {
     /// Every remote.
     pub fn remotes(&self) -> &[Remote] {
         &self.remotes
-    }
-
-    /// The configured instances: these may be on local addresses (each on
-    /// its own port only).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.remotes.iter().flat_map(|remote| remote.mirrors.trusted_urls()).collect()
     }
 }
 
@@ -271,30 +247,37 @@ impl Lxd {
     }
 }
 
-/// Reads and validates the Lxd side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let config = Config::new(&file.section(SideId::Lxd)?).map_err(|error| SectionError::invalid(SideId::Lxd, error))?;
-    Ok(Box::new(config))
-}
-
 impl Configures for Config {
     type Side = Lxd;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Lxd;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Lxd, String> {
         Lxd::open(self.clone(), cache.clone(), cache.dir()).map_err(|error| error.to_string())
     }
 
-    fn swap_into(&self, side: &Lxd) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Lxd) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The configured instances: these may be on local addresses (each on
+    /// its own port only).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.remotes.iter().flat_map(|remote| remote.mirrors.trusted_urls()).collect()
     }
 
+    /// Every remote fetched through the parent pkgproxy at `parent`
+    /// (`http://host:port`), below its mount of the same name. Forward-proxy
+    /// requests are still matched against the remote's own instances.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        for remote in &mut self.remotes {
+            remote.mirrors.chain_to(parent, &format!("/lxd/{}", remote.name));
+        }
     }
 }
 

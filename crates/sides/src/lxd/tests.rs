@@ -111,7 +111,7 @@ fn built_in_remotes_are_there_and_a_configured_one_takes_their_place() {
     let mirror = RemoteOptions { name: "ubuntu".into(), mirrors: vec!["http://mirror.lan/ubuntu/releases".into()] };
     let config = Config::new(&Options { remotes: vec![mirror], index_ttl: Some(Duration::from_secs(60)) }).unwrap();
     assert_eq!(config.remote("ubuntu").unwrap().mirrors.urls(), ["http://mirror.lan/ubuntu/releases"]);
-    assert_eq!(config.trusted_urls(), ["http://mirror.lan/ubuntu/releases"]);
+    assert_eq!(config.trusted(), ["http://mirror.lan/ubuntu/releases"]);
     let bad = RemoteOptions { name: "a b".into(), mirrors: vec!["http://x".into()] };
     assert!(Config::new(&Options { remotes: vec![bad], index_ttl: None }).is_err());
 }

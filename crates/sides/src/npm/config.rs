@@ -7,10 +7,11 @@ use std::time::Duration;
 use pkgproxy_cache::Cache;
 
 use super::Npm;
-use crate::config::{ConfigError as SectionError, Configures, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::Origin;
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::named::Naming;
 
 /// The npm registry, when no mirror is configured.
 pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org";
@@ -64,15 +65,20 @@ pub struct RegistryOptions {
     pub mirrors: Vec<String>,
 }
 
-/// An npm configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("npm.{key}: {reason}")]
-pub struct ConfigError {
-    /// The key at fault.
-    pub key: String,
-    /// What is wrong with its value, for people.
-    pub reason: String,
-}
+/// How `[npm]` names its registries: the npm registry built in, and
+/// each `[[npm.registry]]` at `/npm/NAME/`.
+const NAMING: Naming = Naming {
+    side: SideId::Npm,
+    table: "registry",
+    urls: "mirrors",
+    built_in: NPM,
+    default_url: DEFAULT_REGISTRY,
+    reserved: &[PACKED],
+    // `-` leads the registry's API paths (`/-/...`).
+    refused: |name| name.starts_with('-'),
+    rule: "a registry's name is lower-case letters, digits, - and _ (not npm, packed, -...)",
+    no_urls: "give the registry's URLs",
+};
 
 /// A registry pkgproxy serves.
 #[derive(Debug, Clone)]
@@ -114,55 +120,18 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let instances = |mirrors: &[String], built_in, key: String| {
-            Instances::new(mirrors, built_in).map_err(|reason| ConfigError { key, reason })
-        };
-        let mut registries = vec![Registry {
-            name: NPM.to_owned(),
-            mount: String::new(),
-            mirrors: instances(&options.mirrors, Some(DEFAULT_REGISTRY), "mirrors".into())?,
-        }];
-        for registry in &options.registry {
-            let name = &registry.name;
-            let fine = !name.is_empty()
-                && name.len() <= 64
-                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-                && !name.starts_with('-')
-                && ![NPM, PACKED].contains(&name.as_str());
-            if !fine {
-                let reason = format!(
-                    "{name:?}: a registry's name is lower-case letters, digits, - and _ (not npm, packed, -...)"
-                );
-                return Err(ConfigError { key: "registry.name".into(), reason });
-            }
-            if registries.iter().any(|known| &known.name == name) {
-                return Err(ConfigError { key: "registry.name".into(), reason: format!("{name:?} is named twice") });
-            }
-            if registry.mirrors.is_empty() {
-                let reason = "give the registry's URLs".to_owned();
-                return Err(ConfigError { key: format!("registry.{name}.mirrors"), reason });
-            }
-            let mirrors = instances(&registry.mirrors, None, format!("registry.{name}.mirrors"))?;
-            registries.push(Registry { name: name.clone(), mount: format!("/{name}"), mirrors });
-        }
+        let configured = options.registry.iter().map(|registry| (&registry.name, &registry.mirrors[..]));
+        let registries = NAMING.registries(&options.mirrors, configured)?;
+        let registries = registries.into_iter().map(|named| Registry {
+            name: named.name,
+            mount: named.mount,
+            mirrors: named.mirrors,
+        });
         Ok(Config {
-            registries,
+            registries: registries.collect(),
             index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL),
             tarball_urls: options.tarball_urls,
         })
-    }
-
-    /// The registries configured: these may be on local addresses.
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.registries.iter().flat_map(|registry| registry.mirrors.trusted_urls()).collect()
-    }
-
-    /// Every registry fetched from the parent pkgproxy at `parent`.
-    pub fn chain_to(&mut self, parent: &str) {
-        for registry in &mut self.registries {
-            let mount = format!("/npm{}", registry.mount);
-            registry.mirrors.chain_to(parent, &mount);
-        }
     }
 
     /// The registry of `path` (below `/npm`, decoded) and the path below it.
@@ -206,30 +175,34 @@ impl Config {
     }
 }
 
-/// Reads and validates the npm side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let options: Options = file.section(SideId::Npm)?;
-    let config = Config::new(&options).map_err(|error| SectionError::invalid(SideId::Npm, error))?;
-    Ok(Box::new(config))
-}
-
 impl Configures for Config {
     type Side = Npm;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Npm;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Npm, String> {
         Ok(Npm::new(self.clone(), cache.clone()))
     }
 
-    fn swap_into(&self, side: &Npm) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Npm) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The registries configured: these may be on local addresses.
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.registries.iter().flat_map(|registry| registry.mirrors.trusted_urls()).collect()
     }
 
+    /// Every registry fetched from the parent pkgproxy at `parent`.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        for registry in &mut self.registries {
+            let mount = format!("/npm{}", registry.mount);
+            registry.mirrors.chain_to(parent, &mount);
+        }
     }
 }

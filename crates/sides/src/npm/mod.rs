@@ -51,6 +51,7 @@ use crate::decision::{
 };
 use crate::failure::Failure;
 use crate::id::SideId;
+use crate::named::{NEGATIVE_TTL, REFRESH_EVERY};
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::role::{
@@ -59,9 +60,7 @@ use crate::role::{
 use crate::route::Request;
 use crate::{ClientSetup, Piece, Pieced, Side, StoredBody, StreamRewriter, UpstreamPath};
 use config::Registry;
-pub use config::{
-    configure, Config, ConfigError, Options, RegistryOptions, TarballUrls, DEFAULT_INDEX_TTL, DEFAULT_REGISTRY,
-};
+pub use config::{Config, Options, RegistryOptions, TarballUrls, DEFAULT_INDEX_TTL, DEFAULT_REGISTRY};
 use document::DocumentVerifier;
 use keys::{Form, KeyKind, Keyed, Space};
 use links::Links;
@@ -71,10 +70,6 @@ use tarball::{Integrity, TarballVerifier};
 /// How long a version's document is served without asking: a version is
 /// never published twice, only withdrawn.
 const VERSION_TTL: Duration = Duration::from_secs(24 * 3600);
-/// How long the registry's "no such package" is remembered.
-const NEGATIVE_TTL: Duration = Duration::from_secs(60);
-/// How often a document may be asked again for a version it did not list.
-const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// How long a token the registry accepted for a package stands.
 const ACCESS_RECHECK: Duration = Duration::from_secs(300);
 /// The largest request body passed on (a publish carries its tarball).

@@ -38,13 +38,14 @@ use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER, VARY};
 use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, PassedAnswer, Verifier};
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{
     Asking, CachedRequest, DatedResume, Decision, LocalAnswer, Located, Origin, Refusal, Reply, Rewrite, Wanted,
 };
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
+use crate::named::{Naming, NEGATIVE_TTL, REFRESH_EVERY};
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
 use crate::role::{Explaining, Fetching, Remembering, Resolving, Rewriting, Roles, UpstreamFailures};
@@ -60,10 +61,6 @@ pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
 const PYPI_FILES: &str = "https://files.pythonhosted.org";
 /// How long a project's page is served without asking.
 pub const DEFAULT_INDEX_TTL: Duration = Duration::from_secs(300);
-/// How long the index's "no such project" is remembered.
-const NEGATIVE_TTL: Duration = Duration::from_secs(60);
-/// How often a page that does not list a file asked for may be asked again.
-const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// The largest page read.
 const PAGE_LIMIT: u64 = 64 * 1024 * 1024;
 /// PyPI's name in keys and pools.
@@ -119,15 +116,19 @@ pub struct IndexOptions {
     pub mirrors: Vec<String>,
 }
 
-/// A PyPI configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("pypi.{key}: {reason}")]
-pub struct ConfigError {
-    /// The key at fault.
-    pub key: String,
-    /// What is wrong with its value, for people.
-    pub reason: String,
-}
+/// How `[pypi]` names its indexes: PyPI built in, and each
+/// `[[pypi.index]]` at `/pypi/NAME/`.
+const NAMING: Naming = Naming {
+    side: SideId::Pypi,
+    table: "index",
+    urls: "mirrors",
+    built_in: PYPI,
+    default_url: DEFAULT_INDEX,
+    reserved: &["simple", "packages"],
+    refused: |_| false,
+    rule: "an index's name is lower-case letters, digits, - and _ (not simple, packages or pypi)",
+    no_urls: "give the URLs of its simple index",
+};
 
 /// An index pkgproxy serves.
 #[derive(Debug, Clone)]
@@ -180,52 +181,11 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let instances = |mirrors: &[String], built_in, key: String| {
-            Instances::new(mirrors, built_in).map_err(|reason| ConfigError { key, reason })
-        };
-        let mut indexes = vec![Index {
-            name: PYPI.to_owned(),
-            mount: String::new(),
-            mirrors: instances(&options.mirrors, Some(DEFAULT_INDEX), "mirrors".into())?,
-        }];
-        for index in &options.index {
-            let name = &index.name;
-            let fine = !name.is_empty()
-                && name.len() <= 64
-                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-                && !["simple", "packages", PYPI].contains(&name.as_str());
-            if !fine {
-                let reason = format!(
-                    "{name:?}: an index's name is lower-case letters, digits, - and _ (not simple, packages or pypi)"
-                );
-                return Err(ConfigError { key: "index.name".into(), reason });
-            }
-            if indexes.iter().any(|known| &known.name == name) {
-                return Err(ConfigError { key: "index.name".into(), reason: format!("{name:?} is named twice") });
-            }
-            if index.mirrors.is_empty() {
-                let reason = "give the URLs of its simple index".to_owned();
-                return Err(ConfigError { key: format!("index.{name}.mirrors"), reason });
-            }
-            let mirrors = instances(&index.mirrors, None, format!("index.{name}.mirrors"))?;
-            indexes.push(Index { name: name.clone(), mount: format!("/{name}"), mirrors });
-        }
-        Ok(Config { indexes, index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
-    }
-
-    /// The indexes configured: these may be on local addresses (each on
-    /// its own port only; their file hosts, if local too, go in
-    /// `[upstream] trust`).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.indexes.iter().flat_map(|index| index.mirrors.trusted_urls()).collect()
-    }
-
-    /// Every index fetched from the parent pkgproxy at `parent`.
-    pub fn chain_to(&mut self, parent: &str) {
-        for index in &mut self.indexes {
-            let mount = format!("/pypi{}/simple", index.mount);
-            index.mirrors.chain_to(parent, &mount);
-        }
+        let configured = options.index.iter().map(|index| (&index.name, &index.mirrors[..]));
+        let indexes = NAMING.registries(&options.mirrors, configured)?;
+        let indexes =
+            indexes.into_iter().map(|named| Index { name: named.name, mount: named.mount, mirrors: named.mirrors });
+        Ok(Config { indexes: indexes.collect(), index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
     /// pkgproxy's path for `url`, an index's own: a page below one of its
@@ -489,31 +449,37 @@ impl Verifier for MetadataVerifier {
     }
 }
 
-/// Reads and validates the PyPI side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let options: Options = file.section(SideId::Pypi)?;
-    let config = Config::new(&options).map_err(|error| SectionError::invalid(SideId::Pypi, error))?;
-    Ok(Box::new(config))
-}
-
 impl Configures for Config {
     type Side = Pypi;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Pypi;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Pypi, String> {
         Ok(Pypi::new(self.clone(), cache.clone()))
     }
 
-    fn swap_into(&self, side: &Pypi) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Pypi) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The indexes configured: these may be on local addresses (each on
+    /// its own port only; their file hosts, if local too, go in
+    /// `[upstream] trust`).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.indexes.iter().flat_map(|index| index.mirrors.trusted_urls()).collect()
     }
 
+    /// Every index fetched from the parent pkgproxy at `parent`.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        for index in &mut self.indexes {
+            let mount = format!("/pypi{}/simple", index.mount);
+            index.mirrors.chain_to(parent, &mount);
+        }
     }
 }
 

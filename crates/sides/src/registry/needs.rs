@@ -6,7 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Registry, MANIFEST_LIMIT};
+use super::manifest::MANIFEST_LIMIT;
+use super::Registry;
 use crate::needs::{self, Asked, HeldBodies, NeededItem, Needs, NeedsError, NeedsReader};
 
 /// What `check registry` takes.

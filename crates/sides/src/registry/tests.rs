@@ -1,8 +1,12 @@
 //! How registry requests are classified, and how clients are told no.
 
 use super::*;
+use crate::config::Configures;
 use crate::decision::expect::{cached, named, refused};
+use crate::decision::{ClientAuthorization, Redirects};
 use crate::route::Mount;
+use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER};
+use http::HeaderMap;
 
 const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -148,7 +152,7 @@ fn configured_upstreams_add_registries_or_replace_a_built_in_one_s_instances() {
     assert_eq!(registry.config().upstream("docker.io").unwrap().mirrors.urls(), ["http://127.0.0.1:5010"]);
     assert_eq!(registry.config().upstream("ghcr.io").unwrap().mirrors.urls(), ["https://ghcr.io"]);
     assert!(registry.config().upstream("registry.lan:5000").is_some());
-    let mut urls = registry.config().trusted_urls();
+    let mut urls = registry.config().trusted();
     urls.sort();
     assert_eq!(urls, ["http://127.0.0.1:5000", "http://127.0.0.1:5010"]);
     let none = UpstreamOptions { name: "x.lan".into(), mirrors: vec![], username: None, password: None };

@@ -50,14 +50,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderValue, ALLOW, RETRY_AFTER};
 use http::{Method, StatusCode};
 use pkgproxy_cache::{Cache, Class, Expected, Verifier};
 use serde_json::{json, Value};
 
 pub use device::Device;
 
-use crate::config::{ConfigError as SectionError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{
     Acceptance, CachedRequest, DatedResume, Decision, ForwardRequest, LocalAnswer, Origin, Record, Redirects, Refusal,
     Rewrite, ServedAt,
@@ -98,11 +98,6 @@ pub struct Options {
     pub stores: Vec<String>,
 }
 
-/// A snap configuration that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("snap.stores: {0}")]
-pub struct ConfigError(String);
-
 /// The snap side's configuration, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -112,26 +107,14 @@ pub struct Config {
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
-        let stores = Instances::new(&options.stores, Some(DEFAULT_STORE)).map_err(ConfigError)?;
+        let stores = Instances::new(&options.stores, Some(DEFAULT_STORE))
+            .map_err(|reason| ConfigError::new(SideId::Snap, "stores", reason))?;
         Ok(Config { stores })
-    }
-
-    /// The store reached through the parent pkgproxy at `parent`
-    /// (`http://host:port`): its answers name the parent's blob URLs, which
-    /// are below that store like any store path.
-    pub fn chain_to(&mut self, parent: &str) {
-        self.stores.chain_to(parent, "/snap");
     }
 
     /// The store instances' base URLs.
     pub fn stores(&self) -> &[String] {
         self.stores.urls()
-    }
-
-    /// The configured stores: these may be on local addresses (each on its
-    /// own port only).
-    pub fn trusted_urls(&self) -> Vec<String> {
-        self.stores.trusted_urls()
     }
 }
 
@@ -315,35 +298,39 @@ impl Snap {
         let why = unavailable(failure)?;
         let request = serde_json::from_slice::<RefreshRequest>(sent).ok()?;
         let answer = actions::replay(device, &request, &why, self, self.config().stores());
-        Some(json_answer(StatusCode::OK, &answer))
+        Some(LocalAnswer::json(StatusCode::OK, answer.to_string()))
     }
-}
-
-/// Reads and validates the Snap side's section of `file`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, SectionError> {
-    let config =
-        Config::new(&file.section(SideId::Snap)?).map_err(|error| SectionError::invalid(SideId::Snap, error))?;
-    Ok(Box::new(config))
 }
 
 impl Configures for Config {
     type Side = Snap;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Snap;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
 
     fn open_side(&self, cache: &Cache) -> Result<Snap, String> {
         Ok(Snap::new(self.clone(), cache.clone()))
     }
 
-    fn swap_into(&self, side: &Snap) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Snap) -> &Reloadable<Config> {
+        &side.config
     }
 
+    /// The configured stores: these may be on local addresses (each on its
+    /// own port only).
     fn trusted(&self) -> Vec<String> {
-        self.trusted_urls()
+        self.stores.trusted_urls()
     }
 
+    /// The store reached through the parent pkgproxy at `parent`
+    /// (`http://host:port`): its answers name the parent's blob URLs, which
+    /// are below that store like any store path.
     fn chain(&mut self, parent: &str) {
-        self.chain_to(parent);
+        self.stores.chain_to(parent, "/snap");
     }
 }
 
@@ -556,15 +543,7 @@ fn policy_refusal(refusal: &Refusal) -> LocalAnswer {
 
 /// `{"error-list": [{"code", "message"}]}` with `status`.
 fn error_list(status: StatusCode, code: &str, message: &str) -> LocalAnswer {
-    json_answer(status, &json!({"error-list": [{"code": code, "message": message}]}))
-}
-
-/// A JSON answer, typed exactly `application/json` (snapd reads error
-/// bodies only under that type, with no parameters).
-fn json_answer(status: StatusCode, body: &Value) -> LocalAnswer {
-    let mut headers = http::HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    LocalAnswer::new(status, headers, Bytes::from(body.to_string()))
+    LocalAnswer::json(status, json!({"error-list": [{"code": code, "message": message}]}).to_string())
 }
 
 #[cfg(test)]

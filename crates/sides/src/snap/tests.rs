@@ -1,5 +1,6 @@
 //! How snap requests are classified, and how snapd is told no.
 
+use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue};
 
 use super::*;
@@ -228,7 +229,7 @@ fn through_a_parent_pkgproxy_the_parent_s_blob_urls_become_the_child_s_and_lead_
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
     let mut config = Config::new(&Options::default()).unwrap();
-    config.chain_to("http://region:3142");
+    config.chain("http://region:3142");
     let snap = Snap::new(config, cache);
     let parent_url = format!("http://region:3142/snap/download/{DIGEST}/7/api/v1/snaps/download/ID_3.snap");
     let answer =

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http::Method;
 use pkgproxy_cache::{Cache, Class, Expected, Verifier};
 
-use crate::config::{ConfigError, Configures, Reloadable, SideConfig, SidesFile};
+use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{CachedRequest, Decision, Origin, Refusal, Reply, Rewrite};
 use crate::id::SideId;
 use crate::instances::Instances;
@@ -43,28 +43,23 @@ pub struct Config {
     mirrors: Instances,
 }
 
-/// Reads and validates `[toy]`.
-pub fn configure(file: &SidesFile) -> Result<Box<dyn SideConfig>, ConfigError> {
-    let options: Options = file.section(SideId::Toy)?;
-    let mirrors = Instances::new(&options.mirrors, None);
-    let mirrors = mirrors.map_err(|reason| ConfigError {
-        side: SideId::Toy,
-        message: format!("toy.mirrors: {reason}"),
-        unknown_key: None,
-    })?;
-    Ok(Box::new(Config { mirrors }))
-}
-
 impl Configures for Config {
     type Side = Toy;
+    type Options = Options;
+    type Invalid = ConfigError;
     const ID: SideId = SideId::Toy;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        let mirrors = Instances::new(&options.mirrors, None);
+        Ok(Config { mirrors: mirrors.map_err(|reason| ConfigError::new(SideId::Toy, "mirrors", reason))? })
+    }
 
     fn open_side(&self, _cache: &Cache) -> Result<Toy, String> {
         Ok(Toy { config: Reloadable::new(self.clone()) })
     }
 
-    fn swap_into(&self, side: &Toy) {
-        side.config.swap(self.clone());
+    fn held_by(side: &Toy) -> &Reloadable<Config> {
+        &side.config
     }
 
     fn trusted(&self) -> Vec<String> {
