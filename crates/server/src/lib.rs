@@ -12,7 +12,8 @@
 //! admission.rs         who may connect, and how many at once
 //! gateway/             accept; each connection's deadlines (deadline.rs),
 //!                      HTTP/1.1 (keep-alive, pipelining, CONNECT upgrades),
-//!                      each request's framing (framing.rs); who asked
+//!                      HTTP/2 (http2/: prior knowledge, h2c, ALPN), each
+//!                      request's framing (framing.rs); who asked
 //!                      (context.rs); an answer sent, once (`send`: the
 //!                      kernel's sendfile.rs or HTTP/2's frames, the trouble
 //!                      table, the access log's line in access_log.rs)
@@ -27,13 +28,17 @@
 //!                        missing and why): pure, read by every caller
 //!   proxy/cached.rs      through the cache: the lookup, then a hit, an
 //!                        adoption, or what the side needs fetched first
-//!                        and the shared fetch
+//!                        and the shared fetch; content only some clients
+//!                        may read confirmed first (access.rs)
 //!     proxy/fetching.rs       the fetch's upstream requests, through the
-//!                             side's pool (pkgproxy_upstream, the one way out),
-//!                             redirects followed and Bearer tokens (tokens.rs)
-//!                             when the side asks
-//!   proxy/forward.rs     uncached, with the request's body; recorded and
-//!                        replayed when the side asks
+//!                             side's pool (pkgproxy_upstream, the one way out;
+//!                             headers in outgoing.rs), redirects followed and
+//!                             Bearer tokens (kept/tokens.rs) when the side asks
+//!     proxy/follow.rs         what a client asks for next, fetched ahead of
+//!                             it (a few at once: ahead.rs)
+//!     proxy/peer.rs           a cluster's peer asking for an entry
+//!   proxy/forward.rs     uncached, with the request's body (upload.rs);
+//!                        recorded and replayed when the side asks
 //!   proxy/generation.rs  an index and the files it names, as one unit
 //!   proxy/pointer.rs     a name pointing at content by digest (a tag):
 //!                        one HEAD per name (single_flight.rs), then the
@@ -42,7 +47,7 @@
 //!                        rewrite (rewrite.rs), fallback, headers
 //!   proxy/rewrite.rs     the side's rewrite of an answer, for this client
 //!   proxy/tunnel.rs      CONNECT, through the one dialer
-//!   proxy/answer.rs      answers from entries, downloads, upstreams, each
+//!   proxy/answer.rs      answers from entries (body.rs), downloads, upstreams, each
 //!                        an `Answer`: the response and, typed beside it,
 //!                        how it was served, why, and who answered
 //!   proxy/plan.rs        RFC 9110 ranges and conditionals, pure
@@ -63,8 +68,13 @@
 //! Beside it: `control/` (the stats and admin sockets, speaking
 //! `pkgproxy_control`'s messages), `config/` (the file as written, validated
 //! into [`Settings`]), `reload.rs` (the file read again while serving),
-//! `state.rs` (what every handler shares) and `stats.rs` (each side's
-//! counters).
+//! `state.rs` (what every handler shares), `kept/` (what the kinds of
+//! request only some sides make keep between requests: tokens, pointers
+//! and holds, grants, generations) and `stats.rs` (each side's counters).
+//!
+//! The server takes each side's roles (`pkgproxy_sides::role`), never a
+//! side by name: each module above asks the side it serves for the one
+//! role it uses.
 
 #![forbid(unsafe_code)]
 

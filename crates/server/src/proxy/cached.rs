@@ -66,16 +66,7 @@ async fn through_the_cache(
     // An answer that is a plain hit, or refused before any fetch.
     let plain = |outcome: Outcome| (outcome, None, None);
     let stats = state.stats.of(request.side, exchange.requester());
-    let moment = Moment::of(state, exchange);
-    let mut looked = lookup::look(&Held(state), &request, &moment);
-    // A body served whole a moment ago may still be on its way into the
-    // index: looked up again once it is there, as a client asking right
-    // after another expects. (What its side reads of other keys, it reads
-    // whole already: see `Cache::read_small`.)
-    if matches!(looked, Lookup::Stale { .. } | Lookup::Missing(_)) && state.cache.settled_on(&request.key).await {
-        looked = lookup::look(&Held(state), &request, &moment);
-    }
-    let (cached, reason) = match looked {
+    let (cached, reason) = match settled_lookup(state, exchange, &request).await {
         Lookup::Remembered(remembered) => {
             stats.add(SideCounter::BytesFromCache, remembered.body.len() as u64);
             return plain(Outcome::Answered(answer::passed(exchange, &remembered, Served::Hit)));
@@ -91,14 +82,7 @@ async fn through_the_cache(
 
     let checks = prerequisites(state, side, &request, exchange).await;
     let mut request = request;
-    let mut withheld_from = None;
-    let fetching = side.roles().fetching;
-    if let Some(located) = fetching.and_then(|fetching| fetching.located(&request, &checks)) {
-        if located.host == LocatedHost::Foreign {
-            withheld_from = withhold_credentials(&mut request, &located.origin);
-        }
-        request.origin = located.origin;
-    }
+    let withheld_from = locate(side, &mut request, &checks);
     let verifier = side.verifier(&request, &checks);
     let spec = FetchSpec {
         key: request.key.clone(),
@@ -164,6 +148,34 @@ async fn through_the_cache(
     }
     let outcome = from_fetch(state, exchange, side, &request, cached.as_ref(), &joined, phase);
     (outcome, Some(reason), joined.fetch.answered_by())
+}
+
+/// What the cache holds for `request` now. A body served whole a moment
+/// ago may still be on its way into the index: looked up again once it is
+/// there, as a client asking right after another expects. (What its side
+/// reads of other keys, it reads whole already: see `Cache::read_small`.)
+async fn settled_lookup(state: &State, exchange: &Exchange<'_>, request: &CachedRequest) -> Lookup {
+    let moment = Moment::of(state, exchange);
+    let looked = lookup::look(&Held(state), request, &moment);
+    match looked {
+        Lookup::Stale { .. } | Lookup::Missing(_) if state.cache.settled_on(&request.key).await => {
+            lookup::look(&Held(state), request, &moment)
+        }
+        looked => looked,
+    }
+}
+
+/// Where `request` is fetched from, when only its prerequisites' bodies
+/// `checks` say (the fetching role's `located`): the host a client's
+/// credentials were kept from, when it is not the registry's own.
+fn locate(side: &dyn Side, request: &mut CachedRequest, checks: &[Bytes]) -> Option<String> {
+    let located = side.roles().fetching?.located(request, checks)?;
+    let withheld_from = match located.host {
+        LocatedHost::Foreign => withhold_credentials(request, &located.origin),
+        LocatedHost::Registry => None,
+    };
+    request.origin = located.origin;
+    withheld_from
 }
 
 /// Takes a client's own credentials off `request`, which goes to `origin`,

@@ -37,8 +37,8 @@ mod routing;
 pub mod setup;
 
 use arc_swap::Guard;
-use std::collections::HashSet;
 use parking_lot::Mutex;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,13 +46,13 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 use pkgproxy_cache::{Cache, Class, Expected, PassedAnswer, Verifier};
 
-use crate::role::{Roles, Remembering, Private, Digests, Resolving};
 use crate::config::Reloadable;
 use crate::decision::{CachedRequest, DatedResume, Decision, LocalAnswer, Refusal, UpstreamAuth};
 use crate::failure::Failure;
 use crate::id::SideId;
 use crate::needs::{HeldBodies, Needs, NeedsError};
 use crate::remembered::RememberedAnswers;
+use crate::role::{Digests, Private, Remembering, Resolving, Roles};
 use crate::route::Request;
 use crate::side::{ClientSetup, Side};
 pub use config::{Config, Options, Upstream, UpstreamOptions, BUILT_IN, DEFAULT_PULL_RESERVE, DEFAULT_TAG_TTL};
@@ -215,7 +215,14 @@ impl Side for Registry {
     }
 
     fn roles(&self) -> Roles<'_> {
-        Roles { remembering: Some(self), private: Some(self), digests: Some(self), resolving: Some(self), reporting: Some(self), ..Roles::default() }
+        Roles {
+            remembering: Some(self),
+            private: Some(self),
+            digests: Some(self),
+            resolving: Some(self),
+            reporting: Some(self),
+            ..Roles::default()
+        }
     }
 }
 

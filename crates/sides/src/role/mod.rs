@@ -9,7 +9,7 @@
 //!
 //! | role | played by | used by (in `crates/server` unless said) |
 //! |---|---|---|
-//! | [`Fetching`] | go, registry, cargo, pypi, npm | `proxy/cached.rs` (the miss), `proxy/readiness.rs` |
+//! | [`Fetching`] | go, cargo, pypi, npm | `proxy/cached.rs` (the miss), `proxy/readiness.rs` |
 //! | [`Remembering`] | go, registry, cargo, pypi, npm | `proxy/lookup.rs`, `proxy/cached.rs`, `proxy/access.rs`, `proxy/pointer.rs` |
 //! | [`FetchingAhead`] | cargo | `proxy/follow.rs` |
 //! | [`Rewriting`] | snap, cargo, pypi, npm | `proxy/rewrite.rs` |
