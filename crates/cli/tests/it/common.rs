@@ -74,16 +74,6 @@ pub async fn upstream_counts(daemon: &Daemon) -> (u64, u64) {
     (upstream.get(UpstreamCounter::Requests), upstream.get(UpstreamCounter::Connections))
 }
 
-/// Waits until the wall clock is past the second `listed`, a last use as
-/// `pkgproxyctl cache ls` lists it (in whole seconds): a use from then on
-/// is listed as later. A daemon runs on the system's clock, which a test
-/// cannot move, so this is the wait on real time such a test keeps, and
-/// only as long as the second lasts.
-pub async fn past_the_second(listed: u64) {
-    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    pkgproxy_testkit::eventually("the listed second to pass", || async { (now() > listed).then_some(()) }).await;
-}
-
 /// Hex SHA-256 of a file.
 pub fn sha256_file(path: &std::path::Path) -> String {
     use sha2::Digest;

@@ -1,8 +1,8 @@
 //! The in-process tier: `pkgproxy_server::run` in the test's own runtime,
 //! on `127.0.0.1:0`, with a clock the test may move (mini-redis's
 //! `start_server`). For request-path tests: no process to spawn, and time
-//! that a test controls. Flags, `kill -9` and the real clients keep the
-//! binary ([`pkgproxy_testkit::Daemon`]).
+//! that a test controls, across a clean restart too. `kill -9` and the
+//! command line's own flags keep the binary ([`pkgproxy_testkit::Daemon`]).
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -16,11 +16,18 @@ use tokio::sync::oneshot;
 /// A server running in this process.
 pub struct Server {
     dir: tempfile::TempDir,
+    config: String,
     proxy_addr: String,
     stats: ControlClient,
     admin: ControlClient,
     clock: Arc<ManualClock>,
-    _stop: oneshot::Sender<()>,
+    running: Option<Running>,
+}
+
+/// A run of the server: what stops it, and its end.
+struct Running {
+    stop: oneshot::Sender<()>,
+    ended: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
@@ -40,31 +47,44 @@ impl Server {
     /// Serves on `proxy` (from [`Server::bind`]) with `config`.
     pub async fn start_on(proxy: std::net::TcpListener, config: Option<&str>) -> Server {
         let dir = tempfile::Builder::new().prefix("pkgproxy-inproc").tempdir().expect("a temporary folder");
-        let file = ConfigFile::parse(config.unwrap_or_default()).expect("a valid configuration file");
-        let overrides = Overrides::default();
-        let mut settings = Settings::new(dir.path().join("cache"), &file, &overrides).expect("valid settings");
+        let config = config.unwrap_or_default().to_owned();
         let clock = Arc::new(ManualClock::new(SystemTime::now()));
-        settings.clock = clock.clone();
-        settings.proxy_threads = 2;
         let proxy_addr = proxy.local_addr().expect("its address").to_string();
-        let (stats_path, admin_path) = (dir.path().join("stats.sock"), dir.path().join("admin.sock"));
-        let listeners = Listeners {
-            proxy,
-            stats: tokio::net::UnixListener::bind(&stats_path).expect("bind the stats socket"),
-            admin: tokio::net::UnixListener::bind(&admin_path).expect("bind the admin socket"),
-        };
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            if let Err(error) = pkgproxy_server::run(settings, listeners, shutdown, |_| {}).await {
-                panic!("the server stopped: {error}");
-            }
-        });
-        let (stats, admin) = (ControlClient::new(stats_path), ControlClient::new(admin_path));
-        pkgproxy_testkit::eventually("the server to serve", || async { stats.info().await.ok() }).await;
-        Server { dir, proxy_addr, stats, admin, clock, _stop: stop }
+        let running = serve(dir.path(), &config, &clock, proxy, &Overrides::default());
+        let stats = ControlClient::new(dir.path().join("stats.sock"));
+        let admin = ControlClient::new(dir.path().join("admin.sock"));
+        let server = Server { dir, config, proxy_addr, stats, admin, clock, running: Some(running) };
+        server.until_serving().await;
+        server
+    }
+
+    /// Stops the server as a clean stop does (what it writes then is
+    /// written), and starts it again on the same cache, configuration,
+    /// clock and address, with `overrides` (what the command line's flags
+    /// set).
+    pub async fn restart_with(&mut self, overrides: &Overrides) {
+        if let Some(Running { stop, ended }) = self.running.take() {
+            let _ = stop.send(());
+            ended.await.expect("the server to stop cleanly");
+        }
+        let proxy = std::net::TcpListener::bind(&self.proxy_addr).expect("the same address again");
+        proxy.set_nonblocking(true).expect("a non-blocking listener");
+        self.running = Some(serve(self.dir.path(), &self.config, &self.clock, proxy, overrides));
+        self.until_serving().await;
+    }
+
+    async fn until_serving(&self) {
+        pkgproxy_testkit::eventually("the server to serve", || async { self.stats.info().await.ok() }).await;
+    }
+
+    /// The stats socket's path.
+    pub fn stats_socket(&self) -> std::path::PathBuf {
+        self.dir.path().join("stats.sock")
+    }
+
+    /// The admin socket's path.
+    pub fn admin_socket(&self) -> std::path::PathBuf {
+        self.dir.path().join("admin.sock")
     }
 
     /// `host:port` of the proxy listener.
@@ -91,4 +111,39 @@ impl Server {
     pub fn clock(&self) -> &ManualClock {
         &self.clock
     }
+}
+
+/// Runs the server on the cache in `dir` with `config`, `clock` and
+/// `overrides`, its sockets in `dir`, until its stop is sent.
+fn serve(
+    dir: &std::path::Path,
+    config: &str,
+    clock: &Arc<ManualClock>,
+    proxy: std::net::TcpListener,
+    overrides: &Overrides,
+) -> Running {
+    let file = ConfigFile::parse(config).expect("a valid configuration file");
+    let mut settings = Settings::new(dir.join("cache"), &file, overrides).expect("valid settings");
+    settings.clock = clock.clone();
+    settings.proxy_threads = 2;
+    let (stats_path, admin_path) = (dir.join("stats.sock"), dir.join("admin.sock"));
+    for path in [&stats_path, &admin_path] {
+        // A socket left by the run before.
+        let _ = std::fs::remove_file(path);
+    }
+    let listeners = Listeners {
+        proxy,
+        stats: tokio::net::UnixListener::bind(&stats_path).expect("bind the stats socket"),
+        admin: tokio::net::UnixListener::bind(&admin_path).expect("bind the admin socket"),
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let ended = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        if let Err(error) = pkgproxy_server::run(settings, listeners, shutdown, |_| {}).await {
+            panic!("the server stopped: {error}");
+        }
+    });
+    Running { stop, ended }
 }

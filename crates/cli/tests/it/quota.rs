@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, on_disk, past_the_second, PKGPROXY};
+use crate::common::{archive, on_disk, PKGPROXY};
+use crate::inproc::Server;
 use pkgproxy_metrics::CacheGauge;
+use pkgproxy_server::config::Overrides;
 use pkgproxy_testkit::client::{proxy_get, send};
 use pkgproxy_testkit::{eventually, Daemon, FakeSimplestreams, LxdImage};
 
@@ -14,11 +16,16 @@ const MIB: u64 = 1 << 20;
 
 /// `pkgproxyctl ARGS` against `daemon`'s sockets.
 fn ctl(daemon: &Daemon, args: &[&str]) -> std::process::Output {
+    ctl_at(&daemon.stats_socket(), &daemon.admin_socket(), args)
+}
+
+/// `pkgproxyctl ARGS` against the sockets at `stats` and `admin`.
+fn ctl_at(stats: &std::path::Path, admin: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
         .arg("-stats-socket-path")
-        .arg(daemon.stats_socket())
+        .arg(stats)
         .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
+        .arg(admin)
         .args(args)
         .output()
         .unwrap()
@@ -98,19 +105,25 @@ async fn the_cache_keeps_to_its_quota_keeping_the_most_recently_used() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_clean_restart() {
-    let (origin, mut daemon, addr) = relay(&LxdImage::build("one", None), "").await;
+    // In process, on a clock the test moves: uses are listed in seconds.
+    let origin = FakeSimplestreams::start().await;
+    origin.publish("20240101", &LxdImage::build("one", None));
+    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let mut server = Server::start(Some(&config)).await;
+    let addr = server.proxy_addr().to_string();
+    assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
     let files = origin.items("20240101");
     for (path, _, _) in &files {
         assert_eq!(send(&addr, "GET", &format!("/lxd/test/{path}"), &[], b"").await.status, 200);
     }
-    let ctl = |daemon: &Daemon, args: &[&str]| {
-        let output = ctl(daemon, args);
+    let ctl = |server: &Server, args: &[&str]| {
+        let output = ctl_at(&server.stats_socket(), &server.admin_socket(), args);
         let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
         (output.status.success(), printed)
     };
-    let (ok, listed) = ctl(&daemon, &["cache", "ls", "--side", "lxd", "lxd/file/*"]);
+    let (ok, listed) = ctl(&server, &["cache", "ls", "--side", "lxd", "lxd/file/*"]);
     assert!(ok && listed.contains("3 entries"), "{listed}");
-    let (ok, json) = ctl(&daemon, &["cache", "ls", "--json"]);
+    let (ok, json) = ctl(&server, &["cache", "ls", "--json"]);
     assert!(ok, "{json}");
     let entries: serde_json::Value = serde_json::from_str(&json).unwrap();
     let used = |entries: &serde_json::Value, key: &str| {
@@ -121,23 +134,22 @@ async fn pkgproxyctl_cache_lists_removes_and_collects_and_last_uses_survive_a_cl
 
     // A use in a later second (uses are listed in seconds), recorded in
     // memory, written at a clean stop.
-    past_the_second(before).await;
+    server.clock().advance(Duration::from_secs(2));
     assert_eq!(send(&addr, "GET", "/lxd/test/streams/v1/index.json", &[], b"").await.status, 200);
-    daemon.stop();
-    daemon.start_again().await;
-    let (_, json) = ctl(&daemon, &["cache", "ls", "--json"]);
+    server.restart_with(&Overrides::default()).await;
+    let (_, json) = ctl(&server, &["cache", "ls", "--json"]);
     let after = used(&serde_json::from_str(&json).unwrap(), index_key).expect("still listed");
     assert!(after > before, "the last use survived the restart: {before} then {after}");
 
-    let (ok, printed) = ctl(&daemon, &["cache", "rm", "lxd/file/*"]);
+    let (ok, printed) = ctl(&server, &["cache", "rm", "lxd/file/*"]);
     assert!(ok && printed.contains("removed 3 entries"), "{printed}");
-    let (ok, listed) = ctl(&daemon, &["cache", "ls", "lxd/file/*"]);
+    let (ok, listed) = ctl(&server, &["cache", "ls", "lxd/file/*"]);
     assert!(ok && listed.contains("0 entries"), "{listed}");
-    let (ok, printed) = ctl(&daemon, &["cache", "gc"]);
+    let (ok, printed) = ctl(&server, &["cache", "gc"]);
     assert!(ok && printed.contains("evicted 0 entries"), "no quota, nothing to evict: {printed}");
     let refused = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
         .arg("-admin-socket-path")
-        .arg(daemon.stats_socket())
+        .arg(server.stats_socket())
         .args(["cache", "gc"])
         .output()
         .unwrap();

@@ -4,9 +4,13 @@
 //! index files of an older Release) goes before anything a client may
 //! still want.
 
-use crate::common::{archive, on_disk, past_the_second, PKGPROXY};
+use std::time::Duration;
+
+use crate::common::{archive, on_disk, PKGPROXY};
+use crate::inproc::Server;
 use pkgproxy_control::CacheEntry;
 use pkgproxy_metrics::CacheGauge;
+use pkgproxy_server::config::Overrides;
 use pkgproxy_testkit::client::proxy_get;
 use pkgproxy_testkit::{eventually, AptRepo, AptSandbox, Daemon, Origin};
 
@@ -14,9 +18,14 @@ const MIB: u64 = 1 << 20;
 
 /// The entries `daemon` lists, over its admin socket.
 fn listed(daemon: &Daemon) -> Vec<CacheEntry> {
+    listed_at(&daemon.admin_socket())
+}
+
+/// The entries a pkgproxy lists over its admin socket at `admin`.
+fn listed_at(admin: &std::path::Path) -> Vec<CacheEntry> {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
         .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
+        .arg(admin)
         .args(["cache", "ls", "--json"])
         .output()
         .unwrap();
@@ -26,7 +35,12 @@ fn listed(daemon: &Daemon) -> Vec<CacheEntry> {
 
 /// apt's state for `repo` through `daemon`.
 fn apt(daemon: &Daemon, origin: &Origin, repo: &AptRepo) -> AptSandbox {
-    AptSandbox::new(Some(&daemon.proxy_url()), &format!("{}/debian", origin.url()), repo.keyring())
+    apt_at(&daemon.proxy_url(), origin, repo)
+}
+
+/// apt's state for `repo` through the pkgproxy at `proxy_url`.
+fn apt_at(proxy_url: &str, origin: &Origin, repo: &AptRepo) -> AptSandbox {
+    AptSandbox::new(Some(proxy_url), &format!("{}/debian", origin.url()), repo.keyring())
         .option("Acquire::Retries", "0")
 }
 
@@ -89,8 +103,9 @@ async fn index_files_of_an_older_release_are_evicted_before_an_older_package() {
         .build(&dir.path().join("r"));
     let origin = Origin::serve(repo.root()).await;
     let config = archive("local", &[format!("{}/debian", origin.url())]);
-    let mut daemon = Daemon::start(PKGPROXY, Some(&config)).await;
-    let apt = apt(&daemon, &origin, &repo);
+    // In process, on a clock the test moves: uses are listed in seconds.
+    let mut server = Server::start(Some(&config)).await;
+    let apt = apt_at(&format!("http://{}", server.proxy_addr()), &origin, &repo);
     apt.update().assert_success();
     apt.download(&["pkgproxy-old"]).assert_success();
     let by_hash_of = |entries: &[CacheEntry]| -> Vec<CacheEntry> {
@@ -98,51 +113,48 @@ async fn index_files_of_an_older_release_are_evicted_before_an_older_package() {
     };
     // Another client reads the same indexes after the package was fetched,
     // in a later second (uses are listed in seconds).
-    let package = listed(&daemon).into_iter().find(|entry| entry.key.ends_with(".deb")).unwrap();
-    past_the_second(package.last_use).await;
-    self::apt(&daemon, &origin, &repo).update().assert_success();
-    let superseded = by_hash_of(&listed(&daemon));
+    server.clock().advance(Duration::from_secs(2));
+    apt_at(&format!("http://{}", server.proxy_addr()), &origin, &repo).update().assert_success();
+    let superseded = by_hash_of(&listed_at(&server.admin_socket()));
     assert!(!superseded.is_empty(), "apt fetched its indexes by hash");
 
     // A newer Release: apt fetches its indexes; the old ones can never be
     // asked for again, though used after the package.
     repo.add_package("pkgproxy-new", "1.0-1", 2048);
     apt.update().assert_success();
-    let current: Vec<CacheEntry> = by_hash_of(&listed(&daemon))
+    let current: Vec<CacheEntry> = by_hash_of(&listed_at(&server.admin_socket()))
         .into_iter()
         .filter(|entry| !superseded.iter().any(|s| s.key == entry.key))
         .collect();
     assert!(!current.is_empty(), "the new indexes are cached");
-    let old_package = listed(&daemon).into_iter().find(|entry| entry.key.ends_with(".deb")).unwrap();
+    let old_package = listed_at(&server.admin_socket()).into_iter().find(|entry| entry.key.ends_with(".deb")).unwrap();
     assert!(superseded.iter().all(|entry| entry.last_use > old_package.last_use), "{superseded:?}");
 
     // A quota that needs less freed than the superseded files hold (the
     // Packages of both architectures are the same bytes, so a quarter of
-    // what is listed); the cleanly stopped daemon keeps the size it had.
-    daemon.stop();
-    daemon.start_again().await;
-    let usage = daemon.info().await.cache.get(CacheGauge::DiskBytes);
+    // what is listed); the cleanly stopped server keeps the size it had.
+    server.restart_with(&Overrides::default()).await;
+    let usage = server.info().await.cache.get(CacheGauge::DiskBytes);
     let superseded_bytes: u64 = superseded.iter().map(|entry| entry.size).sum();
     let max_size = (usage - superseded_bytes / 4) / 90 * 100;
-    daemon.stop();
-    daemon.start_again_with(&["-cache-max-size", &max_size.to_string()]).await;
+    server.restart_with(&Overrides { cache_max_size: Some(max_size.to_string()), ..Overrides::default() }).await;
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
         .arg("-admin-socket-path")
-        .arg(daemon.admin_socket())
+        .arg(server.admin_socket())
         .args(["cache", "gc"])
         .output()
         .unwrap();
     let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{printed}");
 
-    let after = listed(&daemon);
+    let after = listed_at(&server.admin_socket());
     let still = |key: &str| after.iter().any(|entry| entry.key == key);
     assert!(superseded.iter().any(|entry| !still(&entry.key)), "superseded index files went: {printed}");
     assert!(still(&old_package.key), "the older package stays: {printed}");
     assert!(current.iter().all(|entry| still(&entry.key)), "the current indexes stay");
     let package = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-old"));
-    assert_eq!(proxy_get(daemon.proxy_addr(), &package, &[]).await.header("x-pkgproxy-cache"), Some("hit"));
+    assert_eq!(proxy_get(server.proxy_addr(), &package, &[]).await.header("x-pkgproxy-cache"), Some("hit"));
     origin.clear_requests();
-    self::apt(&daemon, &origin, &repo).update().assert_success();
+    apt_at(&format!("http://{}", server.proxy_addr()), &origin, &repo).update().assert_success();
     assert_eq!(origin.count_path("/by-hash/"), 0, "a client finds every index it now needs cached");
 }
