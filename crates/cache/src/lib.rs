@@ -30,8 +30,8 @@ pub use entry::{unix_secs, Class, Entry, Validators, NANOS_PER_SEC};
 pub use error::{FetchError, StoreError};
 pub use evict::{MinFree, NothingObsolete, Obsolete, Quota, Usage};
 pub use fetch::{
-    AnsweredBy, BodyReader, Committed, Expected, Fetch, FetchBody, FetchSpec, FetchedAt, Head, Joined, PassedAnswer,
-    Phase, Source, StartFetch, StreamingCheck, UpstreamBody, Verifier,
+    BodyReader, Committed, Expected, Fetch, FetchBody, FetchSpec, Head, Joined, PassedAnswer, Phase, Source, Sourced,
+    StartFetch, StreamingCheck, UpstreamBody, Verifier,
 };
 pub use freshness::{freshness, ClientDirectives, Freshness, Window};
 pub use store::{Evicted, Record, Store, Use};

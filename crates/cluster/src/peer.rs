@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Response};
 use http_body_util::{BodyExt, Full};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use pkgproxy_cache::{AnsweredBy, FetchError, UpstreamBody};
+use pkgproxy_cache::{FetchError, Sourced};
 
 use crate::lease::LeaseRecord;
 use crate::members::Member;
@@ -90,12 +90,7 @@ fn signed_get(tier: &SharedTier, target: &str, headers: &HeaderMap) -> Result<ht
 
 /// Asks `holder` for the body of `key` from byte `from` on, as an upstream
 /// answer (a `200`, or a `206` for a later byte).
-pub async fn tail(
-    tier: &SharedTier,
-    holder: &LeaseRecord,
-    key: &str,
-    from: u64,
-) -> Result<Response<UpstreamBody>, TailError> {
+pub async fn tail(tier: &SharedTier, holder: &LeaseRecord, key: &str, from: u64) -> Result<Sourced, TailError> {
     let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", holder.node));
     let refused = |why: String| TailError::NotThere(format!("peer {}: {why}", holder.node));
     let base = holder.peer_url.as_deref().ok_or_else(|| unreachable("no peer address".into()))?;
@@ -130,7 +125,7 @@ pub async fn ask_through(
     member: &Member,
     asked: &Asked,
     headers: &HeaderMap,
-) -> Result<Response<UpstreamBody>, TailError> {
+) -> Result<Sourced, TailError> {
     let unreachable = |why: String| TailError::Unreachable(format!("peer {}: {why}", member.node));
     let request = signed_get(tier, &asked.target(), headers).map_err(unreachable)?;
     let answer = tier.peers().send(&member.peer_url, request).await.map_err(|error| unreachable(error.to_string()))?;
@@ -141,12 +136,12 @@ pub async fn ask_through(
 }
 
 /// A peer's answer as the upstream answer of a fetch, named as the peer's.
-fn upstream_answer(answer: Response<hyper::body::Incoming>, node: &str) -> Response<UpstreamBody> {
+fn upstream_answer(answer: Response<hyper::body::Incoming>, node: &str) -> Sourced {
     let (mut parts, body) = answer.into_parts();
     for name in ["connection", "keep-alive", "transfer-encoding", "x-pkgproxy-cache"] {
         parts.headers.remove(name);
     }
     parts.extensions = http::Extensions::new();
-    parts.extensions.insert(AnsweredBy(format!("cluster peer {node}").into()));
-    Response::from_parts(parts, body.map_err(|error| error.into()).boxed())
+    let response = Response::from_parts(parts, body.map_err(|error| error.into()).boxed());
+    Sourced::new(response).answered_by(format!("cluster peer {node}"))
 }

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use pkgproxy_cache::{Entry, Expected, FetchError, Source, StartFetch, UpstreamBody, Validators};
+use pkgproxy_cache::{Entry, Expected, FetchError, Source, Sourced, StartFetch, UpstreamBody, Validators};
 use sha2::{Digest, Sha256};
 
 use crate::lease::{self, LeaseGuard, Taken};
@@ -228,7 +228,8 @@ impl SharedFirst {
             let asked = upstream.start().await;
             let failed = match &asked {
                 Ok(answer) => {
-                    answer.status().is_server_error() || answer.status() == http::StatusCode::TOO_MANY_REQUESTS
+                    let status = answer.response.status();
+                    status.is_server_error() || status == http::StatusCode::TOO_MANY_REQUESTS
                 }
                 Err(_) => true,
             };
@@ -247,16 +248,16 @@ impl SharedFirst {
 }
 
 /// Whether the upstream's answer is a body a fetch may store.
-fn brings_a_body(answered: &Result<http::Response<UpstreamBody>, FetchError>) -> bool {
-    answered
-        .as_ref()
-        .is_ok_and(|answer| matches!(answer.status(), http::StatusCode::OK | http::StatusCode::PARTIAL_CONTENT))
+fn brings_a_body(answered: &Result<Sourced, FetchError>) -> bool {
+    answered.as_ref().is_ok_and(|answer| {
+        matches!(answer.response.status(), http::StatusCode::OK | http::StatusCode::PARTIAL_CONTENT)
+    })
 }
 
 /// Who brings a key's body.
 enum Whoever {
     /// The node holding the key's lease, streaming it.
-    Peer(http::Response<UpstreamBody>),
+    Peer(Sourced),
     /// This node, which holds the lease now.
     ThisNode(LeaseGuard),
 }
@@ -315,8 +316,9 @@ const HOLDERS_ASKED: usize = 3;
 /// The bucket's answer, hashed as it streams: a body that does not match
 /// its name is removed from the bucket (the fetch, which checks it too,
 /// fails it, and the next miss goes upstream).
-fn checked(answer: http::Response<UpstreamBody>, tier: Arc<SharedTier>, entry: Entry) -> http::Response<UpstreamBody> {
-    answer.map(|body| Hashed { inner: body, hasher: Some(Sha256::new()), tier, entry }.boxed())
+fn checked(answer: Sourced, tier: Arc<SharedTier>, entry: Entry) -> Sourced {
+    let response = answer.response.map(|body| Hashed { inner: body, hasher: Some(Sha256::new()), tier, entry }.boxed());
+    Sourced { response, ..answer }
 }
 
 struct Hashed {

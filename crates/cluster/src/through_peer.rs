@@ -52,7 +52,7 @@ async fn ask(
     members: &Members,
     target: &Asked,
     headers: &HeaderMap,
-) -> Option<(Member, http::Response<pkgproxy_cache::UpstreamBody>)> {
+) -> Option<(Member, pkgproxy_cache::Sourced)> {
     for member in members.online_peers(tier).await.into_iter().take(2) {
         match peer::ask_through(tier, &member, target, headers).await {
             Ok(answer) => return Some((member, answer)),

@@ -9,7 +9,7 @@ use futures_util::TryStreamExt;
 use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use pkgproxy_cache::{AnsweredBy, Class, Entry, Expected, FetchedAt, UpstreamBody};
+use pkgproxy_cache::{Class, Entry, Expected, Sourced, UpstreamBody};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClusterError;
@@ -209,7 +209,7 @@ impl SharedTier {
     /// The body of `entry` from byte `from` on, as an upstream answer: a
     /// `200` (a `206` from a later byte) whose extensions say what it must
     /// hash to. `None`: the bucket does not hold it.
-    pub async fn answer(&self, entry: &Entry, from: u64) -> Result<Option<Response<UpstreamBody>>, ClusterError> {
+    pub async fn answer(&self, entry: &Entry, from: u64) -> Result<Option<Sourced>, ClusterError> {
         let path = self.layout.blob(&entry.sha256);
         let options = GetOptions { range: (from > 0).then_some(GetRange::Offset(from)), ..GetOptions::default() };
         let found = match self.store.get_opts(&path, options).await {
@@ -245,19 +245,15 @@ impl SharedTier {
             let range = format!("bytes {from}-{}/{}", entry.size - 1, entry.size);
             headers.insert(header::CONTENT_RANGE, HeaderValue::try_from(range).expect("digits are a valid value"));
         }
-        answer.extensions_mut().insert(AnsweredBy(ANSWERED_BY.into()));
-        if entry.class == Class::Revalidated {
+        self.shared_hits.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Sourced {
+            response: answer,
+            answered_by: Some(ANSWERED_BY.into()),
             // What changes under its name is as old here as where it was
             // fetched.
-            answer.extensions_mut().insert(FetchedAt(entry.fetched_at));
-        }
-        answer.extensions_mut().insert(Expected {
-            size: Some(entry.size),
-            sha256: Some(entry.sha256.clone()),
-            sha512: None,
-        });
-        self.shared_hits.fetch_add(1, Ordering::Relaxed);
-        Ok(Some(answer))
+            fetched_at: (entry.class == Class::Revalidated).then_some(entry.fetched_at),
+            expected: Some(Expected { size: Some(entry.size), sha256: Some(entry.sha256.clone()), sha512: None }),
+        }))
     }
 
     /// A body read from the bucket did not hash to its name: it is removed,

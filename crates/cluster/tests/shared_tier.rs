@@ -40,7 +40,8 @@ impl Source for Upstream {
                 .header("content-length", body.len())
                 .header("content-type", "application/vnd.debian.binary-package")
                 .body(Full::new(body).map_err(|never| match never {}).boxed())
-                .expect("a response"))
+                .expect("a response")
+                .into())
         })
     }
 }

@@ -98,20 +98,19 @@ async fn ask(
         Ok(answer) => answer,
         Err(error) => return Asked::Ended(Phase::Failed(Arc::new(error))),
     };
-    let (parts, body) = answer.into_parts();
+    let super::Sourced { response, answered_by, fetched_at, expected } = answer;
+    let (parts, body) = response.into_parts();
     // A source may promise more than the request knew (a body read from a
     // cluster's store is named by its hash): it is held to that too.
     let promised;
-    let spec = match parts.extensions.get::<super::Expected>() {
+    let spec = match expected {
         Some(more) => {
-            promised = FetchSpec { expected: spec.expected.clone().or(more.clone()), ..spec.clone() };
+            promised = FetchSpec { expected: spec.expected.clone().or(more), ..spec.clone() };
             &promised
         }
         None => spec,
     };
-    let fetched_at = parts.extensions.get::<super::FetchedAt>().map(|at| at.0);
-    if let Some(by) = parts.extensions.get::<super::AnsweredBy>() {
-        let by = Arc::clone(&by.0);
+    if let Some(by) = answered_by {
         progress.send_modify(|p| p.answered_by = Some(by));
     }
     if let (StatusCode::OK, Some(coding)) = (parts.status, content_coding(&parts.headers)) {
@@ -362,7 +361,7 @@ async fn resume(
     total: Option<u64>,
 ) -> Result<UpstreamBody, String> {
     let start = source.resume(from, validators).ok_or("this upstream cannot resume")?;
-    let answer = start.await.map_err(|error| error.to_string())?;
+    let answer = start.await.map_err(|error| error.to_string())?.response;
     if answer.status() != StatusCode::PARTIAL_CONTENT {
         return Err(format!("the range request was answered {}", answer.status()));
     }

@@ -47,7 +47,44 @@ pub use crate::error::BoxError;
 /// The body of an upstream answer, as the fetch consumes it.
 pub type UpstreamBody = BoxBody<Bytes, BoxError>;
 /// The future that sends the upstream request and yields its answer head.
-pub type StartFetch = Pin<Box<dyn Future<Output = Result<http::Response<UpstreamBody>, FetchError>> + Send>>;
+pub type StartFetch = Pin<Box<dyn Future<Output = Result<Sourced, FetchError>> + Send>>;
+
+/// An answer a [`Source`] gives: the upstream's response, and what the
+/// source knows of it beside the response, typed.
+#[derive(Debug)]
+pub struct Sourced {
+    /// The upstream's response, its body not yet read.
+    pub response: http::Response<UpstreamBody>,
+    /// Which upstream answered (an instance's base URL, a cluster's peer or
+    /// bucket, a bundle): the access log names it for every request the
+    /// fetch served.
+    pub answered_by: Option<Arc<str>>,
+    /// When another node of a cluster fetched the body (Unix seconds): the
+    /// entry's age counts from then, so a shared copy of what changes
+    /// under its name is no fresher here than where it was fetched.
+    pub fetched_at: Option<u64>,
+    /// What the body must match beyond what the request knew (a body read
+    /// from a cluster's store is named by its hash).
+    pub expected: Option<Expected>,
+}
+
+impl Sourced {
+    /// `response`, with nothing known beside it.
+    pub fn new(response: http::Response<UpstreamBody>) -> Sourced {
+        Sourced { response, answered_by: None, fetched_at: None, expected: None }
+    }
+
+    /// Answered by `by`.
+    pub fn answered_by(self, by: impl Into<Arc<str>>) -> Sourced {
+        Sourced { answered_by: Some(by.into()), ..self }
+    }
+}
+
+impl From<http::Response<UpstreamBody>> for Sourced {
+    fn from(response: http::Response<UpstreamBody>) -> Sourced {
+        Sourced::new(response)
+    }
+}
 
 /// Where a fetch gets its bytes.
 pub trait Source: Send + Sync {
@@ -80,19 +117,6 @@ pub trait Committed: Send + Sync + std::fmt::Debug {
     /// `entry` was committed under `key`; `body` reads it.
     fn committed(self: Arc<Self>, key: &str, entry: &Arc<Entry>, body: Arc<File>, answered_by: Option<&str>);
 }
-
-/// Which upstream answered a fetch (an instance's base URL), put in the
-/// extensions of the answer a [`Source`] gives: the access log names it
-/// for every request the fetch served.
-#[derive(Debug, Clone)]
-pub struct AnsweredBy(pub Arc<str>);
-
-/// When another node of a cluster fetched the body a [`Source`] gives
-/// (Unix seconds), put in its answer's extensions: the entry's age counts
-/// from then, so a shared copy of what changes under its name is no
-/// fresher here than where it was fetched.
-#[derive(Debug, Clone, Copy)]
-pub struct FetchedAt(pub u64);
 
 /// What the body must match before it is cached. Empty: only the upstream's
 /// own `Content-Length` is checked.

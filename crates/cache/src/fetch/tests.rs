@@ -34,7 +34,7 @@ fn start_with(
             if let Some(len) = content_length {
                 answer = answer.header("content-length", len);
             }
-            Ok(answer.body(StreamBody::new(stream).boxed()).unwrap())
+            Ok(answer.body(StreamBody::new(stream).boxed()).unwrap().into())
         })
     };
     (ScriptedUpstream { chunks: tx }, start)

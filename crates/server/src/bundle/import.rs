@@ -22,7 +22,7 @@ use http::{Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Incoming;
-use pkgproxy_cache::{AnsweredBy, Expected, FetchedAt, Source, StartFetch, UpstreamBody, Validators};
+use pkgproxy_cache::{Expected, Source, Sourced, StartFetch, UpstreamBody, Validators};
 use pkgproxy_control::Imported;
 use sha2::{Digest, Sha256};
 use tempfile::NamedTempFile;
@@ -503,22 +503,28 @@ impl StagedSource {
     /// The answer with the bytes from `from` on.
     fn answer(&self, from: u64) -> StartFetch {
         let (path, size, head) = (self.blob.file.path().to_path_buf(), self.size, self.head(from));
+        let (fetched_at, expected) = (self.fetched_at, self.expected());
         Box::pin(async move {
             let body =
                 body_from(&path, from, size).await.map_err(|e| pkgproxy_cache::FetchError::Upstream(Box::new(e)))?;
-            let mut response = head.body(body).map_err(|e| pkgproxy_cache::FetchError::Upstream(Box::new(e)))?;
-            response.extensions_mut().insert(AnsweredBy(Arc::from("bundle")));
-            Ok(response)
+            let response = head.body(body).map_err(|e| pkgproxy_cache::FetchError::Upstream(Box::new(e)))?;
+            Ok(Sourced {
+                response,
+                answered_by: Some(Arc::from("bundle")),
+                fetched_at: Some(fetched_at),
+                expected: Some(expected),
+            })
         })
+    }
+
+    /// What the body must be: the bundle's item says.
+    fn expected(&self) -> Expected {
+        Expected { size: Some(self.size), sha256: Some(self.blob.sha256.clone()), sha512: None }
     }
 
     fn head(&self, from: u64) -> http::response::Builder {
         let status = if from == 0 { StatusCode::OK } else { StatusCode::PARTIAL_CONTENT };
-        let mut head = Response::builder()
-            .status(status)
-            .header(CONTENT_LENGTH, self.size - from)
-            .extension(FetchedAt(self.fetched_at))
-            .extension(Expected { size: Some(self.size), sha256: Some(self.blob.sha256.clone()), sha512: None });
+        let mut head = Response::builder().status(status).header(CONTENT_LENGTH, self.size - from);
         if from > 0 {
             head = head.header(CONTENT_RANGE, format!("bytes {from}-{}/{}", self.size - 1, self.size));
         }

@@ -15,7 +15,7 @@ use http::header::{
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use pkgproxy_cache::{AnsweredBy, Entry, FetchError, Source, StartFetch, Validators};
+use pkgproxy_cache::{Entry, FetchError, Source, Sourced, StartFetch, Validators};
 use pkgproxy_cluster::peer::Asked;
 use pkgproxy_metrics::{SideCounter, Timing};
 use pkgproxy_sides::{CachedRequest, Mount, Origin, Redirects, SideId, UpstreamAuth};
@@ -241,11 +241,9 @@ impl PoolSource {
             if let Some(report) = report {
                 report.report(response.status().as_u16());
             }
-            let mut response = response.map(|body| counted(body, state, side, requester));
-            if let Some(base) = origin.instances.get(answer.instance) {
-                response.extensions_mut().insert(AnsweredBy(without_user(base).into()));
-            }
-            Ok(response)
+            let response = response.map(|body| counted(body, state, side, requester));
+            let answered_by = origin.instances.get(answer.instance).map(|base| without_user(base).into());
+            Ok(Sourced { answered_by, ..Sourced::new(response) })
         })
     }
 }

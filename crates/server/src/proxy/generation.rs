@@ -179,8 +179,8 @@ async fn fetch_file(
     supply: Option<&dyn Supply>,
 ) -> Result<File, Failed> {
     if let Some(source) = supply.and_then(|supply| supply.source_for(&request.key)) {
-        let (parts, body) = supplied(source, state.clock.now()).await?;
-        return file(request, &parts, body);
+        let (parts, fetched_at, body) = supplied(source, state.clock.now()).await?;
+        return file(request, &parts, fetched_at, body);
     }
     let held = state.cache.lookup(&request.key);
     let response = fetching::get(state, request, held.as_deref().map(|entry| &entry.validators), agent)
@@ -192,22 +192,23 @@ async fn fetch_file(
         (StatusCode::OK, _) => Limited::new(body, FILE_LIMIT).collect().await.map(|body| body.to_bytes()),
         (status, _) => return Err(refused_by_upstream(status, &parts.headers, state.clock.now())),
     };
-    let file = file(request, &parts, body.map_err(|error| error.to_string()))?;
+    let file = file(request, &parts, None, body.map_err(|error| error.to_string()))?;
     state.stats.side(request.side).add(SideCounter::BytesFromUpstream, file.body.len() as u64);
     Ok(file)
 }
 
-/// What a supply answers for a file (at `now`): its head and its body
-/// read whole.
+/// What a supply answers for a file (at `now`): its head, when it was
+/// fetched where it was (a bundle says), and its body read whole.
 async fn supplied(
     source: Box<dyn pkgproxy_cache::Source>,
     now: SystemTime,
-) -> Result<(http::response::Parts, Result<Bytes, String>), Failed> {
-    let (parts, body) = source.start().await.map_err(|error| Failed::of_fetch(&error))?.into_parts();
+) -> Result<(http::response::Parts, Option<u64>, Result<Bytes, String>), Failed> {
+    let sourced = source.start().await.map_err(|error| Failed::of_fetch(&error))?;
+    let (parts, body) = sourced.response.into_parts();
     if parts.status != StatusCode::OK {
         return Err(refused_by_upstream(parts.status, &parts.headers, now));
     }
-    Ok((parts, read_whole(body).await))
+    Ok((parts, sourced.fetched_at, read_whole(body).await))
 }
 
 /// `body` read whole, up to [`FILE_LIMIT`] bytes.
@@ -223,15 +224,16 @@ async fn read_whole(mut body: pkgproxy_cache::UpstreamBody) -> Result<Bytes, Str
     Ok(Bytes::from(whole))
 }
 
-/// The file of a `200` with `parts`, whose body was read as `body`.
-fn file(request: &CachedRequest, parts: &http::response::Parts, body: Result<Bytes, String>) -> Result<File, Failed> {
+/// The file of a `200` with `parts`, fetched at `fetched_at` where it was
+/// (now, if not said), whose body was read as `body`.
+fn file(
+    request: &CachedRequest,
+    parts: &http::response::Parts,
+    fetched_at: Option<u64>,
+    body: Result<Bytes, String>,
+) -> Result<File, Failed> {
     let body = body.map_err(|error| Failed::Upstream(format!("reading {}: {error}", request.origin.path)))?;
-    Ok(File {
-        body,
-        headers: kept_headers(&parts.headers),
-        validators: validators(&parts.headers),
-        fetched_at: parts.extensions.get::<pkgproxy_cache::FetchedAt>().map(|at| at.0),
-    })
+    Ok(File { body, headers: kept_headers(&parts.headers), validators: validators(&parts.headers), fetched_at })
 }
 
 /// The file held under `key`, confirmed by a `304`.
