@@ -41,9 +41,14 @@ const TOP_SHOWN: usize = 10;
 /// A file of `request` was served to `client`: counted for the top
 /// clients and packages (content only some clients may read, by client
 /// alone).
-pub fn served(state: &State, client: IpAddr, request: &CachedRequest) {
+pub fn served(
+    browsing: &crate::browsing::Browsing,
+    clock: &dyn pkgproxy_cache::Clock,
+    client: IpAddr,
+    request: &CachedRequest,
+) {
     let key = request.access.is_none().then_some(request.key.as_str());
-    state.browsing.top.served(client, key, pkgproxy_cache::unix_secs(state.clock.now()));
+    browsing.top.served(client, key, pkgproxy_cache::unix_secs(clock.now()));
 }
 
 /// The page's own answer to `request`, when it asks for the page or its

@@ -390,7 +390,7 @@ fn from_body(
         (_, Some(_)) => state.cache.hit(&request.key),
     }
     if let Some(client) = exchange.client {
-        crate::browse::served(state, client.addr.ip(), request);
+        crate::browse::served(&state.browsing, state.clock.as_ref(), client.addr.ip(), request);
     }
     if let Some(cluster) = &state.cluster {
         cluster.accessed(&request.key, entry, || Ok(Arc::clone(&file)));

@@ -79,10 +79,10 @@ fn hint(state: &State, request: &Request<Incoming>) -> String {
 }
 
 /// The listener's TLS certificate, PEM.
-fn certificate(state: &State) -> Response<ResponseBody> {
+fn certificate(tls: &crate::tls::ListenerTls) -> Response<ResponseBody> {
     let mut headers = http::HeaderMap::new();
     headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-pem-file"));
-    let pem = state.tls.certificate_pem.clone();
+    let pem = tls.certificate_pem.clone();
     outcome::local(pkgproxy_sides::LocalAnswer::new(StatusCode::OK, headers, pem.into()))
 }
 
@@ -145,7 +145,7 @@ async fn own_answer(state: &Arc<State>, request: &Request<Incoming>) -> Option<F
     }
     let own = request.uri().scheme().is_none();
     let page = if own && request.uri().path() == CERTIFICATE_PATH {
-        Some(certificate(state))
+        Some(certificate(&state.tls))
     } else if own && request.uri().path() == pkgproxy_cluster::peer::TAIL_PATH {
         Some(peer::serve(state, request).await)
     } else if let Some(page) = crate::status::answer(state, request) {
