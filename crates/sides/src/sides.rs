@@ -170,7 +170,7 @@ impl Sides {
     }
 
     /// The side whose upstream's own URL `url` is, and where pkgproxy
-    /// serves it ([`Side::upstream_path`]). Blocking.
+    /// serves it ([`crate::role::Explaining::upstream_path`]). Blocking.
     pub fn upstream_path(&self, url: &str, held: &dyn HeldBodies) -> Option<(&dyn Side, UpstreamPath)> {
         self.iter().find_map(|side| Some((side, side.roles().explaining?.upstream_path(url, held)?)))
     }

@@ -6,7 +6,7 @@
 //!
 //! Every client of the proxy may read it, so it names nothing only some
 //! clients may read: a side names its keys through its reporting role
-//! ([`pkgproxy_sides::reporting`]), which says what is private; a side
+//! ([`pkgproxy_sides::role::reporting`]), which says what is private; a side
 //! without the role is shown as totals. `[status] browse = false` turns
 //! the page and its JSON off.
 

@@ -1,7 +1,7 @@
 //! What a build needs, found in what the cache holds, where only the cache
 //! can say (the packages an apt install pulls in, the blobs an image's
 //! manifests name, a snap's download and assertions): each side follows
-//! what its reader made of the build's files ([`Side::needs`]) in the
+//! what its reader made of the build's files ([`pkgproxy_sides::role::Resolving::needs`]) in the
 //! cache as this module shows it; `pkgproxyctl check` and `warm` then ask
 //! about the requests one by one (see [`super::readiness`]). A search is
 //! told when its requester is gone ([`Requester`]), so that one nobody
