@@ -247,7 +247,7 @@ impl Access {
 }
 
 /// Where the upstream holds a download, once its prerequisites said
-/// ([`crate::role::Fetching::located`]), and whether a client's own credentials go
+/// (the fetching role's `located`), and whether a client's own credentials go
 /// there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located {
@@ -295,7 +295,7 @@ impl std::fmt::Debug for Credentials {
 /// A name that stands for whichever content the upstream names now (a
 /// registry tag): revalidated by a `HEAD` whose answer names the current
 /// content's digest in a header; content that changed is fetched by that
-/// digest ([`crate::role::Digests::by_digest`]), checked and kept, and only then
+/// digest (the digests role's `by_digest`), checked and kept, and only then
 /// does the name point at it. Served at its last content, with a warning,
 /// when the upstream cannot say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -543,8 +543,8 @@ impl LocalAnswer {
 /// A request served from a generation: a file that is one unit with the
 /// files it names (a simplestreams index and its products files). After
 /// the root's `fresh_for` the root and every file it names
-/// ([`crate::role::Generations::members`]) are fetched again together, the side checks
-/// them as one ([`crate::role::Generations::adopt`]), and they replace the previous
+/// (the generations role's `members`) are fetched again together, the side checks
+/// them as one (its `adopt`), and they replace the previous
 /// generation in one commit: a client never gets a root that names a file
 /// pkgproxy does not hold. While the upstream cannot be asked, the last
 /// generation is served.

@@ -2,7 +2,7 @@
 //! `export`: the side's reader turns the build's own files (a `go.sum`,
 //! apt's sources, image references) into the requests its clients will
 //! make, or into what only the daemon can follow further ([`Asked`]); the
-//! side's [`Resolving::needs`](crate::role::Resolving::needs) then follows it in what the
+//! side's `needs` (its resolving role) then follows it in what the
 //! cache holds (the packages an install pulls in, the blobs a manifest
 //! names). Readers run in `pkgproxyctl`, where the files are; resolvers in
 //! the daemon, where the cache is.
