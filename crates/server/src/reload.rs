@@ -8,7 +8,8 @@
 //! their mirrors, go proxies and windows, snap stores, registry upstreams,
 //! LXD remotes), the upstream hosts trusted on local addresses and the
 //! pinned addresses, the traffic mirrors, the cache's limits, the status
-//! page and the cache's page, the keys whose signed bundles an import takes, and the proxy
+//! page and the cache's page, the keys whose signed bundles an import takes, the fleet's policy
+//! (`[policy]`, its OSV sources read again), and the proxy
 //! listener's client limits (`[server] allow`, the
 //! connection caps and timeouts, for connections from then on). Requests
 //! under way finish on what they started with. The upstream
@@ -62,6 +63,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.browsing.on.store(new.browse_page, std::sync::atomic::Ordering::Relaxed);
     state.admission.reconfigure(new.clients);
     state.trusted_keys.store(Arc::new(new.trusted_keys));
+    state.gate.take(new.policy);
     state.access_log.reopen();
     Ok(())
 }

@@ -74,6 +74,8 @@ pub struct State {
     pub history: crate::history::History,
     /// What is being fetched ahead of clients.
     pub ahead: crate::ahead::Ahead,
+    /// The fleet's policy, and what it keeps between requests.
+    pub gate: crate::gate::Gate,
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }

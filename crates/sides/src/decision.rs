@@ -50,12 +50,15 @@ pub struct Refusal {
     /// The side's own error code, for clients that read one (a registry's
     /// `NAME_INVALID`).
     pub code: Option<&'static str>,
+    /// The reason phrase, when not the status's own: what clients that
+    /// print the status line alone show (pip, pnpm).
+    pub phrase: Option<String>,
 }
 
 impl Refusal {
     /// A refusal with `status` and `reason`.
     pub fn new(status: StatusCode, reason: impl Into<String>) -> Self {
-        Refusal { status, reason: reason.into(), allow: None, code: None }
+        Refusal { status, reason: reason.into(), allow: None, code: None, phrase: None }
     }
 
     /// `403 Forbidden`: outside the policy.
@@ -76,12 +79,17 @@ impl Refusal {
     /// `405 Method Not Allowed`, naming the methods the side takes.
     pub fn method_not_allowed(allow: &'static str) -> Self {
         let reason = format!("only {} are served here", allow.replace(", ", " and "));
-        Refusal { status: StatusCode::METHOD_NOT_ALLOWED, reason, allow: Some(allow), code: None }
+        Refusal { status: StatusCode::METHOD_NOT_ALLOWED, reason, allow: Some(allow), code: None, phrase: None }
     }
 
     /// The refusal, with the side's own error `code`.
     pub fn with_code(self, code: &'static str) -> Self {
         Refusal { code: Some(code), ..self }
+    }
+
+    /// The refusal told with `phrase` as its status line's reason phrase.
+    pub fn with_phrase(self, phrase: String) -> Self {
+        Refusal { phrase: Some(phrase), ..self }
     }
 }
 
@@ -510,7 +518,7 @@ pub struct LocalAnswer {
     pub body: Bytes,
     /// The reason phrase, when not the status's own (HTTP/1.1 carries it;
     /// pip and uv print it: `424 Offline (pkgproxy): not held`).
-    pub reason: Option<&'static str>,
+    pub reason: Option<std::borrow::Cow<'static, str>>,
 }
 
 impl LocalAnswer {
@@ -536,7 +544,7 @@ impl LocalAnswer {
 
     /// The same answer saying `reason` in its status line.
     pub fn because(self, reason: &'static str) -> Self {
-        LocalAnswer { reason: Some(reason), ..self }
+        LocalAnswer { reason: Some(std::borrow::Cow::Borrowed(reason)), ..self }
     }
 }
 

@@ -45,6 +45,7 @@ impl Failure<'_> {
                 if let Some(allow) = refusal.allow {
                     answer.headers.insert(ALLOW, HeaderValue::from_static(allow));
                 }
+                answer.reason = refusal.phrase.clone().map(std::borrow::Cow::Owned);
                 answer
             }
             Failure::Offline => LocalAnswer::text(StatusCode::SERVICE_UNAVAILABLE, "pkgproxy is offline"),

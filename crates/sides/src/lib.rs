@@ -39,6 +39,7 @@ pub mod needs;
 pub mod npm;
 pub mod path;
 pub mod pypi;
+pub mod raw_object;
 pub mod registry;
 mod remembered;
 pub mod role;

@@ -43,6 +43,9 @@ pub struct ConfigFile {
     /// `[bundles]`.
     #[serde(default)]
     pub bundles: BundlesSection,
+    /// `[policy]`: absent, every release is served as the registries
+    /// publish it.
+    pub policy: Option<pkgproxy_policy::Options>,
 }
 
 /// `[bundles]`.

@@ -84,6 +84,12 @@ pub struct Settings {
     pub cluster: Option<pkgproxy_cluster::ClusterConfig>,
     /// The keys whose signatures an import of a bundle trusts.
     pub trusted_keys: Vec<crate::signing::PublicKey>,
+    /// The fleet's policy (`[policy]`, and the malicious-package records
+    /// signed bundles brought); `None`: none.
+    pub policy: Option<Arc<pkgproxy_policy::Policy>>,
+    /// `[policy]` as written, for the policy made again when a bundle
+    /// brings records.
+    pub policy_options: Option<pkgproxy_policy::Options>,
 }
 
 /// Reads the settings again, from the same command line and file.
@@ -159,6 +165,9 @@ pub enum SettingsError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A `[policy]` key is wrong.
+    #[error("{0}")]
+    Policy(#[from] pkgproxy_policy::PolicyError),
     /// A `[bundles] trusted_keys` entry is not a public key.
     #[error("bundles.trusted_keys: {0}")]
     TrustedKey(String),
@@ -279,12 +288,14 @@ impl Settings {
             (None, None) => crate::tls::Source::Kept(overrides.state_dir.as_ref().unwrap_or(&cache_dir).join("tls")),
             _ => return Err(SettingsError::TlsPair),
         };
+        let state_dir = overrides.state_dir.clone().unwrap_or_else(|| cache_dir.clone());
+        let fleet_policy = self::policy(file.policy.as_ref(), &state_dir)?;
         let max_size = overrides.cache_max_size.as_deref().or(file.cache.max_size.as_deref());
         let quota = quota(max_size, file.cache.min_free.as_deref(), file.cache.max_object_size.as_deref())?;
         Ok(Settings {
             tls,
             quota,
-            state_dir: overrides.state_dir.clone().unwrap_or_else(|| cache_dir.clone()),
+            state_dir,
             cache_dir,
             sides,
             upstream,
@@ -306,8 +317,30 @@ impl Settings {
                 .map(|section| cluster::settings(section, |name| std::env::var(name).ok()))
                 .transpose()?,
             trusted_keys: trusted_keys(&file.bundles.trusted_keys)?,
+            policy: fleet_policy,
+            policy_options: file.policy.clone(),
         })
     }
+}
+
+/// Where the malicious-package records signed bundles brought are kept,
+/// below the state directory.
+pub fn taken_in_records(state_dir: &std::path::Path) -> PathBuf {
+    state_dir.join("policy")
+}
+
+/// The fleet's policy: `[policy]` as written, with the records bundles
+/// brought; none when neither is there.
+pub fn policy(
+    options: Option<&pkgproxy_policy::Options>,
+    state_dir: &std::path::Path,
+) -> Result<Option<Arc<pkgproxy_policy::Policy>>, SettingsError> {
+    let taken_in = taken_in_records(state_dir);
+    if options.is_none() && !taken_in.is_dir() {
+        return Ok(None);
+    }
+    let options = options.cloned().unwrap_or_default();
+    Ok(Some(Arc::new(options.policy(Some(&taken_in))?)))
 }
 
 /// `[bundles] trusted_keys`, each read (a path) and parsed.

@@ -50,7 +50,13 @@ const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, request: CachedRequest) -> Outcome {
-    let finish = Finish::of(&request);
+    if let Some(refused) = super::gate::refusal(state, exchange, side, &request).await {
+        return refused;
+    }
+    let mut finish = Finish::of(&request);
+    if super::gate::filters(state, exchange, side, &request) {
+        finish = finish.filtered_as(request.clone());
+    }
     let (outcome, reason, answered_by) = through_the_cache(state, exchange, side, request).await;
     finish.because(reason).answered_by(answered_by).apply(state, side, exchange, outcome).await
 }
@@ -435,7 +441,7 @@ fn fetch_ahead(state: Arc<State>, side: SideId, mount: Mount, request: CachedReq
 
 /// The body of `request` served through the cache for pkgproxy itself, if
 /// it is a `200`.
-async fn fetch_for_pkgproxy(
+pub(super) async fn fetch_for_pkgproxy(
     state: &Arc<State>,
     side: &dyn Side,
     request: CachedRequest,

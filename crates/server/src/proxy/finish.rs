@@ -1,14 +1,15 @@
 //! What is done to an answer of the cache path for its client, in one place
 //! and in this order:
 //!
-//! 1. the side's rewrite (the stored bytes stay the upstream's), then,
+//! 1. on a listing, the fleet's policy: what it refuses taken out;
+//! 2. the side's rewrite (the stored bytes stay the upstream's), then,
 //!    when neither the cache nor the upstream could answer, the side's
 //!    fallback, if it has one (an answer it writes itself, saying why);
-//! 2. the headers the side puts on every answer, then, on an answer that
+//! 3. the headers the side puts on every answer, then, on an answer that
 //!    carries the content (`2xx`, `304`), those describing it;
-//! 3. why it is not a plain hit, unless it says so already (a stale answer
+//! 4. why it is not a plain hit, unless it says so already (a stale answer
 //!    says why the upstream could not confirm it);
-//! 4. which upstream answered, for the access log.
+//! 5. which upstream answered, for the access log.
 //!
 //! What is noted here goes on the [`super::outcome::Answer`]'s own fields;
 //! the headers saying how it was served and why are written later, once,
@@ -35,6 +36,8 @@ pub struct Finish {
     content: HeaderMap,
     reason: Option<Reason>,
     answered_by: Option<Arc<str>>,
+    /// The listing request whose answers the fleet's policy filters.
+    listing: Option<CachedRequest>,
 }
 
 impl Finish {
@@ -47,6 +50,12 @@ impl Finish {
             content: request.reply.content_headers.clone(),
             ..Finish::default()
         }
+    }
+
+    /// Filters the answer, a listing of `request`, by the fleet's policy,
+    /// before anything else is done to it.
+    pub fn filtered_as(self, request: CachedRequest) -> Finish {
+        Finish { listing: Some(request), ..self }
     }
 
     /// Says `reason` unless the answer says why already.
@@ -67,6 +76,10 @@ impl Finish {
         exchange: &Exchange<'_>,
         outcome: Outcome,
     ) -> Outcome {
+        let outcome = match self.listing.take() {
+            Some(listing) => super::gate::filtered(state, exchange, side, &listing, outcome).await,
+            None => outcome,
+        };
         let outcome = match self.rewrite.take() {
             Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
             None => outcome,

@@ -22,6 +22,7 @@ mod finish;
 mod follow;
 mod for_sides;
 mod forward;
+mod gate;
 mod generation;
 mod lookup;
 pub mod needs;

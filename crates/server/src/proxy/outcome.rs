@@ -263,7 +263,7 @@ pub fn local(answer: LocalAnswer) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::full(answer.body));
     *response.status_mut() = answer.status;
     *response.headers_mut() = answer.headers;
-    let reason = answer.reason.and_then(|reason| hyper::ext::ReasonPhrase::try_from(reason.as_bytes()).ok());
+    let reason = answer.reason.and_then(|reason| hyper::ext::ReasonPhrase::try_from(reason.as_bytes().to_vec()).ok());
     if let Some(reason) = reason {
         response.extensions_mut().insert(reason);
     }

@@ -63,6 +63,10 @@ pub struct RegistryOptions {
     pub name: String,
     /// Its URLs, the mirrors of one pool.
     pub mirrors: Vec<String>,
+    /// Whether the fleet's policy (`[policy]`) judges its packages:
+    /// `false` for a registry whose packages the fleet publishes itself.
+    #[serde(default)]
+    pub policy: Option<bool>,
 }
 
 /// How `[npm]` names its registries: the npm registry built in, and
@@ -89,6 +93,8 @@ pub(super) struct Registry {
     pub(super) mount: String,
     /// Its instances.
     pub(super) mirrors: Instances,
+    /// Whether the fleet's policy judges its packages.
+    pub(super) gated: bool,
 }
 
 impl Registry {
@@ -123,6 +129,7 @@ impl Config {
         let configured = options.registry.iter().map(|registry| (&registry.name, &registry.mirrors[..]));
         let registries = NAMING.registries(&options.mirrors, configured)?;
         let registries = registries.into_iter().map(|named| Registry {
+            gated: options.registry.iter().find(|r| r.name == named.name).and_then(|r| r.policy).unwrap_or(true),
             name: named.name,
             mount: named.mount,
             mirrors: named.mirrors,

@@ -23,6 +23,7 @@
 
 mod config;
 mod document;
+mod gate;
 mod keys;
 mod links;
 mod name;
@@ -418,6 +419,7 @@ impl Side for Npm {
             resolving: Some(self),
             reporting: Some(self),
             explaining: Some(self),
+            gating: Some(self),
             ..Roles::default()
         }
     }

@@ -143,10 +143,13 @@ fn an_index_asking_to_wait_is_told_as_a_424_that_pip_and_uv_do_not_retry() {
     let wait = side.failure_answer(&Failure::Overloaded { retry_after: Duration::from_millis(29_500) });
     assert_eq!(
         (wait.status, wait.reason),
-        (StatusCode::FAILED_DEPENDENCY, Some("Not held (pkgproxy): the index asks to wait"))
+        (StatusCode::FAILED_DEPENDENCY, Some("Not held (pkgproxy): the index asks to wait".into()))
     );
     assert_eq!(wait.headers[http::header::RETRY_AFTER], "30", "when to ask again, for scripts");
     assert_eq!(wait.body, "pkgproxy does not hold this, and the index asks to be left alone for 30 s more\n");
     let offline = side.failure_answer(&Failure::Offline);
-    assert_eq!((offline.status, offline.reason), (StatusCode::FAILED_DEPENDENCY, Some("Offline (pkgproxy): not held")));
+    assert_eq!(
+        (offline.status, offline.reason),
+        (StatusCode::FAILED_DEPENDENCY, Some("Offline (pkgproxy): not held".into()))
+    );
 }

@@ -24,6 +24,7 @@
 //! | [`Informing`] | apt, lxd | `report/`, `health.rs`, `control/` (info, metrics, the status page) |
 //! | [`Explaining`] | go, cargo, pypi, npm | `proxy/explain.rs` (a lockfile's upstream URLs) |
 //! | [`Forwarding`] | apt, lxd | [`crate::Sides::owner`], [`crate::Sides::allows_tunnel`] |
+//! | [`Gating`] | npm, pypi, cargo, go | `proxy/gate.rs` (the fleet's policy), `proxy/cached.rs`, `proxy/finish.rs` |
 
 pub mod ahead;
 pub mod digests;
@@ -32,6 +33,7 @@ pub mod explaining;
 pub mod exporting;
 pub mod fetching;
 pub mod forwarding;
+pub mod gating;
 pub mod generations;
 pub mod informing;
 pub mod private;
@@ -48,6 +50,7 @@ pub use explaining::{Explaining, UpstreamPath};
 pub use exporting::Exporting;
 pub use fetching::{Fetching, UpstreamFailures};
 pub use forwarding::Forwarding;
+pub use gating::{Gated, Gating, Judge, Judged, ReleaseName, Times};
 pub use generations::Generations;
 pub use informing::Informing;
 pub use private::Private;
@@ -90,6 +93,8 @@ pub struct Roles<'a> {
     pub explaining: Option<&'a dyn Explaining>,
     /// Forward-proxy requests beyond the route table.
     pub forwarding: Option<&'a dyn Forwarding>,
+    /// Releases the fleet's policy judges.
+    pub gating: Option<&'a dyn Gating>,
 }
 
 impl std::fmt::Debug for Roles<'_> {
@@ -110,6 +115,7 @@ impl std::fmt::Debug for Roles<'_> {
             ("informing", self.informing.is_some()),
             ("explaining", self.explaining.is_some()),
             ("forwarding", self.forwarding.is_some()),
+            ("gating", self.gating.is_some()),
         ];
         f.debug_list().entries(played.iter().filter(|(_, on)| *on).map(|(name, _)| name)).finish()
     }

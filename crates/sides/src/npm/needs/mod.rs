@@ -326,8 +326,11 @@ mod tests {
 
     #[test]
     fn locked_packages_are_asked_as_tarballs_below_the_registry_their_url_is_on() {
-        let corp =
-            RegistryOptions { name: "corp".into(), mirrors: vec!["https://corp.example/repository/npm/".into()] };
+        let corp = RegistryOptions {
+            name: "corp".into(),
+            mirrors: vec!["https://corp.example/repository/npm/".into()],
+            policy: None,
+        };
         let (npm, _dir) = side(vec![corp]);
         let packages = vec![
             locked("@scope/util", "1.2.0", Some("https://registry.npmjs.org/@scope/util/-/util-1.2.0.tgz"), None),
@@ -384,7 +387,8 @@ mod tests {
 
     #[test]
     fn a_mirror_of_the_npm_registry_is_the_npm_registry_and_the_longest_mirror_wins() {
-        let nested = RegistryOptions { name: "inner".into(), mirrors: vec!["https://npm.example/inner".into()] };
+        let nested =
+            RegistryOptions { name: "inner".into(), mirrors: vec!["https://npm.example/inner".into()], policy: None };
         let (npm, _dir) = side(vec![nested]);
         let mut config = Config::clone(&npm.config());
         config.registries[0].mirrors = crate::instances::Instances::new(&["https://npm.example".into()], None).unwrap();

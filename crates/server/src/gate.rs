@@ -1,0 +1,198 @@
+//! What the request path keeps for the fleet's policy (`[policy]`): the
+//! rules in force (replaced whole on a reload or when a bundle brings
+//! malicious-package records), the publish times read from held metadata,
+//! listings already filtered, and what was refused, for `/metrics` and the
+//! status page. The judging itself is the request path's
+//! (`proxy/gate.rs`).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use pkgproxy_policy::Policy;
+use pkgproxy_sides::role::Times;
+
+/// How many held metadata's times are kept parsed.
+const TIMES_KEPT: usize = 4096;
+/// How many bytes of filtered listings are kept.
+const LISTINGS_KEPT_BYTES: u64 = 64 * 1024 * 1024;
+/// How long a filtered listing that read other metadata's times stands:
+/// those change under their own names.
+const BORROWED_TIMES_STAND: Duration = Duration::from_secs(60);
+/// How often metadata that did not give a release's time is asked again
+/// for it (the release may be new; one that does not exist must not send
+/// every request upstream).
+const ASK_AGAIN_EVERY: Duration = Duration::from_secs(10);
+/// How many refusals the status page lists.
+const RECENT_KEPT: usize = 20;
+
+/// The policy's state.
+pub struct Gate {
+    policy: ArcSwapOption<Policy>,
+    /// Counts the policies taken: a filtered listing is of one.
+    generation: AtomicU64,
+    times: Mutex<HashMap<String, (String, Arc<Times>)>>,
+    listings: quick_cache::sync::Cache<String, Listing, ListingWeight>,
+    asked_again: Mutex<HashMap<String, Instant>>,
+    refusals: Mutex<Refusals>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            policy: ArcSwapOption::empty(),
+            generation: AtomicU64::new(0),
+            times: Mutex::default(),
+            listings: quick_cache::sync::Cache::with_weighter(1024, LISTINGS_KEPT_BYTES, ListingWeight),
+            asked_again: Mutex::default(),
+            refusals: Mutex::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").field("policy", &self.policy.load().is_some()).finish_non_exhaustive()
+    }
+}
+
+/// A listing as filtered for one stored body, policy and span of time.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The stored body's SHA-256.
+    pub sha256: String,
+    /// The policy it was filtered under.
+    pub generation: u64,
+    /// Until when it stands (a release the policy lets go by itself then).
+    pub until: Option<SystemTime>,
+    /// The body served: `None` for the stored one, unchanged.
+    pub body: Option<Bytes>,
+}
+
+/// Weighs a filtered listing by its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct ListingWeight;
+
+impl quick_cache::Weighter<String, Listing> for ListingWeight {
+    fn weight(&self, key: &String, listing: &Listing) -> u64 {
+        (key.len() + listing.sha256.len() + listing.body.as_ref().map_or(0, Bytes::len)) as u64 + 64
+    }
+}
+
+/// What was refused: counts by side and rule, and the last few.
+#[derive(Debug, Default)]
+struct Refusals {
+    counts: BTreeMap<(&'static str, &'static str), u64>,
+    recent: VecDeque<Refused>,
+}
+
+/// One refusal, as the status page lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Refused {
+    /// When, in seconds since the epoch.
+    pub at: u64,
+    /// The side's name.
+    pub side: &'static str,
+    /// The release (`npm:left-pad@1.3.1`).
+    pub release: String,
+    /// The rule's name.
+    pub rule: &'static str,
+    /// Why, in words.
+    pub because: String,
+}
+
+impl Gate {
+    /// A gate with `policy` in force (none: everything is served as
+    /// without one).
+    pub fn new(policy: Option<Arc<Policy>>) -> Gate {
+        let gate = Gate::default();
+        gate.take(policy);
+        gate
+    }
+
+    /// The policy in force, if any.
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy.load_full()
+    }
+
+    /// Puts `policy` in force from the next request on.
+    pub fn take(&self, policy: Option<Arc<Policy>>) {
+        self.policy.store(policy);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.listings.clear();
+    }
+
+    /// Which policy is in force, as filtered listings remember it.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// The times read from the held body `sha256` of `key`, if parsed.
+    pub fn held_times(&self, key: &str, sha256: &str) -> Option<Arc<Times>> {
+        let times = self.times.lock();
+        times.get(key).filter(|(held, _)| held == sha256).map(|(_, times)| Arc::clone(times))
+    }
+
+    /// Keeps the times of the held body `sha256` of `key`.
+    pub fn keep_times(&self, key: &str, sha256: &str, times: Arc<Times>) {
+        let mut kept = self.times.lock();
+        if kept.len() >= TIMES_KEPT && !kept.contains_key(key) {
+            kept.clear();
+        }
+        kept.insert(key.to_owned(), (sha256.to_owned(), times));
+    }
+
+    /// Whether metadata `key` may be asked again for a release it did not
+    /// give (once every few seconds).
+    pub fn may_ask_again(&self, key: &str) -> bool {
+        let now = Instant::now();
+        let mut asked = self.asked_again.lock();
+        asked.retain(|_, at| now.duration_since(*at) < ASK_AGAIN_EVERY);
+        asked.insert(key.to_owned(), now).is_none()
+    }
+
+    /// The filtered listing kept for `key`, if it is of `sha256` under the
+    /// policy in force and stands at `now`.
+    pub fn listing(&self, key: &str, sha256: &str, now: SystemTime) -> Option<Listing> {
+        let listing = self.listings.get(key)?;
+        let stands = listing.sha256 == sha256
+            && listing.generation == self.generation()
+            && listing.until.is_none_or(|until| now < until);
+        stands.then_some(listing)
+    }
+
+    /// Keeps a filtered listing; `borrowed` says it read times of other
+    /// metadata, so it stands a short while only.
+    pub fn keep_listing(&self, key: &str, mut listing: Listing, borrowed: bool, now: SystemTime) {
+        if borrowed {
+            let short = now + BORROWED_TIMES_STAND;
+            listing.until = Some(listing.until.map_or(short, |until| until.min(short)));
+        }
+        self.listings.insert(key.to_owned(), listing);
+    }
+
+    /// Notes a refusal.
+    pub fn refused(&self, refused: Refused) {
+        let mut refusals = self.refusals.lock();
+        *refusals.counts.entry((refused.side, refused.rule)).or_default() += 1;
+        refusals.recent.retain(|kept| kept.release != refused.release);
+        if refusals.recent.len() >= RECENT_KEPT {
+            refusals.recent.pop_back();
+        }
+        refusals.recent.push_front(refused);
+    }
+
+    /// Refusals so far, by side and rule.
+    pub fn counts(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.refusals.lock().counts.iter().map(|((side, rule), count)| (*side, *rule, *count)).collect()
+    }
+
+    /// The last refusals, the newest first.
+    pub fn recent(&self) -> Vec<Refused> {
+        self.refusals.lock().recent.iter().cloned().collect()
+    }
+}
