@@ -67,6 +67,9 @@ pub struct Listing {
     pub sha256: String,
     /// The policy it was filtered under.
     pub generation: u64,
+    /// When it was filtered: it stands from then on (a clock set back
+    /// may make a served release young again).
+    pub from: SystemTime,
     /// Until when it stands (a release the policy lets go by itself then).
     pub until: Option<SystemTime>,
     /// The body served: `None` for the stored one, unchanged.
@@ -161,6 +164,7 @@ impl Gate {
         let listing = self.listings.get(key)?;
         let stands = listing.sha256 == sha256
             && listing.generation == self.generation()
+            && listing.from <= now
             && listing.until.is_none_or(|until| now < until);
         stands.then_some(listing)
     }

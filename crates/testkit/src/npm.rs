@@ -164,6 +164,26 @@ impl FakeNpm {
         packages.entry(package.name.clone()).or_default().push(Held { package, minute });
     }
 
+    /// Adds `package`, published `minute` minutes after 2026-01-01 00:00
+    /// UTC (see [`FakeNpm::published_at`]), whatever the versions before.
+    pub fn publish_at(&self, package: NpmPackage, minute: u64) {
+        self.shared.clock.fetch_max(minute + 1, Ordering::SeqCst);
+        let mut packages = self.shared.packages.lock();
+        packages.entry(package.name.clone()).or_default().push(Held { package, minute });
+    }
+
+    /// The instant `minute` minutes after 2026-01-01 00:00 UTC, when the
+    /// registry says a version of that minute was published.
+    pub fn published_at(minute: u64) -> std::time::SystemTime {
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(registry::EPOCH + 60 * minute)
+    }
+
+    /// Whether full documents leave out `time`, as some registries do:
+    /// then no version's publish time can be learnt.
+    pub fn set_without_times(&self, without: bool) {
+        self.shared.without_times.store(without, Ordering::SeqCst);
+    }
+
     /// From now on every request is answered `status` (`0`: normally), a
     /// `429` and a `503` with `Retry-After: 1`.
     pub fn force_status(&self, status: u16) {

@@ -13,6 +13,9 @@ use pkgproxy_server::config::{ConfigFile, Overrides};
 use pkgproxy_server::{Listeners, Settings};
 use tokio::sync::oneshot;
 
+/// The configuration file a reload reads, in the server's folder.
+const CONFIG_FILE: &str = "pkgproxy.toml";
+
 /// A server running in this process.
 pub struct Server {
     dir: tempfile::TempDir,
@@ -42,6 +45,16 @@ impl Server {
         let proxy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy listener");
         proxy.set_nonblocking(true).expect("a non-blocking listener");
         proxy
+    }
+
+    /// Takes `config` in place of the configuration in use, as a `SIGHUP`
+    /// or `pkgproxyctl reload` takes an edited file: `Err` with the reason
+    /// when it is refused.
+    pub async fn reconfigure(&mut self, config: &str) -> Result<(), String> {
+        std::fs::write(self.dir.path().join(CONFIG_FILE), config).expect("the configuration is written");
+        let answer: Result<serde_json::Value, _> =
+            self.admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await;
+        answer.map(|_| self.config = config.to_owned()).map_err(|error| error.to_string())
     }
 
     /// Serves on `proxy` (from [`Server::bind`]) with `config`.
@@ -125,6 +138,16 @@ fn serve(
     let file = ConfigFile::parse(config).expect("a valid configuration file");
     let mut settings = Settings::new(dir.join("cache"), &file, overrides).expect("valid settings");
     settings.clock = clock.clone();
+    std::fs::write(dir.join(CONFIG_FILE), config).expect("the configuration is written");
+    let (reread_dir, reread_clock, reread_overrides) = (dir.to_owned(), clock.clone(), overrides.clone());
+    settings.reload.reread = Some(Arc::new(move || {
+        let text = std::fs::read_to_string(reread_dir.join(CONFIG_FILE)).map_err(|error| error.to_string())?;
+        let file = ConfigFile::parse(&text)?;
+        let mut settings =
+            Settings::new(reread_dir.join("cache"), &file, &reread_overrides).map_err(|error| error.to_string())?;
+        settings.clock = reread_clock.clone();
+        Ok(settings)
+    }));
     settings.proxy_threads = 2;
     let (stats_path, admin_path) = (dir.join("stats.sock"), dir.join("admin.sock"));
     for path in [&stats_path, &admin_path] {

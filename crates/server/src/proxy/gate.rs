@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_LENGTH, ETAG};
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, ETAG};
 use http::{Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_policy::{Blocked, Ecosystem, Policy, Published, Release, Verdict};
@@ -205,7 +205,7 @@ pub async fn filtered(
         return Failed::Internal("the policy's filter of a listing failed".to_owned()).into();
     };
     if let Some(sha256) = stored {
-        let listing = Listing { sha256, generation, until, body: filtered.clone() };
+        let listing = Listing { sha256, generation, from: now, until, body: filtered.clone() };
         state.gate.keep_listing(&request.key, listing, borrowed, now);
     }
     match filtered {
@@ -215,10 +215,13 @@ pub async fn filtered(
 }
 
 /// `answer` with `body` in place of its own: no longer the stored bytes,
-/// so no compressed form of them and not their tag.
+/// so no compressed form of them and not their tag; and not kept by the
+/// client as it is (what the policy took out comes back when a rule
+/// changes, or when a release is old enough).
 fn with_body(answer: Answer, body: Bytes) -> Answer {
     let (mut parts, _) = answer.response.into_parts();
     parts.headers.remove(ETAG);
+    parts.headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
     Answer { response: http::Response::from_parts(parts, ResponseBody::full(body)), stored: None, ..answer }
 }

@@ -106,6 +106,8 @@ pub(super) struct Shared {
     /// Documents as a lagging CDN serves them: without their newest
     /// version, and older.
     pub(super) modified_back: AtomicBool,
+    /// Full documents without `time`.
+    pub(super) without_times: AtomicBool,
     pub(super) tarball_host: Mutex<TarballHost>,
     /// The `Authorization` every request needs, if one does.
     pub(super) authorization: Mutex<Option<String>>,
@@ -127,6 +129,7 @@ impl Shared {
             corrupt: AtomicBool::new(false),
             cut: AtomicBool::new(false),
             modified_back: AtomicBool::new(false),
+            without_times: AtomicBool::new(false),
             tarball_host: Mutex::new(TarballHost::Registry),
             authorization: Mutex::default(),
             restricted: Mutex::default(),
@@ -144,14 +147,19 @@ impl Shared {
     }
 }
 
+/// 2026-01-01 00:00 UTC, in seconds since the epoch: the minutes of
+/// publishing count from it.
+pub(super) const EPOCH: u64 = 1_767_225_600;
+
 /// `minute` as the registry's `time` writes one.
 fn iso(minute: u64) -> String {
-    format!("2026-01-{:02}T{:02}:{:02}:00.000Z", 1 + minute / 1440, minute / 60 % 24, minute % 60)
+    let at = chrono::DateTime::<chrono::Utc>::from(SystemTime::UNIX_EPOCH + Duration::from_secs(EPOCH + 60 * minute));
+    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// `minute` as an HTTP date.
 fn http_date(minute: u64) -> String {
-    httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600 + 60 * minute))
+    httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(EPOCH + 60 * minute))
 }
 
 fn json_error(status: StatusCode, error: &str) -> Answer {
@@ -273,7 +281,7 @@ fn document(shared: &Shared, name: &str, accept: &str) -> Answer {
         time.extend(held.iter().map(|held| (held.package.version.clone(), json!(iso(held.minute)))));
         let revision = &hex::encode(Sha256::digest(format!("{name} {modified} {}", held.len())))[..32];
         let maintainer = json!({"name": "testkit", "email": "testkit@example.invalid"});
-        let body = json!({
+        let mut body = json!({
             "_id": name,
             "_rev": format!("{}-{revision}", held.len()),
             "name": name,
@@ -286,6 +294,9 @@ fn document(shared: &Shared, name: &str, accept: &str) -> Answer {
             "readme": format!("# {name}\n\nMade by the test kit.\n"),
             "readmeFilename": "README.md",
         });
+        if shared.without_times.load(Ordering::SeqCst) {
+            body.as_object_mut().map(|document| document.remove("time"));
+        }
         ("application/json", body.to_string())
     };
     reply(StatusCode::OK, &document_headers(content_type, &body, modified), body)
