@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
-use bytes::Bytes;
 use parking_lot::Mutex;
 use pkgproxy_policy::Policy;
-use pkgproxy_sides::role::Times;
+use pkgproxy_sides::role::{Filtered, Times};
 
 /// How many held metadata's times are kept parsed.
 const TIMES_KEPT: usize = 4096;
@@ -72,8 +71,10 @@ pub struct Listing {
     pub from: SystemTime,
     /// Until when it stands (a release the policy lets go by itself then).
     pub until: Option<SystemTime>,
-    /// The body served: `None` for the stored one, unchanged.
-    pub body: Option<Bytes>,
+    /// What the client is served.
+    pub served: Filtered,
+    /// The reason phrase of a refusal.
+    pub phrase: Option<String>,
 }
 
 /// Weighs a filtered listing by its bytes.
@@ -82,7 +83,13 @@ pub struct ListingWeight;
 
 impl quick_cache::Weighter<String, Listing> for ListingWeight {
     fn weight(&self, key: &String, listing: &Listing) -> u64 {
-        (key.len() + listing.sha256.len() + listing.body.as_ref().map_or(0, Bytes::len)) as u64 + 64
+        let served = match &listing.served {
+            Filtered::AsStored => 0,
+            Filtered::Rewritten(body) => body.len(),
+            Filtered::Refused(line) => line.len(),
+        };
+        let phrase = listing.phrase.as_ref().map_or(0, String::len);
+        (key.len() + listing.sha256.len() + served + phrase) as u64 + 64
     }
 }
 

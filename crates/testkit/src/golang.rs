@@ -5,12 +5,15 @@
 //! The tree follows the module proxy protocol (`go help goproxy`):
 //! `<escaped module>/@v/{list, VERSION.info, VERSION.mod, VERSION.zip}` and
 //! `<escaped module>/@latest`, with zip entries named `module@version/...`.
+//! Each version's `.info` says when it was published (`Time`), or, as a
+//! proxy that does not know writes it, nothing.
 //! Checksum database lookups can be added from sums the real go command
 //! computed ([`GoModules::add_lookup`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, SystemTime};
 
 /// One module version of the tree.
 #[derive(Debug, Clone)]
@@ -23,6 +26,29 @@ pub struct ModuleVersion {
     pub go_mod: String,
     /// Its files besides `go.mod`: name and content.
     pub files: Vec<(String, String)>,
+    /// When its `.info` (and `@latest`, when it is the newest) says it was
+    /// published; `None`: they give no `Time`, as a proxy that does not
+    /// know it writes them.
+    pub published: Option<SystemTime>,
+}
+
+/// When the standard tree's versions were published.
+const STANDARD_TIME: Duration = Duration::from_secs(1_704_067_200);
+
+impl ModuleVersion {
+    /// `example.com/hello` at `version`, greeting with `greeting`.
+    pub fn hello(version: &str, greeting: &str, published: Option<SystemTime>) -> ModuleVersion {
+        ModuleVersion {
+            path: "example.com/hello".into(),
+            version: version.into(),
+            go_mod: "module example.com/hello\n\ngo 1.19\n".into(),
+            files: vec![(
+                "hello.go".into(),
+                format!("package hello\n\n// Hello greets.\nfunc Hello() string {{ return \"{greeting}\" }}\n"),
+            )],
+            published,
+        }
+    }
 }
 
 /// The case-encoded form of a module path (`!` + lower case for capitals).
@@ -46,15 +72,8 @@ impl GoModules {
     /// The standard tree: `example.com/hello` v1.0.0 and v1.1.0, and
     /// `example.com/HelloCaps` v0.1.0, which needs hello v1.0.0.
     pub fn standard() -> GoModules {
-        let hello = |version: &str, greeting: &str| ModuleVersion {
-            path: "example.com/hello".into(),
-            version: version.into(),
-            go_mod: "module example.com/hello\n\ngo 1.19\n".into(),
-            files: vec![(
-                "hello.go".into(),
-                format!("package hello\n\n// Hello greets.\nfunc Hello() string {{ return \"{greeting}\" }}\n"),
-            )],
-        };
+        let published = Some(SystemTime::UNIX_EPOCH + STANDARD_TIME);
+        let hello = |version: &str, greeting: &str| ModuleVersion::hello(version, greeting, published);
         let caps = ModuleVersion {
             path: "example.com/HelloCaps".into(),
             version: "v0.1.0".into(),
@@ -64,8 +83,19 @@ impl GoModules {
                 "package hellocaps\n\nimport \"example.com/hello\"\n\n// Greet greets loudly.\nfunc Greet() string { return hello.Hello() + \"!\" }\n"
                     .into(),
             )],
+            published,
         };
         GoModules::build(vec![hello("v1.0.0", "hello"), hello("v1.1.0", "hello again"), caps])
+    }
+
+    /// `example.com/hello` at each of `versions`, each published when it
+    /// says (`None`: its `.info` gives no `Time`).
+    pub fn hello_published(versions: &[(&str, Option<SystemTime>)]) -> GoModules {
+        let versions = versions
+            .iter()
+            .map(|(version, published)| ModuleVersion::hello(version, &format!("hello {version}"), *published))
+            .collect();
+        GoModules::build(versions)
     }
 
     /// A tree of `versions`.
@@ -84,7 +114,7 @@ impl GoModules {
             let lines: String = list.iter().map(|v| format!("{}\n", v.version)).collect();
             std::fs::write(folder.join("@v/list"), lines).expect("write list");
             let latest = list.last().expect("a version");
-            std::fs::write(folder.join("@latest"), info(&latest.version)).expect("write @latest");
+            std::fs::write(folder.join("@latest"), info(latest)).expect("write @latest");
         }
         modules
     }
@@ -96,7 +126,7 @@ impl GoModules {
     fn write_version(&self, version: &ModuleVersion) {
         let folder = self.module_dir(&version.path).join("@v");
         std::fs::create_dir_all(&folder).expect("module folder");
-        std::fs::write(folder.join(format!("{}.info", version.version)), info(&version.version)).expect("info");
+        std::fs::write(folder.join(format!("{}.info", version.version)), info(version)).expect("info");
         std::fs::write(folder.join(format!("{}.mod", version.version)), &version.go_mod).expect("mod");
         let prefix = format!("{}@{}/", version.path, version.version);
         let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
@@ -135,8 +165,15 @@ impl GoModules {
     }
 }
 
-fn info(version: &str) -> String {
-    format!("{{\"Version\":\"{version}\",\"Time\":\"2024-01-01T00:00:00Z\"}}\n")
+/// A version's `.info`: its version and, if known, when it was published.
+fn info(version: &ModuleVersion) -> String {
+    match version.published {
+        Some(at) => {
+            let time = humantime::format_rfc3339_seconds(at);
+            format!("{{\"Version\":\"{}\",\"Time\":\"{time}\"}}\n", version.version)
+        }
+        None => format!("{{\"Version\":\"{}\"}}\n", version.version),
+    }
 }
 
 /// A `go` run's outcome.
@@ -186,6 +223,16 @@ impl GoSandbox {
         )
         .expect("main.go");
         GoSandbox { dir, goproxy: goproxy.to_string(), gosumdb: "off".to_string() }
+    }
+
+    /// A sandbox whose consumer module `example.com/app` requires nothing
+    /// and has no code: the test writes its `go.mod` and `go.sum`, or has
+    /// `go get` write them.
+    pub fn bare(goproxy: &str) -> GoSandbox {
+        let sandbox = GoSandbox::new(goproxy);
+        std::fs::write(sandbox.app().join("go.mod"), "module example.com/app\n\ngo 1.19\n").expect("go.mod");
+        std::fs::remove_file(sandbox.app().join("main.go")).expect("no code");
+        sandbox
     }
 
     /// The same, with the go command verifying sums against the checksum

@@ -1,25 +1,25 @@
 //! The in-process tier: `pkgproxy_server::run` in the test's own runtime,
 //! on `127.0.0.1:0`, with a clock the test may move (mini-redis's
 //! `start_server`). For request-path tests: no process to spawn, and time
-//! that a test controls, across a clean restart too. `kill -9` and the
-//! command line's own flags keep the binary ([`pkgproxy_testkit::Daemon`]).
+//! that a test controls, across a clean restart and a reload too. `kill -9`
+//! and the command line's own flags keep the binary
+//! ([`pkgproxy_testkit::Daemon`]).
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use parking_lot::Mutex;
 use pkgproxy_cache::ManualClock;
 use pkgproxy_control::{ControlClient, Info};
 use pkgproxy_server::config::{ConfigFile, Overrides};
 use pkgproxy_server::{Listeners, Settings};
 use tokio::sync::oneshot;
 
-/// The configuration file a reload reads, in the server's folder.
-const CONFIG_FILE: &str = "pkgproxy.toml";
-
 /// A server running in this process.
 pub struct Server {
     dir: tempfile::TempDir,
-    config: String,
+    /// The configuration file's text: what a reload reads.
+    config: Arc<Mutex<String>>,
     proxy_addr: String,
     stats: ControlClient,
     admin: ControlClient,
@@ -47,20 +47,10 @@ impl Server {
         proxy
     }
 
-    /// Takes `config` in place of the configuration in use, as a `SIGHUP`
-    /// or `pkgproxyctl reload` takes an edited file: `Err` with the reason
-    /// when it is refused.
-    pub async fn reconfigure(&mut self, config: &str) -> Result<(), String> {
-        std::fs::write(self.dir.path().join(CONFIG_FILE), config).expect("the configuration is written");
-        let answer: Result<serde_json::Value, _> =
-            self.admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await;
-        answer.map(|_| self.config = config.to_owned()).map_err(|error| error.to_string())
-    }
-
     /// Serves on `proxy` (from [`Server::bind`]) with `config`.
     pub async fn start_on(proxy: std::net::TcpListener, config: Option<&str>) -> Server {
         let dir = tempfile::Builder::new().prefix("pkgproxy-inproc").tempdir().expect("a temporary folder");
-        let config = config.unwrap_or_default().to_owned();
+        let config = Arc::new(Mutex::new(config.unwrap_or_default().to_owned()));
         let clock = Arc::new(ManualClock::new(SystemTime::now()));
         let proxy_addr = proxy.local_addr().expect("its address").to_string();
         let running = serve(dir.path(), &config, &clock, proxy, &Overrides::default());
@@ -84,6 +74,18 @@ impl Server {
         proxy.set_nonblocking(true).expect("a non-blocking listener");
         self.running = Some(serve(self.dir.path(), &self.config, &self.clock, proxy, overrides));
         self.until_serving().await;
+    }
+
+    /// Replaces the configuration file's text with `config` and has the
+    /// server read it again, as `pkgproxyctl reload` does.
+    pub async fn reload_with(&self, config: &str) {
+        *self.config.lock() = config.to_owned();
+        let reloaded: serde_json::Value = self
+            .admin
+            .json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None)
+            .await
+            .expect("the configuration reloaded");
+        assert_eq!(reloaded["reloaded"], true, "{reloaded}");
     }
 
     async fn until_serving(&self) {
@@ -130,24 +132,22 @@ impl Server {
 /// `overrides`, its sockets in `dir`, until its stop is sent.
 fn serve(
     dir: &std::path::Path,
-    config: &str,
+    config: &Arc<Mutex<String>>,
     clock: &Arc<ManualClock>,
     proxy: std::net::TcpListener,
     overrides: &Overrides,
 ) -> Running {
-    let file = ConfigFile::parse(config).expect("a valid configuration file");
-    let mut settings = Settings::new(dir.join("cache"), &file, overrides).expect("valid settings");
+    let read = {
+        let (config, cache, overrides) = (Arc::clone(config), dir.join("cache"), overrides.clone());
+        move || {
+            let text = config.lock().clone();
+            let file = ConfigFile::parse(&text).map_err(|error| error.to_string())?;
+            Settings::new(cache.clone(), &file, &overrides).map_err(|error| error.to_string())
+        }
+    };
+    let mut settings = read().expect("valid settings");
     settings.clock = clock.clone();
-    std::fs::write(dir.join(CONFIG_FILE), config).expect("the configuration is written");
-    let (reread_dir, reread_clock, reread_overrides) = (dir.to_owned(), clock.clone(), overrides.clone());
-    settings.reload.reread = Some(Arc::new(move || {
-        let text = std::fs::read_to_string(reread_dir.join(CONFIG_FILE)).map_err(|error| error.to_string())?;
-        let file = ConfigFile::parse(&text)?;
-        let mut settings =
-            Settings::new(reread_dir.join("cache"), &file, &reread_overrides).map_err(|error| error.to_string())?;
-        settings.clock = reread_clock.clone();
-        Ok(settings)
-    }));
+    settings.reload.reread = Some(Arc::new(read));
     settings.proxy_threads = 2;
     let (stats_path, admin_path) = (dir.join("stats.sock"), dir.join("admin.sock"));
     for path in [&stats_path, &admin_path] {

@@ -34,6 +34,7 @@ mod monitoring;
 mod npm_client;
 mod offline;
 mod parent;
+mod policy_go;
 mod policy_npm;
 mod private_doors;
 mod private_spaces;

@@ -132,14 +132,14 @@ async fn not_after_serves_only_what_was_published_before_and_latest_points_at_th
 async fn a_registry_that_gives_no_time_is_refused_saying_so_unless_unknown_time_allows_it() {
     let fake = registry().await;
     fake.set_without_times(true);
-    let mut server = Server::start(Some(&config(&fake, "min_age = \"3d\""))).await;
+    let server = Server::start(Some(&config(&fake, "min_age = \"3d\""))).await;
     let refused = get(&server, "/npm/left/-/left-1.0.0.tgz").await;
     assert_eq!(refused.status, 403);
     assert!(String::from_utf8_lossy(&refused.body).contains("publish time cannot be learnt"), "{refused:?}");
     let sandbox = NodeSandbox::new(NodeClient::Npm, &[("left", "^1.0.0")]);
     assert!(!sandbox.install(&at(&server)).success, "no version with a known time");
 
-    server.reconfigure(&config(&fake, "min_age = \"3d\"\nunknown_time = \"allow\"")).await.unwrap();
+    server.reload_with(&config(&fake, "min_age = \"3d\"\nunknown_time = \"allow\"")).await;
     sandbox.forget();
     let installed = sandbox.install(&at(&server));
     assert!(installed.success, "{}", installed.output);
@@ -153,7 +153,7 @@ async fn a_malicious_package_record_refuses_its_version_whatever_its_age_and_all
     let record = r#"{"id":"MAL-2026-77","summary":"Malicious code in left (npm)","affected":[{"package":{"ecosystem":"npm","name":"left"},"versions":["1.0.1"]}]}"#;
     std::fs::write(osv.path().join("MAL-2026-77.json"), record).unwrap();
     let rules = format!("osv = [\"{}\"]", osv.path().display());
-    let mut server = Server::start(Some(&config(&fake, &rules))).await;
+    let server = Server::start(Some(&config(&fake, &rules))).await;
     server.clock().set(FakeNpm::published_at(NEW) + 1000 * DAY);
     let refused = get(&server, "/npm/left/-/left-1.0.1.tgz").await;
     assert_eq!(refused.status, 403);
@@ -162,14 +162,14 @@ async fn a_malicious_package_record_refuses_its_version_whatever_its_age_and_all
     let (versions, latest, _) = served_versions(&server).await;
     assert_eq!((versions, latest.as_str()), (vec!["1.0.0".to_owned()], "1.0.0"));
 
-    server.reconfigure(&config(&fake, &format!("{rules}\nallow = [\"npm:left@1.0.1\"]"))).await.unwrap();
+    server.reload_with(&config(&fake, &format!("{rules}\nallow = [\"npm:left@1.0.1\"]"))).await;
     assert_eq!(get(&server, "/npm/left/-/left-1.0.1.tgz").await.status, 200, "break-glass");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn offline_the_policy_applies_to_what_is_cached_and_a_reload_applies_without_a_refetch() {
     let fake = registry().await;
-    let mut server = Server::start(Some(&config(&fake, "min_age = \"3d\""))).await;
+    let server = Server::start(Some(&config(&fake, "min_age = \"3d\""))).await;
     server.clock().set(FakeNpm::published_at(NEW) + 10 * DAY);
     assert_eq!(get(&server, "/npm/left/-/left-1.0.1.tgz").await.status, 200);
     let (versions, _, _) = served_versions(&server).await;
@@ -183,7 +183,7 @@ async fn offline_the_policy_applies_to_what_is_cached_and_a_reload_applies_witho
     let (versions, latest, _) = served_versions(&server).await;
     assert_eq!((versions, latest.as_str()), (vec!["1.0.0".to_owned()], "1.0.0"));
 
-    server.reconfigure(&config(&fake, "min_age = \"1h\"")).await.unwrap();
+    server.reload_with(&config(&fake, "min_age = \"1h\"")).await;
     let (versions, latest, _) = served_versions(&server).await;
     assert_eq!((versions.len(), latest.as_str()), (2, "1.0.1"), "the new rule, at once");
     assert_eq!(get(&server, "/npm/left/-/left-1.0.1.tgz").await.status, 200);

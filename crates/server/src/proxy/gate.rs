@@ -2,7 +2,9 @@
 //! client: an artifact of a release the policy refuses is answered `403`
 //! saying which rule and until when, before the cache or the upstream is
 //! asked (so a lockfile install is held too, and nothing is fetched for a
-//! refused client); a listing is served without the releases it refuses.
+//! refused client); a listing is served without the releases it refuses,
+//! or, when it names one release the policy refuses and nothing it serves
+//! can stand in (go's `@latest`), refused as that release's artifact is.
 //! Both read what is cached when the client asks, so a change of rule
 //! applies at once, online and offline, and the stored bytes stay the
 //! upstream's.
@@ -11,6 +13,7 @@
 //! judgement reads, a download's prerequisites, a bundle taken in) is
 //! whole.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, ETAG};
 use http::{Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_policy::{Blocked, Ecosystem, Policy, Published, Release, Verdict};
-use pkgproxy_sides::role::{Gated, Gating, Judge, Judged, ReleaseName, Times};
+use pkgproxy_sides::role::{Filtered, Gated, Gating, Judge, Judged, ReleaseName, Times};
 use pkgproxy_sides::{CachedRequest, Mount, Refusal, Side, SideId};
 
 use super::cached::fetch_for_pkgproxy;
@@ -65,10 +68,20 @@ pub async fn refusal(
     let named = Release { ecosystem, name: &release.name, version: &release.version };
     let Verdict::Blocked(blocked) = policy.judge(&named, published, state.clock.now()) else { return None };
     note(state, side.id(), &named, &blocked);
-    let line = blocked.line(&named);
     tracing::info!(side = %side.id(), release = %named, rule = blocked.rule.name(), "refused by policy");
-    Some(Failed::Refused(Refusal::forbidden(line).with_code("BLOCKED_BY_POLICY").with_phrase(blocked.phrase())).into())
+    Some(refused(blocked.line(&named), blocked.phrase()))
 }
+
+/// The `403` a client is told a release is refused with: `line` in the
+/// body, `phrase` in the status line (what clients that print the status
+/// alone show).
+fn refused(line: String, phrase: String) -> Outcome {
+    Failed::Refused(Refusal::forbidden(line).with_code("BLOCKED_BY_POLICY").with_phrase(phrase)).into()
+}
+
+/// The reason phrase of a refused listing whose refusal's phrase was not
+/// kept.
+const REFUSED_PHRASE: &str = "Blocked by pkgproxy policy";
 
 fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked) {
     let at = state.clock.now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
@@ -168,10 +181,7 @@ pub async fn filtered(
     let now = state.clock.now();
     let stored = answer.stored.as_ref().map(|stored| stored.sha256.clone());
     if let Some(listing) = stored.as_ref().and_then(|sha256| state.gate.listing(&request.key, sha256, now)) {
-        return match listing.body {
-            None => Outcome::Answered(answer),
-            Some(body) => Outcome::Answered(with_body(answer, body)),
-        };
+        return served(answer, listing.served, listing.phrase);
     }
     let (parts, body) = answer.response.into_parts();
     let body = match Limited::new(body, METADATA_LIMIT as usize).collect().await {
@@ -191,26 +201,41 @@ pub async fn filtered(
         handle: tokio::runtime::Handle::current(),
         until: None,
         borrowed: false,
+        phrases: HashMap::new(),
     };
     let (request_copy, body_copy) = (request.clone(), body.clone());
     let made = tokio::task::spawn_blocking(move || {
         let mut judging = judging;
         let state = Arc::clone(&judging.state);
         let side = state.sides.get(judging.side);
-        let filtered = side.roles().gating.and_then(|gating| gating.filtered(&request_copy, &body_copy, &mut judging));
-        (filtered, judging.until, judging.borrowed)
+        let filtered = side
+            .roles()
+            .gating
+            .map_or(Filtered::AsStored, |gating| gating.filtered(&request_copy, &body_copy, &mut judging));
+        let phrase = match &filtered {
+            Filtered::Refused(line) => judging.phrases.remove(line),
+            _ => None,
+        };
+        (filtered, phrase, judging.until, judging.borrowed)
     })
     .await;
-    let Ok((filtered, until, borrowed)) = made else {
+    let Ok((filtered, phrase, until, borrowed)) = made else {
         return Failed::Internal("the policy's filter of a listing failed".to_owned()).into();
     };
     if let Some(sha256) = stored {
-        let listing = Listing { sha256, generation, from: now, until, body: filtered.clone() };
+        let listing = Listing { sha256, generation, from: now, until, served: filtered.clone(), phrase: phrase.clone() };
         state.gate.keep_listing(&request.key, listing, borrowed, now);
     }
+    served(answer, filtered, phrase)
+}
+
+/// What a client is answered for `answer`, a listing, served as the policy
+/// lets it be (`phrase`: a refusal's reason phrase).
+fn served(answer: Answer, filtered: Filtered, phrase: Option<String>) -> Outcome {
     match filtered {
-        Some(body) => Outcome::Answered(with_body(answer, body)),
-        None => Outcome::Answered(answer),
+        Filtered::AsStored => Outcome::Answered(answer),
+        Filtered::Rewritten(body) => Outcome::Answered(with_body(answer, body)),
+        Filtered::Refused(line) => refused(line, phrase.unwrap_or_else(|| REFUSED_PHRASE.to_owned())),
     }
 }
 
@@ -239,6 +264,9 @@ struct Judging {
     until: Option<SystemTime>,
     /// Whether times were read from other metadata.
     borrowed: bool,
+    /// The reason phrase of each refusal's line, for a listing refused
+    /// whole with one of them.
+    phrases: HashMap<String, String>,
 }
 
 impl Judge for Judging {
@@ -258,7 +286,9 @@ impl Judge for Judging {
                 if let Some(until) = blocked.until {
                     self.until = Some(self.until.map_or(until, |earliest| earliest.min(until)));
                 }
-                Judged::Blocked(blocked.line(&release))
+                let line = blocked.line(&release);
+                self.phrases.insert(line.clone(), blocked.phrase());
+                Judged::Blocked(line)
             }
             _ => Judged::Served,
         }

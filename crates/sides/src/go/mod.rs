@@ -10,9 +10,11 @@
 //! (`%21`); both are decoded, checked and encoded again, so one module has
 //! one cache key. `.info`, `.mod`, `.zip`, lookups and tiles never change;
 //! `list`, `@latest` and the database's `latest` are revalidated after a
-//! window.
+//! window. Under the fleet's policy a version is timed by its `.info`, and
+//! lists and `@latest` name only what it serves (`gate.rs`).
 
 mod dirhash;
+mod gate;
 mod integrity;
 pub mod needs;
 pub mod path;
@@ -66,6 +68,11 @@ pub struct Options {
     pub negative_ttl: Option<Duration>,
     /// The checksum database's name, or `off`.
     pub sumdb: Option<String>,
+    /// Whether the fleet's policy (`[policy]`) judges the modules of these
+    /// proxies (default `true`); `false` for proxies of modules the fleet
+    /// publishes itself.
+    #[serde(default)]
+    pub policy: Option<bool>,
 }
 
 /// What a request of the go side asks for.
@@ -90,6 +97,8 @@ pub struct Config {
     list_ttl: Duration,
     negative_ttl: Duration,
     sumdb: Option<String>,
+    /// Whether the fleet's policy judges the modules served.
+    gated: bool,
 }
 
 impl Config {
@@ -105,7 +114,7 @@ impl Config {
         };
         let list_ttl = config.list_ttl.unwrap_or(DEFAULT_LIST_TTL);
         let negative_ttl = config.negative_ttl.unwrap_or(DEFAULT_NEGATIVE_TTL);
-        Ok(Config { proxies, list_ttl, negative_ttl, sumdb })
+        Ok(Config { proxies, list_ttl, negative_ttl, sumdb, gated: config.policy.unwrap_or(true) })
     }
 
     /// pkgproxy's path for `url`, an upstream's own: below one of the
@@ -364,6 +373,7 @@ impl Side for Go {
             remembering: Some(self),
             reporting: Some(self),
             explaining: Some(self),
+            gating: Some(self),
             ..Roles::default()
         }
     }

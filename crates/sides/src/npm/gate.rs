@@ -19,7 +19,7 @@ use super::Npm;
 use crate::decision::CachedRequest;
 use crate::id::SideId;
 use crate::raw_object;
-use crate::role::{Gated, Gating, Judge, ReleaseName, Times};
+use crate::role::{Filtered, Gated, Gating, Judge, ReleaseName, Times};
 
 impl Gating for Npm {
     fn gated(&self, request: &CachedRequest) -> Option<Gated> {
@@ -44,9 +44,16 @@ impl Gating for Npm {
         times_of(body)
     }
 
-    /// A document without the versions the policy refuses. An abbreviated
-    /// document has no `time`: its package's full one gives it.
-    fn filtered(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Option<Bytes> {
+    fn filtered(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Filtered {
+        self.filtered_document(request, body, judge).into()
+    }
+}
+
+impl Npm {
+    /// A document without the versions the policy refuses (`None`: it
+    /// names none). An abbreviated document has no `time`: its package's
+    /// full one gives it.
+    fn filtered_document(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Option<Bytes> {
         let config = self.config();
         let Keyed { registry, space, kind: KeyKind::Document(name, form) } = Keyed::parse(&config, &request.key)?
         else {

@@ -33,8 +33,31 @@ pub trait Gating: Send + Sync {
 
     /// `body`, the listing `request` asked for, as a client is served it
     /// under the policy `judge` applies: every release it does not serve
-    /// taken out (tags that named one re-pointed). `None`: served as it is.
-    fn filtered(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Option<Bytes>;
+    /// taken out (tags that named one re-pointed).
+    fn filtered(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Filtered;
+}
+
+/// A listing, as the policy lets a client have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Filtered {
+    /// Served as stored: it names no release the policy refuses.
+    AsStored,
+    /// Served as this body: what the policy refuses taken out.
+    Rewritten(Bytes),
+    /// Not served: it names one release and no other, which the policy
+    /// refuses, and nothing it serves can stand in (go's `@latest` when no
+    /// listed version is served). The line that release was refused with
+    /// ([`Judged::Blocked`]): answered `403` as an artifact of it is, for
+    /// a client reads a missing answer as "ask elsewhere" (the go command
+    /// then tries the next proxy, or says only that nothing matched).
+    Refused(String),
+}
+
+impl From<Option<Bytes>> for Filtered {
+    /// A rewritten body, or (`None`) the stored one.
+    fn from(body: Option<Bytes>) -> Filtered {
+        body.map_or(Filtered::AsStored, Filtered::Rewritten)
+    }
 }
 
 /// What a request is, to the policy.

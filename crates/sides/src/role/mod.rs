@@ -50,7 +50,7 @@ pub use explaining::{Explaining, UpstreamPath};
 pub use exporting::Exporting;
 pub use fetching::{Fetching, UpstreamFailures};
 pub use forwarding::Forwarding;
-pub use gating::{Gated, Gating, Judge, Judged, ReleaseName, Times};
+pub use gating::{Filtered, Gated, Gating, Judge, Judged, ReleaseName, Times};
 pub use generations::Generations;
 pub use informing::Informing;
 pub use private::Private;
