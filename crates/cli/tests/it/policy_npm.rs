@@ -137,7 +137,9 @@ async fn a_registry_that_gives_no_time_is_refused_saying_so_unless_unknown_time_
     assert_eq!(refused.status, 403);
     assert!(String::from_utf8_lossy(&refused.body).contains("publish time cannot be learnt"), "{refused:?}");
     let sandbox = NodeSandbox::new(NodeClient::Npm, &[("left", "^1.0.0")]);
-    assert!(!sandbox.install(&at(&server)).success, "no version with a known time");
+    let refused = sandbox.install(&at(&server));
+    assert!(!refused.success, "no version with a known time: {}", refused.output);
+    assert!(refused.output.contains("publish time cannot be learnt"), "npm says why: {}", refused.output);
 
     server.reload_with(&config(&fake, "min_age = \"3d\"\nunknown_time = \"allow\"")).await;
     sandbox.forget();

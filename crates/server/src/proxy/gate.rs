@@ -223,7 +223,8 @@ pub async fn filtered(
         return Failed::Internal("the policy's filter of a listing failed".to_owned()).into();
     };
     if let Some(sha256) = stored {
-        let listing = Listing { sha256, generation, from: now, until, served: filtered.clone(), phrase: phrase.clone() };
+        let listing =
+            Listing { sha256, generation, from: now, until, served: filtered.clone(), phrase: phrase.clone() };
         state.gate.keep_listing(&request.key, listing, borrowed, now);
     }
     served(answer, filtered, phrase)

@@ -19,7 +19,7 @@ use super::Npm;
 use crate::decision::CachedRequest;
 use crate::id::SideId;
 use crate::raw_object;
-use crate::role::{Filtered, Gated, Gating, Judge, ReleaseName, Times};
+use crate::role::{Filtered, Gated, Gating, Judge, Judged, ReleaseName, Times};
 
 impl Gating for Npm {
     fn gated(&self, request: &CachedRequest) -> Option<Gated> {
@@ -45,15 +45,18 @@ impl Gating for Npm {
     }
 
     fn filtered(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Filtered {
-        self.filtered_document(request, body, judge).into()
+        self.filtered_document(request, body, judge).unwrap_or(Filtered::AsStored)
     }
 }
 
 impl Npm {
     /// A document without the versions the policy refuses (`None`: it
-    /// names none). An abbreviated document has no `time`: its package's
-    /// full one gives it.
-    fn filtered_document(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Option<Bytes> {
+    /// names none); refused whole when it refuses every one, so that the
+    /// client prints why (npm and pnpm print a document's `403` and its
+    /// reason; a document of no versions says only "no versions"). An
+    /// abbreviated document has no `time`: its package's full one gives
+    /// it.
+    fn filtered_document(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Option<Filtered> {
         let config = self.config();
         let Keyed { registry, space, kind: KeyKind::Document(name, form) } = Keyed::parse(&config, &request.key)?
         else {
@@ -72,16 +75,25 @@ impl Npm {
             }
         }
         let package = name.to_string();
-        let blocked: HashSet<&str> = versions
-            .iter()
-            .map(|(version, _)| version.as_ref())
-            .filter(|version| !judge.judge(&package, version, times.get(*version).copied()).serves())
-            .collect();
-        if blocked.is_empty() {
+        let mut lines: HashMap<&str, String> = HashMap::new();
+        for (version, _) in &versions {
+            if let Judged::Blocked(line) = judge.judge(&package, version, times.get(version.as_ref()).copied()) {
+                lines.insert(version.as_ref(), line);
+            }
+        }
+        if lines.is_empty() {
             return None;
         }
+        let blocked: HashSet<&str> = lines.keys().copied().collect();
         let served: Vec<&str> =
             versions.iter().map(|(version, _)| version.as_ref()).filter(|v| !blocked.contains(v)).collect();
+        if served.is_empty() {
+            let latest = member("dist-tags")
+                .and_then(|tags| serde_json::from_str::<HashMap<String, String>>(tags.get()).ok())
+                .and_then(|tags| tags.get("latest").cloned());
+            let line = latest.and_then(|latest| lines.get(latest.as_str()).cloned());
+            return line.or_else(|| lines.into_values().next()).map(Filtered::Refused);
+        }
         let kept_versions = raw_object::write(
             versions
                 .iter()
@@ -105,7 +117,7 @@ impl Npm {
             };
             (key.as_ref(), value)
         }));
-        Some(Bytes::from(written))
+        Some(Filtered::Rewritten(Bytes::from(written)))
     }
 }
 
