@@ -70,7 +70,16 @@ pub struct Listing {
     /// Until when it stands (a release the policy lets go by itself then).
     pub until: Option<SystemTime>,
     /// The body served: `None` for the stored one, unchanged.
-    pub body: Option<Bytes>,
+    pub body: Option<Filtered>,
+}
+
+/// A listing's body as the policy has it served, and its tag.
+#[derive(Debug, Clone)]
+pub struct Filtered {
+    /// The bytes.
+    pub body: Bytes,
+    /// Its entity tag (quoted), the bytes' own.
+    pub etag: String,
 }
 
 /// Weighs a filtered listing by its bytes.
@@ -79,7 +88,8 @@ pub struct ListingWeight;
 
 impl quick_cache::Weighter<String, Listing> for ListingWeight {
     fn weight(&self, key: &String, listing: &Listing) -> u64 {
-        (key.len() + listing.sha256.len() + listing.body.as_ref().map_or(0, Bytes::len)) as u64 + 64
+        let body = listing.body.as_ref().map_or(0, |filtered| filtered.body.len() + filtered.etag.len());
+        (key.len() + listing.sha256.len() + body) as u64 + 64
     }
 }
 
