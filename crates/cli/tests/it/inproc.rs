@@ -4,7 +4,7 @@
 //! that a test controls, across a clean restart too. `kill -9` and the
 //! command line's own flags keep the binary ([`pkgproxy_testkit::Daemon`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use pkgproxy_cache::ManualClock;
@@ -16,7 +16,8 @@ use tokio::sync::oneshot;
 /// A server running in this process.
 pub struct Server {
     dir: tempfile::TempDir,
-    config: String,
+    /// The configuration file's text: what a reload reads.
+    config: Arc<Mutex<String>>,
     proxy_addr: String,
     stats: ControlClient,
     admin: ControlClient,
@@ -47,7 +48,7 @@ impl Server {
     /// Serves on `proxy` (from [`Server::bind`]) with `config`.
     pub async fn start_on(proxy: std::net::TcpListener, config: Option<&str>) -> Server {
         let dir = tempfile::Builder::new().prefix("pkgproxy-inproc").tempdir().expect("a temporary folder");
-        let config = config.unwrap_or_default().to_owned();
+        let config = Arc::new(Mutex::new(config.unwrap_or_default().to_owned()));
         let clock = Arc::new(ManualClock::new(SystemTime::now()));
         let proxy_addr = proxy.local_addr().expect("its address").to_string();
         let running = serve(dir.path(), &config, &clock, proxy, &Overrides::default());
@@ -71,6 +72,16 @@ impl Server {
         proxy.set_nonblocking(true).expect("a non-blocking listener");
         self.running = Some(serve(self.dir.path(), &self.config, &self.clock, proxy, overrides));
         self.until_serving().await;
+    }
+
+    /// Rewrites the configuration file with `config` and reloads it as
+    /// `pkgproxyctl reload` does: what a reload takes is in force from the
+    /// next request on.
+    pub async fn reconfigure(&self, config: &str) {
+        *self.config.lock().expect("the configuration's text") = config.to_owned();
+        let answer: Result<serde_json::Value, _> =
+            self.admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await;
+        answer.expect("the configuration reloaded");
     }
 
     async fn until_serving(&self) {
@@ -117,14 +128,21 @@ impl Server {
 /// `overrides`, its sockets in `dir`, until its stop is sent.
 fn serve(
     dir: &std::path::Path,
-    config: &str,
+    config: &Arc<Mutex<String>>,
     clock: &Arc<ManualClock>,
     proxy: std::net::TcpListener,
     overrides: &Overrides,
 ) -> Running {
-    let file = ConfigFile::parse(config).expect("a valid configuration file");
+    let text = config.lock().expect("the configuration's text").clone();
+    let file = ConfigFile::parse(&text).expect("a valid configuration file");
     let mut settings = Settings::new(dir.join("cache"), &file, overrides).expect("valid settings");
     settings.clock = clock.clone();
+    let (config, cache_dir, overrides) = (Arc::clone(config), dir.join("cache"), overrides.clone());
+    settings.reload.reread = Some(Arc::new(move || {
+        let text = config.lock().map_err(|_| "the configuration's text is poisoned".to_owned())?.clone();
+        let file = ConfigFile::parse(&text)?;
+        Settings::new(cache_dir.clone(), &file, &overrides).map_err(|error| error.to_string())
+    }));
     settings.proxy_threads = 2;
     let (stats_path, admin_path) = (dir.join("stats.sock"), dir.join("admin.sock"));
     for path in [&stats_path, &admin_path] {
