@@ -4,7 +4,8 @@
 //! that a test controls, across a clean restart too. `kill -9` and the
 //! command line's own flags keep the binary ([`pkgproxy_testkit::Daemon`]).
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use pkgproxy_cache::ManualClock;
@@ -78,7 +79,7 @@ impl Server {
     /// `pkgproxyctl reload` does: what a reload takes is in force from the
     /// next request on.
     pub async fn reconfigure(&self, config: &str) {
-        *self.config.lock().expect("the configuration's text") = config.to_owned();
+        *self.config.lock() = config.to_owned();
         let answer: Result<serde_json::Value, _> =
             self.admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await;
         answer.expect("the configuration reloaded");
@@ -133,13 +134,13 @@ fn serve(
     proxy: std::net::TcpListener,
     overrides: &Overrides,
 ) -> Running {
-    let text = config.lock().expect("the configuration's text").clone();
+    let text = config.lock().clone();
     let file = ConfigFile::parse(&text).expect("a valid configuration file");
     let mut settings = Settings::new(dir.join("cache"), &file, overrides).expect("valid settings");
     settings.clock = clock.clone();
     let (config, cache_dir, overrides) = (Arc::clone(config), dir.join("cache"), overrides.clone());
     settings.reload.reread = Some(Arc::new(move || {
-        let text = config.lock().map_err(|_| "the configuration's text is poisoned".to_owned())?.clone();
+        let text = config.lock().clone();
         let file = ConfigFile::parse(&text)?;
         Settings::new(cache_dir.clone(), &file, &overrides).map_err(|error| error.to_string())
     }));

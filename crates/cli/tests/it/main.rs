@@ -34,6 +34,8 @@ mod monitoring;
 mod npm_client;
 mod offline;
 mod parent;
+mod policy_cargo;
+mod policy_pypi;
 mod private_doors;
 mod private_spaces;
 mod proxy_http;

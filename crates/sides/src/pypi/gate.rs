@@ -10,12 +10,16 @@
 //! why as the reason (JSON: `"yanked": "LINE"`; HTML: `data-yanked="LINE"`),
 //! not taken off it. PEP 592 has pip and uv pass over a yanked file unless
 //! the requirement pins its exact version, so an unpinned install resolves
-//! the newest file the policy serves by itself; a pinned one takes the file
-//! all the same, prints the yank's reason and asks for it, and pkgproxy's
-//! `403` says why again. A page without the file would leave a pinned
-//! install saying only that no version matches. A file the index yanked
-//! already stays yanked, its reason the policy's line. Every other byte of
-//! the page stays as served without a policy (times and all).
+//! the newest file the policy serves by itself. A pinned one (`==`, a
+//! lockfile, hashes) takes the file all the same and asks for it (or its
+//! core metadata), which pkgproxy refuses with a `403` whose status line
+//! says why: pip and uv both print that line (they fail while resolving,
+//! before they would print the yank's reason; a tool that reads the page
+//! shows the reason there). A page without the file would leave a pinned
+//! install saying only that no such version exists, not why. A file the
+//! index yanked already stays yanked, its reason the policy's line. Every
+//! other byte of the page stays as served without a policy (times and
+//! all).
 
 use std::ops::Range;
 use std::time::SystemTime;

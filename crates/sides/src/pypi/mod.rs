@@ -20,10 +20,10 @@
 //!   (`FILE.metadata`, PEP 658) against the hash the page advertises.
 //! - Under the fleet's policy (`[policy]`), each file is judged by its own
 //!   upload time, and a file the policy refuses is marked yanked on the
-//!   page with the reason (not taken off it: pip and uv then pass over it
-//!   unless a requirement pins it, and a pinned install prints why), its
-//!   download refused with a `403` saying why (`gate.rs`). An index
-//!   configured with `policy = false` is not judged.
+//!   page with the reason, not taken off it: pip and uv pass over it unless
+//!   a requirement pins it, and a pinned install asks for it and is told
+//!   why by the `403` its download gets (`gate.rs`). An index configured
+//!   with `policy = false` is not judged.
 
 mod files;
 mod gate;
