@@ -101,7 +101,9 @@ async fn min_age_holds_a_new_version_back_from_resolution_and_from_a_lockfile_un
     let held = project.run("home", &["fetch", "--locked"]);
     assert!(!held.success, "{}", held.output);
     println!("cargo fetch --locked, 1.1.0 held back:\n{}", held.output);
-    assert!(held.output.contains("tiny"), "{}", held.output);
+    let own_words = "failed to select a version for the requirement `tiny = \"^1\"` (locked to 1.1.0)";
+    assert!(held.output.contains(own_words), "{}", held.output);
+    assert!(held.output.contains("candidate versions found which didn't match: 1.0.0"), "{}", held.output);
     let (status, body) = fetched_by_curl(&server, &crate_path(&tiny.new));
     assert!(status.starts_with("HTTP/1.1 403 Blocked by pkgproxy policy (min_age until "), "{status}");
     assert!(body.starts_with("pkgproxy: cargo:tiny@1.1.0 is blocked by policy: published "), "{body}");
@@ -140,6 +142,7 @@ async fn a_registry_that_gives_no_times_is_refused_when_unknown_time_refuses_and
     let refused = project.run("home", &["generate-lockfile"]);
     assert!(!refused.success, "{}", refused.output);
     println!("cargo generate-lockfile, no times and unknown_time = \"refuse\":\n{}", refused.output);
+    assert!(refused.output.contains("no matching package named `tiny` found"), "{}", refused.output);
     let (status, body) = fetched_by_curl(&server, &crate_path(&tiny.old));
     assert_eq!(status, "HTTP/1.1 403 Blocked by pkgproxy policy (unknown_time)");
     assert!(body.contains("cargo:tiny@1.0.0 is blocked by policy: its publish time cannot be learnt"), "{body}");
