@@ -69,6 +69,15 @@ impl<'a> Exchange<'a> {
         Exchange { method: &Method::GET, headers, mount, upstream_answer, client: None, target: None, supply: None }
     }
 
+    /// The same exchange with `headers` in place of the client's (its
+    /// conditionals left out, for one).
+    pub fn with_headers<'h>(&self, headers: &'h HeaderMap) -> Exchange<'h>
+    where
+        'a: 'h,
+    {
+        Exchange { headers, ..*self }
+    }
+
     /// Who asked: a client of the listener, or pkgproxy itself (an exchange
     /// with no client).
     pub fn requester(&self) -> Requester {

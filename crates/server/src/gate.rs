@@ -73,6 +73,8 @@ pub struct Listing {
     pub until: Option<SystemTime>,
     /// What the client is served.
     pub served: Filtered,
+    /// The entity tag (quoted) of a rewritten body: its bytes' own.
+    pub etag: Option<String>,
     /// The reason phrase of a refusal.
     pub phrase: Option<String>,
 }
@@ -88,8 +90,9 @@ impl quick_cache::Weighter<String, Listing> for ListingWeight {
             Filtered::Rewritten(body) => body.len(),
             Filtered::Refused(line) => line.len(),
         };
+        let etag = listing.etag.as_ref().map_or(0, String::len);
         let phrase = listing.phrase.as_ref().map_or(0, String::len);
-        (key.len() + listing.sha256.len() + served + phrase) as u64 + 64
+        (key.len() + listing.sha256.len() + served + etag + phrase) as u64 + 64
     }
 }
 

@@ -7,7 +7,9 @@
 //! `config.json`'s `dl` says where, with markers or without). It keeps a
 //! request log, and can misbehave: a forced status (`429` with
 //! `Retry-After`, `503`), a stall, wrong bytes, a cut body, and an index
-//! behind the truth (a lagging mirror).
+//! behind the truth (a lagging mirror). A version published at an instant
+//! the test chooses has it as its line's `pubtime` (as crates.io's index
+//! gives it); the registry can also give no times at all.
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
@@ -44,6 +47,9 @@ pub struct CrateVersion {
     pub deps: Vec<(String, String)>,
     /// Whether it is yanked.
     pub yanked: bool,
+    /// When it was published (its line's `pubtime`); `None`: its line
+    /// gives no time, as an index from before `pubtime`.
+    pub published: Option<SystemTime>,
 }
 
 impl CrateVersion {
@@ -77,11 +83,24 @@ impl CrateVersion {
         let bytes = Bytes::from(gz.finish().expect("gzip"));
         let sha256 = hex::encode(Sha256::digest(&bytes));
         let deps = deps.iter().map(|(dep, req)| (dep.to_string(), req.to_string())).collect();
-        CrateVersion { name: name.to_owned(), version: version.to_owned(), bytes, sha256, deps, yanked: false }
+        CrateVersion {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            bytes,
+            sha256,
+            deps,
+            yanked: false,
+            published: None,
+        }
     }
 
-    /// Its line in its index file.
-    fn index_line(&self) -> String {
+    /// The same version, published at `at`.
+    pub fn published_at(self, at: SystemTime) -> CrateVersion {
+        CrateVersion { published: Some(at), ..self }
+    }
+
+    /// Its line in its index file (with its `pubtime` when `timed`).
+    fn index_line(&self, timed: bool) -> String {
         let deps: Vec<serde_json::Value> = self
             .deps
             .iter()
@@ -90,9 +109,12 @@ impl CrateVersion {
                        "target": null, "kind": "normal"})
             })
             .collect();
-        json!({"name": self.name, "vers": self.version, "deps": deps, "cksum": self.sha256, "features": {},
-               "yanked": self.yanked, "v": 2})
-        .to_string()
+        let mut line = json!({"name": self.name, "vers": self.version, "deps": deps, "cksum": self.sha256,
+                              "features": {}, "yanked": self.yanked, "v": 2});
+        if let Some(at) = self.published.filter(|_| timed) {
+            line["pubtime"] = json!(humantime::format_rfc3339_seconds(at).to_string());
+        }
+        line.to_string()
     }
 }
 
@@ -123,6 +145,8 @@ struct Shared {
     /// Index files as a lagging mirror serves them: their versions
     /// (count) when set.
     lagging: Mutex<Option<usize>>,
+    /// Whether index lines give no `pubtime`.
+    timeless: AtomicBool,
     requests: Mutex<Vec<RecordedRequest>>,
     forced: AtomicU16,
     stalled: AtomicBool,
@@ -206,6 +230,12 @@ impl FakeCrates {
     /// (a lagging mirror), or all again with `None`.
     pub fn set_lagging(&self, versions: Option<usize>) {
         *self.shared.lagging.lock() = versions;
+    }
+
+    /// From now on index lines give no `pubtime` (`true`), as a registry
+    /// that does not publish times, or give them again (`false`).
+    pub fn set_no_times(&self, timeless: bool) {
+        self.shared.timeless.store(timeless, Ordering::SeqCst);
     }
 
     /// From now on every request is answered `status` (`0`: normally); a
@@ -340,7 +370,8 @@ fn index_file(shared: &Shared, request: &RecordedRequest) -> Answer {
         return reply(StatusCode::NOT_FOUND, &[], "not found\n");
     }
     let listed = shared.lagging.lock().unwrap_or(versions.len()).min(versions.len());
-    let body: String = versions[..listed].iter().map(|version| version.index_line() + "\n").collect();
+    let timed = !shared.timeless.load(Ordering::SeqCst);
+    let body: String = versions[..listed].iter().map(|version| version.index_line(timed) + "\n").collect();
     let etag = format!("\"{}\"", &hex::encode(Sha256::digest(body.as_bytes()))[..16]);
     if request.header("if-none-match") == Some(etag.as_str()) {
         return reply(StatusCode::NOT_MODIFIED, &[("etag", etag)], "");

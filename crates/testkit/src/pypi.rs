@@ -7,6 +7,10 @@
 //! BLAKE2b-256, with each wheel's core metadata at `FILE.metadata` (PEP
 //! 658, advertised in both forms).
 //!
+//! Each file has its upload time (PEP 700's `upload-time`, in the JSON
+//! form), one chosen by the test or a fixed one; the index can also give
+//! none at all (as Nexus and several mirrors do).
+//!
 //! It keeps a request log and can misbehave: a forced status (`429`, `503`
 //! with `Retry-After`), a stall, wrong bytes, a cut body, pages in HTML
 //! only (an older mirror), and pages going back in time (a lagging CDN:
@@ -18,6 +22,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use base64::Engine;
 use blake2::digest::consts::U32;
@@ -96,7 +101,12 @@ pub struct Distribution {
     pub requires_python: Option<String>,
     /// Why it is yanked, if it is.
     pub yanked: Option<String>,
+    /// When it was uploaded; `None`: at [`DEFAULT_UPLOAD_TIME`].
+    pub uploaded: Option<SystemTime>,
 }
+
+/// The upload time of a file published at no chosen instant.
+pub const DEFAULT_UPLOAD_TIME: &str = "2026-12-01T12:00:00.000000Z";
 
 impl Distribution {
     /// A pure-Python wheel of `project` `version` requiring `requires`
@@ -181,7 +191,18 @@ impl Distribution {
             metadata,
             requires_python: None,
             yanked: None,
+            uploaded: None,
         }
+    }
+
+    /// The same file, uploaded at `at`.
+    pub fn uploaded_at(self, at: SystemTime) -> Distribution {
+        Distribution { uploaded: Some(at), ..self }
+    }
+
+    /// Its upload time as PyPI writes it (`2026-12-01T12:00:00.000000Z`).
+    pub fn upload_time(&self) -> String {
+        self.uploaded.map_or(DEFAULT_UPLOAD_TIME.to_owned(), |at| humantime::format_rfc3339_micros(at).to_string())
     }
 
     /// Its path on the file host: `packages/AA/BB/REST/FILE`.
@@ -211,6 +232,8 @@ struct Shared {
     corrupt: AtomicBool,
     cut: AtomicBool,
     html_only: AtomicBool,
+    /// Whether pages give no upload times.
+    timeless: AtomicBool,
     files_url: Mutex<String>,
 }
 
@@ -297,6 +320,12 @@ impl FakePypi {
     /// From now on pages are HTML whatever is asked (an older mirror).
     pub fn set_html_only(&self, html_only: bool) {
         self.shared.html_only.store(html_only, Ordering::SeqCst);
+    }
+
+    /// From now on pages give no file's upload time (`true`), as an index
+    /// that does not implement PEP 700, or give them again (`false`).
+    pub fn set_no_times(&self, timeless: bool) {
+        self.shared.timeless.store(timeless, Ordering::SeqCst);
     }
 
     /// From now on every request is answered `status` (`0`: normally), with
@@ -393,7 +422,10 @@ fn page(shared: &Shared, request: &RecordedRequest) -> Answer {
     let accept = request.header("accept").unwrap_or_default();
     let json = accept.contains(SIMPLE_JSON) && !shared.html_only.load(Ordering::SeqCst);
     let (content_type, body) = match json {
-        true => (SIMPLE_JSON, json_page(name, files, serial, &files_url)),
+        true => {
+            let timed = !shared.timeless.load(Ordering::SeqCst);
+            (SIMPLE_JSON, json_page(name, files, serial, &files_url, timed))
+        }
         false => ("text/html", html_page(name, files, serial, &files_url)),
     };
     let etag = format!("\"{}\"", &hex::encode(Sha256::digest(body.as_bytes()))[..16]);
@@ -409,21 +441,24 @@ fn page(shared: &Shared, request: &RecordedRequest) -> Answer {
     reply(StatusCode::OK, &headers, body)
 }
 
-fn json_page(name: &str, files: &[Distribution], serial: usize, files_url: &str) -> String {
+fn json_page(name: &str, files: &[Distribution], serial: usize, files_url: &str, timed: bool) -> String {
     let entries: Vec<serde_json::Value> = files
         .iter()
         .map(|file| {
             let metadata = file.metadata_sha256().map_or(json!(false), |sha256| json!({"sha256": sha256}));
-            json!({
+            let mut entry = json!({
                 "filename": file.filename,
                 "url": format!("{files_url}/{}", file.path()),
                 "hashes": {"sha256": file.sha256},
                 "requires-python": file.requires_python,
                 "core-metadata": metadata,
                 "size": file.bytes.len(),
-                "upload-time": "2026-12-01T12:00:00.000000Z",
                 "yanked": file.yanked.clone().map_or(json!(false), |reason| json!(reason)),
-            })
+            });
+            if timed {
+                entry["upload-time"] = json!(file.upload_time());
+            }
+            entry
         })
         .collect();
     let mut versions: Vec<&str> = files.iter().map(|file| file.version.as_str()).collect();

@@ -53,11 +53,17 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
     if let Some(refused) = super::gate::refusal(state, exchange, side, &request).await {
         return refused;
     }
-    let mut finish = Finish::of(&request);
-    if super::gate::filters(state, exchange, side, &request) {
-        finish = finish.filtered_as(request.clone());
+    let finish = Finish::of(&request);
+    if !super::gate::filters(state, exchange, side, &request) {
+        let (outcome, reason, answered_by) = through_the_cache(state, exchange, side, request).await;
+        return finish.because(reason).answered_by(answered_by).apply(state, side, exchange, outcome).await;
     }
-    let (outcome, reason, answered_by) = through_the_cache(state, exchange, side, request).await;
+    // A listing the policy filters: the cache serves the stored body whole,
+    // and the client's conditionals are judged on what it is served.
+    let finish = finish.filtered_as(request.clone());
+    let unconditional = super::gate::unconditional(exchange.headers);
+    let whole = exchange.with_headers(&unconditional);
+    let (outcome, reason, answered_by) = through_the_cache(state, &whole, side, request).await;
     finish.because(reason).answered_by(answered_by).apply(state, side, exchange, outcome).await
 }
 

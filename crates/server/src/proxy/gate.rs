@@ -12,6 +12,11 @@
 //! Only clients are judged: what pkgproxy fetches for itself (the times a
 //! judgement reads, a download's prerequisites, a bundle taken in) is
 //! whole.
+//!
+//! A filtered listing is another representation than the stored one: it
+//! has a tag of its own, and a client's conditionals are judged on what it
+//! is served, never on the stored body (a client holding a listing served
+//! before a rule changed must not be told it is still current).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,8 +25,11 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, ETAG};
-use http::{Method, StatusCode};
+use http::header::{
+    HeaderValue, ACCEPT_RANGES, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_MATCH, IF_MODIFIED_SINCE,
+    IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED, RANGE,
+};
+use http::{HeaderMap, Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_policy::{Blocked, Ecosystem, Policy, Published, Release, Verdict};
 use pkgproxy_sides::role::{Filtered, Gated, Gating, Judge, Judged, ReleaseName, Times};
@@ -29,6 +37,7 @@ use pkgproxy_sides::{CachedRequest, Mount, Refusal, Side, SideId};
 
 use super::cached::fetch_for_pkgproxy;
 use super::outcome::{Answer, Failed, Outcome};
+use super::plan::{plan, Plan, Representation};
 use crate::body::ResponseBody;
 use crate::context::Exchange;
 use crate::gate::{Listing, Refused};
@@ -177,11 +186,11 @@ pub async fn filtered(
     if answer.status() != StatusCode::OK || *exchange.method == Method::HEAD {
         return Outcome::Answered(answer);
     }
-    let Some(policy) = state.gate.policy() else { return Outcome::Answered(answer) };
+    let Some(policy) = state.gate.policy() else { return Outcome::Answered(as_asked(answer, exchange)) };
     let now = state.clock.now();
     let stored = answer.stored.as_ref().map(|stored| stored.sha256.clone());
     if let Some(listing) = stored.as_ref().and_then(|sha256| state.gate.listing(&request.key, sha256, now)) {
-        return served(answer, listing.served, listing.phrase);
+        return served(answer, listing.served, listing.etag, listing.phrase, exchange);
     }
     let (parts, body) = answer.response.into_parts();
     let body = match Limited::new(body, METADATA_LIMIT as usize).collect().await {
@@ -189,7 +198,9 @@ pub async fn filtered(
         Err(error) => return Failed::Upstream(format!("the listing could not be read whole: {error}")).into(),
     };
     let answer = Answer { response: http::Response::from_parts(parts, ResponseBody::full(body.clone())), ..answer };
-    let Some(ecosystem) = Ecosystem::of_side(side.id().as_str()) else { return Outcome::Answered(answer) };
+    let Some(ecosystem) = Ecosystem::of_side(side.id().as_str()) else {
+        return Outcome::Answered(as_asked(answer, exchange));
+    };
     let generation = state.gate.generation();
     let judging = Judging {
         policy,
@@ -222,34 +233,89 @@ pub async fn filtered(
     let Ok((filtered, phrase, until, borrowed)) = made else {
         return Failed::Internal("the policy's filter of a listing failed".to_owned()).into();
     };
+    let etag = match &filtered {
+        Filtered::Rewritten(body) => Some(own_etag(body)),
+        _ => None,
+    };
     if let Some(sha256) = stored {
-        let listing =
-            Listing { sha256, generation, from: now, until, served: filtered.clone(), phrase: phrase.clone() };
+        let (served, etag, phrase) = (filtered.clone(), etag.clone(), phrase.clone());
+        let listing = Listing { sha256, generation, from: now, until, served, etag, phrase };
         state.gate.keep_listing(&request.key, listing, borrowed, now);
     }
-    served(answer, filtered, phrase)
+    served(answer, filtered, etag, phrase, exchange)
 }
 
 /// What a client is answered for `answer`, a listing, served as the policy
-/// lets it be (`phrase`: a refusal's reason phrase).
-fn served(answer: Answer, filtered: Filtered, phrase: Option<String>) -> Outcome {
+/// lets it be (`etag`: a rewritten body's tag; `phrase`: a refusal's
+/// reason phrase), or `304` where its conditionals hold for that.
+fn served(
+    answer: Answer,
+    filtered: Filtered,
+    etag: Option<String>,
+    phrase: Option<String>,
+    exchange: &Exchange<'_>,
+) -> Outcome {
     match filtered {
-        Filtered::AsStored => Outcome::Answered(answer),
-        Filtered::Rewritten(body) => Outcome::Answered(with_body(answer, body)),
+        Filtered::AsStored => Outcome::Answered(as_asked(answer, exchange)),
+        Filtered::Rewritten(body) => Outcome::Answered(as_asked(with_body(answer, body, etag), exchange)),
         Filtered::Refused(line) => refused(line, phrase.unwrap_or_else(|| REFUSED_PHRASE.to_owned())),
     }
 }
 
+/// The headers of a client's request to the cache for a listing the policy
+/// filters: without its conditionals and range, which are judged on the
+/// listing as served.
+pub fn unconditional(headers: &HeaderMap) -> HeaderMap {
+    let mut headers = headers.clone();
+    for name in [IF_NONE_MATCH, IF_MODIFIED_SINCE, IF_MATCH, IF_UNMODIFIED_SINCE, IF_RANGE, RANGE] {
+        headers.remove(name);
+    }
+    headers
+}
+
+/// The tag of a filtered listing: its bytes' own, so it changes with them.
+fn own_etag(body: &[u8]) -> String {
+    use sha2::Digest;
+    format!("\"p{}\"", &hex::encode(sha2::Sha256::digest(body))[..32])
+}
+
 /// `answer` with `body` in place of its own: no longer the stored bytes,
-/// so no compressed form of them and not their tag; and not kept by the
-/// client as it is (what the policy took out comes back when a rule
-/// changes, or when a release is old enough).
-fn with_body(answer: Answer, body: Bytes) -> Answer {
+/// so no compressed form of them, its own tag and no date; and asked
+/// again by the client each time (what the policy took out comes back
+/// when a rule changes, or when a release is old enough).
+fn with_body(answer: Answer, body: Bytes, etag: Option<String>) -> Answer {
     let (mut parts, _) = answer.response.into_parts();
+    parts.headers.remove(LAST_MODIFIED);
     parts.headers.remove(ETAG);
+    if let Some(etag) = etag.and_then(|etag| HeaderValue::from_str(&etag).ok()) {
+        parts.headers.insert(ETAG, etag);
+    }
     parts.headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
     Answer { response: http::Response::from_parts(parts, ResponseBody::full(body)), stored: None, ..answer }
+}
+
+/// `answer`, a listing as served, or `304 Not Modified` when the client's
+/// conditionals hold for it.
+fn as_asked(answer: Answer, exchange: &Exchange<'_>) -> Answer {
+    let headers = answer.response.headers();
+    let text = |value: Option<&HeaderValue>| value.and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let (etag, last_modified) = (text(headers.get(ETAG)), text(headers.get(LAST_MODIFIED)));
+    let representation = Representation {
+        etag: etag.as_deref(),
+        last_modified: last_modified.as_deref(),
+        date_validates_ranges: false,
+        length: None,
+    };
+    if plan(exchange.method, exchange.headers, &representation) != Plan::NotModified {
+        return answer;
+    }
+    let (mut parts, _) = answer.response.into_parts();
+    parts.status = StatusCode::NOT_MODIFIED;
+    for name in [CONTENT_TYPE, CONTENT_LENGTH, ACCEPT_RANGES] {
+        parts.headers.remove(name);
+    }
+    Answer { response: http::Response::from_parts(parts, ResponseBody::Empty), stored: None, ..answer }
 }
 
 /// The policy as a side's listing filter asks it, on a blocking thread.

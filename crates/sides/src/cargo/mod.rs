@@ -23,7 +23,12 @@
 //!   what it brings is kept in a space of its own (`cargo/NAME/private/`),
 //!   served per crate only to clients the registry accepts for that
 //!   crate, never to a client without credentials.
+//! - Under the fleet's policy (`[policy]`), an index file is served without
+//!   the lines of the versions the policy refuses, and their crates are
+//!   refused with a `403` saying why (`gate.rs`). A registry configured
+//!   with `policy = false` is not judged.
 
+mod gate;
 mod index;
 pub mod needs;
 mod reporting;
@@ -99,6 +104,10 @@ pub struct RegistryOptions {
     pub name: String,
     /// Its sparse index's URLs, the mirrors of one pool.
     pub index: Vec<String>,
+    /// Whether the fleet's policy (`[policy]`) judges its crates: `false`
+    /// for a registry whose crates the fleet publishes itself.
+    #[serde(default)]
+    pub policy: Option<bool>,
 }
 
 /// How `[cargo]` names its registries: crates.io built in, and each
@@ -124,6 +133,8 @@ struct Registry {
     mount: String,
     /// Its index's instances.
     index: Instances,
+    /// Whether the fleet's policy judges its crates.
+    gated: bool,
 }
 
 impl Registry {
@@ -202,8 +213,13 @@ impl Config {
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
         let configured = options.registry.iter().map(|registry| (&registry.name, &registry.index[..]));
         let registries = NAMING.registries(&options.index, configured)?;
-        let registries =
-            registries.into_iter().map(|named| Registry { name: named.name, mount: named.mount, index: named.mirrors });
+        let gated = |name: &str| options.registry.iter().find(|registry| registry.name == name).and_then(|r| r.policy);
+        let registries = registries.into_iter().map(|named| Registry {
+            gated: gated(&named.name).unwrap_or(true),
+            name: named.name,
+            mount: named.mount,
+            index: named.mirrors,
+        });
         Ok(Config { registries: registries.collect(), index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
@@ -623,6 +639,7 @@ impl Side for Cargo {
             resolving: Some(self),
             reporting: Some(self),
             explaining: Some(self),
+            gating: Some(self),
             ..Roles::default()
         }
     }

@@ -199,3 +199,23 @@ fn an_index_s_url_is_served_below_its_registry_and_a_crates_io_download_is_named
     assert_eq!(index::checksum(file.as_bytes(), "1.0.2"), None);
     assert_eq!(index::checksum(b"{\"vers\":\"1.0.0\",\"cksum\":\"short\"}", "1.0.0"), None);
 }
+
+#[test]
+fn crates_are_timed_by_their_index_file_and_index_files_are_listings_unless_the_registry_is_exempt() {
+    use crate::role::{Gated, ReleaseName};
+    let exempt = "[[registry]]\nname = \"corp\"\nindex = [\"https://corp.example/index/\"]\npolicy = false\n";
+    let (cargo, _dir) = side(exempt);
+    let none = http::HeaderMap::new();
+    let get = |path: &str| cached(classify(&cargo, &Method::GET, path, &none));
+    let gating = cargo.roles().gating.expect("the side is judged by the policy");
+    let Some(Gated::Artifact { release, times_from }) = gating.gated(&get(&format!("/crates/Serde/1.0.0/{SHA}")))
+    else {
+        panic!("a crate is a release's")
+    };
+    assert_eq!(release, ReleaseName { name: "serde".into(), version: "1.0.0".into(), timed_as: "1.0.0".into() });
+    assert_eq!(times_from.key, "cargo/crates-io/index/se/rd/serde", "timed by its index file");
+    assert!(matches!(gating.gated(&get("/index/se/rd/serde")), Some(Gated::Listing)));
+    assert!(gating.gated(&get("/index/config.json")).is_none(), "config.json names no release");
+    assert!(gating.gated(&get("/corp/index/3/s/syn")).is_none(), "policy = false");
+    assert!(gating.gated(&get(&format!("/corp/crates/syn/2.0.0/{SHA}"))).is_none(), "policy = false");
+}

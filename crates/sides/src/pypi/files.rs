@@ -90,6 +90,24 @@ pub fn project_of(filename: &str) -> Option<String> {
     (!stem.is_empty()).then(|| super::normalize(stem))
 }
 
+/// The version in a distribution's file name: a wheel's (or an egg's)
+/// second `-`-separated part, an sdist's from the `-` before a digit to its
+/// extension.
+pub fn version_of(filename: &str) -> Option<&str> {
+    if let Some(built) = filename.strip_suffix(".whl").or_else(|| filename.strip_suffix(".egg")) {
+        return built.split('-').nth(1).filter(|version| !version.is_empty());
+    }
+    let stem = [".tar.gz", ".zip", ".tar.bz2", ".tgz", ".tar.xz"].iter().find_map(|ext| filename.strip_suffix(ext))?;
+    let bytes = stem.as_bytes();
+    let at = (1..bytes.len()).find(|&i| bytes[i - 1] == b'-' && bytes[i].is_ascii_digit())?;
+    Some(&stem[at..])
+}
+
+/// The project (normalised) and version a distribution's file is of.
+pub fn release_of(filename: &str) -> Option<(String, &str)> {
+    Some((project_of(filename)?, version_of(filename)?))
+}
+
 /// The checks of a file fetched for a path naming `digest`: its
 /// BLAKE2b-256 (PyPI's layout) or its SHA-256 (an index laid out
 /// otherwise) is the digest, and its SHA-256 the page's, when the page
@@ -190,6 +208,18 @@ mod tests {
         assert_eq!(served_path(&other).unwrap(), format!("{}/{}/{}/{file}", &B2[..2], &B2[2..4], &B2[4..]));
         let unhashed = Listed { sha256: None, ..other };
         assert_eq!(served_path(&unhashed), None, "nothing to check it by");
+    }
+
+    #[test]
+    fn a_file_s_version_is_read_from_its_name() {
+        assert_eq!(version_of("six-1.16.0-py2.py3-none-any.whl"), Some("1.16.0"));
+        assert_eq!(version_of("zope.interface-6.0.tar.gz"), Some("6.0"));
+        assert_eq!(version_of("my-pkg-2.0rc1.zip"), Some("2.0rc1"));
+        assert_eq!(version_of("notes.txt"), None);
+        assert_eq!(
+            release_of("Zope.Interface-6.0-cp312-cp312-linux_x86_64.whl"),
+            Some(("zope-interface".into(), "6.0"))
+        );
     }
 
     #[test]

@@ -18,8 +18,15 @@
 //!   the file yet), and checked as it streams against the digest its path
 //!   names and the SHA-256 its page gives; core metadata
 //!   (`FILE.metadata`, PEP 658) against the hash the page advertises.
+//! - Under the fleet's policy (`[policy]`), each file is judged by its own
+//!   upload time, and a file the policy refuses is marked yanked on the
+//!   page with the reason, not taken off it: pip and uv pass over it unless
+//!   a requirement pins it, and a pinned install asks for it and is told
+//!   why by the `403` its download gets (`gate.rs`). An index configured
+//!   with `policy = false` is not judged.
 
 mod files;
+mod gate;
 mod links;
 mod metadata;
 pub mod needs;
@@ -114,6 +121,10 @@ pub struct IndexOptions {
     pub name: String,
     /// Its simple index's URLs, the mirrors of one pool.
     pub mirrors: Vec<String>,
+    /// Whether the fleet's policy (`[policy]`) judges its files: `false`
+    /// for an index whose projects the fleet publishes itself.
+    #[serde(default)]
+    pub policy: Option<bool>,
 }
 
 /// How `[pypi]` names its indexes: PyPI built in, and each
@@ -139,6 +150,8 @@ struct Index {
     mount: String,
     /// Its simple index's instances.
     mirrors: Instances,
+    /// Whether the fleet's policy judges its files.
+    gated: bool,
 }
 
 impl Index {
@@ -183,8 +196,13 @@ impl Config {
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
         let configured = options.index.iter().map(|index| (&index.name, &index.mirrors[..]));
         let indexes = NAMING.registries(&options.mirrors, configured)?;
-        let indexes =
-            indexes.into_iter().map(|named| Index { name: named.name, mount: named.mount, mirrors: named.mirrors });
+        let gated = |name: &str| options.index.iter().find(|index| index.name == name).and_then(|index| index.policy);
+        let indexes = indexes.into_iter().map(|named| Index {
+            gated: gated(&named.name).unwrap_or(true),
+            name: named.name,
+            mount: named.mount,
+            mirrors: named.mirrors,
+        });
         Ok(Config { indexes: indexes.collect(), index_ttl: options.index_ttl.unwrap_or(DEFAULT_INDEX_TTL) })
     }
 
@@ -558,6 +576,7 @@ impl Side for Pypi {
             resolving: Some(self),
             reporting: Some(self),
             explaining: Some(self),
+            gating: Some(self),
             ..Roles::default()
         }
     }

@@ -190,8 +190,8 @@ impl Anchor<'_> {
     fn attribute(&self, name: &str) -> Option<String> {
         attributes(self.attributes)
             .into_iter()
-            .find(|(key, _, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value, _)| html_escape::decode_html_entities(value.unwrap_or_default()).into_owned())
+            .find(|attribute| attribute.name.eq_ignore_ascii_case(name))
+            .map(|attribute| html_escape::decode_html_entities(attribute.value.unwrap_or_default()).into_owned())
     }
 }
 
@@ -228,9 +228,17 @@ fn tag_end(html: &str, from: usize) -> Option<usize> {
     None
 }
 
-/// An attribute of a start tag: its name, its value (`None`: none given),
-/// and where the value's text is within the tag's attributes.
-type Attribute<'t> = (&'t str, Option<&'t str>, Option<std::ops::Range<usize>>);
+/// An attribute of a start tag.
+struct Attribute<'t> {
+    /// Its name.
+    name: &'t str,
+    /// Where its name ends within the tag's attributes.
+    name_end: usize,
+    /// Its value (`None`: none given).
+    value: Option<&'t str>,
+    /// Where the value's text is within the tag's attributes.
+    value_at: Option<std::ops::Range<usize>>,
+}
 
 /// The attributes of a start tag.
 fn attributes(text: &str) -> Vec<Attribute<'_>> {
@@ -249,11 +257,12 @@ fn attributes(text: &str) -> Vec<Attribute<'_>> {
             break;
         }
         let name = &text[start..at];
+        let name_end = at;
         while at < bytes.len() && bytes[at].is_ascii_whitespace() {
             at += 1;
         }
         if at >= bytes.len() || bytes[at] != b'=' {
-            found.push((name, None, None));
+            found.push(Attribute { name, name_end, value: None, value_at: None });
             continue;
         }
         at += 1;
@@ -275,7 +284,8 @@ fn attributes(text: &str) -> Vec<Attribute<'_>> {
                 (start, at)
             }
         };
-        found.push((name, Some(&text[value_start..value_end]), Some(value_start..value_end)));
+        let value_at = value_start..value_end;
+        found.push(Attribute { name, name_end, value: Some(&text[value_at.clone()]), value_at: Some(value_at) });
     }
     found
 }
@@ -289,8 +299,8 @@ pub fn rewritten_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) ->
     let mut copied = 0;
     for anchor in anchors(html) {
         let Some(url) = listed(&anchor).as_ref().and_then(served) else { continue };
-        let href = attributes(anchor.attributes).into_iter().find(|(name, _, _)| name.eq_ignore_ascii_case("href"));
-        let Some((_, Some(value), Some(range))) = href else { continue };
+        let href = attributes(anchor.attributes).into_iter().find(|found| found.name.eq_ignore_ascii_case("href"));
+        let Some(Attribute { value: Some(value), value_at: Some(range), .. }) = href else { continue };
         let fragment = value.split_once('#').map(|(_, fragment)| format!("#{fragment}")).unwrap_or_default();
         let start = anchor.attributes_at + range.start;
         let end = anchor.attributes_at + range.end;
@@ -298,6 +308,30 @@ pub fn rewritten_html(html: &str, served: &dyn Fn(&Listed) -> Option<String>) ->
         out.push_str(&html_escape::encode_double_quoted_attribute(&url));
         out.push_str(&fragment);
         copied = end;
+    }
+    out.push_str(&html[copied..]);
+    out
+}
+
+/// `html`, a whole page, with each file `reason` gives a reason for
+/// marked yanked for it (PEP 592's `data-yanked`, its value replaced when
+/// the index yanked the file already), every other byte as it was.
+pub fn marked_yanked_html(html: &str, reason: &mut dyn FnMut(&Listed) -> Option<String>) -> String {
+    let mut out = String::with_capacity(html.len() + html.len() / 8);
+    let mut copied = 0;
+    for anchor in anchors(html) {
+        let Some(why) = listed(&anchor).as_ref().and_then(&mut *reason) else { continue };
+        let escaped = html_escape::encode_double_quoted_attribute(&why);
+        let yanked =
+            attributes(anchor.attributes).into_iter().find(|found| found.name.eq_ignore_ascii_case("data-yanked"));
+        let (at, until, written) = match yanked {
+            Some(Attribute { value_at: Some(range), .. }) => (range.start, range.end, escaped.into_owned()),
+            Some(Attribute { name_end, .. }) => (name_end, name_end, format!("=\"{escaped}\"")),
+            None => (0, 0, format!(" data-yanked=\"{escaped}\"")),
+        };
+        out.push_str(&html[copied..anchor.attributes_at + at]);
+        out.push_str(&written);
+        copied = anchor.attributes_at + until;
     }
     out.push_str(&html[copied..]);
     out
@@ -364,6 +398,30 @@ mod tests {
         let page = "<a href=\"../x/demo-1.0.tar.gz#sha256=abc\">demo-1.0.tar.gz</a>";
         let rewritten = rewritten_html(page, &|_| Some("http://h/?a=1&b=\"<>\"".to_owned()));
         assert_eq!(rewritten, "<a href=\"http://h/?a=1&amp;b=&quot;&lt;&gt;&quot;#sha256=abc\">demo-1.0.tar.gz</a>");
+    }
+
+    #[test]
+    fn a_file_is_marked_yanked_in_its_anchor_and_nothing_else_changes() {
+        let mut why =
+            |listed: &Listed| (listed.filename.ends_with(".tar.gz")).then(|| "held: \"fresh\" & <new>".to_owned());
+        let marked = marked_yanked_html(HTML_PAGE, &mut why);
+        let expected = HTML_PAGE.replacen(
+            "data-yanked=\"bad &amp; broken\"",
+            "data-yanked=\"held: &quot;fresh&quot; &amp; &lt;new&gt;\"",
+            1,
+        );
+        assert_eq!(marked, expected, "an upstream yank's reason is replaced");
+        let page =
+            "<p>x</p><a href=\"u/demo-1.0.tar.gz\" data-yanked>demo-1.0.tar.gz</a>\n<a\thref=u>demo-2.0.tar.gz</a>";
+        let marked = marked_yanked_html(page, &mut why);
+        assert_eq!(
+            marked,
+            "<p>x</p><a href=\"u/demo-1.0.tar.gz\" data-yanked=\"held: &quot;fresh&quot; &amp; &lt;new&gt;\">demo-1.0.tar.gz</a>\n\
+             <a data-yanked=\"held: &quot;fresh&quot; &amp; &lt;new&gt;\"\thref=u>demo-2.0.tar.gz</a>"
+        );
+        let reparsed = parse(marked.as_bytes()).unwrap();
+        assert_eq!(reparsed.files.len(), 2);
+        assert_eq!(marked_yanked_html(HTML_PAGE, &mut |_| None), HTML_PAGE);
     }
 
     #[test]

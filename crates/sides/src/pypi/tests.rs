@@ -153,3 +153,32 @@ fn an_index_asking_to_wait_is_told_as_a_424_that_pip_and_uv_do_not_retry() {
         (StatusCode::FAILED_DEPENDENCY, Some("Offline (pkgproxy): not held".into()))
     );
 }
+
+#[test]
+fn files_are_releases_timed_by_their_project_s_json_page_and_pages_are_listings_unless_the_index_is_exempt() {
+    use crate::role::{Gated, ReleaseName};
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(pkgproxy_cache::SystemClock)).unwrap();
+    let corp =
+        IndexOptions { name: "corp".into(), mirrors: vec!["https://corp.example/simple".into()], policy: Some(false) };
+    let side = Pypi::new(Config::new(&Options { index: vec![corp], ..Options::default() }).unwrap(), cache);
+    let config = side.config();
+    let (pypi, corp) = (config.index("").unwrap(), config.index("/corp").unwrap());
+    let gating = side.roles().gating.expect("the side is judged by the policy");
+    let path = format!("{}/{}/{}/Zope.Interface-6.0-py3-none-any.whl", &B2[..2], &B2[2..4], &B2[4..]);
+    for asked in [path.clone(), format!("{path}.metadata")] {
+        let file = FilePath::parse(&asked).unwrap();
+        let Some(Gated::Artifact { release, times_from }) = gating.gated(&side.file(pypi, &file)) else {
+            panic!("a file and its core metadata are a release's: {asked}")
+        };
+        let filename = "Zope.Interface-6.0-py3-none-any.whl".to_owned();
+        assert_eq!(release, ReleaseName { name: "zope-interface".into(), version: "6.0".into(), timed_as: filename });
+        assert_eq!(times_from.key, "pypi/pypi/simple/zope-interface/json", "timed by the JSON page");
+        assert!(gating.gated(&side.file(corp, &file)).is_none(), "policy = false");
+    }
+    for form in [Form::Json, Form::Html] {
+        let page = pypi.page("zope-interface", form, DEFAULT_INDEX_TTL);
+        assert!(matches!(gating.gated(&page), Some(Gated::Listing)), "{form:?}");
+        assert!(gating.gated(&corp.page("zope-interface", form, DEFAULT_INDEX_TTL)).is_none());
+    }
+}

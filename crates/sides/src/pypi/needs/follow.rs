@@ -18,7 +18,7 @@ use super::tags::Ranking;
 use super::{Installer, Lock, Locked, LockedFile};
 use crate::id::SideId;
 use crate::needs::{self, HeldBodies, NeededItem, Needs, NeedsError};
-use crate::pypi::files::{project_of, served_path};
+use crate::pypi::files::{project_of, served_path, version_of};
 use crate::pypi::page::{self, Form, Listed};
 use crate::pypi::{normalize, Index, Pypi, PAGE_LIMIT};
 
@@ -298,17 +298,6 @@ impl HeldPage {
     }
 }
 
-/// The version in a distribution's file name.
-fn version_of(filename: &str) -> Option<&str> {
-    if let Some(wheel) = filename.strip_suffix(".whl") {
-        return wheel.split('-').nth(1);
-    }
-    let stem = [".tar.gz", ".zip", ".tar.bz2", ".tgz", ".tar.xz"].iter().find_map(|ext| filename.strip_suffix(ext))?;
-    let bytes = stem.as_bytes();
-    let at = (1..bytes.len()).find(|&i| bytes[i - 1] == b'-' && bytes[i].is_ascii_digit())?;
-    Some(&stem[at..])
-}
-
 /// The index a lock names by `url` (`None`: PyPI): PyPI's, one of an
 /// index's mirrors, or a pkgproxy's own (`.../pypi/simple`,
 /// `.../pypi/NAME/simple`: a lock made through pkgproxy names it).
@@ -445,14 +434,6 @@ mod tests {
         assert_eq!(pkgproxy_mount("http://h:3142/pypi/corp/simple").as_deref(), Some("/corp"));
         assert_eq!(pkgproxy_mount("https://pypi.org/simple"), None);
         assert_eq!(pkgproxy_mount("https://corp.example/a/b/simple"), None);
-    }
-
-    #[test]
-    fn a_file_s_version_is_read_from_its_name() {
-        assert_eq!(version_of("six-1.16.0-py2.py3-none-any.whl"), Some("1.16.0"));
-        assert_eq!(version_of("zope.interface-6.0.tar.gz"), Some("6.0"));
-        assert_eq!(version_of("my-pkg-2.0rc1.zip"), Some("2.0rc1"));
-        assert_eq!(version_of("notes.txt"), None);
     }
 
     #[test]
