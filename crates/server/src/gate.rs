@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use pkgproxy_policy::Policy;
+use pkgproxy_policy::{Options, Policy};
 use pkgproxy_sides::role::Times;
 
 /// How many held metadata's times are kept parsed.
@@ -33,6 +33,9 @@ const RECENT_KEPT: usize = 20;
 /// The policy's state.
 pub struct Gate {
     policy: ArcSwapOption<Policy>,
+    /// `[policy]` as written, for the policy made again when a bundle
+    /// brings malicious-package records.
+    written: Mutex<Option<Options>>,
     /// Counts the policies taken: a filtered listing is of one.
     generation: AtomicU64,
     times: Mutex<HashMap<String, (String, Arc<Times>)>>,
@@ -45,6 +48,7 @@ impl Default for Gate {
     fn default() -> Self {
         Gate {
             policy: ArcSwapOption::empty(),
+            written: Mutex::default(),
             generation: AtomicU64::new(0),
             times: Mutex::default(),
             listings: quick_cache::sync::Cache::with_weighter(1024, LISTINGS_KEPT_BYTES, ListingWeight),
@@ -103,15 +107,30 @@ pub struct Refused {
     pub rule: &'static str,
     /// Why, in words.
     pub because: String,
+    /// Whether it was asked for in a client's own space (with its token):
+    /// its name is then not shown to everyone (the status page).
+    pub private: bool,
 }
 
 impl Gate {
-    /// A gate with `policy` in force (none: everything is served as
-    /// without one).
-    pub fn new(policy: Option<Arc<Policy>>) -> Gate {
+    /// A gate with `policy`, made of `written` (`[policy]` as written),
+    /// in force (none: everything is served as without one).
+    pub fn new(written: Option<Options>, policy: Option<Arc<Policy>>) -> Gate {
         let gate = Gate::default();
-        gate.take(policy);
+        gate.configure(written, policy);
         gate
+    }
+
+    /// Puts `policy`, made of `written`, in force from the next request
+    /// on (a reload).
+    pub fn configure(&self, written: Option<Options>, policy: Option<Arc<Policy>>) {
+        *self.written.lock() = written;
+        self.take(policy);
+    }
+
+    /// `[policy]` as written, as the policy in force was made of it.
+    pub fn written(&self) -> Option<Options> {
+        self.written.lock().clone()
     }
 
     /// The policy in force, if any.

@@ -33,7 +33,7 @@ use crate::state::State;
 
 /// The largest held metadata read for its times, and the largest listing
 /// filtered (npm's largest documents run to tens of megabytes).
-const METADATA_LIMIT: u64 = 256 * 1024 * 1024;
+pub(super) const METADATA_LIMIT: u64 = 256 * 1024 * 1024;
 /// How many metadata files one listing's filter fetches at once.
 const FETCHED_AT_ONCE: usize = 8;
 
@@ -64,13 +64,14 @@ pub async fn refusal(
     };
     let named = Release { ecosystem, name: &release.name, version: &release.version };
     let Verdict::Blocked(blocked) = policy.judge(&named, published, state.clock.now()) else { return None };
-    note(state, side.id(), &named, &blocked);
+    note(state, side.id(), &named, &blocked, request.access.is_some());
     let line = blocked.line(&named);
     tracing::info!(side = %side.id(), release = %named, rule = blocked.rule.name(), "refused by policy");
-    Some(Failed::Refused(Refusal::forbidden(line).with_code("BLOCKED_BY_POLICY").with_phrase(blocked.phrase())).into())
+    let refusal = Refusal::forbidden(line).with_code("BLOCKED_BY_POLICY").with_phrase(blocked.phrase());
+    Some(Failed::Blocked { refusal, rule: format!("{named} {}", blocked.summary()) }.into())
 }
 
-fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked) {
+fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked, private: bool) {
     let at = state.clock.now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
     state.gate.refused(Refused {
         at,
@@ -78,6 +79,7 @@ fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked) {
         release: release.to_string(),
         rule: blocked.rule.name(),
         because: blocked.because(),
+        private,
     });
 }
 
@@ -85,7 +87,7 @@ fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked) {
 /// what is held, else fetched through the cache for pkgproxy (asked again,
 /// at most every few seconds, when what is held does not name it: it may
 /// be new).
-fn published<'a>(
+pub(super) fn published<'a>(
     state: &'a Arc<State>,
     side: &'a dyn Side,
     gating: &'a dyn Gating,
