@@ -292,6 +292,9 @@ const NOT_HELD_NAMED: usize = 20;
 /// A bundle of what `asked` needs, streamed; refused before anything is
 /// written when something is not held.
 async fn export(state: Arc<State>, asked: ExportRequest) -> Response<ResponseBody> {
+    if asked.policy && state.gate.policy().is_none() {
+        return error(StatusCode::CONFLICT, "no policy is in force here: there are no malicious-package records to carry");
+    }
     let planning = Arc::clone(&state);
     let planned = tokio::task::spawn_blocking(move || crate::bundle::export::plan(&planning, &asked)).await;
     match planned {
