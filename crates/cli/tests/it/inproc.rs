@@ -16,7 +16,8 @@ use tokio::sync::oneshot;
 /// A server running in this process.
 pub struct Server {
     dir: tempfile::TempDir,
-    config: String,
+    /// The configuration file's text, which a reload reads again.
+    config: Arc<parking_lot::Mutex<String>>,
     proxy_addr: String,
     stats: ControlClient,
     admin: ControlClient,
@@ -44,11 +45,22 @@ impl Server {
         proxy
     }
 
+    /// Serves with `config`, its clock showing `now` (times a fake
+    /// upstream writes, as publish times, are then as old as the test
+    /// says).
+    pub async fn start_at(config: Option<&str>, now: SystemTime) -> Server {
+        Server::start_on_at(Server::bind(), config, now).await
+    }
+
     /// Serves on `proxy` (from [`Server::bind`]) with `config`.
     pub async fn start_on(proxy: std::net::TcpListener, config: Option<&str>) -> Server {
+        Server::start_on_at(proxy, config, SystemTime::now()).await
+    }
+
+    async fn start_on_at(proxy: std::net::TcpListener, config: Option<&str>, now: SystemTime) -> Server {
         let dir = tempfile::Builder::new().prefix("pkgproxy-inproc").tempdir().expect("a temporary folder");
-        let config = config.unwrap_or_default().to_owned();
-        let clock = Arc::new(ManualClock::new(SystemTime::now()));
+        let config = Arc::new(parking_lot::Mutex::new(config.unwrap_or_default().to_owned()));
+        let clock = Arc::new(ManualClock::new(now));
         let proxy_addr = proxy.local_addr().expect("its address").to_string();
         let running = serve(dir.path(), &config, &clock, proxy, &Overrides::default());
         let stats = ControlClient::new(dir.path().join("stats.sock"));
@@ -71,6 +83,16 @@ impl Server {
         proxy.set_nonblocking(true).expect("a non-blocking listener");
         self.running = Some(serve(self.dir.path(), &self.config, &self.clock, proxy, overrides));
         self.until_serving().await;
+    }
+
+    /// Reloads with `config` as the configuration file's text, as
+    /// `pkgproxyctl reload` does after the file changed: `Err` is why the
+    /// server refused it (the one in use stays).
+    pub async fn reconfigure(&self, config: &str) -> Result<(), String> {
+        *self.config.lock() = config.to_owned();
+        let reloaded: Result<serde_json::Value, _> =
+            self.admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await;
+        reloaded.map(|_| ()).map_err(|error| error.to_string())
     }
 
     async fn until_serving(&self) {
@@ -117,14 +139,19 @@ impl Server {
 /// `overrides`, its sockets in `dir`, until its stop is sent.
 fn serve(
     dir: &std::path::Path,
-    config: &str,
+    config: &Arc<parking_lot::Mutex<String>>,
     clock: &Arc<ManualClock>,
     proxy: std::net::TcpListener,
     overrides: &Overrides,
 ) -> Running {
-    let file = ConfigFile::parse(config).expect("a valid configuration file");
+    let file = ConfigFile::parse(&config.lock()).expect("a valid configuration file");
     let mut settings = Settings::new(dir.join("cache"), &file, overrides).expect("valid settings");
     settings.clock = clock.clone();
+    let (text, cache_dir, reread_overrides) = (Arc::clone(config), dir.join("cache"), overrides.clone());
+    settings.reload.reread = Some(Arc::new(move || {
+        let file = ConfigFile::parse(&text.lock()).map_err(|error| error.to_string())?;
+        Settings::new(cache_dir.clone(), &file, &reread_overrides).map_err(|error| error.to_string())
+    }));
     settings.proxy_threads = 2;
     let (stats_path, admin_path) = (dir.join("stats.sock"), dir.join("admin.sock"));
     for path in [&stats_path, &admin_path] {
