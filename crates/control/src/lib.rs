@@ -14,11 +14,10 @@ mod policy;
 pub use browse::{Browse, BrowsePackage, BrowseSide, BrowseVersion, TopClient, TopPackage};
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, ExportRequest,
-    Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, NeededItem, Needs, NeedsRequest, OfflineInfo,
-    OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
-    SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
-    utc_minute,
+    utc_minute, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation,
+    ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, NeededItem, Needs, NeedsRequest,
+    OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status,
+    StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 pub use messages::{Traffic, TrafficSeries};
 pub use policy::{BlockedCount, BlockedRelease, PolicyReport, PolicyWhy, StatusPolicy, POLICY_WHY_QUERY};

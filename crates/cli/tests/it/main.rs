@@ -34,6 +34,7 @@ mod monitoring;
 mod npm_client;
 mod offline;
 mod parent;
+mod policy_ops;
 mod private_doors;
 mod private_spaces;
 mod proxy_http;

@@ -713,7 +713,8 @@ mod tests {
     fn the_malicious_package_records_are_staged_only_as_the_manifest_names_them() {
         let index = format!("{}\nnpm\tx\tMAL-2025-1\t=1.0.1\n", pkgproxy_policy::INDEX_HEADER);
         let records = Carried { sha256: hex::encode(Sha256::digest(&index)), size: index.len() as u64 };
-        let manifest = |malicious| Manifest { format: FORMAT, pkgproxy: "t".into(), created: 0, items: vec![], malicious };
+        let manifest =
+            |malicious| Manifest { format: FORMAT, pkgproxy: "t".into(), created: 0, items: vec![], malicious };
         let json = serde_json::to_vec(&manifest(Some(records))).unwrap();
         let sum = hex::encode(Sha256::digest(&json)).into_bytes();
         let carried = tar_of(&[(MANIFEST, &json), (MANIFEST_SUM, &sum), (MALICIOUS, index.as_bytes())]);

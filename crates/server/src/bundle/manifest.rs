@@ -289,8 +289,13 @@ mod tests {
             fetched_at: 1_790_000_000,
             record: false,
         };
-        let manifest =
-            super::super::Manifest { format: FORMAT, pkgproxy: "t".into(), created: 1, items: vec![item.clone(); 3], malicious: None };
+        let manifest = super::super::Manifest {
+            format: FORMAT,
+            pkgproxy: "t".into(),
+            created: 1,
+            items: vec![item.clone(); 3],
+            malicious: None,
+        };
         let read = items_of(&serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
         assert_eq!(read, vec![item; 3]);
         let format_last = format!(r#"{{"items": [], "extra": {{"x": [1]}}, "format": {FORMAT}}}"#);

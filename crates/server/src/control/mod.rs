@@ -14,8 +14,8 @@ use hyper::body::Incoming;
 use pkgproxy_control::{
     ErrorAnswer, ExportRequest, ItemReadiness, ModeRequest, NeedsRequest, ReadinessRequest, CACHE_ENTRIES_PATH,
     CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH,
-    IMPORT_TRUST_UNSIGNED, INFO_PATH, METRICS_PATH, NEEDS_PATH, OFFLINE_PATH, POLICY_PATH, POLICY_WHY_PATH, RELOAD_PATH,
-    WARM_PATH,
+    IMPORT_TRUST_UNSIGNED, INFO_PATH, METRICS_PATH, NEEDS_PATH, OFFLINE_PATH, POLICY_PATH, POLICY_WHY_PATH,
+    RELOAD_PATH, WARM_PATH,
 };
 use pkgproxy_sides::SideId;
 use pkgproxy_upstream::offline::Mode;
@@ -293,7 +293,10 @@ const NOT_HELD_NAMED: usize = 20;
 /// written when something is not held.
 async fn export(state: Arc<State>, asked: ExportRequest) -> Response<ResponseBody> {
     if asked.policy && state.gate.policy().is_none() {
-        return error(StatusCode::CONFLICT, "no policy is in force here: there are no malicious-package records to carry");
+        return error(
+            StatusCode::CONFLICT,
+            "no policy is in force here: there are no malicious-package records to carry",
+        );
     }
     let planning = Arc::clone(&state);
     let planned = tokio::task::spawn_blocking(move || crate::bundle::export::plan(&planning, &asked)).await;

@@ -86,11 +86,9 @@ fn told(ruling: &Ruling) -> PolicyWhy {
     };
     match &ruling.verdict {
         Verdict::Served => PolicyWhy { why: "served: no rule refuses it".to_owned(), ..told },
-        Verdict::Allowed(entry) => PolicyWhy {
-            why: format!("served: allowed by allow entry {entry}"),
-            rule: Some("allow".to_owned()),
-            ..told
-        },
+        Verdict::Allowed(entry) => {
+            PolicyWhy { why: format!("served: allowed by allow entry {entry}"), rule: Some("allow".to_owned()), ..told }
+        }
         Verdict::Blocked(blocked) => PolicyWhy {
             why: blocked.summary(),
             rule: Some(blocked.rule.name().to_owned()),

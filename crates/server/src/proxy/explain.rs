@@ -74,7 +74,9 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
             }
         }
         Decision::Cache(request) => match blocked(state, side, &request) {
-            Some(rule) => refused(Explanation { key: Some(request.key.clone()), ..told }, Reason::Refused(rule).to_string()),
+            Some(rule) => {
+                refused(Explanation { key: Some(request.key.clone()), ..told }, Reason::Refused(rule).to_string())
+            }
             None => {
                 let withheld = super::ruling::withheld(state, side, &request);
                 through_the_cache(state, *request, false, Explanation { withheld, ..told })

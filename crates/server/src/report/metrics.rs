@@ -121,7 +121,8 @@ fn render_timings(out: &mut String, timings: &BTreeMap<String, HistogramsSnapsho
 /// The requests the fleet's policy refused, by side and rule.
 fn render_policy(out: &mut String, blocked: &[pkgproxy_control::BlockedCount]) {
     let name = "pkgproxy_policy_blocked_total";
-    let help = "Client requests the fleet's policy refused, by side and rule (malicious, not_after, min_age, unknown_time).";
+    let help =
+        "Client requests the fleet's policy refused, by side and rule (malicious, not_after, min_age, unknown_time).";
     header(out, name, help, Kind::Counter);
     for count in blocked {
         let (side, rule) = (label(&count.side), label(&count.rule));
