@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use pkgproxy_control::{BlockedCount, BlockedRelease};
 use pkgproxy_policy::{Options, Policy};
 use pkgproxy_sides::role::Times;
 
@@ -213,5 +214,28 @@ impl Gate {
     /// The last refusals, the newest first.
     pub fn recent(&self) -> Vec<Refused> {
         self.refusals.lock().recent.iter().cloned().collect()
+    }
+
+    /// Refusals so far, by side and rule, as the control sockets and
+    /// `/metrics` tell them.
+    pub fn blocked_counts(&self) -> Vec<BlockedCount> {
+        let count =
+            |(side, rule, count): (&str, &str, u64)| BlockedCount { side: side.into(), rule: rule.into(), count };
+        self.counts().into_iter().map(count).collect()
+    }
+
+    /// The last releases refused, the newest first, as the control sockets
+    /// and the status page tell them; those asked for in a client's own
+    /// space only when `private` may be shown.
+    pub fn recent_blocked(&self, private: bool) -> Vec<BlockedRelease> {
+        let shown = self.recent().into_iter().filter(|refused| private || !refused.private);
+        let told = |refused: Refused| BlockedRelease {
+            at: refused.at,
+            side: refused.side.to_owned(),
+            release: refused.release,
+            rule: refused.rule.to_owned(),
+            because: refused.because,
+        };
+        shown.map(told).collect()
     }
 }

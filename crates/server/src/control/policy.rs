@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use pkgproxy_control::{BlockedCount, BlockedRelease, PolicyReport, PolicyWhy};
+use pkgproxy_control::{PolicyReport, PolicyWhy};
 use pkgproxy_policy::{Published, Verdict};
 use pkgproxy_sides::SideId;
 
@@ -22,30 +22,9 @@ pub fn report(state: &State, role: Role) -> PolicyReport {
     PolicyReport {
         in_force: policy.is_some(),
         rules: policy.map(|policy| policy.describe()).unwrap_or_default(),
-        blocked: counts(state),
-        recent: recent(state, role == Role::Admin),
+        blocked: state.gate.blocked_counts(),
+        recent: state.gate.recent_blocked(role == Role::Admin),
     }
-}
-
-/// The refusals so far, by side and rule.
-pub fn counts(state: &State) -> Vec<BlockedCount> {
-    let count = |(side, rule, count): (&str, &str, u64)| BlockedCount { side: side.into(), rule: rule.into(), count };
-    state.gate.counts().into_iter().map(count).collect()
-}
-
-/// The last releases refused, the newest first; those asked for in a
-/// client's own space only when `private` may be shown.
-pub fn recent(state: &State, private: bool) -> Vec<BlockedRelease> {
-    let shown = state.gate.recent().into_iter().filter(|refused| private || !refused.private);
-    shown
-        .map(|refused| BlockedRelease {
-            at: refused.at,
-            side: refused.side.to_owned(),
-            release: refused.release,
-            rule: refused.rule.to_owned(),
-            because: refused.because,
-        })
-        .collect()
 }
 
 /// Whether `name` at `version` of the side named `side` is served now, and

@@ -50,12 +50,12 @@ const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, request: CachedRequest) -> Outcome {
-    if let Some(refused) = super::gate::refusal(state, exchange, side, &request).await {
+    if let Some(refused) = super::gate::refusal(state, exchange, side, &request, fetch_own).await {
         return refused;
     }
     let mut finish = Finish::of(&request);
     if super::gate::filters(state, exchange, side, &request) {
-        finish = finish.filtered_as(request.clone());
+        finish = finish.filtered_as(request.clone(), fetch_own);
     }
     let (outcome, reason, answered_by) = through_the_cache(state, exchange, side, request).await;
     finish.because(reason).answered_by(answered_by).apply(state, side, exchange, outcome).await
@@ -437,6 +437,17 @@ fn fetch_ahead(state: Arc<State>, side: SideId, mount: Mount, request: CachedReq
     Box::pin(async move {
         fetch_for_pkgproxy(&state, state.sides.get(side), request, mount, None).await;
     })
+}
+
+/// [`fetch_for_pkgproxy`] of what the fleet's policy reads (no supply), as
+/// the gate takes it.
+pub(super) fn fetch_own<'a>(
+    state: &'a Arc<State>,
+    side: &'a dyn Side,
+    request: CachedRequest,
+    mount: Mount,
+) -> Pin<Box<dyn Future<Output = Option<Bytes>> + Send + 'a>> {
+    Box::pin(fetch_for_pkgproxy(state, side, request, mount, None))
 }
 
 /// The body of `request` served through the cache for pkgproxy itself, if

@@ -14,6 +14,7 @@ use pkgproxy_sides::role::{Gated, Gating, Judge, Judged, ReleaseName};
 use pkgproxy_sides::route::ROUTES;
 use pkgproxy_sides::{CachedRequest, Side};
 
+use super::cached::fetch_own;
 use super::gate::{published, METADATA_LIMIT};
 use crate::state::State;
 
@@ -95,7 +96,7 @@ pub async fn why(state: &Arc<State>, side: &dyn Side, name: &str, version: &str)
     let mount = ROUTES.iter().find(|(_, id)| *id == side.id()).map(|(mount, _)| *mount);
     let published = match (policy.needs_times(), mount) {
         (false, _) => Published::NotNeeded,
-        (true, Some(mount)) => published(state, side, gating, &release, *times_from, mount).await,
+        (true, Some(mount)) => published(state, side, gating, &release, *times_from, mount, fetch_own).await,
         (true, None) => Published::Unknown,
     };
     Ok(Ruling::of(ecosystem, &release, published, &policy, state))

@@ -108,10 +108,10 @@ pub fn gather(state: &State, host: &str) -> Status {
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: crate::report::apt_valid_until(state),
         recent_trouble: state.trouble.recent(),
-        policy: state.gate.policy().map(|policy| StatusPolicy {
-            rules: policy.describe(),
-            recent: crate::control::policy::recent(state, false),
-        }),
+        policy: state
+            .gate
+            .policy()
+            .map(|policy| StatusPolicy { rules: policy.describe(), recent: state.gate.recent_blocked(false) }),
     }
 }
 
