@@ -24,6 +24,7 @@ Examples:
   pkgproxyctl check go go.sum                       would this build work offline?
   sudo pkgproxyctl warm apt hello                   fetch what installing hello needs
   sudo pkgproxyctl offline offline                  serve only what is cached; back: offline online
+  pkgproxyctl policy why npm left-pad 1.3.1         is this release served now, and why?
   sudo pkgproxyctl export -o build.tar --sign bundles.key go go.sum";
 
 /// pkgproxyctl's flags.
@@ -160,15 +161,21 @@ enum Command {
         /// The bundle to write (a tar).
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
-        /// Everything the cache holds that it could serve offline.
+        /// Everything the cache holds that it could serve offline, and the
+        /// fleet's malicious-package records when a policy is in force.
         #[arg(long, conflicts_with = "groups")]
         all: bool,
+        /// The fleet's malicious-package records in force (those of
+        /// [policy] osv and of bundles taken in), besides the groups or
+        /// alone: the importing pkgproxy refuses what they name.
+        #[arg(long)]
+        policy: bool,
         /// Sign the bundle with this private key (`pkgproxyctl keygen`
         /// writes one); the importing pkgproxy trusts its public key.
         #[arg(long, value_name = "KEY")]
         sign: Option<PathBuf>,
         /// What to bundle: SIDE ARGS..., as `check SIDE ARGS...` takes them.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required_unless_present = "all")]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required_unless_present_any = ["all", "policy"])]
         groups: Vec<String>,
     },
     /// Take in a bundle another pkgproxy exported, signed by a key of
@@ -206,6 +213,16 @@ enum Command {
         /// `https://proxy.golang.org/...`), explained at pkgproxy's path
         /// for it.
         url: String,
+        /// Print the daemon's JSON answer as it is.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The fleet's policy ([policy]): the rules in force, one per line, and
+    /// what they refused, by side and rule; `policy why SIDE NAME VERSION`
+    /// says whether one release is served now, and why.
+    Policy {
+        #[command(subcommand)]
+        command: Option<crate::policy_cmd::PolicyCommand>,
         /// Print the daemon's JSON answer as it is.
         #[arg(long)]
         json: bool,
@@ -323,14 +340,16 @@ async fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             let _: serde_json::Value = admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await?;
             println!("configuration reloaded");
         }
+        Command::Policy { command, json } => return crate::policy_cmd::run(command, json, &stats).await,
         Command::Check { needs, json } => return crate::needs::check(&stats, &needs, json).await,
         Command::Warm { needs, json } => return crate::needs::warm(&stats, &admin, &needs, json).await,
-        Command::Export { output, all, sign, groups } => {
+        Command::Export { output, all, policy, sign, groups } => {
             let groups = crate::bundle::groups(&groups)?;
             let stats = groups.stats_socket.map_or(stats, ControlClient::new);
             let admin = groups.admin_socket.map_or(admin, ControlClient::new);
             let sign = groups.sign.or(sign);
-            return crate::bundle::export(&stats, &admin, &groups.needs, all, &output, sign.as_deref()).await;
+            let what = crate::bundle::Exported { all, policy };
+            return crate::bundle::export(&stats, &admin, &groups.needs, what, &output, sign.as_deref()).await;
         }
         Command::Import { bundle, trust_unsigned } => {
             return crate::bundle::import(&admin, &bundle, trust_unsigned).await
@@ -662,6 +681,9 @@ fn render_explanation(told: &Explanation) -> String {
     if !told.upstream.is_empty() && told.action != "hit" {
         out.push_str(&format!("  upstream: {}\n", told.upstream.join(", ")));
     }
+    for withheld in &told.withheld {
+        out.push_str(&format!("  served without: {withheld}\n"));
+    }
     out
 }
 
@@ -709,6 +731,7 @@ mod tests {
             cache: None,
             reason: Some("offline".into()),
             upstream: Vec::new(),
+            withheld: Vec::new(),
         };
         let text = render_explanation(&told);
         assert!(text.starts_with("refused: offline\n  side: npm\n  served at: /npm/ms/-/ms-2.1.3.tgz\n"), "{text}");

@@ -16,5 +16,6 @@ mod listener;
 mod manual;
 mod needs;
 mod paths;
+mod policy_cmd;
 mod report;
 mod systemd;

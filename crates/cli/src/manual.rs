@@ -79,7 +79,7 @@ pub fn pkgproxy(out: &mut dyn Write) -> std::io::Result<()> {
     item(
         out,
         "/run/pkgproxy/stats.sock",
-        "The read-only control socket (any local user): info, check, explain, /metrics.",
+        "The read-only control socket (any local user): info, check, explain, policy, /metrics.",
     )?;
     item(
         out,

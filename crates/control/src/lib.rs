@@ -9,16 +9,18 @@
 mod browse;
 mod client;
 mod messages;
+mod policy;
 
 pub use browse::{Browse, BrowsePackage, BrowseSide, BrowseVersion, TopClient, TopPackage};
 pub use client::{ControlClient, ControlError};
 pub use messages::{
-    CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation, ExportRequest,
-    Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, NeededItem, Needs, NeedsRequest, OfflineInfo,
-    OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status, StatusOffline,
-    SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
+    utc_minute, CacheEntry, CacheStatus, CacheVerified, ClientSetup, ClusterInfo, ErrorAnswer, Explanation,
+    ExportRequest, Imported, Info, InstanceInfo, ItemReadiness, ModeRequest, NeededItem, Needs, NeedsRequest,
+    OfflineInfo, OfflineReport, PoolInfo, ReadinessRequest, RecentTrouble, Removed, ShadowInfo, SideStatus, Status,
+    StatusOffline, SuiteValidity, UpstreamReport, VerifyProgress, VALIDITY_WARNED_WITHIN,
 };
 pub use messages::{Traffic, TrafficSeries};
+pub use policy::{BlockedCount, BlockedRelease, PolicyReport, PolicyWhy, StatusPolicy, POLICY_WHY_QUERY};
 
 /// `POST` (admin socket): read the configuration again and take it; `422`
 /// with an [`ErrorAnswer`] when it cannot be used (the one in use stays).
@@ -48,6 +50,14 @@ pub const IMPORT_PATH: &str = "/pkgproxy/v1/import";
 /// The query parameter of [`IMPORT_PATH`] (`=true`) that takes a bundle
 /// unsigned, or signed by a key not trusted.
 pub const IMPORT_TRUST_UNSIGNED: &str = "trust-unsigned";
+/// `GET` (either socket): the fleet's policy in force and what it
+/// refused ([`PolicyReport`]).
+pub const POLICY_PATH: &str = "/pkgproxy/v1/policy";
+/// `GET ?side=S&name=N&version=V` (either socket): whether that release is
+/// served now, and why ([`PolicyWhy`]); its publish time is learnt as a
+/// client's request of it would learn it (fetched through the cache when
+/// not held).
+pub const POLICY_WHY_PATH: &str = "/pkgproxy/v1/policy/why";
 /// `GET` on the proxy listener: its TLS certificate, PEM, for clients to pin.
 pub const CERTIFICATE_PATH: &str = "/pkgproxy/v1/certificate.pem";
 /// `GET` on the proxy listener: what its status page shows ([`Status`]).

@@ -68,6 +68,9 @@ pub struct Info {
     /// apt suites whose Release expires within a day, or has.
     #[serde(default)]
     pub apt_valid_until: Vec<SuiteValidity>,
+    /// Requests the fleet's policy refused, by side and rule.
+    #[serde(default)]
+    pub policy_blocked: Vec<crate::BlockedCount>,
     #[serde(flatten)]
     pub learned: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -275,6 +278,10 @@ pub struct Status {
     /// The last refusals and failed answers, newest first.
     #[serde(default)]
     pub recent_trouble: Vec<RecentTrouble>,
+    /// The fleet's policy, when one is in force: its rules and the last
+    /// releases it refused.
+    #[serde(default)]
+    pub policy: Option<crate::StatusPolicy>,
 }
 
 /// A refusal or a failed answer, as the status page shows it.
@@ -462,6 +469,7 @@ mod tests {
             connections_open: 0,
             cluster: None,
             apt_valid_until: Vec::new(),
+            policy_blocked: Vec::new(),
             lxd_remotes: vec!["ubuntu".into()],
             certificate_pem: String::new(),
             learned,
@@ -507,6 +515,11 @@ pub struct Explanation {
     pub reason: Option<String>,
     /// The upstream instances it would ask.
     pub upstream: Vec<String>,
+    /// For a listing the fleet's policy filters: the releases it would be
+    /// served without, each with its rule (`npm:x@1.0.1 blocked by
+    /// min_age until ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<String>,
 }
 
 /// Whether pkgproxy could serve one request with the network gone
@@ -521,6 +534,11 @@ pub struct ItemReadiness {
     pub reason: Option<String>,
     /// Its size, when known.
     pub size: Option<u64>,
+    /// The fleet's policy refuses it to clients, cached or not: the rule
+    /// (`blocked by min_age until ...`, `blocked by MAL-2025-1234`).
+    /// Asked by `check` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 /// The requests to check or warm.
@@ -595,6 +613,10 @@ pub struct ExportRequest {
     /// which no request reads as it is).
     #[serde(default)]
     pub records: Vec<String>,
+    /// The fleet's malicious-package records in force, carried besides
+    /// (with `all`, they are carried whenever a policy is in force).
+    #[serde(default)]
+    pub policy: bool,
 }
 
 /// What an import did.
@@ -620,6 +642,10 @@ pub struct Imported {
     /// (none: taken unsigned, as the admin said).
     #[serde(default)]
     pub signed_by: Option<String>,
+    /// The malicious-package records the bundle carried, taken in and in
+    /// force: how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malicious_records: Option<usize>,
 }
 
 /// What a build needs of one side, asked of the daemon: the side's own

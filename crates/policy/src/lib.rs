@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 
 pub use allow::{AllowError, Allowed};
 pub use ecosystem::Ecosystem;
-pub use osv::{Malicious, OsvError, OsvStats};
+pub use osv::{Malicious, OsvError, OsvStats, INDEX_HEADER};
 pub use rules::{Options, PolicyError, UnknownTime};
 pub use time::{format_minute, parse_time};
 
@@ -155,6 +155,20 @@ impl Blocked {
                  and unknown_time is \"refuse\""
                     .to_owned()
             }
+        }
+    }
+
+    /// The rule and what it reads, in a few words, as `check`, `explain`,
+    /// `policy why` and the access log name it: `blocked by min_age until
+    /// 2026-12-06T10:00Z`, `blocked by MAL-2025-1234`, `blocked by
+    /// not_after 2025-09-14T00:00Z`, `blocked by unknown_time`.
+    pub fn summary(&self) -> String {
+        match (&self.rule, self.until) {
+            (Rule::Malicious(id), _) => format!("blocked by {id}"),
+            (Rule::MinAge(_), Some(until)) => format!("blocked by min_age until {}", format_minute(until)),
+            (Rule::NotAfter(line), _) => format!("blocked by not_after {}", format_minute(*line)),
+            (Rule::UnknownTime, _) => "blocked by unknown_time (its publish time cannot be learnt)".to_owned(),
+            (rule, None) => format!("blocked by {}", rule.name()),
         }
     }
 

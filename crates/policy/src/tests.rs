@@ -26,6 +26,7 @@ fn min_age_refuses_until_the_release_is_old_enough_and_says_when() {
         "npm:left-pad@1.3.1 is blocked by policy: published 2026-12-03T10:00Z, min_age 3d; allowed from 2026-12-06T10:00Z"
     );
     assert_eq!(blocked.phrase(), "Blocked by pkgproxy policy (min_age until 2026-12-06T10:00Z)");
+    assert_eq!(blocked.summary(), "blocked by min_age until 2026-12-06T10:00Z");
     assert_eq!(policy.judge(&LEFT_PAD, Published::At(published), at("2026-12-06T10:00:00Z")), Verdict::Served);
 }
 
@@ -36,6 +37,8 @@ fn not_after_refuses_what_was_published_after_the_line() {
     assert!(policy.judge(&LEFT_PAD, Published::At(at("2025-09-13T23:59:59Z")), now).serves());
     let verdict = policy.judge(&LEFT_PAD, Published::At(at("2025-09-14T00:00:01Z")), now);
     assert!(matches!(verdict, Verdict::Blocked(Blocked { rule: Rule::NotAfter(_), until: None, .. })), "{verdict:?}");
+    let Verdict::Blocked(blocked) = verdict else { unreachable!() };
+    assert_eq!(blocked.summary(), "blocked by not_after 2025-09-14T00:00Z");
 }
 
 #[test]
@@ -61,6 +64,8 @@ fn allow_lets_a_release_through_every_rule() {
     let old = Published::At(at("2020-01-01T00:00:00Z"));
     let verdict = denying.judge(&LEFT_PAD, old, now);
     assert!(matches!(&verdict, Verdict::Blocked(b) if b.rule == Rule::Malicious("MAL-2026-9".into())), "{verdict:?}");
+    let Verdict::Blocked(blocked) = &verdict else { unreachable!() };
+    assert_eq!(blocked.summary(), "blocked by MAL-2026-9");
     let neighbour = Release { version: "1.3.0", ..LEFT_PAD };
     assert!(denying.judge(&neighbour, old, now).serves());
     let allowing = policy(&format!(r#"{{"osv": [{osv}], "min_age": "3d", "allow": ["npm:left-pad@1.3.*"]}}"#));

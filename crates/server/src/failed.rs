@@ -27,6 +27,16 @@ pub const RATE_LIMITED_FOR: Duration = Duration::from_secs(60);
 pub enum Failed {
     /// The side's policy refused it.
     Refused(Refusal),
+    /// The fleet's policy refused the release it is of (`[policy]`).
+    Blocked {
+        /// What its client is told (a `403`, the line saying why and
+        /// until when, the short reason phrase).
+        refusal: Refusal,
+        /// The release and the rule in a few words (`npm:x@1.0.1 blocked
+        /// by min_age until 2026-12-06T10:00Z`): what `X-Pkgproxy-Reason`,
+        /// the access log and the status page say.
+        rule: String,
+    },
     /// Offline mode refused to send its upstream request.
     Offline,
     /// Store-overloaded mode: every upstream host of the request has its
@@ -55,7 +65,7 @@ impl Failed {
     /// Whether the side's policy refused the request: nothing was to be
     /// had, so no fallback stands for it.
     pub fn is_refusal(&self) -> bool {
-        matches!(self, Failed::Refused(_))
+        matches!(self, Failed::Refused(_) | Failed::Blocked { .. })
     }
 
     /// The failure of a fetch: a refusal by the offline switch is found
@@ -121,7 +131,7 @@ impl Failed {
     /// What the side is to phrase, with offline mode `mode` in effect.
     pub fn failure(&self, mode: Mode) -> Failure<'_> {
         match self {
-            Failed::Refused(refusal) => Failure::Refused(refusal),
+            Failed::Refused(refusal) | Failed::Blocked { refusal, .. } => Failure::Refused(refusal),
             Failed::Upstream(_) if mode == Mode::Offline => Failure::Offline,
             Failed::Offline => Failure::Offline,
             Failed::Overloaded { retry_after, .. } | Failed::RateLimited { retry_after, .. } => {

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
-use pkgproxy_policy::Policy;
+use pkgproxy_control::{BlockedCount, BlockedRelease};
+use pkgproxy_policy::{Options, Policy};
 use pkgproxy_sides::role::{Filtered, Times};
 
 /// How many held metadata's times are kept parsed.
@@ -32,6 +33,9 @@ const RECENT_KEPT: usize = 20;
 /// The policy's state.
 pub struct Gate {
     policy: ArcSwapOption<Policy>,
+    /// `[policy]` as written, for the policy made again when a bundle
+    /// brings malicious-package records.
+    written: Mutex<Option<Options>>,
     /// Counts the policies taken: a filtered listing is of one.
     generation: AtomicU64,
     times: Mutex<HashMap<String, (String, Arc<Times>)>>,
@@ -44,6 +48,7 @@ impl Default for Gate {
     fn default() -> Self {
         Gate {
             policy: ArcSwapOption::empty(),
+            written: Mutex::default(),
             generation: AtomicU64::new(0),
             times: Mutex::default(),
             listings: quick_cache::sync::Cache::with_weighter(1024, LISTINGS_KEPT_BYTES, ListingWeight),
@@ -116,15 +121,30 @@ pub struct Refused {
     pub rule: &'static str,
     /// Why, in words.
     pub because: String,
+    /// Whether it was asked for in a client's own space (with its token):
+    /// its name is then not shown to everyone (the status page).
+    pub private: bool,
 }
 
 impl Gate {
-    /// A gate with `policy` in force (none: everything is served as
-    /// without one).
-    pub fn new(policy: Option<Arc<Policy>>) -> Gate {
+    /// A gate with `policy`, made of `written` (`[policy]` as written),
+    /// in force (none: everything is served as without one).
+    pub fn new(written: Option<Options>, policy: Option<Arc<Policy>>) -> Gate {
         let gate = Gate::default();
-        gate.take(policy);
+        gate.configure(written, policy);
         gate
+    }
+
+    /// Puts `policy`, made of `written`, in force from the next request
+    /// on (a reload).
+    pub fn configure(&self, written: Option<Options>, policy: Option<Arc<Policy>>) {
+        *self.written.lock() = written;
+        self.take(policy);
+    }
+
+    /// `[policy]` as written, as the policy in force was made of it.
+    pub fn written(&self) -> Option<Options> {
+        self.written.lock().clone()
     }
 
     /// The policy in force, if any.
@@ -208,5 +228,28 @@ impl Gate {
     /// The last refusals, the newest first.
     pub fn recent(&self) -> Vec<Refused> {
         self.refusals.lock().recent.iter().cloned().collect()
+    }
+
+    /// Refusals so far, by side and rule, as the control sockets and
+    /// `/metrics` tell them.
+    pub fn blocked_counts(&self) -> Vec<BlockedCount> {
+        let count =
+            |(side, rule, count): (&str, &str, u64)| BlockedCount { side: side.into(), rule: rule.into(), count };
+        self.counts().into_iter().map(count).collect()
+    }
+
+    /// The last releases refused, the newest first, as the control sockets
+    /// and the status page tell them; those asked for in a client's own
+    /// space only when `private` may be shown.
+    pub fn recent_blocked(&self, private: bool) -> Vec<BlockedRelease> {
+        let shown = self.recent().into_iter().filter(|refused| private || !refused.private);
+        let told = |refused: Refused| BlockedRelease {
+            at: refused.at,
+            side: refused.side.to_owned(),
+            release: refused.release,
+            rule: refused.rule.to_owned(),
+            because: refused.because,
+        };
+        shown.map(told).collect()
     }
 }

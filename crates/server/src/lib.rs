@@ -307,7 +307,7 @@ impl State {
         Ok(State {
             clock: Arc::clone(&settings.clock),
             trusted_keys: arc_swap::ArcSwap::from_pointee(settings.trusted_keys.clone()),
-            gate: gate::Gate::new(settings.policy.clone()),
+            gate: gate::Gate::new(settings.policy_options.clone(), settings.policy.clone()),
             trouble: Default::default(),
             history: history::History::with(history, pkgproxy_cache::unix_secs(settings.clock.now())),
             ahead: Default::default(),

@@ -63,7 +63,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.browsing.on.store(new.browse_page, std::sync::atomic::Ordering::Relaxed);
     state.admission.reconfigure(new.clients);
     state.trusted_keys.store(Arc::new(new.trusted_keys));
-    state.gate.take(new.policy);
+    state.gate.configure(new.policy_options, new.policy);
     state.access_log.reopen();
     Ok(())
 }

@@ -110,15 +110,26 @@ fn socket_flag<'w>(
     Ok(Some((socket, PathBuf::from(value))))
 }
 
+/// What a bundle carries besides the groups' requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Exported {
+    /// Everything the cache holds (and the policy's records, when one is
+    /// in force).
+    pub all: bool,
+    /// The fleet's malicious-package records in force.
+    pub policy: bool,
+}
+
 /// Writes to `output` a bundle of what `groups` need (checked on the stats
-/// socket), or of everything the cache holds with `all`, read from the
-/// admin socket (a bundle carries the cache's content), signed with the
-/// key at `sign`; refused (nothing written) when not everything is held.
+/// socket), or of everything the cache holds with `all`, and the policy's
+/// malicious-package records as `what` says, read from the admin socket (a
+/// bundle carries the cache's content), signed with the key at `sign`;
+/// refused (nothing written) when not everything is held.
 pub async fn export(
     stats: &ControlClient,
     admin: &ControlClient,
     groups: &[Needs],
-    all: bool,
+    what: Exported,
     output: &Path,
     sign: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
@@ -136,7 +147,7 @@ pub async fn export(
         urls.extend(checked.urls().filter(|url| seen.insert(url.to_string())).map(str::to_owned));
         records.extend(checked.records().iter().filter(|key| seen.insert(key.to_string())).cloned());
     }
-    let asked = ExportRequest { urls, all, records };
+    let asked = ExportRequest { urls, all: what.all, records, policy: what.policy };
     let partial = part_of(output);
     let file = tokio::fs::File::create(&partial).await.with_context(|| format!("create {}", partial.display()))?;
     let signer = key.as_ref().map(|key| key.public());
@@ -279,6 +290,9 @@ fn render_imported(imported: &Imported) -> String {
         Some(key) => format!("signed by {key}\n"),
         None => "unsigned or signed by a key not trusted: taken on its word (--trust-unsigned)\n".to_owned(),
     };
+    if let Some(records) = imported.malicious_records {
+        text.push_str(&format!("the policy's malicious-package records taken in and in force: {records} records\n"));
+    }
     text.push_str(&format!(
         "{} of {} items taken in ({}), {} held already",
         imported.imported,

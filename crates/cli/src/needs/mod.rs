@@ -110,7 +110,9 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// Whether every request would be served.
+    /// Whether every request would be served with the network gone, as
+    /// far as the cache goes (what the fleet's policy refuses is the
+    /// importing pkgproxy's to judge: a bundle carries it all the same).
     pub fn ready(&self) -> bool {
         self.wanted.unknown.is_empty() && self.told.iter().all(|item| item.ready)
     }
@@ -214,12 +216,18 @@ async fn ask(
 /// Prints a line per item (ready or missing, and why) and the count;
 /// success only when all are ready and nothing is unknown.
 fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result<ExitCode> {
-    let ready = told.iter().filter(|item| item.ready).count();
+    let ready = told.iter().filter(|item| item.ready && item.blocked.is_none()).count();
     if json {
         let unknown: Vec<ItemReadiness> = wanted
             .unknown
             .iter()
-            .map(|what| ItemReadiness { url: String::new(), ready: false, reason: Some(what.clone()), size: None })
+            .map(|what| ItemReadiness {
+                url: String::new(),
+                ready: false,
+                reason: Some(what.clone()),
+                size: None,
+                blocked: None,
+            })
             .collect();
         println!("{}", serde_json::to_string_pretty(&[told, &unknown].concat())?);
     } else {
@@ -233,7 +241,11 @@ fn report(wanted: &Wanted, told: &[ItemReadiness], json: bool) -> anyhow::Result
         for note in &wanted.notes {
             println!("note     {note}");
         }
-        println!("{ready} of {} ready", told.len() + wanted.unknown.len());
+        let blocked = told.iter().filter(|item| item.blocked.is_some()).count();
+        match blocked {
+            0 => println!("{ready} of {} ready", told.len() + wanted.unknown.len()),
+            _ => println!("{ready} of {} ready, {blocked} blocked by policy", told.len() + wanted.unknown.len()),
+        }
     }
     let all = ready == told.len() && wanted.unknown.is_empty();
     Ok(if all { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -243,8 +255,12 @@ fn table(items: &[NeededItem], told: &[ItemReadiness]) -> String {
     let width = items.iter().map(|item| item.label.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (item, told) in items.iter().zip(told) {
-        let state = if told.ready { "ready  " } else { "missing" };
-        let why = told.reason.as_deref().map(|why| format!("  {why}")).unwrap_or_default();
+        let (state, why) = match (&told.blocked, told.ready) {
+            (Some(blocked), _) => ("blocked", Some(blocked.as_str())),
+            (None, true) => ("ready  ", told.reason.as_deref()),
+            (None, false) => ("missing", told.reason.as_deref()),
+        };
+        let why = why.map(|why| format!("  {why}")).unwrap_or_default();
         out.push_str(format!("{state}  {:width$}{why}", item.label).trim_end());
         out.push('\n');
     }
@@ -262,9 +278,17 @@ mod tests {
             NeededItem { url: "/go/bb/@v/v2.zip".into(), label: "bb v2 .zip".into() },
         ];
         let told = [
-            ItemReadiness { url: items[0].url.clone(), ready: true, reason: None, size: Some(3) },
-            ItemReadiness { url: items[1].url.clone(), ready: false, reason: Some("not cached".into()), size: None },
+            ItemReadiness { url: items[0].url.clone(), ready: true, reason: None, size: Some(3), blocked: None },
+            ItemReadiness {
+                url: items[1].url.clone(),
+                ready: false,
+                reason: Some("not cached".into()),
+                size: None,
+                blocked: None,
+            },
         ];
         assert_eq!(table(&items, &told), "ready    a v1 .zip\nmissing  bb v2 .zip  not cached\n");
+        let blocked = ItemReadiness { blocked: Some("blocked by MAL-2025-1".into()), ..told[0].clone() };
+        assert_eq!(table(&items[..1], &[blocked]), "blocked  a v1 .zip  blocked by MAL-2025-1\n");
     }
 }

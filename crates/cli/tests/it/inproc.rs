@@ -47,11 +47,22 @@ impl Server {
         proxy
     }
 
+    /// Serves with `config`, its clock showing `now` (times a fake
+    /// upstream writes, as publish times, are then as old as the test
+    /// says).
+    pub async fn start_at(config: Option<&str>, now: SystemTime) -> Server {
+        Server::start_on_at(Server::bind(), config, now).await
+    }
+
     /// Serves on `proxy` (from [`Server::bind`]) with `config`.
     pub async fn start_on(proxy: std::net::TcpListener, config: Option<&str>) -> Server {
+        Server::start_on_at(proxy, config, SystemTime::now()).await
+    }
+
+    async fn start_on_at(proxy: std::net::TcpListener, config: Option<&str>, now: SystemTime) -> Server {
         let dir = tempfile::Builder::new().prefix("pkgproxy-inproc").tempdir().expect("a temporary folder");
         let config = Arc::new(Mutex::new(config.unwrap_or_default().to_owned()));
-        let clock = Arc::new(ManualClock::new(SystemTime::now()));
+        let clock = Arc::new(ManualClock::new(now));
         let proxy_addr = proxy.local_addr().expect("its address").to_string();
         let running = serve(dir.path(), &config, &clock, proxy, &Overrides::default());
         let stats = ControlClient::new(dir.path().join("stats.sock"));
@@ -86,6 +97,16 @@ impl Server {
             .await
             .expect("the configuration reloaded");
         assert_eq!(reloaded["reloaded"], true, "{reloaded}");
+    }
+
+    /// Reloads with `config` as the configuration file's text, as
+    /// `pkgproxyctl reload` does after the file changed: `Err` is why the
+    /// server refused it (the one in use stays).
+    pub async fn reconfigure(&self, config: &str) -> Result<(), String> {
+        *self.config.lock() = config.to_owned();
+        let reloaded: Result<serde_json::Value, _> =
+            self.admin.json(http::Method::POST, pkgproxy_control::RELOAD_PATH, None).await;
+        reloaded.map(|_| ()).map_err(|error| error.to_string())
     }
 
     async fn until_serving(&self) {

@@ -37,6 +37,7 @@ mod parent;
 mod policy_cargo;
 mod policy_go;
 mod policy_npm;
+mod policy_ops;
 mod policy_pypi;
 mod private_doors;
 mod private_spaces;

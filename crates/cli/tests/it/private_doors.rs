@@ -56,7 +56,7 @@ async fn the_stats_socket_neither_lists_the_cache_nor_exports_it() {
     assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
     assert!(!String::from_utf8_lossy(&body).contains("secret"));
     let layer = format!("/v2/secret/app/blobs/{}", secret.layer.digest);
-    let asked = ExportRequest { urls: vec![layer], all: false, records: vec![] };
+    let asked = ExportRequest { urls: vec![layer], all: false, records: vec![], policy: false };
     let (status, body) =
         stats.send(Method::POST, EXPORT_PATH, Some(serde_json::to_vec(&asked).unwrap().into())).await.unwrap();
     assert_eq!(status, 403);

@@ -1,5 +1,6 @@
 //! Writing a bundle: the manifest made from what the cache holds for a
-//! list of requests, then the tar written on a blocking thread into a
+//! list of requests (and the fleet's malicious-package index, when asked),
+//! then the tar written on a blocking thread into a
 //! channel that the answer's body reads, so a bundle of any size streams
 //! out with a few chunks in memory.
 
@@ -16,15 +17,16 @@ use pkgproxy_sides::route;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use super::{Item, Manifest, FORMAT, MANIFEST, MANIFEST_SUM};
+use super::{Carried, Item, Manifest, FORMAT, MALICIOUS, MANIFEST, MANIFEST_SUM};
 use crate::proxy::readiness;
 use crate::state::State;
 
-/// A bundle about to be written: its manifest, and the stored entry each
-/// blob is read from.
+/// A bundle about to be written: its manifest, the stored entry each blob
+/// is read from, and the malicious-package index it carries.
 pub struct Planned {
     manifest: Manifest,
     entries: HashMap<String, Arc<Entry>>,
+    malicious: Option<Bytes>,
 }
 
 impl Planned {
@@ -39,7 +41,15 @@ impl Planned {
 /// written then: a bundle that cannot serve the build is no use). Blocking:
 /// it reads the cache's index.
 pub fn plan(state: &State, asked: &ExportRequest) -> Result<Planned, Vec<String>> {
-    let mut planned = Planned { manifest: manifest(state.clock.as_ref(), Vec::new()), entries: HashMap::new() };
+    let mut planned =
+        Planned { manifest: manifest(state.clock.as_ref(), Vec::new()), entries: HashMap::new(), malicious: None };
+    let policy = state.gate.policy().filter(|_| asked.policy || asked.all);
+    if let Some(policy) = policy {
+        let index = Bytes::from(policy.malicious.index_text());
+        let sha256 = hex::encode(Sha256::digest(&index));
+        planned.manifest.malicious = Some(Carried { sha256, size: index.len() as u64 });
+        planned.malicious = Some(index);
+    }
     // Each request once, each proof once: two requests for one key (a
     // layer two repositories share) are two items.
     let mut seen = HashSet::new();
@@ -133,7 +143,7 @@ fn all_records(cache: &pkgproxy_cache::Cache, sides: &pkgproxy_sides::Sides) -> 
 
 fn manifest(clock: &dyn pkgproxy_cache::Clock, items: Vec<Item>) -> Manifest {
     let created = pkgproxy_cache::unix_secs(clock.now());
-    Manifest { format: FORMAT, pkgproxy: env!("CARGO_PKG_VERSION").to_owned(), created, items }
+    Manifest { format: FORMAT, pkgproxy: env!("CARGO_PKG_VERSION").to_owned(), created, items, malicious: None }
 }
 
 fn item(url: Option<String>, key: String, entry: &Entry) -> Item {
@@ -180,6 +190,9 @@ fn write(cache: &pkgproxy_cache::Cache, planned: &Planned, out: &mut Channel) ->
     append(&mut tar, MANIFEST, created, manifest.len() as u64, manifest.as_slice())?;
     let sum = hex::encode(Sha256::digest(&manifest));
     append(&mut tar, MANIFEST_SUM, created, sum.len() as u64, sum.as_bytes())?;
+    if let Some(index) = &planned.malicious {
+        append(&mut tar, MALICIOUS, created, index.len() as u64, index.as_ref())?;
+    }
     let mut written = HashSet::new();
     for item in &planned.manifest.items {
         if !written.insert(item.sha256.as_str()) {

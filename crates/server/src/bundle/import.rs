@@ -31,7 +31,9 @@ use tokio::sync::mpsc;
 use tokio_util::io::{ReaderStream, StreamReader, SyncIoBridge};
 
 use super::manifest::{self, ManifestError};
-use super::{is_sha256, Item, BLOBS, MANIFEST, MANIFEST_LIMIT, MANIFEST_SUM, SIGNATURE};
+use super::{
+    is_sha256, Carried, Item, BLOBS, MALICIOUS, MALICIOUS_LIMIT, MANIFEST, MANIFEST_LIMIT, MANIFEST_SUM, SIGNATURE,
+};
 use crate::context::Supply;
 use crate::proxy::supplied::{self, Handed, Taken};
 use crate::signing::{self, PublicKey, SignatureError, SIGNATURE_LIMIT};
@@ -47,6 +49,10 @@ pub enum ImportError {
     /// Not signed by a key this pkgproxy trusts (nothing was taken).
     #[error("bundle refused: {0}")]
     Untrusted(SignatureError),
+    /// Its malicious-package records could not be kept, or not put in
+    /// force (the policy in force stays).
+    #[error("its malicious-package records were not put in force: {0}")]
+    Policy(String),
 }
 
 /// How many refused items an import names (it counts them all).
@@ -74,6 +80,10 @@ struct Checked {
     /// blob is let go after it.
     last_use: HashMap<[u8; 32], usize>,
     signed_by: Option<PublicKey>,
+    /// The malicious-package records the manifest names.
+    records: Option<Carried>,
+    /// Those records, staged and checked against the manifest.
+    malicious: Option<NamedTempFile>,
 }
 
 /// One blob, staged in a file.
@@ -182,9 +192,13 @@ async fn take_all(
     checked: &Checked,
     rx: &mut mpsc::Receiver<Staged>,
 ) -> Result<Imported, ImportError> {
+    let malicious_records = match &checked.malicious {
+        Some(staged) => Some(super::records::take(state, staged.path()).await.map_err(ImportError::Policy)?),
+        None => None,
+    };
     let mut items = read_again(checked)?;
     let signed_by = checked.signed_by.as_ref().map(ToString::to_string);
-    let imported = Imported { items: checked.items, signed_by, ..Imported::default() };
+    let imported = Imported { items: checked.items, signed_by, malicious_records, ..Imported::default() };
     let mut taking = Taking { imported, staged: HashMap::new(), damaged: HashMap::new(), proofs: Vec::new() };
     let mut seen = 0;
     while let Some((index, item)) = items.recv().await {
@@ -339,7 +353,15 @@ fn read_staging<R: Read>(
         Err(SignatureError::Unsigned | SignatureError::Untrusted(_)) if trust.unsigned => None,
         Err(error) => return Err(ImportError::Untrusted(error)),
     };
-    let checked = checked(file, signed_by)?;
+    let mut checked = checked(file, signed_by)?;
+    if let Some(records) = checked.records.clone() {
+        let named_so = |entry: &tar::Entry<'_, R>| entry_name(entry).is_ok_and(|name| name == MALICIOUS);
+        let Some(mut entry) = next.take().filter(named_so) else {
+            return Err(ImportError::Unreadable(format!("its manifest names {MALICIOUS}, which does not follow it")));
+        };
+        checked.malicious = Some(staged_records(&mut entry, tmp, &records)?);
+        next = entries.next().transpose().map_err(|e| unreadable("its tar", &e))?;
+    }
     if tx.blocking_send(Staged::Manifest(Arc::new(checked))).is_err() {
         return Ok(());
     }
@@ -392,8 +414,22 @@ fn checked(file: NamedTempFile, signed_by: Option<PublicKey>) -> Result<Checked,
         last_use.insert(digest(&item.sha256), index);
         Ok::<_, ManifestError>(())
     };
-    let items = manifest::read_items(BufReader::new(input), &mut needs).map_err(|e| unreadable(MANIFEST, &e))?;
-    Ok(Checked { file, items, last_use, signed_by })
+    let read = manifest::read_items(BufReader::new(input), &mut needs).map_err(|e| unreadable(MANIFEST, &e))?;
+    Ok(Checked { file, items: read.items, last_use, signed_by, records: read.malicious, malicious: None })
+}
+
+/// The malicious-package index `entry` holds, staged in a file of `tmp`
+/// and checked against what the manifest says of it (`records`).
+fn staged_records(entry: &mut impl Read, tmp: &Path, records: &Carried) -> Result<NamedTempFile, ImportError> {
+    if records.size > MALICIOUS_LIMIT {
+        return Err(ImportError::Unreadable(format!("{MALICIOUS} is larger than {MALICIOUS_LIMIT} bytes")));
+    }
+    match stage(&mut entry.take(MALICIOUS_LIMIT + 1), tmp, &records.sha256)? {
+        Ok(file) => Ok(file),
+        Err(_) => Err(ImportError::Unreadable(format!(
+            "{MALICIOUS} does not match its manifest: the bundle is damaged or was changed"
+        ))),
+    }
 }
 
 /// The next entry, which must be `name`.
@@ -584,7 +620,7 @@ mod tests {
             fetched_at: 0,
             record: false,
         };
-        let manifest = Manifest { format, pkgproxy: "test".into(), created: 0, items: vec![item] };
+        let manifest = Manifest { format, pkgproxy: "test".into(), created: 0, items: vec![item], malicious: None };
         let json = serde_json::to_vec(&manifest).unwrap();
         let sum = hex::encode(Sha256::digest(&json)).into_bytes();
         (json, sum)
@@ -601,7 +637,10 @@ mod tests {
         let (mut items, mut blobs) = (0, Vec::new());
         while let Some(staged) = rx.blocking_recv() {
             match staged {
-                Staged::Manifest(checked) => items = checked.items,
+                Staged::Manifest(checked) => {
+                    items = checked.items;
+                    blobs.extend(checked.malicious.as_ref().map(|_| MALICIOUS.to_owned()));
+                }
                 Staged::Blob(blob) => blobs.push(blob.sha256.clone()),
                 Staged::Damaged { sha256, .. } => blobs.push(format!("!{sha256}")),
                 Staged::Broken(error) => return Err(error.to_string()),
@@ -668,6 +707,27 @@ mod tests {
             let refused = read_with(bundle(Some(&signed), &forged, &forged_sum), trust).unwrap_err();
             assert!(refused.contains("does not match its manifest"), "{refused}");
         }
+    }
+
+    #[test]
+    fn the_malicious_package_records_are_staged_only_as_the_manifest_names_them() {
+        let index = format!("{}\nnpm\tx\tMAL-2025-1\t=1.0.1\n", pkgproxy_policy::INDEX_HEADER);
+        let records = Carried { sha256: hex::encode(Sha256::digest(&index)), size: index.len() as u64 };
+        let manifest =
+            |malicious| Manifest { format: FORMAT, pkgproxy: "t".into(), created: 0, items: vec![], malicious };
+        let json = serde_json::to_vec(&manifest(Some(records))).unwrap();
+        let sum = hex::encode(Sha256::digest(&json)).into_bytes();
+        let carried = tar_of(&[(MANIFEST, &json), (MANIFEST_SUM, &sum), (MALICIOUS, index.as_bytes())]);
+        assert_eq!(read_all(carried), Ok((0, vec![MALICIOUS.to_owned()])));
+        let changed = index.replace("1.0.1", "1.0.2");
+        let changed = read_all(tar_of(&[(MANIFEST, &json), (MANIFEST_SUM, &sum), (MALICIOUS, changed.as_bytes())]));
+        assert!(changed.unwrap_err().contains("does not match its manifest"));
+        let missing = read_all(tar_of(&[(MANIFEST, &json), (MANIFEST_SUM, &sum)])).unwrap_err();
+        assert!(missing.contains("which does not follow it"), "{missing}");
+        let plain = serde_json::to_vec(&manifest(None)).unwrap();
+        let plain_sum = hex::encode(Sha256::digest(&plain)).into_bytes();
+        let unnamed = tar_of(&[(MANIFEST, &plain), (MANIFEST_SUM, &plain_sum), (MALICIOUS, index.as_bytes())]);
+        assert!(read_all(unnamed).unwrap_err().contains("policy/malicious.tsv is not part of a bundle"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::io::Read;
 use pkgproxy_sides::json;
 use struson::reader::{JsonReader, ReaderError, ValueType};
 
-use super::{is_sha256, Item, FORMAT};
+use super::{is_sha256, Carried, Item, FORMAT};
 
 /// The most items a bundle holds.
 pub const MAX_ITEMS: usize = 1_000_000;
@@ -49,16 +49,25 @@ impl From<ReaderError> for ManifestError {
     }
 }
 
+/// What a manifest says besides its items.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Contents {
+    /// How many items it has.
+    pub items: usize,
+    /// The malicious-package records it carries.
+    pub malicious: Option<Carried>,
+}
+
 /// Reads the manifest `input`, handing `each` every item in order with
 /// its index; `each` may stop the reading with an error of its own. The
-/// number of items, once the manifest is read whole and its format is the
-/// one this pkgproxy reads.
+/// number of items and what else it carries, once the manifest is read
+/// whole and its format is the one this pkgproxy reads.
 pub fn read_items<E: From<ManifestError>>(
     input: impl Read,
     mut each: impl FnMut(usize, Item) -> Result<(), E>,
-) -> Result<usize, E> {
+) -> Result<Contents, E> {
     let mut json = json::stream_reader(input);
-    let (mut format, mut count) = (None, 0);
+    let (mut format, mut count, mut malicious) = (None, 0, None);
     let read = || -> Result<(), E> {
         if json.peek().map_err(ManifestError::from)? != ValueType::Object {
             return Err(ManifestError::NotJson("not an object".to_owned()).into());
@@ -68,6 +77,7 @@ pub fn read_items<E: From<ManifestError>>(
             match json.next_name_owned().map_err(ManifestError::from)?.as_str() {
                 "format" => format = json::whole_number(&mut json).map_err(ManifestError::from)?,
                 "items" => items(&mut json, &mut count, &mut each)?,
+                "malicious" => malicious = Some(carried(&mut json, "malicious")?),
                 _ => json.skip_value().map_err(ManifestError::from)?,
             }
         }
@@ -77,10 +87,31 @@ pub fn read_items<E: From<ManifestError>>(
     };
     read()?;
     match format {
-        Some(format) if format == u64::from(FORMAT) => Ok(count),
+        Some(format) if format == u64::from(FORMAT) => Ok(Contents { items: count, malicious }),
         Some(other) => Err(ManifestError::Format(other).into()),
         None => Err(ManifestError::NotJson("it says no format".to_owned()).into()),
     }
+}
+
+/// A carried file the reader is at (`what` names it): its hash and size.
+fn carried<R: JsonReader>(json: &mut R, what: &str) -> Result<Carried, ManifestError> {
+    let (mut sha256, mut size) = (None, None);
+    let parsed = json::members(json, |json, name| -> Result<(), Bounded> {
+        match name {
+            "sha256" => sha256 = Some(text(json, "its sha256")?),
+            "size" => size = json::whole_number(json)?,
+            _ => json.skip_value()?,
+        }
+        Ok(())
+    });
+    let bad = |why: String| ManifestError::Bound(format!("its {what} {why}"));
+    match parsed {
+        Ok(()) => {}
+        Err(Bounded::Json(error)) => return Err(error.into()),
+        Err(Bounded::Over(why)) => return Err(bad(why)),
+    }
+    let sha256 = sha256.filter(|sha| is_sha256(sha)).ok_or_else(|| bad("has no SHA-256 in lower-case hex".into()))?;
+    Ok(Carried { sha256, size: size.ok_or_else(|| bad("says no size".into()))? })
 }
 
 /// The items array, each item handed to `each`.
@@ -258,12 +289,22 @@ mod tests {
             fetched_at: 1_790_000_000,
             record: false,
         };
-        let manifest =
-            super::super::Manifest { format: FORMAT, pkgproxy: "t".into(), created: 1, items: vec![item.clone(); 3] };
+        let manifest = super::super::Manifest {
+            format: FORMAT,
+            pkgproxy: "t".into(),
+            created: 1,
+            items: vec![item.clone(); 3],
+            malicious: None,
+        };
         let read = items_of(&serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
         assert_eq!(read, vec![item; 3]);
         let format_last = format!(r#"{{"items": [], "extra": {{"x": [1]}}, "format": {FORMAT}}}"#);
         assert_eq!(items_of(&format_last).unwrap(), vec![]);
+        let records = Carried { sha256: SHA.into(), size: 9 };
+        let carrying = super::super::Manifest { malicious: Some(records.clone()), ..manifest };
+        let text = serde_json::to_string(&carrying).unwrap();
+        let read = read_items(text.as_bytes(), |_, _| Ok::<_, ManifestError>(())).unwrap();
+        assert_eq!(read, Contents { items: 3, malicious: Some(records) });
     }
 
     #[test]
@@ -281,6 +322,8 @@ mod tests {
         assert!(refused(one(&format!(r#""sha256": "{SHA}", "headers": [["a", "b", "c"]]"#))).contains("pair"));
         assert!(refused(format!(r#"{{"format": {}, "items": []}}"#, FORMAT + 1)).contains("its format is 2"));
         assert!(refused(r#"{"items": []}"#.to_owned()).contains("no format"));
+        let unhashed = format!(r#"{{"format": {FORMAT}, "items": [], "malicious": {{"sha256": "ABC", "size": 1}}}}"#);
+        assert!(refused(unhashed).contains("its malicious has no SHA-256"));
         assert!(refused("[1, 2]".to_owned()).contains("not an object"));
         assert!(refused(r#"{"format": 1, "items": [{"key": "#.to_owned()).contains("not a manifest"));
         assert!(refused(format!(r#"{{"format": {FORMAT}, "items": []}} trailing"#)).contains("not a manifest"));

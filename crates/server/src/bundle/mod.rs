@@ -15,9 +15,17 @@
 //!                               SHA-256 (see [`crate::signing`]); a bundle
 //!                               without one is taken only when the admin
 //!                               says so
+//! policy/malicious.tsv          the fleet's malicious-package records
+//!                               (`export --policy`), when the manifest
+//!                               names them with their SHA-256 (so the
+//!                               signature covers them too)
 //! blobs/<sha256>                each item's bytes, once per hash, in the
 //!                               order of the first item that has them
 //! ```
+//!
+//! The malicious-package records are taken in whole, replacing those an
+//! earlier bundle brought, and put in force at once (`[policy]` as written,
+//! with them).
 //!
 //! An item with a URL is taken in as a fetch of that URL; one without is
 //! either a proof (a checksum database record), read by the fetch of the
@@ -33,6 +41,7 @@
 pub mod export;
 pub mod import;
 mod manifest;
+mod records;
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +57,11 @@ pub const BLOBS: &str = "blobs/";
 pub const FORMAT: u32 = 1;
 /// The largest manifest an import reads (about a million items).
 pub const MANIFEST_LIMIT: u64 = 512 * 1024 * 1024;
+/// The name in the tar of the fleet's malicious-package records.
+pub const MALICIOUS: &str = "policy/malicious.tsv";
+/// The largest malicious-package index an import reads (npm's 210,000
+/// records take some 20 MB).
+pub const MALICIOUS_LIMIT: u64 = 1024 * 1024 * 1024;
 
 /// What a bundle holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +74,19 @@ pub struct Manifest {
     pub created: u64,
     /// Its items, in the order they are taken in.
     pub items: Vec<Item>,
+    /// The fleet's malicious-package records it carries ([`MALICIOUS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malicious: Option<Carried>,
+}
+
+/// A file a bundle carries besides the cache's entries, named by the
+/// manifest with its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Carried {
+    /// Its bytes' SHA-256 (lower-case hex).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// One cache entry in a bundle.

@@ -3,6 +3,7 @@
 
 mod cache;
 pub mod offline;
+pub mod policy;
 
 use std::sync::Arc;
 
@@ -13,7 +14,8 @@ use hyper::body::Incoming;
 use pkgproxy_control::{
     ErrorAnswer, ExportRequest, ItemReadiness, ModeRequest, NeedsRequest, ReadinessRequest, CACHE_ENTRIES_PATH,
     CACHE_GC_PATH, CACHE_VERIFY_PATH, CHECK_PATH, EXPLAIN_PATH, EXPORT_PATH, FROM_CONFIGURE_HOOK, IMPORT_PATH,
-    IMPORT_TRUST_UNSIGNED, INFO_PATH, METRICS_PATH, NEEDS_PATH, OFFLINE_PATH, RELOAD_PATH, WARM_PATH,
+    IMPORT_TRUST_UNSIGNED, INFO_PATH, METRICS_PATH, NEEDS_PATH, OFFLINE_PATH, POLICY_PATH, POLICY_WHY_PATH,
+    RELOAD_PATH, WARM_PATH,
 };
 use pkgproxy_sides::SideId;
 use pkgproxy_upstream::offline::Mode;
@@ -54,6 +56,10 @@ const ENDPOINTS: &[Endpoint] = &[
     Endpoint { path: METRICS_PATH, methods: &[(Method::GET, Who::Anyone)] },
     Endpoint { path: EXPLAIN_PATH, methods: &[(Method::GET, Who::Anyone)] },
     Endpoint { path: CHECK_PATH, methods: &[(Method::POST, Who::Anyone)] },
+    Endpoint { path: POLICY_PATH, methods: &[(Method::GET, Who::Anyone)] },
+    // As a client's request of the release would, it may fetch the
+    // metadata that says when it was published.
+    Endpoint { path: POLICY_WHY_PATH, methods: &[(Method::GET, Who::Anyone)] },
     // A warm's may ask upstreams first: the handler refuses it on the
     // stats socket.
     Endpoint { path: NEEDS_PATH, methods: &[(Method::POST, Who::Anyone)] },
@@ -151,12 +157,28 @@ pub async fn handle(state: Arc<State>, role: Role, request: Request<Incoming>) -
         }
         (_, CHECK_PATH) => match readiness_request(request).await {
             Ok(asked) => {
-                let told: Vec<ItemReadiness> =
-                    asked.urls.iter().map(|url| crate::proxy::readiness::check(&state, url)).collect();
-                json(StatusCode::OK, &told)
+                let checked = tokio::task::spawn_blocking(move || {
+                    let check = |url: &String| crate::proxy::readiness::check_for_clients(&state, url);
+                    asked.urls.iter().map(check).collect::<Vec<ItemReadiness>>()
+                });
+                match checked.await {
+                    Ok(told) => json(StatusCode::OK, &told),
+                    Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the check stopped"),
+                }
             }
             Err(answer) => answer,
         },
+        (_, POLICY_PATH) => json(StatusCode::OK, &policy::report(&state, role)),
+        (_, POLICY_WHY_PATH) => {
+            let [side, name, version] = pkgproxy_control::POLICY_WHY_QUERY.map(|name| query_value(&request, name));
+            let (Some(side), Some(name), Some(version)) = (side, name, version) else {
+                return error(StatusCode::BAD_REQUEST, "which release? ?side=...&name=...&version=...");
+            };
+            match policy::why(&state, &side, &name, &version).await {
+                Ok(told) => json(StatusCode::OK, &told),
+                Err(why) => error(StatusCode::BAD_REQUEST, &why),
+            }
+        }
         (_, path) if path.starts_with(NEEDS_PATH) => {
             let side = path[NEEDS_PATH.len()..].to_owned();
             match json_body::<NeedsRequest>(request, NEEDS_LIMIT).await {
@@ -270,6 +292,12 @@ const NOT_HELD_NAMED: usize = 20;
 /// A bundle of what `asked` needs, streamed; refused before anything is
 /// written when something is not held.
 async fn export(state: Arc<State>, asked: ExportRequest) -> Response<ResponseBody> {
+    if asked.policy && state.gate.policy().is_none() {
+        return error(
+            StatusCode::CONFLICT,
+            "no policy is in force here: there are no malicious-package records to carry",
+        );
+    }
     let planning = Arc::clone(&state);
     let planned = tokio::task::spawn_blocking(move || crate::bundle::export::plan(&planning, &asked)).await;
     match planned {
@@ -427,7 +455,8 @@ mod tests {
         }
         let needs_apt = format!("{NEEDS_PATH}apt");
         let read = [(Method::GET, INFO_PATH), (Method::POST, CHECK_PATH), (Method::GET, OFFLINE_PATH)];
-        for (method, path) in read.into_iter().chain([(Method::POST, needs_apt.as_str())]) {
+        let read = read.into_iter().chain([(Method::GET, POLICY_PATH), (Method::GET, POLICY_WHY_PATH)]);
+        for (method, path) in read.chain([(Method::POST, needs_apt.as_str())]) {
             assert!(admitted(Role::Stats, &method, path).is_ok(), "{method} {path}");
         }
     }

@@ -50,7 +50,7 @@ const CHECKED_BEFORE_ANSWER: u64 = 256 * 1024;
 
 /// Serves `request`, which `side` decided to cache, to `exchange`.
 pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side, request: CachedRequest) -> Outcome {
-    if let Some(refused) = super::gate::refusal(state, exchange, side, &request).await {
+    if let Some(refused) = super::gate::refusal(state, exchange, side, &request, fetch_own).await {
         return refused;
     }
     let finish = Finish::of(&request);
@@ -60,7 +60,7 @@ pub async fn serve(state: &Arc<State>, exchange: &Exchange<'_>, side: &dyn Side,
     }
     // A listing the policy filters: the cache serves the stored body whole,
     // and the client's conditionals are judged on what it is served.
-    let finish = finish.filtered_as(request.clone());
+    let finish = finish.filtered_as(request.clone(), fetch_own);
     let unconditional = super::gate::unconditional(exchange.headers);
     let whole = exchange.with_headers(&unconditional);
     let (outcome, reason, answered_by) = through_the_cache(state, &whole, side, request).await;
@@ -443,6 +443,17 @@ fn fetch_ahead(state: Arc<State>, side: SideId, mount: Mount, request: CachedReq
     Box::pin(async move {
         fetch_for_pkgproxy(&state, state.sides.get(side), request, mount, None).await;
     })
+}
+
+/// [`fetch_for_pkgproxy`] of what the fleet's policy reads (no supply), as
+/// the gate takes it.
+pub(super) fn fetch_own<'a>(
+    state: &'a Arc<State>,
+    side: &'a dyn Side,
+    request: CachedRequest,
+    mount: Mount,
+) -> Pin<Box<dyn Future<Output = Option<Bytes>> + Send + 'a>> {
+    Box::pin(fetch_for_pkgproxy(state, side, request, mount, None))
 }
 
 /// The body of `request` served through the cache for pkgproxy itself, if

@@ -5,13 +5,16 @@
 //! request's `X-Pkgproxy-Cache` and `X-Pkgproxy-Reason` then say. An
 //! upstream's own URL (as a lockfile names it) is explained at the path
 //! pkgproxy serves it at, which the side whose upstream it is tells; a
-//! request is explained as the side's clients make it.
+//! request is explained as the side's clients make it. An artifact the
+//! fleet's policy refuses is explained as refused, naming the rule; a
+//! listing it filters names the releases it is served without.
 
 use std::sync::Arc;
 
 use http::{HeaderMap, Uri};
 use pkgproxy_control::Explanation;
-use pkgproxy_sides::{CachedRequest, Decision, UpstreamPath};
+use pkgproxy_policy::Published;
+use pkgproxy_sides::{CachedRequest, Decision, Side, UpstreamPath};
 use pkgproxy_upstream::offline::Mode;
 
 use super::decide::{decide, decide_with, Decided};
@@ -41,6 +44,7 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
         cache: None,
         reason: None,
         upstream: Vec::new(),
+        withheld: Vec::new(),
     };
     let (url, told) = match state.sides.upstream_path(asked, &CacheForSides(state)) {
         None => (asked.to_owned(), told),
@@ -69,9 +73,30 @@ pub fn explain(state: &Arc<State>, url: &str) -> Result<Explanation, String> {
                 _ => Explanation { action: "forward".to_owned(), ..told },
             }
         }
-        Decision::Cache(request) => through_the_cache(state, *request, false, told),
+        Decision::Cache(request) => match blocked(state, side, &request) {
+            Some(rule) => {
+                refused(Explanation { key: Some(request.key.clone()), ..told }, Reason::Refused(rule).to_string())
+            }
+            None => {
+                let withheld = super::ruling::withheld(state, side, &request);
+                through_the_cache(state, *request, false, Explanation { withheld, ..told })
+            }
+        },
         Decision::Pointer(pointer) => through_the_cache(state, pointer.name, true, told),
     })
+}
+
+/// The release `request` is an artifact of, and the rule, when the fleet's
+/// policy refuses it to clients now: judged on what is held. A publish time
+/// not held is fetched before a client's request is judged, so only what
+/// needs none is said then; offline, it is unknown, as the request would
+/// find it.
+fn blocked(state: &State, side: &dyn Side, request: &CachedRequest) -> Option<String> {
+    let missing = match state.upstream.switch.mode() {
+        Mode::Offline => Published::Unknown,
+        _ => Published::NotNeeded,
+    };
+    super::ruling::held(state, side, request, missing)?.blocked()
 }
 
 fn refused(told: Explanation, reason: String) -> Explanation {

@@ -21,6 +21,7 @@ use http::{HeaderMap, StatusCode};
 use pkgproxy_sides::{CachedRequest, Fallback, Rewrite, Side};
 
 use super::for_sides::CacheForSides;
+use super::gate::FetchOwn;
 use super::outcome::{Answer, Outcome};
 use super::reason::Reason;
 use super::rewrite::rewritten;
@@ -36,8 +37,9 @@ pub struct Finish {
     content: HeaderMap,
     reason: Option<Reason>,
     answered_by: Option<Arc<str>>,
-    /// The listing request whose answers the fleet's policy filters.
-    listing: Option<CachedRequest>,
+    /// The listing request whose answers the fleet's policy filters, and
+    /// how the metadata its filter reads is fetched.
+    listing: Option<(CachedRequest, FetchOwn)>,
 }
 
 impl Finish {
@@ -53,9 +55,10 @@ impl Finish {
     }
 
     /// Filters the answer, a listing of `request`, by the fleet's policy,
-    /// before anything else is done to it.
-    pub fn filtered_as(self, request: CachedRequest) -> Finish {
-        Finish { listing: Some(request), ..self }
+    /// before anything else is done to it, fetching what the filter reads
+    /// with `fetch`.
+    pub fn filtered_as(self, request: CachedRequest, fetch: FetchOwn) -> Finish {
+        Finish { listing: Some((request, fetch)), ..self }
     }
 
     /// Says `reason` unless the answer says why already.
@@ -77,7 +80,7 @@ impl Finish {
         outcome: Outcome,
     ) -> Outcome {
         let outcome = match self.listing.take() {
-            Some(listing) => super::gate::filtered(state, exchange, side, &listing, outcome).await,
+            Some((listing, fetch)) => super::gate::filtered(state, exchange, side, &listing, fetch, outcome).await,
             None => outcome,
         };
         let outcome = match self.rewrite.take() {

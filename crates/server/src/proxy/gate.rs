@@ -35,7 +35,6 @@ use pkgproxy_policy::{Blocked, Ecosystem, Policy, Published, Release, Verdict};
 use pkgproxy_sides::role::{Filtered, Gated, Gating, Judge, Judged, ReleaseName, Times};
 use pkgproxy_sides::{CachedRequest, Mount, Refusal, Side, SideId};
 
-use super::cached::fetch_for_pkgproxy;
 use super::outcome::{Answer, Failed, Outcome};
 use super::plan::{plan, Plan, Representation};
 use crate::body::ResponseBody;
@@ -45,9 +44,19 @@ use crate::state::State;
 
 /// The largest held metadata read for its times, and the largest listing
 /// filtered (npm's largest documents run to tens of megabytes).
-const METADATA_LIMIT: u64 = 256 * 1024 * 1024;
+pub(super) const METADATA_LIMIT: u64 = 256 * 1024 * 1024;
 /// How many metadata files one listing's filter fetches at once.
 const FETCHED_AT_ONCE: usize = 8;
+
+/// How pkgproxy fetches for itself through its cache (the metadata that
+/// says when a release was published): the cache path's own fetch, handed
+/// in by the path that judges, which judging then does not depend on.
+pub type FetchOwn = for<'a> fn(
+    &'a Arc<State>,
+    &'a dyn Side,
+    CachedRequest,
+    Mount,
+) -> Pin<Box<dyn Future<Output = Option<Bytes>> + Send + 'a>>;
 
 /// The policy and the side's gating role, when `exchange` is a client's
 /// and the side's releases are judged.
@@ -60,39 +69,42 @@ fn judged<'s>(state: &State, exchange: &Exchange<'_>, side: &'s dyn Side) -> Opt
 }
 
 /// The refusal of `request`, an artifact of a release the policy does not
-/// serve; `None`: it is served.
+/// serve; `None`: it is served. Its publish time is read from what is
+/// held, else fetched with `fetch`.
 pub async fn refusal(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
     side: &dyn Side,
     request: &CachedRequest,
+    fetch: FetchOwn,
 ) -> Option<Outcome> {
     let (policy, gating) = judged(state, exchange, side)?;
     let Gated::Artifact { release, times_from } = gating.gated(request)? else { return None };
     let ecosystem = Ecosystem::of_side(side.id().as_str())?;
     let published = match policy.needs_times() {
-        true => published(state, side, gating, &release, *times_from, exchange.mount).await,
+        true => published(state, side, gating, &release, *times_from, exchange.mount, fetch).await,
         false => Published::NotNeeded,
     };
     let named = Release { ecosystem, name: &release.name, version: &release.version };
     let Verdict::Blocked(blocked) = policy.judge(&named, published, state.clock.now()) else { return None };
-    note(state, side.id(), &named, &blocked);
+    note(state, side.id(), &named, &blocked, request.access.is_some());
     tracing::info!(side = %side.id(), release = %named, rule = blocked.rule.name(), "refused by policy");
-    Some(refused(blocked.line(&named), blocked.phrase()))
+    Some(refused(blocked.line(&named), blocked.phrase(), format!("{named} {}", blocked.summary())))
 }
 
 /// The `403` a client is told a release is refused with: `line` in the
 /// body, `phrase` in the status line (what clients that print the status
-/// alone show).
-fn refused(line: String, phrase: String) -> Outcome {
-    Failed::Refused(Refusal::forbidden(line).with_code("BLOCKED_BY_POLICY").with_phrase(phrase)).into()
+/// alone show), `rule` for the access log.
+fn refused(line: String, phrase: String, rule: String) -> Outcome {
+    let refusal = Refusal::forbidden(line).with_code("BLOCKED_BY_POLICY").with_phrase(phrase);
+    Failed::Blocked { refusal, rule }.into()
 }
 
 /// The reason phrase of a refused listing whose refusal's phrase was not
 /// kept.
 const REFUSED_PHRASE: &str = "Blocked by pkgproxy policy";
 
-fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked) {
+fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked, private: bool) {
     let at = state.clock.now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
     state.gate.refused(Refused {
         at,
@@ -100,24 +112,25 @@ fn note(state: &State, side: SideId, release: &Release<'_>, blocked: &Blocked) {
         release: release.to_string(),
         rule: blocked.rule.name(),
         because: blocked.because(),
+        private,
     });
 }
 
 /// When `release` was published, as the metadata `source` says: read from
-/// what is held, else fetched through the cache for pkgproxy (asked again,
-/// at most every few seconds, when what is held does not name it: it may
-/// be new).
-fn published<'a>(
+/// what is held, else fetched with `fetch` (asked again, at most every few
+/// seconds, when what is held does not name it: it may be new).
+pub(super) fn published<'a>(
     state: &'a Arc<State>,
     side: &'a dyn Side,
     gating: &'a dyn Gating,
     release: &'a ReleaseName,
     source: CachedRequest,
     mount: Mount,
+    fetch: FetchOwn,
 ) -> Pin<Box<dyn Future<Output = Published> + Send + 'a>> {
     // Boxed: serving the metadata goes through the cache, which judges
     // again (the metadata, which is no artifact).
-    Box::pin(published_from(state, side, gating, release, source, mount))
+    Box::pin(published_from(state, side, gating, release, source, mount, fetch))
 }
 
 async fn published_from(
@@ -127,6 +140,7 @@ async fn published_from(
     release: &ReleaseName,
     mut source: CachedRequest,
     mount: Mount,
+    fetch: FetchOwn,
 ) -> Published {
     let held = state.cache.lookup(&source.key);
     if let Some(entry) = &held {
@@ -140,7 +154,7 @@ async fn published_from(
         }
         source.wanted.fresh_for = std::time::Duration::ZERO;
     }
-    let Some(body) = fetch_for_pkgproxy(state, side, source.clone(), mount, None).await else {
+    let Some(body) = fetch(state, side, source.clone(), mount).await else {
         return Published::Unknown;
     };
     let times = gating.times(&source, &body);
@@ -174,12 +188,15 @@ pub fn filters(state: &State, exchange: &Exchange<'_>, side: &dyn Side, request:
     judged(state, exchange, side).is_some_and(|(_, gating)| matches!(gating.gated(request), Some(Gated::Listing)))
 }
 
-/// `outcome`, a listing's, without the releases the policy refuses.
+/// `outcome`, a listing's, without the releases the policy refuses; the
+/// metadata giving times the listing does not itself is fetched with
+/// `fetch`.
 pub async fn filtered(
     state: &Arc<State>,
     exchange: &Exchange<'_>,
     side: &dyn Side,
     request: &CachedRequest,
+    fetch: FetchOwn,
     outcome: Outcome,
 ) -> Outcome {
     let Outcome::Answered(answer) = outcome else { return outcome };
@@ -209,6 +226,7 @@ pub async fn filtered(
         state: Arc::clone(state),
         side: side.id(),
         mount: exchange.mount,
+        fetch,
         handle: tokio::runtime::Handle::current(),
         until: None,
         borrowed: false,
@@ -258,7 +276,10 @@ fn served(
     match filtered {
         Filtered::AsStored => Outcome::Answered(as_asked(answer, exchange)),
         Filtered::Rewritten(body) => Outcome::Answered(as_asked(with_body(answer, body, etag), exchange)),
-        Filtered::Refused(line) => refused(line, phrase.unwrap_or_else(|| REFUSED_PHRASE.to_owned())),
+        Filtered::Refused(line) => {
+            let rule = line.clone();
+            refused(line, phrase.unwrap_or_else(|| REFUSED_PHRASE.to_owned()), rule)
+        }
     }
 }
 
@@ -326,6 +347,7 @@ struct Judging {
     state: Arc<State>,
     side: SideId,
     mount: Mount,
+    fetch: FetchOwn,
     handle: tokio::runtime::Handle,
     /// The earliest a refused release is served by itself.
     until: Option<SystemTime>,
@@ -364,11 +386,11 @@ impl Judge for Judging {
     fn fetch(&mut self, requests: Vec<CachedRequest>) -> Vec<Option<Bytes>> {
         use futures_util::StreamExt;
         self.borrowed = true;
-        let (state, side, mount) = (Arc::clone(&self.state), self.side, self.mount);
+        let (state, side, mount, fetch) = (Arc::clone(&self.state), self.side, self.mount, self.fetch);
         self.handle.block_on(async move {
             let side = state.sides.get(side);
             futures_util::stream::iter(requests)
-                .map(|request| fetch_for_pkgproxy(&state, side, request, mount, None))
+                .map(|request| fetch(&state, side, request, mount))
                 .buffered(FETCHED_AT_ONCE)
                 .collect()
                 .await

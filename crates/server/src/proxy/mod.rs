@@ -34,6 +34,7 @@ mod pointer;
 pub mod readiness;
 pub mod reason;
 mod rewrite;
+pub mod ruling;
 pub mod supplied;
 mod tunnel;
 mod upload;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use pkgproxy_control::ItemReadiness;
+use pkgproxy_policy::{Published, Verdict};
 use pkgproxy_sides::{CachedRequest, Decision, GenerationRequest, Member, Side};
 
 use super::decide::{self, Decided};
@@ -22,6 +23,20 @@ use crate::context::{Exchange, UpstreamAnswer};
 use crate::state::State;
 use crate::stats::Requester;
 
+/// [`check`], and whether the fleet's policy refuses `url` to clients,
+/// judged on what is held as it would be with the network gone (a publish
+/// time not held is unknown): what `pkgproxyctl check` asks. Blocking.
+pub fn check_for_clients(state: &State, url: &str) -> ItemReadiness {
+    let told = check(state, url);
+    let Ok(Decided { side, decision: Decision::Cache(request), .. }) = decide::decide(state, url) else { return told };
+    let ruling = super::ruling::held(state, side, &request, Published::Unknown);
+    let blocked = ruling.and_then(|ruling| match ruling.verdict {
+        Verdict::Blocked(blocked) => Some(blocked.summary()),
+        _ => None,
+    });
+    ItemReadiness { blocked, ..told }
+}
+
 /// Whether a `GET` of `url` would be answered with the network gone.
 pub fn check(state: &State, url: &str) -> ItemReadiness {
     let item = |ready: bool, reason: Option<String>, size: Option<u64>| ItemReadiness {
@@ -29,6 +44,7 @@ pub fn check(state: &State, url: &str) -> ItemReadiness {
         ready,
         reason,
         size,
+        blocked: None,
     };
     let from_cache = |request: &CachedRequest| match cached_readiness(state, request) {
         Ok(size) => item(true, None, size),

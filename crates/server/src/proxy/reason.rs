@@ -104,6 +104,7 @@ impl From<&Failed> for Reason {
     fn from(failed: &Failed) -> Reason {
         match failed {
             Failed::Refused(refusal) => Reason::Refused(refusal.reason.clone()),
+            Failed::Blocked { rule, .. } => Reason::Refused(rule.clone()),
             Failed::Offline => Reason::Offline,
             Failed::Overloaded { host, retry_after } => Reason::BreakerOpen { host: host.clone(), left: *retry_after },
             Failed::RateLimited { status, retry_after } => Reason::RateLimited { status: *status, left: *retry_after },

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pkgproxy_control::{ClusterInfo, InstanceInfo, PoolInfo, ShadowInfo};
+use pkgproxy_control::{BlockedCount, ClusterInfo, InstanceInfo, PoolInfo, ShadowInfo};
 use pkgproxy_metrics::Snapshot;
 use promql_parser::parser::{self, Expr};
 use serde::Deserialize;
@@ -55,6 +55,7 @@ async fn exported() -> Vec<Family> {
         in_flight: 0,
     };
     info.pools = vec![PoolInfo { name: "p".into(), instances: vec![instance] }];
+    info.policy_blocked = vec![BlockedCount { side: "npm".into(), rule: "min_age".into(), count: 1 }];
     let learned: Vec<_> =
         state.sides.playing(|roles| roles.informing).flat_map(|(_, informing)| informing.learned()).collect();
     families(&super::metrics::render(&info, &learned))

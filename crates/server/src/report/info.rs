@@ -53,6 +53,7 @@ pub fn gather(state: &State) -> Info {
         connections_open: state.admission.open() as u64,
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: super::apt_valid_until(state),
+        policy_blocked: state.gate.blocked_counts(),
         learned: learned(&state.sides),
     }
 }

@@ -52,6 +52,7 @@ pub fn render(info: &Info, learned: &[Learned]) -> String {
     let breakers = "pkgproxy_breakers_not_closed";
     header(&mut out, breakers, "Upstream hosts whose breaker is open or probing.", Kind::Gauge);
     let _ = writeln!(out, "{breakers} {}", info.offline.upstreams.len());
+    render_policy(&mut out, &info.policy_blocked);
     render_pools(&mut out, info);
     out
 }
@@ -114,6 +115,18 @@ fn render_timings(out: &mut String, timings: &BTreeMap<String, HistogramsSnapsho
             let _ = writeln!(out, "{name}_sum{{side=\"{side}\"}} {}", histogram.sum_seconds());
             let _ = writeln!(out, "{name}_count{{side=\"{side}\"}} {}", histogram.count());
         }
+    }
+}
+
+/// The requests the fleet's policy refused, by side and rule.
+fn render_policy(out: &mut String, blocked: &[pkgproxy_control::BlockedCount]) {
+    let name = "pkgproxy_policy_blocked_total";
+    let help =
+        "Client requests the fleet's policy refused, by side and rule (malicious, not_after, min_age, unknown_time).";
+    header(out, name, help, Kind::Counter);
+    for count in blocked {
+        let (side, rule) = (label(&count.side), label(&count.rule));
+        let _ = writeln!(out, "{name}{{side=\"{side}\",rule=\"{rule}\"}} {}", count.count);
     }
 }
 

@@ -13,7 +13,9 @@ mod page;
 
 use http::header::HeaderValue;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use pkgproxy_control::{CacheStatus, ClientSetup, ShadowInfo, SideStatus, Status, StatusOffline, STATUS_PATH};
+use pkgproxy_control::{
+    CacheStatus, ClientSetup, ShadowInfo, SideStatus, Status, StatusOffline, StatusPolicy, STATUS_PATH,
+};
 use pkgproxy_metrics::SideCounter;
 
 use crate::body::ResponseBody;
@@ -106,6 +108,10 @@ pub fn gather(state: &State, host: &str) -> Status {
         cluster: state.cluster.as_ref().map(|cluster| cluster.info()),
         apt_valid_until: crate::report::apt_valid_until(state),
         recent_trouble: state.trouble.recent(),
+        policy: state
+            .gate
+            .policy()
+            .map(|policy| StatusPolicy { rules: policy.describe(), recent: state.gate.recent_blocked(false) }),
     }
 }
 

@@ -76,6 +76,20 @@ function draw(status) {
   if (status.recent_trouble.length === 0) {
     rows("trouble", [null], row => { const td = row.insertCell(); td.colSpan = 5; td.textContent = "nothing refused or failed since start"; });
   }
+  if (status.policy) {
+    const rules = document.getElementById("policy-rules");
+    if (rules) {
+      const shown = status.policy.rules.length > 0 ? status.policy.rules : ["no rule: every release is served"];
+      rules.replaceChildren(...shown.map(rule => { const item = document.createElement("li"); item.textContent = rule; return item; }));
+    }
+    rows("policy-blocked", status.policy.recent, (row, refused) => {
+      cell(row, timeOfDay(refused.at), "", "when"); row.cells[0].title = httpDate(refused.at);
+      cell(row, refused.release, "", "release"); cell(row, refused.because, "", "why");
+    });
+    if (status.policy.recent.length === 0) {
+      rows("policy-blocked", [null], row => { const td = row.insertCell(); td.colSpan = 3; td.textContent = "nothing blocked since start"; });
+    }
+  }
   const cache = status.cache;
   text("cache-size", bytes(cache.size_bytes));
   text("cache-limit", cache.max_size_bytes === null ? "no size limit" : "of " + bytes(cache.max_size_bytes));

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::html::{bytes, escape, ratio};
-use pkgproxy_control::{PoolInfo, RecentTrouble, ShadowInfo, SideStatus, Status, UpstreamReport};
+use pkgproxy_control::{PoolInfo, RecentTrouble, ShadowInfo, SideStatus, Status, StatusPolicy, UpstreamReport};
 use pkgproxy_metrics::ShadowCounter;
 
 /// The page's style: one column that fits a phone, tables that scroll
@@ -35,6 +35,9 @@ pub fn render(status: &Status, host: &str) -> String {
     super::chart::charts(&mut html, &status.sides);
     traffic(&mut html, &status.sides);
     trouble(&mut html, &status.recent_trouble);
+    if let Some(policy) = &status.policy {
+        blocked(&mut html, policy);
+    }
     cache(&mut html, status);
     upstreams(&mut html, &status.pools, &status.offline.upstreams);
     mirrors(&mut html, &status.mirrors);
@@ -155,6 +158,37 @@ fn trouble(html: &mut String, recent: &[RecentTrouble]) {
     }
     if recent.is_empty() {
         html.push_str("<tr><td colspan=\"5\">nothing refused or failed since start</td></tr>");
+    }
+    html.push_str("</tbody></table></div></section>\n");
+}
+
+/// The fleet's policy: the rules in force, and the last releases it
+/// refused (`page.js`'s `blocked` too). Only there when a policy is.
+fn blocked(html: &mut String, policy: &StatusPolicy) {
+    html.push_str("<section id=\"policy\"><h2>Blocked by policy</h2><ul id=\"policy-rules\">");
+    for rule in &policy.rules {
+        let _ = write!(html, "<li>{}</li>", escape(rule));
+    }
+    if policy.rules.is_empty() {
+        html.push_str("<li>no rule: every release is served</li>");
+    }
+    html.push_str(
+        "</ul><div class=\"scroll\"><table class=\"cards\"><thead><tr>\
+         <th>when</th><th>release</th><th>why</th></tr></thead><tbody id=\"policy-blocked\">",
+    );
+    for refused in &policy.recent {
+        let at = httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(refused.at));
+        let _ = write!(
+            html,
+            "<tr><td data-label=\"when\" title=\"{at}\">{when}</td><td data-label=\"release\">{release}</td>\
+             <td data-label=\"why\">{because}</td></tr>",
+            when = time_of_day(refused.at),
+            release = escape(&refused.release),
+            because = escape(&refused.because),
+        );
+    }
+    if policy.recent.is_empty() {
+        html.push_str("<tr><td colspan=\"3\">nothing blocked since start</td></tr>");
     }
     html.push_str("</tbody></table></div></section>\n");
 }

@@ -15,8 +15,11 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
-use super::{index, Cargo, Keyed};
+use pkgproxy_cache::Class;
+
+use super::{index, Cargo, Keyed, Space};
 use crate::decision::CachedRequest;
+use crate::id::SideId;
 use crate::role::{Filtered, Gated, Gating, Judge, ReleaseName, Times};
 
 impl Gating for Cargo {
@@ -36,6 +39,23 @@ impl Gating for Cargo {
         let release =
             ReleaseName { name: name.to_ascii_lowercase(), version: version.to_owned(), timed_as: version.to_owned() };
         Some(Gated::Artifact { release, times_from: Box::new(times_from) })
+    }
+
+    /// The version's `.crate` on crates.io (its key without the checksum
+    /// a download's URL names: the policy reads the name and version
+    /// alone, and the checksum is the index file's to give).
+    fn release_request(&self, name: &str, version: &str) -> Option<CachedRequest> {
+        let config = self.config();
+        let registry = config.registries.first()?;
+        let name = name.to_ascii_lowercase();
+        let fine =
+            |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.+".contains(&b));
+        if !fine(&name) || !fine(version) {
+            return None;
+        }
+        let key = registry.key_in(Space::Shared, &format!("crates/{name}/{version}"));
+        let origin = registry.index_origin(format!("/crates/{name}/{version}"));
+        Some(CachedRequest::new(SideId::Cargo, key, origin, Class::Immutable))
     }
 
     /// Each version's `pubtime`, from an index file.

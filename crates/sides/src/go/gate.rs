@@ -42,6 +42,15 @@ impl Gating for Go {
         Some(Gated::Artifact { release, times_from })
     }
 
+    /// The version's `.info`: it is the release, as its `.mod` and `.zip`
+    /// are.
+    fn release_request(&self, name: &str, version: &str) -> Option<CachedRequest> {
+        if !super::path::is_module_path(name) || !super::path::is_version(version) {
+            return None;
+        }
+        Some(info_request(&self.config(), name, version))
+    }
+
     /// The `Time` of a version's `.info`, by its version.
     fn times(&self, source: &CachedRequest, body: &[u8]) -> Times {
         let (Some((_, GoFile::Info(version))), Some(at)) = (Config::file_of(source), published(body)) else {

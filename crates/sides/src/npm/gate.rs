@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::config::Registry;
 use super::keys::{Form, KeyKind, Keyed, Space};
-use super::name::{self, PackageName};
+use super::name::{self, PackageName, Tarball};
 use super::Npm;
 use crate::decision::CachedRequest;
 use crate::id::SideId;
@@ -38,6 +38,19 @@ impl Gating for Npm {
         times_from.asking.auth = request.asking.auth.clone();
         let release = ReleaseName { name: name.to_string(), timed_as: version.clone(), version };
         Some(Gated::Artifact { release, times_from: Box::new(times_from) })
+    }
+
+    /// The version's tarball on the npm registry (or its mirrors), named
+    /// as the registry names tarballs (`NAME/-/UNSCOPED-VERSION.tgz`).
+    fn release_request(&self, name: &str, version: &str) -> Option<CachedRequest> {
+        let config = self.config();
+        let registry = config.registry("")?;
+        let name = PackageName::parse(name)?;
+        if !name::is_exact_version(version) {
+            return None;
+        }
+        let tarball = Tarball::new(name.clone(), &format!("{}-{version}.tgz", name.unscoped()))?;
+        Some(super::tarball_in(registry, Space::Shared, &tarball))
     }
 
     fn times(&self, _source: &CachedRequest, body: &[u8]) -> Times {

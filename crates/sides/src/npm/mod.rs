@@ -208,11 +208,7 @@ impl Npm {
     /// A tarball: immutable, fetched from where its version's document
     /// says.
     fn tarball(&self, registry: &Registry, tarball: &Tarball, request: &Request<'_>) -> CachedRequest {
-        let key = registry.key(Self::space(request), &format!("tarball/{}/{}", tarball.name, tarball.file));
-        CachedRequest {
-            reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
-            ..CachedRequest::new(SideId::Npm, key, registry.origin(tarball.path()), Class::Immutable)
-        }
+        tarball_in(registry, Self::space(request), tarball)
     }
 
     /// How the documents served to this client point tarballs.
@@ -340,6 +336,15 @@ impl Npm {
             dists.clear();
         }
         dists.insert(key.to_owned(), dist);
+    }
+}
+
+/// The request of `tarball` of `registry` in `space`.
+fn tarball_in(registry: &Registry, space: Space, tarball: &Tarball) -> CachedRequest {
+    let key = registry.key(space, &format!("tarball/{}/{}", tarball.name, tarball.file));
+    CachedRequest {
+        reply: Reply { dated_resume: DatedResume::Honoured, ..Reply::default() },
+        ..CachedRequest::new(SideId::Npm, key, registry.origin(tarball.path()), Class::Immutable)
     }
 }
 

@@ -239,3 +239,16 @@ fn a_registry_s_url_is_served_below_the_registry_it_is_deepest_below() {
     assert_eq!(at("https://corp.example/other/ui"), None);
     assert_eq!(at("https://user:pw@registry.npmjs.org/ms"), None);
 }
+
+#[test]
+fn a_release_is_judged_by_its_tarball_as_a_client_asks_for_it() {
+    use crate::role::{Gated, Gating};
+    let (npm, _dir) = side(CORP);
+    let asked = cached(classify(&npm, &Method::GET, "/@types/node/-/node-22.0.0.tgz", &[]));
+    let named = npm.release_request("@types/node", "22.0.0").expect("a tarball");
+    assert_eq!((named.key.as_str(), named.origin.path.as_str()), (asked.key.as_str(), asked.origin.path.as_str()));
+    let Some(Gated::Artifact { release, .. }) = npm.gated(&named) else { panic!("an artifact") };
+    assert_eq!((release.name.as_str(), release.version.as_str()), ("@types/node", "22.0.0"));
+    assert!(npm.release_request("@types/node", "latest").is_none(), "a dist-tag is no release");
+    assert!(npm.release_request("not a name", "1.0.0").is_none());
+}

@@ -53,6 +53,23 @@ impl Gating for Pypi {
         Some(Gated::Artifact { release, times_from: Box::new(times_from) })
     }
 
+    /// The release's sdist on PyPI, named as PEP 625 names them
+    /// (`{name}-{version}.tar.gz`, the name's runs of `-`, `_`, `.` one
+    /// `_`): each file is timed by its own upload, and the sdist stands for
+    /// the release. A release with no sdist has no time to read there
+    /// (`policy why` then says its time is unknown; a client's request of
+    /// one of its wheels is timed by that wheel).
+    fn release_request(&self, name: &str, version: &str) -> Option<CachedRequest> {
+        let config = self.config();
+        let index = config.indexes.first()?;
+        let project = super::normalize(name).replace('-', "_");
+        let filename = format!("{project}-{version}.tar.gz");
+        // The digest its path would name is the page's to give: the policy
+        // reads the file's name alone.
+        let file = files::FilePath::parse(&format!("00/00/{}/{filename}", "0".repeat(60)))?;
+        Some(self.file(index, &file))
+    }
+
     /// Each file's upload time, by its name, from a page in JSON (an HTML
     /// page gives none).
     fn times(&self, _source: &CachedRequest, body: &[u8]) -> Times {

@@ -31,6 +31,20 @@ pub trait Gating: Send + Sync {
     /// [`Gated::Artifact::times_from`]), gives.
     fn times(&self, source: &CachedRequest, body: &[u8]) -> Times;
 
+    /// A request a client would make for one artifact of `name` at
+    /// `version` (the name as people write it; the side puts it in its
+    /// normal form) on the side's first upstream (the public registry, not
+    /// one beside it): npm's tarball, a wheel or sdist, a `.crate`, a go
+    /// version's `.zip`. `pkgproxyctl policy why` judges that request as
+    /// the request path would ([`Gating::gated`], then the times its
+    /// `times_from` gives), so what it says is what a client would be
+    /// told. It names the file by the side's layout alone and fetches
+    /// nothing. Where each file of a release is timed by its own upload
+    /// (PyPI), the side picks the file that stands for the release (its
+    /// sdist, say) and documents which. `None` when the side cannot name
+    /// an artifact of that release (a name or version it cannot spell).
+    fn release_request(&self, name: &str, version: &str) -> Option<CachedRequest>;
+
     /// `body`, the listing `request` asked for, as a client is served it
     /// under the policy `judge` applies: every release it does not serve
     /// taken out (tags that named one re-pointed).
