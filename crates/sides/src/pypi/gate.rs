@@ -272,7 +272,7 @@ mod tests {
         let html = "<a href=\"https://f/demo-1.0.tar.gz\">demo-1.0.tar.gz</a>\n\
                     <a href=\"https://f/w\" data-requires-python=\"&gt;=3\">demo-1.1-py3-none-any.whl</a>\n";
         let mut judge = Freeze { fetched: Vec::new() };
-        let marked = side.filtered(&html_page, html.as_bytes(), &mut judge).unwrap();
+        let marked = side.marked(&html_page, html.as_bytes(), &mut judge).unwrap();
         let expected = html.replacen(
             "<a href=\"https://f/w\"",
             "<a data-yanked=\"pypi:demo@1.1 is blocked by policy\" href=\"https://f/w\"",
@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(std::str::from_utf8(&marked).unwrap(), expected);
         assert_eq!(judge.fetched, ["pypi/pypi/simple/demo/json"]);
         let json_page = config.index("").unwrap().page("demo", Form::Json, super::super::DEFAULT_INDEX_TTL);
-        let marked = side.filtered(&json_page, PAGE.as_bytes(), &mut judge).unwrap();
+        let marked = side.marked(&json_page, PAGE.as_bytes(), &mut judge).unwrap();
         assert_eq!(judge.fetched.len(), 1, "a JSON page gives its own times");
         let page: serde_json::Value = serde_json::from_slice(&marked).unwrap();
         let yanked: Vec<&serde_json::Value> = page["files"].as_array().unwrap().iter().map(|f| &f["yanked"]).collect();
