@@ -24,7 +24,7 @@
 //! | [`Informing`] | apt, lxd | `report/`, `health.rs`, `control/` (info, metrics, the status page) |
 //! | [`Explaining`] | go, cargo, pypi, npm | `proxy/explain.rs` (a lockfile's upstream URLs) |
 //! | [`Forwarding`] | apt, lxd | [`crate::Sides::owner`], [`crate::Sides::allows_tunnel`] |
-//! | [`Gating`] | npm, pypi, cargo, go | `proxy/gate.rs` (the fleet's policy), `proxy/ruling.rs` (`policy why`, `explain`, `check`), `proxy/cached.rs`, `proxy/finish.rs` |
+//! | [`Gating`] | npm, pypi, cargo, go | `proxy/gate.rs`, `proxy/ruling.rs` (the fleet's policy) |
 
 pub mod ahead;
 pub mod digests;
