@@ -100,12 +100,14 @@ start_pkgproxy() {
 }
 stop_pkgproxy() { kill "$pkgproxy_pid"; wait "$pkgproxy_pid" 2>/dev/null || true; }
 resident_mib() { awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-rate() { oha -z "$duration" -c "$2" --no-tui -j "${@:3}" "$1" | python3 -c '
+rate() {
+  oha -z "$duration" -c "$2" --no-tui --output-format json "${@:3}" "$1" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 s = r["summary"]
-print(f"{s[\"requestsPerSec\"]:.0f} req/s, {s.get(\"sizePerSec\", 0) / 1e6:.0f} MB/s, {r[\"statusCodeDistribution\"]}")'; }
-
+rate, size, codes = s["requestsPerSec"], s.get("sizePerSec") or 0, r.get("statusCodeDistribution")
+print(f"{rate:.0f} req/s, {size / 1e6:.0f} MB/s, statuses {codes}")'
+}
 npm_conf="[npm]
 mirrors = [\"http://127.0.0.1:$registry_port/\"]
 [server]
@@ -118,7 +120,8 @@ for mode in none min_age; do
 min_age = \"3d\""
   start_pkgproxy "$conf"
   base=http://127.0.0.1:$pkgproxy_port/npm
-  for path in small/-/small-1.0.0.tgz big bigold; do curl -s -o /dev/null "$base/$path"; done
+  # The document first: it gives the tarball's integrity.
+  for path in small small/-/small-1.0.0.tgz big bigold; do curl -s -o /dev/null "$base/$path"; done
   sleep 1
   echo "-- policy: $mode"
   echo "small tarball hits, 32 connections: $(rate "$base/small/-/small-1.0.0.tgz" 32)"

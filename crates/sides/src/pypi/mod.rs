@@ -74,22 +74,9 @@ const PAGE_LIMIT: u64 = 64 * 1024 * 1024;
 const PYPI: &str = "pypi";
 
 /// A project's name as PEP 503 normalises it: lower case, each run of
-/// `-`, `_` and `.` one `-`.
+/// `-`, `_` and `.` one `-` (the policy names projects so too).
 pub fn normalize(name: &str) -> String {
-    let mut normal = String::with_capacity(name.len());
-    let mut separated = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            separated = true;
-            continue;
-        }
-        if separated && !normal.is_empty() {
-            normal.push('-');
-        }
-        separated = false;
-        normal.extend(c.to_lowercase());
-    }
-    normal
+    pkgproxy_policy::Ecosystem::Pypi.normal_name(name)
 }
 
 /// Whether `name` may be a project's name (PEP 508's).
