@@ -39,7 +39,7 @@ pub struct Gate {
     /// Counts the policies taken: a filtered listing is of one.
     generation: AtomicU64,
     times: Mutex<HashMap<String, (String, Arc<Times>)>>,
-    listings: quick_cache::sync::Cache<String, Listing, ListingWeight>,
+    listings: Mutex<Listings>,
     asked_again: Mutex<HashMap<String, Instant>>,
     refusals: Mutex<Refusals>,
 }
@@ -51,7 +51,7 @@ impl Default for Gate {
             written: Mutex::default(),
             generation: AtomicU64::new(0),
             times: Mutex::default(),
-            listings: quick_cache::sync::Cache::with_weighter(1024, LISTINGS_KEPT_BYTES, ListingWeight),
+            listings: Mutex::default(),
             asked_again: Mutex::default(),
             refusals: Mutex::default(),
         }
@@ -78,26 +78,65 @@ pub struct Listing {
     pub until: Option<SystemTime>,
     /// What the client is served.
     pub served: Filtered,
+    /// A rewritten body as the cache serves a stored one: its own SHA-256
+    /// and a file of it (unnamed, gone with the last handle), so that a
+    /// side keeps compressed forms of it as of a stored body.
+    pub stored: Option<pkgproxy_sides::StoredBody>,
     /// The entity tag (quoted) of a rewritten body: its bytes' own.
     pub etag: Option<String>,
     /// The reason phrase of a refusal.
     pub phrase: Option<String>,
 }
 
-/// Weighs a filtered listing by its bytes.
-#[derive(Debug, Clone, Copy)]
-pub struct ListingWeight;
-
-impl quick_cache::Weighter<String, Listing> for ListingWeight {
-    fn weight(&self, key: &String, listing: &Listing) -> u64 {
-        let served = match &listing.served {
+impl Listing {
+    /// The bytes it holds in memory.
+    fn weight(&self) -> u64 {
+        let served = match &self.served {
             Filtered::AsStored => 0,
             Filtered::Rewritten(body) => body.len(),
             Filtered::Refused(line) => line.len(),
         };
-        let etag = listing.etag.as_ref().map_or(0, String::len);
-        let phrase = listing.phrase.as_ref().map_or(0, String::len);
-        (key.len() + listing.sha256.len() + served + etag + phrase) as u64 + 64
+        let etag = self.etag.as_ref().map_or(0, String::len);
+        let phrase = self.phrase.as_ref().map_or(0, String::len);
+        (self.sha256.len() + served + etag + phrase) as u64 + 128
+    }
+}
+
+/// Filtered listings by key, within a budget of bytes: the oldest kept go
+/// first. (One listing may take most of the budget: npm's largest
+/// documents run to tens of megabytes.)
+#[derive(Debug, Default)]
+struct Listings {
+    by_key: HashMap<String, Listing>,
+    order: VecDeque<String>,
+    bytes: u64,
+}
+
+impl Listings {
+    fn insert(&mut self, key: String, listing: Listing) {
+        self.remove(&key);
+        let weight = listing.weight() + key.len() as u64;
+        if weight > LISTINGS_KEPT_BYTES {
+            return;
+        }
+        while self.bytes + weight > LISTINGS_KEPT_BYTES {
+            let Some(oldest) = self.order.pop_front() else { break };
+            self.remove(&oldest);
+        }
+        self.bytes += weight;
+        self.order.push_back(key.clone());
+        self.by_key.insert(key, listing);
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(listing) = self.by_key.remove(key) {
+            self.bytes -= listing.weight() + key.len() as u64;
+            self.order.retain(|kept| kept != key);
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = Listings::default();
     }
 }
 
@@ -156,7 +195,7 @@ impl Gate {
     pub fn take(&self, policy: Option<Arc<Policy>>) {
         self.policy.store(policy);
         self.generation.fetch_add(1, Ordering::SeqCst);
-        self.listings.clear();
+        self.listings.lock().clear();
     }
 
     /// Which policy is in force, as filtered listings remember it.
@@ -191,7 +230,7 @@ impl Gate {
     /// The filtered listing kept for `key`, if it is of `sha256` under the
     /// policy in force and stands at `now`.
     pub fn listing(&self, key: &str, sha256: &str, now: SystemTime) -> Option<Listing> {
-        let listing = self.listings.get(key)?;
+        let listing = self.listings.lock().by_key.get(key).cloned()?;
         let stands = listing.sha256 == sha256
             && listing.generation == self.generation()
             && listing.from <= now
@@ -206,7 +245,7 @@ impl Gate {
             let short = now + BORROWED_TIMES_STAND;
             listing.until = Some(listing.until.map_or(short, |until| until.min(short)));
         }
-        self.listings.insert(key.to_owned(), listing);
+        self.listings.lock().insert(key.to_owned(), listing);
     }
 
     /// Notes a refusal.

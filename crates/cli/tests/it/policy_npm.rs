@@ -205,3 +205,36 @@ async fn a_registry_configured_with_policy_false_is_served_as_published() {
     assert_eq!(get(&server, "/npm/corp/left/-/left-1.0.1.tgz").await.status, 200);
     assert_eq!(get(&server, "/npm/left/-/left-1.0.1.tgz").await.status, 403);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_filtered_document_is_kept_compressed_for_clients_that_take_gzip() {
+    use std::io::Read;
+    let fake = FakeNpm::start(&[]).await;
+    for n in 0..60 {
+        fake.publish_at(NpmPackage::new("big", &format!("1.0.{n}"), &[("b", "^1.0.0")]), OLD + n);
+    }
+    fake.publish_at(NpmPackage::new("big", "1.0.60", &[]), NEW);
+    let server = Server::start(Some(&config(&fake, "min_age = \"3d\""))).await;
+    server.clock().set(FakeNpm::published_at(NEW) + DAY);
+    let plain = get(&server, "/npm/big").await;
+    assert_eq!(plain.status, 200);
+    let document: serde_json::Value = serde_json::from_slice(&plain.body).unwrap();
+    assert!(document["versions"].get("1.0.60").is_none() && document["versions"].get("1.0.59").is_some());
+    let gzip = [("accept-encoding", "gzip"), ("accept", "application/json")];
+    // The compressed form is made in the background after the first ask.
+    let mut compressed = None;
+    for _ in 0..200 {
+        let answer = send(server.proxy_addr(), "GET", "/npm/big", &gzip, b"").await;
+        assert_eq!(answer.status, 200);
+        if answer.header("content-encoding") == Some("gzip") {
+            compressed = Some(answer);
+            break;
+        }
+        assert!(answer.body == plain.body, "meanwhile, the filtered document as it is");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let compressed = compressed.expect("a compressed form of the filtered document was made");
+    let mut unpacked = Vec::new();
+    flate2::read::GzDecoder::new(compressed.body.as_ref()).read_to_end(&mut unpacked).unwrap();
+    assert!(unpacked == plain.body, "the filtered document, compressed");
+}

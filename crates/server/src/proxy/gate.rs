@@ -33,7 +33,7 @@ use http::{HeaderMap, Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use pkgproxy_policy::{Blocked, Ecosystem, Policy, Published, Release, Verdict};
 use pkgproxy_sides::role::{Filtered, Gated, Gating, Judge, Judged, ReleaseName, Times};
-use pkgproxy_sides::{CachedRequest, Mount, Refusal, Side, SideId};
+use pkgproxy_sides::{CachedRequest, Mount, Refusal, Side, SideId, StoredBody};
 
 use super::outcome::{Answer, Failed, Outcome};
 use super::plan::{plan, Plan, Representation};
@@ -207,7 +207,9 @@ pub async fn filtered(
     let now = state.clock.now();
     let stored = answer.stored.as_ref().map(|stored| stored.sha256.clone());
     if let Some(listing) = stored.as_ref().and_then(|sha256| state.gate.listing(&request.key, sha256, now)) {
-        return served(answer, listing.served, listing.etag, listing.phrase, exchange);
+        let how =
+            Served { filtered: listing.served, etag: listing.etag, stored: listing.stored, phrase: listing.phrase };
+        return served(answer, how, exchange);
     }
     let (parts, body) = answer.response.into_parts();
     let body = match Limited::new(body, METADATA_LIMIT as usize).collect().await {
@@ -251,34 +253,75 @@ pub async fn filtered(
     let Ok((filtered, phrase, until, borrowed)) = made else {
         return Failed::Internal("the policy's filter of a listing failed".to_owned()).into();
     };
-    let etag = match &filtered {
-        Filtered::Rewritten(body) => Some(own_etag(body)),
+    let kept = match &filtered {
+        Filtered::Rewritten(body) => Some(kept(state, body.clone()).await),
         _ => None,
     };
+    let etag = kept.as_ref().map(|kept| kept.etag.clone());
+    let body_stored = kept.and_then(|kept| kept.stored);
     if let Some(sha256) = stored {
-        let (served, etag, phrase) = (filtered.clone(), etag.clone(), phrase.clone());
-        let listing = Listing { sha256, generation, from: now, until, served, etag, phrase };
+        let (served, etag, phrase, stored) = (filtered.clone(), etag.clone(), phrase.clone(), body_stored.clone());
+        let listing = Listing { sha256, generation, from: now, until, served, stored, etag, phrase };
         state.gate.keep_listing(&request.key, listing, borrowed, now);
     }
-    served(answer, filtered, etag, phrase, exchange)
+    served(answer, Served { filtered, etag, stored: body_stored, phrase }, exchange)
+}
+
+/// A rewritten listing's tag, and its body kept as a stored one.
+struct Kept {
+    etag: String,
+    stored: Option<StoredBody>,
+}
+
+/// `body`'s tag (its bytes' own, so it changes with them), and the body
+/// written to a file of its own, unnamed (gone with its last handle), so
+/// that its side keeps a compressed form of it as of a stored body (npm's
+/// documents, sent compressed to a hundred clients). Without the file, it
+/// is served from memory alone.
+async fn kept(state: &State, body: Bytes) -> Kept {
+    use sha2::Digest;
+    let sha256 = hex::encode(sha2::Sha256::digest(&body));
+    let etag = format!("\"p{}\"", &sha256[..32]);
+    let folder = state.settings.cache_dir.clone();
+    let written = tokio::task::spawn_blocking(move || -> std::io::Result<StoredBody> {
+        use std::io::Write;
+        let mut file = tempfile::tempfile_in(&folder)?;
+        file.write_all(&body)?;
+        Ok(StoredBody { sha256, size: body.len() as u64, file: Arc::new(file) })
+    })
+    .await;
+    match written {
+        Ok(Ok(stored)) => Kept { etag, stored: Some(stored) },
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "a filtered listing is served from memory alone");
+            Kept { etag, stored: None }
+        }
+        Err(_) => Kept { etag, stored: None },
+    }
+}
+
+/// How a listing is served under the policy.
+struct Served {
+    filtered: Filtered,
+    /// A rewritten body's tag.
+    etag: Option<String>,
+    /// A rewritten body, as a stored one.
+    stored: Option<StoredBody>,
+    /// A refusal's reason phrase.
+    phrase: Option<String>,
 }
 
 /// What a client is answered for `answer`, a listing, served as the policy
-/// lets it be (`etag`: a rewritten body's tag; `phrase`: a refusal's
-/// reason phrase), or `304` where its conditionals hold for that.
-fn served(
-    answer: Answer,
-    filtered: Filtered,
-    etag: Option<String>,
-    phrase: Option<String>,
-    exchange: &Exchange<'_>,
-) -> Outcome {
-    match filtered {
+/// lets it be (`how`), or `304` where its conditionals hold for that.
+fn served(answer: Answer, how: Served, exchange: &Exchange<'_>) -> Outcome {
+    match how.filtered {
         Filtered::AsStored => Outcome::Answered(as_asked(answer, exchange)),
-        Filtered::Rewritten(body) => Outcome::Answered(as_asked(with_body(answer, body, etag), exchange)),
+        Filtered::Rewritten(body) => {
+            Outcome::Answered(as_asked(with_body(answer, body, how.etag, how.stored), exchange))
+        }
         Filtered::Refused(line) => {
             let rule = line.clone();
-            refused(line, phrase.unwrap_or_else(|| REFUSED_PHRASE.to_owned()), rule)
+            refused(line, how.phrase.unwrap_or_else(|| REFUSED_PHRASE.to_owned()), rule)
         }
     }
 }
@@ -294,17 +337,11 @@ pub fn unconditional(headers: &HeaderMap) -> HeaderMap {
     headers
 }
 
-/// The tag of a filtered listing: its bytes' own, so it changes with them.
-fn own_etag(body: &[u8]) -> String {
-    use sha2::Digest;
-    format!("\"p{}\"", &hex::encode(sha2::Sha256::digest(body))[..32])
-}
-
-/// `answer` with `body` in place of its own: no longer the stored bytes,
-/// so no compressed form of them, its own tag and no date; and asked
-/// again by the client each time (what the policy took out comes back
-/// when a rule changes, or when a release is old enough).
-fn with_body(answer: Answer, body: Bytes, etag: Option<String>) -> Answer {
+/// `answer` with `body` in place of its own (`stored`: the same bytes as a
+/// stored body, for the side's compressed forms of them): its own tag and
+/// no date; and asked again by the client each time (what the policy took
+/// out comes back when a rule changes, or when a release is old enough).
+fn with_body(answer: Answer, body: Bytes, etag: Option<String>, stored: Option<StoredBody>) -> Answer {
     let (mut parts, _) = answer.response.into_parts();
     parts.headers.remove(LAST_MODIFIED);
     parts.headers.remove(ETAG);
@@ -313,7 +350,7 @@ fn with_body(answer: Answer, body: Bytes, etag: Option<String>) -> Answer {
     }
     parts.headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-    Answer { response: http::Response::from_parts(parts, ResponseBody::full(body)), stored: None, ..answer }
+    Answer { response: http::Response::from_parts(parts, ResponseBody::full(body)), stored, ..answer }
 }
 
 /// `answer`, a listing as served, or `304 Not Modified` when the client's
