@@ -219,3 +219,14 @@ fn crates_are_timed_by_their_index_file_and_index_files_are_listings_unless_the_
     assert!(gating.gated(&get("/corp/index/3/s/syn")).is_none(), "policy = false");
     assert!(gating.gated(&get(&format!("/corp/crates/syn/2.0.0/{SHA}"))).is_none(), "policy = false");
 }
+
+#[test]
+fn a_release_is_named_by_its_crate_and_judged_as_an_artifact_timed_by_its_index_file() {
+    use crate::role::{Gated, Gating};
+    let (cargo, _dir) = side("");
+    let request = cargo.release_request("Serde", "1.0.228").expect("a request");
+    let Some(Gated::Artifact { release, times_from }) = cargo.gated(&request) else { panic!("{request:?}") };
+    assert_eq!((release.name.as_str(), release.version.as_str()), ("serde", "1.0.228"));
+    assert!(times_from.key.ends_with("index/se/rd/serde"), "{}", times_from.key);
+    assert!(cargo.release_request("no/slash", "1.0.0").is_none());
+}

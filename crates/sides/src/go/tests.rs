@@ -100,3 +100,14 @@ fn an_upstream_s_url_is_served_below_go_and_its_checksum_database_below_sumdb() 
     assert_eq!(at("https://proxy.example/example.com/m/@v/list"), None);
     assert_eq!(at("http://127.0.0.1:8002/example.com/m/@v/list"), None);
 }
+
+#[test]
+fn a_release_is_named_by_its_info_and_judged_as_an_artifact_of_it() {
+    use crate::role::{Gated, Gating};
+    let go = super::Go::new(side());
+    let request = go.release_request("example.com/Hello", "v1.2.0").expect("a request");
+    let Some(Gated::Artifact { release, times_from }) = go.gated(&request) else { panic!("{request:?}") };
+    assert_eq!((release.name.as_str(), release.version.as_str()), ("example.com/Hello", "v1.2.0"));
+    assert!(times_from.key.ends_with("example.com/!hello/@v/v1.2.0.info"), "{}", times_from.key);
+    assert!(go.release_request("not a module", "v1.0.0").is_none());
+}

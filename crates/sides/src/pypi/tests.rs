@@ -182,3 +182,14 @@ fn files_are_releases_timed_by_their_project_s_json_page_and_pages_are_listings_
         assert!(gating.gated(&corp.page("zope-interface", form, DEFAULT_INDEX_TTL)).is_none());
     }
 }
+
+#[test]
+fn a_release_is_named_by_its_sdist_and_judged_as_an_artifact_timed_by_the_json_page() {
+    use crate::role::{Gated, Gating};
+    let (pypi, _dir) = side();
+    let request = pypi.release_request("Zope.Interface", "6.0").expect("a request");
+    let Some(Gated::Artifact { release, times_from }) = pypi.gated(&request) else { panic!("{request:?}") };
+    assert_eq!((release.name.as_str(), release.version.as_str()), ("zope-interface", "6.0"));
+    assert_eq!(release.timed_as, "zope_interface-6.0.tar.gz");
+    assert!(times_from.key.ends_with("simple/zope-interface/json"), "{}", times_from.key);
+}
