@@ -166,7 +166,7 @@ enum Command {
         #[arg(long, conflicts_with = "groups")]
         all: bool,
         /// The fleet's malicious-package records in force (those of
-        /// [policy] osv and of bundles taken in), besides the groups or
+        /// `[policy] osv` and of bundles taken in), besides the groups or
         /// alone: the importing pkgproxy refuses what they name.
         #[arg(long)]
         policy: bool,
@@ -217,7 +217,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The fleet's policy ([policy]): the rules in force, one per line, and
+    /// The fleet's policy (`[policy]`): the rules in force, one per line, and
     /// what they refused, by side and rule; `policy why SIDE NAME VERSION`
     /// says whether one release is served now, and why.
     Policy {
