@@ -238,3 +238,18 @@ async fn a_filtered_document_is_kept_compressed_for_clients_that_take_gzip() {
     flate2::read::GzDecoder::new(compressed.body.as_ref()).read_to_end(&mut unpacked).unwrap();
     assert!(unpacked == plain.body, "the filtered document, compressed");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dist_tag_naming_a_refused_version_is_refused_saying_why() {
+    let fake = registry().await;
+    let server = Server::start(Some(&config(&fake, "min_age = \"3d\""))).await;
+    server.clock().set(FakeNpm::published_at(NEW) + DAY);
+    let refused = get(&server, "/npm/left/latest").await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.body).contains("npm:left@1.0.1 is blocked by policy"), "{refused:?}");
+    server.clock().advance(4 * DAY);
+    let served = get(&server, "/npm/left/latest").await;
+    assert_eq!(served.status, 200, "{served:?}");
+    let version: serde_json::Value = serde_json::from_slice(&served.body).unwrap();
+    assert_eq!(version["version"], "1.0.1");
+}

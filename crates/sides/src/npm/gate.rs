@@ -31,7 +31,8 @@ impl Gating for Npm {
         let (name, version) = match kind {
             KeyKind::Document(..) => return Some(Gated::Listing),
             KeyKind::Version(name, version) if name::is_exact_version(&version) => (name, version),
-            KeyKind::Version(..) => return None,
+            // A dist-tag's version (`/NAME/latest`): judged as served.
+            KeyKind::Version(..) => return Some(Gated::Listing),
             KeyKind::Tarball(tarball) => (tarball.name, tarball.version),
         };
         let mut times_from = full_document(registry, space, &name, config.index_ttl);
@@ -58,7 +59,20 @@ impl Gating for Npm {
     }
 
     fn filtered(&self, request: &CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Filtered {
-        self.filtered_document(request, body, judge).unwrap_or(Filtered::AsStored)
+        let config = self.config();
+        let tagged = match Keyed::parse(&config, &request.key) {
+            Some(Keyed { registry, space, kind: KeyKind::Version(name, _) }) => {
+                let mut full = full_document(registry, space, &name, config.index_ttl);
+                full.asking.auth = request.asking.auth.clone();
+                Some((name, full))
+            }
+            _ => None,
+        };
+        drop(config);
+        match tagged {
+            Some((name, full)) => tagged_version(&name, full, body, judge),
+            None => self.filtered_document(request, body, judge).unwrap_or(Filtered::AsStored),
+        }
     }
 }
 
@@ -131,6 +145,26 @@ impl Npm {
             (key.as_ref(), value)
         }));
         Some(Filtered::Rewritten(Bytes::from(written)))
+    }
+}
+
+/// `body`, the version a dist-tag names (`/NAME/latest`), as served: as it
+/// is, or refused with its version's line when the policy refuses that
+/// version (no tag ever names a refused version; the package's document
+/// names the one served in its place). Its time is the full document's.
+fn tagged_version(name: &PackageName, full: CachedRequest, body: &[u8], judge: &mut dyn Judge) -> Filtered {
+    #[derive(Deserialize)]
+    struct Named {
+        version: String,
+    }
+    let Ok(Named { version }) = serde_json::from_slice::<Named>(body) else { return Filtered::AsStored };
+    let published = match judge.needs_times() {
+        true => judge.fetch(vec![full]).pop().flatten().and_then(|document| times_of(&document).remove(&version)),
+        false => None,
+    };
+    match judge.judge(&name.to_string(), &version, published) {
+        Judged::Blocked(line) => Filtered::Refused(line),
+        Judged::Served => Filtered::AsStored,
     }
 }
 
