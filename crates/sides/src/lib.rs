@@ -34,6 +34,7 @@ pub mod instances;
 pub mod json;
 mod learned;
 pub mod lxd;
+pub mod maven;
 mod named;
 pub mod needs;
 pub mod npm;
