@@ -46,6 +46,7 @@ mod remembered;
 pub mod role;
 pub mod route;
 pub mod setup;
+mod sha1_check;
 mod side;
 mod sides;
 pub mod snap;

@@ -1,7 +1,9 @@
 //! The Maven side (being built): Maven, Gradle and every JVM build through
 //! pkgproxy. What is here so far reads a Maven 2 repository: what a path
-//! names ([`layout`]) and what a `maven-metadata.xml` says ([`metadata`]);
-//! the side's routes, checks and roles come on them.
+//! names ([`layout`]), what a `maven-metadata.xml` says ([`metadata`]),
+//! and how a file is checked against its strongest sidecar ([`checks`]);
+//! the side's routes and roles come on them.
 
+pub mod checks;
 pub mod layout;
 pub mod metadata;

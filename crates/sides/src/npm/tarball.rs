@@ -5,7 +5,8 @@
 
 use base64::Engine;
 use pkgproxy_cache::{BodyHashes, BodyReader, Expected, StreamingCheck, Verifier};
-use sha1::{Digest, Sha1};
+
+use crate::sha1_check::Sha1Check;
 
 use super::document::Dist;
 
@@ -64,7 +65,7 @@ impl Verifier for TarballVerifier {
     fn streaming_check(&self) -> Option<Box<dyn StreamingCheck>> {
         match &self.integrity {
             Some(Integrity::Sha1(sha1)) => {
-                Some(Box::new(Sha1Check { expected: sha1.clone(), hasher: Sha1::new(), name: self.name.clone() }))
+                Some(Box::new(Sha1Check::new(sha1.clone(), self.name.clone(), "its document")))
             }
             _ => None,
         }
@@ -78,30 +79,10 @@ impl Verifier for TarballVerifier {
     }
 }
 
-/// A SHA-1 of a tarball, made as it streams.
-struct Sha1Check {
-    expected: String,
-    hasher: Sha1,
-    name: String,
-}
-
-impl StreamingCheck for Sha1Check {
-    fn update(&mut self, bytes: &[u8]) {
-        self.hasher.update(bytes);
-    }
-
-    fn verdict(self: Box<Self>) -> Result<(), String> {
-        let got = hex::encode(self.hasher.finalize());
-        match got == self.expected {
-            true => Ok(()),
-            false => Err(format!("{} has SHA-1 {got}, its document says {}", self.name, self.expected)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha1::{Digest, Sha1};
 
     fn dist(integrity: Option<&str>, shasum: Option<&str>) -> Dist {
         Dist { tarball: None, integrity: integrity.map(str::to_owned), shasum: shasum.map(str::to_owned) }
