@@ -134,6 +134,15 @@ impl MavenPath {
 }
 
 impl ArtifactFile {
+    /// The file `name` in `folders` (`GROUP/AS/PATH/ARTIFACT/VERSION`),
+    /// if a repository lays it out there.
+    pub fn in_folder(folders: &[&str], name: &str) -> Option<ArtifactFile> {
+        if folders.iter().chain([&name]).any(|segment| !is_segment(segment)) {
+            return None;
+        }
+        ArtifactFile::parse(folders, name)
+    }
+
     /// The file `name` in `folders` (`GROUP/AS/PATH/ARTIFACT/VERSION`).
     fn parse(folders: &[&str], name: &str) -> Option<ArtifactFile> {
         let [group @ .., artifact, version] = folders else { return None };

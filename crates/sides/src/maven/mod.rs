@@ -1,9 +1,11 @@
 //! The Maven side (being built): Maven, Gradle and every JVM build through
 //! pkgproxy. What is here so far reads a Maven 2 repository: what a path
 //! names ([`layout`]), what a `maven-metadata.xml` says ([`metadata`]),
-//! and how a file is checked against its strongest sidecar ([`checks`]);
-//! the side's routes and roles come on them.
+//! how a file is checked against its strongest sidecar ([`checks`]), and
+//! what a build will ask for ([`wanted`]); the side's routes and roles
+//! come on them.
 
 pub mod checks;
 pub mod layout;
 pub mod metadata;
+pub mod wanted;
