@@ -180,3 +180,16 @@ fn artifacts_load_from_a_maven_2_layout_with_their_real_bytes_and_the_missing_ar
     assert_eq!(&artifact.file("jar").unwrap().bytes[..], b"jar bytes");
     assert_eq!(artifact.path("pom"), "/org/example/real/1.0/real-1.0.pom");
 }
+
+#[tokio::test]
+async fn debian_s_artifacts_are_served_with_their_real_bytes_when_installed() {
+    let wanted = [("commons-io", "commons-io", "2.11.0"), ("commons-cli", "commons-cli", "1.5.0")];
+    let loaded = load_maven_repo(std::path::Path::new(DEBIAN_MAVEN_REPO), &wanted);
+    assert_eq!(loaded.loaded.len() + loaded.missing.len(), wanted.len());
+    let fake = FakeMaven::start(&loaded.artifacts).await;
+    for artifact in &loaded.artifacts {
+        let jar = get(&host(&fake), &artifact.path("jar")).await;
+        assert_eq!(jar.status, 200, "{}", artifact.coordinates());
+        assert_eq!(jar.body, artifact.file("jar").unwrap().bytes);
+    }
+}
