@@ -17,17 +17,21 @@
 //! wrong artifact bytes (sidecars honest), wrong sidecars, a cut body, and
 //! versions published while it runs.
 //!
-//! What Maven 3.8.7 (its resolver over the wagon HTTP transport) does with
-//! each status for a file it needs, measured against this kind of fake:
-//! `404` and `410` are "Could not find artifact … in REPO", remembered in
-//! the local repository, no status and no reason printed; `403` is
-//! "authorization failed for URL, status: 403 REASON", `424` "transfer
-//! failed for URL, status: 424 REASON", both at once with the status
-//! line's reason phrase (never the body) and no retry. `429`, `500`,
-//! `502` and `503` are retried. So pkgproxy answers "offline, not held" and
-//! "refused by policy" with a `4xx` other than `404`, `410` and `429`,
-//! its words in the reason phrase (the body is not shown): `403` for a
-//! refusal, and a `4xx` such as `424` for offline.
+//! What Maven 3.8.7 (wagon HTTP transport) does with each status for a
+//! jar it needs, measured with `mvn -B` against a fake like this one:
+//! `404` and `410` print "Could not find artifact G:A:jar:V in REPO (URL)"
+//! and are cached in the local repository ("was not found in URL during a
+//! previous attempt. This failure was cached in the local repository"), so
+//! a later build fails without asking until the update interval passes;
+//! `403` prints "authorization failed for URL, status: 403 REASON", and
+//! `424`, `500`, `502`, `503` print "transfer failed for URL, status: CODE
+//! REASON": one request, at once, not cached, the next build asks again.
+//! `429` alone is retried, `Retry-After` ignored, after 5, 10, 20, 40, 80
+//! and 160 seconds. The status line's reason phrase is printed, the body
+//! never. So pkgproxy answers "refused by policy" `403` and "offline, not
+//! held" `424`, its words in the reason phrase; never `404` or `410`
+//! (cached as absent), nor `429` or `503` (Maven 3.9's resolver retries
+//! both; newer ones `502` and `504` too).
 
 mod artifact;
 mod metadata;
