@@ -26,8 +26,9 @@
 //! `403` prints "authorization failed for URL, status: 403 REASON", and
 //! `424`, `500`, `502`, `503` print "transfer failed for URL, status: CODE
 //! REASON": one request, at once, not cached, the next build asks again.
-//! `429` alone is retried, `Retry-After` ignored, after 5, 10, 20, 40, 80
-//! and 160 seconds. The status line's reason phrase is printed, the body
+//! `429` alone is retried, `Retry-After` ignored: six requests 5, 10, 20,
+//! 40 and 80 seconds apart, 160 seconds more, then "status: 429" without
+//! its reason, after 5 min 15 s. The reason phrase is printed, the body
 //! never. So pkgproxy answers "refused by policy" `403` and "offline, not
 //! held" `424`, its words in the reason phrase; never `404` or `410`
 //! (cached as absent), nor `429` or `503` (Maven 3.9's resolver retries
