@@ -8,7 +8,7 @@
 //! it as a proxy client, and [`chaos`] is an upstream that misbehaves on
 //! demand (for connection management; over TCP or over in-memory streams
 //! handed to it), [`snapstore`] is a fake Snap Store, [`hub`] a fake
-//! Docker Hub, [`pypi`] a fake Python index, [`npm`] a fake npm registry
+//! Docker Hub, [`pypi`] a fake Python index, [`maven`] a fake Maven repository, [`npm`] a fake npm registry
 //! and the npm-family clients, [`simplestreams`] a fake LXD image server and [`lxc`] the
 //! real `lxc` in a sandbox, [`browser`] the real Chromium, headless,
 //! [`tree`] lists a folder's files, [`tarball`] makes and reads tars, [`ports`] gives ports that refuse
@@ -27,6 +27,7 @@ mod fake;
 pub mod golang;
 pub mod hub;
 pub mod lxc;
+pub mod maven;
 pub mod npm;
 pub mod origin;
 pub mod ports;
@@ -52,6 +53,7 @@ pub use daemon::Daemon;
 pub use golang::{GoModules, GoOutput, GoSandbox};
 pub use hub::{FakeHub, Image};
 pub use lxc::{LxcOutput, LxcSandbox};
+pub use maven::{FakeMaven, MavenArtifact};
 pub use npm::{
     node_tool, npm_project, project_with_dependencies, FakeNpm, NodeClient, NodeOutput, NodeSandbox, NpmPackage,
     PathClass, TarballHost,
