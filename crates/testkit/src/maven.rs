@@ -35,6 +35,7 @@
 //! both; newer ones `502` and `504` too).
 
 mod artifact;
+mod held;
 mod metadata;
 mod repository;
 #[cfg(test)]
@@ -50,7 +51,8 @@ use tokio::task::JoinHandle;
 pub use artifact::{load_maven_repo, LoadedArtifacts, MavenArtifact, MavenFile, SnapshotBuild, DEBIAN_MAVEN_REPO};
 
 use crate::origin::RecordedRequest;
-use repository::{Held, Shared};
+use held::Held;
+use repository::Shared;
 
 /// A class of path, for the faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,7 +153,7 @@ impl FakeMaven {
     /// The instant `minute` minutes after 2026-01-01 00:00 UTC: what the
     /// repository says a file published then was last modified.
     pub fn published_at(minute: u64) -> std::time::SystemTime {
-        repository::instant(minute)
+        held::instant(minute)
     }
 
     /// The bytes served at `path` now (a file or a metadata document),

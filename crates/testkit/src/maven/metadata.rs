@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::repository::{last_updated, Held};
+use super::held::{last_updated, Held};
 
 /// The `maven-metadata.xml` of folder `dir` (`/GROUP/ARTIFACT` or
 /// `/GROUP/ARTIFACT/VERSION-SNAPSHOT`) and the minute it last changed;

@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use parking_lot::Mutex;
 
-use super::{Checksum, MavenArtifact, PathClass};
+use super::held::{instant, Held};
+use super::{Checksum, PathClass};
 use crate::fake::{file_reply, reply, Answer};
 use crate::origin::RecordedRequest;
 
@@ -50,14 +50,6 @@ pub(super) fn route(path: &str) -> Route {
     sidecar.unwrap_or_else(|| Route::File(path.to_owned()))
 }
 
-/// A version held, and when it was published.
-#[derive(Clone)]
-pub(super) struct Held {
-    pub(super) artifact: MavenArtifact,
-    /// Minutes after 2026-01-01 00:00 UTC.
-    pub(super) minute: u64,
-}
-
 /// The repository's state, shared by its connections and its handle.
 pub(super) struct Shared {
     /// Versions in the order published.
@@ -93,19 +85,6 @@ impl Shared {
             cut: AtomicBool::new(false),
         }
     }
-}
-
-/// 2026-01-01 00:00 UTC, in seconds since the epoch: the minutes of
-/// publishing count from it.
-pub(super) const EPOCH: u64 = 1_767_225_600;
-
-pub(super) fn instant(minute: u64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(EPOCH + 60 * minute)
-}
-
-/// `minute` as `<lastUpdated>` writes one, `YYYYMMDDHHMMSS` (UTC).
-pub(super) fn last_updated(minute: u64) -> String {
-    chrono::DateTime::<chrono::Utc>::from(instant(minute)).format("%Y%m%d%H%M%S").to_string()
 }
 
 fn not_found() -> Answer {
@@ -208,10 +187,5 @@ mod tests {
             route("/a/b/maven-metadata.xml.md5"),
             Route::Sidecar("/a/b/maven-metadata.xml".into(), Checksum::Md5)
         );
-    }
-
-    #[test]
-    fn last_updated_is_utc_digits() {
-        assert_eq!(last_updated(60), "20260101010000");
     }
 }
