@@ -119,6 +119,12 @@ async fn a_disk_full_to_the_last_byte_costs_the_cache_nothing_once_space_comes_b
     let url = |name: &str| format!("{}{}", origin.url(), repo.deb_url_path(name));
     let cached = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small1"), &[]).await;
     assert_eq!(cached.status, 200);
+    // Its body is committed after its answer: held before the disk fills.
+    eventually("the first download to be held", || async {
+        let again = proxy_get(daemon.proxy_addr(), &url("pkgproxy-small1"), &[]).await;
+        (again.header("x-pkgproxy-cache") == Some("hit")).then_some(())
+    })
+    .await;
 
     // Not a byte left: neither a body nor the index can be written.
     let ballast = fill(&daemon.cache_dir());
