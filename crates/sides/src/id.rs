@@ -21,6 +21,9 @@ pub enum SideId {
     Pypi,
     /// npm, pnpm and both yarns, as a registry under `/npm`.
     Npm,
+    /// Maven, Gradle and every JVM build, as Maven repositories under
+    /// `/maven`.
+    Maven,
     /// A side that exists only to show what adding one takes (the test
     /// tree's, never shipped).
     #[cfg(feature = "toy")]
@@ -38,6 +41,7 @@ impl SideId {
         SideId::Cargo,
         SideId::Pypi,
         SideId::Npm,
+        SideId::Maven,
         #[cfg(feature = "toy")]
         SideId::Toy,
     ];
@@ -53,6 +57,7 @@ impl SideId {
             SideId::Cargo => "cargo",
             SideId::Pypi => "pypi",
             SideId::Npm => "npm",
+            SideId::Maven => "maven",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }
@@ -71,6 +76,7 @@ impl SideId {
             SideId::Cargo => &["cargo"],
             SideId::Pypi => &["pip", "uv"],
             SideId::Npm => &["npm", "pnpm", "yarn"],
+            SideId::Maven => &["Maven", "Gradle"],
             #[cfg(feature = "toy")]
             SideId::Toy => &[],
         }
@@ -88,6 +94,7 @@ impl SideId {
             SideId::Cargo => "cargo",
             SideId::Pypi => "pip",
             SideId::Npm => "npm",
+            SideId::Maven => "Maven",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }
@@ -129,7 +136,7 @@ mod tests {
     fn the_list_of_every_client_names_each_side_s_clients_once() {
         let list = every_client();
         assert!(list.starts_with("apt, the go command, snapd, "), "{list}");
-        assert!(list.ends_with(", cargo, pip, uv, npm, pnpm and yarn"), "{list}");
+        assert!(list.ends_with(", cargo, pip, uv, npm, pnpm, yarn, Maven and Gradle"), "{list}");
         let items: Vec<&str> = list.split(", ").flat_map(|item| item.split(" and ")).collect();
         let clients: Vec<&str> = SideId::ALL.iter().flat_map(|side| side.clients()).copied().collect();
         assert_eq!(items, clients);

@@ -30,6 +30,7 @@ pub const ROUTES: &[(Mount, SideId)] = &[
     (Mount::Prefix("/cargo"), SideId::Cargo),
     (Mount::Prefix("/pypi"), SideId::Pypi),
     (Mount::Prefix("/npm"), SideId::Npm),
+    (Mount::Prefix("/maven"), SideId::Maven),
     #[cfg(feature = "toy")]
     (Mount::Prefix("/toy"), SideId::Toy),
 ];

@@ -13,7 +13,7 @@ use crate::needs::{HeldBodies, NeedsReader};
 use crate::role::{Roles, UpstreamPath};
 use crate::setup::SetupClient;
 use crate::Side;
-use crate::{apt, cargo, go, lxd, npm, pypi, registry, snap};
+use crate::{apt, cargo, go, lxd, maven, npm, pypi, registry, snap};
 
 /// How a side reads and validates its section of the file.
 type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, SectionError>;
@@ -46,6 +46,11 @@ const LIST: [Listed; SideId::ALL.len()] = [
     },
     Listed { configure: configure::<pypi::Config>, needs: Some(&pypi::needs::Reader), clients: pypi::setup::CLIENTS },
     Listed { configure: configure::<npm::Config>, needs: Some(&npm::needs::Reader), clients: npm::setup::CLIENTS },
+    Listed {
+        configure: configure::<maven::Config>,
+        needs: Some(&maven::needs::Reader),
+        clients: maven::setup::CLIENTS,
+    },
     #[cfg(feature = "toy")]
     Listed { configure: configure::<crate::toy::Config>, needs: None, clients: &[] },
 ];

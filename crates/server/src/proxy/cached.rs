@@ -415,7 +415,8 @@ fn from_body(
 }
 
 /// The bodies of `request`'s prerequisites, in order, up to the first that
-/// could not be had as a `200`. Fetched from the exchange's supply when it
+/// could not be had as a `200` (each, with an empty body for one not had,
+/// when they are independent). Fetched from the exchange's supply when it
 /// holds them.
 fn prerequisites<'a>(
     state: &'a Arc<State>,
@@ -427,8 +428,16 @@ fn prerequisites<'a>(
     // prerequisites again (of the prerequisite, which has none).
     Box::pin(async move {
         let mut bodies = Vec::new();
-        let prerequisites = side.roles().fetching.map(|fetching| fetching.prerequisites(request));
-        for prerequisite in prerequisites.unwrap_or_default() {
+        let Some(fetching) = side.roles().fetching else { return bodies };
+        let prerequisites = fetching.prerequisites(request);
+        if fetching.prerequisites_independent() {
+            let each = prerequisites
+                .into_iter()
+                .map(|prerequisite| fetch_for_pkgproxy(state, side, prerequisite, exchange.mount, exchange.supply));
+            let had = futures_util::future::join_all(each).await;
+            return had.into_iter().map(Option::unwrap_or_default).collect();
+        }
+        for prerequisite in prerequisites {
             match fetch_for_pkgproxy(state, side, prerequisite, exchange.mount, exchange.supply).await {
                 Some(body) => bodies.push(body),
                 None => break,

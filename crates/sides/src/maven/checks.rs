@@ -5,9 +5,10 @@
 //! nothing against a forger), nor `.asc` (pkgproxy keeps signatures; it
 //! does not judge them).
 
-use pkgproxy_cache::{Expected, StreamingCheck, Verifier};
+use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Expected, StreamingCheck, Verifier};
 
 use super::layout::Sidecar;
+use super::metadata::Metadata;
 use crate::sha1_check::Sha1Check;
 
 /// The digest a checksum sidecar gives, lower-case hex: repositories
@@ -50,6 +51,162 @@ impl Verifier for SidecarVerifier {
         match self.kind {
             Sidecar::Sha1 => Some(Box::new(Sha1Check::new(self.digest.clone(), self.path.clone(), "its .sha1"))),
             _ => None,
+        }
+    }
+}
+
+/// The check of an artifact no checksum is published beside, in a
+/// repository that requires one: refused, and said how to keep such files.
+#[derive(Debug, Clone)]
+pub struct Unproven {
+    /// The file's path, for errors.
+    pub path: String,
+    /// The repository's name, for the advice.
+    pub repository: String,
+}
+
+impl Verifier for Unproven {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, _body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
+        Err(format!(
+            "{}: the repository publishes no .sha512, .sha256 or .sha1 beside it \
+             (require_checksums = false on [[maven.repository]] {:?} keeps such files)",
+            self.path, self.repository
+        ))
+    }
+}
+
+/// The check of a `maven-metadata.xml`: a document Maven reads, and not
+/// older (`<lastUpdated>`) than the one held, which a mirror that lags
+/// would otherwise put back.
+#[derive(Debug, Clone)]
+pub struct MetadataVerifier {
+    /// What the copy held says, if one is.
+    pub held: Option<Metadata>,
+}
+
+impl Verifier for MetadataVerifier {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
+        use std::io::Read;
+        let mut content = Vec::new();
+        body.take(METADATA_LIMIT + 1).read_to_end(&mut content).map_err(|error| error.to_string())?;
+        if content.len() as u64 > METADATA_LIMIT {
+            return Err(format!("a maven-metadata.xml over {METADATA_LIMIT} bytes"));
+        }
+        let fetched = Metadata::read(&content).map_err(|error| error.to_string())?;
+        match &self.held {
+            Some(held) if fetched.is_older_than(held) => Err(format!(
+                "an older maven-metadata.xml (lastUpdated {}) than the one held ({}): a mirror that lags",
+                fetched.last_updated.unwrap_or_default(),
+                held.last_updated.unwrap_or_default()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The largest `maven-metadata.xml` read.
+pub const METADATA_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// The largest checksum or signature read.
+pub const SIDECAR_LIMIT: u64 = 64 * 1024;
+
+/// The check of a checksum sidecar: the digest it must give, and, when
+/// the file it is beside is held (checked against the strongest
+/// checksum), the digest of those bytes: a sidecar a client gets agrees
+/// with the file it got.
+#[derive(Debug, Clone)]
+pub struct SidecarBodyVerifier {
+    /// Which checksum it is.
+    pub kind: Sidecar,
+    /// The file it is beside, when it is held.
+    pub held_file: Option<HeldFile>,
+}
+
+/// A file held in the cache, by its key.
+#[derive(Clone)]
+pub struct HeldFile {
+    /// The cache.
+    pub cache: Cache,
+    /// Its key.
+    pub key: String,
+}
+
+impl std::fmt::Debug for HeldFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldFile").field("key", &self.key).finish()
+    }
+}
+
+impl HeldFile {
+    /// The `kind` digest of the bytes held, if they can be read.
+    pub fn digest(&self, kind: Sidecar) -> Option<String> {
+        let entry = self.cache.lookup(&self.key)?;
+        let file = self.cache.open_body(&entry).ok()?;
+        digest_of_file(kind, &file).ok()
+    }
+}
+
+impl Verifier for SidecarBodyVerifier {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, _hashes: &BodyHashes) -> Result<(), String> {
+        use std::io::Read;
+        let mut content = Vec::new();
+        body.take(SIDECAR_LIMIT + 1).read_to_end(&mut content).map_err(|error| error.to_string())?;
+        let ending = self.kind.extension();
+        let digest = digest_of(self.kind, &content).ok_or_else(|| format!("not a .{ending} file: no digest in it"))?;
+        let held = self.held_file.as_ref().and_then(|held| held.digest(self.kind));
+        match held {
+            Some(held) if held != digest => {
+                Err(format!("its .{ending} says {digest}, the file pkgproxy checked and holds is {held}"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The `kind` digest of `file`'s bytes, lower-case hex.
+pub fn digest_of_file(kind: Sidecar, file: &std::fs::File) -> std::io::Result<String> {
+    match kind {
+        Sidecar::Md5 => {
+            use md5::Digest;
+            let mut hasher = md5::Md5::new();
+            each_chunk(file, |chunk| hasher.update(chunk))?;
+            Ok(hex::encode(hasher.finalize()))
+        }
+        Sidecar::Sha1 => hashed::<sha1::Sha1>(file),
+        Sidecar::Sha256 => hashed::<sha2::Sha256>(file),
+        Sidecar::Sha512 => hashed::<sha2::Sha512>(file),
+        Sidecar::Asc => Err(std::io::Error::other("a signature is not computed")),
+    }
+}
+
+/// `D`'s digest of `file`'s bytes, lower-case hex.
+fn hashed<D: sha2::Digest>(file: &std::fs::File) -> std::io::Result<String> {
+    let mut hasher = D::new();
+    each_chunk(file, |chunk| hasher.update(chunk))?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Feeds `file`'s bytes to `feed`, in order.
+fn each_chunk(file: &std::fs::File, mut feed: impl FnMut(&[u8])) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut reader = BodyReader::new(file);
+    let mut buffer = vec![0; 256 * 1024];
+    loop {
+        match reader.read(&mut buffer)? {
+            0 => return Ok(()),
+            read => feed(&buffer[..read]),
         }
     }
 }

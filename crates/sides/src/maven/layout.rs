@@ -220,7 +220,7 @@ fn split_build(text: &str) -> Option<(&str, &str)> {
 }
 
 /// Whether `segment` may be a folder's or a file's name in a repository.
-fn is_segment(segment: &str) -> bool {
+pub fn is_segment(segment: &str) -> bool {
     !segment.is_empty()
         && segment != "."
         && segment != ".."

@@ -15,6 +15,14 @@ pub trait Fetching: Send + Sync {
     /// the list. Never asked on a hit.
     fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest>;
 
+    /// Whether the prerequisites are alternatives, each had or not on its
+    /// own (a Maven file's checksums: the strongest published wins): all
+    /// are asked at once, and the check is given every one's body in
+    /// order, an empty one for each not had as a `200`.
+    fn prerequisites_independent(&self) -> bool {
+        false
+    }
+
     /// Where the upstream holds `request`'s content when only its
     /// prerequisites' bodies say (a crate's download URL, from its
     /// registry's `config.json`), and whether a client's credentials go
