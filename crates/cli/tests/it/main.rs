@@ -30,6 +30,7 @@ mod http2;
 mod inproc;
 mod lookup_agreement;
 mod lxd_client;
+mod maven_client;
 mod monitoring;
 mod npm_client;
 mod offline;

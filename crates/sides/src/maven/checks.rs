@@ -5,7 +5,10 @@
 //! nothing against a forger), nor `.asc` (pkgproxy keeps signatures; it
 //! does not judge them).
 
-use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Expected, StreamingCheck, Verifier};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, Expected, Record, StreamingCheck, Validators, Verifier};
 
 use super::layout::Sidecar;
 use super::metadata::Metadata;
@@ -52,6 +55,127 @@ impl Verifier for SidecarVerifier {
             Sidecar::Sha1 => Some(Box::new(Sha1Check::new(self.digest.clone(), self.path.clone(), "its .sha1"))),
             _ => None,
         }
+    }
+}
+
+/// The check of an artifact file as it streams (its clients get it as it
+/// arrives, and a file that fails is cut off before its end), and every
+/// checksum of its bytes (`.md5`, `.sha1`, `.sha256`, `.sha512`), made
+/// while it streams and kept for good beside it before the file itself
+/// is: a client asking for one next gets the checksum of the very bytes
+/// it got, offline too. The sidecars fetched to check it were kept only
+/// until then (revalidated, so a wrong one is asked again with the next
+/// try of the file, never trusted for good).
+#[derive(Debug, Clone)]
+pub struct CheckedFile {
+    /// The strongest checksum published beside it, if one was.
+    pub check: Option<SidecarVerifier>,
+    /// Where the checksums made are kept.
+    pub held: HeldFile,
+    /// The checksums made while it streamed, for the check at its end.
+    made: Arc<Mutex<Option<Digests>>>,
+}
+
+impl CheckedFile {
+    /// The check of the file `held` names against `check`.
+    pub fn new(check: Option<SidecarVerifier>, held: HeldFile) -> CheckedFile {
+        CheckedFile { check, held, made: Arc::default() }
+    }
+}
+
+impl Verifier for CheckedFile {
+    /// A SHA-256 is the cache's own check.
+    fn expected(&self) -> Expected {
+        match &self.check {
+            Some(check) if check.kind == Sidecar::Sha256 => check.expected(),
+            _ => Expected::default(),
+        }
+    }
+
+    fn streaming_check(&self) -> Option<Box<dyn StreamingCheck>> {
+        use md5::Digest as _;
+        use sha2::Digest as _;
+        let against = self.check.clone().filter(|check| check.kind != Sidecar::Sha256);
+        Some(Box::new(Digesting {
+            md5: md5::Md5::new(),
+            sha1: sha1::Sha1::new(),
+            sha512: sha2::Sha512::new(),
+            against,
+            made: Arc::clone(&self.made),
+        }))
+    }
+
+    /// Keeps the checksums made beside the file, before the file itself
+    /// is committed.
+    fn check(&self, _body: &mut BodyReader<'_>, hashes: &BodyHashes) -> Result<(), String> {
+        let Some(made) = self.made.lock().take() else { return Ok(()) };
+        let digests = [
+            (Sidecar::Md5, made.md5),
+            (Sidecar::Sha1, made.sha1),
+            (Sidecar::Sha256, hashes.sha256.clone()),
+            (Sidecar::Sha512, made.sha512),
+        ];
+        let records = digests
+            .into_iter()
+            .map(|(kind, digest)| Record {
+                key: format!("{}.{}", self.held.key, kind.extension()),
+                body: digest.into(),
+                headers: vec![("content-type".to_owned(), "text/plain".to_owned())],
+                validators: Validators::default(),
+                class: Class::Immutable,
+                fetched_at: None,
+            })
+            .collect();
+        if let Err(error) = self.held.cache.put_all(records) {
+            tracing::warn!(key = self.held.key, %error, "the file's checksums could not be kept");
+        }
+        Ok(())
+    }
+}
+
+/// Checksums of a body, lower-case hex, beside the SHA-256 the cache makes.
+#[derive(Debug)]
+struct Digests {
+    md5: String,
+    sha1: String,
+    sha512: String,
+}
+
+/// The checksums made as a file streams, and its check against the SHA-1
+/// or SHA-512 published beside it.
+struct Digesting {
+    md5: md5::Md5,
+    sha1: sha1::Sha1,
+    sha512: sha2::Sha512,
+    against: Option<SidecarVerifier>,
+    made: Arc<Mutex<Option<Digests>>>,
+}
+
+impl StreamingCheck for Digesting {
+    fn update(&mut self, bytes: &[u8]) {
+        md5::Digest::update(&mut self.md5, bytes);
+        sha2::Digest::update(&mut self.sha1, bytes);
+        sha2::Digest::update(&mut self.sha512, bytes);
+    }
+
+    fn verdict(self: Box<Self>) -> Result<(), String> {
+        let made = Digests {
+            md5: hex::encode(md5::Digest::finalize(self.md5)),
+            sha1: hex::encode(sha2::Digest::finalize(self.sha1)),
+            sha512: hex::encode(sha2::Digest::finalize(self.sha512)),
+        };
+        if let Some(against) = &self.against {
+            let got = match against.kind {
+                Sidecar::Sha1 => &made.sha1,
+                _ => &made.sha512,
+            };
+            if *got != against.digest {
+                let ending = against.kind.extension();
+                return Err(format!("{} has {ending} {got}, its .{ending} says {}", against.path, against.digest));
+            }
+        }
+        *self.made.lock() = Some(made);
+        Ok(())
     }
 }
 

@@ -59,7 +59,7 @@ use crate::remembered::RememberedAnswers;
 use crate::role::{Explaining, Fetching, Remembering, Roles, UpstreamFailures, UpstreamPath};
 use crate::route::Request;
 use crate::{ClientSetup, Side};
-use checks::{HeldFile, MetadataVerifier, SidecarBodyVerifier, SidecarVerifier, Unproven, METADATA_LIMIT};
+use checks::{CheckedFile, HeldFile, MetadataVerifier, SidecarBodyVerifier, SidecarVerifier, Unproven, METADATA_LIMIT};
 use config::Repository;
 pub use config::{Config, Options, RepositoryOptions};
 use layout::{ArtifactFile, MavenPath, Sidecar, METADATA};
@@ -270,13 +270,11 @@ impl Side for Maven {
                             path: path.clone(),
                         })
                     });
-                match strongest {
-                    Some(verifier) => Some(Arc::new(verifier)),
-                    None if repository.require_checksums => {
-                        Some(Arc::new(Unproven { path, repository: repository.name.clone() }))
-                    }
-                    None => None,
+                if strongest.is_none() && repository.require_checksums {
+                    return Some(Arc::new(Unproven { path, repository: repository.name.clone() }));
                 }
+                let held = HeldFile { cache: self.cache.clone(), key: request.key.clone() };
+                Some(Arc::new(CheckedFile::new(strongest, held)))
             }
             MavenPath::Metadata { .. } => {
                 let held = self.cache.read_small(&request.key, METADATA_LIMIT);
@@ -344,11 +342,12 @@ impl Fetching for Maven {
         let Some((repository, path, MavenPath::File(file))) = Self::laid_out(&config, request) else {
             return Vec::new();
         };
-        let immutable = request.class == Class::Immutable;
+        // Asked again with each try of the file: kept for good only once
+        // the file is (see `CheckedFile`), so a wrong one is never trusted.
         let mut wanted: Vec<CachedRequest> = Sidecar::CHECKSUMS_STRONGEST_FIRST
             .iter()
             .map(|kind| {
-                let mut sidecar = file_request(&config, repository, &format!("{path}.{}", kind.extension()), immutable);
+                let mut sidecar = file_request(&config, repository, &format!("{path}.{}", kind.extension()), false);
                 sidecar.wanted.fresh_for = Duration::ZERO;
                 sidecar
             })
@@ -375,17 +374,24 @@ impl Fetching for Maven {
 }
 
 impl Remembering for Maven {
-    /// A "not found" remembered, unless it is of a file whose version the
-    /// metadata held lists since.
+    /// A "not found" remembered, unless it is of a file (or a checksum of
+    /// one) whose version the metadata held lists since.
     fn remembered(&self, request: &CachedRequest, now: Instant, frozen: bool) -> Option<Arc<PassedAnswer>> {
         let remembered = self.not_found.get(&request.key, now, frozen)?;
         let config = self.config();
-        if let Some((repository, _, MavenPath::File(file))) = Self::laid_out(&config, request) {
-            if self.lists_version(repository, &file) == Some(true) {
-                return None;
-            }
+        let Some((repository, _, laid)) = Self::laid_out(&config, request) else { return Some(remembered) };
+        let file = match laid {
+            MavenPath::File(file) => file,
+            MavenPath::Sidecar { of, .. } => match *of {
+                MavenPath::File(file) => file,
+                _ => return Some(remembered),
+            },
+            MavenPath::Metadata { .. } => return Some(remembered),
+        };
+        match self.lists_version(repository, &file) {
+            Some(true) => None,
+            _ => Some(remembered),
         }
-        Some(remembered)
     }
 
     /// Remembers a repository's "not found" for `negative_ttl`.

@@ -1,0 +1,202 @@
+//! The real Maven (Debian's `mvn`, with a headless JDK) through pkgproxy's
+//! Maven side, against a fake repository: every pom and jar fetched once,
+//! checked against the strongest checksum beside it, served again from
+//! the cache (offline too), and what cannot be had told at once in
+//! Maven's own output.
+//!
+//! A build is `mvn -B validate` of a project whose build extensions are
+//! the artifacts: Maven resolves a build's extensions (each pom and jar,
+//! with their dependencies) before any phase, and `validate` runs no
+//! plugin, so a build needs nothing but what the fake holds.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pkgproxy_testkit::client::get;
+use pkgproxy_testkit::maven::PathClass;
+use pkgproxy_testkit::{FakeMaven, MavenArtifact};
+
+use crate::inproc::Server;
+
+/// The artifacts of the build: `top` depends on `middle`, which depends
+/// on `leaf`; `other` stands alone. Maven adds plexus-utils 1.1 to every
+/// build extension (as it does to plugins that do not name it).
+fn artifacts() -> Vec<MavenArtifact> {
+    vec![
+        MavenArtifact::jar("org.codehaus.plexus", "plexus-utils", "1.1"),
+        MavenArtifact::jar("org.example.deep", "leaf", "1.0"),
+        MavenArtifact::jar("org.example", "middle", "2.1").depends_on("org.example.deep", "leaf", "1.0"),
+        MavenArtifact::jar("org.example", "top", "3.0").depends_on("org.example", "middle", "2.1"),
+        MavenArtifact::jar("org.example", "other", "0.9").sized(64 * 1024),
+    ]
+}
+
+/// The extensions a build resolves, by group, artifact and version.
+const BUILD: &[(&str, &str, &str)] = &[("org.example", "top", "3.0"), ("org.example", "other", "0.9")];
+
+async fn repository_and_pkgproxy() -> (FakeMaven, Server) {
+    let fake = FakeMaven::start(&artifacts()).await;
+    let server = Server::start(Some(&config(&fake))).await;
+    (fake, server)
+}
+
+fn config(fake: &FakeMaven) -> String {
+    format!("[[maven.repository]]\nname = \"central\"\nmirrors = [\"{}\"]\n", fake.url())
+}
+
+/// What a Maven build printed, and whether it passed.
+struct Built {
+    success: bool,
+    output: String,
+    took: Duration,
+}
+
+/// `mvn -B validate` of a project whose build extensions are `extensions`,
+/// with the local repository `local` (fresh unless the caller keeps it),
+/// every repository mirrored to `repository` (`http://HOST/maven/NAME/`).
+fn mvn_build(repository: &str, local: &Path, extensions: &[(&str, &str, &str)]) -> Built {
+    let project = tempfile::tempdir().unwrap();
+    let extensions: String = extensions
+        .iter()
+        .map(|(group, artifact, version)| {
+            format!(
+                "<extension><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version></extension>"
+            )
+        })
+        .collect();
+    let pom = format!(
+        "<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>\
+         <groupId>test</groupId><artifactId>app</artifactId><version>1</version><packaging>pom</packaging>\
+         <build><extensions>{extensions}</extensions></build></project>"
+    );
+    std::fs::write(project.path().join("pom.xml"), pom).unwrap();
+    let settings = format!(
+        "<settings><mirrors><mirror><id>pkgproxy</id><mirrorOf>*</mirrorOf><url>{repository}</url></mirror></mirrors></settings>"
+    );
+    std::fs::write(project.path().join("settings.xml"), settings).unwrap();
+    std::fs::write(project.path().join("global.xml"), "<settings/>").unwrap();
+    let started = Instant::now();
+    let output = Command::new("mvn")
+        .args(["-B", "-s", "settings.xml", "-gs", "global.xml", "validate"])
+        .arg(format!("-Dmaven.repo.local={}", local.display()))
+        .current_dir(project.path())
+        .env("HOME", project.path())
+        .env("MAVEN_OPTS", "-Xshare:auto")
+        .output()
+        .expect("mvn runs (test.sh installs maven)");
+    let output_text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    Built { success: output.status.success(), output: output_text, took: started.elapsed() }
+}
+
+fn central(server: &Server) -> String {
+    format!("http://{}/maven/central/", server.proxy_addr())
+}
+
+/// Whether `local` holds the jar of `group:artifact:version`.
+fn has_jar(local: &Path, (group, artifact, version): (&str, &str, &str)) -> bool {
+    let path = format!("{}/{artifact}/{version}/{artifact}-{version}.jar", group.replace('.', "/"));
+    local.join(path).is_file()
+}
+
+async fn set_mode(server: &Server, mode: &str) {
+    let asked = pkgproxy_control::ModeRequest { mode: mode.to_owned(), from: None, cluster: false };
+    server.admin().set_offline(&asked).await.expect("the mode is set");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn maven_builds_through_pkgproxy_and_a_second_fresh_build_asks_nothing_upstream() {
+    let (fake, server) = repository_and_pkgproxy().await;
+    let local = tempfile::tempdir().unwrap();
+    let built = mvn_build(&central(&server), local.path(), BUILD);
+    assert!(built.success, "{}", built.output);
+    for artifact in [("org.example.deep", "leaf", "1.0"), ("org.example", "other", "0.9")] {
+        assert!(has_jar(local.path(), artifact), "{artifact:?}: {}", built.output);
+    }
+    let jars = fake.requests_of(PathClass::Artifact).iter().filter(|r| r.path.ends_with(".jar")).count();
+    assert_eq!(jars, 5, "each jar fetched once: {:#?}", fake.requests());
+    assert!(fake.count("leaf-1.0.jar.sha512") == 1, "the strongest checksum asked first: {:#?}", fake.requests());
+
+    fake.clear_requests();
+    let again = tempfile::tempdir().unwrap();
+    let built = mvn_build(&central(&server), again.path(), BUILD);
+    assert!(built.success, "{}", built.output);
+    assert!(has_jar(again.path(), ("org.example.deep", "leaf", "1.0")));
+    assert!(fake.requests().is_empty(), "nothing asked twice: {:#?}", fake.requests());
+
+    // Offline, with another fresh local repository: all from the cache.
+    set_mode(&server, "offline").await;
+    let offline = tempfile::tempdir().unwrap();
+    let built = mvn_build(&central(&server), offline.path(), BUILD);
+    assert!(built.success, "{}", built.output);
+    assert!(fake.requests().is_empty(), "nothing asked offline: {:#?}", fake.requests());
+
+    // An artifact never seen fails at once, in pkgproxy's words.
+    let unseen = mvn_build(&central(&server), offline.path(), &[("org.example", "unseen", "1.0")]);
+    assert!(!unseen.success, "{}", unseen.output);
+    assert!(unseen.output.contains("424 Offline (pkgproxy): not held"), "{}", unseen.output);
+    assert!(unseen.took < Duration::from_secs(30), "at once: {:?}", unseen.took);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_bytes_or_a_wrong_checksum_fail_the_build_cache_nothing_and_the_next_honest_fetch_works() {
+    for fault in ["bytes", "checksum"] {
+        let (fake, server) = repository_and_pkgproxy().await;
+        match fault {
+            "bytes" => fake.set_corrupt(true),
+            _ => fake.set_wrong_sidecar(true),
+        }
+        let local = tempfile::tempdir().unwrap();
+        let built = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
+        assert!(!built.success, "{fault}: {}", built.output);
+        assert!(!has_jar(local.path(), ("org.example", "other", "0.9")), "{fault}: {}", built.output);
+        let path = "/maven/central/org/example/other/0.9/other-0.9.jar";
+        set_mode(&server, "offline").await;
+        assert_ne!(get(server.proxy_addr(), path).await.status, 200, "{fault}: nothing cached");
+        set_mode(&server, "online").await;
+
+        fake.set_corrupt(false);
+        fake.set_wrong_sidecar(false);
+        fake.clear_requests();
+        let local = tempfile::tempdir().unwrap();
+        let built = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
+        assert!(built.success, "{fault}: {}", built.output);
+        assert!(has_jar(local.path(), ("org.example", "other", "0.9")));
+        assert_eq!(fake.count("other-0.9.jar"), 4, "{fault}: the jar and its checksums: {:#?}", fake.requests());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_concurrent_fetches_of_a_large_jar_are_one_upstream_fetch() {
+    let large = MavenArtifact::jar("org.example", "large", "1.0").sized(8 * 1024 * 1024);
+    let fake = FakeMaven::start(std::slice::from_ref(&large)).await;
+    let server = Server::start(Some(&config(&fake))).await;
+    let path = format!("/maven/central{}", large.path("jar"));
+    let fetches = (0..20).map(|_| get(server.proxy_addr(), &path));
+    let answers = futures_util::future::join_all(fetches).await;
+    let jar = &large.file("jar").unwrap().bytes;
+    for answer in &answers {
+        assert_eq!((answer.status, answer.body.len()), (200, jar.len()));
+        assert!(answer.body == *jar);
+    }
+    assert_eq!(fake.count("large-1.0.jar"), 4, "one fetch of the jar, one of each checksum: {:#?}", fake.requests());
+    assert_eq!(fake.count("large-1.0.jar.sha1"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_artifact_asked_by_fifty_builds_is_asked_upstream_once() {
+    let (fake, server) = repository_and_pkgproxy().await;
+    let path = "/maven/central/org/example/absent/1.0/absent-1.0.pom";
+    for _ in 0..50 {
+        assert_eq!(get(server.proxy_addr(), path).await.status, 404);
+    }
+    let asked = |path: &str| fake.requests().iter().filter(|request| request.path == path).count();
+    let upstream_path = path.strip_prefix("/maven/central").unwrap();
+    assert_eq!(asked(upstream_path), 1, "{:#?}", fake.requests());
+    assert_eq!(asked(&format!("{upstream_path}.sha1")), 1, "{:#?}", fake.requests());
+    // Published since, and listed by the metadata a build reads: found.
+    fake.publish(MavenArtifact::jar("org.example", "absent", "1.0"));
+    let metadata = get(server.proxy_addr(), "/maven/central/org/example/absent/maven-metadata.xml").await;
+    assert_eq!(metadata.status, 200);
+    assert_eq!(get(server.proxy_addr(), path).await.status, 200);
+}
