@@ -205,13 +205,14 @@ enum Command {
     Explain {
         /// `http://deb.debian.org/debian/...` as apt asks through pkgproxy,
         /// a path of pkgproxy's (`/go/...`, `/snap/...`, `/v2/...`,
-        /// `/lxd/...`, `/cargo/...`, `/pypi/...`, `/npm/...`), or an
-        /// upstream's URL as a lockfile names it
+        /// `/lxd/...`, `/cargo/...`, `/pypi/...`, `/npm/...`, `/maven/...`),
+        /// or an upstream's URL as a lockfile names it
         /// (`https://registry.npmjs.org/...`,
         /// `https://files.pythonhosted.org/...`,
         /// `https://static.crates.io/crates/...`,
-        /// `https://proxy.golang.org/...`), explained at pkgproxy's path
-        /// for it.
+        /// `https://proxy.golang.org/...`,
+        /// `https://repo.maven.apache.org/maven2/...`), explained at
+        /// pkgproxy's path for it.
         url: String,
         /// Print the daemon's JSON answer as it is.
         #[arg(long)]
