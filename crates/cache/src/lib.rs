@@ -151,16 +151,19 @@ impl Cache {
     }
 
     /// The whole body cached under `key`, when there is one of at most
-    /// `limit` bytes (a side reading back a small record); also one served
-    /// whole whose commit is still under way. Blocking.
+    /// `limit` bytes (a side reading back a small record): the newest, so
+    /// one served whole whose commit is still under way before the entry
+    /// it replaces (a client asking right after another was served a
+    /// revalidated body reads that body). Blocking.
     pub fn read_small(&self, key: &str, limit: u64) -> Option<Vec<u8>> {
         use std::os::unix::fs::FileExt;
-        let (entry, file) = match self.lookup(key) {
-            Some(entry) => {
+        let (entry, file) = match self.fetches.whole(key) {
+            Some(whole) => whole,
+            None => {
+                let entry = self.lookup(key)?;
                 let file = self.open_body(&entry).ok()?;
                 (entry, file)
             }
-            None => self.fetches.whole(key)?,
         };
         if entry.size > limit {
             return None;

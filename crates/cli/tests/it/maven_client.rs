@@ -250,3 +250,32 @@ async fn check_says_what_a_build_s_list_needs_and_warm_fetches_it_for_a_build_of
     let missing = ctl(&daemon, &["check", "maven", "--repository", "corp", list.to_str().unwrap()]);
     assert!(!missing.0, "{}", missing.1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_is_revalidated_after_its_ttl_served_stale_when_the_repository_fails_and_a_busy_one_is_a_424() {
+    let (fake, server) = repository_and_pkgproxy().await;
+    let metadata = "/maven/central/org/example/top/maven-metadata.xml";
+    let first = get(server.proxy_addr(), metadata).await;
+    assert_eq!(first.status, 200);
+    assert!(String::from_utf8_lossy(&first.body).contains("<version>3.0</version>"));
+    fake.publish(MavenArtifact::jar("org.example", "top", "3.1"));
+    let held = get(server.proxy_addr(), metadata).await;
+    assert!(!String::from_utf8_lossy(&held.body).contains("3.1"), "fresh for metadata_ttl");
+    server.clock().advance(Duration::from_secs(301));
+    let after = get(server.proxy_addr(), metadata).await;
+    assert!(String::from_utf8_lossy(&after.body).contains("<version>3.1</version>"), "asked again after the ttl");
+    let sha1 = get(server.proxy_addr(), &format!("{metadata}.sha1")).await;
+    let digest = |body: &[u8]| pkgproxy_testkit::maven::Checksum::Sha1.hex(body);
+    assert_eq!(String::from_utf8_lossy(&sha1.body), digest(&after.body), "first: {}", digest(&first.body));
+
+    fake.force_status_on(PathClass::Metadata, 503);
+    server.clock().advance(Duration::from_secs(301));
+    let stale = get(server.proxy_addr(), metadata).await;
+    assert_eq!(stale.status, 200, "the held copy, stale");
+    assert!(stale.header("x-pkgproxy-reason").is_some(), "{:?}", stale.headers);
+
+    fake.force_status_on(PathClass::Artifact, 429);
+    let busy = get(server.proxy_addr(), "/maven/central/org/example/top/3.1/top-3.1.jar").await;
+    assert_eq!(busy.status, 424, "never a 429, which Maven retries for minutes");
+    assert!(busy.header("retry-after").is_some(), "{:?}", busy.headers);
+}
