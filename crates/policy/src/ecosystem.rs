@@ -12,11 +12,15 @@ pub enum Ecosystem {
     Cargo,
     /// The Go module proxy (`go` in rules, `Go` in OSV).
     Go,
+    /// Maven repositories (`maven` in rules, `Maven` in OSV), a package
+    /// named `group:artifact`.
+    Maven,
 }
 
 impl Ecosystem {
     /// Every ecosystem, in the order they are listed.
-    pub const ALL: [Ecosystem; 4] = [Ecosystem::Npm, Ecosystem::Pypi, Ecosystem::Cargo, Ecosystem::Go];
+    pub const ALL: [Ecosystem; 5] =
+        [Ecosystem::Npm, Ecosystem::Pypi, Ecosystem::Cargo, Ecosystem::Go, Ecosystem::Maven];
 
     /// The side's name, as rules and pkgproxy's paths write it.
     pub fn as_str(self) -> &'static str {
@@ -25,6 +29,7 @@ impl Ecosystem {
             Ecosystem::Pypi => "pypi",
             Ecosystem::Cargo => "cargo",
             Ecosystem::Go => "go",
+            Ecosystem::Maven => "maven",
         }
     }
 
@@ -34,7 +39,7 @@ impl Ecosystem {
     }
 
     /// The ecosystem an OSV record's `affected[].package.ecosystem` names
-    /// (`npm`, `PyPI`, `crates.io`, `Go`; a `:suffix` is a release of a
+    /// (`npm`, `PyPI`, `crates.io`, `Go`, `Maven`; a `:suffix` is a release of a
     /// distribution, not one of these).
     pub fn of_osv(name: &str) -> Option<Ecosystem> {
         match name {
@@ -42,18 +47,20 @@ impl Ecosystem {
             "PyPI" => Some(Ecosystem::Pypi),
             "crates.io" => Some(Ecosystem::Cargo),
             "Go" => Some(Ecosystem::Go),
+            "Maven" => Some(Ecosystem::Maven),
             _ => None,
         }
     }
 
     /// `name` in the ecosystem's normal form: PEP 503's for PyPI (lower
     /// case, each run of `-`, `_`, `.` one `-`), lower case for crates
-    /// (crates.io's index names them so), as written for npm and Go.
+    /// (crates.io's index names them so), as written for npm, Go and Maven
+    /// (`group:artifact`, whose case a repository's layout keeps).
     pub fn normal_name(self, name: &str) -> String {
         match self {
             Ecosystem::Pypi => pep503(name),
             Ecosystem::Cargo => name.to_ascii_lowercase(),
-            Ecosystem::Npm | Ecosystem::Go => name.to_owned(),
+            Ecosystem::Npm | Ecosystem::Go | Ecosystem::Maven => name.to_owned(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Version order, for OSV ranges: SemVer for npm, crates and Go, PEP 440's
-//! release segments for PyPI. A version that does not read in its
+//! release segments for PyPI, Maven's own order for Maven. A version that does not read in its
 //! ecosystem's form is in no range (only in an exact list, or in "every
 //! version").
 
@@ -12,6 +12,7 @@ use crate::Ecosystem;
 pub fn compare(ecosystem: Ecosystem, a: &str, b: &str) -> Option<Ordering> {
     match ecosystem {
         Ecosystem::Pypi => Some(pep440(a)?.cmp(&pep440(b)?)),
+        Ecosystem::Maven => Some(maven_order(a, b)),
         _ => {
             let a = semver::Version::parse(ecosystem.normal_version(a)).ok()?;
             let b = semver::Version::parse(ecosystem.normal_version(b)).ok()?;
@@ -66,6 +67,107 @@ fn pep440(text: &str) -> Option<Pep440> {
     Some(Pep440 { epoch, release, stage })
 }
 
+/// Maven's order of versions (its `ComparableVersion`, in the common
+/// cases): the version is read as items split at `.`, `-` and where digits
+/// meet letters; numbers compare as numbers, trailing zeros and empty
+/// items aside; a qualifier orders `alpha` < `beta` < `milestone` < `rc`
+/// (`cr`) < `snapshot` < the release (`""`, `ga`, `final`, `release`) <
+/// `sp`, and any other word after them all, by its letters; a number is
+/// after any qualifier.
+fn maven_order(a: &str, b: &str) -> Ordering {
+    let (a, b) = (maven_items(a), maven_items(b));
+    for index in 0..a.len().max(b.len()) {
+        let ordering = match (a.get(index), b.get(index)) {
+            (Some(x), Some(y)) => x.cmp(y),
+            (Some(x), None) => x.cmp(&x.missing()),
+            (None, Some(y)) => y.missing().cmp(y),
+            (None, None) => Ordering::Equal,
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+/// One item of a Maven version, in its order: every qualifier before any
+/// number, known qualifiers by their rank, others after them by letters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum MavenItem {
+    /// A known qualifier's rank, or (7) another word's, with the word.
+    Qualifier(u8, String),
+    /// A number.
+    Number(u64),
+}
+
+/// The rank of the release among qualifiers (`""`, `ga`, `final`).
+const RELEASE_RANK: u8 = 5;
+
+impl MavenItem {
+    /// What a missing item stands for against this one: `0` against a
+    /// number (`1.0` is `1.0.0`), the release against a qualifier (`1.0`
+    /// is `1.0-ga`, after `1.0-rc1`, before `1.0-sp1`).
+    fn missing(&self) -> MavenItem {
+        match self {
+            MavenItem::Number(_) => MavenItem::Number(0),
+            MavenItem::Qualifier(..) => MavenItem::Qualifier(RELEASE_RANK, String::new()),
+        }
+    }
+
+    fn is_release(&self) -> bool {
+        *self == MavenItem::Number(0) || *self == MavenItem::Qualifier(RELEASE_RANK, String::new())
+    }
+
+    fn word(word: &str) -> MavenItem {
+        let word = word.to_ascii_lowercase();
+        let rank = match word.as_str() {
+            "alpha" | "a" => 0,
+            "beta" | "b" => 1,
+            "milestone" | "m" => 2,
+            "rc" | "cr" => 3,
+            "snapshot" => 4,
+            "" | "ga" | "final" | "release" => RELEASE_RANK,
+            "sp" => 6,
+            _ => return MavenItem::Qualifier(7, word),
+        };
+        MavenItem::Qualifier(rank, String::new())
+    }
+}
+
+/// The items of `version`, trailing releases (`0`, `ga`) left out.
+fn maven_items(version: &str) -> Vec<MavenItem> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut digits = false;
+    let flush = |current: &mut String, digits: bool, items: &mut Vec<MavenItem>| {
+        if current.is_empty() {
+            return;
+        }
+        items.push(match digits {
+            true => current.parse().map(MavenItem::Number).unwrap_or(MavenItem::Number(u64::MAX)),
+            false => MavenItem::word(current),
+        });
+        current.clear();
+    };
+    for c in version.trim().chars() {
+        if c == '.' || c == '-' || c == '_' {
+            flush(&mut current, digits, &mut items);
+            continue;
+        }
+        let is_digit = c.is_ascii_digit();
+        if !current.is_empty() && is_digit != digits {
+            flush(&mut current, digits, &mut items);
+        }
+        digits = is_digit;
+        current.push(c);
+    }
+    flush(&mut current, digits, &mut items);
+    while items.last().is_some_and(MavenItem::is_release) {
+        items.pop();
+    }
+    items
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +184,22 @@ mod tests {
         assert!(less(Ecosystem::Pypi, "1.9", "1.10"));
         assert_eq!(compare(Ecosystem::Pypi, "1.0", "1.0.0"), Some(Ordering::Equal));
         assert_eq!(compare(Ecosystem::Npm, "not", "1.0.0"), None);
+        for (older, newer) in [
+            ("1.0-alpha-1", "1.0-beta"),
+            ("1.0-beta", "1.0-RC1"),
+            ("1.0-RC1", "1.0-SNAPSHOT"),
+            ("1.0-SNAPSHOT", "1.0"),
+            ("1.0", "1.0-sp1"),
+            ("1.9", "1.10"),
+            ("2.11.0", "2.12.0"),
+            ("31.1-android", "31.1-jre"),
+            ("1.0", "1.0.1"),
+            ("1.0.Final", "1.0.1.Final"),
+        ] {
+            assert!(less(Ecosystem::Maven, older, newer), "{older} < {newer}");
+        }
+        for (one, same) in [("1.0", "1.0.0"), ("1.0-ga", "1"), ("1.0.Final", "1.0")] {
+            assert_eq!(compare(Ecosystem::Maven, one, same), Some(Ordering::Equal), "{one} = {same}");
+        }
     }
 }

@@ -79,7 +79,9 @@ fn a_file_is_checked_against_the_strongest_checksum_had() {
     let none = maven.verifier(&jar, &[Bytes::new(), Bytes::new(), Bytes::from_static(b"<html>")]).unwrap();
     assert!(format!("{none:?}").contains("Unproven"), "{none:?}");
     let (lenient, _dir) = side("require_checksums = false");
-    assert!(lenient.verifier(&cached(decide(&lenient, JAR)), &[]).is_none());
+    let unchecked = lenient.verifier(&cached(decide(&lenient, JAR)), &[]).unwrap();
+    assert!(!unchecked.judges_body() && unchecked.expected() == pkgproxy_cache::Expected::default());
+    assert!(format!("{unchecked:?}").contains("check: None"), "kept, its checksums made: {unchecked:?}");
 }
 
 #[test]
