@@ -142,7 +142,7 @@ impl Config {
             }
             named.push(name.clone());
             let urls_key = format!("repository.{name}.mirrors");
-            let built_in = BUILT_IN.iter().find(|built_in| &built_in.name == name).map(|built_in| built_in.url);
+            let built_in = BUILT_IN.iter().find(|built_in| built_in.name == name).map(|built_in| built_in.url);
             if configured.mirrors.is_empty() && built_in.is_none() {
                 return Err(bad(&urls_key, "give the base URLs of the repository (https://host/maven2)".to_owned()));
             }

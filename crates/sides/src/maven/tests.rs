@@ -1,6 +1,6 @@
 use super::*;
 use crate::decision::expect::{cached, refused};
-use crate::decision::{CacheView, Fallback};
+use crate::decision::CacheView;
 use crate::role::{Named, Reporting};
 use crate::route::Mount;
 use http::HeaderMap;
