@@ -26,6 +26,7 @@ mod fit;
 mod npmrc;
 mod pip_conf;
 mod reading;
+mod settings_xml;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,17 +39,6 @@ pub use reading::{first_held, Format};
 
 /// The line marking a file as pkgproxy's.
 pub const MARKER: &str = "Written by pkgproxyctl setup";
-
-/// The first line of pkgproxy's block in a file of the user's own.
-const BLOCK_BEGIN: &str = "# >>> pkgproxy";
-/// The last line of pkgproxy's block.
-const BLOCK_END: &str = "# <<< pkgproxy";
-
-/// `lines` between the block's marker lines: what is read back to decide
-/// where it fits ([`fit`]) and what is written ([`block`]).
-fn marked(lines: &str) -> String {
-    format!("{BLOCK_BEGIN} ({MARKER}: downloads go through pkgproxy)\n{lines}{BLOCK_END}\n")
-}
 
 /// A client `pkgproxyctl setup NAME` points at pkgproxy.
 pub struct SetupClient {
