@@ -171,8 +171,9 @@ fn mirror_id(id: &str) -> String {
 }
 
 /// What in `file` sets what pkgproxy's mirrors would: a mirror of its
-/// own taking a repository pkgproxy would mirror, or bearing one of their
-/// ids (Maven wants them unique), or `central` declared at another URL.
+/// own taking a repository pkgproxy would mirror (named alone, or in a
+/// pattern whose other repositories it keeps), or bearing one of their ids
+/// (Maven wants them unique), or `central` declared at another URL.
 fn own_mirror(file: &Value) -> Option<Own> {
     let central = declared(file).into_iter().find(|repository| {
         repository.id == "central" && !repository.url.is_empty() && built_in(repository.url) != Some("central")
@@ -184,7 +185,10 @@ fn own_mirror(file: &Value) -> Option<Own> {
     for mirror in items(file, "mirrors") {
         let (id, of) = (text(mirror, "id"), text(mirror, "mirrorOf"));
         if let Some((repository, _)) = mirrored.through.iter().find(|(repository, _)| mirror_of(of, repository)) {
-            return Some(Own::Setting(format!("a mirror of {repository} ({id})")));
+            let what = format!("a mirror of {repository} ({id})");
+            // A mirror of that repository alone is replaced by pkgproxy's;
+            // one of a pattern keeps the others, pkgproxy's beside it.
+            return Some(if of == *repository { Own::Setting(what) } else { Own::List(what) });
         }
         if mirrored.through.iter().any(|(repository, _)| mirror_id(repository) == id) {
             return Some(Own::Setting(format!("a mirror with the id {id}")));
