@@ -9,7 +9,8 @@
 //! A client whose configuration is both the user's and the machine's is set
 //! up in either ([`Scope`]: `--user`, `--system`), by default where it
 //! always was; asked for a place the client does not read, `setup` says so
-//! and does nothing.
+//! and does nothing. A file pkgproxy writes whole is the machine's
+//! ([`WholeFile`]), or the user's ([`UsersFile`]: Gradle's init script).
 //!
 //! A file pkgproxy writes whole carries a marker line: `--undo` removes
 //! only such a file, and neither `--apply` nor the printed script ever
@@ -26,6 +27,7 @@ mod fit;
 mod npmrc;
 mod pip_conf;
 mod reading;
+mod settings_xml;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,17 +40,6 @@ pub use reading::{first_held, Format};
 
 /// The line marking a file as pkgproxy's.
 pub const MARKER: &str = "Written by pkgproxyctl setup";
-
-/// The first line of pkgproxy's block in a file of the user's own.
-const BLOCK_BEGIN: &str = "# >>> pkgproxy";
-/// The last line of pkgproxy's block.
-const BLOCK_END: &str = "# <<< pkgproxy";
-
-/// `lines` between the block's marker lines: what is read back to decide
-/// where it fits ([`fit`]) and what is written ([`block`]).
-fn marked(lines: &str) -> String {
-    format!("{BLOCK_BEGIN} ({MARKER}: downloads go through pkgproxy)\n{lines}{BLOCK_END}\n")
-}
 
 /// A client `pkgproxyctl setup NAME` points at pkgproxy.
 pub struct SetupClient {
@@ -168,27 +159,40 @@ pub trait Procedure: Sync {
     }
 }
 
-/// A client set up by one file pkgproxy writes whole, for pkgproxy at
-/// `http://HOST:PORT`.
+/// A client set up by one file pkgproxy writes whole, the machine's, for
+/// pkgproxy at `http://HOST:PORT`.
 pub struct WholeFile(pub fn(&str) -> FilePlan);
 
 impl Procedure for WholeFile {
     fn run(&self, client: &str, action: Action, setup: &Setup<'_>) -> anyhow::Result<()> {
-        let plan = (self.0)(setup.base);
-        match action {
-            Action::Print => print!("{}", plan.script(client)),
-            Action::PrintUndo => print!("{}", plan.undo_script(client)),
-            Action::Apply => plan.apply(setup.target)?,
-            Action::Undo => plan.undo(setup.target)?,
-        }
-        Ok(())
+        (self.0)(setup.base).run(client, action, setup.target)
+    }
+}
+
+/// A client set up by one file pkgproxy writes whole among the user's
+/// own configuration (its plan [`FilePlan::found_by`] the user's
+/// environment), for pkgproxy at `http://HOST:PORT`: per user only.
+pub struct UsersFile(pub fn(&str) -> FilePlan);
+
+impl Procedure for UsersFile {
+    fn run(&self, client: &str, action: Action, setup: &Setup<'_>) -> anyhow::Result<()> {
+        (self.0)(setup.base).run(client, action, setup.target)
+    }
+
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::User]
     }
 }
 
 /// A file a client's setup writes, and what then makes the client read it.
 pub struct FilePlan {
-    /// Where, from the file system's root.
+    /// Where, from the file system's root: a path, or a shell expression
+    /// naming the file through the environment
+    /// (`${GRADLE_USER_HOME:-$HOME/.gradle}/init.d/pkgproxy.gradle`).
     path: &'static str,
+    /// How the file that expression names is found (`None`: `path` is
+    /// the path).
+    found: Option<fn() -> anyhow::Result<PathBuf>>,
     /// Its content: the marker line, then [`FilePlan::settings`].
     content: String,
     /// What makes the client read it once changed.
@@ -202,7 +206,32 @@ impl FilePlan {
     /// opening with `comment` (`#`, `//`).
     pub fn new(path: &'static str, comment: &str, settings: &str) -> FilePlan {
         let content = format!("{comment} {MARKER}: downloads go through pkgproxy.\n{settings}");
-        FilePlan { path, content, restart: Restart::NOTHING, note: String::new() }
+        FilePlan { path, found: None, content, restart: Restart::NOTHING, note: String::new() }
+    }
+
+    /// The file `path`, a shell expression, names, found by `found` as
+    /// that expression finds it.
+    pub fn found_by(self, found: fn() -> anyhow::Result<PathBuf>) -> FilePlan {
+        FilePlan { found: Some(found), ..self }
+    }
+
+    /// Does `action` for the client called `client`, under `target`.
+    fn run(&self, client: &str, action: Action, target: &Target) -> anyhow::Result<()> {
+        match action {
+            Action::Print => print!("{}", self.script(client)),
+            Action::PrintUndo => print!("{}", self.undo_script(client)),
+            Action::Apply => self.apply(target)?,
+            Action::Undo => self.undo(target)?,
+        }
+        Ok(())
+    }
+
+    /// The file under `target`.
+    fn path_under(&self, target: &Target) -> anyhow::Result<PathBuf> {
+        match self.found {
+            Some(found) => Ok(target.path(&found()?.to_string_lossy())),
+            None => Ok(target.path(self.path)),
+        }
     }
 
     /// What makes the client read the file once it changed.
@@ -213,6 +242,11 @@ impl FilePlan {
     /// What else the user is told.
     pub fn noting(self, note: impl Into<String>) -> FilePlan {
         FilePlan { note: note.into(), ..self }
+    }
+
+    /// The file's content, its marker line first.
+    pub fn content(&self) -> &str {
+        &self.content
     }
 
     /// The content without its marker line: what an admin adds by hand to
@@ -254,7 +288,7 @@ impl FilePlan {
     /// Writes the file under `target`, then, if it changed, makes the
     /// client read it.
     fn apply(&self, target: &Target) -> anyhow::Result<()> {
-        let path = target.path(self.path);
+        let path = self.path_under(target)?;
         let existing = match std::fs::read_to_string(&path) {
             Ok(existing) => Some(existing),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -283,7 +317,7 @@ impl FilePlan {
 
     /// Takes the file back under `target`.
     fn undo(&self, target: &Target) -> anyhow::Result<()> {
-        let path = target.path(self.path);
+        let path = self.path_under(target)?;
         match std::fs::read_to_string(&path) {
             Ok(existing) if !existing.contains(MARKER) => {
                 anyhow::bail!("{} is not pkgproxy's: left as it is", path.display())

@@ -53,6 +53,7 @@ mod registry_pull_limit;
 mod reload;
 mod secrets;
 mod setup_block;
+mod setup_maven;
 mod setup_script;
 mod setup_system;
 mod shadow;

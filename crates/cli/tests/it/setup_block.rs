@@ -14,36 +14,37 @@ use std::process::{Command, Output, Stdio};
 use pkgproxy_testkit::python_tool;
 
 /// The marker pkgproxy's own files and blocks carry.
-const MARKER: &str = "Written by pkgproxyctl setup";
+pub(crate) const MARKER: &str = "Written by pkgproxyctl setup";
 
 /// A machine under a folder standing for `/`, its user's home
 /// `/home/dev`: `pkgproxyctl setup` reads its files there, and its script
 /// runs there.
-struct Machine {
-    root: tempfile::TempDir,
+pub(crate) struct Machine {
+    pub(crate) root: tempfile::TempDir,
     /// What the environment sets beyond `HOME`.
     envs: Vec<(&'static str, String)>,
 }
 
 impl Machine {
-    fn new() -> Machine {
+    pub(crate) fn new() -> Machine {
         Machine { root: tempfile::tempdir().unwrap(), envs: Vec::new() }
     }
 
     /// The machine with `name=value` in its environment.
-    fn with(mut self, name: &'static str, value: &str) -> Machine {
+    pub(crate) fn with(mut self, name: &'static str, value: &str) -> Machine {
         self.envs.push((name, value.to_owned()));
         self
     }
 
     /// `command` in the machine's environment.
-    fn on(&self, command: &mut Command) {
+    pub(crate) fn on(&self, command: &mut Command) {
         command
             .env("PKGPROXY_SETUP_ROOT", self.root.path())
             .env("HOME", "/home/dev")
             .env_remove("CARGO_HOME")
             .env_remove("NPM_CONFIG_USERCONFIG")
             .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GRADLE_USER_HOME")
             .env_remove("NPM_CONFIG_PREFIX")
             .env_remove("npm_config_prefix")
             .env_remove("npm_config_globalconfig")
@@ -51,18 +52,18 @@ impl Machine {
     }
 
     /// `path`, from the machine's `/`.
-    fn file(&self, path: &str) -> PathBuf {
+    pub(crate) fn file(&self, path: &str) -> PathBuf {
         self.root.path().join(path.trim_start_matches('/'))
     }
 
     /// Writes `text` at `path`.
-    fn write(&self, path: &str, text: &str) {
+    pub(crate) fn write(&self, path: &str, text: &str) {
         let file = self.file(path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(file, text).unwrap();
     }
 
-    fn read(&self, path: &str) -> String {
+    pub(crate) fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.file(path)).unwrap()
     }
 
@@ -80,26 +81,26 @@ impl Machine {
     }
 
     /// `pkgproxyctl setup CLIENT -addr 10.0.0.5:3142 FLAGS` on the machine.
-    fn setup(&self, client: &str, flags: &[&str]) -> Output {
+    pub(crate) fn setup(&self, client: &str, flags: &[&str]) -> Output {
         let mut args = vec!["setup", client, "-addr", "10.0.0.5:3142"];
         args.extend_from_slice(flags);
         self.ctl(&args)
     }
 
     /// The script `pkgproxyctl setup CLIENT` prints on the machine.
-    fn script(&self, client: &str) -> String {
+    pub(crate) fn script(&self, client: &str) -> String {
         self.script_with(client, &[])
     }
 
     /// The script `pkgproxyctl setup CLIENT FLAGS` prints on the machine.
-    fn script_with(&self, client: &str, flags: &[&str]) -> String {
+    pub(crate) fn script_with(&self, client: &str, flags: &[&str]) -> String {
         let output = self.setup(client, flags);
         assert!(output.status.success(), "{client}: {}", said(&output));
         String::from_utf8(output.stdout).unwrap()
     }
 
     /// `script` piped to `sh` on the machine.
-    fn sh(&self, script: &str) -> Output {
+    pub(crate) fn sh(&self, script: &str) -> Output {
         use std::io::Write;
         let mut sh = Command::new("sh");
         self.on(&mut sh);
@@ -109,13 +110,13 @@ impl Machine {
     }
 
     /// `pkgproxyctl setup CLIENT --apply` on the machine.
-    fn apply(&self, client: &str) -> Output {
+    pub(crate) fn apply(&self, client: &str) -> Output {
         self.setup(client, &["--apply"])
     }
 
     /// The setup of `client` with `flags`, or its undo, done `how`: by the
     /// script, or with `--apply` (`--undo`); what was said.
-    fn done(&self, how: &str, client: &str, flags: &[&str], undo: bool) -> Output {
+    pub(crate) fn done(&self, how: &str, client: &str, flags: &[&str], undo: bool) -> Output {
         let mut flags = flags.to_vec();
         match (how, undo) {
             ("the script", false) => return self.sh(&self.script_with(client, &flags)),
@@ -131,7 +132,7 @@ impl Machine {
 }
 
 /// Both streams of `output`.
-fn said(output: &Output) -> String {
+pub(crate) fn said(output: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
@@ -475,7 +476,7 @@ fn a_place_a_client_does_not_read_is_refused_saying_where_its_setup_goes() {
 }
 
 /// The files under `root`, from `/`.
-fn walk(root: &Path) -> Vec<String> {
+pub(crate) fn walk(root: &Path) -> Vec<String> {
     let mut files = Vec::new();
     let mut folders = vec![root.to_path_buf()];
     while let Some(folder) = folders.pop() {

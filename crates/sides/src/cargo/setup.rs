@@ -18,9 +18,9 @@ pub const CLIENTS: &[SetupClient] = &[SetupClient {
     about: "cargo (crates.io through pkgproxy, in $CARGO_HOME/config.toml; per user only)",
     procedure: &MarkedBlock {
         files: &[BlockFile { scope: Scope::User, sh: "${CARGO_HOME:-$HOME/.cargo}/config.toml", path: config_file }],
-        block,
+        block: |base, _| block(base),
         reading: READING,
-        note: |_| String::new(),
+        note: |_, _| String::new(),
     },
 }];
 

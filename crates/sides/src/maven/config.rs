@@ -34,6 +34,15 @@ const BUILT_IN: &[BuiltIn] = &[
 /// `settings.xml`'s) is Central's.
 pub const CENTRAL_ALIASES: &[&str] = &["https://repo.maven.apache.org/maven2", "https://repo1.maven.org/maven2"];
 
+/// The built-in repositories' names, each with a URL builds name it by
+/// (Central's on each of its canonical hosts): what a client's setup
+/// points at pkgproxy.
+pub fn built_in_urls() -> impl Iterator<Item = (&'static str, &'static str)> {
+    let central = CENTRAL_ALIASES.iter().map(|url| ("central", *url));
+    let others = BUILT_IN.iter().filter(|built_in| built_in.name != "central");
+    central.chain(others.map(|built_in| (built_in.name, built_in.url)))
+}
+
 /// The Maven side's configuration, as written (`[maven]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -27,9 +27,9 @@ pub const CLIENTS: &[SetupClient] = &[
                 BlockFile { scope: Scope::User, sh: "${NPM_CONFIG_USERCONFIG:-$HOME/.npmrc}", path: npmrc },
                 BlockFile { scope: Scope::System, sh: "$(npm config get globalconfig)", path: global_npmrc },
             ],
-            block: npm,
+            block: |base, _| npm(base),
             reading: NPMRC,
-            note: token_line,
+            note: |base, _| token_line(base),
         },
     },
     SetupClient {
@@ -37,9 +37,9 @@ pub const CLIENTS: &[SetupClient] = &[
         about: "yarn 2 and later (the registry in ~/.yarnrc.yml; per user only)",
         procedure: &MarkedBlock {
             files: &[BlockFile { scope: Scope::User, sh: "$HOME/.yarnrc.yml", path: yarnrc }],
-            block: yarn,
+            block: |base, _| yarn(base),
             reading: YARNRC,
-            note: |_| String::new(),
+            note: |_, _| String::new(),
         },
     },
 ];

@@ -32,9 +32,9 @@ pub const CLIENTS: &[SetupClient] = &[
                     path: || Ok(config_home()?.join("pip/pip.conf")),
                 },
             ],
-            block: pip,
+            block: |base, _| pip(base),
             reading: PIP_CONF,
-            note: |_| String::new(),
+            note: |_, _| String::new(),
         },
     },
     SetupClient {
@@ -53,9 +53,9 @@ pub const CLIENTS: &[SetupClient] = &[
                     path: || Ok(config_home()?.join("uv/uv.toml")),
                 },
             ],
-            block: uv,
+            block: |base, _| uv(base),
             reading: UV_TOML,
-            note: |_| String::new(),
+            note: |_, _| String::new(),
         },
     },
 ];

@@ -1,9 +1,12 @@
 //! A client set up by a block of lines pkgproxy keeps in a file of the
 //! user's own (cargo's `config.toml`, `.npmrc`, `.yarnrc.yml`, `pip.conf`,
-//! `uv.toml`): the block between marker lines is pkgproxy's, put at the
-//! end (or, in a `pip.conf`, at the end of the section its options are
-//! of), replaced whole and taken out byte for byte; the rest of the file is
-//! never touched. The block goes in only where it [`Fit`]s, decided on
+//! `uv.toml`, Maven's `settings.xml`): the block between marker lines
+//! (comments of the file's format) is pkgproxy's, put at the end (or, in a
+//! `pip.conf`, at the end of the section its options are of; in a
+//! `settings.xml`, in its `<mirrors>`), replaced whole and taken out byte
+//! for byte; the rest of the file is never touched. What the block holds
+//! may depend on the file (Maven's mirrors of the repositories it
+//! declares). The block goes in only where it [`Fit`]s, decided on
 //! the file as its client reads it; elsewhere the file is left as it is,
 //! and what to add by hand is said. A client reading both a user's file
 //! and the machine's has a file for each [`Scope`].
@@ -27,23 +30,28 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use serde_json::Value;
+
 use super::cksum::cksum;
-use super::fit::{joined, Fit, Place, Placed, Reading};
-use super::{marked, preamble, Action, Procedure, Scope, Setup, Target, BLOCK_BEGIN, BLOCK_END};
+use super::fit::{Fit, Place, Placed, Reading};
+use super::reading::Format;
+use super::{preamble, Action, Procedure, Scope, Setup, Target};
 
 /// A client set up by a block of pkgproxy's in a file of the user's own.
 pub struct MarkedBlock {
     /// The file, in each place the client reads one, its default first.
     pub files: &'static [BlockFile],
-    /// The block's lines for pkgproxy at `http://HOST:PORT`.
-    pub block: fn(&str) -> String,
+    /// The block's lines for pkgproxy at `http://HOST:PORT`, in the file
+    /// as its client reads it (`Value::Null` when there is none, or it
+    /// cannot be read).
+    pub block: fn(&str, &Value) -> String,
     /// How the client reads the file, what in it sets what the block
     /// sets, and where the block goes.
     pub reading: Reading,
     /// What else the user is told of the setup for pkgproxy at
-    /// `http://HOST:PORT`: comment lines of the script, printed by
-    /// `--apply`.
-    pub note: fn(&str) -> String,
+    /// `http://HOST:PORT` in the file as its client reads it: comment
+    /// lines of the script, printed by `--apply`.
+    pub note: fn(&str, &Value) -> String,
 }
 
 /// A client's file, in one of its places.
@@ -79,10 +87,17 @@ impl MarkedBlock {
         Ok(target.path(&(self.file(scope)?.path)()?.to_string_lossy()))
     }
 
+    /// The file whose lines outside the block are `outside` as its client
+    /// reads it; `Value::Null` when it cannot.
+    fn read(&self, outside: &[u8]) -> Value {
+        let text = std::str::from_utf8(outside).ok();
+        text.and_then(|text| self.reading.format.read(text).ok()).unwrap_or(Value::Null)
+    }
+
     /// What the file whose lines outside the block are `outside` makes of
     /// the block for pkgproxy at `base`, and where it would go.
     fn decided(&self, client: &str, outside: &[u8], base: &str) -> Decided {
-        let settings = (self.block)(base);
+        let settings = (self.block)(base, &self.read(outside));
         match std::str::from_utf8(outside) {
             Ok(outside) => Decided {
                 fit: self.reading.fit(client, outside, &settings),
@@ -99,9 +114,12 @@ impl MarkedBlock {
     /// script was printed for, or one that could not be read), said after
     /// "Add this": the block as a file of its own, where it goes in one.
     fn by_hand_unread(&self, base: &str) -> (String, String) {
-        let lines = self.reading.alone(&(self.block)(base));
+        let lines = self.reading.alone(&(self.block)(base, &Value::Null));
         let into = match self.reading.place {
             Place::PipSection(name) => format!("to it by hand (the options into its own [{name}], if it has one)"),
+            Place::XmlList { list, .. } => {
+                format!("to it by hand (what its <{list}> holds into its own <{list}>, if it has one)")
+            }
             Place::End => "to it by hand".to_owned(),
         };
         (lines, into)
@@ -116,12 +134,16 @@ impl MarkedBlock {
 
     fn script(&self, client: &str, base: &str, scope: Scope, target: &Target) -> anyhow::Result<String> {
         let file = self.file(scope)?;
-        let cases = self.cases(client, base, &outside_of(&self.path(scope, target)?));
-        let mut text = preamble(client, &format!("Puts pkgproxy's block in {}", file.sh), &(self.note)(base));
+        let format = self.reading.format;
+        let found = outside_of(&self.path(scope, target)?, format);
+        let cases = self.cases(client, base, &found);
+        let read = found.as_deref().map_or(Value::Null, |outside| self.read(outside));
+        let mut text = preamble(client, &format!("Puts pkgproxy's block in {}", file.sh), &(self.note)(base, &read));
         text.push_str(&format!(
-            "file=\"$root{file}\"\nwithout_block() {{ awk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\"; }}\noutside() {{ if [ -f \"$file\" ]; then without_block; fi; }}\nby_hand() {{\n  cat >&2\n  exit 1\n}}\n# The file's lines outside pkgproxy's block, by their POSIX cksum. pkgproxyctl setup read them\n# as {format} when it printed this script: the block goes in after the line of those it found\n# it fits (at), or into none; any others are left as they are.\ncase \"$(outside | cksum)\" in\n{cases}esac\nmkdir -p \"$(dirname \"$file\")\"\n{{ outside | awk -v at=\"$at\" 'NR <= at'; block; outside | awk -v at=\"$at\" 'NR > at'; }} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
+            "file=\"$root{file}\"\nwithout_block() {{ {awk} \"$file\"; }}\noutside() {{ if [ -f \"$file\" ]; then without_block; fi; }}\nby_hand() {{\n  cat >&2\n  exit 1\n}}\n# The file's lines outside pkgproxy's block, by their POSIX cksum. pkgproxyctl setup read them\n# as {format} when it printed this script: the block goes in after the line of those it found\n# it fits (at), or into none; any others are left as they are.\ncase \"$(outside | cksum)\" in\n{cases}esac\nmkdir -p \"$(dirname \"$file\")\"\n{{ outside | awk -v at=\"$at\" 'NR <= at'; block; outside | awk -v at=\"$at\" 'NR > at'; }} > \"$file.pkgproxy-new\"\nif [ -f \"$file\" ] && cmp -s \"$file.pkgproxy-new\" \"$file\"; then\n  rm -f \"$file.pkgproxy-new\"\n  echo \"$file is as it should be\"\nelse\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"wrote pkgproxy's block in $file\"\nfi\n",
             file = file.sh,
-            format = self.reading.format.as_str(),
+            awk = without_block_awk(format),
+            format = format.as_str(),
         ));
         Ok(text)
     }
@@ -148,7 +170,7 @@ impl MarkedBlock {
                     let at = outside[..decided.placed.at].iter().filter(|byte| **byte == b'\n').count();
                     cases.push_str(&format!(
                         "    at={at}\n    block() {{\n      cat <<'EOF'\n{}EOF\n    }}\n    ;;\n",
-                        marked(&decided.placed.lines)
+                        self.reading.format.marked(&decided.placed.lines)
                     ));
                 }
                 Some(why) => {
@@ -168,10 +190,13 @@ impl MarkedBlock {
 
     fn undo_script(&self, client: &str, scope: Scope) -> anyhow::Result<String> {
         let file = self.file(scope)?;
+        let format = self.reading.format;
         let mut text = preamble(client, &format!("Takes pkgproxy's block out of {}", file.sh), "");
         text.push_str(&format!(
-            "file=\"$root{file}\"\nif [ ! -f \"$file\" ] || ! grep -q '^{BLOCK_BEGIN}' \"$file\"; then\n  echo \"$file holds no block of pkgproxy's\"\n  exit 0\nfi\nawk '/^{BLOCK_BEGIN}/ {{ skip = 1 }} !skip {{ print }} /^{BLOCK_END}/ {{ skip = 0 }}' \"$file\" > \"$file.pkgproxy-new\"\nif [ -s \"$file.pkgproxy-new\" ] && grep -q '[^[:space:]]' \"$file.pkgproxy-new\"; then\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"took pkgproxy's block out of $file\"\nelse\n  rm -f \"$file.pkgproxy-new\" \"$file\"\n  echo \"removed $file: it held pkgproxy's block only\"\nfi\n",
+            "file=\"$root{file}\"\nif [ ! -f \"$file\" ] || ! grep -q '^{begin}' \"$file\"; then\n  echo \"$file holds no block of pkgproxy's\"\n  exit 0\nfi\n{awk} \"$file\" > \"$file.pkgproxy-new\"\nif [ -s \"$file.pkgproxy-new\" ] && grep -q '[^[:space:]]' \"$file.pkgproxy-new\"; then\n  mv \"$file.pkgproxy-new\" \"$file\"\n  echo \"took pkgproxy's block out of $file\"\nelse\n  rm -f \"$file.pkgproxy-new\" \"$file\"\n  echo \"removed $file: it held pkgproxy's block only\"\nfi\n",
             file = file.sh,
+            begin = format.block_begin(),
+            awk = without_block_awk(format),
         ));
         Ok(text)
     }
@@ -182,12 +207,13 @@ impl MarkedBlock {
             let (lines, into) = self.by_hand_unread(base);
             anyhow::anyhow!("{} could not be read ({why}): left as it is. Add this {into}:\n{lines}", path.display())
         })?;
-        let outside = existing.as_deref().map(without_block).unwrap_or_default();
+        let format = self.reading.format;
+        let outside = existing.as_deref().map(|text| without_block(text, format)).unwrap_or_default();
         let decided = self.decided(client, &outside, base);
         if let Some(why) = decided.fit.why(client) {
             anyhow::bail!("{} {}\n{}", path.display(), Self::refusal(&why, &decided), decided.placed.lines);
         }
-        let content = joined(&String::from_utf8_lossy(&outside), &decided.placed);
+        let content = self.reading.joined(&String::from_utf8_lossy(&outside), &decided.placed);
         if existing.as_deref() == Some(content.as_bytes()) {
             println!("{} is as it should be", path.display());
         } else {
@@ -196,7 +222,7 @@ impl MarkedBlock {
             std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
             println!("wrote pkgproxy's block in {}", path.display());
         }
-        print!("{}", (self.note)(base));
+        print!("{}", (self.note)(base, &self.read(&outside)));
         Ok(())
     }
 
@@ -207,7 +233,7 @@ impl MarkedBlock {
             println!("{} is not there", path.display());
             return Ok(());
         };
-        let kept = without_block_exactly(&existing);
+        let kept = without_block_exactly(&existing, self.reading.format);
         if kept == existing {
             println!("{} holds no block of pkgproxy's", path.display());
             return Ok(());
@@ -239,18 +265,29 @@ impl Procedure for MarkedBlock {
     }
 }
 
-/// `text` without pkgproxy's block, byte for byte.
-fn without_block_exactly(text: &[u8]) -> Vec<u8> {
+/// The script's `awk` printing the lines of a file in `format` outside
+/// pkgproxy's block, as [`without_block`] keeps them.
+fn without_block_awk(format: Format) -> String {
+    format!(
+        "awk '/^{}/ {{ skip = 1 }} !skip {{ print }} /^{}/ {{ skip = 0 }}'",
+        format.block_begin(),
+        format.block_end()
+    )
+}
+
+/// `text`, in `format`, without pkgproxy's block, byte for byte.
+fn without_block_exactly(text: &[u8], format: Format) -> Vec<u8> {
+    let (begin, end) = (format.block_begin(), format.block_end());
     let mut kept = Vec::new();
     let mut inside = false;
     for line in text.split_inclusive(|byte| *byte == b'\n') {
-        if line.starts_with(BLOCK_BEGIN.as_bytes()) {
+        if line.starts_with(begin.as_bytes()) {
             inside = true;
         }
         if !inside {
             kept.extend_from_slice(line);
         }
-        if line.starts_with(BLOCK_END.as_bytes()) {
+        if line.starts_with(end.as_bytes()) {
             inside = false;
         }
     }
@@ -259,18 +296,18 @@ fn without_block_exactly(text: &[u8]) -> Vec<u8> {
 
 /// `text`'s lines outside pkgproxy's block as the script's `awk` prints
 /// them: a last line gets its newline.
-fn without_block(text: &[u8]) -> Outside {
-    let mut kept = without_block_exactly(text);
+fn without_block(text: &[u8], format: Format) -> Outside {
+    let mut kept = without_block_exactly(text, format);
     if kept.last().is_some_and(|last| *last != b'\n') {
         kept.push(b'\n');
     }
     kept
 }
 
-/// The lines outside pkgproxy's block of the file at `path` (none when
-/// there is no file), or why it cannot be read.
-fn outside_of(path: &Path) -> Result<Outside, String> {
-    Ok(read_if_there(path)?.as_deref().map(without_block).unwrap_or_default())
+/// The lines outside pkgproxy's block of the file in `format` at `path`
+/// (none when there is no file), or why it cannot be read.
+fn outside_of(path: &Path, format: Format) -> Result<Outside, String> {
+    Ok(read_if_there(path)?.as_deref().map(|text| without_block(text, format)).unwrap_or_default())
 }
 
 /// The file at `path`, or `None` when there is none; why it cannot be

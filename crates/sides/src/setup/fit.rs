@@ -10,9 +10,8 @@
 
 use serde_json::Value;
 
-use super::marked;
-use super::pip_conf;
 use super::reading::Format;
+use super::{pip_conf, settings_xml};
 
 /// What a file of the user's own makes of pkgproxy's block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +77,20 @@ pub enum Place {
     /// (`configparser` refuses a section given twice); at the file's end,
     /// under the header, when the file has none.
     PipSection(&'static str),
+    /// Elements of the list `list` of an XML file's root (Maven's
+    /// `<mirrors>` of `<settings>`): inside the file's own list, after
+    /// what it holds, on lines of their own before its end tag; the list
+    /// element whole, before the root's end tag, when the file has none;
+    /// the whole file when there is none (`open` the root's start tag).
+    XmlList {
+        /// The root element's name.
+        root: &'static str,
+        /// Its start tag in a file pkgproxy writes whole, namespaces
+        /// included.
+        open: &'static str,
+        /// The list's name.
+        list: &'static str,
+    },
 }
 
 /// pkgproxy's block as it goes into a file.
@@ -132,6 +145,26 @@ impl Reading {
                 }
                 _ => at_end(self.alone(settings)),
             },
+            Place::XmlList { root, list, .. } => {
+                let Some(ends) = settings_xml::ends(outside, list) else {
+                    return at_end(self.alone(settings));
+                };
+                // Where there is no line of its own for it, the block is
+                // said to go at the file's end, where it cannot be read:
+                // what to add by hand is still said where it goes.
+                match ends.list {
+                    Some(line) => Placed {
+                        at: line.unwrap_or(outside.len()),
+                        lines: settings.to_owned(),
+                        within: Some(format!("its <{list}>")),
+                    },
+                    None => Placed {
+                        at: ends.root.unwrap_or(outside.len()),
+                        lines: xml_list(list, settings),
+                        within: Some(format!("its <{root}>")),
+                    },
+                }
+            }
         }
     }
 
@@ -140,7 +173,22 @@ impl Reading {
         match self.place {
             Place::End => settings.to_owned(),
             Place::PipSection(name) => format!("[{name}]\n{settings}"),
+            Place::XmlList { root, open, list } => format!("{open}\n{}</{root}>\n", xml_list(list, settings)),
         }
+    }
+
+    /// The file holding `outside` with the block `placed` in it, marker
+    /// lines included: what the printed script and `--apply` write (a
+    /// last line without its newline gets one before a block after it).
+    pub fn joined(&self, outside: &str, placed: &Placed) -> String {
+        let (before, after) = outside.split_at(placed.at);
+        let mut text = before.to_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&self.format.marked(&placed.lines));
+        text.push_str(after);
+        text
     }
 
     /// What the file whose text outside pkgproxy's block is `outside`
@@ -155,7 +203,7 @@ impl Reading {
             Some(Own::List(what)) => return Fit::ListsItself(what),
             None => {}
         }
-        let block = match self.format.read(&marked(&self.alone(settings))) {
+        let block = match self.format.read(&self.format.marked(&self.alone(settings))) {
             Ok(block) => block,
             Err(why) => {
                 return Fit::WouldBreak(format!(
@@ -165,7 +213,7 @@ impl Reading {
             }
         };
         let placed = self.placed(outside, settings);
-        let joined = match self.format.read(&joined(outside, &placed)) {
+        let joined = match self.format.read(&self.joined(outside, &placed)) {
             Ok(joined) => joined,
             Err(why) => return Fit::WouldBreak(format!("{} could not be read by {client} ({why})", placed.said())),
         };
@@ -179,18 +227,10 @@ impl Reading {
     }
 }
 
-/// The file holding `outside` with the block `placed` in it, marker lines
-/// included: what the printed script and `--apply` write (a last line
-/// without its newline gets one before a block after it).
-pub fn joined(outside: &str, placed: &Placed) -> String {
-    let (before, after) = outside.split_at(placed.at);
-    let mut text = before.to_owned();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&marked(&placed.lines));
-    text.push_str(after);
-    text
+/// The XML element `list` holding the elements `items` (indented lines),
+/// as a child of the root.
+fn xml_list(list: &str, items: &str) -> String {
+    format!("  <{list}>\n{items}  </{list}>\n")
 }
 
 /// The first setting of `block` that `joined` does not hold as `block`

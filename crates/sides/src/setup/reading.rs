@@ -1,6 +1,8 @@
 //! A client's file read as the client reads it, into one tree: TOML as
 //! cargo and uv read it (with the `toml` crate they use), npm's ini, YAML
-//! as yarn 2 and later read it, pip's ini. Whether a user's file sets what
+//! as yarn 2 and later read it, pip's ini, Maven's `settings.xml`. And how
+//! pkgproxy's block is marked in each: between comment lines of the
+//! format's own (`#`, or XML's `<!-- -->`). Whether a user's file sets what
 //! pkgproxy's block sets, and whether the block is read back as written,
 //! are asked of trees, the same way for every client, never of lines: a
 //! key has many spellings (`[source."crates-io"]`,
@@ -9,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{npmrc, pip_conf};
+use super::{npmrc, pip_conf, settings_xml, MARKER};
 
 /// How a client reads its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,8 @@ pub enum Format {
     Yarnrc,
     /// pip's ini (`pip.conf`).
     PipConf,
+    /// Maven's `settings.xml`: XML, its root `<settings>`.
+    SettingsXml,
 }
 
 impl Format {
@@ -32,7 +36,37 @@ impl Format {
             Format::Npmrc => "npm's ini",
             Format::Yarnrc => "YAML",
             Format::PipConf => "pip's ini",
+            Format::SettingsXml => "XML",
         }
+    }
+
+    /// How a comment line opens and closes in the format.
+    fn comment(self) -> (&'static str, &'static str) {
+        match self {
+            Format::Toml | Format::Npmrc | Format::Yarnrc | Format::PipConf => ("# ", ""),
+            Format::SettingsXml => ("<!-- ", " -->"),
+        }
+    }
+
+    /// What the first line of pkgproxy's block opens with (`# >>> pkgproxy`).
+    pub fn block_begin(self) -> String {
+        format!("{}>>> pkgproxy", self.comment().0)
+    }
+
+    /// What the last line of pkgproxy's block opens with (`# <<< pkgproxy`).
+    pub fn block_end(self) -> String {
+        format!("{}<<< pkgproxy", self.comment().0)
+    }
+
+    /// `lines` between the block's marker lines: what is read back to
+    /// decide where it fits and what is written.
+    pub fn marked(self, lines: &str) -> String {
+        let close = self.comment().1;
+        format!(
+            "{} ({MARKER}: downloads go through pkgproxy){close}\n{lines}{}{close}\n",
+            self.block_begin(),
+            self.block_end()
+        )
     }
 
     /// `text` as the client reads it, or why it cannot.
@@ -42,6 +76,7 @@ impl Format {
             Format::Npmrc => npmrc::read(text, &|name| std::env::var(name).ok()),
             Format::Yarnrc => yarnrc_tree(text),
             Format::PipConf => pip_conf::read(text),
+            Format::SettingsXml => settings_xml::read(text),
         }
     }
 }

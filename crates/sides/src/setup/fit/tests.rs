@@ -1,6 +1,6 @@
 use serde_json::{json, Value};
 
-use super::{joined, lost, unread, Fit, Own, Place, Placed, Reading};
+use super::{lost, unread, Fit, Own, Place, Placed, Reading};
 use crate::setup::{first_held, Format};
 
 /// A block setting `registry` in an npmrc.
@@ -24,9 +24,9 @@ const NPM_BLOCK: &str = "registry=http://p/\n";
 const INDEX_BLOCK: &str = "[[index]]\nurl = \"http://p/\"\n";
 const PIP_BLOCK: &str = "index-url = http://p/\n";
 
-/// The marker lines around `lines`.
+/// The marker lines around `lines`, `#` comments.
 fn marked(lines: &str) -> String {
-    super::marked(lines)
+    Format::Npmrc.marked(lines)
 }
 
 #[test]
@@ -36,7 +36,7 @@ fn a_block_fits_a_file_that_reads_it_back_as_written() {
     assert_eq!(INDEXES.fit("uv", "[[index]]\nurl = \"https://corp/\"\n", INDEX_BLOCK), Fit::Fits, "an array added to");
     let at_end = NPMRC.placed("a=1", NPM_BLOCK);
     assert_eq!(at_end, Placed { at: 3, lines: NPM_BLOCK.to_owned(), within: None });
-    assert_eq!(joined("a=1", &at_end), format!("a=1\n{}", marked(NPM_BLOCK)));
+    assert_eq!(NPMRC.joined("a=1", &at_end), format!("a=1\n{}", marked(NPM_BLOCK)));
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn a_pip_block_goes_into_the_file_s_own_section_after_its_last_line_or_at_the_en
     let placed = PIP_GLOBAL.placed(own, PIP_BLOCK);
     let at = own.find("\n\n# the next").unwrap() + 1;
     assert_eq!(placed, Placed { at, lines: PIP_BLOCK.to_owned(), within: Some("its [global] section".to_owned()) });
-    let written = joined(own, &placed);
+    let written = PIP_GLOBAL.joined(own, &placed);
     assert_eq!(written, format!("{}{}{}", &own[..at], marked(PIP_BLOCK), &own[at..]));
     assert_eq!(PIP_GLOBAL.fit("pip", own, PIP_BLOCK), Fit::Fits);
     let read = Format::PipConf.read(&written).unwrap();
@@ -62,7 +62,7 @@ fn a_pip_block_goes_into_the_file_s_own_section_after_its_last_line_or_at_the_en
     }
     let placed = PIP_GLOBAL.placed("[global]", PIP_BLOCK);
     assert_eq!((placed.at, placed.lines.as_str()), (8, PIP_BLOCK), "a last line without its newline");
-    assert_eq!(joined("[global]", &placed), format!("[global]\n{}", marked(PIP_BLOCK)));
+    assert_eq!(PIP_GLOBAL.joined("[global]", &placed), format!("[global]\n{}", marked(PIP_BLOCK)));
 }
 
 #[test]
