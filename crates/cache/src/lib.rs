@@ -150,6 +150,15 @@ impl Cache {
         self.store.mark(keys, headers, class)
     }
 
+    /// The newest entry of `key`: one whose body is whole and checked but
+    /// whose commit is under way, before the entry it replaces.
+    pub fn newest_entry(&self, key: &str) -> Option<Arc<Entry>> {
+        match self.fetches.whole(key) {
+            Some((entry, _)) => Some(entry),
+            None => self.lookup(key),
+        }
+    }
+
     /// The whole body cached under `key`, when there is one of at most
     /// `limit` bytes (a side reading back a small record): the newest, so
     /// one served whole whose commit is still under way before the entry

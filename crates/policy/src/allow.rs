@@ -57,8 +57,9 @@ impl Allowed {
         let (side, rest) = entry
             .split_once(':')
             .ok_or_else(|| AllowError("write side:name or side:name@version (npm:express@4.21.2)".to_owned()))?;
-        let ecosystem = Ecosystem::of_side(side)
-            .ok_or_else(|| AllowError(format!("unknown side {side:?}: the policy judges npm, pypi, cargo and go")))?;
+        let ecosystem = Ecosystem::of_side(side).ok_or_else(|| {
+            AllowError(format!("unknown side {side:?}: the policy judges npm, pypi, cargo, go and maven"))
+        })?;
         // A scoped npm name starts with its own `@`.
         let after_scope = usize::from(rest.starts_with('@'));
         let (name, version) = match rest[after_scope..].rfind('@') {

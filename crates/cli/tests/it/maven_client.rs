@@ -279,3 +279,24 @@ async fn metadata_is_revalidated_after_its_ttl_served_stale_when_the_repository_
     assert_eq!(busy.status, 424, "never a 429, which Maven retries for minutes");
     assert!(busy.header("retry-after").is_some(), "{:?}", busy.headers);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_release_younger_than_min_age_fails_the_build_saying_why_then_builds_once_old_enough() {
+    let fake = FakeMaven::start(&artifacts()).await;
+    let config = format!("{}[policy]\nmin_age = \"1h\"\n", config(&fake));
+    // The fake published its artifacts a minute apart from minute 0.
+    let server = Server::start_at(Some(&config), FakeMaven::published_at(30)).await;
+    let local = tempfile::tempdir().unwrap();
+    let refused = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
+    assert!(!refused.success, "{}", refused.output);
+    assert!(refused.output.contains("status: 403 Blocked by pkgproxy policy (min_age until"), "{}", refused.output);
+    let told = refused.output.lines().find(|line| line.contains("403 Blocked")).unwrap_or_default();
+    eprintln!("what Maven prints: {told}");
+
+    server.clock().set(FakeMaven::published_at(30 + 120));
+    fake.clear_requests();
+    let local = tempfile::tempdir().unwrap();
+    let built = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
+    assert!(built.success, "{}", built.output);
+    assert_eq!(fake.count("other-0.9.pom"), 0, "the pom read for its time was kept: {:#?}", fake.requests());
+}

@@ -27,9 +27,13 @@
 //! - What cannot be had now is a `424` with pkgproxy's reason in its
 //!   status line, which Maven prints at once and does not retry (it
 //!   retries only a `429`, for minutes).
+//! - Under the fleet's policy (`[policy]`), a release's files are judged
+//!   by the time its pom was published (`gate.rs`), and refused with a
+//!   `403` Maven prints with the rule.
 
 pub mod checks;
 pub mod config;
+mod gate;
 pub mod layout;
 pub mod metadata;
 pub mod needs;
@@ -327,6 +331,7 @@ impl Side for Maven {
             remembering: Some(self),
             reporting: Some(self),
             explaining: Some(self),
+            gating: Some(self),
             ..Roles::default()
         }
     }
