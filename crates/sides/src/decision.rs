@@ -358,6 +358,21 @@ pub struct Wanted {
     pub fresh_for: Duration,
     /// What a cached body must say of itself to answer this request.
     pub accepts: Acceptance,
+    /// Whether the client's `Cache-Control` (`no-cache`, `max-age`) may
+    /// make the upstream be asked before `fresh_for` has passed.
+    pub client_cache_control: ClientCacheControl,
+}
+
+/// Whether a client's `Cache-Control` asks the upstream sooner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientCacheControl {
+    /// Honoured: a client that asks for a fresh copy gets one.
+    #[default]
+    Honoured,
+    /// Not read: the client sends `no-cache` with every request, whatever
+    /// it needs (Maven's transport does), and honouring it would ask the
+    /// upstream on every build; the side's window decides.
+    Ignored,
 }
 
 /// How the upstream is asked for a request.

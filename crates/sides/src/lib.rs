@@ -58,9 +58,10 @@ pub mod toy;
 
 pub use config::{configure, unknown_key, ConfigError, Configures, OpenError, SectionError, SideConfig, SidesFile};
 pub use decision::{
-    Acceptance, Access, Asking, CacheView, CachedRequest, ClientAuthorization, Credentials, DatedResume, Decision,
-    Etag, Fallback, ForwardRequest, GenerationRequest, LocalAnswer, Located, LocatedHost, Member, Origin, Pointer,
-    PointerRequest, Record, Redirects, Refusal, Reply, Rewrite, ServedAt, Target, UpstreamAuth, Wanted,
+    Acceptance, Access, Asking, CacheView, CachedRequest, ClientAuthorization, ClientCacheControl, Credentials,
+    DatedResume, Decision, Etag, Fallback, ForwardRequest, GenerationRequest, LocalAnswer, Located, LocatedHost,
+    Member, Origin, Pointer, PointerRequest, Record, Redirects, Refusal, Reply, Rewrite, ServedAt, Target,
+    UpstreamAuth, Wanted,
 };
 pub use failure::{retry_after_secs, Failure};
 pub use id::{every_client, SideId};

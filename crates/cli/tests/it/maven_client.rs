@@ -89,6 +89,11 @@ fn mvn_build(repository: &str, local: &Path, extensions: &[(&str, &str, &str)]) 
     Built { success: output.status.success(), output: output_text, took: started.elapsed() }
 }
 
+/// How many requests `fake` had for exactly `path`.
+fn asked(fake: &FakeMaven, path: &str) -> usize {
+    fake.requests().iter().filter(|request| request.path == path).count()
+}
+
 fn central(server: &Server) -> String {
     format!("http://{}/maven/central/", server.proxy_addr())
 }
@@ -190,10 +195,9 @@ async fn a_missing_artifact_asked_by_fifty_builds_is_asked_upstream_once() {
     for _ in 0..50 {
         assert_eq!(get(server.proxy_addr(), path).await.status, 404);
     }
-    let asked = |path: &str| fake.requests().iter().filter(|request| request.path == path).count();
     let upstream_path = path.strip_prefix("/maven/central").unwrap();
-    assert_eq!(asked(upstream_path), 1, "{:#?}", fake.requests());
-    assert_eq!(asked(&format!("{upstream_path}.sha1")), 1, "{:#?}", fake.requests());
+    assert_eq!(asked(&fake, upstream_path), 1, "{:#?}", fake.requests());
+    assert_eq!(asked(&fake, &format!("{upstream_path}.sha1")), 1, "{:#?}", fake.requests());
     // Published since, and listed by the metadata a build reads: found.
     fake.publish(MavenArtifact::jar("org.example", "absent", "1.0"));
     let metadata = get(server.proxy_addr(), "/maven/central/org/example/absent/maven-metadata.xml").await;
@@ -299,4 +303,105 @@ async fn a_release_younger_than_min_age_fails_the_build_saying_why_then_builds_o
     let built = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
     assert!(built.success, "{}", built.output);
     assert_eq!(fake.count("other-0.9.pom"), 0, "the pom read for its time was kept: {:#?}", fake.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_or_cut_repository_fails_the_build_at_once_in_pkgproxy_s_words_and_the_next_build_works() {
+    for fault in ["hang", "cut"] {
+        let fake = FakeMaven::start(&artifacts()).await;
+        let config = format!("{}[upstream]\nfirst_byte_timeout = \"1s\"\ndeadline = \"3s\"\n", config(&fake));
+        let server = Server::start(Some(&config)).await;
+        match fault {
+            "hang" => fake.set_stalled_on(PathClass::Artifact, true),
+            _ => fake.set_cut(true),
+        }
+        let local = tempfile::tempdir().unwrap();
+        let failed = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
+        assert!(!failed.success, "{fault}: {}", failed.output);
+        assert!(failed.output.contains("status: 424 Not held (pkgproxy)"), "{fault}: {}", failed.output);
+        assert!(failed.took < Duration::from_secs(60), "{fault}: not retried for minutes: {:?}", failed.took);
+        fake.set_stalled_on(PathClass::Artifact, false);
+        fake.set_cut(false);
+        let local = tempfile::tempdir().unwrap();
+        let built = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
+        assert!(built.success, "{fault}: {}", built.output);
+        assert!(has_jar(local.path(), ("org.example", "other", "0.9")), "{fault}");
+    }
+}
+
+/// `mvn -B validate` of a project whose build extensions come from the
+/// repository `snapshots` beside Central, both mirrored to pkgproxy's.
+fn mvn_build_with_snapshots(server: &Server, local: &Path, extension: (&str, &str, &str), update: bool) -> Built {
+    let project = tempfile::tempdir().unwrap();
+    let (group, artifact, version) = extension;
+    let pom = format!(
+        "<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>\
+         <groupId>test</groupId><artifactId>app</artifactId><version>1</version><packaging>pom</packaging>\
+         <pluginRepositories><pluginRepository><id>snapshots</id><url>https://snapshots.example/maven</url>\
+         <snapshots><enabled>true</enabled></snapshots></pluginRepository></pluginRepositories>\
+         <build><extensions><extension><groupId>{group}</groupId><artifactId>{artifact}</artifactId>\
+         <version>{version}</version></extension></extensions></build></project>"
+    );
+    std::fs::write(project.path().join("pom.xml"), pom).unwrap();
+    let at = format!("http://{}/maven", server.proxy_addr());
+    let settings = format!(
+        "<settings><mirrors>\
+         <mirror><id>pkgproxy-snapshots</id><mirrorOf>snapshots</mirrorOf><url>{at}/snapshots/</url></mirror>\
+         <mirror><id>pkgproxy-central</id><mirrorOf>central</mirrorOf><url>{at}/central/</url></mirror>\
+         </mirrors></settings>"
+    );
+    std::fs::write(project.path().join("settings.xml"), settings).unwrap();
+    std::fs::write(project.path().join("global.xml"), "<settings/>").unwrap();
+    let mut command = Command::new("mvn");
+    command.args(["-B", "-s", "settings.xml", "-gs", "global.xml", "validate"]);
+    if update {
+        command.arg("-U");
+    }
+    let started = Instant::now();
+    let output = command
+        .arg(format!("-Dmaven.repo.local={}", local.display()))
+        .current_dir(project.path())
+        .env("HOME", project.path())
+        .output()
+        .expect("mvn runs");
+    let output_text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    Built { success: output.status.success(), output: output_text, took: started.elapsed() }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_of_a_second_repository_resolves_through_its_metadata_and_a_new_build_is_seen_after_the_ttl() {
+    let central = FakeMaven::start(&artifacts()).await;
+    let first = MavenArtifact::snapshot("org.example", "snap", "1.0-SNAPSHOT", "20261206.101500", 3).depends_on(
+        "org.example.deep",
+        "leaf",
+        "1.0",
+    );
+    let snapshots = FakeMaven::start(std::slice::from_ref(&first)).await;
+    let config = format!(
+        "{}[[maven.repository]]\nname = \"snapshots\"\nmirrors = [\"{}\"]\n",
+        config(&central),
+        snapshots.url()
+    );
+    let server = Server::start(Some(&config)).await;
+    let local = tempfile::tempdir().unwrap();
+    let built = mvn_build_with_snapshots(&server, local.path(), ("org.example", "snap", "1.0-SNAPSHOT"), false);
+    assert!(built.success, "{}", built.output);
+    let snap_jar = "/org/example/snap/1.0-SNAPSHOT/snap-1.0-20261206.101500-3.jar";
+    assert_eq!(asked(&snapshots, snap_jar), 1, "{:#?}", snapshots.requests());
+    assert!(central.count("leaf-1.0.jar") >= 1, "its dependency from Central: {:#?}", central.requests());
+
+    // A fresh build within the ttl asks nothing; the next build, once the
+    // version's metadata is asked again, gets the new build.
+    snapshots.clear_requests();
+    let again = tempfile::tempdir().unwrap();
+    let built = mvn_build_with_snapshots(&server, again.path(), ("org.example", "snap", "1.0-SNAPSHOT"), false);
+    assert!(built.success, "{}", built.output);
+    assert!(snapshots.requests().is_empty(), "{:#?}", snapshots.requests());
+    snapshots.publish(MavenArtifact::snapshot("org.example", "snap", "1.0-SNAPSHOT", "20261207.090000", 4));
+    server.clock().advance(Duration::from_secs(301));
+    let newer = tempfile::tempdir().unwrap();
+    let built = mvn_build_with_snapshots(&server, newer.path(), ("org.example", "snap", "1.0-SNAPSHOT"), true);
+    assert!(built.success, "{}", built.output);
+    let newer_jar = "/org/example/snap/1.0-SNAPSHOT/snap-1.0-20261207.090000-4.jar";
+    assert_eq!(asked(&snapshots, newer_jar), 1, "{:#?}", snapshots.requests());
 }

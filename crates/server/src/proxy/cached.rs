@@ -27,7 +27,7 @@ use pkgproxy_cache::{
 use pkgproxy_cluster::SharedFirst;
 use pkgproxy_metrics::SideCounter;
 use pkgproxy_sides::role::UpstreamFailures;
-use pkgproxy_sides::{CachedRequest, LocatedHost, Mount, Origin, Side, SideId, UpstreamAuth};
+use pkgproxy_sides::{CachedRequest, ClientCacheControl, LocatedHost, Mount, Origin, Side, SideId, UpstreamAuth};
 use pkgproxy_upstream::offline::Mode;
 
 use super::access;
@@ -243,7 +243,10 @@ fn shared_tier(
     if spec.class == Class::Immutable {
         return Some((tier, None));
     }
-    let directives = ClientDirectives::from_headers(exchange.headers);
+    let directives = match request.wanted.client_cache_control {
+        ClientCacheControl::Honoured => ClientDirectives::from_headers(exchange.headers),
+        ClientCacheControl::Ignored => ClientDirectives::default(),
+    };
     let window = match state.upstream.switch.frozen() {
         true => Window::Frozen,
         false => Window::For(request.wanted.fresh_for),

@@ -27,7 +27,7 @@ use std::time::{Instant, SystemTime};
 
 use http::HeaderMap;
 use pkgproxy_cache::{freshness, ClientDirectives, Entry, Freshness, PassedAnswer, Window};
-use pkgproxy_sides::{Acceptance, CachedRequest};
+use pkgproxy_sides::{Acceptance, CachedRequest, ClientCacheControl};
 
 use super::reason::Reason;
 use crate::context::Exchange;
@@ -176,20 +176,24 @@ fn stale_reason(request: &CachedRequest, entry: &Entry, moment: &Moment) -> Opti
     if request.wanted.expected.sha256.is_some() {
         return None;
     }
+    let directives = match request.wanted.client_cache_control {
+        ClientCacheControl::Honoured => moment.directives,
+        ClientCacheControl::Ignored => ClientDirectives::default(),
+    };
     let age = || moment.now.duration_since(entry.fetched_at_time()).unwrap_or_default();
     // Bytes handed in replace a copy found older by when each was
     // fetched, whatever the mode: offline freezes what the upstream could
     // change, not what an import brings.
     if moment.supplied {
-        return Some(Reason::stale(age(), request.wanted.fresh_for, moment.directives));
+        return Some(Reason::stale(age(), request.wanted.fresh_for, directives));
     }
     let window = match moment.frozen {
         true => Window::Frozen,
         false => Window::For(request.wanted.fresh_for),
     };
-    match freshness(entry, moment.now, window, moment.directives) {
+    match freshness(entry, moment.now, window, directives) {
         Freshness::Fresh => None,
-        _ => Some(Reason::stale(age(), request.wanted.fresh_for, moment.directives)),
+        _ => Some(Reason::stale(age(), request.wanted.fresh_for, directives)),
     }
 }
 

@@ -14,7 +14,8 @@
 //!   cannot give now (offline, down, or lying) is computed from it
 //!   ([`sidecars`]). A `maven-metadata.xml`'s is computed from the copy
 //!   held, which its client fetched a moment before.
-//! - `maven-metadata.xml` is revalidated after `metadata_ttl`, and a copy
+//! - `maven-metadata.xml` is revalidated after `metadata_ttl` (Maven's
+//!   `Cache-Control: no-cache`, sent with every request, is not read), and a copy
 //!   older than the one held (`<lastUpdated>`) never replaces it
 //!   ([`metadata`]). A file of a version the held metadata does not list
 //!   yet makes the metadata be asked again (once in a while at most).
@@ -54,7 +55,9 @@ use parking_lot::Mutex;
 use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
 
 use crate::config::{ConfigError, Configures, Reloadable};
-use crate::decision::{CachedRequest, DatedResume, Decision, LocalAnswer, Origin, Refusal, Reply, Wanted};
+use crate::decision::{
+    CachedRequest, ClientCacheControl, DatedResume, Decision, LocalAnswer, Origin, Refusal, Reply, Wanted,
+};
 use crate::failure::{retry_after_secs, Failure};
 use crate::id::SideId;
 use crate::named::REFRESH_EVERY;
@@ -185,8 +188,11 @@ fn file_request(config: &Config, repository: &Repository, path: &str, immutable:
         true => (Class::Immutable, Duration::ZERO, DatedResume::Honoured),
         false => (Class::Revalidated, config.metadata_ttl, DatedResume::default()),
     };
+    // Maven sends `Cache-Control: no-cache` with every request, whatever
+    // it needs: metadata_ttl decides instead.
+    let wanted = Wanted { fresh_for, client_cache_control: ClientCacheControl::Ignored, ..Wanted::default() };
     CachedRequest {
-        wanted: Wanted { fresh_for, ..Wanted::default() },
+        wanted,
         reply: Reply { dated_resume, ..Reply::default() },
         ..CachedRequest::new(SideId::Maven, repository.key(path), origin, class)
     }
