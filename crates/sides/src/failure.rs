@@ -90,6 +90,22 @@ impl Failure<'_> {
     }
 }
 
+/// The answer for what is not held while `upstream` (`index`,
+/// `repository`) asks to be left alone for `left` more: a `424` saying so,
+/// `phrase` its reason phrase, with `Retry-After` for scripts. For clients
+/// that retry a `429` or a `503` for minutes (pip, Maven) and take a `424`
+/// as final.
+pub fn asked_to_wait(left: Duration, upstream: &str, phrase: &'static str) -> LocalAnswer {
+    let secs = retry_after_secs(left);
+    let mut answer = LocalAnswer::text(
+        StatusCode::FAILED_DEPENDENCY,
+        &format!("pkgproxy does not hold this, and the {upstream} asks to be left alone for {secs} s more"),
+    )
+    .because(phrase);
+    answer.headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+    answer
+}
+
 /// Whole seconds, rounded up and never zero: `Retry-After: 0` would invite
 /// the client straight back.
 pub fn retry_after_secs(left: Duration) -> u64 {

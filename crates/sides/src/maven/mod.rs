@@ -49,8 +49,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::Guard;
 use bytes::Bytes;
-use http::header::{HeaderValue, RETRY_AFTER};
-use http::{Method, StatusCode};
+use http::Method;
 use parking_lot::Mutex;
 use pkgproxy_cache::{Cache, Class, PassedAnswer, Verifier};
 
@@ -58,7 +57,7 @@ use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{
     CachedRequest, ClientCacheControl, DatedResume, Decision, LocalAnswer, Origin, Refusal, Reply, Wanted,
 };
-use crate::failure::{retry_after_secs, Failure};
+use crate::failure::{asked_to_wait, Failure};
 use crate::id::SideId;
 use crate::named::REFRESH_EVERY;
 use crate::needs::HeldBodies;
@@ -203,20 +202,6 @@ fn artifact_metadata_path(file: &ArtifactFile) -> String {
     format!("{}/{}/{METADATA}", file.group.replace('.', "/"), file.artifact)
 }
 
-/// What cannot be had while the repository asks to be left alone: a
-/// `424` with `Retry-After` for scripts. Never a `429`: Maven retries one
-/// for minutes, ignoring `Retry-After`.
-fn asked_to_wait(left: Duration) -> LocalAnswer {
-    let secs = retry_after_secs(left);
-    let mut answer = LocalAnswer::text(
-        StatusCode::FAILED_DEPENDENCY,
-        &format!("pkgproxy does not hold this, and the repository asks to be left alone for {secs} s more"),
-    )
-    .because("Not held (pkgproxy): the repository asks to wait");
-    answer.headers.insert(RETRY_AFTER, HeaderValue::from(secs));
-    answer
-}
-
 impl Configures for Config {
     type Side = Maven;
     type Options = Options;
@@ -305,7 +290,9 @@ impl Side for Maven {
     /// left alone too (Maven would retry its `429` for minutes).
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         match failure {
-            Failure::Overloaded { retry_after } => asked_to_wait(*retry_after),
+            Failure::Overloaded { retry_after } => {
+                asked_to_wait(*retry_after, "repository", "Not held (pkgproxy): the repository asks to wait")
+            }
             _ => failure.not_held("pkgproxyctl warm maven fetches what a build needs"),
         }
     }

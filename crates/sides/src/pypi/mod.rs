@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER, VARY};
+use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, VARY};
 use http::{HeaderMap, Method, StatusCode};
 use pkgproxy_cache::{BodyHashes, BodyReader, Cache, Class, PassedAnswer, Verifier};
 
@@ -49,7 +49,7 @@ use crate::config::{ConfigError, Configures, Reloadable};
 use crate::decision::{
     Asking, CachedRequest, DatedResume, Decision, LocalAnswer, Located, Origin, Refusal, Reply, Rewrite, Wanted,
 };
-use crate::failure::{retry_after_secs, Failure};
+use crate::failure::{asked_to_wait, Failure};
 use crate::id::SideId;
 use crate::instances::Instances;
 use crate::named::{Naming, NEGATIVE_TTL, REFRESH_EVERY};
@@ -363,20 +363,6 @@ impl Pypi {
 
 /// The answer to the list of every project: a small page of pkgproxy's
 /// own (installers never read it; PyPI's is tens of MB).
-/// The answer for what is not held while the index asks to be left alone
-/// for `left` more: a `424` saying so, with `Retry-After` for scripts
-/// (neither pip nor uv retries a `424` for it).
-fn asked_to_wait(left: Duration) -> LocalAnswer {
-    let secs = retry_after_secs(left);
-    let mut answer = LocalAnswer::text(
-        StatusCode::FAILED_DEPENDENCY,
-        &format!("pkgproxy does not hold this, and the index asks to be left alone for {secs} s more"),
-    )
-    .because("Not held (pkgproxy): the index asks to wait");
-    answer.headers.insert(RETRY_AFTER, HeaderValue::from(secs));
-    answer
-}
-
 fn root_page() -> LocalAnswer {
     let mut answer = LocalAnswer::text(StatusCode::OK, "");
     answer.headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
@@ -523,7 +509,9 @@ impl Side for Pypi {
     /// five before it says anything), and uv retries a `5xx` three times.
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
         match failure {
-            Failure::Overloaded { retry_after } => asked_to_wait(*retry_after),
+            Failure::Overloaded { retry_after } => {
+                asked_to_wait(*retry_after, "index", "Not held (pkgproxy): the index asks to wait")
+            }
             _ => failure.not_held("pkgproxyctl warm fetches what a build needs"),
         }
     }
