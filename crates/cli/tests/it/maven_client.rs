@@ -186,6 +186,15 @@ async fn twenty_concurrent_fetches_of_a_large_jar_are_one_upstream_fetch() {
     }
     assert_eq!(fake.count("large-1.0.jar"), 4, "one fetch of the jar, one of each checksum: {:#?}", fake.requests());
     assert_eq!(fake.count("large-1.0.jar.sha1"), 1);
+
+    // A range of it, from the cache.
+    let url = format!("http://{}{path}", server.proxy_addr());
+    let ranged =
+        pkgproxy_testkit::client::proxy_request(server.proxy_addr(), "GET", &url, &[("range", "bytes=1000-1999")])
+            .await;
+    assert_eq!(ranged.status(), 206);
+    let body = http_body_util::BodyExt::collect(ranged.into_body()).await.unwrap().to_bytes();
+    assert!(body == jar.slice(1000..2000), "the range's bytes");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -251,6 +260,12 @@ async fn check_says_what_a_build_s_list_needs_and_warm_fetches_it_for_a_build_of
     ] {
         assert_eq!(get(daemon.proxy_addr(), path).await.status, 200, "{path}");
     }
+    let explained = crate::common::pkgproxyctl(
+        &daemon,
+        &["explain", "https://repo.maven.apache.org/maven2/org/example/middle/2.1/middle-2.1.jar", "--json"],
+    );
+    let told: pkgproxy_control::Explanation = serde_json::from_slice(&explained.stdout).unwrap();
+    assert_eq!((told.action.as_str(), told.side.as_deref()), ("hit", Some("maven")), "{told:?}");
     let missing = ctl(&daemon, &["check", "maven", "--repository", "corp", list.to_str().unwrap()]);
     assert!(!missing.0, "{}", missing.1);
 }

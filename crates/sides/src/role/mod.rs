@@ -9,8 +9,8 @@
 //!
 //! | role | played by | used by (in `crates/server` unless said) |
 //! |---|---|---|
-//! | [`Fetching`] | go, cargo, pypi, npm | `proxy/cached.rs` (the miss), `proxy/readiness.rs` |
-//! | [`Remembering`] | go, registry, cargo, pypi, npm | `proxy/lookup.rs`, `proxy/cached.rs`, `proxy/access.rs`, `proxy/pointer.rs` |
+//! | [`Fetching`] | go, cargo, pypi, npm, maven | `proxy/cached.rs` (the miss), `proxy/readiness.rs` |
+//! | [`Remembering`] | go, registry, cargo, pypi, npm, maven | `proxy/lookup.rs`, `proxy/cached.rs`, `proxy/access.rs`, `proxy/pointer.rs` |
 //! | [`FetchingAhead`] | cargo | `proxy/follow.rs` |
 //! | [`Rewriting`] | snap, cargo, pypi, npm | `proxy/rewrite.rs` |
 //! | [`Private`] | registry, cargo, npm | `proxy/access.rs`, `proxy/peer.rs`, `trouble.rs`, [`crate::Sides::readable_by_anyone`] |
@@ -20,11 +20,11 @@
 //! | [`Evicting`] | apt | the cache's eviction ([`crate::Sides`] as `Obsolete`), `control/cache.rs` |
 //! | [`Exporting`] | apt, npm | `proxy/readiness.rs` (what a bundle carries) |
 //! | [`Resolving`] | apt, snap, registry, lxd, cargo, pypi, npm | `proxy/needs.rs`, `control/` (a warm's first ask) |
-//! | [`Reporting`] | apt, go, registry, cargo, pypi, npm | `browse/` (the cache's page) |
+//! | [`Reporting`] | apt, go, registry, cargo, pypi, npm, maven | `browse/` (the cache's page) |
 //! | [`Informing`] | apt, lxd | `report/`, `health.rs`, `control/` (info, metrics, the status page) |
-//! | [`Explaining`] | go, cargo, pypi, npm | `proxy/explain.rs` (a lockfile's upstream URLs) |
+//! | [`Explaining`] | go, cargo, pypi, npm, maven | `proxy/explain.rs` (a lockfile's upstream URLs) |
 //! | [`Forwarding`] | apt, lxd | [`crate::Sides::owner`], [`crate::Sides::allows_tunnel`] |
-//! | [`Gating`] | npm, pypi, cargo, go | `proxy/gate.rs`, `proxy/ruling.rs` (the fleet's policy) |
+//! | [`Gating`] | npm, pypi, cargo, go, maven | `proxy/gate.rs`, `proxy/ruling.rs` (the fleet's policy) |
 
 pub mod ahead;
 pub mod digests;
