@@ -163,6 +163,8 @@ async fn wrong_bytes_or_a_wrong_checksum_fail_the_build_cache_nothing_and_the_ne
         fake.set_corrupt(false);
         fake.set_wrong_sidecar(false);
         fake.clear_requests();
+        // The checksums of a failed try are asked again by a later one.
+        server.clock().advance(Duration::from_secs(11));
         let local = tempfile::tempdir().unwrap();
         let built = mvn_build(&central(&server), local.path(), &[("org.example", "other", "0.9")]);
         assert!(built.success, "{fault}: {}", built.output);

@@ -64,7 +64,7 @@ impl Verifier for SidecarVerifier {
 /// while it streams and kept for good beside it before the file itself
 /// is: a client asking for one next gets the checksum of the very bytes
 /// it got, offline too. The sidecars fetched to check it were kept only
-/// until then (revalidated, so a wrong one is asked again with the next
+/// until then (revalidated, so a wrong one is asked again with a later
 /// try of the file, never trusted for good).
 #[derive(Debug, Clone)]
 pub struct CheckedFile {

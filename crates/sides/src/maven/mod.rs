@@ -340,13 +340,15 @@ impl Fetching for Maven {
         let Some((repository, path, MavenPath::File(file))) = Self::laid_out(&config, request) else {
             return Vec::new();
         };
-        // Asked again with each try of the file: kept for good only once
-        // the file is (see `CheckedFile`), so a wrong one is never trusted.
+        // Kept for good only once the file is (see `CheckedFile`), so a
+        // wrong one is never trusted: a try of the file more than
+        // `REFRESH_EVERY` after them asks them again; the clients that
+        // join a try share them.
         let mut wanted: Vec<CachedRequest> = Sidecar::CHECKSUMS_STRONGEST_FIRST
             .iter()
             .map(|kind| {
                 let mut sidecar = file_request(&config, repository, &format!("{path}.{}", kind.extension()), false);
-                sidecar.wanted.fresh_for = Duration::ZERO;
+                sidecar.wanted.fresh_for = REFRESH_EVERY;
                 sidecar
             })
             .collect();
