@@ -45,6 +45,7 @@ pub mod registry;
 mod remembered;
 pub mod role;
 pub mod route;
+pub mod rpm;
 pub mod setup;
 mod sha1_check;
 mod side;
