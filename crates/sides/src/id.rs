@@ -24,6 +24,8 @@ pub enum SideId {
     /// Maven, Gradle and every JVM build, as Maven repositories under
     /// `/maven`.
     Maven,
+    /// dnf and yum, as RPM repositories under `/rpm`.
+    Rpm,
     /// A side that exists only to show what adding one takes (the test
     /// tree's, never shipped).
     #[cfg(feature = "toy")]
@@ -42,6 +44,7 @@ impl SideId {
         SideId::Pypi,
         SideId::Npm,
         SideId::Maven,
+        SideId::Rpm,
         #[cfg(feature = "toy")]
         SideId::Toy,
     ];
@@ -58,6 +61,7 @@ impl SideId {
             SideId::Pypi => "pypi",
             SideId::Npm => "npm",
             SideId::Maven => "maven",
+            SideId::Rpm => "rpm",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }
@@ -77,6 +81,7 @@ impl SideId {
             SideId::Pypi => &["pip", "uv"],
             SideId::Npm => &["npm", "pnpm", "yarn"],
             SideId::Maven => &["Maven", "Gradle"],
+            SideId::Rpm => &["dnf", "yum"],
             #[cfg(feature = "toy")]
             SideId::Toy => &[],
         }
@@ -95,6 +100,7 @@ impl SideId {
             SideId::Pypi => "pip",
             SideId::Npm => "npm",
             SideId::Maven => "Maven",
+            SideId::Rpm => "dnf",
             #[cfg(feature = "toy")]
             SideId::Toy => "toy",
         }
@@ -136,7 +142,7 @@ mod tests {
     fn the_list_of_every_client_names_each_side_s_clients_once() {
         let list = every_client();
         assert!(list.starts_with("apt, the go command, snapd, "), "{list}");
-        assert!(list.ends_with(", cargo, pip, uv, npm, pnpm, yarn, Maven and Gradle"), "{list}");
+        assert!(list.ends_with(", npm, pnpm, yarn, Maven, Gradle, dnf and yum"), "{list}");
         let items: Vec<&str> = list.split(", ").flat_map(|item| item.split(" and ")).collect();
         let clients: Vec<&str> = SideId::ALL.iter().flat_map(|side| side.clients()).copied().collect();
         assert_eq!(items, clients);

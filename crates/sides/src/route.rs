@@ -31,6 +31,7 @@ pub const ROUTES: &[(Mount, SideId)] = &[
     (Mount::Prefix("/pypi"), SideId::Pypi),
     (Mount::Prefix("/npm"), SideId::Npm),
     (Mount::Prefix("/maven"), SideId::Maven),
+    (Mount::Prefix("/rpm"), SideId::Rpm),
     #[cfg(feature = "toy")]
     (Mount::Prefix("/toy"), SideId::Toy),
 ];

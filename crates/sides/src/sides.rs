@@ -13,7 +13,7 @@ use crate::needs::{HeldBodies, NeedsReader};
 use crate::role::{Roles, UpstreamPath};
 use crate::setup::SetupClient;
 use crate::Side;
-use crate::{apt, cargo, go, lxd, maven, npm, pypi, registry, snap};
+use crate::{apt, cargo, go, lxd, maven, npm, pypi, registry, rpm, snap};
 
 /// How a side reads and validates its section of the file.
 type Configure = fn(&SidesFile) -> Result<Box<dyn SideConfig>, SectionError>;
@@ -51,6 +51,7 @@ const LIST: [Listed; SideId::ALL.len()] = [
         needs: Some(&maven::needs::Reader),
         clients: maven::setup::CLIENTS,
     },
+    Listed { configure: configure::<rpm::Config>, needs: None, clients: &[] },
     #[cfg(feature = "toy")]
     Listed { configure: configure::<crate::toy::Config>, needs: None, clients: &[] },
 ];

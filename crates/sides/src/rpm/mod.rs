@@ -1,7 +1,426 @@
-//! The RPM side (being built): dnf and yum through pkgproxy. What is here
-//! so far reads an RPM repository's chain of checksums: a metalink gives
-//! `repomd.xml`'s checksums ([`metalink`]), `repomd.xml` gives each
-//! metadata file's ([`repomd`]). The side's routes and roles come on them.
+//! The RPM side: dnf and yum through pkgproxy. Each repository is served
+//! at `/rpm/NAME/` with its distribution's own paths below ([`config`]);
+//! every mirror of one repository is one cache entry per file.
+//!
+//! Every file is held to the chain of checksums the repository publishes
+//! before it is cached ([`checks`]):
+//! - `repodata/repomd.xml` is revalidated after `metadata_ttl`, and a copy
+//!   older than the one held (by `<revision>`) never replaces it; where a
+//!   metalink is published, a copy it does not list (a mirror that is
+//!   behind) is not taken either.
+//! - each metadata file `repomd.xml` names is checked against the checksum
+//!   it gives, and kept for good under its checksummed name, its bytes as
+//!   they came (never recompressed);
+//! - each package is checked against the checksum the primary metadata
+//!   gives it ([`index`]): learnt as primary passes through, or fetched by
+//!   pkgproxy for the package when none was learnt yet.
+//!
+//! What cannot be had now is a `424` with pkgproxy's reason, which dnf
+//! prints at once.
 
+pub mod checks;
+pub mod config;
+pub mod index;
+pub mod layout;
 pub mod metalink;
+pub mod primary;
 pub mod repomd;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::Guard;
+use bytes::Bytes;
+use http::Method;
+use pkgproxy_cache::{Cache, Class, Verifier};
+
+use crate::config::{ConfigError, Configures, Reloadable};
+use crate::decision::{CachedRequest, Decision, LocalAnswer, Origin, Refusal, Wanted};
+use crate::failure::{asked_to_wait, Failure};
+use crate::id::SideId;
+use crate::named::REFRESH_EVERY;
+use crate::needs::HeldBodies;
+use crate::role::{Explaining, Fetching, Roles, UpstreamFailures, UpstreamPath};
+use crate::route::Request;
+use crate::{ClientSetup, Side};
+use checks::{Learning, MetadataCheck, PackageCheck, RepomdCheck, REPOMD_LIMIT};
+pub use config::{Config, Options, Repository, RepositoryOptions};
+use index::RpmIndex;
+use layout::RpmPath;
+use metalink::Metalink;
+use primary::{Compression, Package};
+use repomd::{Checksum, Repomd};
+
+/// The RPM side at run time: its configuration, the cache it reads
+/// `repomd.xml` from, and its index of packages.
+#[derive(Debug)]
+pub struct Rpm {
+    config: Reloadable<Config>,
+    cache: Cache,
+    index: Arc<RpmIndex>,
+}
+
+impl Rpm {
+    /// The side, with its index beside the cache (`rpm-index.redb` in
+    /// `cache_dir`).
+    pub fn open(config: Config, cache: Cache, cache_dir: &Path) -> Result<Rpm, index::IndexError> {
+        let index = RpmIndex::open(&cache_dir.join("rpm-index.redb"))?;
+        Ok(Rpm { config: Reloadable::new(config), cache, index: Arc::new(index) })
+    }
+
+    /// The side's validated configuration.
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.get()
+    }
+
+    /// What primary metadata said of the packages, as learnt.
+    pub fn index(&self) -> &RpmIndex {
+        &self.index
+    }
+
+    fn classify_path(&self, request: &Request<'_>) -> Result<Decision, Refusal> {
+        let path = crate::path::checked_path(request.path)?;
+        let below = path.strip_prefix('/').unwrap_or(&path);
+        let (name, path) = below.split_once('/').unwrap_or((below, ""));
+        let config = self.config();
+        let repository = config.repository(name).ok_or_else(|| {
+            let names: Vec<&str> = config.repositories.iter().map(|repository| repository.name.as_str()).collect();
+            Refusal::not_found(format!(
+                "no repository {name:?} is configured: a repository is /rpm/NAME/ (configured: {})",
+                names.join(", ")
+            ))
+        })?;
+        if path.is_empty() || path.ends_with('/') {
+            return Err(Refusal::not_found("pkgproxy serves a repository's files, not its folders' listings"));
+        }
+        let laid = RpmPath::parse(path)
+            .ok_or_else(|| Refusal::not_found(format!("{path:?} is a name pkgproxy keeps for itself")))?;
+        let mut request = file_request(&config, repository, path, laid.is_immutable());
+        if let RpmPath::Metadata { root, location } = &laid {
+            if let Some((checksum, size)) = self.listed_metadata(repository, root, location) {
+                request.wanted.expected = checks_expected(&checksum, size);
+                request.wanted.expected_from = Some(format!("{}", layout::repomd_path(root)));
+            }
+        }
+        Ok(Decision::cache(request))
+    }
+
+    /// The `repomd.xml` held for `root` of `repository`, read.
+    fn held_repomd(&self, repository: &Repository, root: &str) -> Option<Repomd> {
+        let body = self.cache.read_small(&repository.key(&layout::repomd_path(root)), REPOMD_LIMIT)?;
+        Repomd::read(&body).ok()
+    }
+
+    /// The checksum and size the `repomd.xml` held for `root` gives the
+    /// metadata file at `location`.
+    fn listed_metadata(&self, repository: &Repository, root: &str, location: &str) -> Option<(Checksum, Option<u64>)> {
+        let repomd = self.held_repomd(repository, root)?;
+        let file = repomd.file_at(location)?;
+        Some((file.checksum.clone(), file.size))
+    }
+
+    /// The root a package at `path` belongs to (the deepest folder above
+    /// it with a `repomd.xml` held) and that `repomd.xml`.
+    fn root_of_package<'p>(&self, repository: &Repository, path: &'p str) -> Option<(&'p str, Repomd)> {
+        layout::roots_above(path).find_map(|root| Some((root, self.held_repomd(repository, root)?)))
+    }
+
+    /// How to learn the primary metadata `repomd` names for `root`: the
+    /// one pkgproxy can read (zchunk's is not read; repositories that
+    /// publish it publish another beside it).
+    fn learning(&self, repository: &Repository, root: &str, repomd: &Repomd) -> Option<(Learning, String)> {
+        let primary = repomd
+            .files
+            .iter()
+            .filter(|file| file.kind == "primary")
+            .find(|file| Compression::of(&file.location).is_some())?;
+        let learning = Learning {
+            index: Arc::clone(&self.index),
+            repository: repository.name.clone(),
+            root: root.to_owned(),
+            checksum: primary.checksum.hex.clone(),
+            compression: Compression::of(&primary.location)?,
+            path_of: Arc::new(package_path(repository.clone(), root.to_owned())),
+        };
+        Some((learning, layout::join(root, &primary.location)))
+    }
+}
+
+/// Where below `repository` a package primary metadata of `root` lists
+/// is: its `href` below the root, or below the `xml:base` it names when
+/// that is on one of the repository's mirrors. `None` for a package at
+/// another host: pkgproxy does not serve it.
+fn package_path(repository: Repository, root: String) -> impl Fn(&Package) -> Option<String> + Send + Sync {
+    move |package| {
+        let path = match &package.base {
+            None => layout::join(&root, &package.href),
+            Some(base) => {
+                let url = format!("{}/{}", base.trim_end_matches('/'), package.href);
+                repository.mirrors.path_below(&url)?.trim_start_matches('/').to_owned()
+            }
+        };
+        normalized(&path)
+    }
+}
+
+/// `path` without `.` and `..` segments (an `href` of `../packages/x.rpm`),
+/// as a client's URL library sends it; `None` if it climbs out.
+fn normalized(path: &str) -> Option<String> {
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop()?;
+            }
+            segment => segments.push(segment),
+        }
+    }
+    Some(segments.join("/"))
+}
+
+/// What the cache must check for `checksum` and `size` itself (SHA-256,
+/// SHA-512): a held copy that does not match is stale.
+fn checks_expected(checksum: &Checksum, size: Option<u64>) -> pkgproxy_cache::Expected {
+    let hex = Some(checksum.hex.clone());
+    match checksum.algorithm {
+        repomd::Algorithm::Sha256 => pkgproxy_cache::Expected { size, sha256: hex, sha512: None },
+        repomd::Algorithm::Sha512 => pkgproxy_cache::Expected { size, sha256: None, sha512: hex },
+        _ => pkgproxy_cache::Expected { size, ..Default::default() },
+    }
+}
+
+/// The checksum a metadata file's name carries (`HEX-primary.xml.gz`).
+fn checksum_in_name(location: &str) -> Option<Checksum> {
+    let name = location.rsplit('/').next()?;
+    let (hex, _) = name.split_once('-')?;
+    let algorithm = match hex.len() {
+        40 => "sha1",
+        64 => "sha256",
+        96 => "sha384",
+        128 => "sha512",
+        _ => return None,
+    };
+    Checksum::new(algorithm, hex)
+}
+
+/// The request for `path` of `repository`: kept for good if it never
+/// changes, revalidated after `metadata_ttl` otherwise.
+fn file_request(config: &Config, repository: &Repository, path: &str, immutable: bool) -> CachedRequest {
+    let origin =
+        Origin { pool: repository.pool(), instances: repository.mirrors.urls().to_vec(), path: format!("/{path}") };
+    let (class, fresh_for) = match immutable {
+        true => (Class::Immutable, Duration::ZERO),
+        false => (Class::Revalidated, config.metadata_ttl),
+    };
+    CachedRequest {
+        wanted: Wanted { fresh_for, ..Wanted::default() },
+        ..CachedRequest::new(SideId::Rpm, repository.key(path), origin, class)
+    }
+}
+
+/// The request for the metalink of `root`, fetched at `url` beside each
+/// fetch of its `repomd.xml` (shared by the clients that join one).
+fn metalink_request(repository: &Repository, root: &str, url: &str) -> Option<CachedRequest> {
+    let (scheme, rest) = url.split_once("://")?;
+    let slash = rest.find('/').unwrap_or(rest.len());
+    let path = match &rest[slash..] {
+        "" => "/".to_owned(),
+        path => path.to_owned(),
+    };
+    let origin = Origin {
+        pool: format!("{} metalink", repository.pool()),
+        instances: vec![format!("{scheme}://{}", &rest[..slash])],
+        path,
+    };
+    let mut request =
+        CachedRequest::new(SideId::Rpm, repository.key(&layout::metalink_path(root)), origin, Class::Revalidated);
+    request.wanted.fresh_for = REFRESH_EVERY;
+    Some(request)
+}
+
+impl Configures for Config {
+    type Side = Rpm;
+    type Options = Options;
+    type Invalid = ConfigError;
+    const ID: SideId = SideId::Rpm;
+
+    fn validate(options: &Options) -> Result<Config, ConfigError> {
+        Config::new(options)
+    }
+
+    fn open_side(&self, cache: &Cache) -> Result<Rpm, String> {
+        Rpm::open(self.clone(), cache.clone(), cache.dir()).map_err(|error| error.to_string())
+    }
+
+    fn held_by(side: &Rpm) -> &Reloadable<Config> {
+        &side.config
+    }
+
+    /// The configured mirrors and metalinks: these may be on local
+    /// addresses (each on its own port only).
+    fn trusted(&self) -> Vec<String> {
+        Config::trusted(self)
+    }
+
+    /// Every repository fetched from the parent pkgproxy at `parent`.
+    fn chain(&mut self, parent: &str) {
+        for repository in &mut self.repositories {
+            let mount = format!("/rpm/{}", repository.name);
+            repository.mirrors.chain_to(parent, &mount);
+        }
+    }
+}
+
+impl Side for Rpm {
+    fn id(&self) -> SideId {
+        SideId::Rpm
+    }
+
+    /// A repository is read with `GET` (and `HEAD`) only.
+    fn classify(&self, request: &Request<'_>) -> Decision {
+        match *request.method {
+            Method::GET | Method::HEAD => self.classify_path(request).unwrap_or_else(Decision::Refuse),
+            _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
+        }
+    }
+
+    /// Each file is held to the checksum the file above it in the chain
+    /// gives (see [`checks`]).
+    fn verifier(&self, request: &CachedRequest, prerequisites: &[Bytes]) -> Option<Arc<dyn Verifier>> {
+        let config = self.config();
+        let (repository, path) = config.repository_of_key(&request.key)?;
+        match RpmPath::parse(path)? {
+            RpmPath::Repomd { root } => {
+                let metalink = match repository.metalink(&root) {
+                    Some(_) => prerequisites.first().and_then(|body| Metalink::read(body).ok()),
+                    None => None,
+                };
+                let held = self.held_repomd(repository, &root);
+                Some(Arc::new(RepomdCheck { held, metalink, path: path.to_owned() }))
+            }
+            RpmPath::Metadata { root, location } => {
+                let repomd = self.held_repomd(repository, &root);
+                let listed = repomd.as_ref().and_then(|repomd| repomd.file_at(&location));
+                let checksum = match listed {
+                    Some(file) => Some((file.checksum.clone(), file.size)),
+                    None => checksum_in_name(&location).map(|checksum| (checksum, None)),
+                };
+                let learning = repomd
+                    .as_ref()
+                    .and_then(|repomd| self.learning(repository, &root, repomd))
+                    .filter(|(_, primary)| primary == path)
+                    .map(|(learning, _)| learning);
+                Some(Arc::new(MetadataCheck { checksum, path: path.to_owned(), learning }))
+            }
+            RpmPath::Package => {
+                let listed = self.index.package(&repository.name, path);
+                let primary = match (&listed, prerequisites.first().filter(|body| !body.is_empty())) {
+                    (None, Some(body)) => self
+                        .root_of_package(repository, path)
+                        .and_then(|(root, repomd)| self.learning(repository, root, &repomd))
+                        .map(|(learning, _)| (learning, body.clone())),
+                    _ => None,
+                };
+                let lookup = Some((Arc::clone(&self.index), repository.name.clone(), path.to_owned()));
+                Some(Arc::new(PackageCheck { listed, primary, lookup }))
+            }
+            RpmPath::RepomdSignature | RpmPath::Other => None,
+        }
+    }
+
+    /// What cannot be had now is a `424`, which dnf prints with its reason
+    /// at once.
+    fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
+        match failure {
+            Failure::Overloaded { retry_after } => {
+                asked_to_wait(*retry_after, "repository", "Not held (pkgproxy): the repository asks to wait")
+            }
+            _ => failure.not_held("pkgproxyctl warm rpm fetches what an image installs"),
+        }
+    }
+
+    /// The request dnf makes for what is cached under `key`: `repomd.xml`
+    /// first, the metadata it names, then packages.
+    fn client_url(&self, key: &str) -> Option<(u8, String)> {
+        let config = self.config();
+        let (repository, path) = config.repository_of_key(key)?;
+        let rank = match RpmPath::parse(path)? {
+            RpmPath::Repomd { .. } | RpmPath::RepomdSignature => 0,
+            RpmPath::Metadata { .. } => 1,
+            RpmPath::Package | RpmPath::Other => 2,
+        };
+        Some((rank, format!("/rpm/{}/{path}", repository.name)))
+    }
+
+    fn client_setup(&self, host: &str) -> Option<ClientSetup> {
+        let lines = vec![
+            format!("pkgproxyctl setup dnf --addr {host} | sudo sh"),
+            format!("or in a .repo file: baseurl=http://{host}/rpm/fedora/releases/$releasever/Everything/$basearch/os/ (and the metalink= line commented)"),
+        ];
+        Some(ClientSetup { clients: "dnf and yum".to_owned(), lines })
+    }
+
+    fn roles(&self) -> Roles<'_> {
+        Roles { fetching: Some(self), explaining: Some(self), ..Roles::default() }
+    }
+}
+
+impl Fetching for Rpm {
+    /// A `repomd.xml`'s metalink, where one is published; a package's
+    /// primary metadata, when no primary learnt lists the package.
+    fn prerequisites(&self, request: &CachedRequest) -> Vec<CachedRequest> {
+        let config = self.config();
+        let Some((repository, path)) = config.repository_of_key(&request.key) else { return Vec::new() };
+        match RpmPath::parse(path) {
+            Some(RpmPath::Repomd { root }) => repository
+                .metalink(&root)
+                .and_then(|url| metalink_request(repository, &root, &url))
+                .into_iter()
+                .collect(),
+            Some(RpmPath::Package) if self.index.package(&repository.name, path).is_none() => {
+                let Some((root, repomd)) = self.root_of_package(repository, path) else { return Vec::new() };
+                let Some((learning, primary)) = self.learning(repository, root, &repomd) else { return Vec::new() };
+                if self.index.learnt(&repository.name, root, &learning.checksum) {
+                    return Vec::new();
+                }
+                let laid = RpmPath::parse(&primary);
+                let immutable = laid.as_ref().is_some_and(RpmPath::is_immutable);
+                vec![file_request(&config, repository, &primary, immutable)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A repository's `5xx` and `429` are told as pkgproxy's `424`.
+    fn upstream_failures(&self) -> UpstreamFailures {
+        UpstreamFailures { errors_fail: true, waits_fail: true }
+    }
+}
+
+impl Explaining for Rpm {
+    fn upstream_path(&self, url: &str, _held: &dyn HeldBodies) -> Option<UpstreamPath> {
+        self.config().upstream_path(url).map(UpstreamPath::At)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_with_dot_segments_is_normalized_and_one_that_climbs_out_refused() {
+        assert_eq!(normalized("os/../packages/a.rpm").as_deref(), Some("packages/a.rpm"));
+        assert_eq!(normalized("./a/./b.rpm").as_deref(), Some("a/b.rpm"));
+        assert_eq!(normalized("../a.rpm"), None);
+    }
+
+    #[test]
+    fn a_metadata_name_carries_its_checksum() {
+        let hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let checksum = checksum_in_name(&format!("repodata/{hex}-primary.xml.gz")).unwrap();
+        assert_eq!(checksum.algorithm, repomd::Algorithm::Sha256);
+        assert_eq!(checksum_in_name("repodata/primary.xml.gz"), None);
+    }
+}
