@@ -25,6 +25,7 @@ pub mod layout;
 pub mod metalink;
 pub mod primary;
 pub mod repomd;
+mod told;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -281,7 +282,10 @@ impl Side for Rpm {
     /// A repository is read with `GET` (and `HEAD`) only.
     fn classify(&self, request: &Request<'_>) -> Decision {
         match *request.method {
-            Method::GET | Method::HEAD => self.classify_path(request).unwrap_or_else(Decision::Refuse),
+            Method::GET | Method::HEAD => match told::answer_for(request.query) {
+                Some(answer) => Decision::Answer(answer),
+                None => self.classify_path(request).unwrap_or_else(Decision::Refuse),
+            },
             _ => Decision::Refuse(Refusal::method_not_allowed("GET, HEAD")),
         }
     }
@@ -330,14 +334,21 @@ impl Side for Rpm {
         }
     }
 
-    /// What cannot be had now is a `424`, which dnf prints with its reason
-    /// at once.
+    /// What cannot be had now is a `424`, which dnf takes as final for
+    /// the mirror at once; dnf prints only the status and the URL, so the
+    /// answer leads there through a redirect whose URL says why (see
+    /// [`told`]). So does a refusal by the fleet's policy.
     fn failure_answer(&self, failure: &Failure<'_>) -> LocalAnswer {
-        match failure {
+        let answer = match failure {
             Failure::Overloaded { retry_after } => {
                 asked_to_wait(*retry_after, "repository", "Not held (pkgproxy): the repository asks to wait")
             }
+            Failure::Refused(refusal) if refusal.phrase.is_none() => return failure.plain_text(),
             _ => failure.not_held("pkgproxyctl warm rpm fetches what an image installs"),
+        };
+        match answer.reason.clone() {
+            Some(why) => told::redirected(answer, &why),
+            None => answer,
         }
     }
 
