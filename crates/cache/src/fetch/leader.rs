@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use super::spill::{self, Spill};
 use super::BodyReader;
 use super::{
-    kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, Source, UpstreamBody,
-    PASSED_BODY_LIMIT,
+    kept_headers, validators, FetchSpec, Head, PassedAnswer, Phase, Progress, Registration, Source, StartFetch,
+    UpstreamBody, PASSED_BODY_LIMIT,
 };
 use crate::blobs::{BodyHashes, TempBlob};
 use crate::entry::{unix_secs, Entry, Validators};
@@ -72,11 +72,26 @@ async fn run(
     source: &dyn Source,
     progress: &Arc<watch::Sender<Progress>>,
 ) -> (Phase, Option<PendingCommit>) {
-    match ask(store, spec, source, progress).await {
+    let mut asked = ask(store, spec, source, source.start(), progress).await;
+    if let Some(elsewhere) = refused_by_its_check(spec, &asked).then(|| source.elsewhere()).flatten() {
+        if let Asked::Ended(Phase::Failed(error)) = &asked {
+            tracing::info!(key = spec.key, %error, "the body was refused: asking another instance");
+        }
+        asked = ask(store, spec, source, elsewhere, progress).await;
+    }
+    match asked {
         Asked::Body(Downloaded::Cached(entry, pending)) => (Phase::Done(entry), Some(pending)),
         Asked::Body(Downloaded::Uncached(head, size)) => (Phase::Uncached { head, size }, None),
         Asked::Ended(phase) => (phase, None),
     }
+}
+
+/// Whether `asked` ended with a body its verifier's check refused, while
+/// no client was given any of it (a verifier that judges bodies makes them
+/// wait for its verdict): another instance may have the right one.
+fn refused_by_its_check(spec: &FetchSpec, asked: &Asked) -> bool {
+    let judged = spec.verifier.as_ref().is_some_and(|verifier| verifier.judges_body());
+    judged && matches!(asked, Asked::Ended(Phase::Failed(error)) if matches!(**error, FetchError::Rejected(_)))
 }
 
 /// How asking the upstream ended.
@@ -87,14 +102,16 @@ enum Asked {
     Ended(Phase),
 }
 
-/// Asks the upstream and takes its answer.
+/// Asks the upstream (`start` is the request sent) and takes its answer;
+/// `source` resumes a body that breaks.
 async fn ask(
     store: &Arc<Store>,
     spec: &FetchSpec,
     source: &dyn Source,
+    start: StartFetch,
     progress: &Arc<watch::Sender<Progress>>,
 ) -> Asked {
-    let answer = match source.start().await {
+    let answer = match start.await {
         Ok(answer) => answer,
         Err(error) => return Asked::Ended(Phase::Failed(Arc::new(error))),
     };

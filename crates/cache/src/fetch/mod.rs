@@ -99,6 +99,13 @@ pub trait Source: Send + Sync {
         let _ = (from, validators);
         None
     }
+
+    /// Asks another instance of the upstream for the whole body, after the
+    /// one that answered gave a body the check refused (a mirror that is
+    /// behind). `None`: this source has no other.
+    fn elsewhere(&self) -> Option<StartFetch> {
+        None
+    }
 }
 
 /// A source of one request that cannot resume.

@@ -265,6 +265,16 @@ impl Source for PoolSource {
         request.avoid = *self.last_instance.lock();
         Some(self.send(request, None))
     }
+
+    /// The same request, on another instance than the one that answered.
+    fn elsewhere(&self) -> Option<StartFetch> {
+        let last = (*self.last_instance.lock())?;
+        if self.origin.instances.len() < 2 {
+            return None;
+        }
+        let request = PoolRequest { avoid: Some(last), ..self.request.clone() };
+        Some(self.send(request, None))
+    }
 }
 
 /// Sends `request`, authorised as `auth` says: with the client's own

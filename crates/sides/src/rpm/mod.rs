@@ -37,7 +37,7 @@ use http::Method;
 use pkgproxy_cache::{Cache, Class, Verifier};
 
 use crate::config::{ConfigError, Configures, Reloadable};
-use crate::decision::{CachedRequest, Decision, LocalAnswer, Origin, Refusal, Wanted};
+use crate::decision::{CachedRequest, ClientCacheControl, Decision, LocalAnswer, Origin, Refusal, Wanted};
 use crate::failure::{asked_to_wait, Failure};
 use crate::id::SideId;
 use crate::named::REFRESH_EVERY;
@@ -215,10 +215,11 @@ fn file_request(config: &Config, repository: &Repository, path: &str, immutable:
         true => (Class::Immutable, Duration::ZERO),
         false => (Class::Revalidated, config.metadata_ttl),
     };
-    CachedRequest {
-        wanted: Wanted { fresh_for, ..Wanted::default() },
-        ..CachedRequest::new(SideId::Rpm, repository.key(path), origin, class)
-    }
+    // dnf asks `repomd.xml` with `Cache-Control: no-cache` each time it
+    // looks (its own `metadata_expire` decides when): metadata_ttl
+    // decides instead, or every dnf run of a fleet would reach the mirror.
+    let wanted = Wanted { fresh_for, client_cache_control: ClientCacheControl::Ignored, ..Wanted::default() };
+    CachedRequest { wanted, ..CachedRequest::new(SideId::Rpm, repository.key(path), origin, class) }
 }
 
 /// The request for the metalink of `root`, fetched at `url` beside each
