@@ -38,6 +38,9 @@ impl std::fmt::Debug for FetchBody {
 struct Reader {
     progress: watch::Receiver<Progress>,
     file: Arc<File>,
+    /// The try at the body `file` holds: once the fetch is at another, this
+    /// reader's bytes are of a body that was refused.
+    attempt: u32,
     pos: u64,
     end: Option<u64>,
     /// The most bytes read per frame.
@@ -56,6 +59,9 @@ enum Step {
 
 impl Reader {
     fn step(&self, progress: &Progress) -> Step {
+        if progress.attempt != self.attempt {
+            return Step::Fail(failure(&FetchError::Rejected("the body was refused and is asked again".into())));
+        }
         let received = match &progress.spill {
             Some(spill) => spill.base + spill.len(),
             None => progress.written,
@@ -140,9 +146,15 @@ fn failure(error: &FetchError) -> BoxError {
 }
 
 impl FetchBody {
-    pub(super) fn new(progress: watch::Receiver<Progress>, file: Arc<File>, start: u64, end: Option<u64>) -> Self {
+    pub(super) fn new(
+        progress: watch::Receiver<Progress>,
+        file: Arc<File>,
+        attempt: u32,
+        start: u64,
+        end: Option<u64>,
+    ) -> Self {
         let cursor = progress.borrow().readers.join(start);
-        let reader = Reader { progress, file, pos: start, end, chunk: CHUNK, cursor };
+        let reader = Reader { progress, file, attempt, pos: start, end, chunk: CHUNK, cursor };
         FetchBody { reader: Some(Box::new(reader)), stream: None, remaining: end.map(|end| end.saturating_sub(start)) }
     }
 

@@ -77,6 +77,12 @@ async fn run(
         if let Asked::Ended(Phase::Failed(error)) = &asked {
             tracing::info!(key = spec.key, %error, "the body was refused: asking another instance");
         }
+        progress.send_modify(|p| {
+            p.phase = Phase::Asking;
+            p.written = 0;
+            p.spill = None;
+            p.attempt += 1;
+        });
         asked = ask(store, spec, source, elsewhere, progress).await;
     }
     match asked {
@@ -192,6 +198,7 @@ async fn download(
         content_length: limit,
         received_at: store.clock().now(),
         reader: temp.reader(),
+        attempt: progress.borrow().attempt,
     };
     let entry_headers = head.headers.clone();
     let entry_validators = head.validators.clone();

@@ -167,6 +167,8 @@ pub struct Head {
     pub received_at: SystemTime,
     /// The temporary file, read with positioned reads.
     reader: Arc<File>,
+    /// The try at the body it heads (see `Progress::attempt`).
+    attempt: u32,
 }
 
 /// An upstream answer that is passed to the client but not cached (a `404`,
@@ -255,6 +257,10 @@ struct Progress {
     readers: Arc<Readers>,
     /// The upstream that answered, once one did.
     answered_by: Option<Arc<str>>,
+    /// Which try at the body this is: a body its check refused is asked
+    /// of another instance, and what was read of the refused one must
+    /// not be taken for the new one's.
+    attempt: u32,
 }
 
 /// One fetch in progress, shared by its waiters.
@@ -340,7 +346,7 @@ impl Fetch {
     /// The bytes `start..end` (`end`: to the end of the body) of a body being
     /// downloaded, streamed as they arrive.
     pub fn body(&self, head: &Head, start: u64, end: Option<u64>) -> FetchBody {
-        FetchBody::new(self.progress.clone(), Arc::clone(&head.reader), start, end)
+        FetchBody::new(self.progress.clone(), Arc::clone(&head.reader), head.attempt, start, end)
     }
 }
 
@@ -382,8 +388,14 @@ impl Fetches {
             return Joined { fetch: Arc::clone(fetch), started: false, held: fetch.is_whole() };
         }
         let readers = Arc::default();
-        let (tx, rx) =
-            watch::channel(Progress { phase: Phase::Asking, written: 0, spill: None, readers, answered_by: None });
+        let (tx, rx) = watch::channel(Progress {
+            phase: Phase::Asking,
+            written: 0,
+            spill: None,
+            readers,
+            answered_by: None,
+            attempt: 0,
+        });
         let fetch = Arc::new(Fetch { key: spec.key.clone(), progress: rx });
         inflight.insert(spec.key.clone(), Arc::clone(&fetch));
         drop(inflight);

@@ -361,3 +361,75 @@ async fn a_streaming_check_sees_every_byte_in_order_and_its_verdict_decides() {
         assert_eq!(cache.lookup(key).is_some(), cached, "{key}");
     }
 }
+
+/// Two instances: the first answers `old!!`, the other `new!!`.
+struct TwoMirrors {
+    asked: Arc<parking_lot::Mutex<Vec<&'static str>>>,
+}
+
+impl TwoMirrors {
+    fn answer(&self, who: &'static str, body: &'static str) -> StartFetch {
+        self.asked.lock().push(who);
+        Box::pin(async move {
+            let answer = http::Response::builder().status(200).header("content-length", body.len());
+            let body = http_body_util::Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed();
+            Ok(answer.body(body).unwrap().into())
+        })
+    }
+}
+
+impl Source for TwoMirrors {
+    fn start(&self) -> StartFetch {
+        self.answer("behind", "old!!")
+    }
+
+    fn elsewhere(&self) -> Option<StartFetch> {
+        Some(self.answer("current", "new!!"))
+    }
+}
+
+/// [`Judge`], judging whole bodies before any client is given them.
+#[derive(Debug, Default)]
+struct WholeJudge(Judge);
+
+impl Verifier for WholeJudge {
+    fn judges_body(&self) -> bool {
+        true
+    }
+
+    fn check(&self, body: &mut BodyReader<'_>, hashes: &crate::BodyHashes) -> Result<(), String> {
+        self.0.check(body, hashes)
+    }
+}
+
+#[tokio::test]
+async fn a_body_its_check_refuses_is_asked_of_another_instance_once_when_no_client_had_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path(), Arc::new(SystemClock)).unwrap();
+    let judging = |key: &str, verifier: Arc<dyn Verifier>| FetchSpec {
+        verifier: Some(verifier),
+        ..spec(key, Expected::default())
+    };
+
+    let asked = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let source = TwoMirrors { asked: Arc::clone(&asked) };
+    let fetch = cache.fetch_from(judging("whole", Arc::new(WholeJudge::default())), || Box::new(source)).fetch;
+    // Its clients wait for the verdict, as the server makes them.
+    let Phase::Checked { entry, body } = fetch.checked().await else { panic!("the current body is checked") };
+    let mut bytes = vec![0; entry.size as usize];
+    std::os::unix::fs::FileExt::read_exact_at(body.as_ref(), &mut bytes, 0).unwrap();
+    assert_eq!(bytes, b"new!!");
+    fetch.finished().await;
+    assert_eq!(*asked.lock(), ["behind", "current"]);
+    assert!(cache.lookup("whole").is_some(), "the current body is cached");
+
+    // A body streamed to its clients as it came is not asked again: what
+    // they were given cannot be taken back.
+    let asked = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let source = TwoMirrors { asked: Arc::clone(&asked) };
+    let fetch = cache.fetch_from(judging("streamed", Arc::new(Judge::default())), || Box::new(source)).fetch;
+    assert!(read_all(&cache, &fetch).await.is_err());
+    fetch.finished().await;
+    assert_eq!(*asked.lock(), ["behind"]);
+    assert!(cache.lookup("streamed").is_none());
+}
