@@ -42,8 +42,12 @@ pub enum ResponseBody {
     Upstream(UpstreamBody),
     /// Another body, rewritten by its side as it streams.
     Rewritten(Box<RewrittenBody>),
-    /// Ranges of a file and bytes in between, as a side pieced them.
+    /// Ranges of a file and bytes in between: as a side pieced them, or
+    /// the parts of a multipart answer from a cached file.
     Pieced(Box<PiecedBody>),
+    /// Bodies one after another (the parts of a multipart answer from a
+    /// download in progress).
+    Chained(Box<ChainedBody>),
 }
 
 impl ResponseBody {
@@ -71,17 +75,28 @@ impl ResponseBody {
                 body.chunk = body.chunk.min(max);
                 ResponseBody::Pieced(body)
             }
+            ResponseBody::Chained(mut body) => {
+                let max = body.frames_of.map_or(max, |before| before.min(max));
+                body.frames_of = Some(max);
+                body.current = std::mem::replace(&mut body.current, ResponseBody::Empty).in_frames_of(max);
+                ResponseBody::Chained(body)
+            }
             other => other,
         }
     }
 
     /// This body, with its cached file's bytes sent by the kernel through
-    /// `ranges` when it is one, and long enough to gain from it.
+    /// `ranges` when it is one, and long enough to gain from it (for a
+    /// pieced body: each of its ranges that is).
     pub fn sent_by_kernel(self, ranges: &Arc<Ranges>) -> Self {
         match self {
             ResponseBody::File(mut file) if file.remaining >= sendfile::MIN_LEN => {
                 file.kernel = Some(Arc::clone(ranges));
                 ResponseBody::File(file)
+            }
+            ResponseBody::Pieced(mut body) => {
+                body.kernel = Some(Arc::clone(ranges));
+                ResponseBody::Pieced(body)
             }
             other => other,
         }
@@ -182,6 +197,9 @@ pub struct PiecedBody {
     current: Option<FileBody>,
     /// The most bytes of the file read per frame.
     chunk: u64,
+    /// Where the kernel is told what to send, on a connection where it
+    /// sends the ranges long enough to gain from it.
+    kernel: Option<Arc<Ranges>>,
 }
 
 impl std::fmt::Debug for PiecedBody {
@@ -193,19 +211,76 @@ impl std::fmt::Debug for PiecedBody {
 impl PiecedBody {
     /// The body `pieced` stands for.
     pub fn new(pieced: Pieced) -> Self {
-        PiecedBody { file: pieced.file, pieces: pieced.pieces, current: None, chunk: PIECE_CHUNK }
+        PiecedBody::of(pieced.file, pieced.pieces)
+    }
+
+    /// The body `pieces` of `file` make.
+    pub fn of(file: Arc<File>, pieces: Box<dyn Iterator<Item = Piece> + Send>) -> Self {
+        PiecedBody { file, pieces, current: None, chunk: PIECE_CHUNK, kernel: None }
     }
 
     fn next_frame(&mut self) -> Option<Result<Bytes, BoxError>> {
         loop {
             if let Some(range) = self.current.as_mut().filter(|range| range.remaining > 0) {
-                return Some(range.next_chunk_of(self.chunk));
+                return Some(range.next_chunk());
             }
             match self.pieces.next()? {
                 Piece::Bytes(bytes) if bytes.is_empty() => {}
                 Piece::Bytes(bytes) => return Some(Ok(bytes)),
-                Piece::File { offset, len } => self.current = Some(FileBody::new(Arc::clone(&self.file), offset, len)),
+                Piece::File { offset, len } => self.current = Some(self.range(offset, len)),
             }
+        }
+    }
+
+    /// `len` bytes of the file from `offset`, read in this body's frames,
+    /// or sent by the kernel when it may and they are long enough.
+    fn range(&self, offset: u64, len: u64) -> FileBody {
+        let mut range = FileBody::new(Arc::clone(&self.file), offset, len);
+        range.chunk = self.chunk;
+        range.kernel = self.kernel.as_ref().filter(|_| len >= sendfile::MIN_LEN).map(Arc::clone);
+        range
+    }
+}
+
+/// Bodies sent one after another, each made when the one before it has
+/// ended: the parts of a multipart answer from a download in progress each
+/// wait for their own bytes, and hold nothing before their turn.
+pub struct ChainedBody {
+    bodies: Box<dyn Iterator<Item = ResponseBody> + Send>,
+    /// The body being sent.
+    current: ResponseBody,
+    /// The most bytes per frame, once [`ResponseBody::in_frames_of`] said.
+    frames_of: Option<u64>,
+}
+
+impl std::fmt::Debug for ChainedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainedBody").field("current", &self.current).finish_non_exhaustive()
+    }
+}
+
+impl ChainedBody {
+    /// The body `bodies` make, one after another.
+    pub fn new(bodies: impl Iterator<Item = ResponseBody> + Send + 'static) -> Self {
+        ChainedBody { bodies: Box::new(bodies.fuse()), current: ResponseBody::Empty, frames_of: None }
+    }
+
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        loop {
+            match Pin::new(&mut self.current).poll_frame(cx) {
+                Poll::Ready(None) => {}
+                other => return other,
+            }
+            // A body that has ended is not polled again (a download's
+            // stream must not be).
+            let Some(next) = self.bodies.next() else {
+                self.current = ResponseBody::Empty;
+                return Poll::Ready(None);
+            };
+            self.current = match self.frames_of {
+                Some(max) => next.in_frames_of(max),
+                None => next,
+            };
         }
     }
 }
@@ -224,6 +299,7 @@ impl Body for ResponseBody {
             ResponseBody::Upstream(body) => Pin::new(body).poll_frame(cx),
             ResponseBody::Rewritten(body) => body.poll_frame(cx),
             ResponseBody::Pieced(body) => Poll::Ready(body.next_frame().map(|frame| frame.map(Frame::data))),
+            ResponseBody::Chained(body) => body.poll_frame(cx),
         }
     }
 
@@ -235,7 +311,7 @@ impl Body for ResponseBody {
             ResponseBody::Fetch(fetch) => fetch.is_end_stream(),
             ResponseBody::Upstream(body) => body.is_end_stream(),
             ResponseBody::Rewritten(body) => body.finished,
-            ResponseBody::Pieced(_) => false,
+            ResponseBody::Pieced(_) | ResponseBody::Chained(_) => false,
         }
     }
 
@@ -246,7 +322,47 @@ impl Body for ResponseBody {
             ResponseBody::File(file) => SizeHint::with_exact(file.remaining),
             ResponseBody::Fetch(fetch) => fetch.size_hint(),
             ResponseBody::Upstream(body) => body.size_hint(),
-            ResponseBody::Rewritten(_) | ResponseBody::Pieced(_) => SizeHint::default(),
+            ResponseBody::Rewritten(_) | ResponseBody::Pieced(_) | ResponseBody::Chained(_) => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_chained_body_is_its_bodies_in_order_in_its_frames_and_ends_once() {
+        let bodies =
+            [ResponseBody::full("head "), ResponseBody::Empty, ResponseBody::full("part"), ResponseBody::full("")];
+        let body = ResponseBody::Chained(Box::new(ChainedBody::new(bodies.into_iter())));
+        let mut body = body.in_frames_of(4);
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            frames.push(frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(frames.concat(), b"head part");
+        assert!(body.frame().await.is_none(), "an ended chain stays ended");
+    }
+
+    #[tokio::test]
+    async fn a_pieced_body_reads_its_file_ranges_between_its_bytes_in_its_frames() {
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"0123456789").unwrap();
+        let pieces = [
+            Piece::Bytes(Bytes::from_static(b"<")),
+            Piece::File { offset: 2, len: 5 },
+            Piece::Bytes(Bytes::from_static(b">")),
+        ];
+        let body = ResponseBody::Pieced(Box::new(PiecedBody::of(Arc::new(file), Box::new(pieces.into_iter()))));
+        let mut body = body.in_frames_of(2);
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            frames.push(frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(frames, ["<", "23", "45", "6", ">"]);
     }
 }

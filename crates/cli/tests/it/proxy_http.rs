@@ -47,7 +47,8 @@ async fn ranges_and_conditionals_from_the_cache_follow_rfc_9110() {
     assert_eq!(beyond.header("content-range"), Some(format!("bytes */{len}").as_str()));
 
     let several = proxy_get(proxy, &url, &[("range", "bytes=0-1,5-6")]).await;
-    assert_eq!(several.status, 200);
+    assert_eq!(several.status, 206, "a multipart answer");
+    assert!(several.header("content-type").is_some_and(|t| t.starts_with("multipart/byteranges; boundary=")));
 
     let inm = proxy_get(proxy, &url, &[("if-none-match", &etag)]).await;
     assert_eq!(inm.status, 304);
@@ -102,6 +103,98 @@ async fn a_range_on_a_miss_is_served_from_the_download_in_progress() {
     let seen = origin.requests_matching("pkgproxy-big");
     assert_eq!(seen.len(), 1);
     assert!(seen[0].header("range").is_none());
+}
+
+/// RFC 9110 §14.6, as dnf asks for zchunk metadata: several ranges of a
+/// held file are one `206` of `multipart/byteranges`, which curl fetches
+/// and Python's email parser reads part by part; a large part goes by the
+/// kernel. None left is a `416`; too many ranges, a `200` of the whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn several_ranges_of_a_held_file_are_one_multipart_answer_curl_and_python_read() {
+    let (repo, origin, server) = origin_and_server().await;
+    let url = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-big"));
+    let deb = std::fs::read(repo.deb_path("pkgproxy-big")).unwrap();
+    let len = deb.len();
+    let proxy = server.proxy_addr();
+    assert_eq!(proxy_get(proxy, &url, &[]).await.status, 200);
+    origin.clear_requests();
+
+    let before = kernel_sent(&server).await;
+    let ranges = "0-9,20-29,100-199,1000000-3999999";
+    let curled = curl_ranges(proxy, &url, ranges).await;
+    assert_eq!(curled.status, 206, "{}", curled.heads);
+    assert_eq!(curled.header("x-pkgproxy-cache"), Some("hit"));
+    assert_eq!(curled.header("content-range"), None, "each part has its own");
+    assert_eq!(curled.header("content-length"), Some(curled.body.len().to_string().as_str()), "exact");
+    let wanted = [(0, 9), (20, 29), (100, 199), (1_000_000, 3_999_999)];
+    assert_parts(&curled, &deb, &wanted, "application/octet-stream");
+    let by_kernel = kernel_sent(&server).await - before;
+    assert!(by_kernel >= 3_000_000, "the large part went by the kernel, {by_kernel} bytes did");
+
+    // Overlapping ranges are one part; one range left is a plain 206.
+    let coalesced = curl_ranges(proxy, &url, "100-199,0-9,150-300").await;
+    assert_parts(&coalesced, &deb, &[(100, 300), (0, 9)], "application/octet-stream");
+    let one_left = proxy_get(proxy, &url, &[("range", &format!("bytes=10-19, {len}-"))]).await;
+    assert_eq!(one_left.status, 206);
+    assert_eq!(one_left.header("content-range"), Some(format!("bytes 10-19/{len}").as_str()));
+    assert_eq!(one_left.body, deb[10..20]);
+
+    let none_left = proxy_get(proxy, &url, &[("range", &format!("bytes={len}-,{}-{}", len + 10, len + 20))]).await;
+    assert_eq!(none_left.status, 416);
+    assert_eq!(none_left.header("content-range"), Some(format!("bytes */{len}").as_str()));
+
+    let many = (0..1001).map(|n| format!("{}-{}", n * 10, n * 10 + 1)).collect::<Vec<_>>().join(",");
+    let too_many = proxy_get(proxy, &url, &[("range", &format!("bytes={many}"))]).await;
+    assert_eq!(too_many.status, 200, "more than 1,000 ranges: the whole body");
+    assert!(too_many.body == deb);
+    let thrice = proxy_get(proxy, &url, &[("range", "bytes=0-,0-,0-0")]).await;
+    assert_eq!((thrice.status, thrice.body.len()), (200, len), "more than twice the body: the whole body");
+
+    let stale = proxy_get(proxy, &url, &[("range", "bytes=0-9,20-29"), ("if-range", "\"another\"")]).await;
+    assert_eq!(stale.status, 200, "a stale If-Range: the whole body");
+    let head = proxy_fetch(proxy, "HEAD", &url, &[("range", "bytes=0-9,20-29")]).await;
+    assert_eq!(head.status, 200, "RFC 9110 §14.2: a range is for GET");
+    assert_eq!(head.header("content-length"), Some(len.to_string().as_str()));
+    assert!(head.body.is_empty());
+    assert_eq!(origin.requests().len(), 0, "all of these are answered from the cache");
+}
+
+/// Several ranges of a file still downloading: each part is sent as its
+/// bytes arrive, so parts early in the file come long before the download
+/// ends; a part that ends the file comes once it is in and checked.
+#[tokio::test(flavor = "multi_thread")]
+async fn several_ranges_of_a_download_in_progress_are_sent_as_their_bytes_arrive() {
+    let root = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let path = "debian/pool/main/s/slow_1_all.deb";
+    put_file(root.path(), path, &body, std::time::SystemTime::now() - Duration::from_secs(86_400));
+    let origin = Origin::serve(root.path()).await;
+    let server = Server::start(Some(&archive("local", &[format!("{}/debian", origin.url())]))).await;
+    let proxy = server.proxy_addr().to_string();
+    let url = format!("{}/{path}", origin.url());
+    // Six seconds at the origin's pace; the first client starts it.
+    origin.set_rate_limit(Some(500_000));
+    let first = pkgproxy_testkit::client::proxy_request(&proxy, "GET", &url, &[]).await;
+    assert_eq!(first.status(), 200);
+
+    let started = std::time::Instant::now();
+    let late = tokio::spawn({
+        let (proxy, url) = (proxy.clone(), url.clone());
+        async move { curl_ranges(&proxy, &url, "0-9,-100").await }
+    });
+    let early = curl_ranges(&proxy, &url, "0-9,20-29,100-199,200000-299999").await;
+    let took = started.elapsed();
+    assert_eq!(early.status, 206, "{}", early.heads);
+    assert_eq!(early.header("x-pkgproxy-cache"), Some("miss"), "served from the download");
+    assert_parts(&early, &body, &[(0, 9), (20, 29), (100, 199), (200_000, 299_999)], "application/octet-stream");
+    assert!(took < Duration::from_secs(3), "early parts wait for their bytes, not the download: {took:?}");
+
+    let late = late.await.unwrap();
+    assert_eq!(late.header("x-pkgproxy-cache"), Some("miss"), "served from the download");
+    assert_parts(&late, &body, &[(0, 9), (2_999_900, 2_999_999)], "application/octet-stream");
+    assert!(started.elapsed() > Duration::from_secs(4), "the last byte came with the download's end");
+    drop(first);
+    assert_eq!(origin.count_path("slow_1_all.deb"), 1, "one download served them all");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -438,4 +531,96 @@ async fn a_cached_body_cut_short_on_disk_while_open_ends_the_answer_early_and_th
     let sent = &stream[head_end..];
     assert!(sent.len() < big.len(), "never more than the file holds");
     assert!(sent == &big[..sent.len()], "what was sent is the file's start");
+}
+
+/// What curl got for a `Range` of several ranges.
+struct Curled {
+    status: u16,
+    heads: String,
+    body: Vec<u8>,
+}
+
+impl Curled {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.heads.lines().find_map(|line| {
+            let (field, value) = line.split_once(':')?;
+            field.eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+}
+
+/// curl's `-r RANGES` of `url` through `proxy`, off the test's threads.
+async fn curl_ranges(proxy: &str, url: &str, ranges: &str) -> Curled {
+    let dir = tempfile::tempdir().unwrap();
+    let (heads, body) = (dir.path().join("heads"), dir.path().join("body"));
+    let mut command = tokio::process::Command::new("curl");
+    command.args(["-sS", "-D"]).arg(&heads).arg("-o").arg(&body);
+    command.args(["-x", &format!("http://{proxy}"), "-r", ranges, url]);
+    let output = command.output().await.expect("curl runs");
+    assert!(output.status.success(), "curl -r {ranges}: {}", String::from_utf8_lossy(&output.stderr));
+    let heads = std::fs::read_to_string(&heads).unwrap();
+    let status = heads[9..12].parse().unwrap();
+    Curled { status, heads, body: std::fs::read(&body).unwrap() }
+}
+
+/// Asserts that `curled` is a `multipart/byteranges` body of `wanted`
+/// (inclusive ranges of `file`), in order, each part of `part_type`: read
+/// here, and by Python's email parser.
+fn assert_parts(curled: &Curled, file: &[u8], wanted: &[(usize, usize)], part_type: &str) {
+    let content_type = curled.header("content-type").expect("a Content-Type");
+    let boundary = content_type.strip_prefix("multipart/byteranges; boundary=").expect(content_type);
+    let expected: Vec<(String, String)> = wanted
+        .iter()
+        .map(|&(start, end)| (format!("bytes {start}-{end}/{}", file.len()), sha256(&file[start..=end])))
+        .collect();
+    let parts = byteranges(boundary, &curled.body);
+    assert_eq!(parts.len(), wanted.len(), "{}", curled.heads);
+    for ((range, bytes), (headers, part)) in expected.iter().zip(&parts) {
+        assert!(headers.contains(&format!("Content-Range: {range}\r\n")), "{headers}");
+        assert!(headers.contains(&format!("Content-Type: {part_type}\r\n")), "{headers}");
+        assert_eq!(&sha256(part), bytes, "{range}");
+    }
+    let script = "import email, hashlib, json, sys\n\
+                  message = email.message_from_bytes(sys.stdin.buffer.read())\n\
+                  assert message.is_multipart() and message.get_content_type() == 'multipart/byteranges'\n\
+                  parts = [(part['Content-Range'], hashlib.sha256(part.get_payload(decode=True)).hexdigest())\n\
+                           for part in message.get_payload()]\n\
+                  print(json.dumps(parts))";
+    let mut message = format!("Content-Type: {content_type}\r\n\r\n").into_bytes();
+    message.extend_from_slice(&curled.body);
+    let python = run_with_input(std::process::Command::new("python3").args(["-c", script]), &message);
+    let read: Vec<(String, String)> = serde_json::from_slice(&python).expect("Python's parts");
+    assert_eq!(read, expected, "as Python's email parser reads it");
+}
+
+/// What `command` prints given `input`, asserting it succeeds.
+fn run_with_input(command: &mut std::process::Command, input: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    output.stdout
+}
+
+/// The parts of a `multipart/byteranges` body with `boundary`: each one's
+/// header block and its bytes, read by RFC 2046 §5.1.1's delimiters.
+fn byteranges(boundary: &str, mut body: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let find = |haystack: &[u8], needle: &[u8]| haystack.windows(needle.len()).position(|w| w == needle);
+    let (first, delimiter) = (format!("--{boundary}\r\n"), format!("\r\n--{boundary}"));
+    assert!(body.starts_with(first.as_bytes()), "the body opens with the first delimiter");
+    body = &body[first.len()..];
+    let mut parts = Vec::new();
+    loop {
+        let headers_end = find(body, b"\r\n\r\n").expect("a part's header block") + 4;
+        let headers = String::from_utf8(body[..headers_end].to_vec()).unwrap();
+        let bytes_end = headers_end + find(&body[headers_end..], delimiter.as_bytes()).expect("a delimiter after it");
+        parts.push((headers, body[headers_end..bytes_end].to_vec()));
+        body = &body[bytes_end + delimiter.len()..];
+        if body == b"--\r\n" {
+            return parts;
+        }
+        body = body.strip_prefix(b"\r\n").expect("another part, or the close");
+    }
 }

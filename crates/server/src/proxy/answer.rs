@@ -9,11 +9,12 @@ use std::time::SystemTime;
 use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED};
 use http::{HeaderMap, Method, Response, StatusCode};
 use pkgproxy_cache::{Entry, Fetch, Head, PassedAnswer};
-use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Reply, StoredBody};
+use pkgproxy_sides::{DatedResume, Etag, LocalAnswer, Piece, Reply, StoredBody};
 
+use super::multipart::Multipart;
 use super::outcome::{Answer, Served};
-use super::plan::{last_modified_is_strong, plan, Plan, Representation};
-use crate::body::{FileBody, ResponseBody};
+use super::plan::{last_modified_is_strong, plan, ByteRange, Plan, Representation};
+use crate::body::{ChainedBody, FileBody, PiecedBody, ResponseBody};
 use crate::context::Exchange;
 use crate::headers::{add_via, strip_hop_by_hop, VIA};
 
@@ -66,6 +67,11 @@ pub fn from_entry(
             let len = end - start + 1;
             body_if_get(exchange, &mut response, || ResponseBody::File(FileBody::new(file, start, len)), len)
         }
+        Plan::Parts(ranges) => {
+            let (multipart, len) = multipart(&mut response, ranges, entry.size);
+            let body = || ResponseBody::Pieced(Box::new(PiecedBody::of(file, Box::new(multipart.pieces()))));
+            body_if_get(exchange, &mut response, body, len)
+        }
     };
     (Answer { stored, ..Answer::served(response, served) }, sent)
 }
@@ -76,7 +82,7 @@ fn content_etag(sha256: &str) -> String {
 }
 
 /// Answers from a download in progress.
-pub fn from_fetch(exchange: &Exchange<'_>, fetch: &Arc<Fetch>, head: &Head, dated_resume: DatedResume) -> Answer {
+pub fn from_fetch(exchange: &Exchange<'_>, fetch: &Arc<Fetch>, head: &Arc<Head>, dated_resume: DatedResume) -> Answer {
     let last_modified = head.validators.last_modified.as_deref();
     let rep = Representation {
         etag: head.validators.etag.as_deref(),
@@ -104,8 +110,26 @@ pub fn from_fetch(exchange: &Exchange<'_>, fetch: &Arc<Fetch>, head: &Head, date
             partial(&mut response, start, end, head.content_length.unwrap_or(end + 1));
             body_if_get(exchange, &mut response, || ResponseBody::Fetch(fetch.body(head, start, Some(end + 1))), 0);
         }
+        Plan::Parts(ranges) => {
+            // A plan of parts is made only for a body of known length.
+            let (multipart, _) = multipart(&mut response, ranges, head.content_length.unwrap_or(0));
+            body_if_get(exchange, &mut response, || fetched_parts(multipart, fetch, head), 0);
+        }
     }
     Answer::served(response, Served::Miss)
+}
+
+/// The body of `multipart` from a download in progress: each part's bytes
+/// read as a single range is, waiting for them as they arrive (a part
+/// early in the body is sent before the download ends), and made only
+/// when the parts before it are sent.
+fn fetched_parts(multipart: Multipart, fetch: &Arc<Fetch>, head: &Arc<Head>) -> ResponseBody {
+    let (fetch, head) = (Arc::clone(fetch), Arc::clone(head));
+    let parts = multipart.pieces().map(move |piece| match piece {
+        Piece::Bytes(bytes) => ResponseBody::full(bytes),
+        Piece::File { offset, len } => ResponseBody::Fetch(fetch.body(&head, offset, Some(offset + len))),
+    });
+    ResponseBody::Chained(Box::new(ChainedBody::new(parts)))
 }
 
 /// Passes on an upstream answer that was not cached: as it came (a miss),
@@ -189,6 +213,20 @@ fn unsatisfiable(response: &mut Response<ResponseBody>, length: u64) -> u64 {
     headers.insert(CONTENT_RANGE, HeaderValue::from_str(&format!("bytes */{length}")).expect("digits"));
     headers.insert(CONTENT_LENGTH, HeaderValue::from(0));
     0
+}
+
+/// Makes `response` a `206` of `ranges` of a body of `length` bytes, as a
+/// multipart body whose parts have the type the body had; returns its
+/// layout and its length.
+fn multipart(response: &mut Response<ResponseBody>, ranges: Vec<ByteRange>, length: u64) -> (Multipart, u64) {
+    *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+    let headers = response.headers_mut();
+    let own_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
+    let multipart = Multipart::new(ranges, length, own_type.unwrap_or("application/octet-stream"));
+    let len = multipart.length();
+    headers.insert(CONTENT_TYPE, multipart.content_type());
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    (multipart, len)
 }
 
 fn partial(response: &mut Response<ResponseBody>, start: u64, end: u64, length: u64) {

@@ -25,6 +25,7 @@ mod forward;
 mod gate;
 mod generation;
 mod lookup;
+mod multipart;
 pub mod needs;
 pub mod outcome;
 mod outgoing;
