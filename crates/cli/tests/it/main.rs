@@ -51,6 +51,7 @@ mod readiness;
 mod registry_client;
 mod registry_pull_limit;
 mod reload;
+mod rpm_client;
 mod secrets;
 mod setup_block;
 mod setup_maven;

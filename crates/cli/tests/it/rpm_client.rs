@@ -1,0 +1,184 @@
+//! The real dnf (Debian's dnf 4, in an installroot of its own) through
+//! pkgproxy's RPM side, against repositories made in the test with
+//! `rpmbuild` and `createrepo_c`: every repodata file and package fetched
+//! once and checked against the chain of checksums above it, served again
+//! from the cache (offline too), and what cannot be had told at once in
+//! dnf's own output.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pkgproxy_testkit::client::get;
+use pkgproxy_testkit::rpmrepo::{self, Createrepo};
+use pkgproxy_testkit::{DnfOutput, DnfSandbox, Origin, RpmPackage};
+
+use crate::inproc::Server;
+
+/// The packages of the repository: `hello` requires `libgreet`; `other`
+/// stands alone; `unseen` is never installed before the test asks for it
+/// offline; `big` is large.
+fn packages() -> Vec<RpmPackage> {
+    vec![
+        RpmPackage::new("hello", "1.0").requires("libgreet"),
+        RpmPackage::new("libgreet", "0.3"),
+        RpmPackage::new("other", "2.1"),
+        RpmPackage::new("unseen", "1.0"),
+        RpmPackage::new("big", "1.0").sized(4 * 1024 * 1024),
+    ]
+}
+
+/// A repository of `packages` in `root/Packages`, its metadata made as
+/// `options` say.
+fn repository(root: &Path, packages: &[RpmPackage], options: &Createrepo) {
+    rpmrepo::build(packages, &root.join("Packages"));
+    rpmrepo::createrepo(root, options);
+}
+
+fn config(mirrors: &[String], metalink: Option<&str>) -> String {
+    let mirrors: Vec<String> = mirrors.iter().map(|url| format!("{url:?}")).collect();
+    let metalink = metalink.map(|url| format!("metalink = {url:?}\n")).unwrap_or_default();
+    format!("[[rpm.repository]]\nname = \"local\"\nmirrors = [{}]\n{metalink}", mirrors.join(", "))
+}
+
+fn baseurl(server: &Server) -> String {
+    format!("http://{}/rpm/local/", server.proxy_addr())
+}
+
+/// `dnf install --downloadonly` of `names` in `sandbox`, off the runtime's
+/// threads (pkgproxy runs on them).
+async fn download(sandbox: &std::sync::Arc<DnfSandbox>, names: &[&'static str]) -> DnfOutput {
+    let (sandbox, names) = (std::sync::Arc::clone(sandbox), names.to_vec());
+    tokio::task::spawn_blocking(move || sandbox.download(&names)).await.unwrap()
+}
+
+async fn dnf(sandbox: &std::sync::Arc<DnfSandbox>, args: &[&'static str]) -> DnfOutput {
+    let (sandbox, args) = (std::sync::Arc::clone(sandbox), args.to_vec());
+    tokio::task::spawn_blocking(move || sandbox.run(&args)).await.unwrap()
+}
+
+async fn set_mode(server: &Server, mode: &str) {
+    let asked = pkgproxy_control::ModeRequest { mode: mode.to_owned(), from: None, cluster: false };
+    server.admin().set_offline(&asked).await.expect("the mode is set");
+}
+
+/// How many requests `origin` had for paths ending with `suffix`.
+fn asked(origin: &Origin, suffix: &str) -> usize {
+    origin.count(|request| request.path.ends_with(suffix))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dnf_installs_through_pkgproxy_and_a_fresh_install_asks_nothing_upstream_offline_too() {
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &packages(), &Createrepo::default());
+    let origin = Origin::serve(dir.path()).await;
+    let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+
+    let installed = download(&sandbox, &["hello", "other"]).await;
+    assert!(installed.success, "{}", installed.output);
+    assert_eq!(
+        sandbox.downloaded(),
+        ["hello-1.0-1.noarch.rpm", "libgreet-0.3-1.noarch.rpm", "other-2.1-1.noarch.rpm"],
+        "{}",
+        installed.output
+    );
+    for package in ["hello-1.0-1.noarch.rpm", "libgreet-0.3-1.noarch.rpm", "other-2.1-1.noarch.rpm"] {
+        assert_eq!(asked(&origin, package), 1, "{package} fetched once: {:#?}", origin.requests());
+    }
+    assert_eq!(asked(&origin, "primary.xml.gz"), 1, "{:#?}", origin.requests());
+
+    // Again with an empty dnf cache (dnf asks repomd.xml with no-cache):
+    // all from pkgproxy, nothing upstream within metadata_ttl.
+    origin.clear_requests();
+    sandbox.clear_cache();
+    let again = download(&sandbox, &["hello", "other"]).await;
+    assert!(again.success, "{}", again.output);
+    assert_eq!(sandbox.downloaded().len(), 3, "{}", again.output);
+    assert!(origin.requests().is_empty(), "nothing asked upstream: {:#?}", origin.requests());
+
+    // Offline, with an empty dnf cache once more: the same install works.
+    set_mode(&server, "offline").await;
+    sandbox.clear_cache();
+    let offline = download(&sandbox, &["hello", "other"]).await;
+    assert!(offline.success, "{}", offline.output);
+    assert_eq!(sandbox.downloaded().len(), 3, "{}", offline.output);
+    assert!(origin.requests().is_empty(), "nothing asked offline: {:#?}", origin.requests());
+
+    // A package never fetched fails at once, in pkgproxy's words.
+    let started = std::time::Instant::now();
+    let unseen = download(&sandbox, &["unseen"]).await;
+    assert!(!unseen.success, "{}", unseen.output);
+    assert!(
+        unseen.output.contains("Status code: 424 for")
+            && unseen.output.contains("/rpm/local/Packages/unseen-1.0-1.noarch.rpm?pkgproxy=offline,not-held"),
+        "{}",
+        unseen.output
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "fails fast: {:?}\n{}", started.elapsed(), unseen.output);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_package_with_wrong_bytes_is_refused_and_never_cached_and_the_next_honest_fetch_works() {
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &packages(), &Createrepo::default());
+    let origin = Origin::serve(dir.path()).await;
+    let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+
+    let file = dir.path().join("Packages/other-2.1-1.noarch.rpm");
+    let honest = std::fs::read(&file).unwrap();
+    let mut wrong = honest.clone();
+    let last = wrong.len() - 1;
+    wrong[last] ^= 0xff;
+    std::fs::write(&file, &wrong).unwrap();
+    let refused = download(&sandbox, &["other"]).await;
+    assert!(!refused.success, "{}", refused.output);
+    assert!(refused.output.contains("other-2.1-1.noarch.rpm"), "{}", refused.output);
+    assert!(sandbox.downloaded().is_empty(), "{:?}", sandbox.downloaded());
+
+    // Nothing was cached: offline, it is not held.
+    set_mode(&server, "offline").await;
+    let held = get(server.proxy_addr(), "/rpm/local/Packages/other-2.1-1.noarch.rpm").await;
+    assert_eq!(held.status, 302, "the wrong bytes were not kept: told through a redirect");
+    set_mode(&server, "online").await;
+
+    std::fs::write(&file, &honest).unwrap();
+    origin.clear_requests();
+    sandbox.clear_cache();
+    let fixed = download(&sandbox, &["other"]).await;
+    assert!(fixed.success, "{}", fixed.output);
+    assert_eq!(sandbox.downloaded(), ["other-2.1-1.noarch.rpm"]);
+    assert_eq!(asked(&origin, "other-2.1-1.noarch.rpm"), 1, "{:#?}", origin.requests());
+    let got = std::fs::read(sandbox.downloads().join("other-2.1-1.noarch.rpm")).unwrap();
+    assert!(got == honest, "the honest bytes");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_clients_of_one_large_package_make_one_upstream_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &packages(), &Createrepo::default());
+    let origin = Origin::serve(dir.path()).await;
+    origin.set_rate_limit(Some(8 * 1024 * 1024));
+    let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+    // dnf reads the metadata first: pkgproxy then knows the package's
+    // checksum before it is asked for it.
+    let cached = dnf(&sandbox, &["makecache"]).await;
+    assert!(cached.success, "{}", cached.output);
+
+    let expected = std::fs::read(dir.path().join("Packages/big-1.0-1.noarch.rpm")).unwrap();
+    let addr = server.proxy_addr().to_owned();
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            let addr = addr.clone();
+            tokio::spawn(async move { get(&addr, "/rpm/local/Packages/big-1.0-1.noarch.rpm").await })
+        })
+        .collect();
+    for client in clients {
+        let answer = client.await.unwrap();
+        assert_eq!(answer.status, 200);
+        assert!(answer.body == expected, "every client gets the package's bytes");
+    }
+    assert_eq!(asked(&origin, "big-1.0-1.noarch.rpm"), 1, "{:#?}", origin.requests());
+}
