@@ -167,6 +167,8 @@ pub fn metalink(current: &Path, alternates: &[&Path], mirrors: &[String]) -> Str
 #[derive(Debug)]
 pub struct DnfSandbox {
     dir: tempfile::TempDir,
+    /// dnf's `proxy=`, when it goes through one.
+    proxy: Option<String>,
 }
 
 /// What a dnf command printed, and whether it passed.
@@ -187,7 +189,14 @@ impl DnfSandbox {
         }
         let repo = format!("[{name}]\nname={name}\nbaseurl={baseurl}\ngpgcheck=0\nmetadata_expire=0\n");
         std::fs::write(dir.path().join("repos").join(format!("{name}.repo")), repo).unwrap();
-        DnfSandbox { dir }
+        DnfSandbox { dir, proxy: None }
+    }
+
+    /// The same, every request going through the forward proxy `proxy`
+    /// (`http://HOST:PORT`), as dnf's `proxy=` sends them.
+    pub fn through_proxy(mut self, proxy: &str) -> DnfSandbox {
+        self.proxy = Some(proxy.to_owned());
+        self
     }
 
     /// Where the packages `install --downloadonly` downloads go.
@@ -209,11 +218,18 @@ impl DnfSandbox {
     pub fn run(&self, args: &[&str]) -> DnfOutput {
         let path = |folder: &str| self.dir.path().join(folder).display().to_string();
         let output = Command::new("dnf")
-            .args(["-y", "--releasever=1", "--setopt=install_weak_deps=0", "--setopt=retries=1"])
+            .args([
+                "-y",
+                "--releasever=1",
+                "--setopt=install_weak_deps=0",
+                "--setopt=retries=1",
+                "--setopt=skip_if_unavailable=False",
+            ])
             .arg(format!("--installroot={}", path("root")))
             .arg(format!("--setopt=reposdir={}", path("repos")))
             .arg(format!("--setopt=cachedir={}", path("cache")))
             .args(["--setopt=keepcache=1", "--disableplugin=*"])
+            .args(self.proxy.iter().map(|proxy| format!("--setopt=proxy={proxy}")))
             .args(args)
             .output()
             .expect("dnf runs (test.sh installs dnf)");

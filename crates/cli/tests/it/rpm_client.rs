@@ -182,3 +182,87 @@ async fn twenty_clients_of_one_large_package_make_one_upstream_fetch() {
     }
     assert_eq!(asked(&origin, "big-1.0-1.noarch.rpm"), 1, "{:#?}", origin.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dnf_through_pkgproxy_as_its_proxy_caches_the_mirror_s_files_and_packages_an_xml_base_puts_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = Origin::serve(dir.path()).await;
+    // The packages sit in another folder of the repository, and the
+    // primary metadata names them by absolute URLs on the mirror
+    // (`xml:base`), as Koji and Pulp write them.
+    rpmrepo::build(&packages(), &dir.path().join("pool/noarch"));
+    let base = format!("{}/", origin.url());
+    rpmrepo::createrepo(dir.path(), &Createrepo { baseurl: Some(base.clone()), ..Createrepo::default() });
+    let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    let proxy = format!("http://{}", server.proxy_addr());
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &format!("{}/", origin.url())).through_proxy(&proxy));
+
+    let installed = download(&sandbox, &["hello"]).await;
+    assert!(installed.success, "{}", installed.output);
+    assert_eq!(sandbox.downloaded(), ["hello-1.0-1.noarch.rpm", "libgreet-0.3-1.noarch.rpm"], "{}", installed.output);
+    assert_eq!(asked(&origin, "/pool/noarch/hello-1.0-1.noarch.rpm"), 1, "{:#?}", origin.requests());
+
+    // Again, with an empty dnf cache, and offline: all from pkgproxy.
+    origin.clear_requests();
+    set_mode(&server, "offline").await;
+    sandbox.clear_cache();
+    let again = download(&sandbox, &["hello"]).await;
+    assert!(again.success, "{}", again.output);
+    assert_eq!(sandbox.downloaded().len(), 2, "{}", again.output);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+
+    // The same files through the repository's path at pkgproxy.
+    let held = get(server.proxy_addr(), "/rpm/local/pool/noarch/libgreet-0.3-1.noarch.rpm").await;
+    assert_eq!(held.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mirror_that_is_behind_is_not_taken_while_the_metalink_names_another() {
+    let built = tempfile::tempdir().unwrap();
+    let all = packages();
+    rpmrepo::build(&all, built.path());
+    let (behind, current, links) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (root, names, revision) in
+        [(behind.path(), &["hello", "libgreet"][..], 100), (current.path(), &["hello", "libgreet", "other"][..], 200)]
+    {
+        std::fs::create_dir_all(root.join("Packages")).unwrap();
+        for package in all.iter().filter(|package| names.contains(&package.name.as_str())) {
+            std::fs::copy(built.path().join(package.file_name()), root.join("Packages").join(package.file_name()))
+                .unwrap();
+        }
+        rpmrepo::createrepo(root, &Createrepo { revision: Some(revision), ..Createrepo::default() });
+    }
+    let (behind_mirror, current_mirror, metalinks) =
+        (Origin::serve(behind.path()).await, Origin::serve(current.path()).await, Origin::serve(links.path()).await);
+    let metalink = rpmrepo::metalink(
+        &current.path().join("repodata/repomd.xml"),
+        &[],
+        &[current_mirror.url(), behind_mirror.url()],
+    );
+    std::fs::write(links.path().join("metalink"), metalink).unwrap();
+    let metalink_url = format!("{}/metalink?repo=local&arch=noarch", metalinks.url());
+
+    // The mirror that is behind alone: its repomd.xml is not taken.
+    let server = Server::start(Some(&config(&[behind_mirror.url()], Some(&metalink_url)))).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+    let refused = dnf(&sandbox, &["makecache"]).await;
+    assert!(!refused.success, "{}", refused.output);
+    assert!(refused.output.contains("repomd.xml?pkgproxy=not-held"), "{}", refused.output);
+    assert!(metalinks.count(|request| request.path.starts_with("/metalink?")) >= 1, "{:#?}", metalinks.requests());
+
+    // With the current mirror beside it: the current metadata, whichever
+    // mirror is asked first.
+    server.reload_with(&config(&[behind_mirror.url(), current_mirror.url()], Some(&metalink_url))).await;
+    sandbox.clear_cache();
+    behind_mirror.clear_requests();
+    let installed = download(&sandbox, &["other"]).await;
+    assert!(installed.success, "{}", installed.output);
+    assert_eq!(sandbox.downloaded(), ["other-2.1-1.noarch.rpm"], "{}", installed.output);
+    // The mirror that is behind is asked once at most (its copy refused,
+    // the current mirror asked at once for the same request).
+    assert!(asked(&behind_mirror, "repomd.xml") <= 1, "{:#?}", behind_mirror.requests());
+    assert_eq!(asked(&current_mirror, "repomd.xml"), 1, "{:#?}", current_mirror.requests());
+    let held = get(server.proxy_addr(), "/rpm/local/repodata/repomd.xml").await;
+    assert!(held.body == std::fs::read(current.path().join("repodata/repomd.xml")).unwrap(), "the current repomd.xml");
+}

@@ -281,6 +281,34 @@ impl Config {
         Some(format!("/rpm/{name}{below}"))
     }
 
+    /// The repository a forward-proxy request for `url` (`http://`) is of,
+    /// and the path below it (no leading `/`): `url` below one of its
+    /// mirrors, or below a URL its distribution's files name it by, in
+    /// `http://` or `https://` alike (dnf's `proxy=` sees the `http://`
+    /// ones).
+    pub fn forwarded<'u>(&self, url: &'u str) -> Option<(&Repository, &'u str)> {
+        let below = |base: &str| {
+            let in_clear = base.strip_prefix("https://").map(|rest| format!("http://{rest}"));
+            crate::instances::path_below(base, url)
+                .or_else(|| in_clear.and_then(|base| crate::instances::path_below(&base, url)))
+        };
+        let on_mirror = self
+            .repositories
+            .iter()
+            .find_map(|repository| Some((repository, repository.mirrors.urls().iter().find_map(|base| below(base))?)));
+        let by_alias = || built_in_urls().find_map(|(name, base)| Some((self.repository(name)?, below(base)?)));
+        let (repository, path) = on_mirror.or_else(by_alias)?;
+        Some((repository, path.strip_prefix('/').unwrap_or(path)))
+    }
+
+    /// Whether a repository's mirror (or a URL its files name it by) is on
+    /// `host`: dnf may open a tunnel there for an `https://` repository.
+    pub fn serves_host(&self, host: &str) -> bool {
+        let on = |url: &str| url.split_once("://").is_some_and(|(_, rest)| rest.split(['/', ':']).next() == Some(host));
+        self.repositories.iter().flat_map(|repository| repository.mirrors.urls()).any(|url| on(url))
+            || built_in_urls().any(|(_, url)| on(url))
+    }
+
     /// The URLs that may be on local addresses: the configured mirrors and
     /// metalinks.
     pub fn trusted(&self) -> Vec<String> {

@@ -37,13 +37,13 @@ use http::Method;
 use pkgproxy_cache::{Cache, Class, Verifier};
 
 use crate::config::{ConfigError, Configures, Reloadable};
-use crate::decision::{CachedRequest, ClientCacheControl, Decision, LocalAnswer, Origin, Refusal, Wanted};
+use crate::decision::{CachedRequest, ClientCacheControl, Decision, LocalAnswer, Origin, Refusal, Target, Wanted};
 use crate::failure::{asked_to_wait, Failure};
 use crate::id::SideId;
 use crate::named::REFRESH_EVERY;
 use crate::needs::HeldBodies;
-use crate::role::{Explaining, Fetching, Roles, UpstreamFailures, UpstreamPath};
-use crate::route::Request;
+use crate::role::{Explaining, Fetching, Forwarding, Roles, UpstreamFailures, UpstreamPath};
+use crate::route::{Mount, Request};
 use crate::{ClientSetup, Side};
 use checks::{Learning, MetadataCheck, PackageCheck, RepomdCheck, REPOMD_LIMIT};
 pub use config::{Config, Options, Repository, RepositoryOptions};
@@ -82,9 +82,19 @@ impl Rpm {
 
     fn classify_path(&self, request: &Request<'_>) -> Result<Decision, Refusal> {
         let path = crate::path::checked_path(request.path)?;
+        let config = self.config();
+        if let (Mount::ForwardProxy, Some(target)) = (request.mount, request.target) {
+            let url = format!("{}://{}:{}{path}", target.scheme, target.host, target.port);
+            let url = url.replacen(":80/", "/", 1);
+            let (repository, below) = config.forwarded(&url).ok_or_else(|| {
+                Refusal::forbidden(format!(
+                    "{url} is on no repository pkgproxy serves: configure it as [[rpm.repository]]"
+                ))
+            })?;
+            return self.classify_in(&config, repository, below);
+        }
         let below = path.strip_prefix('/').unwrap_or(&path);
         let (name, path) = below.split_once('/').unwrap_or((below, ""));
-        let config = self.config();
         let repository = config.repository(name).ok_or_else(|| {
             let names: Vec<&str> = config.repositories.iter().map(|repository| repository.name.as_str()).collect();
             Refusal::not_found(format!(
@@ -92,12 +102,17 @@ impl Rpm {
                 names.join(", ")
             ))
         })?;
+        self.classify_in(&config, repository, path)
+    }
+
+    /// What to do with a request for `path` below `repository`.
+    fn classify_in(&self, config: &Config, repository: &Repository, path: &str) -> Result<Decision, Refusal> {
         if path.is_empty() || path.ends_with('/') {
             return Err(Refusal::not_found("pkgproxy serves a repository's files, not its folders' listings"));
         }
         let laid = RpmPath::parse(path)
             .ok_or_else(|| Refusal::not_found(format!("{path:?} is a name pkgproxy keeps for itself")))?;
-        let mut request = file_request(&config, repository, path, laid.is_immutable());
+        let mut request = file_request(config, repository, path, laid.is_immutable());
         if let RpmPath::Metadata { root, location } = &laid {
             if let Some((checksum, size)) = self.listed_metadata(repository, root, location) {
                 request.wanted.expected = checks_expected(&checksum, size);
@@ -375,7 +390,7 @@ impl Side for Rpm {
     }
 
     fn roles(&self) -> Roles<'_> {
-        Roles { fetching: Some(self), explaining: Some(self), ..Roles::default() }
+        Roles { fetching: Some(self), explaining: Some(self), forwarding: Some(self), ..Roles::default() }
     }
 }
 
@@ -408,6 +423,23 @@ impl Fetching for Rpm {
     /// A repository's `5xx` and `429` are told as pkgproxy's `424`.
     fn upstream_failures(&self) -> UpstreamFailures {
         UpstreamFailures { errors_fail: true, waits_fail: true }
+    }
+}
+
+impl Forwarding for Rpm {
+    /// A forward-proxy request for a file of a repository's mirror (dnf's
+    /// `proxy=` with an `http://` repository, or a package an `xml:base`
+    /// puts on a mirror) is the RPM side's.
+    fn claims(&self, target: &Target) -> bool {
+        let url =
+            format!("{}://{}:{}{}", target.scheme, target.host, target.port, target.raw_path).replacen(":80/", "/", 1);
+        self.config().forwarded(&url).is_some()
+    }
+
+    /// dnf may open a tunnel to a repository's mirror, for an `https://`
+    /// repository through its `proxy=` (not cached: pkgproxy cannot read it).
+    fn tunnels_to(&self, host: &str) -> bool {
+        self.config().serves_host(host)
     }
 }
 
