@@ -266,3 +266,76 @@ async fn a_mirror_that_is_behind_is_not_taken_while_the_metalink_names_another()
     let held = get(server.proxy_addr(), "/rpm/local/repodata/repomd.xml").await;
     assert!(held.body == std::fs::read(current.path().join("repodata/repomd.xml")).unwrap(), "the current repomd.xml");
 }
+
+/// The `primary_zck` file `repomd.xml` of `root` names.
+fn zchunk_primary(root: &Path) -> String {
+    let repomd = std::fs::read_to_string(root.join("repodata/repomd.xml")).unwrap();
+    let start = repomd.find("<data type=\"primary_zck\">").expect("createrepo_c --zck writes primary_zck");
+    let href = &repomd[start..];
+    let href = &href[href.find("href=\"").unwrap() + 6..];
+    href[..href.find('"').unwrap()].to_owned()
+}
+
+/// `zckdl` (zchunk's downloader, with the library librepo's delta
+/// downloads use) of `url` into `dir`, from the chunks of `source` it
+/// already has, failing if the server does not serve ranges.
+async fn zckdl(dir: &Path, source: &Path, url: String) -> std::process::Output {
+    let (dir, source) = (dir.to_owned(), source.to_owned());
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new("zckdl")
+            .args(["--fail-no-ranges", "-v", "-s"])
+            .arg(&source)
+            .arg(&url)
+            .current_dir(&dir)
+            .output()
+            .expect("zckdl runs (test.sh installs zchunk)")
+    })
+    .await
+    .unwrap()
+}
+
+/// Debian's dnf is built without zchunk (its librepo does not link
+/// libzck), so the delta download dnf makes of `.zck` metadata is made here
+/// by `zckdl`, which asks for the chunks it lacks with the multi-range
+/// requests librepo makes through the same library.
+#[tokio::test(flavor = "multi_thread")]
+async fn zchunk_metadata_is_fetched_as_a_delta_through_pkgproxy_with_several_ranges_a_request() {
+    // The new metadata has two packages more than the old, one on each
+    // side of the old ones (createrepo_c writes them by name): the chunks
+    // it lacks are not next to each other.
+    let (built, old, new) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let all = packages();
+    rpmrepo::build(&all, built.path());
+    for (root, names) in [
+        (old.path(), &["hello", "libgreet", "other"][..]),
+        (new.path(), &["big", "hello", "libgreet", "other", "unseen"][..]),
+    ] {
+        std::fs::create_dir_all(root.join("Packages")).unwrap();
+        for package in all.iter().filter(|package| names.contains(&package.name.as_str())) {
+            std::fs::copy(built.path().join(package.file_name()), root.join("Packages").join(package.file_name()))
+                .unwrap();
+        }
+        rpmrepo::createrepo(root, &Createrepo { zck: true, ..Createrepo::default() });
+    }
+    let origin = Origin::serve(new.path()).await;
+    let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    let held = get(server.proxy_addr(), "/rpm/local/repodata/repomd.xml").await;
+    assert_eq!(held.status, 200);
+
+    let (old_zck, new_zck) = (old.path().join(zchunk_primary(old.path())), zchunk_primary(new.path()));
+    let expected = std::fs::read(new.path().join(&new_zck)).unwrap();
+    let name = new_zck.rsplit('/').next().unwrap().to_owned();
+    let url = format!("http://{}/rpm/local/{new_zck}", server.proxy_addr());
+    // Cold, then from the cache.
+    for pass in ["cold", "held"] {
+        let out = tempfile::tempdir().unwrap();
+        let done = zckdl(out.path(), &old_zck, url.clone()).await;
+        let said = format!("{}{}", String::from_utf8_lossy(&done.stdout), String::from_utf8_lossy(&done.stderr));
+        assert!(done.status.success(), "{pass}: {said}");
+        assert!(said.contains("Multipart boundary: pkgproxy-"), "{pass}: several ranges in one request: {said}");
+        assert!(!said.contains("Missing chunks: 6"), "{pass}: the chunks the old metadata has are reused: {said}");
+        assert!(std::fs::read(out.path().join(&name)).unwrap() == expected, "{pass}: the new metadata, whole: {said}");
+    }
+    let fetched = origin.count(|request| request.path.ends_with(&name));
+    assert_eq!(fetched, 1, "fetched once, whole: {:#?}", origin.requests());
+}
