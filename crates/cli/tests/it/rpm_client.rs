@@ -339,3 +339,70 @@ async fn zchunk_metadata_is_fetched_as_a_delta_through_pkgproxy_with_several_ran
     let fetched = origin.count(|request| request.path.ends_with(&name));
     assert_eq!(fetched, 1, "fetched once, whole: {:#?}", origin.requests());
 }
+
+/// A repository of `packages()` served by a chaos upstream, whose faults
+/// the test switches per path.
+fn chaos_repository(chaos: &pkgproxy_testkit::ChaosUpstream) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &packages(), &Createrepo::default());
+    for (path, bytes) in pkgproxy_testkit::tree::files(dir.path()) {
+        let below = path.strip_prefix(dir.path()).unwrap().display().to_string();
+        chaos.put(&format!("/{below}"), bytes);
+    }
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_mirror_cannot_give_now_fails_at_once_in_dnf_s_output_with_pkgproxy_s_reason() {
+    use pkgproxy_testkit::chaos::Behaviour;
+    let chaos = pkgproxy_testkit::ChaosUpstream::start().await;
+    let _dir = chaos_repository(&chaos);
+    let upstream = "[upstream]\nfirst_byte_timeout = \"1s\"\ndeadline = \"3s\"\n";
+    let server = Server::start(Some(&format!("{}{upstream}", config(&[chaos.url()], None)))).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+    let made = dnf(&sandbox, &["makecache"]).await;
+    assert!(made.success, "{}", made.output);
+
+    let package = "/Packages/other-2.1-1.noarch.rpm";
+    let faults = [
+        (Behaviour::Status { code: 503, retry_after: None }, "not-held,the-upstream-cannot-be-had"),
+        (Behaviour::Status { code: 429, retry_after: Some("30".into()) }, "not-held,the-repository-asks-to-wait"),
+        (Behaviour::BlackHole, "not-held,the-upstream-cannot-be-had"),
+    ];
+    for (fault, told) in faults {
+        chaos.set_path_behaviour(package, fault.clone());
+        sandbox.clear_cache();
+        let started = std::time::Instant::now();
+        let failed = download(&sandbox, &["other"]).await;
+        assert!(!failed.success, "{fault:?}: {}", failed.output);
+        let line = format!("Status code: 424 for http://{}/rpm/local{package}?pkgproxy={told}", server.proxy_addr());
+        assert!(failed.output.contains(&line), "{fault:?}: {line}\n{}", failed.output);
+        assert!(started.elapsed() < Duration::from_secs(30), "{fault:?} fails fast: {:?}", started.elapsed());
+    }
+
+    // A body cut half way is resumed where it broke: dnf gets it whole.
+    chaos.set_path_behaviour(package, Behaviour::ResetMidBody { after_bytes: 1000 });
+    sandbox.clear_cache();
+    let resumed = download(&sandbox, &["other"]).await;
+    assert!(resumed.success, "{}", resumed.output);
+    assert_eq!(sandbox.downloaded(), ["other-2.1-1.noarch.rpm"]);
+
+    // The mirror answers again: the package is had, and held.
+    chaos.clear_path_behaviour(package);
+    sandbox.clear_cache();
+    let had = download(&sandbox, &["other"]).await;
+    assert!(had.success, "{}", had.output);
+    assert_eq!(sandbox.downloaded(), ["other-2.1-1.noarch.rpm"]);
+
+    // repomd.xml past metadata_ttl while its mirror fails: the copy held,
+    // said stale, and dnf works on.
+    chaos.set_path_behaviour("/repodata/repomd.xml", Behaviour::Status { code: 503, retry_after: None });
+    server.clock().advance(Duration::from_secs(301));
+    let stale = get(server.proxy_addr(), "/rpm/local/repodata/repomd.xml").await;
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.header("x-pkgproxy-cache"), Some("stale"), "{:?}", stale.headers);
+    assert!(stale.header("x-pkgproxy-reason").is_some_and(|reason| reason.contains("503")), "{:?}", stale.headers);
+    sandbox.clear_cache();
+    let again = download(&sandbox, &["other"]).await;
+    assert!(again.success, "{}", again.output);
+}
