@@ -406,3 +406,86 @@ async fn what_a_mirror_cannot_give_now_fails_at_once_in_dnf_s_output_with_pkgpro
     let again = download(&sandbox, &["other"]).await;
     assert!(again.success, "{}", again.output);
 }
+
+/// The entries the pkgproxy at `admin` lists.
+fn listed(admin: &Path) -> Vec<pkgproxy_control::CacheEntry> {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("-admin-socket-path")
+        .arg(admin)
+        .args(["cache", "ls", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_a_newer_repomd_no_longer_names_is_evicted_before_any_package() {
+    let built = tempfile::tempdir().unwrap();
+    let all = packages();
+    rpmrepo::build(&all[..4], built.path());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("Packages")).unwrap();
+    let publish = |names: &[&str]| {
+        for package in all.iter().filter(|package| names.contains(&package.name.as_str())) {
+            std::fs::copy(
+                built.path().join(package.file_name()),
+                dir.path().join("Packages").join(package.file_name()),
+            )
+            .unwrap();
+        }
+        let _ = std::fs::remove_dir_all(dir.path().join("repodata"));
+        rpmrepo::createrepo(dir.path(), &Createrepo::default());
+    };
+    publish(&["hello", "libgreet"]);
+    let origin = Origin::serve(dir.path()).await;
+    let mut server = Server::start(Some(&config(&[origin.url()], None))).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+    let installed = download(&sandbox, &["hello"]).await;
+    assert!(installed.success, "{}", installed.output);
+    let metadata = |entries: &[pkgproxy_control::CacheEntry]| -> Vec<String> {
+        let keys = entries.iter().map(|entry| entry.key.clone());
+        keys.filter(|key| key.contains("/repodata/") && !key.ends_with("repomd.xml")).collect()
+    };
+    let old = metadata(&listed(&server.admin_socket()));
+    assert!(!old.is_empty(), "dnf fetched the metadata");
+    // Used after the packages: by use alone, the packages would go first.
+    server.clock().advance(Duration::from_secs(2));
+    for key in &old {
+        let hit = get(server.proxy_addr(), &format!("/{key}")).await;
+        assert_eq!(hit.header("x-pkgproxy-cache"), Some("hit"), "{key}");
+    }
+
+    // A newer repomd.xml names other metadata files: the old ones are
+    // never asked for again.
+    publish(&["hello", "libgreet", "other"]);
+    server.clock().advance(Duration::from_secs(301));
+    sandbox.clear_cache();
+    let newer = download(&sandbox, &["other"]).await;
+    assert!(newer.success, "{}", newer.output);
+    let entries = listed(&server.admin_socket());
+    let current: Vec<String> = metadata(&entries).into_iter().filter(|key| !old.contains(key)).collect();
+    assert!(!current.is_empty(), "the new metadata is cached");
+    let old_bytes: u64 = entries.iter().filter(|entry| old.contains(&entry.key)).map(|entry| entry.size).sum();
+
+    // A quota that frees less than the old metadata holds.
+    server.restart_with(&pkgproxy_server::config::Overrides::default()).await;
+    let usage = server.info().await.cache.get(pkgproxy_metrics::CacheGauge::DiskBytes);
+    let max_size = (usage - old_bytes / 4) / 90 * 100;
+    let overrides =
+        pkgproxy_server::config::Overrides { cache_max_size: Some(max_size.to_string()), ..Default::default() };
+    server.restart_with(&overrides).await;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .arg("-admin-socket-path")
+        .arg(server.admin_socket())
+        .args(["cache", "gc"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{printed}");
+    let after: Vec<String> = listed(&server.admin_socket()).into_iter().map(|entry| entry.key).collect();
+    assert!(old.iter().any(|key| !after.contains(key)), "superseded metadata went: {printed}\n{after:#?}");
+    assert!(current.iter().all(|key| after.contains(key)), "the current metadata stays: {after:#?}");
+    let packages = after.iter().filter(|key| key.ends_with(".rpm")).count();
+    assert_eq!(packages, 3, "every package stays: {after:#?}");
+}

@@ -117,6 +117,9 @@ pub struct RepomdCheck {
     pub metalink: Option<Metalink>,
     /// The path, for messages.
     pub path: String,
+    /// Where the root is noted as held once its `repomd.xml` is taken:
+    /// the index, the repository and the root.
+    pub held_in: (Arc<RpmIndex>, String, String),
 }
 
 impl Verifier for RepomdCheck {
@@ -146,6 +149,10 @@ impl Verifier for RepomdCheck {
                     fetched.revision.as_deref().unwrap_or("?"),
                 ));
             }
+        }
+        let (index, repository, root) = &self.held_in;
+        if let Err(error) = index.hold_root(repository, root) {
+            tracing::warn!(%error, "cannot note the root as held: eviction will not find its superseded metadata");
         }
         Ok(())
     }

@@ -12,7 +12,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use redb::{Database, Durability, ReadableTableMetadata, TableDefinition};
+use redb::{Database, Durability, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use super::primary::{self, Package};
 use super::repomd::{Algorithm, Checksum};
@@ -22,6 +22,10 @@ const PACKAGES: TableDefinition<&str, &str> = TableDefinition::new("packages");
 /// `REPOSITORY/ROOT`: the checksum of the primary metadata last learnt
 /// for that root.
 const LEARNT: TableDefinition<&str, &str> = TableDefinition::new("learnt");
+
+/// `REPOSITORY/ROOT` of every root whose `repomd.xml` pkgproxy took:
+/// where eviction looks for metadata a newer one no longer names.
+const ROOTS: TableDefinition<&str, ()> = TableDefinition::new("roots");
 
 /// The most memory redb may use to cache pages of the index.
 const CACHE_BYTES: usize = 8 * 1024 * 1024;
@@ -90,6 +94,7 @@ impl RpmIndex {
         let txn = db.begin_write().map_err(|e| fail(&e))?;
         txn.open_table(PACKAGES).map_err(|e| fail(&e))?;
         txn.open_table(LEARNT).map_err(|e| fail(&e))?;
+        txn.open_table(ROOTS).map_err(|e| fail(&e))?;
         txn.commit().map_err(|e| fail(&e))?;
         Ok(RpmIndex { path: path.to_path_buf(), db })
     }
@@ -117,6 +122,42 @@ impl RpmIndex {
             Some(value.value() == primary)
         };
         read().unwrap_or(false)
+    }
+
+    /// Notes that a `repomd.xml` of `root` of `repository` was taken.
+    /// Blocking.
+    pub fn hold_root(&self, repository: &str, root: &str) -> Result<(), IndexError> {
+        let key = format!("{repository}/{root}");
+        let known = || -> Option<bool> {
+            let txn = self.db.begin_read().ok()?;
+            Some(txn.open_table(ROOTS).ok()?.get(key.as_str()).ok()?.is_some())
+        };
+        if known() == Some(true) {
+            return Ok(());
+        }
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        txn.open_table(ROOTS).map_err(|e| self.fail(e))?.insert(key.as_str(), ()).map_err(|e| self.fail(e))?;
+        txn.commit().map_err(|e| self.fail(e))
+    }
+
+    /// Forgets `root` of `repository` (its `repomd.xml` was removed by
+    /// hand). Blocking.
+    pub fn forget_root(&self, repository: &str, root: &str) -> Result<(), IndexError> {
+        let key = format!("{repository}/{root}");
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        txn.open_table(ROOTS).map_err(|e| self.fail(e))?.remove(key.as_str()).map_err(|e| self.fail(e))?;
+        txn.commit().map_err(|e| self.fail(e))
+    }
+
+    /// Every `REPOSITORY/ROOT` whose `repomd.xml` was taken.
+    pub fn roots(&self) -> Vec<String> {
+        let read = || -> Option<Vec<String>> {
+            let txn = self.db.begin_read().ok()?;
+            let table = txn.open_table(ROOTS).ok()?;
+            let rows = table.iter().ok()?;
+            Some(rows.filter_map(|row| Some(row.ok()?.0.value().to_owned())).collect())
+        };
+        read().unwrap_or_default()
     }
 
     /// How many packages the index knows.

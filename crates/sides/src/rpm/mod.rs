@@ -42,7 +42,7 @@ use crate::failure::{asked_to_wait, Failure};
 use crate::id::SideId;
 use crate::named::REFRESH_EVERY;
 use crate::needs::HeldBodies;
-use crate::role::{Explaining, Fetching, Forwarding, Roles, UpstreamFailures, UpstreamPath};
+use crate::role::{Evicting, Explaining, Fetching, Forwarding, Roles, UpstreamFailures, UpstreamPath};
 use crate::route::{Mount, Request};
 use crate::{ClientSetup, Side};
 use checks::{Learning, MetadataCheck, PackageCheck, RepomdCheck, REPOMD_LIMIT};
@@ -318,7 +318,8 @@ impl Side for Rpm {
                     None => None,
                 };
                 let held = self.held_repomd(repository, &root);
-                Some(Arc::new(RepomdCheck { held, metalink, path: path.to_owned() }))
+                let held_in = (Arc::clone(&self.index), repository.name.clone(), root);
+                Some(Arc::new(RepomdCheck { held, metalink, path: path.to_owned(), held_in }))
             }
             RpmPath::Metadata { root, location } => {
                 let repomd = self.held_repomd(repository, &root);
@@ -390,7 +391,13 @@ impl Side for Rpm {
     }
 
     fn roles(&self) -> Roles<'_> {
-        Roles { fetching: Some(self), explaining: Some(self), forwarding: Some(self), ..Roles::default() }
+        Roles {
+            fetching: Some(self),
+            explaining: Some(self),
+            forwarding: Some(self),
+            evicting: Some(self),
+            ..Roles::default()
+        }
     }
 }
 
@@ -423,6 +430,43 @@ impl Fetching for Rpm {
     /// A repository's `5xx` and `429` are told as pkgproxy's `424`.
     fn upstream_failures(&self) -> UpstreamFailures {
         UpstreamFailures { errors_fail: true, waits_fail: true }
+    }
+}
+
+impl Evicting for Rpm {
+    /// The `repodata/` folder of every root whose `repomd.xml` was taken.
+    fn superseded_prefixes(&self) -> Vec<String> {
+        let roots = self.index.roots();
+        let split = roots.iter().filter_map(|held| held.split_once('/'));
+        split.map(|(name, root)| format!("rpm/{name}/{}", layout::join(root, "repodata/"))).collect()
+    }
+
+    /// Whether the entry `key` is a metadata file the `repomd.xml` held no
+    /// longer names (or names with other bytes): dnf will never ask for it
+    /// again.
+    fn superseded(&self, key: &str, entry: &pkgproxy_cache::Entry) -> bool {
+        let config = self.config();
+        let Some((repository, path)) = config.repository_of_key(key) else { return false };
+        let Some(RpmPath::Metadata { root, location }) = RpmPath::parse(path) else { return false };
+        let Some(repomd) = self.held_repomd(repository, &root) else { return false };
+        match repomd.file_at(&location) {
+            None => true,
+            Some(file) => file.checksum.algorithm == repomd::Algorithm::Sha256 && file.checksum.hex != entry.sha256,
+        }
+    }
+
+    /// A root whose `repomd.xml` was removed by hand is forgotten.
+    /// Blocking.
+    fn removed(&self, keys: &[String]) {
+        let config = self.config();
+        for key in keys {
+            let Some((repository, path)) = config.repository_of_key(key) else { continue };
+            if let Some(RpmPath::Repomd { root }) = RpmPath::parse(path) {
+                if let Err(error) = self.index.forget_root(&repository.name, &root) {
+                    tracing::warn!(%error, "cannot forget a root");
+                }
+            }
+        }
     }
 }
 
