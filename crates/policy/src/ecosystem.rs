@@ -15,12 +15,17 @@ pub enum Ecosystem {
     /// Maven repositories (`maven` in rules, `Maven` in OSV), a package
     /// named `group:artifact`.
     Maven,
+    /// RPM repositories (`rpm` in rules), a package named as its file
+    /// names it and versioned `VERSION-RELEASE`. OSV has no ecosystem of
+    /// RPM packages as such (its distributions' advisories are each a
+    /// distribution's release): none is read.
+    Rpm,
 }
 
 impl Ecosystem {
     /// Every ecosystem, in the order they are listed.
-    pub const ALL: [Ecosystem; 5] =
-        [Ecosystem::Npm, Ecosystem::Pypi, Ecosystem::Cargo, Ecosystem::Go, Ecosystem::Maven];
+    pub const ALL: [Ecosystem; 6] =
+        [Ecosystem::Npm, Ecosystem::Pypi, Ecosystem::Cargo, Ecosystem::Go, Ecosystem::Maven, Ecosystem::Rpm];
 
     /// The side's name, as rules and pkgproxy's paths write it.
     pub fn as_str(self) -> &'static str {
@@ -30,6 +35,7 @@ impl Ecosystem {
             Ecosystem::Cargo => "cargo",
             Ecosystem::Go => "go",
             Ecosystem::Maven => "maven",
+            Ecosystem::Rpm => "rpm",
         }
     }
 
@@ -60,7 +66,7 @@ impl Ecosystem {
         match self {
             Ecosystem::Pypi => pep503(name),
             Ecosystem::Cargo => name.to_ascii_lowercase(),
-            Ecosystem::Npm | Ecosystem::Go | Ecosystem::Maven => name.to_owned(),
+            Ecosystem::Npm | Ecosystem::Go | Ecosystem::Maven | Ecosystem::Rpm => name.to_owned(),
         }
     }
 

@@ -13,11 +13,94 @@ pub fn compare(ecosystem: Ecosystem, a: &str, b: &str) -> Option<Ordering> {
     match ecosystem {
         Ecosystem::Pypi => Some(pep440(a)?.cmp(&pep440(b)?)),
         Ecosystem::Maven => Some(maven_order(a, b)),
+        Ecosystem::Rpm => Some(rpm_order(a, b)),
         _ => {
             let a = semver::Version::parse(ecosystem.normal_version(a)).ok()?;
             let b = semver::Version::parse(ecosystem.normal_version(b)).ok()?;
             Some(a.cmp(&b))
         }
+    }
+}
+
+/// RPM's order of `[EPOCH:]VERSION[-RELEASE]`: the epoch as a number
+/// (none is 0), then the version, then the release, each by rpmvercmp.
+pub fn rpm_order(a: &str, b: &str) -> Ordering {
+    let split = |evr: &str| -> (u64, String, Option<String>) {
+        let (epoch, rest) = match evr.split_once(':') {
+            Some((epoch, rest)) if epoch.bytes().all(|b| b.is_ascii_digit()) => (epoch.parse().unwrap_or(0), rest),
+            _ => (0, evr),
+        };
+        match rest.rsplit_once('-') {
+            Some((version, release)) => (epoch, version.to_owned(), Some(release.to_owned())),
+            None => (epoch, rest.to_owned(), None),
+        }
+    };
+    let ((epoch_a, version_a, release_a), (epoch_b, version_b, release_b)) = (split(a), split(b));
+    epoch_a.cmp(&epoch_b).then_with(|| rpmvercmp(&version_a, &version_b)).then_with(|| match (release_a, release_b) {
+        (Some(a), Some(b)) => rpmvercmp(&a, &b),
+        _ => Ordering::Equal,
+    })
+}
+
+/// rpm's `rpmvercmp`: the strings compared segment by segment, a segment
+/// a run of digits or of letters, other characters separating them; `~`
+/// sorts before anything (even the end), `^` after the end but before
+/// anything else; digits compare as numbers and beat letters.
+pub fn rpmvercmp(a: &str, b: &str) -> Ordering {
+    if a == b {
+        return Ordering::Equal;
+    }
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    let separator = |c: &u8| !c.is_ascii_alphanumeric() && *c != b'~' && *c != b'^';
+    loop {
+        while a.first().is_some_and(separator) {
+            a = &a[1..];
+        }
+        while b.first().is_some_and(separator) {
+            b = &b[1..];
+        }
+        match (a.first(), b.first()) {
+            (Some(b'~'), Some(b'~')) => {
+                (a, b) = (&a[1..], &b[1..]);
+                continue;
+            }
+            (Some(b'~'), _) => return Ordering::Less,
+            (_, Some(b'~')) => return Ordering::Greater,
+            (Some(b'^'), Some(b'^')) => {
+                (a, b) = (&a[1..], &b[1..]);
+                continue;
+            }
+            (Some(b'^'), None) => return Ordering::Greater,
+            (None, Some(b'^')) => return Ordering::Less,
+            (Some(b'^'), _) => return Ordering::Less,
+            (_, Some(b'^')) => return Ordering::Greater,
+            (None, None) => return Ordering::Equal,
+            (None, _) => return Ordering::Less,
+            (_, None) => return Ordering::Greater,
+            _ => {}
+        }
+        let numeric = a[0].is_ascii_digit();
+        let run = |s: &[u8]| {
+            s.iter().take_while(|c| if numeric { c.is_ascii_digit() } else { c.is_ascii_alphabetic() }).count()
+        };
+        let (length_a, length_b) = (run(a), run(b));
+        if length_b == 0 {
+            // A number against letters: the number is newer.
+            return if numeric { Ordering::Greater } else { Ordering::Less };
+        }
+        let (segment_a, segment_b) = (&a[..length_a], &b[..length_b]);
+        let order = match numeric {
+            true => {
+                let trim = |s: &[u8]| -> Vec<u8> { s.iter().skip_while(|c| **c == b'0').copied().collect() };
+                let (trimmed_a, trimmed_b) = (trim(segment_a), trim(segment_b));
+                trimmed_a.len().cmp(&trimmed_b.len()).then_with(|| trimmed_a.cmp(&trimmed_b))
+            }
+            false => segment_a.cmp(segment_b),
+        };
+        if order != Ordering::Equal {
+            return order;
+        }
+        (a, b) = (&a[length_a..], &b[length_b..]);
     }
 }
 
@@ -201,5 +284,49 @@ mod tests {
         for (one, same) in [("1.0", "1.0.0"), ("1.0-ga", "1"), ("1.0.Final", "1.0")] {
             assert_eq!(compare(Ecosystem::Maven, one, same), Some(Ordering::Equal), "{one} = {same}");
         }
+    }
+}
+
+#[cfg(test)]
+mod rpm_tests {
+    use super::*;
+
+    /// Pairs `rpm --eval '%{lua: print(rpm.vercmp(A, B))}'` orders as
+    /// shown (rpm 4.18).
+    const ORDERED: &[(&str, &str, i8)] = &[
+        ("1.0", "1.0", 0),
+        ("1.0", "2.0", -1),
+        ("2.0.1", "2.0", 1),
+        ("1.0a", "1.0", 1),
+        ("1.0", "1.0a", -1),
+        ("10", "9", 1),
+        ("1.010", "1.9", 1),
+        ("1.05", "1.5", 0),
+        ("a", "1", -1),
+        ("1.0~rc1", "1.0", -1),
+        ("1.0~rc1", "1.0~rc2", -1),
+        ("1.0^git1", "1.0", 1),
+        ("1.0^git1", "1.0.1", -1),
+        ("1.0^", "1.0", 1),
+        ("1_0", "1.0", 0),
+        ("abc", "abd", -1),
+        ("fc41", "fc40", 1),
+    ];
+
+    #[test]
+    fn versions_order_as_rpm_orders_them() {
+        for (a, b, expected) in ORDERED {
+            let expected = expected.cmp(&0);
+            assert_eq!(rpmvercmp(a, b), expected, "{a} vs {b}");
+            assert_eq!(rpmvercmp(b, a), expected.reverse(), "{b} vs {a}");
+        }
+    }
+
+    #[test]
+    fn the_epoch_comes_first_then_the_version_then_the_release() {
+        assert_eq!(rpm_order("1:1.0-1", "2.0-1"), Ordering::Greater);
+        assert_eq!(rpm_order("1.0-2", "1.0-10"), Ordering::Less);
+        assert_eq!(rpm_order("1.0-1.fc41", "1.0-1.fc40"), Ordering::Greater);
+        assert_eq!(rpm_order("0:1.0-1", "1.0-1"), Ordering::Equal);
     }
 }

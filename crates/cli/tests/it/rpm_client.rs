@@ -489,3 +489,41 @@ async fn metadata_a_newer_repomd_no_longer_names_is_evicted_before_any_package()
     let packages = after.iter().filter(|key| key.ends_with(".rpm")).count();
     assert_eq!(packages, 3, "every package stays: {after:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_package_younger_than_min_age_fails_the_install_saying_why_then_installs_once_old_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    rpmrepo::build(&packages(), &dir.path().join("Packages"));
+    // createrepo_c says a package was added when its file was last
+    // modified (`<time file>`): 2026-01-01T00:00Z for all, `other`
+    // an hour later.
+    let added = std::time::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
+    for entry in std::fs::read_dir(dir.path().join("Packages")).unwrap().flatten() {
+        let later = entry.file_name().to_string_lossy().starts_with("other-");
+        let at = if later { added + Duration::from_secs(3600) } else { added };
+        std::fs::File::options().write(true).open(entry.path()).unwrap().set_modified(at).unwrap();
+    }
+    rpmrepo::createrepo(dir.path(), &Createrepo::default());
+    let origin = Origin::serve(dir.path()).await;
+    let config = format!("{}[policy]\nmin_age = \"1h\"\n", config(&[origin.url()], None));
+    let server = Server::start_at(Some(&config), added + Duration::from_secs(3600 + 120)).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
+
+    // hello and its dependency are two hours old: served.
+    let old_enough = download(&sandbox, &["hello"]).await;
+    assert!(old_enough.success, "{}", old_enough.output);
+    // other is two minutes old: refused, with the rule in dnf's output.
+    let refused = download(&sandbox, &["other"]).await;
+    assert!(!refused.success, "{}", refused.output);
+    let told = "Status code: 403 for";
+    let why = "other-2.1-1.noarch.rpm?pkgproxy=blocked-by-pkgproxy-policy,min_age-until-2026-01-01T02:00Z";
+    assert!(refused.output.contains(told) && refused.output.contains(why), "{}", refused.output);
+    assert_eq!(asked(&origin, "other-2.1-1.noarch.rpm"), 0, "a refused package is not fetched");
+
+    // An hour later, it is old enough.
+    server.clock().advance(Duration::from_secs(3600));
+    sandbox.clear_cache();
+    let later = download(&sandbox, &["other"]).await;
+    assert!(later.success, "{}", later.output);
+    assert_eq!(sandbox.downloaded(), ["other-2.1-1.noarch.rpm"]);
+}

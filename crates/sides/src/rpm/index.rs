@@ -160,6 +160,25 @@ impl RpmIndex {
         read().unwrap_or_default()
     }
 
+    /// The path of a package of `repository` named `name` at `version`
+    /// (`VERSION-RELEASE`, an epoch left out), of any architecture.
+    /// Reads the whole table: for a command, not for the request path.
+    pub fn find(&self, repository: &str, name: &str, version: &str) -> Option<String> {
+        let txn = self.db.begin_read().ok()?;
+        let table = txn.open_table(PACKAGES).ok()?;
+        let prefix = format!("{repository}/");
+        let wanted = |nevra: &str| {
+            let Some(rest) = nevra.strip_prefix(name).and_then(|rest| rest.strip_prefix('-')) else { return false };
+            let rest = rest.split_once(':').map_or(rest, |(_, rest)| rest);
+            rest.strip_prefix(version).is_some_and(|arch| arch.starts_with('.') && !arch[1..].contains('-'))
+        };
+        let rows = table.range(prefix.as_str()..).ok()?;
+        rows.filter_map(Result::ok)
+            .take_while(|(key, _)| key.value().starts_with(&prefix))
+            .find(|(_, value)| Listed::decode(value.value()).is_some_and(|listed| wanted(&listed.nevra)))
+            .map(|(key, _)| key.value()[prefix.len()..].to_owned())
+    }
+
     /// How many packages the index knows.
     pub fn count(&self) -> u64 {
         self.db.begin_read().ok().and_then(|txn| txn.open_table(PACKAGES).ok()?.len().ok()).unwrap_or(0)
@@ -252,5 +271,8 @@ mod tests {
         assert_eq!(listed.nevra, "hello-1.0-1.noarch");
         assert_eq!(index.package("other", "el9/Packages/h/hello-1.0-1.noarch.rpm"), None);
         assert_eq!(index.count(), 1);
+        assert_eq!(index.find("internal", "hello", "1.0-1").as_deref(), Some("el9/Packages/h/hello-1.0-1.noarch.rpm"));
+        assert_eq!(index.find("internal", "hello", "1.0-2"), None);
+        assert_eq!(index.find("internal", "hell", "1.0-1"), None);
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod checks;
 pub mod config;
+mod gate;
 pub mod index;
 pub mod layout;
 pub mod metalink;
@@ -396,6 +397,7 @@ impl Side for Rpm {
             explaining: Some(self),
             forwarding: Some(self),
             evicting: Some(self),
+            gating: Some(self),
             ..Roles::default()
         }
     }
