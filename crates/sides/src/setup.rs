@@ -23,6 +23,7 @@
 
 mod block;
 mod cksum;
+mod dnf_ini;
 mod fit;
 mod npmrc;
 mod pip_conf;
@@ -35,6 +36,7 @@ use std::process::Command;
 use anyhow::Context;
 
 pub use block::{BlockFile, MarkedBlock};
+pub use dnf_ini::{Ini, IniError, IniFault, Item, Section};
 pub use fit::{Fit, Own, Place, Reading};
 pub use reading::{first_held, Format};
 
