@@ -25,6 +25,7 @@ pub mod layout;
 pub mod metalink;
 pub mod primary;
 pub mod repomd;
+pub mod setup;
 mod told;
 
 use std::path::Path;
