@@ -205,7 +205,8 @@ enum Command {
     Explain {
         /// `http://deb.debian.org/debian/...` as apt asks through pkgproxy,
         /// a path of pkgproxy's (`/go/...`, `/snap/...`, `/v2/...`,
-        /// `/lxd/...`, `/cargo/...`, `/pypi/...`, `/npm/...`, `/maven/...`),
+        /// `/lxd/...`, `/cargo/...`, `/pypi/...`, `/npm/...`, `/maven/...`,
+        /// `/rpm/...`),
         /// or an upstream's URL as a lockfile names it
         /// (`https://registry.npmjs.org/...`,
         /// `https://files.pythonhosted.org/...`,

@@ -4,7 +4,8 @@
 //! file pkgproxy writes whole ([`WholeFile`]), some a block of pkgproxy's
 //! in a file of the user's own ([`MarkedBlock`]: cargo, npm, yarn, pip,
 //! uv), the others carry their own [`Procedure`] (dockerd's `daemon.json`
-//! merged into, LXD's remotes and profiles set through `lxc`).
+//! merged into, LXD's remotes and profiles set through `lxc`, dnf's
+//! repository files edited line by line).
 //!
 //! A client whose configuration is both the user's and the machine's is set
 //! up in either ([`Scope`]: `--user`, `--system`), by default where it
@@ -23,6 +24,7 @@
 
 mod block;
 mod cksum;
+mod dnf_ini;
 mod fit;
 mod npmrc;
 mod pip_conf;
@@ -34,7 +36,10 @@ use std::process::Command;
 
 use anyhow::Context;
 
+pub(crate) use block::sh_quoted;
 pub use block::{BlockFile, MarkedBlock};
+pub use cksum::cksum;
+pub use dnf_ini::{Ini, IniError, IniFault, Item, Section};
 pub use fit::{Fit, Own, Place, Reading};
 pub use reading::{first_held, Format};
 

@@ -54,6 +54,7 @@ mod reload;
 mod rpm_client;
 mod secrets;
 mod setup_block;
+mod setup_dnf;
 mod setup_maven;
 mod setup_script;
 mod setup_system;

@@ -23,11 +23,19 @@ pub(crate) struct Machine {
     pub(crate) root: tempfile::TempDir,
     /// What the environment sets beyond `HOME`.
     envs: Vec<(&'static str, String)>,
+    /// Where pkgproxy is, `HOST:PORT`.
+    addr: String,
 }
 
 impl Machine {
     pub(crate) fn new() -> Machine {
-        Machine { root: tempfile::tempdir().unwrap(), envs: Vec::new() }
+        Machine { root: tempfile::tempdir().unwrap(), envs: Vec::new(), addr: "10.0.0.5:3142".to_owned() }
+    }
+
+    /// The machine with its clients set up for pkgproxy at `addr`
+    /// (`HOST:PORT`).
+    pub(crate) fn at(self, addr: &str) -> Machine {
+        Machine { addr: addr.to_owned(), ..self }
     }
 
     /// The machine with `name=value` in its environment.
@@ -80,9 +88,10 @@ impl Machine {
         command.output().unwrap()
     }
 
-    /// `pkgproxyctl setup CLIENT -addr 10.0.0.5:3142 FLAGS` on the machine.
+    /// `pkgproxyctl setup CLIENT -addr 10.0.0.5:3142 FLAGS` on the machine
+    /// (or at the address it was given).
     pub(crate) fn setup(&self, client: &str, flags: &[&str]) -> Output {
-        let mut args = vec!["setup", client, "-addr", "10.0.0.5:3142"];
+        let mut args = vec!["setup", client, "-addr", &self.addr];
         args.extend_from_slice(flags);
         self.ctl(&args)
     }

@@ -205,8 +205,12 @@ pub struct Learning {
     /// Its compression.
     pub compression: Compression,
     /// Where below the repository a package it lists is.
-    pub path_of: Arc<dyn Fn(&Package) -> Option<String> + Send + Sync>,
+    pub path_of: PathOf,
 }
+
+/// Where below a repository a package its primary lists is (`None`: not
+/// below it).
+pub type PathOf = Arc<dyn Fn(&Package) -> Option<String> + Send + Sync>;
 
 impl std::fmt::Debug for Learning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

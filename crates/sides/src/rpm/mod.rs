@@ -26,6 +26,7 @@ pub mod layout;
 pub mod metalink;
 pub mod primary;
 pub mod repomd;
+pub mod setup;
 mod told;
 
 use std::path::Path;
@@ -117,7 +118,7 @@ impl Rpm {
         if let RpmPath::Metadata { root, location } = &laid {
             if let Some((checksum, size)) = self.listed_metadata(repository, root, location) {
                 request.wanted.expected = checks_expected(&checksum, size);
-                request.wanted.expected_from = Some(format!("{}", layout::repomd_path(root)));
+                request.wanted.expected_from = Some(layout::repomd_path(root));
             }
         }
         Ok(Decision::cache(request))

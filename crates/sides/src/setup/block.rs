@@ -321,7 +321,7 @@ fn read_if_there(path: &Path) -> Result<Option<Vec<u8>>, String> {
 }
 
 /// `text` as one single-quoted shell word, on one line.
-fn sh_quoted(text: &str) -> String {
+pub(crate) fn sh_quoted(text: &str) -> String {
     let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     format!("'{}'", line.replace('\'', "'\\''"))
 }
