@@ -2,7 +2,7 @@
 # Runs pkgproxy's whole test suite on a fresh Debian or Ubuntu machine:
 # installs the Debian packages the tests drive (the real apt-get, dpkg-deb,
 # apt-ftparchive, gpg, xz, the go command, the snap command, mksquashfs,
-# skopeo, containerd, lxc, npm, promtool, Maven, Gradle, dnf, createrepo_c and headless chromium, and moto's S3 server from
+# skopeo, containerd, lxc, npm, promtool, Maven, Gradle, dnf, rpmbuild, createrepo_c, zckdl and headless chromium, and moto's S3 server from
 # PyPI) when they are missing, then checks formatting and
 # lints, and runs every test.
 set -euo pipefail
@@ -28,8 +28,10 @@ command -v npm >/dev/null || need+=(npm)
 command -v promtool >/dev/null || need+=(prometheus)   # promtool checks /metrics and the alert rules
 command -v mvn >/dev/null || need+=(maven)             # setup maven's settings.xml, read by Maven
 command -v gradle >/dev/null || need+=(gradle)          # setup gradle's init script, read by Debian's Gradle 4.4
-command -v dnf >/dev/null || need+=(dnf)                # setup dnf's .repo files, read by Debian's dnf 4
-command -v createrepo_c >/dev/null || need+=(createrepo-c)   # empty RPM repositories dnf fetches in setup_dnf
+command -v dnf >/dev/null || need+=(dnf)                # the RPM side's client, Debian's dnf 4
+command -v rpmbuild >/dev/null || need+=(rpm)           # the packages of the RPM side's test repositories
+command -v createrepo_c >/dev/null || need+=(createrepo-c)   # their metadata, zchunk's too
+command -v zckdl >/dev/null || need+=(zchunk)           # zchunk's delta downloads (Debian's dnf is built without)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)   # Debian's own pip, beside a current one
 if [ ${#need[@]} -gt 0 ]; then
