@@ -527,3 +527,33 @@ async fn a_package_younger_than_min_age_fails_the_install_saying_why_then_instal
     assert!(later.success, "{}", later.output);
     assert_eq!(sandbox.downloaded(), ["other-2.1-1.noarch.rpm"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_package_asked_before_its_primary_metadata_is_checked_against_it_and_one_it_does_not_list_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &packages()[..3], &Createrepo::default());
+    // A file in the repository's folder that its metadata does not list.
+    rpmrepo::build(&packages()[3..4], &dir.path().join("Packages"));
+    let origin = Origin::serve(dir.path()).await;
+    let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    assert_eq!(get(server.proxy_addr(), "/rpm/local/repodata/repomd.xml").await.status, 200);
+
+    // No client fetched the primary metadata: pkgproxy does, to check the
+    // package, once.
+    let expected = std::fs::read(dir.path().join("Packages/libgreet-0.3-1.noarch.rpm")).unwrap();
+    let package = get(server.proxy_addr(), "/rpm/local/Packages/libgreet-0.3-1.noarch.rpm").await;
+    assert_eq!(package.status, 200);
+    assert!(package.body == expected);
+    assert_eq!(asked(&origin, "primary.xml.gz"), 1, "{:#?}", origin.requests());
+    let other = get(server.proxy_addr(), "/rpm/local/Packages/other-2.1-1.noarch.rpm").await;
+    assert_eq!(other.status, 200);
+    assert_eq!(asked(&origin, "primary.xml.gz"), 1, "learnt once: {:#?}", origin.requests());
+
+    let unlisted = get(server.proxy_addr(), "/rpm/local/Packages/unseen-1.0-1.noarch.rpm").await;
+    assert_eq!(unlisted.status, 302, "refused: {:?}", unlisted.headers);
+    let body = String::from_utf8_lossy(&unlisted.body);
+    assert!(body.contains("not listed by the primary metadata"), "{body}");
+    set_mode(&server, "offline").await;
+    let held = get(server.proxy_addr(), "/rpm/local/Packages/unseen-1.0-1.noarch.rpm").await;
+    assert_eq!(held.header("location"), Some("?pkgproxy=offline,not-held"), "never cached");
+}
