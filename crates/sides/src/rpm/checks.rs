@@ -305,6 +305,56 @@ impl Verifier for PackageCheck {
 mod tests {
     use super::*;
 
+    fn repomd(revision: u64) -> String {
+        let hex = "0".repeat(64);
+        format!(
+            "<repomd><revision>{revision}</revision><data type=\"primary\"><checksum type=\"sha256\">{hex}</checksum>\
+             <location href=\"repodata/{hex}-primary.xml.gz\"/></data></repomd>"
+        )
+    }
+
+    /// The verdict of `check` on `body`, offered as a mirror's.
+    fn verdict(check: &RepomdCheck, body: &str) -> Result<(), String> {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, body.as_bytes()).unwrap();
+        let hashes =
+            BodyHashes { sha256: digest(Algorithm::Sha256, body.as_bytes()), sha512: None, size: body.len() as u64 };
+        check.check(&mut BodyReader::new(&file), &hashes)
+    }
+
+    #[test]
+    fn a_repomd_older_than_the_one_held_or_not_in_the_metalink_is_not_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Arc::new(RpmIndex::open(&dir.path().join("index.redb")).unwrap());
+        let held_in = (Arc::clone(&index), "local".to_owned(), "el9".to_owned());
+        let check = |held: Option<u64>, metalink: Option<&str>| RepomdCheck {
+            held: held.map(|revision| Repomd::read(repomd(revision).as_bytes()).unwrap()),
+            metalink: metalink.map(|body| Metalink::read(body.as_bytes()).unwrap()),
+            path: "el9/repodata/repomd.xml".to_owned(),
+            held_in: held_in.clone(),
+        };
+        assert!(verdict(&check(None, None), &repomd(5)).is_ok());
+        assert!(verdict(&check(Some(5), None), &repomd(5)).is_ok(), "the same revision again");
+        assert!(verdict(&check(Some(4), None), &repomd(5)).is_ok(), "a newer one");
+        let older = verdict(&check(Some(6), None), &repomd(5)).unwrap_err();
+        assert!(older.contains("older (revision 5) than the one held (revision 6)"), "{older}");
+        assert!(verdict(&check(None, None), "<html>a captive portal</html>").is_err());
+        assert!(index.roots().contains(&"local/el9".to_owned()), "the root is noted as held");
+
+        let vouching = |body: &str| {
+            let sha256 = digest(Algorithm::Sha256, body.as_bytes());
+            format!(
+                "<metalink xmlns=\"http://www.metalinker.org/\"><files><file name=\"repomd.xml\"><size>{}</size>\
+                 <verification><hash type=\"sha256\">{sha256}</hash></verification></file></files></metalink>",
+                body.len()
+            )
+        };
+        let current = repomd(7);
+        assert!(verdict(&check(None, Some(&vouching(&current))), &current).is_ok());
+        let behind = verdict(&check(None, Some(&vouching(&current))), &repomd(6)).unwrap_err();
+        assert!(behind.contains("not one its metalink lists (revision 6)"), "{behind}");
+    }
+
     #[test]
     fn digests_are_made_by_each_algorithm() {
         assert_eq!(digest(Algorithm::Sha1, b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
