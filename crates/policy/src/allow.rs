@@ -58,7 +58,7 @@ impl Allowed {
             .split_once(':')
             .ok_or_else(|| AllowError("write side:name or side:name@version (npm:express@4.21.2)".to_owned()))?;
         let ecosystem = Ecosystem::of_side(side).ok_or_else(|| {
-            AllowError(format!("unknown side {side:?}: the policy judges npm, pypi, cargo, go and maven"))
+            AllowError(format!("unknown side {side:?}: the policy judges npm, pypi, cargo, go, maven and rpm"))
         })?;
         // A scoped npm name starts with its own `@`.
         let after_scope = usize::from(rest.starts_with('@'));

@@ -74,7 +74,7 @@ impl NotJudged {
     pub fn as_str(self) -> &'static str {
         match self {
             NotJudged::NoPolicy => "no policy is in force",
-            NotJudged::SideNotGated => "the policy judges npm, pypi, cargo, go and maven only",
+            NotJudged::SideNotGated => "the policy judges npm, pypi, cargo, go, maven and rpm only",
             NotJudged::NoSuchRelease => "that is not a name and version of this side's releases",
             NotJudged::RegistryExempt => "its registry is configured with policy = false",
         }
