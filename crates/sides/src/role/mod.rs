@@ -9,7 +9,7 @@
 //!
 //! | role | played by | used by (in `crates/server` unless said) |
 //! |---|---|---|
-//! | [`Fetching`] | go, cargo, pypi, npm, maven | `proxy/cached.rs` (the miss), `proxy/readiness.rs` |
+//! | [`Fetching`] | go, cargo, pypi, npm, maven, rpm | `proxy/cached.rs` (the miss), `proxy/readiness.rs` |
 //! | [`Remembering`] | go, registry, cargo, pypi, npm, maven | `proxy/lookup.rs`, `proxy/cached.rs`, `proxy/access.rs`, `proxy/pointer.rs` |
 //! | [`FetchingAhead`] | cargo | `proxy/follow.rs` |
 //! | [`Rewriting`] | snap, cargo, pypi, npm | `proxy/rewrite.rs` |
@@ -17,14 +17,14 @@
 //! | [`Recording`] | snap | `proxy/forward.rs`, `proxy/lookup.rs`, `bundle/` |
 //! | [`Generations`] | lxd | `proxy/generation.rs`, `proxy/readiness.rs` |
 //! | [`Digests`] | registry | `proxy/pointer.rs`, `proxy/supplied.rs` |
-//! | [`Evicting`] | apt | the cache's eviction ([`crate::Sides`] as `Obsolete`), `control/cache.rs` |
+//! | [`Evicting`] | apt, rpm | the cache's eviction ([`crate::Sides`] as `Obsolete`), `control/cache.rs` |
 //! | [`Exporting`] | apt, npm | `proxy/readiness.rs` (what a bundle carries) |
 //! | [`Resolving`] | apt, snap, registry, lxd, cargo, pypi, npm | `proxy/needs.rs`, `control/` (a warm's first ask) |
 //! | [`Reporting`] | apt, go, registry, cargo, pypi, npm, maven | `browse/` (the cache's page) |
 //! | [`Informing`] | apt, lxd | `report/`, `health.rs`, `control/` (info, metrics, the status page) |
-//! | [`Explaining`] | go, cargo, pypi, npm, maven | `proxy/explain.rs` (a lockfile's upstream URLs) |
-//! | [`Forwarding`] | apt, lxd | [`crate::Sides::owner`], [`crate::Sides::allows_tunnel`] |
-//! | [`Gating`] | npm, pypi, cargo, go, maven | `proxy/gate.rs`, `proxy/ruling.rs` (the fleet's policy) |
+//! | [`Explaining`] | go, cargo, pypi, npm, maven, rpm | `proxy/explain.rs` (a lockfile's upstream URLs) |
+//! | [`Forwarding`] | apt, lxd, rpm | [`crate::Sides::owner`], [`crate::Sides::allows_tunnel`] |
+//! | [`Gating`] | npm, pypi, cargo, go, maven, rpm | `proxy/gate.rs`, `proxy/ruling.rs` (the fleet's policy) |
 
 pub mod ahead;
 pub mod digests;
