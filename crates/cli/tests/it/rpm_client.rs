@@ -214,6 +214,19 @@ async fn dnf_through_pkgproxy_as_its_proxy_caches_the_mirror_s_files_and_package
     // The same files through the repository's path at pkgproxy.
     let held = get(server.proxy_addr(), "/rpm/local/pool/noarch/libgreet-0.3-1.noarch.rpm").await;
     assert_eq!(held.status, 200);
+
+    // explain knows a mirror's URL as the repository's.
+    let url = format!("{}/pool/noarch/hello-1.0-1.noarch.rpm", origin.url());
+    let explained = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
+        .args(["explain", &url, "--json", "-admin-socket-path"])
+        .arg(server.admin_socket())
+        .arg("-stats-socket-path")
+        .arg(server.stats_socket())
+        .output()
+        .unwrap();
+    let told: pkgproxy_control::Explanation = serde_json::from_slice(&explained.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&explained.stderr)));
+    assert_eq!((told.action.as_str(), told.side.as_deref()), ("hit", Some("rpm")), "{told:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
