@@ -186,7 +186,7 @@ impl Verifier for MetadataCheck {
 
     fn committed(&self, body: &mut BodyReader<'_>, _: &BodyHashes) {
         if let Some(learning) = &self.learning {
-            learning.learn(body);
+            learning.learn_once(Some(body));
         }
     }
 }
@@ -206,6 +206,27 @@ pub struct Learning {
     pub compression: Compression,
     /// Where below the repository a package it lists is.
     pub path_of: PathOf,
+    /// The primaries being learnt: one is learnt once, however many
+    /// fetches would (a dnf fetching packages the moment it has the
+    /// primary metadata, Fedora's 150 MB of XML).
+    pub under_way: Arc<UnderWay>,
+}
+
+/// The primaries being learnt, each behind a lock of its own.
+#[derive(Debug, Default)]
+pub struct UnderWay(parking_lot::Mutex<std::collections::HashMap<String, Arc<parking_lot::Mutex<()>>>>);
+
+impl UnderWay {
+    fn lock_of(&self, key: &str) -> Arc<parking_lot::Mutex<()>> {
+        let mut locks = self.0.lock();
+        locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        Arc::clone(locks.entry(key.to_owned()).or_default())
+    }
+
+    /// Whether `key` is being learnt now.
+    pub fn is_learning(&self, key: &str) -> bool {
+        self.0.lock().get(key).is_some_and(|lock| lock.is_locked())
+    }
 }
 
 /// Where below a repository a package its primary lists is (`None`: not
@@ -219,8 +240,27 @@ impl std::fmt::Debug for Learning {
 }
 
 impl Learning {
+    /// What [`UnderWay`] knows this primary by.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.repository, self.root, self.checksum)
+    }
+
+    /// Learns the primary `raw` reads (compressed), unless it is learnt
+    /// already; one being learnt is waited for. `None` for `raw`: only
+    /// waits for the one being learnt. Blocking.
+    pub fn learn_once(&self, raw: Option<impl Read>) {
+        let lock = self.under_way.lock_of(&self.key());
+        let _learning = lock.lock();
+        if self.index.learnt(&self.repository, &self.root, &self.checksum) {
+            return;
+        }
+        if let Some(raw) = raw {
+            self.learn(raw);
+        }
+    }
+
     /// Learns the primary `raw` reads (compressed). Blocking.
-    pub fn learn(&self, raw: impl Read) {
+    fn learn(&self, raw: impl Read) {
         let (repository, root) = (self.repository.as_str(), self.root.as_str());
         let learnt = self.compression.reader(raw).map_err(|e| e.to_string()).and_then(|reader| {
             self.index.learn(repository, root, &self.checksum, reader, |p| (self.path_of)(p)).map_err(|e| e.to_string())
@@ -239,8 +279,9 @@ impl Learning {
 pub struct PackageCheck {
     /// What the index listed when the fetch started.
     pub listed: Option<Listed>,
-    /// The primary to learn when nothing was listed, with its body.
-    pub primary: Option<(Learning, Bytes)>,
+    /// The primary to learn when nothing was listed, with its body (none
+    /// while another fetch learns it: that one is waited for).
+    pub primary: Option<(Learning, Option<Bytes>)>,
     /// The index, the repository and the package's path, to look it up.
     pub lookup: Option<(Arc<RpmIndex>, String, String)>,
 }
@@ -267,7 +308,7 @@ impl Verifier for PackageCheck {
             return Err("the package is not listed by any primary metadata pkgproxy holds".to_owned());
         };
         if let Some((learning, primary)) = &self.primary {
-            learning.learn(primary.as_ref());
+            learning.learn_once(primary.as_ref().map(|body| body.as_ref()));
         }
         let listed = index.package(repository, path).ok_or_else(|| {
             format!("{path} is not listed by the primary metadata of repository {repository:?}: pkgproxy keeps only packages it can check")

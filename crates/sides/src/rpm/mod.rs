@@ -62,6 +62,8 @@ pub struct Rpm {
     config: Reloadable<Config>,
     cache: Cache,
     index: Arc<RpmIndex>,
+    /// The primaries being learnt.
+    under_way: Arc<checks::UnderWay>,
 }
 
 impl Rpm {
@@ -69,7 +71,7 @@ impl Rpm {
     /// `cache_dir`).
     pub fn open(config: Config, cache: Cache, cache_dir: &Path) -> Result<Rpm, index::IndexError> {
         let index = RpmIndex::open(&cache_dir.join("rpm-index.redb"))?;
-        Ok(Rpm { config: Reloadable::new(config), cache, index: Arc::new(index) })
+        Ok(Rpm { config: Reloadable::new(config), cache, index: Arc::new(index), under_way: Arc::default() })
     }
 
     /// The side's validated configuration.
@@ -160,6 +162,7 @@ impl Rpm {
             checksum: primary.checksum.hex.clone(),
             compression: Compression::of(&primary.location)?,
             path_of: Arc::new(package_path(repository.clone(), root.to_owned())),
+            under_way: Arc::clone(&self.under_way),
         };
         Some((learning, layout::join(root, &primary.location)))
     }
@@ -339,12 +342,13 @@ impl Side for Rpm {
             }
             RpmPath::Package => {
                 let listed = self.index.package(&repository.name, path);
-                let primary = match (&listed, prerequisites.first().filter(|body| !body.is_empty())) {
-                    (None, Some(body)) => self
+                let body = prerequisites.first().filter(|body| !body.is_empty()).cloned();
+                let primary = match listed {
+                    None => self
                         .root_of_package(repository, path)
                         .and_then(|(root, repomd)| self.learning(repository, root, &repomd))
-                        .map(|(learning, _)| (learning, body.clone())),
-                    _ => None,
+                        .map(|(learning, _)| (learning, body)),
+                    Some(_) => None,
                 };
                 let lookup = Some((Arc::clone(&self.index), repository.name.clone(), path.to_owned()));
                 Some(Arc::new(PackageCheck { listed, primary, lookup }))
@@ -419,7 +423,10 @@ impl Fetching for Rpm {
             Some(RpmPath::Package) if self.index.package(&repository.name, path).is_none() => {
                 let Some((root, repomd)) = self.root_of_package(repository, path) else { return Vec::new() };
                 let Some((learning, primary)) = self.learning(repository, root, &repomd) else { return Vec::new() };
-                if self.index.learnt(&repository.name, root, &learning.checksum) {
+                // Learnt, or being learnt (the package's check waits for it).
+                if self.index.learnt(&repository.name, root, &learning.checksum)
+                    || self.under_way.is_learning(&learning.key())
+                {
                     return Vec::new();
                 }
                 let laid = RpmPath::parse(&primary);
@@ -474,13 +481,18 @@ impl Evicting for Rpm {
 }
 
 impl Forwarding for Rpm {
-    /// A forward-proxy request for a file of a repository's mirror (dnf's
+    /// A forward-proxy request for a repository's file on its mirror (dnf's
     /// `proxy=` with an `http://` repository, or a package an `xml:base`
-    /// puts on a mirror) is the RPM side's.
+    /// puts on a mirror) is the RPM side's: its `repodata/` and its
+    /// packages, never another file of the host (which may serve apt's
+    /// archives beside).
     fn claims(&self, target: &Target) -> bool {
         let url =
             format!("{}://{}:{}{}", target.scheme, target.host, target.port, target.raw_path).replacen(":80/", "/", 1);
-        self.config().forwarded(&url).is_some()
+        let config = self.config();
+        let Some((_, path)) = config.forwarded(&url) else { return false };
+        let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+        !matches!(RpmPath::parse(&path), None | Some(RpmPath::Other))
     }
 
     /// dnf may open a tunnel to a repository's mirror, for an `https://`
