@@ -378,7 +378,7 @@ async fn an_lxd_image_warmed_exports_offline_and_its_bundle_serves_a_pkgproxy_ne
 
 /// A pkgproxy with `config`, offline from its start, that imported a
 /// bundle of everything `online` holds (written in `dir`).
-async fn whole_cache_carried(online: &Daemon, config: &str, dir: &Path) -> Daemon {
+pub(crate) async fn whole_cache_carried(online: &Daemon, config: &str, dir: &Path) -> Daemon {
     let whole = dir.join("whole").join("whole.tar");
     std::fs::create_dir_all(whole.parent().unwrap()).unwrap();
     let gapped = carried_signed(online, config, &whole, &["--all"]).await;

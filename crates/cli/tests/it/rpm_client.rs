@@ -577,3 +577,26 @@ async fn a_package_asked_before_its_primary_metadata_is_checked_against_it_and_o
     let held = get(server.proxy_addr(), "/rpm/local/Packages/unseen-1.0-1.noarch.rpm").await;
     assert_eq!(held.header("location"), Some("?pkgproxy=offline,not-held"), "never cached");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_of_what_dnf_fetched_serves_dnf_from_a_pkgproxy_never_online() {
+    use pkgproxy_testkit::Daemon;
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &packages(), &Createrepo::default());
+    let origin = Origin::serve(dir.path()).await;
+    let config = config(&[origin.url()], None);
+    let online = Daemon::start_with(crate::common::PKGPROXY, Some(&config), &[]).await;
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &format!("http://{}/rpm/local/", online.proxy_addr())));
+    let installed = download(&sandbox, &["hello", "other"]).await;
+    assert!(installed.success, "{}", installed.output);
+
+    let bundles = tempfile::tempdir().unwrap();
+    let gapped = crate::bundle::whole_cache_carried(&online, &config, bundles.path()).await;
+    origin.clear_requests();
+    let through_gapped = DnfSandbox::new("local", &format!("http://{}/rpm/local/", gapped.proxy_addr()));
+    let sandbox = std::sync::Arc::new(through_gapped);
+    let offline = download(&sandbox, &["hello", "other"]).await;
+    assert!(offline.success, "{}", offline.output);
+    assert_eq!(sandbox.downloaded().len(), 3, "{}", offline.output);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
+}
