@@ -522,6 +522,12 @@ async fn a_package_younger_than_min_age_fails_the_install_saying_why_then_instal
     let server = Server::start_at(Some(&config), added + Duration::from_secs(3600 + 120)).await;
     let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
 
+    // A package asked before any repomd.xml says where its time is: not
+    // known, refused (unknown_time's default).
+    let unknown = get(server.proxy_addr(), "/rpm/local/Packages/hello-1.0-1.noarch.rpm").await;
+    let told = unknown.header("location").unwrap_or_default();
+    assert!(told.starts_with("?pkgproxy=blocked-by-pkgproxy-policy"), "{:?}", unknown.headers);
+
     // hello and its dependency are two hours old: served.
     let old_enough = download(&sandbox, &["hello"]).await;
     assert!(old_enough.success, "{}", old_enough.output);

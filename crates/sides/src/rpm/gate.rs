@@ -19,8 +19,10 @@ use crate::decision::CachedRequest;
 use crate::role::{Filtered, Gated, Gating, Judge, ReleaseName, Times};
 
 impl Gating for Rpm {
-    /// A package of a repository the policy judges, whose root's
-    /// `repomd.xml` is held (it says where the primary metadata is).
+    /// A package of a repository the policy judges, timed by the primary
+    /// metadata its root's `repomd.xml` names. With no `repomd.xml` held
+    /// above it, its time cannot be known (the repository base's
+    /// `repomd.xml` is asked, which gives none): `unknown_time` decides.
     fn gated(&self, request: &CachedRequest) -> Option<Gated> {
         let config = self.config();
         let (repository, path) = config.repository_of_key(&request.key)?;
@@ -28,10 +30,18 @@ impl Gating for Rpm {
             return None;
         }
         let release = release_of(path)?;
-        let (root, repomd) = self.root_of_package(repository, path)?;
-        let (_, primary) = self.learning(repository, root, &repomd)?;
-        let immutable = RpmPath::parse(&primary).is_some_and(|laid| laid.is_immutable());
-        Some(Gated::Artifact { release, times_from: Box::new(file_request(&config, repository, &primary, immutable)) })
+        let primary = self
+            .root_of_package(repository, path)
+            .and_then(|(root, repomd)| self.learning(repository, root, &repomd))
+            .map(|(_, primary)| primary);
+        let times_from = match primary {
+            Some(primary) => {
+                let immutable = RpmPath::parse(&primary).is_some_and(|laid| laid.is_immutable());
+                file_request(&config, repository, &primary, immutable)
+            }
+            None => file_request(&config, repository, &super::layout::repomd_path(""), false),
+        };
+        Some(Gated::Artifact { release, times_from: Box::new(times_from) })
     }
 
     /// When each package the primary metadata `source` lists was added,
