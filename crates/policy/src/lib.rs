@@ -32,6 +32,7 @@ pub use ecosystem::Ecosystem;
 pub use osv::{Malicious, OsvError, OsvStats, INDEX_HEADER};
 pub use rules::{Options, PolicyError, UnknownTime};
 pub use time::{format_minute, parse_time};
+pub use version::rpmvercmp;
 
 /// The rules in force, validated, with the malicious-package records they
 /// read.

@@ -20,10 +20,12 @@
 
 pub mod checks;
 pub mod config;
+pub mod evr;
 mod gate;
 pub mod index;
 pub mod layout;
 pub mod metalink;
+pub mod nevra;
 pub mod primary;
 pub mod repomd;
 pub mod setup;
