@@ -20,7 +20,7 @@
 //! | [`Evicting`] | apt, rpm | the cache's eviction ([`crate::Sides`] as `Obsolete`), `control/cache.rs` |
 //! | [`Exporting`] | apt, npm | `proxy/readiness.rs` (what a bundle carries) |
 //! | [`Resolving`] | apt, snap, registry, lxd, cargo, pypi, npm | `proxy/needs.rs`, `control/` (a warm's first ask) |
-//! | [`Reporting`] | apt, go, registry, cargo, pypi, npm, maven | `browse/` (the cache's page) |
+//! | [`Reporting`] | apt, go, registry, cargo, pypi, npm, maven, rpm | `browse/` (the cache's page) |
 //! | [`Informing`] | apt, lxd | `report/`, `health.rs`, `control/` (info, metrics, the status page) |
 //! | [`Explaining`] | go, cargo, pypi, npm, maven, rpm | `proxy/explain.rs` (a lockfile's upstream URLs) |
 //! | [`Forwarding`] | apt, lxd, rpm | [`crate::Sides::owner`], [`crate::Sides::allows_tunnel`] |

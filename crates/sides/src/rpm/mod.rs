@@ -27,6 +27,7 @@ pub mod layout;
 pub mod metalink;
 pub mod nevra;
 pub mod primary;
+mod reporting;
 pub mod repomd;
 pub mod setup;
 mod told;
@@ -405,6 +406,7 @@ impl Side for Rpm {
             forwarding: Some(self),
             evicting: Some(self),
             gating: Some(self),
+            reporting: Some(self),
             ..Roles::default()
         }
     }
