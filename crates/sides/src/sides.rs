@@ -51,7 +51,7 @@ const LIST: [Listed; SideId::ALL.len()] = [
         needs: Some(&maven::needs::Reader),
         clients: maven::setup::CLIENTS,
     },
-    Listed { configure: configure::<rpm::Config>, needs: None, clients: rpm::setup::CLIENTS },
+    Listed { configure: configure::<rpm::Config>, needs: Some(&rpm::needs::Reader), clients: rpm::setup::CLIENTS },
     #[cfg(feature = "toy")]
     Listed { configure: configure::<crate::toy::Config>, needs: None, clients: &[] },
 ];

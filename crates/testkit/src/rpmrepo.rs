@@ -19,8 +19,16 @@ pub struct RpmPackage {
     pub version: String,
     /// Its release.
     pub release: String,
-    /// The names it requires.
+    /// Its epoch, when it has one.
+    pub epoch: Option<u32>,
+    /// The names it requires (names, virtual names or files).
     pub requires: Vec<String>,
+    /// The virtual names it provides besides its own.
+    pub provides: Vec<String>,
+    /// Files it installs besides its payload (`/usr/bin/NAME`: primary
+    /// metadata lists those in a `bin/` folder, so a requirement may name
+    /// them).
+    pub files: Vec<String>,
     /// Its payload's size in bytes (made of pseudo-random bytes, so the
     /// package is about as large).
     pub size: usize,
@@ -33,7 +41,10 @@ impl RpmPackage {
             name: name.to_owned(),
             version: version.to_owned(),
             release: "1".to_owned(),
+            epoch: None,
             requires: Vec::new(),
+            provides: Vec::new(),
+            files: Vec::new(),
             size: 4096,
         }
     }
@@ -41,6 +52,24 @@ impl RpmPackage {
     /// The same, requiring `name`.
     pub fn requires(mut self, name: &str) -> RpmPackage {
         self.requires.push(name.to_owned());
+        self
+    }
+
+    /// The same, providing the virtual name `name`.
+    pub fn provides(mut self, name: &str) -> RpmPackage {
+        self.provides.push(name.to_owned());
+        self
+    }
+
+    /// The same, installing a small file at `path` too.
+    pub fn installs(mut self, path: &str) -> RpmPackage {
+        self.files.push(path.to_owned());
+        self
+    }
+
+    /// The same, with epoch `epoch`.
+    pub fn epoch(mut self, epoch: u32) -> RpmPackage {
+        self.epoch = Some(epoch);
         self
     }
 
@@ -56,14 +85,25 @@ impl RpmPackage {
     }
 
     fn spec(&self) -> String {
-        let requires: String = self.requires.iter().map(|name| format!("Requires: {name}\n")).collect();
+        let mut tags: String = self.requires.iter().map(|name| format!("Requires: {name}\n")).collect();
+        tags.extend(self.provides.iter().map(|name| format!("Provides: {name}\n")));
+        tags.extend(self.epoch.map(|epoch| format!("Epoch: {epoch}\n")));
+        let installed: String = self
+            .files
+            .iter()
+            .map(|path| {
+                format!("mkdir -p $(dirname %{{buildroot}}{path}) && echo {} > %{{buildroot}}{path}\n", self.name)
+            })
+            .collect();
+        let listed: String = self.files.iter().map(|path| format!("{path}\n")).collect();
         let seed = format!("{}-{}-{}", self.name, self.version, self.release);
         format!(
             "Name: {name}\nVersion: {version}\nRelease: {release}\nSummary: {name} for pkgproxy's tests\nLicense: MIT\n\
-             BuildArch: noarch\n{requires}\n%description\n{name}, made by a test.\n\n%install\n\
+             BuildArch: noarch\n{tags}\n%description\n{name}, made by a test.\n\n%install\n\
              mkdir -p %{{buildroot}}/usr/share/{name}\n\
-             python3 -c 'import random,sys; random.seed(\"{seed}\"); sys.stdout.buffer.write(random.randbytes({size}))' > %{{buildroot}}/usr/share/{name}/data\n\n\
-             %files\n/usr/share/{name}/data\n",
+             python3 -c 'import random,sys; random.seed(\"{seed}\"); sys.stdout.buffer.write(random.randbytes({size}))' > %{{buildroot}}/usr/share/{name}/data\n\
+             {installed}\n\
+             %files\n/usr/share/{name}/data\n{listed}",
             name = self.name,
             version = self.version,
             release = self.release,

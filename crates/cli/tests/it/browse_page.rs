@@ -80,7 +80,7 @@ async fn fetch_through(server: &Server) {
 }
 
 /// The row of `package` in `side`'s table of `dom`, if it is there.
-fn row<'d>(dom: &'d str, side: &str, package: &str) -> Option<&'d str> {
+pub(crate) fn row<'d>(dom: &'d str, side: &str, package: &str) -> Option<&'d str> {
     let section = &dom[dom.find(&format!("<section class=\"side\" data-side=\"{side}\">"))?..];
     let section = &section[..section.find("</section>")?];
     let start = section.find(&format!("<tr data-package=\"{package}\">"))?;
@@ -88,14 +88,14 @@ fn row<'d>(dom: &'d str, side: &str, package: &str) -> Option<&'d str> {
 }
 
 /// The text of the cell `class` of `row`.
-fn cell(row: &str, class: &str) -> String {
+pub(crate) fn cell(row: &str, class: &str) -> String {
     let opening = format!("<td class=\"{class}\"");
     let start = row.find(&opening).unwrap_or_else(|| panic!("no {class} in {row}"));
     let start = start + row[start..].find('>').unwrap() + 1;
     row[start..start + row[start..].find("</td>").unwrap()].to_string()
 }
 
-fn package<'b>(browse: &'b Browse, side: &str, name: &str) -> &'b BrowsePackage {
+pub(crate) fn package<'b>(browse: &'b Browse, side: &str, name: &str) -> &'b BrowsePackage {
     let side = browse.sides.iter().find(|listed| listed.side == side).unwrap();
     side.packages.iter().find(|package| package.name == name).unwrap_or_else(|| panic!("{name}: {side:#?}"))
 }

@@ -606,3 +606,109 @@ async fn a_bundle_of_what_dnf_fetched_serves_dnf_from_a_pkgproxy_never_online() 
     assert_eq!(sandbox.downloaded().len(), 3, "{}", offline.output);
     assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
 }
+
+/// A machine's packages: `app` requires the file `/usr/bin/greet`, which
+/// `greeter` (with an epoch) installs; `greeter` requires the virtual name
+/// `greeting-lib`, which two versions of `libgreet` provide; `other`
+/// stands alone; `unseen` is listed by no one.
+fn listed_packages() -> Vec<RpmPackage> {
+    vec![
+        RpmPackage::new("app", "1.0").requires("/usr/bin/greet"),
+        RpmPackage::new("greeter", "2.0").epoch(2).installs("/usr/bin/greet").requires("greeting-lib"),
+        RpmPackage::new("libgreet", "0.4").provides("greeting-lib"),
+        RpmPackage::new("libgreet", "0.5").provides("greeting-lib"),
+        RpmPackage::new("other", "2.1"),
+        RpmPackage::new("unseen", "1.0"),
+    ]
+}
+
+/// The NEVRA of the package file at `path`, as rpm prints it.
+fn nevra_of(path: &Path) -> String {
+    let output = std::process::Command::new("rpm")
+        .args(["-qp", "--qf", "%{NEVRA}\n"])
+        .arg(path)
+        .output()
+        .expect("rpm runs (test.sh installs rpm)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_rpm_says_what_a_list_needs_warm_fetches_it_and_dnf_installs_it_offline_from_an_empty_cache() {
+    use crate::common::PKGPROXY;
+    use crate::readiness::ctl;
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path(), &listed_packages(), &Createrepo::default());
+    let origin = Origin::serve(dir.path()).await;
+    let daemon = pkgproxy_testkit::Daemon::start(PKGPROXY, Some(&config(&[origin.url()], None))).await;
+
+    // A name (with what it requires) and two NEVRAs as rpm prints them,
+    // greeter's with its epoch.
+    let greeter = nevra_of(&dir.path().join("Packages/greeter-2.0-1.noarch.rpm"));
+    assert_eq!(greeter, "greeter-2:2.0-1.noarch");
+    let other = nevra_of(&dir.path().join("Packages/other-2.1-1.noarch.rpm"));
+    let list = dir.path().join("packages.txt");
+    std::fs::write(&list, format!("# the image's packages\napp\n\n{greeter}\n{other}   # a NEVRA\n")).unwrap();
+    let list = list.to_str().unwrap();
+
+    // dnf reads repomd.xml first: pkgproxy holds it, nothing else.
+    assert_eq!(get(daemon.proxy_addr(), "/rpm/local/repodata/repomd.xml").await.status, 200);
+    origin.clear_requests();
+    let (ready, printed) = ctl(&daemon, &["check", "rpm", list]);
+    println!("check before the warm:\n{printed}");
+    assert!(!ready, "{printed}");
+    assert!(printed.contains("ready    local repomd.xml"), "{printed}");
+    assert!(printed.contains("missing  local primary "), "{printed}");
+    assert!(printed.contains("missing  local: its primary metadata is not held (warm fetches it)"), "{printed}");
+    assert!(origin.requests().is_empty(), "a check asks nothing upstream: {:#?}", origin.requests());
+
+    let (warmed, printed) = ctl(&daemon, &["warm", "rpm", list]);
+    println!("warm:\n{printed}");
+    assert!(warmed, "{printed}");
+    let fetched = ["app-1.0-1", "greeter-2.0-1", "libgreet-0.5-1", "other-2.1-1"];
+    for package in fetched {
+        assert_eq!(asked(&origin, &format!("/{package}.noarch.rpm")), 1, "{package}: {:#?}", origin.requests());
+    }
+    for package in ["libgreet-0.4-1", "unseen-1.0-1"] {
+        assert_eq!(asked(&origin, &format!("/{package}.noarch.rpm")), 0, "{package}: {:#?}", origin.requests());
+    }
+    assert_eq!(asked(&origin, "primary.xml.gz"), 1, "{:#?}", origin.requests());
+    assert_eq!(asked(&origin, "filelists.xml.gz"), 1, "dnf 4 reads filelists: {:#?}", origin.requests());
+    let (ready, printed) = ctl(&daemon, &["check", "rpm", list]);
+    println!("check after the warm:\n{printed}");
+    assert!(ready, "{printed}");
+    for label in ["app-1.0-1.noarch", "greeter-2:2.0-1.noarch", "libgreet-0.5-1.noarch", "other-2.1-1.noarch"] {
+        assert!(printed.lines().any(|line| line.starts_with("ready") && line.ends_with(label)), "{label}: {printed}");
+    }
+    assert!(printed.trim_end().ends_with("7 of 7 ready"), "{printed}");
+
+    // Offline, a dnf with an empty cache installs the list's packages
+    // from pkgproxy alone.
+    assert!(ctl(&daemon, &["offline", "offline"]).0);
+    origin.clear_requests();
+    let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &format!("http://{}/rpm/local/", daemon.proxy_addr())));
+    let installed = download(&sandbox, &["app", "other"]).await;
+    assert!(installed.success, "{}", installed.output);
+    let files: Vec<String> = fetched.iter().map(|package| format!("{package}.noarch.rpm")).collect();
+    assert_eq!(sandbox.downloaded(), files, "{}", installed.output);
+    assert!(origin.requests().is_empty(), "nothing asked offline: {:#?}", origin.requests());
+
+    // The cache's page names the packages by name and version, and sums
+    // the repository's metadata in one line.
+    let json = get(daemon.proxy_addr(), pkgproxy_control::BROWSE_JSON_PATH).await;
+    let browse: pkgproxy_control::Browse = serde_json::from_slice(&json.body).unwrap();
+    let greeter = crate::browse_page::package(&browse, "rpm", "greeter");
+    assert_eq!(greeter.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>(), ["2.0-1.noarch"]);
+    let rpm = browse.sides.iter().find(|side| side.side == "rpm").unwrap();
+    let names: Vec<&str> = rpm.packages.iter().map(|package| package.name.as_str()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(rpm.other_entries, 3, "repomd.xml, primary, filelists: {rpm:?}");
+    let page = get(daemon.proxy_addr(), "/cache/").await;
+    let page = String::from_utf8_lossy(&page.body);
+    let section = &page[page.find("data-side=\"rpm\"").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    println!("the cache's page, rpm:\n{section}");
+    let row = crate::browse_page::row(&page, "rpm", "libgreet").unwrap_or_else(|| panic!("{section}"));
+    assert!(crate::browse_page::cell(row, "versions").contains("0.5-1.noarch"), "{row}");
+    assert!(section.contains("repository metadata (repomd.xml and the files it names): 3 entries"), "{section}");
+}

@@ -218,12 +218,23 @@ fn texts_spell_flags_with_two_dashes_and_say_online_for_going_back_online() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The words bash offers after `pkgproxyctl COMMAND` (`setup`,
+/// `check__subcmd__rpm` for `check rpm`).
+fn offered_after<'b>(bash: &'b str, command: &str) -> &'b str {
+    let case = format!("        pkgproxyctl__subcmd__{command})\n");
+    let at = bash.find(&case).unwrap_or_else(|| panic!("no completions for {command}:\n{bash}")) + case.len();
+    bash[at..].lines().next().unwrap_or_default()
+}
+
 #[test]
 fn completions_offer_neither_hidden_flags_nor_hidden_commands() {
     let bash = printed(PKGPROXYCTL, &["completions", "bash"]);
-    for hidden in ["--root", "--no-restart", "--configure-hook", "manpage"] {
+    for hidden in ["--no-restart", "--configure-hook", "manpage"] {
         assert!(!bash.contains(hidden), "{hidden} offered:\n{bash}");
     }
+    // setup's --root is hidden; check rpm's, a repository's root, is not.
+    assert!(!offered_after(&bash, "setup").contains("--root"), "{}", offered_after(&bash, "setup"));
+    assert!(offered_after(&bash, "check__subcmd__rpm").contains("--root"), "{bash}");
     for offered in ["--apply", "--addr", "online", "store-overloaded", "explain"] {
         assert!(bash.contains(offered), "{offered} not offered");
     }

@@ -19,7 +19,7 @@
 //! | [`Digests`] | registry | `proxy/pointer.rs`, `proxy/supplied.rs` |
 //! | [`Evicting`] | apt, rpm | the cache's eviction ([`crate::Sides`] as `Obsolete`), `control/cache.rs` |
 //! | [`Exporting`] | apt, npm | `proxy/readiness.rs` (what a bundle carries) |
-//! | [`Resolving`] | apt, snap, registry, lxd, cargo, pypi, npm | `proxy/needs.rs`, `control/` (a warm's first ask) |
+//! | [`Resolving`] | apt, snap, registry, lxd, cargo, pypi, npm, rpm | `proxy/needs.rs`, `control/` (a warm's first ask) |
 //! | [`Reporting`] | apt, go, registry, cargo, pypi, npm, maven, rpm | `browse/` (the cache's page) |
 //! | [`Informing`] | apt, lxd | `report/`, `health.rs`, `control/` (info, metrics, the status page) |
 //! | [`Explaining`] | go, cargo, pypi, npm, maven, rpm | `proxy/explain.rs` (a lockfile's upstream URLs) |

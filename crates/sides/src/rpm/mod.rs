@@ -19,16 +19,19 @@
 //! prints at once.
 
 pub mod checks;
+mod closure;
 pub mod config;
 pub mod evr;
 mod gate;
 pub mod index;
 pub mod layout;
 pub mod metalink;
+pub mod needs;
 pub mod nevra;
 pub mod primary;
-mod reporting;
 pub mod repomd;
+mod reporting;
+mod resolve;
 pub mod setup;
 mod told;
 
@@ -153,11 +156,7 @@ impl Rpm {
     /// one pkgproxy can read (zchunk's is not read; repositories that
     /// publish it publish another beside it).
     fn learning(&self, repository: &Repository, root: &str, repomd: &Repomd) -> Option<(Learning, String)> {
-        let primary = repomd
-            .files
-            .iter()
-            .filter(|file| file.kind == "primary")
-            .find(|file| Compression::of(&file.location).is_some())?;
+        let primary = readable_primary(repomd)?;
         let learning = Learning {
             index: Arc::clone(&self.index),
             repository: repository.name.clone(),
@@ -169,6 +168,12 @@ impl Rpm {
         };
         Some((learning, layout::join(root, &primary.location)))
     }
+}
+
+/// The primary metadata `repomd` names that pkgproxy reads: zchunk's is
+/// not read, and repositories that publish it publish another beside it.
+fn readable_primary(repomd: &Repomd) -> Option<&repomd::MetadataFile> {
+    repomd.files.iter().filter(|file| file.kind == "primary").find(|file| Compression::of(&file.location).is_some())
 }
 
 /// Where below `repository` a package primary metadata of `root` lists
@@ -406,6 +411,7 @@ impl Side for Rpm {
             forwarding: Some(self),
             evicting: Some(self),
             gating: Some(self),
+            resolving: Some(self),
             reporting: Some(self),
             ..Roles::default()
         }
