@@ -148,6 +148,25 @@ pub struct OpenError {
     pub message: String,
 }
 
+/// Checks `name`, the next of a side's `[[SIDE.repository]]` names
+/// (`named` holds those before it): 1 to 64 lower-case letters, digits,
+/// `-` and `_` (it is a path's segment, a cache key's and a pool's name),
+/// and not given twice.
+pub fn repository_name(side: SideId, name: &str, named: &mut Vec<String>) -> Result<(), ConfigError> {
+    let fit = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !fit {
+        let rule = "a repository's name is 1 to 64 lower-case letters, digits, - and _";
+        return Err(ConfigError::new(side, "repository.name", format!("{name:?}: {rule}")));
+    }
+    if named.iter().any(|known| known == name) {
+        return Err(ConfigError::new(side, "repository.name", format!("{name:?} is named twice")));
+    }
+    named.push(name.to_owned());
+    Ok(())
+}
+
 /// A key of a side's section whose value cannot be used: the one error
 /// the sides' validations give, worded `SIDE.KEY: REASON` so that the
 /// message points into the file.

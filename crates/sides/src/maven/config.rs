@@ -117,14 +117,6 @@ pub struct Config {
     pub negative_ttl: Duration,
 }
 
-/// Whether `name` may name a repository: 1 to 64 lower-case letters,
-/// digits, `-` and `_`.
-fn is_repository_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-}
-
 impl Config {
     /// Validates `options`.
     pub fn new(options: &Options) -> Result<Config, ConfigError> {
@@ -142,14 +134,7 @@ impl Config {
         let mut named = Vec::new();
         for configured in &options.repository {
             let name = &configured.name;
-            if !is_repository_name(name) {
-                let rule = "a repository's name is 1 to 64 lower-case letters, digits, - and _";
-                return Err(bad(&"repository.name", format!("{name:?}: {rule}")));
-            }
-            if named.contains(name) {
-                return Err(bad(&"repository.name", format!("{name:?} is named twice")));
-            }
-            named.push(name.clone());
+            crate::config::repository_name(SideId::Maven, name, &mut named)?;
             let urls_key = format!("repository.{name}.mirrors");
             let built_in = BUILT_IN.iter().find(|built_in| built_in.name == name).map(|built_in| built_in.url);
             if configured.mirrors.is_empty() && built_in.is_none() {

@@ -186,14 +186,6 @@ pub struct Config {
     pub metadata_ttl: Duration,
 }
 
-/// Whether `name` may name a repository: 1 to 64 lower-case letters,
-/// digits, `-` and `_`.
-fn is_repository_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-}
-
 /// Checks a configured metalink: an `http(s)` URL with a host.
 fn metalink_url(url: &str) -> Result<String, String> {
     let uri: http::Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;
@@ -220,14 +212,7 @@ impl Config {
         let mut named = Vec::new();
         for configured in &options.repository {
             let name = &configured.name;
-            if !is_repository_name(name) {
-                let rule = "a repository's name is 1 to 64 lower-case letters, digits, - and _";
-                return Err(bad(&"repository.name", format!("{name:?}: {rule}")));
-            }
-            if named.contains(name) {
-                return Err(bad(&"repository.name", format!("{name:?} is named twice")));
-            }
-            named.push(name.clone());
+            crate::config::repository_name(SideId::Rpm, name, &mut named)?;
             let urls_key = format!("repository.{name}.mirrors");
             let built_in = BUILT_IN.iter().find(|built_in| built_in.name == name);
             if configured.mirrors.is_empty() && built_in.is_none() {
