@@ -22,7 +22,7 @@ fn listed(daemon: &Daemon) -> Vec<CacheEntry> {
 }
 
 /// The entries a pkgproxy lists over its admin socket at `admin`.
-fn listed_at(admin: &std::path::Path) -> Vec<CacheEntry> {
+pub(crate) fn listed_at(admin: &std::path::Path) -> Vec<CacheEntry> {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
         .arg("-admin-socket-path")
         .arg(admin)

@@ -420,18 +420,6 @@ async fn what_a_mirror_cannot_give_now_fails_at_once_in_dnf_s_output_with_pkgpro
     assert!(again.success, "{}", again.output);
 }
 
-/// The entries the pkgproxy at `admin` lists.
-fn listed(admin: &Path) -> Vec<pkgproxy_control::CacheEntry> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pkgproxyctl"))
-        .arg("-admin-socket-path")
-        .arg(admin)
-        .args(["cache", "ls", "--json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn metadata_a_newer_repomd_no_longer_names_is_evicted_before_any_package() {
     let built = tempfile::tempdir().unwrap();
@@ -460,7 +448,7 @@ async fn metadata_a_newer_repomd_no_longer_names_is_evicted_before_any_package()
         let keys = entries.iter().map(|entry| entry.key.clone());
         keys.filter(|key| key.contains("/repodata/") && !key.ends_with("repomd.xml")).collect()
     };
-    let old = metadata(&listed(&server.admin_socket()));
+    let old = metadata(&crate::quota_apt::listed_at(&server.admin_socket()));
     assert!(!old.is_empty(), "dnf fetched the metadata");
     // Used after the packages: by use alone, the packages would go first.
     server.clock().advance(Duration::from_secs(2));
@@ -476,7 +464,7 @@ async fn metadata_a_newer_repomd_no_longer_names_is_evicted_before_any_package()
     sandbox.clear_cache();
     let newer = download(&sandbox, &["other"]).await;
     assert!(newer.success, "{}", newer.output);
-    let entries = listed(&server.admin_socket());
+    let entries = crate::quota_apt::listed_at(&server.admin_socket());
     let current: Vec<String> = metadata(&entries).into_iter().filter(|key| !old.contains(key)).collect();
     assert!(!current.is_empty(), "the new metadata is cached");
     let old_bytes: u64 = entries.iter().filter(|entry| old.contains(&entry.key)).map(|entry| entry.size).sum();
@@ -496,7 +484,8 @@ async fn metadata_a_newer_repomd_no_longer_names_is_evicted_before_any_package()
         .unwrap();
     let printed = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{printed}");
-    let after: Vec<String> = listed(&server.admin_socket()).into_iter().map(|entry| entry.key).collect();
+    let after: Vec<String> =
+        crate::quota_apt::listed_at(&server.admin_socket()).into_iter().map(|entry| entry.key).collect();
     assert!(old.iter().any(|key| !after.contains(key)), "superseded metadata went: {printed}\n{after:#?}");
     assert!(current.iter().all(|key| after.contains(key)), "the current metadata stays: {after:#?}");
     let packages = after.iter().filter(|key| key.ends_with(".rpm")).count();
