@@ -29,17 +29,20 @@ done
 cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
 target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+pids=()
+work="" shm="" caches=""
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
+  rm -rf "$work" "$shm" "$caches"
+}
+trap cleanup EXIT
 work=$(mktemp -d)
 chmod 755 "$work"
 # dnf's installroots and caches, in memory: the client's disk is not measured.
 shm=$(mktemp -d -p /dev/shm pkgproxy-bench-rpm.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-  rm -rf "$work" "$shm"
-}
-trap cleanup EXIT
+# pkgproxy's caches: in $work, on its disk, unless CACHE_ROOT says where.
+caches=$(mktemp -d -p "${CACHE_ROOT:-$work}" pkgproxy-bench-caches.XXXXXX)
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 repo_port=$(port)
 pkgproxy_port=$(port)
@@ -122,17 +125,19 @@ NGINX
 }
 
 start_pkgproxy() {
-  local cache
-  cache=$(mktemp -d -p "${CACHE_ROOT:-$work}" pkgproxy-cache.XXXXXX)
-  printf '[[rpm.repository]]\nname = "local"\nmirrors = ["http://127.0.0.1:%s"]\n' "$reached_port" > "$work/pkgproxy.toml"
+  cache=$(mktemp -d -p "$caches" pkgproxy-cache.XXXXXX)
+  # Eviction is not measured: a disk nearly full (under min_free's 5 %)
+  # would have pkgproxy evict what the warm run asks.
+  printf '[cache]\nmin_free = "1GiB"\n\n[[rpm.repository]]\nname = "local"\nmirrors = ["http://127.0.0.1:%s"]\n' \
+    "$reached_port" > "$work/pkgproxy.toml"
   $proxy_core "$target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
     -config "$work/pkgproxy.toml" -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" \
-    -log-level warn > "$work/pkgproxy.log" 2>&1 &
+    -log-level warn >> "$work/pkgproxy.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$pkgproxy_port/" && return; sleep 0.1; done
   echo "pkgproxy did not start" >&2; exit 1
 }
-stop_pkgproxy() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
+stop_pkgproxy() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; rm -rf "$cache"; }
 
 # `dnf ARGS...` with the repository at `$1`, in a new installroot with a new,
 # empty cache (as the tests' sandbox: its own reposdir, --releasever=1, no
@@ -240,3 +245,7 @@ start_pkgproxy
 sandbox_dnf "$through" makecache || { tail -20 "$work/dnf.log" >&2; exit 1; }
 clients "the metadata held"
 stop_pkgproxy
+if grep -q WARN "$work/pkgproxy.log"; then
+  echo "pkgproxy warned $(grep -c WARN "$work/pkgproxy.log") time(s), the first:"
+  grep -m 3 WARN "$work/pkgproxy.log" | cut -c1-300
+fi
