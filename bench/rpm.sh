@@ -137,6 +137,10 @@ start_pkgproxy() {
   for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$pkgproxy_port/" && return; sleep 0.1; done
   echo "pkgproxy did not start" >&2; exit 1
 }
+# The CPU time pkgproxy has used (user and system), in seconds.
+cpu_seconds() {
+  python3 -c "import os; f = open('/proc/${pids[-1]}/stat').read().rsplit(')', 1)[1].split(); print(f'{(int(f[11]) + int(f[12])) / os.sysconf(\"SC_CLK_TCK\"):.2f}')"
+}
 stop_pkgproxy() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; rm -rf "$cache"; }
 
 # `dnf ARGS...` with the repository at `$1`, in a new installroot with a new,
@@ -190,11 +194,14 @@ for run in $(seq "$repeat"); do
   : > "$work/repo.log"
   cold=$(install "$through")
   asked=$(wc -l < "$work/repo.log")
+  cpu_cold=$(cpu_seconds)
   warm=$(install "$through")
   asked_warm=$(( $(wc -l < "$work/repo.log") - asked ))
+  cpu_warm=$(python3 -c "print(f'{$(cpu_seconds) - $cpu_cold:.2f}')")
   stop_pkgproxy
   echo "$straight $cold $warm" >> "$work/runs"
-  echo "run $run: straight ${straight} s ($asked_straight requests to the fake), through pkgproxy cold ${cold} s ($asked), warm ${warm} s ($asked_warm)"
+  echo "run $run: straight ${straight} s ($asked_straight requests to the fake), through pkgproxy cold ${cold} s ($asked)," \
+    "warm ${warm} s ($asked_warm); pkgproxy's CPU time cold ${cpu_cold} s, warm ${cpu_warm} s"
 done
 python3 - "$work/runs" <<'PY'
 import statistics, sys
