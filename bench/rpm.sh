@@ -16,6 +16,10 @@
 #     (with `repomd.xml` alone held, then with the metadata held), the
 #     fake sending each connection at 50 MB/s: requests to the fake, when
 #     the last client was done, the others' first byte.
+# RPM_REPO: where the fake repository is kept (default
+# ~/.cache/pkgproxy-bench/rpm/repo-1); CACHE_ROOT: where pkgproxy's caches
+# go (default: the temporary folder, on its disk). Every process and file
+# the script makes is gone when it ends. Traffic stays on 127.0.0.1.
 #   REPEAT=3 bench/rpm.sh
 #   PINNED=1 DELAY_MS=10 REPEAT=3 bench/rpm.sh
 set -euo pipefail
