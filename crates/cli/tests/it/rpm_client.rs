@@ -511,11 +511,12 @@ async fn a_package_younger_than_min_age_fails_the_install_saying_why_then_instal
     let server = Server::start_at(Some(&config), added + Duration::from_secs(3600 + 120)).await;
     let sandbox = std::sync::Arc::new(DnfSandbox::new("local", &baseurl(&server)));
 
-    // A package asked before any repomd.xml says where its time is: not
-    // known, refused (unknown_time's default).
+    // A package asked before any repomd.xml says what it is and when it
+    // was added: refused, not fetched.
     let unknown = get(server.proxy_addr(), "/rpm/local/Packages/hello-1.0-1.noarch.rpm").await;
     let told = unknown.header("location").unwrap_or_default();
-    assert!(told.starts_with("?pkgproxy=blocked-by-pkgproxy-policy"), "{:?}", unknown.headers);
+    assert_eq!(told, "?pkgproxy=not-held,no-metadata-vouches-for-it", "{:?}", unknown.headers);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
 
     // hello and its dependency are two hours old: served.
     let old_enough = download(&sandbox, &["hello"]).await;
@@ -544,6 +545,11 @@ async fn a_package_asked_before_its_primary_metadata_is_checked_against_it_and_o
     rpmrepo::build(&packages()[3..4], &dir.path().join("Packages"));
     let origin = Origin::serve(dir.path()).await;
     let server = Server::start(Some(&config(&[origin.url()], None))).await;
+    // With no repomd.xml held, nothing could vouch for a package: it is
+    // not fetched.
+    let early = get(server.proxy_addr(), "/rpm/local/Packages/hello-1.0-1.noarch.rpm").await;
+    assert_eq!(early.header("location"), Some("?pkgproxy=not-held,no-metadata-vouches-for-it"), "{:?}", early.headers);
+    assert!(origin.requests().is_empty(), "{:#?}", origin.requests());
     assert_eq!(get(server.proxy_addr(), "/rpm/local/repodata/repomd.xml").await.status, 200);
 
     // No client fetched the primary metadata: pkgproxy does, to check the
@@ -568,9 +574,11 @@ async fn a_package_asked_before_its_primary_metadata_is_checked_against_it_and_o
     assert_eq!(unlisted.status, 302, "refused: {:?}", unlisted.headers);
     let body = String::from_utf8_lossy(&unlisted.body);
     assert!(body.contains("not listed by the primary metadata"), "{body}");
+    assert_eq!(asked(&origin, "unseen-1.0-1.noarch.rpm"), 0, "not fetched: nothing could vouch for it");
     set_mode(&server, "offline").await;
     let held = get(server.proxy_addr(), "/rpm/local/Packages/unseen-1.0-1.noarch.rpm").await;
-    assert_eq!(held.header("location"), Some("?pkgproxy=offline,not-held"), "never cached");
+    assert_eq!(held.header("location"), Some("?pkgproxy=not-held,no-metadata-vouches-for-it"), "never cached");
+    assert_eq!(asked(&origin, "unseen-1.0-1.noarch.rpm"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

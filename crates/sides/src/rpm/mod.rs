@@ -123,6 +123,9 @@ impl Rpm {
         let laid = RpmPath::parse(path)
             .ok_or_else(|| Refusal::not_found(format!("{path:?} is a name pkgproxy keeps for itself")))?;
         let mut request = file_request(config, repository, path, laid.is_immutable());
+        if laid == RpmPath::Package && !self.can_check(repository, path, &request.key) {
+            return Err(unknown_package(path));
+        }
         if let RpmPath::Metadata { root, location } = &laid {
             if let Some((checksum, size)) = self.listed_metadata(repository, root, location) {
                 request.wanted.expected = checks_expected(&checksum, size);
@@ -130,6 +133,20 @@ impl Rpm {
             }
         }
         Ok(Decision::cache(request))
+    }
+
+    /// Whether the package at `path` (cache key `key`) is held, or can be
+    /// checked once fetched: a primary learnt lists it, or the primary of
+    /// the `repomd.xml` held above it is yet to be learnt. Asked before a
+    /// miss, so that a package nothing vouches for is not fetched only to
+    /// be refused.
+    fn can_check(&self, repository: &Repository, path: &str, key: &str) -> bool {
+        if self.cache.lookup(key).is_some() || self.index.package(&repository.name, path).is_some() {
+            return true;
+        }
+        let Some((root, repomd)) = self.root_of_package(repository, path) else { return false };
+        let Some((learning, _)) = self.learning(repository, root, &repomd) else { return false };
+        !self.index.learnt(&repository.name, root, &learning.checksum)
     }
 
     /// The `repomd.xml` held for `root` of `repository`, read.
@@ -207,6 +224,17 @@ fn normalized(path: &str) -> Option<String> {
         }
     }
     Some(segments.join("/"))
+}
+
+/// The refusal of a package no metadata pkgproxy holds vouches for: it
+/// is not fetched, since it could not be checked.
+fn unknown_package(path: &str) -> Refusal {
+    let reason = format!(
+        "{path} is not listed by the primary metadata pkgproxy holds of its repository (or none is held: dnf fetches \
+         repodata/repomd.xml and the primary it names first): pkgproxy keeps only packages it can check"
+    );
+    Refusal::new(http::StatusCode::FAILED_DEPENDENCY, reason)
+        .with_phrase("Not held (pkgproxy): no metadata vouches for it".to_owned())
 }
 
 /// What the cache must check for `checksum` and `size` itself (SHA-256,
