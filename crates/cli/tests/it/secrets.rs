@@ -11,7 +11,8 @@ use pkgproxy_testkit::{Daemon, FakeHub, GoModules, Image, Origin, SkopeoSandbox}
 use crate::common::{pkgproxyctl, PKGPROXY};
 
 /// Every secret planted, one per kind of upstream URL.
-const TOKENS: [&str; 5] = ["GO-TOKEN", "SNAP-TOKEN", "REG-TOKEN", "LXD-TOKEN", "APT-TOKEN"];
+const TOKENS: [&str; 8] =
+    ["GO-TOKEN", "SNAP-TOKEN", "REG-TOKEN", "LXD-TOKEN", "APT-TOKEN", "MVN-TOKEN", "RPM-TOKEN", "ML-TOKEN"];
 
 /// Whether `text` shows any planted secret, as it is or Basic-encoded.
 fn leaks(text: &str) -> Option<String> {
@@ -50,6 +51,13 @@ mirrors = ["http://lxduser:LXD-TOKEN@127.0.0.1:9/lxd"]
 [[apt.archive]]
 name = "q"
 mirrors = ["http://aptuser:APT-TOKEN@127.0.0.1:9/debian"]
+[[maven.repository]]
+name = "q"
+mirrors = ["http://mvnuser:MVN-TOKEN@127.0.0.1:9/m2"]
+[[rpm.repository]]
+name = "q"
+mirrors = ["http://rpmuser:RPM-TOKEN@127.0.0.1:9/el9"]
+metalink = "http://mluser:ML-TOKEN@127.0.0.1:9/metalink?repo=el9"
 [status]
 page = true
 "#;
@@ -67,6 +75,8 @@ page = true
             send(proxy, "GET", &format!("/v2/library/a/blobs/sha256:{}", "a".repeat(64)), &[], b"").await,
             send(proxy, "GET", "/lxd/images/streams/v1/index.json", &[], b"").await,
             proxy_get(proxy, "http://127.0.0.1:9/debian/dists/x/InRelease", &[]).await,
+            send(proxy, "GET", "/maven/q/org/example/a/1.0/a-1.0.pom", &[], b"").await,
+            send(proxy, "GET", "/rpm/q/repodata/repomd.xml", &[], b"").await,
         ];
         for answer in &answers {
             let failed = answer.status >= 400 || String::from_utf8_lossy(&answer.body).contains("failed");

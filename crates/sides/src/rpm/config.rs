@@ -184,6 +184,22 @@ pub struct Config {
     pub repositories: Vec<Repository>,
     /// How long a `repomd.xml` is served without asking again.
     pub metadata_ttl: Duration,
+    /// The hosts of the repositories' mirrors and of the URLs their
+    /// distributions name them by: a forward-proxy request for another
+    /// host (apt's, every one of them) is told apart at once.
+    hosts: std::collections::HashSet<String>,
+}
+
+/// The host of `url` (`scheme://[user@]host[:port]/...`), without its
+/// port or brackets.
+fn host_of(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map(|(host, _)| host),
+        None => host_port.split(':').next(),
+    }
 }
 
 /// Checks a configured metalink: an `http(s)` URL with a host.
@@ -239,7 +255,21 @@ impl Config {
                 None => repositories.push(repository),
             }
         }
-        Ok(Config { repositories, metadata_ttl: options.metadata_ttl.unwrap_or(DEFAULT_METADATA_TTL) })
+        let mut config = Config {
+            repositories,
+            metadata_ttl: options.metadata_ttl.unwrap_or(DEFAULT_METADATA_TTL),
+            hosts: Default::default(),
+        };
+        config.know_hosts();
+        Ok(config)
+    }
+
+    /// Notes the hosts of the mirrors (again, after they changed).
+    pub fn know_hosts(&mut self) {
+        let mirrors =
+            self.repositories.iter().flat_map(|repository| repository.mirrors.urls().iter().map(String::as_str));
+        let urls = mirrors.chain(built_in_urls().map(|(_, url)| url));
+        self.hosts = urls.filter_map(host_of).map(|host| host.to_ascii_lowercase()).collect();
     }
 
     /// The repository named `name`.
@@ -289,9 +319,7 @@ impl Config {
     /// Whether a repository's mirror (or a URL its files name it by) is on
     /// `host`: dnf may open a tunnel there for an `https://` repository.
     pub fn serves_host(&self, host: &str) -> bool {
-        let on = |url: &str| url.split_once("://").is_some_and(|(_, rest)| rest.split(['/', ':']).next() == Some(host));
-        self.repositories.iter().flat_map(|repository| repository.mirrors.urls()).any(|url| on(url))
-            || built_in_urls().any(|(_, url)| on(url))
+        self.hosts.contains(host)
     }
 
     /// The URLs that may be on local addresses: the configured mirrors and
@@ -382,6 +410,22 @@ mod tests {
                 )
                 .as_deref(),
             Some("/rpm/fedora/releases/41/Everything/x86_64/os/repodata/repomd.xml")
+        );
+    }
+
+    #[test]
+    fn a_forward_proxy_request_is_told_apart_by_its_host_first() {
+        let config = config("[[repository]]\nname = \"x\"\nmirrors = [\"http://u:p@127.0.0.1:8001/el9\"]").unwrap();
+        assert!(config.serves_host("127.0.0.1"));
+        assert!(config.serves_host("dl.fedoraproject.org"));
+        assert!(config.serves_host("download.example"));
+        assert!(!config.serves_host("deb.debian.org"));
+        assert_eq!(host_of("http://[::1]:80/x"), Some("::1"));
+        assert_eq!(
+            config
+                .forwarded("http://dl.fedoraproject.org/pub/fedora/linux/releases/41/x.rpm")
+                .map(|(r, p)| (r.name.as_str(), p)),
+            Some(("fedora", "releases/41/x.rpm"))
         );
     }
 

@@ -328,6 +328,7 @@ impl Configures for Config {
             let mount = format!("/rpm/{}", repository.name);
             repository.mirrors.chain_to(parent, &mount);
         }
+        self.know_hosts();
     }
 }
 
@@ -525,9 +526,12 @@ impl Forwarding for Rpm {
     /// packages, never another file of the host (which may serve apt's
     /// archives beside).
     fn claims(&self, target: &Target) -> bool {
+        let config = self.config();
+        if !config.serves_host(&target.host) {
+            return false;
+        }
         let url =
             format!("{}://{}:{}{}", target.scheme, target.host, target.port, target.raw_path).replacen(":80/", "/", 1);
-        let config = self.config();
         let Some((_, path)) = config.forwarded(&url) else { return false };
         let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
         !matches!(RpmPath::parse(&path), None | Some(RpmPath::Other))
