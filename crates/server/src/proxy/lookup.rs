@@ -23,7 +23,7 @@
 //! the mode from [`Moment`], so that it can be tested without I/O.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::HeaderMap;
 use pkgproxy_cache::{freshness, ClientDirectives, Entry, Freshness, PassedAnswer, Window};
@@ -87,7 +87,17 @@ pub struct Moment {
     /// The bytes are handed in (a bundle being taken in): they replace a
     /// copy that nothing expects.
     pub supplied: bool,
+    /// How recent a revalidation answers a client's `no-cache` or
+    /// `max-age=0`: a fleet's clients asking for a fresh copy share one.
+    pub revalidate_floor: Duration,
 }
+
+/// The default of `revalidate_floor`: pip asks every project page with
+/// `max-age=0` and apt every `InRelease` on `update`; a fleet of CI jobs
+/// would otherwise make an upstream request each, for the same bytes.
+/// Ten seconds is shorter than any publish-then-install a person does by
+/// hand, and long enough that a burst of jobs shares one request.
+pub const DEFAULT_REVALIDATE_FLOOR: Duration = Duration::from_secs(10);
 
 impl Moment {
     /// Now, for a request with `headers`, in the daemon's mode.
@@ -98,6 +108,7 @@ impl Moment {
             frozen: state.upstream.switch.frozen(),
             directives: ClientDirectives::from_headers(headers),
             supplied: false,
+            revalidate_floor: DEFAULT_REVALIDATE_FLOOR,
         }
     }
 
@@ -176,11 +187,11 @@ fn stale_reason(request: &CachedRequest, entry: &Entry, moment: &Moment) -> Opti
     if request.wanted.expected.sha256.is_some() {
         return None;
     }
+    let age = || moment.now.duration_since(entry.fetched_at_time()).unwrap_or_default();
     let directives = match request.wanted.client_cache_control {
-        ClientCacheControl::Honoured => moment.directives,
+        ClientCacheControl::Honoured => floored(moment.directives, age(), moment.revalidate_floor),
         ClientCacheControl::Ignored => ClientDirectives::default(),
     };
-    let age = || moment.now.duration_since(entry.fetched_at_time()).unwrap_or_default();
     // Bytes handed in replace a copy found older by when each was
     // fetched, whatever the mode: offline freezes what the upstream could
     // change, not what an import brings.
@@ -194,6 +205,16 @@ fn stale_reason(request: &CachedRequest, entry: &Entry, moment: &Moment) -> Opti
     match freshness(entry, moment.now, window, directives) {
         Freshness::Fresh => None,
         _ => Some(Reason::stale(age(), request.wanted.fresh_for, directives)),
+    }
+}
+
+/// A client's `directives` against an entry revalidated `age` ago: within
+/// `floor`, its demand for a fresh copy is met by that revalidation (a
+/// `no-cache` waived, a `max-age` raised to the floor).
+fn floored(directives: ClientDirectives, age: Duration, floor: Duration) -> ClientDirectives {
+    match age < floor {
+        true => ClientDirectives { no_cache: false, max_age: directives.max_age.map(|max_age| max_age.max(floor)) },
+        false => directives,
     }
 }
 
@@ -301,6 +322,7 @@ mod tests {
             frozen: false,
             directives: ClientDirectives::default(),
             supplied: false,
+            revalidate_floor: DEFAULT_REVALIDATE_FLOOR,
         }
     }
 
@@ -338,10 +360,33 @@ mod tests {
     }
 
     #[test]
-    fn a_client_asking_for_a_fresher_answer_makes_a_fresh_entry_stale() {
-        let asked = Moment { directives: ClientDirectives { no_cache: true, max_age: None }, ..at(1) };
+    fn a_client_asking_for_a_fresher_answer_makes_a_fresh_entry_stale_past_the_floor() {
+        let asked = Moment { directives: ClientDirectives { no_cache: true, max_age: None }, ..at(11) };
         let Lookup::Stale { why, .. } = look(&holding("aa", 10), &request(60), &asked) else { panic!("not stale") };
         assert_eq!(why, Reason::ClientAsked("no-cache".into()));
+    }
+
+    #[test]
+    fn within_the_floor_a_revalidation_answers_every_client_asking_for_a_fresh_copy() {
+        let cache = holding("aa", 10);
+        for directives in [
+            ClientDirectives { no_cache: true, max_age: None },
+            ClientDirectives { no_cache: false, max_age: Some(Duration::ZERO) },
+        ] {
+            let within = Moment { directives, ..at(9) };
+            assert!(matches!(look(&cache, &request(60), &within), Lookup::Fresh(_)), "{directives:?}");
+            let past = Moment { directives, ..at(10) };
+            assert!(matches!(look(&cache, &request(60), &past), Lookup::Stale { .. }), "{directives:?}");
+        }
+        // A window shorter than the floor still ends the entry's freshness.
+        assert!(matches!(look(&cache, &request(5), &at(9)), Lookup::Stale { .. }));
+        // No floor: every such client revalidates.
+        let unfloored = Moment {
+            directives: ClientDirectives { no_cache: true, max_age: None },
+            revalidate_floor: Duration::ZERO,
+            ..at(1)
+        };
+        assert!(matches!(look(&cache, &request(60), &unfloored), Lookup::Stale { .. }));
     }
 
     #[test]
