@@ -11,7 +11,8 @@
 //! page and the cache's page, the keys whose signed bundles an import takes, the fleet's policy
 //! (`[policy]`, its OSV sources read again), and the proxy
 //! listener's client limits (`[server] allow`, the
-//! connection caps and timeouts, for connections from then on). Requests
+//! connection caps and timeouts, for connections from then on), and
+//! `[server] revalidate_floor`. Requests
 //! under way finish on what they started with. The upstream
 //! pools are made again on first use, their instances' health learnt
 //! afresh. The access log is reopened (for log rotation). What is read only
@@ -63,6 +64,7 @@ fn take(state: &State, new: Settings) -> Result<(), String> {
     state.browsing.on.store(new.browse_page, std::sync::atomic::Ordering::Relaxed);
     state.admission.reconfigure(new.clients);
     state.trusted_keys.store(Arc::new(new.trusted_keys));
+    state.revalidate_floor.set(new.revalidate_floor);
     state.gate.configure(new.policy_options, new.policy);
     state.access_log.reopen();
     Ok(())

@@ -76,6 +76,9 @@ pub struct State {
     pub ahead: crate::ahead::Ahead,
     /// The fleet's policy, and what it keeps between requests.
     pub gate: crate::gate::Gate,
+    /// How recent a revalidation answers a client asking for a fresh copy
+    /// (changed on a reload).
+    pub revalidate_floor: crate::proxy::lookup::Floor,
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::{archive, PKGPROXY};
+use crate::common::{archive, revalidating_at_once, PKGPROXY};
 use pkgproxy_testkit::client::{get, proxy_fetch, proxy_get};
 use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 
@@ -23,7 +23,7 @@ async fn a_miss_a_hit_a_revalidation_and_a_refusal_each_have_their_line() {
     let origin = Origin::serve(repo.root()).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
-    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    let config = revalidating_at_once(&archive("local", &[format!("{}/debian", origin.url())]));
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &["-access-log", log.to_str().unwrap()]).await;
     let proxy = daemon.proxy_addr();
 

@@ -1,7 +1,9 @@
 //! The real `apt-get` through pkgproxy, against a signed repository with
 //! by-hash indexes served by a recording origin.
 
-use crate::common::{origin_and_daemon, sha256_file, upstream_counts};
+use crate::common::{
+    origin_and_daemon, origin_and_revalidating_daemon, origin_and_server, sha256_file, upstream_counts, REVALIDATE_FLOOR,
+};
 use pkgproxy_metrics::{CacheGauge, SideCounter};
 use pkgproxy_testkit::AptSandbox;
 
@@ -43,7 +45,7 @@ async fn apt_update_and_download_through_pkgproxy_get_the_repository_s_bytes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_fresh_apt_reaches_the_origin_only_to_revalidate() {
-    let (repo, origin, daemon) = origin_and_daemon().await;
+    let (repo, origin, daemon) = origin_and_revalidating_daemon().await;
     let source = format!("{}/debian", origin.url());
     let first = AptSandbox::new(Some(&daemon.proxy_url()), &source, repo.keyring());
     first.update().assert_success();
@@ -79,4 +81,33 @@ async fn an_unchanged_in_release_is_a_hit_for_apt() {
     let again = apt.update();
     again.assert_success();
     assert!(again.stdout.contains("Hit:"), "{again}");
+}
+
+/// A fleet's `apt-get update`s (each asking `max-age=0`) within
+/// `revalidate_floor` of each other share one revalidation of each file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fleet_s_apt_get_updates_share_one_revalidation_per_floor() {
+    let (repo, origin, server) = origin_and_server().await;
+    let source = format!("{}/debian", origin.url());
+    let proxy_url = format!("http://{}", server.proxy_addr());
+    AptSandbox::new(Some(&proxy_url), &source, repo.keyring()).update().assert_success();
+    let updates = |count: usize| {
+        let fleet: Vec<AptSandbox> =
+            (0..count).map(|_| AptSandbox::new(Some(&proxy_url), &source, repo.keyring())).collect();
+        std::thread::scope(|scope| {
+            let running: Vec<_> = fleet.iter().map(|apt| scope.spawn(|| apt.update())).collect();
+            for update in running {
+                update.join().unwrap().assert_success();
+            }
+        });
+    };
+
+    origin.clear_requests();
+    updates(6);
+    assert_eq!(origin.requests().len(), 0, "within the floor: {:#?}", origin.requests());
+
+    server.clock().advance(REVALIDATE_FLOOR);
+    updates(6);
+    let in_release = origin.count_path("/dists/testing/InRelease");
+    assert_eq!(in_release, 1, "six updates past the floor: {:#?}", origin.requests());
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{archive, PKGPROXY};
+use crate::common::{archive, revalidating_at_once, PKGPROXY, REVALIDATE_FLOOR};
 use pkgproxy_metrics::CacheGauge;
 use pkgproxy_testkit::client::proxy_get;
 use pkgproxy_testkit::{eventually, AptOutput, AptRepo, AptSandbox, Daemon, Origin};
@@ -76,7 +76,7 @@ fn saw_mismatch(output: &AptOutput) -> bool {
 
 async fn daemon_for(origins: &[&Origin]) -> Daemon {
     let mirrors: Vec<String> = origins.iter().map(|o| format!("{}/debian", o.url())).collect();
-    Daemon::start(PKGPROXY, Some(&archive("local", &mirrors))).await
+    Daemon::start(PKGPROXY, Some(&revalidating_at_once(&archive("local", &mirrors)))).await
 }
 
 /// Waits until the daemon has learnt `n` pool files (learning a `Packages`
@@ -376,6 +376,7 @@ async fn removing_a_suite_s_inrelease_by_hand_forgets_its_release_so_an_older_on
 
     // An older Release, the held one's rollback protection keeps out...
     let older = publish_dated(dir.path(), now - Duration::from_secs(7200));
+    server.clock().advance(REVALIDATE_FLOOR);
     let kept = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
     assert_eq!((kept.status, kept.body.as_ref()), (200, newer.as_slice()));
     assert!(kept.header("x-pkgproxy-reason").unwrap_or_default().contains("older"));

@@ -30,12 +30,33 @@ pub fn archive(name: &str, mirrors: &[String]) -> String {
     format!("[[apt.archive]]\nname = {name:?}\nmirrors = [{}]\n", quoted.join(", "))
 }
 
+/// `[server] revalidate_floor` as documented: a client's `max-age=0`
+/// within it of a revalidation is answered by that revalidation.
+pub const REVALIDATE_FLOOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `config` with every client's `max-age=0` or `no-cache` honoured as it
+/// comes (`[server] revalidate_floor = "0s"`): for a daemon, whose clock a
+/// test cannot move, in tests of what a revalidation does.
+pub fn revalidating_at_once(config: &str) -> String {
+    format!("{config}\n[server]\nrevalidate_floor = \"0s\"\n")
+}
+
 /// The shared repository served by a fresh origin, and a daemon that knows
 /// the origin as archive `local`.
 pub async fn origin_and_daemon() -> (&'static AptRepo, Origin, Daemon) {
+    origin_and_daemon_with(|config| config).await
+}
+
+/// [`origin_and_daemon`], honouring every client's `max-age=0` as it comes
+/// ([`revalidating_at_once`]).
+pub async fn origin_and_revalidating_daemon() -> (&'static AptRepo, Origin, Daemon) {
+    origin_and_daemon_with(|config| revalidating_at_once(&config)).await
+}
+
+async fn origin_and_daemon_with(configure: impl Fn(String) -> String) -> (&'static AptRepo, Origin, Daemon) {
     let repo = AptRepo::shared_default();
     let origin = Origin::serve(repo.root()).await;
-    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    let config = configure(archive("local", &[format!("{}/debian", origin.url())]));
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     (repo, origin, daemon)
 }

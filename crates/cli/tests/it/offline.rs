@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use crate::common::{archive, origin_and_daemon, PKGPROXY};
+use crate::common::{archive, origin_and_daemon, origin_and_revalidating_daemon, PKGPROXY};
 use pkgproxy_metrics::UpstreamCounter;
 use pkgproxy_testkit::client::{first_status, proxy_get, raw_exchange};
 use pkgproxy_testkit::{AptRepo, AptSandbox, Daemon, Origin, RefusingPort};
@@ -75,7 +75,7 @@ async fn offline_apt_gets_everything_cached_and_nothing_reaches_the_origin() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_overloaded_upstream_is_left_alone_and_a_mode_change_forgets_it() {
-    let (repo, origin, daemon) = origin_and_daemon().await;
+    let (repo, origin, daemon) = origin_and_revalidating_daemon().await;
     daemon.set_offline_mode("store-overloaded").await;
     let hello = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-hello"));
     let small = format!("{}{}", origin.url(), repo.deb_url_path("pkgproxy-small1"));

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, origin_and_daemon, origin_and_server, sha256};
+use crate::common::{archive, origin_and_daemon, origin_and_server, sha256, REVALIDATE_FLOOR};
 use crate::inproc::Server;
 use pkgproxy_cache::Clock;
 use pkgproxy_metrics::{CacheGauge, ClientCounter, UpstreamCounter};
@@ -328,11 +328,65 @@ async fn a_stale_index_is_served_when_the_mirror_is_down_or_too_busy() {
     assert_eq!(first.status, 200);
     for status in [503, 429] {
         origin.set_status_override("/debian/dists/testing/InRelease", Some(status));
+        server.clock().advance(REVALIDATE_FLOOR);
         let again = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
         assert_eq!(again.status, 200, "{status}");
         assert_eq!(again.header("x-pkgproxy-cache"), Some("stale"), "{status}");
         assert_eq!(sha256(&again.body), sha256(&first.body));
     }
+}
+
+/// `[server] revalidate_floor`: a fleet asking `max-age=0` or `no-cache`
+/// shares one revalidation per floor, those asking while it is under way
+/// wait for it, and the first past the floor revalidates again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fleet_asking_for_fresh_copies_shares_one_revalidation_per_floor() {
+    let (_, origin, server) = origin_and_server().await;
+    let path = "/debian/dists/testing/InRelease";
+    let url = format!("{}{path}", origin.url());
+    let first = proxy_get(server.proxy_addr(), &url, &[]).await;
+    assert_eq!(first.status, 200);
+    let proxy = server.proxy_addr();
+    let asked = || twenty_asking_for_a_fresh_copy(proxy, &url, &first.body);
+
+    // Within the floor of the miss: twenty clients, no upstream request.
+    origin.clear_requests();
+    server.clock().advance(REVALIDATE_FLOOR - Duration::from_secs(1));
+    assert!(asked().await.iter().all(|cache| cache == "hit"));
+    assert_eq!(origin.count_path(path), 0);
+
+    // Past it: twenty at once make one revalidation, then hits again.
+    server.clock().advance(Duration::from_secs(1));
+    let past = asked().await;
+    assert_eq!(origin.count_path(path), 1, "{past:?}");
+    assert!(past.iter().any(|cache| cache == "revalidated"), "{past:?}");
+    server.clock().advance(REVALIDATE_FLOOR - Duration::from_secs(1));
+    assert!(asked().await.iter().all(|cache| cache == "hit"));
+    assert_eq!(origin.count_path(path), 1);
+
+    // A floor of 0 (a reload): every such client revalidates.
+    let config = format!("{}\n[server]\nrevalidate_floor = \"0s\"\n", archive("local", &[format!("{}/debian", origin.url())]));
+    server.reload_with(&config).await;
+    for expected in [2, 3] {
+        let again = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;
+        assert_eq!(again.header("x-pkgproxy-cache"), Some("revalidated"));
+        assert_eq!(origin.count_path(path), expected);
+    }
+}
+
+/// Twenty clients at once asking `url` for a fresh copy (`max-age=0` or
+/// `no-cache`), each answered `body`: how each was answered
+/// (`X-Pkgproxy-Cache`).
+async fn twenty_asking_for_a_fresh_copy(proxy: &str, url: &str, body: &[u8]) -> Vec<String> {
+    let answers = futures_util::future::join_all((0..20).map(|n| async move {
+        let directive = if n % 2 == 0 { "max-age=0" } else { "no-cache" };
+        proxy_get(proxy, url, &[("cache-control", directive)]).await
+    }))
+    .await;
+    for answer in &answers {
+        assert_eq!((answer.status, sha256(&answer.body)), (200, sha256(body)));
+    }
+    answers.iter().map(|answer| answer.header("x-pkgproxy-cache").unwrap_or_default().to_owned()).collect()
 }
 
 /// Writes `bytes` at `path` under `root`, dated `mtime`.

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, Inspected, PKGPROXY};
+use crate::common::{archive, revalidating_at_once, Inspected, PKGPROXY};
 use crate::inproc::Server;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -20,7 +20,7 @@ use pkgproxy_testkit::{eventually, AptRepo, Daemon, Origin, RefusingPort, Shadow
 const WAIT: Duration = Duration::from_secs(10);
 
 fn config(origin: &Origin, mirrors: &str) -> String {
-    format!("{}\n{mirrors}", archive("local", &[format!("{}/debian", origin.url())]))
+    revalidating_at_once(&format!("{}\n{mirrors}", archive("local", &[format!("{}/debian", origin.url())])))
 }
 
 fn mirror_section(name: &str, target: &str, extra: &str) -> String {

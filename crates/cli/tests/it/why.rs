@@ -6,7 +6,7 @@ use pkgproxy_control::Explanation;
 use pkgproxy_testkit::client::{proxy_get, Answer};
 use pkgproxy_testkit::{AptRepo, Daemon, Origin};
 
-use crate::common::{archive, pkgproxyctl, PKGPROXY};
+use crate::common::{archive, pkgproxyctl, revalidating_at_once, PKGPROXY};
 
 /// What `pkgproxyctl explain URL` says of `url` on `daemon`, which exits
 /// 1 for a refusal.
@@ -48,7 +48,7 @@ async fn explain_says_what_the_next_request_gets_and_every_answer_but_a_hit_says
     let origin = Origin::serve(repo.root()).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
-    let config = archive("local", &[format!("{}/debian", origin.url())]);
+    let config = revalidating_at_once(&archive("local", &[format!("{}/debian", origin.url())]));
     let flags = ["-access-log", log.to_str().unwrap(), "-apt-index-ttl", "5m"];
     let daemon = Daemon::start_with(PKGPROXY, Some(&config), &flags).await;
     let proxy = daemon.proxy_addr();
@@ -177,7 +177,7 @@ async fn the_control_sockets_answer_bad_questions_with_a_clear_error() {
 async fn an_lxd_index_generation_says_why_it_was_not_a_plain_hit() {
     let origin = pkgproxy_testkit::FakeSimplestreams::start().await;
     origin.publish("20240101", &pkgproxy_testkit::LxdImage::build("why", None));
-    let config = format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url());
+    let config = revalidating_at_once(&format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url()));
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let index = "/lxd/test/streams/v1/index.json";
     let get = |headers: &'static [(&'static str, &'static str)]| {

@@ -134,6 +134,10 @@ pub struct ServerSection {
     /// its connection is closed (`"60s"`).
     #[serde(default, with = "humantime_serde")]
     pub send_timeout: Option<Duration>,
+    /// How recent a revalidation answers a client asking for a fresh
+    /// copy (`Cache-Control: no-cache` or `max-age=0`; `"10s"`).
+    #[serde(default, with = "humantime_serde")]
+    pub revalidate_floor: Option<Duration>,
     /// Client connections open at once (default: from the file limit).
     pub max_connections: Option<usize>,
     /// Client connections open at once from one address.

@@ -82,6 +82,9 @@ pub struct Settings {
     /// The shared tier this node publishes to and reads from, if any
     /// (`[cluster]`; read at start only).
     pub cluster: Option<pkgproxy_cluster::ClusterConfig>,
+    /// How recent a revalidation answers a client asking for a fresh copy
+    /// (`[server] revalidate_floor`).
+    pub revalidate_floor: std::time::Duration,
     /// The keys whose signatures an import of a bundle trusts.
     pub trusted_keys: Vec<crate::signing::PublicKey>,
     /// The fleet's policy (`[policy]`, and the malicious-package records
@@ -317,6 +320,7 @@ impl Settings {
                 .map(|section| cluster::settings(section, |name| std::env::var(name).ok()))
                 .transpose()?,
             trusted_keys: trusted_keys(&file.bundles.trusted_keys)?,
+            revalidate_floor: file.server.revalidate_floor.unwrap_or(crate::proxy::lookup::DEFAULT_REVALIDATE_FLOOR),
             policy: fleet_policy,
             policy_options: file.policy.clone(),
         })

@@ -22,6 +22,7 @@
 //! It reads the cache and the side through [`Holdings`], and the time and
 //! the mode from [`Moment`], so that it can be tested without I/O.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -99,6 +100,31 @@ pub struct Moment {
 /// hand, and long enough that a burst of jobs shares one request.
 pub const DEFAULT_REVALIDATE_FLOOR: Duration = Duration::from_secs(10);
 
+/// `revalidate_floor` as in use: read by every lookup, changed by a reload.
+#[derive(Debug)]
+pub struct Floor(AtomicU64);
+
+impl Floor {
+    /// A floor of `floor` (kept to the millisecond).
+    pub fn new(floor: Duration) -> Floor {
+        Floor(AtomicU64::new(millis(floor)))
+    }
+
+    /// The floor in use.
+    pub fn get(&self) -> Duration {
+        Duration::from_millis(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Puts `floor` in use for requests from now on.
+    pub fn set(&self, floor: Duration) {
+        self.0.store(millis(floor), Ordering::Relaxed);
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Moment {
     /// Now, for a request with `headers`, in the daemon's mode.
     pub fn now(state: &State, headers: &HeaderMap) -> Moment {
@@ -108,7 +134,7 @@ impl Moment {
             frozen: state.upstream.switch.frozen(),
             directives: ClientDirectives::from_headers(headers),
             supplied: false,
-            revalidate_floor: DEFAULT_REVALIDATE_FLOOR,
+            revalidate_floor: state.revalidate_floor.get(),
         }
     }
 
