@@ -2,7 +2,8 @@
 //! by-hash indexes served by a recording origin.
 
 use crate::common::{
-    origin_and_daemon, origin_and_revalidating_daemon, origin_and_server, sha256_file, upstream_counts, REVALIDATE_FLOOR,
+    origin_and_daemon, origin_and_revalidating_daemon, origin_and_server, sha256_file, upstream_counts,
+    REVALIDATE_FLOOR,
 };
 use pkgproxy_metrics::{CacheGauge, SideCounter};
 use pkgproxy_testkit::AptSandbox;

@@ -365,7 +365,8 @@ async fn a_fleet_asking_for_fresh_copies_shares_one_revalidation_per_floor() {
     assert_eq!(origin.count_path(path), 1);
 
     // A floor of 0 (a reload): every such client revalidates.
-    let config = format!("{}\n[server]\nrevalidate_floor = \"0s\"\n", archive("local", &[format!("{}/debian", origin.url())]));
+    let config =
+        format!("{}\n[server]\nrevalidate_floor = \"0s\"\n", archive("local", &[format!("{}/debian", origin.url())]));
     server.reload_with(&config).await;
     for expected in [2, 3] {
         let again = proxy_get(server.proxy_addr(), &url, &[("cache-control", "max-age=0")]).await;

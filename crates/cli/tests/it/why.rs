@@ -177,7 +177,8 @@ async fn the_control_sockets_answer_bad_questions_with_a_clear_error() {
 async fn an_lxd_index_generation_says_why_it_was_not_a_plain_hit() {
     let origin = pkgproxy_testkit::FakeSimplestreams::start().await;
     origin.publish("20240101", &pkgproxy_testkit::LxdImage::build("why", None));
-    let config = revalidating_at_once(&format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url()));
+    let config =
+        revalidating_at_once(&format!("[[lxd.remote]]\nname = \"test\"\nmirrors = [\"{}/releases\"]\n", origin.url()));
     let daemon = Daemon::start(PKGPROXY, Some(&config)).await;
     let index = "/lxd/test/streams/v1/index.json";
     let get = |headers: &'static [(&'static str, &'static str)]| {

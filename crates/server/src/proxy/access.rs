@@ -40,6 +40,22 @@ pub async fn confirmed(
     if state.kept.grants.holds(&access.grant, within, now) {
         return Ok(());
     }
+    // Boxed: a hit granted already would otherwise carry (and copy) the
+    // state of a request upstream.
+    Box::pin(asked_upstream(state, exchange, side, request, access, now)).await
+}
+
+/// Whether the upstream lets the client of `exchange` read `request`,
+/// asked with its credentials (`access`); remembered as a grant when it
+/// does.
+async fn asked_upstream(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &dyn Side,
+    request: &CachedRequest,
+    access: &Access,
+    now: std::time::Instant,
+) -> Result<(), Outcome> {
     let agent = exchange.headers.get(USER_AGENT).cloned();
     let asked = match &access.confirmed_at {
         Some(origin) => &CachedRequest { origin: origin.clone(), ..request.clone() },

@@ -84,14 +84,30 @@ async fn through_the_cache(
             return plain(Outcome::Answered(answer::passed(exchange, &remembered, Served::Hit)));
         }
         Lookup::Fresh(entry) => return plain(hit(state, exchange, side, &request, &entry).await),
-        Lookup::Adoptable { sha256, size } => match adopt(state, &request, sha256, size).await {
+        Lookup::Adoptable { sha256, size } => match Box::pin(adopt(state, &request, sha256, size)).await {
             Some(entry) => return plain(hit(state, exchange, side, &request, &entry).await),
             None => (None, Reason::NotCached),
         },
         Lookup::Stale { entry, why } => (Some(entry), why),
         Lookup::Missing(why) => (None, why),
     };
+    // Boxed: a fetch's state is kilobytes a hit's task would otherwise
+    // carry, and copy, on every request.
+    Box::pin(through_a_fetch(state, exchange, side, request, cached, reason)).await
+}
 
+/// Serves `request`, which the cache does not hold fresh (`cached`, if it
+/// holds it at all, is stale for `reason`), from a fetch: one started, or
+/// one under way that it joins.
+async fn through_a_fetch(
+    state: &Arc<State>,
+    exchange: &Exchange<'_>,
+    side: &dyn Side,
+    request: CachedRequest,
+    cached: Option<Arc<Entry>>,
+    reason: Reason,
+) -> (Outcome, Option<Reason>, Option<Arc<str>>) {
+    let plain = |outcome: Outcome| (outcome, None, None);
     let checks = prerequisites(state, side, &request, exchange).await;
     let mut request = request;
     let withheld_from = locate(side, &mut request, &checks);

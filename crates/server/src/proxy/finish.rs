@@ -80,11 +80,15 @@ impl Finish {
         outcome: Outcome,
     ) -> Outcome {
         let outcome = match self.listing.take() {
-            Some((listing, fetch)) => super::gate::filtered(state, exchange, side, &listing, fetch, outcome).await,
+            // Boxed, as the rewrite: a plain hit's task would otherwise
+            // carry (and copy) their state on every request.
+            Some((listing, fetch)) => {
+                Box::pin(super::gate::filtered(state, exchange, side, &listing, fetch, outcome)).await
+            }
             None => outcome,
         };
         let outcome = match self.rewrite.take() {
-            Some(rewrite) => rewritten(side, &rewrite, exchange, outcome).await,
+            Some(rewrite) => Box::pin(rewritten(side, &rewrite, exchange, outcome)).await,
             None => outcome,
         };
         // After the rewrite: the fallback is the side's own, not an

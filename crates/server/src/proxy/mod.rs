@@ -100,7 +100,7 @@ pub async fn handle(state: Arc<State>, request: Request<Incoming>, client: Clien
     }
     match route::route(request.method(), request.uri(), state.listen.port()) {
         Route::Tunnel => {
-            let outcome = tunnel::handle(&state, request).await;
+            let outcome = Box::pin(tunnel::handle(&state, request)).await;
             // A tunnel that could not open asked nothing of the cache.
             let cache = match &outcome {
                 Outcome::Failed(_) => CacheUse::Refused,
@@ -195,7 +195,9 @@ async fn serve(
         supply: None,
     };
     match side.classify(&routed) {
-        Decision::Forward(request) => forward::forward(state, &exchange, request, tapped.tee(body)).await,
+        // The kinds of request a hit is not are boxed: the hits' tasks
+        // would otherwise carry (and copy) their state too.
+        Decision::Forward(request) => Box::pin(forward::forward(state, &exchange, request, tapped.tee(body))).await,
         Decision::Refuse(refusal) => {
             copy_body(tapped, body).await;
             Failed::Refused(refusal).into()
@@ -209,12 +211,12 @@ async fn serve(
         Decision::Pointer(pointer) => {
             copy_body(tapped, body).await;
             let as_pkgproxy = matches!(pointer.name.asking.auth, UpstreamAuth::Bearer { .. });
-            let outcome = pointer::serve(state, &exchange, side, *pointer).await;
+            let outcome = Box::pin(pointer::serve(state, &exchange, side, *pointer)).await;
             or_with_own_credentials(state, &exchange, side, &routed, as_pkgproxy, outcome).await
         }
         Decision::Generation(generation) => {
             copy_body(tapped, body).await;
-            generation::serve(state, &exchange, side, *generation, &routed).await
+            Box::pin(generation::serve(state, &exchange, side, *generation, &routed)).await
         }
         Decision::Answer(answer) => {
             copy_body(tapped, body).await;
@@ -235,7 +237,7 @@ async fn or_with_own_credentials(
     outcome: Outcome,
 ) -> Outcome {
     match as_pkgproxy && refused(&outcome) && exchange.headers.contains_key(AUTHORIZATION) {
-        true => with_own_credentials(state, exchange, side, routed).await.unwrap_or(outcome),
+        true => Box::pin(with_own_credentials(state, exchange, side, routed)).await.unwrap_or(outcome),
         false => outcome,
     }
 }
