@@ -93,8 +93,9 @@ pub struct Moment {
     pub revalidate_floor: Duration,
 }
 
-/// The default of `revalidate_floor`: pip asks every project page with
-/// `max-age=0` and apt every `InRelease` on `update`; a fleet of CI jobs
+/// The default of `revalidate_floor`: apt asks every `InRelease` with
+/// `max-age=0` on `update`, pip every project page (before pip 26, and
+/// since with `--refresh-package`); a fleet of CI jobs
 /// would otherwise make an upstream request each, for the same bytes.
 /// Ten seconds is shorter than any publish-then-install a person does by
 /// hand, and long enough that a burst of jobs shares one request.
