@@ -477,6 +477,19 @@ mod tests {
     }
 
     #[test]
+    fn the_revalidate_floor_is_ten_seconds_unless_set() {
+        let floor = |text: &str| {
+            let file = ConfigFile::parse(text).unwrap();
+            Settings::new(PathBuf::from("/cache"), &file, &Overrides::default()).unwrap().revalidate_floor
+        };
+        assert_eq!(floor(""), std::time::Duration::from_secs(10));
+        assert_eq!(floor("[server]\nrevalidate_floor = \"0s\"\n"), std::time::Duration::ZERO);
+        assert_eq!(floor("[server]\nrevalidate_floor = \"1m\"\n"), std::time::Duration::from_secs(60));
+        let error = ConfigFile::parse("[server]\nrevalidate_floor = \"soon\"\n").unwrap_err().to_string();
+        assert!(error.contains("revalidate_floor"), "{error}");
+    }
+
+    #[test]
     fn resolve_entries_parse_like_curl() {
         let (host, port, address) = parse_resolve("deb.debian.org:80:127.0.0.1").unwrap();
         assert_eq!((host.as_str(), port), ("deb.debian.org", 80));
