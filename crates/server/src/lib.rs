@@ -307,7 +307,7 @@ impl State {
         Ok(State {
             clock: Arc::clone(&settings.clock),
             trusted_keys: arc_swap::ArcSwap::from_pointee(settings.trusted_keys.clone()),
-            revalidate_floor: proxy::lookup::Floor::new(settings.revalidate_floor),
+            revalidate_floor: config::Floor::new(settings.revalidate_floor),
             gate: gate::Gate::new(settings.policy_options.clone(), settings.policy.clone()),
             trouble: Default::default(),
             history: history::History::with(history, pkgproxy_cache::unix_secs(settings.clock.now())),

@@ -78,7 +78,7 @@ pub struct State {
     pub gate: crate::gate::Gate,
     /// How recent a revalidation answers a client asking for a fresh copy
     /// (changed on a reload).
-    pub revalidate_floor: crate::proxy::lookup::Floor,
+    pub revalidate_floor: crate::config::Floor,
     /// The keys whose signed bundles an import takes (`[bundles]`).
     pub trusted_keys: arc_swap::ArcSwap<Vec<crate::signing::PublicKey>>,
 }

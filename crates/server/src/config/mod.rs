@@ -5,6 +5,7 @@
 pub mod clients;
 mod cluster;
 mod file;
+mod floor;
 mod placement;
 pub mod shadow;
 mod size;
@@ -25,6 +26,7 @@ use pkgproxy_upstream::{AddressPolicy, Keepalive, Penalties, PoolSettings, Resol
 
 use file::UpstreamSection;
 pub use file::{ConfigFile, FileError, ServerSection, ShadowSection, EXAMPLE};
+pub use floor::{Floor, DEFAULT_REVALIDATE_FLOOR};
 pub use shadow::{ShadowConfig, ShadowConfigError, Step};
 pub use size::{parse_size, Size};
 
@@ -320,7 +322,7 @@ impl Settings {
                 .map(|section| cluster::settings(section, |name| std::env::var(name).ok()))
                 .transpose()?,
             trusted_keys: trusted_keys(&file.bundles.trusted_keys)?,
-            revalidate_floor: file.server.revalidate_floor.unwrap_or(crate::proxy::lookup::DEFAULT_REVALIDATE_FLOOR),
+            revalidate_floor: file.server.revalidate_floor.unwrap_or(DEFAULT_REVALIDATE_FLOOR),
             policy: fleet_policy,
             policy_options: file.policy.clone(),
         })

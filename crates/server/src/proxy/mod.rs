@@ -24,7 +24,7 @@ mod for_sides;
 mod forward;
 mod gate;
 mod generation;
-pub(crate) mod lookup;
+mod lookup;
 mod multipart;
 pub mod needs;
 pub mod outcome;
