@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::common::{archive, on_disk, PKGPROXY};
+use crate::common::{archive, on_disk, PKGPROXY, REVALIDATE_FLOOR};
 use crate::inproc::Server;
 use pkgproxy_control::CacheEntry;
 use pkgproxy_metrics::CacheGauge;
@@ -121,6 +121,7 @@ async fn index_files_of_an_older_release_are_evicted_before_an_older_package() {
     // A newer Release: apt fetches its indexes; the old ones can never be
     // asked for again, though used after the package.
     repo.add_package("pkgproxy-new", "1.0-1", 2048);
+    server.clock().advance(REVALIDATE_FLOOR);
     apt.update().assert_success();
     let current: Vec<CacheEntry> = by_hash_of(&listed_at(&server.admin_socket()))
         .into_iter()
