@@ -7,9 +7,13 @@
 # CARGO_HOME), over HTTP/2 (cargo's h2c upgrade) and over HTTP/1.1
 # (http.multiplexing = false), each REPEAT times:
 #   REPEAT=3 bench/cargo.sh
+#   PINNED=1 DELAY_MS=10 REPEAT=3 bench/cargo.sh
 # LATENCY=10 puts the registry across a network, as crates.io is: served
-# over TLS with HTTP/2, behind a relay (delay.py) that delays every byte
-# that many milliseconds each way.
+# over TLS with HTTP/2, behind a relay (bench/delay.py) that delays every
+# byte that many milliseconds each way, for cargo straight and for pkgproxy
+# alike; DELAY_MS=10 is the same (the other benches' name for it).
+# PINNED=1 puts pkgproxy on core 0 (taskset -c 0) and cargo, nginx and the
+# relay on core 1, the straight runs pinned the same way.
 # CACHE_ROOT=DIR keeps pkgproxy's caches on another file system: a cold
 # fetch creates a file per crate and index file, and ext4 creates them
 # slowly in a folder group where thousands of files were just deleted.
@@ -21,6 +25,8 @@ target=$(rustc -vV | sed -n 's/^host: //p')
 command -v nginx >/dev/null || { echo "bench/cargo.sh: needs nginx" >&2; exit 1; }
 
 cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
+target_dir=$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 work=$(mktemp -d)
 chmod 755 "$work"   # nginx's workers read the registry
 pids=()
@@ -33,7 +39,8 @@ trap cleanup EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 registry_port=$(port)
-latency=${LATENCY:-}
+latency=${LATENCY:-${DELAY_MS:-}}
+if [ "${PINNED:-0}" = 1 ]; then proxy_core="taskset -c 0"; client_core="taskset -c 1"; else proxy_core=""; client_core=""; fi
 registry_host=127.0.0.1
 scheme=http
 nginx_port=$registry_port
@@ -48,7 +55,7 @@ if [ -n "$latency" ]; then
   openssl x509 -req -in "$work/cert.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial -days 1 \
     -extfile "$work/cert.ext" -out "$work/cert.pem" 2>/dev/null
   export SSL_CERT_FILE="$work/ca.pem" CARGO_HTTP_CAINFO="$work/ca.pem"   # pkgproxy's trust, and cargo's
-  python3 "$root/bench/delay.py" "$registry_port" "$nginx_port" "$latency" &
+  $client_core python3 "$root/bench/delay.py" "$registry_port" "$nginx_port" "$latency" &
   pids+=($!)
 fi
 
@@ -104,7 +111,7 @@ http {
   server { $listen root $work/registry; etag on; }
 }
 NGINX
-nginx -c "$work/nginx.conf"
+$client_core nginx -c "$work/nginx.conf"
 
 mkdir -p "$work/project"
 git -C "$root" archive HEAD | tar -x -C "$work/project"
@@ -118,12 +125,16 @@ start_pkgproxy() {
   cache=$(mktemp -d -p "${CACHE_ROOT:-$work}" pkgproxy-cache.XXXXXX)
   caches+=("$cache")
   printf '[cargo]\nindex = ["%s/index"]\n' "$scheme://$registry_host:$registry_port" > "$work/pkgproxy.toml"
-  "$root/target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
+  $proxy_core "$target_dir/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
     -config "$work/pkgproxy.toml" -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" \
     -log-level warn > "$work/pkgproxy.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$pkgproxy_port/cargo/index/config.json" >/dev/null && return; sleep 0.1; done
   echo "pkgproxy did not start" >&2; exit 1
+}
+# The CPU time pkgproxy has used (user and system), in seconds.
+cpu_seconds() {
+  python3 -c "import os; f = open('/proc/${pids[-1]}/stat').read().rsplit(')', 1)[1].split(); print(f'{(int(f[11]) + int(f[12])) / os.sysconf(\"SC_CLK_TCK\"):.2f}')"
 }
 stop_pkgproxy() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
 
@@ -138,7 +149,7 @@ fetch() {
   [ "$2" = http1 ] && printf '[http]\nmultiplexing = false\n' >> "$home/config.toml"
   local start end
   start=$(date +%s.%N)
-  CARGO_HOME="$home" cargo fetch --locked --target "$target" --manifest-path "$work/project/Cargo.toml" -q \
+  CARGO_HOME="$home" $client_core cargo fetch --locked --target "$target" --manifest-path "$work/project/Cargo.toml" -q \
     || { echo "cargo fetch failed" >&2; exit 1; }
   end=$(date +%s.%N)
   rm -rf "$home"
@@ -149,13 +160,26 @@ direct="$scheme://$registry_host:$registry_port/index/"
 through="http://127.0.0.1:$pkgproxy_port/cargo/index/"
 packages=$(grep -c '^source = "registry+' "$root/Cargo.lock")
 echo "Cargo.lock: $packages packages from crates.io; target $target"
+echo "pinned: ${PINNED:-0}, delay: ${latency:-0} ms each way, repeat: $repeat"
 for protocol in http2 http1; do
+  : > "$work/runs"
   for run in $(seq "$repeat"); do
     straight=$(fetch "$direct" "$protocol")
     start_pkgproxy
     cold=$(fetch "$through" "$protocol")
+    cpu_cold=$(cpu_seconds)
     warm=$(fetch "$through" "$protocol")
+    cpu_warm=$(python3 -c "print(f'{$(cpu_seconds) - $cpu_cold:.2f}')")
     stop_pkgproxy
-    echo "$protocol run $run: straight ${straight} s, through pkgproxy cold ${cold} s, warm ${warm} s"
+    echo "$straight $cold $warm" >> "$work/runs"
+    echo "$protocol run $run: straight ${straight} s, through pkgproxy cold ${cold} s, warm ${warm} s;" \
+      "pkgproxy's CPU time cold ${cpu_cold} s, warm ${cpu_warm} s"
   done
+  python3 - "$work/runs" "$protocol" <<'PY'
+import statistics, sys
+runs = [[float(x) for x in line.split()] for line in open(sys.argv[1])]
+straight, cold, warm = (statistics.median(column) for column in zip(*runs))
+print(f"{sys.argv[2]} medians: straight {straight:.2f} s, through pkgproxy cold {cold:.2f} s (cold / straight {cold / straight:.2f}), "
+      f"warm {warm:.2f} s (straight / warm {straight / warm:.2f})")
+PY
 done

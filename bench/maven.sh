@@ -25,6 +25,8 @@ command -v mvn >/dev/null || { echo "bench/maven.sh: needs maven (./test.sh inst
 [ -d "$source_repo" ] || { echo "bench/maven.sh: needs $source_repo (Debian's maven-repo)" >&2; exit 1; }
 
 cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
+target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 work=$(mktemp -d)
 chmod 755 "$work"
 pids=()
@@ -90,7 +92,7 @@ start_pkgproxy() {
   local cache
   cache=$(mktemp -d -p "${CACHE_ROOT:-$work}" pkgproxy-cache.XXXXXX)
   printf '[[maven.repository]]\nname = "central"\nmirrors = ["http://127.0.0.1:%s"]\n' "$reached_port" > "$work/pkgproxy.toml"
-  $proxy_core "$root/target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
+  $proxy_core "$target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
     -config "$work/pkgproxy.toml" -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" \
     -log-level warn > "$work/pkgproxy.log" 2>&1 &
   pids+=($!)

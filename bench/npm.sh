@@ -5,7 +5,11 @@
 # NPM_TARBALLS, and each version's document), then
 #   - `npm ci` of the lockfile (hundreds of packages) with an empty npm
 #     cache: straight from the fake, through pkgproxy cold (its cache empty)
-#     and warm (a second empty npm cache), each REPEAT times;
+#     and warm (a second empty npm cache), each REPEAT times, then the
+#     medians; with PINNED=1, pkgproxy on core 0 and npm, the fake, the
+#     relay and the curl clients on core 1; with DELAY_MS=N, the fake
+#     behind a relay delaying each byte N ms each way (bench/delay.py: a
+#     network to the registry), for npm straight and for pkgproxy alike;
 #   - 100 clients of one 10 MB document at once, from pkgproxy's cache, as
 #     it is and gzipped: when the last was done, pkgproxy's peak RSS over
 #     what it held before;
@@ -13,13 +17,15 @@
 #     pkgproxy, the fake sending each connection at 50 MB/s: requests to the
 #     fake, when the last client was done, the others' first byte.
 #   REPEAT=3 bench/npm.sh
+#   PINNED=1 DELAY_MS=10 REPEAT=3 bench/npm.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 repeat=${REPEAT:-3}
 tarballs=${NPM_TARBALLS:-$HOME/.cache/pkgproxy-bench/npm}
 command -v nginx >/dev/null || { echo "bench/npm.sh: needs nginx" >&2; exit 1; }
 command -v npm >/dev/null || { echo "bench/npm.sh: needs npm" >&2; exit 1; }
-npm_clean() { env -u npm_config_registry -u NPM_CONFIG_REGISTRY npm --userconfig /dev/null "$@"; }
+if [ "${PINNED:-0}" = 1 ]; then proxy_core="taskset -c 0"; client_core="taskset -c 1"; else proxy_core=""; client_core=""; fi
+npm_clean() { $client_core env -u npm_config_registry -u NPM_CONFIG_REGISTRY npm --userconfig /dev/null "$@"; }
 
 # The set: a web front end's and a service's dependencies with their
 # tooling, and what they pull in (about a thousand packages).
@@ -51,6 +57,8 @@ PY
 fi
 
 cargo build --release --locked --manifest-path "$root/Cargo.toml" --bin pkgproxy
+target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Cargo.toml" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 work=$(mktemp -d)
 chmod 755 "$work"
 pids=()
@@ -63,10 +71,13 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 registry_port=$(port)
 pkgproxy_port=$(port)
+# The port clients and pkgproxy reach the fake at: the relay's with DELAY_MS.
+reached_port=$registry_port
+[ -z "${DELAY_MS:-}" ] || reached_port=$(port)
 
 # The fake registry: the tarballs at their paths, each version's document
 # (its `dist` from the lockfile), and a 10 MB document of many versions.
-python3 - "$tarballs" "$work/registry" "$registry_port" <<'PY'
+python3 - "$tarballs" "$work/registry" "$reached_port" <<'PY'
 import json, os, sys
 src, out, port = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(out)
@@ -133,19 +144,23 @@ http {
   }
 }
 NGINX
-  nginx -c "$work/nginx.conf"
+  $client_core nginx -c "$work/nginx.conf"
 }
 
 start_pkgproxy() {
   local cache
   cache=$(mktemp -d -p "${CACHE_ROOT:-$work}" pkgproxy-cache.XXXXXX)
-  printf '[npm]\nmirrors = ["http://127.0.0.1:%s"]\n' "$registry_port" > "$work/pkgproxy.toml"
-  "$root/target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
+  printf '[npm]\nmirrors = ["http://127.0.0.1:%s"]\n' "$reached_port" > "$work/pkgproxy.toml"
+  $proxy_core "$target/release/pkgproxy" -addr "127.0.0.1:$pkgproxy_port" -cache-dir "$cache" \
     -config "$work/pkgproxy.toml" -stats-socket-path "$work/stats.sock" -admin-socket-path "$work/admin.sock" \
     -log-level warn > "$work/pkgproxy.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$pkgproxy_port/npm/" && return; sleep 0.1; done
   echo "pkgproxy did not start" >&2; exit 1
+}
+# The CPU time pkgproxy has used (user and system), in seconds.
+cpu_seconds() {
+  python3 -c "import os; f = open('/proc/${pids[-1]}/stat').read().rsplit(')', 1)[1].split(); print(f'{(int(f[11]) + int(f[12])) / os.sysconf(\"SC_CLK_TCK\"):.2f}')"
 }
 stop_pkgproxy() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
 
@@ -164,19 +179,39 @@ install() {
 }
 
 start_nginx 0
-direct="http://127.0.0.1:$registry_port/"
+if [ -n "${DELAY_MS:-}" ]; then
+  $client_core python3 "$root/bench/delay.py" "$reached_port" "$registry_port" "$DELAY_MS" &
+  pids+=($!)
+  sleep 0.5
+fi
+direct="http://127.0.0.1:$reached_port/"
 through="http://127.0.0.1:$pkgproxy_port/npm/"
+echo "pinned: ${PINNED:-0}, delay: ${DELAY_MS:-0} ms each way, repeat: $repeat"
+: > "$work/runs"
 for run in $(seq "$repeat"); do
+  : > "$work/registry.log"
   straight=$(install "$direct")
+  asked_straight=$(wc -l < "$work/registry.log")
   start_pkgproxy
   : > "$work/registry.log"
   cold=$(install "$through")
   asked=$(wc -l < "$work/registry.log")
+  cpu_cold=$(cpu_seconds)
   : > "$work/registry.log"
   warm=$(install "$through")
+  cpu_warm=$(python3 -c "print(f'{$(cpu_seconds) - $cpu_cold:.2f}')")
   stop_pkgproxy
-  echo "npm ci run $run: straight ${straight} s, through pkgproxy cold ${cold} s (${asked} requests to the registry), warm ${warm} s ($(wc -l < "$work/registry.log") requests)"
+  echo "$straight $cold $warm" >> "$work/runs"
+  echo "npm ci run $run: straight ${straight} s (${asked_straight} requests to the registry), through pkgproxy cold ${cold} s (${asked})," \
+    "warm ${warm} s ($(wc -l < "$work/registry.log")); pkgproxy's CPU time cold ${cpu_cold} s, warm ${cpu_warm} s"
 done
+python3 - "$work/runs" <<'PY'
+import statistics, sys
+runs = [[float(x) for x in line.split()] for line in open(sys.argv[1])]
+straight, cold, warm = (statistics.median(column) for column in zip(*runs))
+print(f"npm ci medians: straight {straight:.2f} s, through pkgproxy cold {cold:.2f} s (cold / straight {cold / straight:.2f}), "
+      f"warm {warm:.2f} s (straight / warm {straight / warm:.2f})")
+PY
 
 # 100 clients of a 10 MB document from pkgproxy's cache, as it is, then
 # gzipped (from the compressed form made after the first gzip request).
@@ -196,7 +231,7 @@ for encoding in identity gzip; do
   start=$(date +%s.%N)
   clients=()
   for i in $(seq 100); do
-    curl -s -H "Accept-Encoding: $encoding" -o /dev/null -w '%{http_code} %{size_download}\n' "$url" > "$work/doc-$i" &
+    $client_core curl -s -H "Accept-Encoding: $encoding" -o /dev/null -w '%{http_code} %{size_download}\n' "$url" > "$work/doc-$i" &
     clients+=($!)
   done
   wait "${clients[@]}"
@@ -223,7 +258,7 @@ url="http://127.0.0.1:$pkgproxy_port/npm/$largest"
 start=$(date +%s.%N)
 clients=()
 for i in $(seq 50); do
-  curl -s -o /dev/null -w '%{http_code} %{time_starttransfer} %{time_total}\n' "$url" > "$work/client-$i" &
+  $client_core curl -s -o /dev/null -w '%{http_code} %{time_starttransfer} %{time_total}\n' "$url" > "$work/client-$i" &
   clients+=($!)
 done
 wait "${clients[@]}" || true
