@@ -131,6 +131,11 @@ struct Flags {
     #[arg(long, env = "PKGPROXY_CACHE_MAX_SIZE", value_name = "SIZE")]
     cache_max_size: Option<String>,
 
+    /// Free space kept on the cache's disk, e.g. 5% or 10GiB: below it the least
+    /// recently used entries are evicted (over [cache] min_free). Default: 5%.
+    #[arg(long, env = "PKGPROXY_CACHE_MIN_FREE", value_name = "SIZE|SHARE")]
+    cache_min_free: Option<String>,
+
     /// Log lines as text (under systemd, where JOURNAL_STREAM is set, without a
     /// timestamp: the journal adds its own) or as json, one object a line.
     #[arg(long, env = "PKGPROXY_LOG_FORMAT", value_name = "FORMAT", default_value = "text")]
@@ -221,6 +226,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
         None => Trigger::platform_default(),
     };
     let cache_max_size = flags.cache_max_size.clone();
+    let cache_min_free = flags.cache_min_free.clone();
     let state_dir = non_empty(flags.state_dir, &matches, "state_dir", "PKGPROXY_STATE_DIR")?
         .unwrap_or_else(paths::default_state_dir);
     let overrides = Overrides {
@@ -228,6 +234,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> anyhow::Result<Daemon> {
         persistence: persistence(),
         auto_offline,
         cache_max_size,
+        cache_min_free,
         state_dir: Some(state_dir.clone()),
     };
     let mut settings =

@@ -33,7 +33,10 @@ async fn a_side_that_is_only_its_folder_serves_a_cached_file_and_asks_the_origin
 
     let dir = tempfile::tempdir().unwrap();
     let file = ConfigFile::parse(&format!("[toy]\nmirrors = [\"{}\"]\n", origin.url())).unwrap();
-    let mut settings = Settings::new(dir.path().join("cache"), &file, &Overrides::default()).unwrap();
+    // The test machine's disk, short of free space, must not evict what
+    // the test cached.
+    let overrides = Overrides { cache_min_free: Some("0".to_string()), ..Overrides::default() };
+    let mut settings = Settings::new(dir.path().join("cache"), &file, &overrides).unwrap();
     settings.clock = Arc::new(ManualClock::new(SystemTime::now()));
     settings.proxy_threads = 1;
     let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

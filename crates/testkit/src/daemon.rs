@@ -148,6 +148,12 @@ impl Daemon {
         if !given("auto-offline") {
             args.extend(["-auto-offline".to_string(), "off".to_string()]);
         }
+        // Nor its disk, short of free space, evict what a test cached (5 %
+        // of a large disk is many gigabytes); tests of disk pressure say
+        // what they keep free.
+        if !given("cache-min-free") {
+            args.extend(["-cache-min-free".to_string(), "0".to_string()]);
+        }
         args.extend(self.extra_args.iter().cloned());
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(dir.join("daemon.log")).expect("daemon log");

@@ -32,13 +32,14 @@ impl SmallDisk {
 }
 
 impl SmallDisk {
-    /// Restarts `daemon` with its cache on an 8 MiB tmpfs; `None` (said
-    /// as a skip) where mounting is not allowed.
+    /// Restarts `daemon` with its cache on an 8 MiB tmpfs, keeping the
+    /// default 5 % of it free; `None` (said as a skip) where mounting is
+    /// not allowed.
     async fn under(daemon: &mut Daemon) -> Option<SmallDisk> {
         daemon.kill9();
         match SmallDisk::mount(&daemon.cache_dir(), "8m") {
             Ok(disk) => {
-                daemon.restart().await;
+                daemon.start_again_with(&["-cache-min-free", "5%"]).await;
                 Some(disk)
             }
             Err(why) => {

@@ -47,6 +47,8 @@ fn bad_values_are_refused_naming_the_flag_or_variable() {
     assert!(err.contains("-log-format") && err.contains("xml"), "{err}");
     let err = refused(&["-shutdown-grace", "later"], &[]);
     assert!(err.contains("-shutdown-grace"), "{err}");
+    let err = refused(&[], &[("PKGPROXY_CACHE_MIN_FREE", "lots")]);
+    assert!(err.contains("--cache-min-free \"lots\""), "{err}");
 }
 
 #[test]

@@ -149,6 +149,17 @@ impl Server {
     }
 }
 
+/// `overrides`, keeping no free space on the cache's disk unless the test
+/// says how much: the test machine's disk, short of free space, must not
+/// evict what a test cached (5 % of a large disk is many gigabytes).
+fn kept_free(file: &ConfigFile, overrides: &Overrides) -> Overrides {
+    let mut overrides = overrides.clone();
+    if overrides.cache_min_free.is_none() && file.cache.min_free.is_none() {
+        overrides.cache_min_free = Some("0".to_string());
+    }
+    overrides
+}
+
 /// Runs the server on the cache in `dir` with `config`, `clock` and
 /// `overrides`, its sockets in `dir`, until its stop is sent.
 fn serve(
@@ -163,7 +174,7 @@ fn serve(
         move || {
             let text = config.lock().clone();
             let file = ConfigFile::parse(&text).map_err(|error| error.to_string())?;
-            Settings::new(cache.clone(), &file, &overrides).map_err(|error| error.to_string())
+            Settings::new(cache.clone(), &file, &kept_free(&file, &overrides)).map_err(|error| error.to_string())
         }
     };
     let mut settings = read().expect("valid settings");

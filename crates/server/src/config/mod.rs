@@ -151,10 +151,11 @@ pub enum SettingsError {
     /// without its certificate.
     #[error("server.tls_cert and server.tls_key go together")]
     TlsPair,
-    /// `[cache] max_size` or `min_free` is not a size.
-    #[error("cache.{key} {value:?}: {reason}")]
+    /// `[cache] max_size`, `min_free` or `max_object_size` (or its flag)
+    /// is not a size.
+    #[error("{key} {value:?}: {reason}")]
     CacheSize {
-        /// The key.
+        /// The key, or the flag.
         key: &'static str,
         /// Its value.
         value: String,
@@ -207,6 +208,8 @@ pub struct Overrides {
     pub auto_offline: Trigger,
     /// `-cache-max-size`, as written.
     pub cache_max_size: Option<String>,
+    /// `-cache-min-free`, as written.
+    pub cache_min_free: Option<String>,
     /// `-state-dir`: where what is not cache is kept (the listener's TLS
     /// certificate, which clients pin); `None`: beside the cache.
     pub state_dir: Option<PathBuf>,
@@ -229,6 +232,7 @@ impl Default for Overrides {
             persistence: Persistence::None,
             auto_offline: Trigger::Off,
             cache_max_size: None,
+            cache_min_free: None,
             state_dir: None,
         }
     }
@@ -295,8 +299,18 @@ impl Settings {
         };
         let state_dir = overrides.state_dir.clone().unwrap_or_else(|| cache_dir.clone());
         let fleet_policy = self::policy(file.policy.as_ref(), &state_dir)?;
-        let max_size = overrides.cache_max_size.as_deref().or(file.cache.max_size.as_deref());
-        let quota = quota(max_size, file.cache.min_free.as_deref(), file.cache.max_object_size.as_deref())?;
+        let cache = &file.cache;
+        let quota = quota(
+            written(
+                ("--cache-max-size", overrides.cache_max_size.as_deref()),
+                ("cache.max_size", cache.max_size.as_deref()),
+            ),
+            written(
+                ("--cache-min-free", overrides.cache_min_free.as_deref()),
+                ("cache.min_free", cache.min_free.as_deref()),
+            ),
+            cache.max_object_size.as_deref().map(|value| ("cache.max_object_size", value)),
+        )?;
         Ok(Settings {
             tls,
             quota,
@@ -355,28 +369,41 @@ fn trusted_keys(entries: &[String]) -> Result<Vec<crate::signing::PublicKey>, Se
     entries.iter().map(key).collect::<Result<_, _>>().map_err(|error| SettingsError::TrustedKey(error.to_string()))
 }
 
+/// A limit as written, and where: a flag's name (`--cache-max-size`) or a
+/// key of the file (`cache.max_size`), so that its error names it.
+type Written<'a> = (&'static str, &'a str);
+
+/// The flag's value over the file's.
+fn written<'a>(flag: (&'static str, Option<&'a str>), key: (&'static str, Option<&'a str>)) -> Option<Written<'a>> {
+    match (flag, key) {
+        ((flag, Some(value)), _) => Some((flag, value)),
+        (_, (key, Some(value))) => Some((key, value)),
+        _ => None,
+    }
+}
+
 /// The cache's limits: `max_size` (unlimited without it) and `min_free`
 /// (5 % of the file system without it).
 fn quota(
-    max_size: Option<&str>,
-    min_free: Option<&str>,
-    max_object_size: Option<&str>,
+    max_size: Option<Written>,
+    min_free: Option<Written>,
+    max_object_size: Option<Written>,
 ) -> Result<pkgproxy_cache::Quota, SettingsError> {
-    let max_size = max_size.map(|value| size("max_size", value)).transpose()?;
-    let max_object_size = max_object_size.map(|value| size("max_object_size", value)).transpose()?;
+    let max_size = max_size.map(|(key, value)| size(key, value)).transpose()?;
+    let max_object_size = max_object_size.map(|(key, value)| size(key, value)).transpose()?;
     let min_free = match min_free {
         None => pkgproxy_cache::MinFree::default(),
-        Some(value) => match value.trim().strip_suffix('%') {
+        Some((key, value)) => match value.trim().strip_suffix('%') {
             Some(percent) => {
                 let share = percent.trim().parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
                 let share = share.ok_or_else(|| SettingsError::CacheSize {
-                    key: "min_free",
+                    key,
                     value: value.to_string(),
                     reason: "a share is 0% to 100%".into(),
                 })?;
                 pkgproxy_cache::MinFree::Share((share * 100.0).round() as u32)
             }
-            None => pkgproxy_cache::MinFree::Bytes(size("min_free", value)?),
+            None => pkgproxy_cache::MinFree::Bytes(size(key, value)?),
         },
     };
     Ok(pkgproxy_cache::Quota { max_size, min_free, max_object_size })
@@ -476,6 +503,32 @@ mod tests {
         let settings =
             Settings::new(PathBuf::from("/cache"), &ConfigFile::parse(&without_parent).unwrap(), &overrides).unwrap();
         assert_eq!(settings.sides.typed::<pkgproxy_sides::go::Config>().unwrap().proxies(), ["http://127.0.0.1:8001"]);
+    }
+
+    #[test]
+    fn the_cache_s_flags_win_over_the_file_and_a_bad_limit_is_named_where_it_was_written() {
+        use pkgproxy_cache::MinFree;
+        let quota = |text: &str, max_size: Option<&str>, min_free: Option<&str>| {
+            let file = ConfigFile::parse(text).unwrap();
+            let overrides = Overrides {
+                cache_max_size: max_size.map(str::to_string),
+                cache_min_free: min_free.map(str::to_string),
+                ..Overrides::default()
+            };
+            Settings::new(PathBuf::from("/cache"), &file, &overrides).map(|settings| settings.quota)
+        };
+        let file = "[cache]\nmax_size = \"1GiB\"\nmin_free = \"10%\"\n";
+        let from_file = quota(file, None, None).unwrap();
+        assert_eq!((from_file.max_size, from_file.min_free), (Some(1 << 30), MinFree::Share(1000)));
+        let from_flags = quota(file, Some("2GiB"), Some("0")).unwrap();
+        assert_eq!((from_flags.max_size, from_flags.min_free), (Some(2 << 30), MinFree::Bytes(0)));
+        assert_eq!(quota("", None, None).unwrap().min_free, MinFree::Share(500), "5 % unless set");
+        let error = quota(file, None, Some("lots")).unwrap_err().to_string();
+        assert!(error.starts_with("--cache-min-free \"lots\": not a size"), "{error}");
+        let error = quota(file, None, Some("120%")).unwrap_err().to_string();
+        assert!(error.starts_with("--cache-min-free \"120%\": a share"), "{error}");
+        let error = quota("[cache]\nmin_free = \"lots\"\n", None, None).unwrap_err().to_string();
+        assert!(error.starts_with("cache.min_free \"lots\""), "{error}");
     }
 
     #[test]
