@@ -150,8 +150,8 @@ impl Daemon {
         }
         // Nor its disk, short of free space, evict what a test cached (5 %
         // of a large disk is many gigabytes); tests of disk pressure say
-        // what they keep free.
-        if !given("cache-min-free") {
+        // what they keep free, by the flag or in the file.
+        if !given("cache-min-free") && !self.config.as_deref().is_some_and(sets_min_free) {
             args.extend(["-cache-min-free".to_string(), "0".to_string()]);
         }
         args.extend(self.extra_args.iter().cloned());
@@ -316,4 +316,10 @@ impl Drop for Daemon {
 
 fn path_arg(path: &Path) -> String {
     path.to_str().expect("UTF-8 temp path").to_string()
+}
+
+/// Whether the configuration file's text sets `[cache] min_free`.
+fn sets_min_free(config: &str) -> bool {
+    let Ok(table) = config.parse::<toml::Table>() else { return false };
+    table.get("cache").and_then(|cache| cache.get("min_free")).is_some()
 }
